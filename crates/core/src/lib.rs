@@ -1,0 +1,32 @@
+//! The wsdr domain: a real-time auction whose state survives a Regional failover.
+//!
+//! The service ([`AuctionService`]) speaks to the world only through ports ([`ports`]):
+//! a state store (replicated between Regions), a regional connection registry, a notifier
+//! that pushes frames to connections, and a clock. The [`memory`] adapters implement every
+//! port for tests and the lab; `wsdr-aws` implements them on DynamoDB and API Gateway.
+//! Nothing here depends on an AWS crate.
+//!
+//! State is keyed by the user (the JWT `sub`), never by the connection id, and every bid is
+//! its own item keyed by its client-made `bidId`: bids are idempotent, and two Regions that
+//! both accept bids during a split converge to the same high bid (the maximum, see
+//! [`model::BidRecord::outranks`]).
+
+mod error;
+pub mod fanout;
+pub mod memory;
+pub mod model;
+pub mod ports;
+mod service;
+
+pub use error::Error;
+pub use fanout::{FanoutConfig, FanoutReport};
+pub use model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, UserBid, UserId};
+pub use ports::{Clock, Connections, InsertOutcome, Notifier, StateStore, SystemClock};
+pub use service::{AuctionService, BidReason, Reply};
+
+/// Result of every fallible domain operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How long a connection record lives without a `$disconnect`: API Gateway's 2-hour maximum
+/// connection duration plus half an hour of slack (records then expire by TTL).
+pub const DEFAULT_CONNECTION_TTL_MS: u64 = 150 * 60 * 1000;

@@ -1,0 +1,529 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+//! The auction rules and the idempotency guarantee, against the in-memory adapters.
+
+use std::sync::Arc;
+use wsdr_core::memory::{ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier};
+use wsdr_core::{Auction, AuctionService, ConnectionId, UserId};
+use wsdr_protocol::{Amount, AuctionId, BidStatus, ErrorCode, ServerMessage};
+
+struct World {
+    clock: Arc<ManualClock>,
+    store: Arc<MemoryStateStore>,
+    connections: Arc<MemoryConnections>,
+    notifier: Arc<RecordingNotifier>,
+    service: AuctionService,
+}
+
+const T0: u64 = 1_700_000_000_000;
+
+fn auction(id: &str) -> Auction {
+    Auction {
+        id: AuctionId::new(id).unwrap(),
+        item: "Tiffany lamp".into(),
+        starting_price: Amount::new(100).unwrap(),
+        min_increment: 10,
+        closes_at: Some(T0 + 60_000),
+    }
+}
+
+async fn world() -> World {
+    let clock = Arc::new(ManualClock::new(T0));
+    let store = Arc::new(MemoryStateStore::new("us-east-1", clock.clone()));
+    let connections = Arc::new(MemoryConnections::default());
+    let notifier = Arc::new(RecordingNotifier::default());
+    let service = AuctionService::new(
+        store.clone(),
+        connections.clone(),
+        notifier.clone(),
+        clock.clone(),
+        "us-east-1",
+    );
+    service.ensure_auction(&auction("a1")).await.unwrap();
+    World {
+        clock,
+        store,
+        connections,
+        notifier,
+        service,
+    }
+}
+
+fn user(name: &str) -> UserId {
+    UserId::new(name).unwrap()
+}
+
+fn conn(name: &str) -> ConnectionId {
+    ConnectionId::new(name).unwrap()
+}
+
+fn bid_frame(auction: &str, amount: u64, bid_id: &str) -> Vec<u8> {
+    format!(r#"{{"action":"bid","auctionId":"{auction}","amount":{amount},"bidId":"{bid_id}"}}"#)
+        .into_bytes()
+}
+
+async fn bid(w: &World, who: &str, amount: u64, bid_id: &str) -> (BidStatus, Option<String>) {
+    let reply = w
+        .service
+        .handle_frame(
+            &conn(&format!("c-{who}")),
+            &user(who),
+            &bid_frame("a1", amount, bid_id),
+        )
+        .await;
+    match reply.message {
+        ServerMessage::BidResult {
+            status,
+            reason,
+            region,
+            ..
+        } => {
+            assert_eq!(region, "us-east-1");
+            (status, reason)
+        }
+        other => panic!("expected bidResult, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn bid_rules_table() {
+    // Each row runs on a fresh world after the setup bids, so rows are independent.
+    struct Row {
+        name: &'static str,
+        setup: &'static [(&'static str, u64, &'static str)],
+        advance_ms: u64,
+        bid: (&'static str, u64, &'static str),
+        status: BidStatus,
+        reason: Option<&'static str>,
+    }
+    let rows = [
+        Row {
+            name: "first_bid_at_starting_price_is_accepted",
+            setup: &[],
+            advance_ms: 0,
+            bid: ("alice", 100, "bid-a-0001"),
+            status: BidStatus::Accepted,
+            reason: None,
+        },
+        Row {
+            name: "first_bid_below_starting_price_is_rejected",
+            setup: &[],
+            advance_ms: 0,
+            bid: ("alice", 99, "bid-a-0001"),
+            status: BidStatus::Rejected,
+            reason: Some("below_starting_price"),
+        },
+        Row {
+            name: "bid_at_increment_is_accepted",
+            setup: &[("alice", 100, "bid-a-0001")],
+            advance_ms: 0,
+            bid: ("bob", 110, "bid-b-0001"),
+            status: BidStatus::Accepted,
+            reason: None,
+        },
+        Row {
+            name: "bid_below_increment_is_rejected",
+            setup: &[("alice", 100, "bid-a-0001")],
+            advance_ms: 0,
+            bid: ("bob", 109, "bid-b-0001"),
+            status: BidStatus::Rejected,
+            reason: Some("too_low"),
+        },
+        Row {
+            name: "bid_equal_to_high_is_rejected",
+            setup: &[("alice", 100, "bid-a-0001")],
+            advance_ms: 0,
+            bid: ("bob", 100, "bid-b-0001"),
+            status: BidStatus::Rejected,
+            reason: Some("too_low"),
+        },
+        Row {
+            name: "replay_of_accepted_bid_is_duplicate",
+            setup: &[("alice", 100, "bid-a-0001")],
+            advance_ms: 0,
+            bid: ("alice", 100, "bid-a-0001"),
+            status: BidStatus::Duplicate,
+            reason: None,
+        },
+        Row {
+            name: "replay_after_being_outbid_is_still_duplicate",
+            setup: &[("alice", 100, "bid-a-0001"), ("bob", 500, "bid-b-0001")],
+            advance_ms: 0,
+            bid: ("alice", 100, "bid-a-0001"),
+            status: BidStatus::Duplicate,
+            reason: None,
+        },
+        Row {
+            name: "replay_after_close_is_still_duplicate",
+            setup: &[("alice", 100, "bid-a-0001")],
+            advance_ms: 60_000,
+            bid: ("alice", 100, "bid-a-0001"),
+            status: BidStatus::Duplicate,
+            reason: None,
+        },
+        Row {
+            name: "reused_bid_id_by_other_user_is_rejected",
+            setup: &[("alice", 100, "bid-a-0001")],
+            advance_ms: 0,
+            bid: ("bob", 200, "bid-a-0001"),
+            status: BidStatus::Rejected,
+            reason: Some("bid_id_reused"),
+        },
+        Row {
+            name: "reused_bid_id_with_other_amount_is_rejected",
+            setup: &[("alice", 100, "bid-a-0001")],
+            advance_ms: 0,
+            bid: ("alice", 200, "bid-a-0001"),
+            status: BidStatus::Rejected,
+            reason: Some("bid_id_reused"),
+        },
+        Row {
+            name: "bid_after_close_is_rejected",
+            setup: &[],
+            advance_ms: 60_000,
+            bid: ("alice", 100, "bid-a-0001"),
+            status: BidStatus::Rejected,
+            reason: Some("auction_closed"),
+        },
+        Row {
+            name: "bid_just_before_close_is_accepted",
+            setup: &[],
+            advance_ms: 59_999,
+            bid: ("alice", 100, "bid-a-0001"),
+            status: BidStatus::Accepted,
+            reason: None,
+        },
+    ];
+    for row in rows {
+        let w = world().await;
+        for (who, amount, id) in row.setup {
+            assert_eq!(
+                bid(&w, who, *amount, id).await.0,
+                BidStatus::Accepted,
+                "{}: setup",
+                row.name
+            );
+        }
+        w.clock.advance(row.advance_ms);
+        let before = w.store.dump();
+        let (status, reason) = bid(&w, row.bid.0, row.bid.1, row.bid.2).await;
+        assert_eq!(status, row.status, "{}", row.name);
+        assert_eq!(reason.as_deref(), row.reason, "{}", row.name);
+        if status != BidStatus::Accepted {
+            assert_eq!(w.store.dump(), before, "{}: state changed", row.name);
+        }
+    }
+}
+
+#[tokio::test]
+async fn bid_on_unknown_auction_is_rejected() {
+    let w = world().await;
+    let reply = w
+        .service
+        .handle_frame(
+            &conn("c1"),
+            &user("alice"),
+            &bid_frame("nope", 500, "bid-x-0001"),
+        )
+        .await;
+    assert!(matches!(
+        reply.message,
+        ServerMessage::BidResult { status: BidStatus::Rejected, reason: Some(ref r), .. } if r == "unknown_auction"
+    ));
+}
+
+#[tokio::test]
+async fn get_state_is_keyed_by_user_not_connection() {
+    let w = world().await;
+    assert_eq!(
+        bid(&w, "alice", 150, "bid-a-0001").await.0,
+        BidStatus::Accepted
+    );
+    w.clock.advance(5);
+    assert_eq!(
+        bid(&w, "bob", 170, "bid-b-0001").await.0,
+        BidStatus::Accepted
+    );
+    // Alice reconnects on a brand-new connection: her last bid is still hers.
+    let reply = w
+        .service
+        .handle_frame(
+            &conn("new-conn"),
+            &user("alice"),
+            br#"{"action":"getState","auctionId":"a1"}"#,
+        )
+        .await;
+    let ServerMessage::State {
+        region,
+        auction,
+        you,
+    } = reply.message
+    else {
+        panic!("not state")
+    };
+    assert_eq!(region, "us-east-1");
+    assert_eq!(auction.high_bid.as_ref().unwrap().amount.get(), 170);
+    assert_eq!(auction.high_bid.as_ref().unwrap().bidder, "bob");
+    assert_eq!(auction.bid_count, 2);
+    assert_eq!(you.user_id, "alice");
+    assert_eq!(you.last_bid.unwrap().amount.get(), 150);
+}
+
+#[tokio::test]
+async fn get_state_of_unknown_auction_is_an_invalid_field_error() {
+    let w = world().await;
+    let reply = w
+        .service
+        .handle_frame(
+            &conn("c"),
+            &user("alice"),
+            br#"{"action":"getState","auctionId":"zz"}"#,
+        )
+        .await;
+    assert!(matches!(
+        reply.message,
+        ServerMessage::Error {
+            code: ErrorCode::InvalidField,
+            ..
+        }
+    ));
+}
+
+#[tokio::test]
+async fn heartbeat_answers_pong_with_region_and_time() {
+    let w = world().await;
+    let reply = w
+        .service
+        .handle_frame(&conn("c"), &user("u"), br#"{"action":"heartbeat"}"#)
+        .await;
+    assert_eq!(
+        reply.message,
+        ServerMessage::Pong {
+            region: "us-east-1".into(),
+            ts: T0
+        }
+    );
+}
+
+#[tokio::test]
+async fn hostile_frames_through_the_service_change_nothing() {
+    let w = world().await;
+    assert_eq!(
+        bid(&w, "alice", 100, "bid-a-0001").await.0,
+        BidStatus::Accepted
+    );
+    let frames: Vec<(&[u8], ErrorCode)> = vec![
+        (b"", ErrorCode::BadJson),
+        (b"{", ErrorCode::BadJson),
+        (br#"{"action":"sell"}"#, ErrorCode::UnknownAction),
+        (
+            br#"{"action":"bid","auctionId":"a1","amount":500.5,"bidId":"bid-z-0001"}"#,
+            ErrorCode::InvalidField,
+        ),
+        (
+            br#"{"action":"bid","auctionId":"a1","amount":-500,"bidId":"bid-z-0001"}"#,
+            ErrorCode::InvalidField,
+        ),
+        (
+            br#"{"action":"bid","auctionId":"a1","amount":0,"bidId":"bid-z-0001"}"#,
+            ErrorCode::InvalidField,
+        ),
+        (
+            br#"{"action":"bid","auctionId":"a1","amount":500,"amount":900,"bidId":"bid-z-0001"}"#,
+            ErrorCode::InvalidField,
+        ),
+        (
+            br#"{"action":"bid","auctionId":"a1","amount":"500","bidId":"bid-z-0001"}"#,
+            ErrorCode::InvalidField,
+        ),
+        (
+            br#"{"action":"bid","auctionId":"a1","amount":500}"#,
+            ErrorCode::InvalidField,
+        ),
+    ];
+    let before = w.store.dump();
+    let sent_before = w.notifier.sent().len();
+    for (frame, code) in frames {
+        let reply = w
+            .service
+            .handle_frame(&conn("c-mallory"), &user("mallory"), frame)
+            .await;
+        match reply.message {
+            ServerMessage::Error {
+                code: got, region, ..
+            } => {
+                assert_eq!(got, code, "{}", String::from_utf8_lossy(frame));
+                assert_eq!(region, "us-east-1");
+            }
+            other => panic!("expected error frame, got {other:?}"),
+        }
+    }
+    assert_eq!(w.store.dump(), before);
+    assert_eq!(w.notifier.sent().len(), sent_before);
+}
+
+#[tokio::test]
+async fn store_outage_gives_internal_error_without_leaking_detail() {
+    let w = world().await;
+    w.store.set_outage(Some(wsdr_core::Error::Transient(
+        "dynamodb: connection reset by peer 10.0.0.7".into(),
+    )));
+    let reply = w
+        .service
+        .handle_frame(
+            &conn("c"),
+            &user("alice"),
+            &bid_frame("a1", 100, "bid-a-0001"),
+        )
+        .await;
+    let ServerMessage::Error { code, message, .. } = reply.message else {
+        panic!("not an error")
+    };
+    assert_eq!(code, ErrorCode::Internal);
+    assert!(!message.contains("10.0.0.7"));
+}
+
+#[tokio::test]
+async fn accepted_bid_is_pushed_to_other_subscribers_only() {
+    let w = world().await;
+    for who in ["alice", "bob", "carol"] {
+        w.service
+            .connect(&conn(&format!("c-{who}")), &user(who))
+            .await
+            .unwrap();
+        w.service
+            .handle_frame(
+                &conn(&format!("c-{who}")),
+                &user(who),
+                br#"{"action":"getState","auctionId":"a1"}"#,
+            )
+            .await;
+    }
+    let reply = w
+        .service
+        .handle_frame(
+            &conn("c-alice"),
+            &user("alice"),
+            &bid_frame("a1", 100, "bid-a-0001"),
+        )
+        .await;
+    let fanout = reply.fanout.unwrap();
+    assert_eq!((fanout.targets, fanout.delivered), (2, 2));
+    let mut targets: Vec<String> = w
+        .notifier
+        .sent()
+        .iter()
+        .map(|(c, _)| c.to_string())
+        .collect();
+    targets.sort();
+    assert_eq!(targets, ["c-bob", "c-carol"]);
+    let frame: serde_json::Value = serde_json::from_slice(&w.notifier.sent()[0].1).unwrap();
+    assert_eq!(frame["type"], "bidUpdate");
+    assert_eq!(frame["highBid"]["amount"], 100);
+    assert_eq!(frame["region"], "us-east-1");
+}
+
+#[tokio::test]
+async fn gone_target_is_removed_but_sender_is_kept() {
+    let w = world().await;
+    for who in ["alice", "bob", "carol"] {
+        w.service
+            .connect(&conn(&format!("c-{who}")), &user(who))
+            .await
+            .unwrap();
+        w.service
+            .handle_frame(
+                &conn(&format!("c-{who}")),
+                &user(who),
+                br#"{"action":"getState","auctionId":"a1"}"#,
+            )
+            .await;
+    }
+    w.notifier.mark_gone(&conn("c-bob"));
+    let reply = w
+        .service
+        .handle_frame(
+            &conn("c-alice"),
+            &user("alice"),
+            &bid_frame("a1", 100, "bid-a-0001"),
+        )
+        .await;
+    let fanout = reply.fanout.unwrap();
+    assert_eq!((fanout.delivered, fanout.gone), (1, 1));
+    assert!(!w.connections.contains(&conn("c-bob")));
+    assert!(w.connections.contains(&conn("c-alice")));
+    assert!(w.connections.contains(&conn("c-carol")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn throttled_target_is_retried_then_delivered() {
+    let w = world().await;
+    for who in ["alice", "bob"] {
+        w.service
+            .handle_frame(
+                &conn(&format!("c-{who}")),
+                &user(who),
+                br#"{"action":"getState","auctionId":"a1"}"#,
+            )
+            .await;
+    }
+    w.notifier.throttle(&conn("c-bob"), 3);
+    let reply = w
+        .service
+        .handle_frame(
+            &conn("c-alice"),
+            &user("alice"),
+            &bid_frame("a1", 100, "bid-a-0001"),
+        )
+        .await;
+    let fanout = reply.fanout.unwrap();
+    assert_eq!((fanout.delivered, fanout.retries, fanout.failed), (1, 3, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn target_throttled_past_retry_budget_is_counted_failed_not_fatal() {
+    let w = world().await;
+    for who in ["alice", "bob"] {
+        w.service
+            .handle_frame(
+                &conn(&format!("c-{who}")),
+                &user(who),
+                br#"{"action":"getState","auctionId":"a1"}"#,
+            )
+            .await;
+    }
+    w.notifier.throttle(&conn("c-bob"), 100);
+    let reply = w
+        .service
+        .handle_frame(
+            &conn("c-alice"),
+            &user("alice"),
+            &bid_frame("a1", 100, "bid-a-0001"),
+        )
+        .await;
+    assert!(matches!(
+        reply.message,
+        ServerMessage::BidResult {
+            status: BidStatus::Accepted,
+            ..
+        }
+    ));
+    let fanout = reply.fanout.unwrap();
+    assert_eq!((fanout.delivered, fanout.failed), (0, 1));
+}
+
+#[tokio::test]
+async fn expired_connection_records_are_ignored_on_read() {
+    let connections = MemoryConnections::new(1_000);
+    use wsdr_core::Connections;
+    let a1 = AuctionId::new("a1").unwrap();
+    connections
+        .subscribe(&conn("old"), &user("u"), &a1, 0)
+        .await
+        .unwrap();
+    connections
+        .subscribe(&conn("new"), &user("u"), &a1, 900)
+        .await
+        .unwrap();
+    let live = connections.subscribers(&a1, 1_500).await.unwrap();
+    assert_eq!(live, vec![conn("new")]);
+}

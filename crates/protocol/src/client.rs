@@ -1,0 +1,230 @@
+//! Client to server frames and their total parser.
+
+use crate::error::{ErrorCode, ProtocolError};
+use crate::ids::{Amount, AuctionId, BidId};
+use crate::limits::{MAX_MESSAGE_BYTES, MAX_NESTING_DEPTH};
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::hash_map::{Entry, HashMap};
+
+/// A frame a client sends. API Gateway routes it by `action` (`$request.body.action`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "action", rename_all = "camelCase")]
+pub enum ClientMessage {
+    /// Application-level liveness probe; answered with `pong`.
+    Heartbeat,
+    /// Ask for the current state of an auction and of the caller's own bids in it.
+    #[serde(rename_all = "camelCase")]
+    GetState { auction_id: AuctionId },
+    /// Place a bid. `bid_id` is made by the client and makes the bid idempotent.
+    #[serde(rename_all = "camelCase")]
+    Bid {
+        auction_id: AuctionId,
+        amount: Amount,
+        bid_id: BidId,
+    },
+}
+
+impl ClientMessage {
+    /// The `action` value, which is also the API Gateway route key.
+    pub fn action(&self) -> &'static str {
+        match self {
+            ClientMessage::Heartbeat => "heartbeat",
+            ClientMessage::GetState { .. } => "getState",
+            ClientMessage::Bid { .. } => "bid",
+        }
+    }
+
+    /// The frame as JSON text. Serialising these types cannot fail (no maps with non-string
+    /// keys, no floats), so this is infallible by construction.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Parse one client frame. Order of checks: size, UTF-8, nesting depth, JSON syntax, object
+/// shape with unique keys, `action`, then the fields of that action.
+pub fn parse_client_message(bytes: &[u8]) -> Result<ClientMessage, ProtocolError> {
+    if bytes.len() > MAX_MESSAGE_BYTES {
+        return Err(ProtocolError::new(
+            ErrorCode::TooLarge,
+            format!(
+                "message is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
+                bytes.len()
+            ),
+        ));
+    }
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| ProtocolError::bad_json("message is not valid UTF-8"))?;
+    check_depth(text)?;
+    let object: TopLevel = serde_json::from_str(text).map_err(|e| {
+        if e.is_data() {
+            ProtocolError::bad_json("message must be a JSON object")
+        } else {
+            ProtocolError::bad_json(format!(
+                "message is not valid JSON (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        }
+    })?;
+    if let Some(key) = object.duplicate {
+        return Err(ProtocolError::invalid_field(format!(
+            "field `{}` is given more than once",
+            truncate(&key)
+        )));
+    }
+    let action = match object.get("action") {
+        None => {
+            return Err(ProtocolError::new(
+                ErrorCode::UnknownAction,
+                "message has no `action`",
+            ))
+        }
+        Some(Value::String(action)) => action.as_str(),
+        Some(_) => return Err(ProtocolError::invalid_field("`action` must be a string")),
+    };
+    match action {
+        "heartbeat" => Ok(ClientMessage::Heartbeat),
+        "getState" => Ok(ClientMessage::GetState {
+            auction_id: object.auction_id()?,
+        }),
+        "bid" => Ok(ClientMessage::Bid {
+            auction_id: object.auction_id()?,
+            amount: object.amount()?,
+            bid_id: object.bid_id()?,
+        }),
+        other => Err(ProtocolError::new(
+            ErrorCode::UnknownAction,
+            format!("unknown action `{}`", truncate(other)),
+        )),
+    }
+}
+
+/// Echo at most 32 characters of client text back, with control characters escaped.
+fn truncate(s: &str) -> String {
+    let mut out: String = s.chars().take(32).flat_map(char::escape_debug).collect();
+    if s.chars().count() > 32 {
+        out.push('…');
+    }
+    out
+}
+
+/// Reject nesting deeper than [`MAX_NESTING_DEPTH`] with one linear scan that skips strings,
+/// so a 128 KB `[[[[...` costs nothing and never reaches the recursive parser.
+fn check_depth(text: &str) -> Result<(), ProtocolError> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for b in text.bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_NESTING_DEPTH {
+                    return Err(ProtocolError::bad_json(format!(
+                        "message is nested deeper than {MAX_NESTING_DEPTH} levels"
+                    )));
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The top-level object, keeping every key so that duplicates are seen (serde_json's `Value`
+/// keeps only the last one, which would let `{"amount":1,"amount":999}` pass unnoticed).
+struct TopLevel {
+    fields: HashMap<String, Value>,
+    duplicate: Option<String>,
+}
+
+impl TopLevel {
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.fields.get(key)
+    }
+
+    fn string(&self, key: &str) -> Result<&str, ProtocolError> {
+        match self.get(key) {
+            Some(Value::String(s)) => Ok(s),
+            Some(_) => Err(ProtocolError::invalid_field(format!(
+                "`{key}` must be a string"
+            ))),
+            None => Err(ProtocolError::invalid_field(format!("`{key}` is required"))),
+        }
+    }
+
+    fn auction_id(&self) -> Result<AuctionId, ProtocolError> {
+        AuctionId::new(self.string("auctionId")?)
+    }
+
+    fn bid_id(&self) -> Result<BidId, ProtocolError> {
+        BidId::new(self.string("bidId")?)
+    }
+
+    fn amount(&self) -> Result<Amount, ProtocolError> {
+        let number = match self.get("amount") {
+            Some(Value::Number(n)) => n,
+            Some(_) => {
+                return Err(ProtocolError::invalid_field(
+                    "`amount` must be an integer number of minor units",
+                ))
+            }
+            None => return Err(ProtocolError::invalid_field("`amount` is required")),
+        };
+        if let Some(value) = number.as_u64() {
+            return Amount::new(value);
+        }
+        let message = if number.as_i64().is_some_and(|v| v < 0) {
+            "`amount` must be greater than 0"
+        } else if number.is_f64() && number.as_f64().is_some_and(|v| v.fract() != 0.0) {
+            "`amount` must be an integer number of minor units, not a fraction"
+        } else {
+            "`amount` must be an integer within range (minor units, no exponent or decimal point)"
+        };
+        Err(ProtocolError::invalid_field(message))
+    }
+}
+
+impl<'de> Deserialize<'de> for TopLevel {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor;
+        impl<'de> Visitor<'de> for ObjectVisitor {
+            type Value = TopLevel;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopLevel, A::Error> {
+                let mut fields = HashMap::new();
+                let mut duplicate = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    let value: Value = map.next_value()?;
+                    match fields.entry(key) {
+                        Entry::Occupied(seen) => {
+                            duplicate.get_or_insert_with(|| seen.key().clone());
+                        }
+                        Entry::Vacant(slot) => {
+                            slot.insert(value);
+                        }
+                    }
+                }
+                Ok(TopLevel { fields, duplicate })
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor)
+    }
+}

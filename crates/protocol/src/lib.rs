@@ -1,0 +1,20 @@
+//! The wsdr wire protocol: what clients send, what servers answer, and the limits both sides
+//! enforce. Pure data and parsing, no I/O, so the Lambda handler, the client, the canary and
+//! the lab all agree byte for byte. See `docs/PROTOCOL.md`.
+//!
+//! Parsing is total: [`parse_client_message`] turns *any* byte string into either a
+//! [`ClientMessage`] or a [`ProtocolError`] with a stable [`ErrorCode`], never a panic.
+
+mod client;
+mod error;
+mod ids;
+pub mod limits;
+mod server;
+
+pub use client::{parse_client_message, ClientMessage};
+pub use error::{ErrorCode, ProtocolError};
+pub use ids::{Amount, AuctionId, BidId};
+pub use server::{
+    parse_server_frame, AuctionView, BidStatus, HighBidView, LastBidView, ServerFrame,
+    ServerMessage, YouView, GATEWAY_INTERNAL_ERROR,
+};

@@ -1,0 +1,19 @@
+//! Limits of the protocol. API Gateway's own quotas are the outer bound; ours are tighter
+//! where a tighter bound makes hostile input cheap to reject.
+
+/// API Gateway WebSocket message payload quota (128 KB). Checked before any parsing.
+pub const MAX_MESSAGE_BYTES: usize = 128 * 1024;
+/// API Gateway WebSocket frame quota (32 KB); a message may span several frames.
+pub const MAX_FRAME_BYTES: usize = 32 * 1024;
+/// Largest bid in minor units: 10^12 (ten billion in a two-decimal currency). Far above any
+/// real auction, far below `u64::MAX`, so sums and increments cannot overflow.
+pub const MAX_AMOUNT: u64 = 1_000_000_000_000;
+/// A client-made bid id is 8 to 64 characters of `[A-Za-z0-9_-]` (a UUID fits).
+pub const BID_ID_MIN_LEN: usize = 8;
+/// See [`BID_ID_MIN_LEN`].
+pub const BID_ID_MAX_LEN: usize = 64;
+/// An auction id is 1 to 64 characters of `[A-Za-z0-9_.:-]`.
+pub const AUCTION_ID_MAX_LEN: usize = 64;
+/// Deepest JSON nesting accepted in a client frame. Real frames are flat (depth 1); this
+/// rejects nesting bombs before a recursive parser sees them.
+pub const MAX_NESTING_DEPTH: usize = 8;

@@ -1,0 +1,153 @@
+//! Server to client frames. Every frame names the Region that served it.
+
+use crate::error::{ErrorCode, ProtocolError};
+use crate::ids::{Amount, AuctionId, BidId};
+use serde::{Deserialize, Serialize};
+
+/// The `message` API Gateway sends, on a socket it keeps open, when the Lambda integration
+/// fails or is throttled: `{"message": "Internal server error", "connectionId": .., "requestId": ..}`.
+pub const GATEWAY_INTERNAL_ERROR: &str = "Internal server error";
+
+/// The current high bid of an auction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HighBidView {
+    pub amount: Amount,
+    pub bidder: String,
+    pub bid_id: BidId,
+    /// Milliseconds since the Unix epoch at which the accepting Region took the bid.
+    pub at: u64,
+}
+
+/// An auction as a client sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuctionView {
+    pub id: AuctionId,
+    pub item: String,
+    pub high_bid: Option<HighBidView>,
+    pub bid_count: u64,
+    /// Grows with every accepted bid and is equal in both Regions once they have converged
+    /// (it is the number of distinct accepted bids), so a client can tell fresher from staler.
+    pub version: u64,
+}
+
+/// The caller's own last bid in an auction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastBidView {
+    pub amount: Amount,
+    pub bid_id: BidId,
+    pub at: u64,
+}
+
+/// The caller as the server knows them (from the token's `sub`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct YouView {
+    pub user_id: String,
+    pub last_bid: Option<LastBidView>,
+}
+
+/// What the server did with a bid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BidStatus {
+    /// Recorded now.
+    Accepted,
+    /// This bidId was recorded before (a replay); nothing changed.
+    Duplicate,
+    /// Not recorded; `reason` says why.
+    Rejected,
+}
+
+/// A frame the server sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ServerMessage {
+    Pong {
+        region: String,
+        ts: u64,
+    },
+    State {
+        region: String,
+        auction: AuctionView,
+        you: YouView,
+    },
+    #[serde(rename_all = "camelCase")]
+    BidResult {
+        bid_id: BidId,
+        status: BidStatus,
+        reason: Option<String>,
+        region: String,
+    },
+    /// Pushed to an auction's other connections after an accepted bid.
+    #[serde(rename_all = "camelCase")]
+    BidUpdate {
+        region: String,
+        auction_id: AuctionId,
+        high_bid: Option<HighBidView>,
+        bid_count: u64,
+        version: u64,
+    },
+    Error {
+        code: ErrorCode,
+        message: String,
+        region: String,
+    },
+}
+
+impl ServerMessage {
+    /// The Region named in the frame.
+    pub fn region(&self) -> &str {
+        match self {
+            ServerMessage::Pong { region, .. }
+            | ServerMessage::State { region, .. }
+            | ServerMessage::BidResult { region, .. }
+            | ServerMessage::BidUpdate { region, .. }
+            | ServerMessage::Error { region, .. } => region,
+        }
+    }
+
+    /// The frame as JSON text. Infallible for these types (string keys, no floats).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// An error frame.
+    pub fn error(error: &ProtocolError, region: &str) -> Self {
+        ServerMessage::Error {
+            code: error.code,
+            message: error.message.clone(),
+            region: region.to_owned(),
+        }
+    }
+}
+
+/// Anything a client may receive: one of our frames, or API Gateway's own error frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerFrame {
+    Message(ServerMessage),
+    /// API Gateway answered instead of our Lambda (integration failed or throttled).
+    GatewayError {
+        message: String,
+    },
+}
+
+/// Parse a frame received by a client. Total, like the client-side parser.
+pub fn parse_server_frame(text: &str) -> Result<ServerFrame, ProtocolError> {
+    #[derive(Deserialize)]
+    struct GatewayFrame {
+        message: String,
+    }
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|_| ProtocolError::bad_json("frame is not valid JSON"))?;
+    if value.get("type").is_some() {
+        return serde_json::from_value(value)
+            .map(ServerFrame::Message)
+            .map_err(|e| ProtocolError::invalid_field(format!("unexpected frame: {e}")));
+    }
+    serde_json::from_value::<GatewayFrame>(value)
+        .map(|g| ServerFrame::GatewayError { message: g.message })
+        .map_err(|_| ProtocolError::invalid_field("frame has neither `type` nor `message`"))
+}

