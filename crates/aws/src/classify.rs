@@ -1,0 +1,48 @@
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+
+/// Error codes AWS services use to say "slow down".
+const THROTTLING_CODES: &[&str] = &[
+    "ThrottlingException",
+    "Throttling",
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+    "LimitExceededException",
+    "TooManyRequestsException",
+];
+
+/// Map any SDK error to what the caller must do about it. Service error text goes to the
+/// variant (for the log), never to a client frame.
+pub fn classify<E>(error: &SdkError<E, HttpResponse>) -> wsdr_core::Error
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    match error {
+        SdkError::TimeoutError(_) => wsdr_core::Error::Transient("request timed out".into()),
+        SdkError::DispatchFailure(failure) => {
+            wsdr_core::Error::Transient(format!("dispatch failure: {failure:?}"))
+        }
+        SdkError::ResponseError(_) => {
+            wsdr_core::Error::Transient("response could not be read".into())
+        }
+        SdkError::ConstructionFailure(_) => {
+            wsdr_core::Error::Internal("request could not be built".into())
+        }
+        SdkError::ServiceError(context) => {
+            let status = context.raw().status().as_u16();
+            let code = error.code().unwrap_or("Unknown");
+            let message = error.message().unwrap_or("");
+            let detail = format!("{code} (HTTP {status}): {message}");
+            if status == 410 || code == "GoneException" {
+                wsdr_core::Error::Gone
+            } else if status == 429 || THROTTLING_CODES.contains(&code) {
+                wsdr_core::Error::Throttled(detail)
+            } else if status >= 500 {
+                wsdr_core::Error::Transient(detail)
+            } else {
+                wsdr_core::Error::Internal(detail)
+            }
+        }
+        _ => wsdr_core::Error::Internal(format!("unclassified SDK error: {error}")),
+    }
+}

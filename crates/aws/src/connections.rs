@@ -1,0 +1,179 @@
+//! The regional connections table. Not replicated: a connection id means nothing in the
+//! other Region. Items expire by TTL (`expiresAt`, epoch seconds) because `$disconnect` is
+//! best effort; reads ignore expired items themselves since TTL deletion is lazy.
+//!
+//! | item | pk | sk | attributes |
+//! |---|---|---|---|
+//! | connection | `<connectionId>` | `META` | userId, connectedAt, expiresAt |
+//! | subscription | `<connectionId>` | `SUB#<auctionId>` | auctionId (GSI `by-auction`), userId, expiresAt |
+
+use crate::classify::classify;
+use crate::schema::{AUCTION_ID, BY_AUCTION_INDEX, EXPIRES_AT, PK, SK};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
+use aws_sdk_dynamodb::Client;
+use std::collections::HashMap;
+use std::time::Duration;
+use wsdr_core::{ConnectionId, Connections, Error, Result, UserId};
+use wsdr_protocol::AuctionId;
+
+/// [`Connections`] on a regional DynamoDB table with TTL.
+#[derive(Debug, Clone)]
+pub struct DynamoConnections {
+    client: Client,
+    table: String,
+    ttl: Duration,
+}
+
+impl DynamoConnections {
+    pub fn new(client: Client, table: impl Into<String>, ttl: Duration) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            ttl,
+        }
+    }
+
+    fn expires_at_secs(&self, now_ms: u64) -> u64 {
+        (now_ms / 1000).saturating_add(self.ttl.as_secs())
+    }
+
+    async fn put(&self, item: HashMap<String, AttributeValue>) -> Result<()> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(())
+    }
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: u64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+/// Retries of a batch delete's unprocessed items before giving up (TTL cleans up after).
+const UNPROCESSED_RETRIES: u32 = 3;
+
+#[async_trait]
+impl Connections for DynamoConnections {
+    async fn register(&self, connection: &ConnectionId, user: &UserId, now_ms: u64) -> Result<()> {
+        self.put(HashMap::from([
+            (PK.into(), s(connection.as_str())),
+            (SK.into(), s("META")),
+            ("userId".into(), s(user.as_str())),
+            ("connectedAt".into(), n(now_ms)),
+            (EXPIRES_AT.into(), n(self.expires_at_secs(now_ms))),
+        ]))
+        .await
+    }
+
+    async fn subscribe(
+        &self,
+        connection: &ConnectionId,
+        user: &UserId,
+        auction: &AuctionId,
+        now_ms: u64,
+    ) -> Result<()> {
+        self.put(HashMap::from([
+            (PK.into(), s(connection.as_str())),
+            (SK.into(), s(format!("SUB#{auction}"))),
+            (AUCTION_ID.into(), s(auction.as_str())),
+            ("userId".into(), s(user.as_str())),
+            (EXPIRES_AT.into(), n(self.expires_at_secs(now_ms))),
+        ]))
+        .await
+    }
+
+    async fn subscribers(&self, auction: &AuctionId, now_ms: u64) -> Result<Vec<ConnectionId>> {
+        let now_secs = now_ms / 1000;
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(BY_AUCTION_INDEX)
+            .key_condition_expression("#auction = :auction")
+            .filter_expression("#expires > :now")
+            .expression_attribute_names("#auction", AUCTION_ID)
+            .expression_attribute_names("#expires", EXPIRES_AT)
+            .expression_attribute_values(":auction", s(auction.as_str()))
+            .expression_attribute_values(":now", n(now_secs))
+            .into_paginator()
+            .items()
+            .send();
+        let mut out = Vec::new();
+        while let Some(item) = pages.next().await {
+            let item = item.map_err(|e| classify(&e))?;
+            let live = item
+                .get(EXPIRES_AT)
+                .and_then(|v| v.as_n().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .is_some_and(|exp| exp > now_secs);
+            if let (true, Some(Ok(id))) = (live, item.get(PK).map(|v| v.as_s())) {
+                if let Ok(id) = ConnectionId::new(id.as_str()) {
+                    out.push(id);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn remove(&self, connection: &ConnectionId) -> Result<()> {
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(connection.as_str()))
+            .projection_expression("pk, sk")
+            .into_paginator()
+            .items()
+            .send();
+        let mut deletes = Vec::new();
+        while let Some(item) = pages.next().await {
+            let item = item.map_err(|e| classify(&e))?;
+            let key: HashMap<String, AttributeValue> = item
+                .into_iter()
+                .filter(|(k, _)| k == PK || k == SK)
+                .collect();
+            let request = DeleteRequest::builder()
+                .set_key(Some(key))
+                .build()
+                .map_err(|e| Error::Internal(e.to_string()))?;
+            deletes.push(WriteRequest::builder().delete_request(request).build());
+        }
+        for chunk in deletes.chunks(25) {
+            let mut pending = chunk.to_vec();
+            for attempt in 0..=UNPROCESSED_RETRIES {
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.table, pending)
+                    .send()
+                    .await
+                    .map_err(|e| classify(&e))?;
+                pending = out
+                    .unprocessed_items
+                    .and_then(|mut m| m.remove(&self.table))
+                    .unwrap_or_default();
+                if pending.is_empty() {
+                    break;
+                }
+                if attempt == UNPROCESSED_RETRIES {
+                    return Err(Error::Throttled(format!(
+                        "{} connection items left unprocessed",
+                        pending.len()
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(20 << attempt)).await;
+            }
+        }
+        Ok(())
+    }
+}

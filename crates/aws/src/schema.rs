@@ -1,0 +1,99 @@
+//! The two tables, as code: key names shared by the adapters, and `create_*` functions that
+//! make tables identical to `template.yaml`'s (for DynamoDB Local in tests and the lab).
+
+use crate::classify::classify;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+    Projection, ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+};
+use aws_sdk_dynamodb::Client;
+
+/// Partition key attribute of both tables.
+pub const PK: &str = "pk";
+/// Sort key attribute of both tables.
+pub const SK: &str = "sk";
+/// Connections table: TTL attribute (epoch seconds).
+pub const EXPIRES_AT: &str = "expiresAt";
+/// Connections table: the GSI that finds an auction's subscribed connections.
+pub const BY_AUCTION_INDEX: &str = "by-auction";
+/// Connections table: partition key of [`BY_AUCTION_INDEX`] (only on subscription items).
+pub const AUCTION_ID: &str = "auctionId";
+
+fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, wsdr_core::Error> {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(kind)
+        .build()
+        .map_err(|e| wsdr_core::Error::Internal(e.to_string()))
+}
+
+fn attribute(name: &str) -> Result<AttributeDefinition, wsdr_core::Error> {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .map_err(|e| wsdr_core::Error::Internal(e.to_string()))
+}
+
+/// The global state table: `pk`/`sk`, on-demand.
+pub async fn create_state_table(client: &Client, name: &str) -> Result<(), wsdr_core::Error> {
+    client
+        .create_table()
+        .table_name(name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute(PK)?)
+        .attribute_definitions(attribute(SK)?)
+        .key_schema(key(PK, KeyType::Hash)?)
+        .key_schema(key(SK, KeyType::Range)?)
+        .send()
+        .await
+        .map_err(|e| classify(&e))?;
+    Ok(())
+}
+
+/// The regional connections table: `pk` = connection id, `sk` = `META` or
+/// `SUB#<auctionId>`, GSI `by-auction` on `auctionId`/`pk`, TTL on `expiresAt`.
+pub async fn create_connections_table(
+    client: &Client,
+    name: &str,
+) -> Result<(), wsdr_core::Error> {
+    let index = GlobalSecondaryIndex::builder()
+        .index_name(BY_AUCTION_INDEX)
+        .key_schema(key(AUCTION_ID, KeyType::Hash)?)
+        .key_schema(key(PK, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::Include)
+                .non_key_attributes(EXPIRES_AT)
+                .build(),
+        )
+        .build()
+        .map_err(|e| wsdr_core::Error::Internal(e.to_string()))?;
+    client
+        .create_table()
+        .table_name(name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute(PK)?)
+        .attribute_definitions(attribute(SK)?)
+        .attribute_definitions(attribute(AUCTION_ID)?)
+        .key_schema(key(PK, KeyType::Hash)?)
+        .key_schema(key(SK, KeyType::Range)?)
+        .global_secondary_indexes(index)
+        .send()
+        .await
+        .map_err(|e| classify(&e))?;
+    client
+        .update_time_to_live()
+        .table_name(name)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name(EXPIRES_AT)
+                .build()
+                .map_err(|e| wsdr_core::Error::Internal(e.to_string()))?,
+        )
+        .send()
+        .await
+        .map_err(|e| classify(&e))?;
+    Ok(())
+}
