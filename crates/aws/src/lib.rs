@@ -11,16 +11,20 @@
 
 mod classify;
 mod connections;
+pub mod local;
 mod notifier;
 pub mod schema;
 mod state;
+pub mod telemetry;
 
 pub use classify::classify;
 pub use connections::DynamoConnections;
 pub use notifier::ApiGatewayNotifier;
 pub use state::DynamoStateStore;
 
-pub use aws_config::SdkConfig;
+pub use aws_config::{BehaviorVersion, Region, SdkConfig};
+pub use aws_credential_types::provider::SharedCredentialsProvider;
+pub use aws_credential_types::Credentials;
 pub use aws_sdk_dynamodb::Client as DynamoClient;
 
 /// Errors of setting the adapters up (the per-request errors are `wsdr_core::Error`).

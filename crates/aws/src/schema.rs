@@ -3,8 +3,8 @@
 
 use crate::classify::classify;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
-    Projection, ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -53,10 +53,7 @@ pub async fn create_state_table(client: &Client, name: &str) -> Result<(), wsdr_
 
 /// The regional connections table: `pk` = connection id, `sk` = `META` or
 /// `SUB#<auctionId>`, GSI `by-auction` on `auctionId`/`pk`, TTL on `expiresAt`.
-pub async fn create_connections_table(
-    client: &Client,
-    name: &str,
-) -> Result<(), wsdr_core::Error> {
+pub async fn create_connections_table(client: &Client, name: &str) -> Result<(), wsdr_core::Error> {
     let index = GlobalSecondaryIndex::builder()
         .index_name(BY_AUCTION_INDEX)
         .key_schema(key(AUCTION_ID, KeyType::Hash)?)

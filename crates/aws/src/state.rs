@@ -19,8 +19,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 use wsdr_core::{
-    Auction, AuctionSnapshot, BidRecord, Error, InsertOutcome, Result, StateStore, UserBid,
-    UserId,
+    Auction, AuctionSnapshot, BidRecord, Error, InsertOutcome, Result, StateStore, UserBid, UserId,
 };
 use wsdr_protocol::{Amount, AuctionId, BidId};
 
@@ -130,7 +129,10 @@ fn parse_auction(id: &AuctionId, item: &Item) -> Result<Auction> {
         starting_price: Amount::new(get_n(item, "startingPrice")?)
             .map_err(|_| malformed("startingPrice"))?,
         min_increment: get_n(item, "minIncrement")?,
-        closes_at: item.get("closesAt").map(|_| get_n(item, "closesAt")).transpose()?,
+        closes_at: item
+            .get("closesAt")
+            .map(|_| get_n(item, "closesAt"))
+            .transpose()?,
     })
 }
 

@@ -23,11 +23,28 @@ async fn subscribers_of_an_auction_come_from_the_index_and_skip_expired() {
         connections.register(&c, &user, at).await.unwrap();
         connections.subscribe(&c, &user, &a1, at).await.unwrap();
     }
-    connections.subscribe(&ConnectionId::new("c3=").unwrap(), &user, &a2, NOW).await.unwrap();
-    let mut live: Vec<String> = connections.subscribers(&a1, NOW).await.unwrap().iter().map(|c| c.to_string()).collect();
+    connections
+        .subscribe(&ConnectionId::new("c3=").unwrap(), &user, &a2, NOW)
+        .await
+        .unwrap();
+    let mut live: Vec<String> = connections
+        .subscribers(&a1, NOW)
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
     live.sort();
-    assert_eq!(live, ["c1=", "c2="], "the expired record must be ignored although TTL has not deleted it");
-    assert_eq!(common::scan(&client, &table).await.len(), 7, "TTL deletion is lazy: the expired items are still there");
+    assert_eq!(
+        live,
+        ["c1=", "c2="],
+        "the expired record must be ignored although TTL has not deleted it"
+    );
+    assert_eq!(
+        common::scan(&client, &table).await.len(),
+        7,
+        "TTL deletion is lazy: the expired items are still there"
+    );
 }
 
 #[tokio::test]
@@ -42,25 +59,46 @@ async fn remove_deletes_the_connection_and_all_its_subscriptions() {
     connections.register(&kept, &user, NOW).await.unwrap();
     for i in 0..30 {
         let auction = AuctionId::new(format!("a{i}")).unwrap();
-        connections.subscribe(&gone, &user, &auction, NOW).await.unwrap();
+        connections
+            .subscribe(&gone, &user, &auction, NOW)
+            .await
+            .unwrap();
     }
-    connections.subscribe(&kept, &user, &AuctionId::new("a0").unwrap(), NOW).await.unwrap();
+    connections
+        .subscribe(&kept, &user, &AuctionId::new("a0").unwrap(), NOW)
+        .await
+        .unwrap();
     connections.remove(&gone).await.unwrap();
     let left = common::scan(&client, &table).await;
     assert_eq!(left.len(), 2);
     assert!(left.iter().all(|i| i["pk"].as_s().unwrap() == "kept="));
-    connections.remove(&ConnectionId::new("never-existed").unwrap()).await.unwrap();
+    connections
+        .remove(&ConnectionId::new("never-existed").unwrap())
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
 async fn connection_records_carry_a_ttl_in_epoch_seconds() {
     let client = common::client();
     let table = common::connections_table(&client).await;
-    let ttl = client.describe_time_to_live().table_name(&table).send().await.unwrap();
+    let ttl = client
+        .describe_time_to_live()
+        .table_name(&table)
+        .send()
+        .await
+        .unwrap();
     let spec = ttl.time_to_live_description.unwrap();
     assert_eq!(spec.attribute_name(), Some("expiresAt"));
     let connections = DynamoConnections::new(client.clone(), &table, Duration::from_secs(9_000));
-    connections.register(&ConnectionId::new("c=").unwrap(), &UserId::new("u").unwrap(), NOW).await.unwrap();
+    connections
+        .register(
+            &ConnectionId::new("c=").unwrap(),
+            &UserId::new("u").unwrap(),
+            NOW,
+        )
+        .await
+        .unwrap();
     let items = common::scan(&client, &table).await;
     let expires: u64 = items[0]["expiresAt"].as_n().unwrap().parse().unwrap();
     assert_eq!(expires, NOW / 1000 + 9_000);

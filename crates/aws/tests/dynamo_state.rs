@@ -37,8 +37,14 @@ async fn auction_is_created_once_and_read_back() {
     let mut changed = auction("a1");
     changed.item = "other".into();
     assert!(!store.put_auction_if_absent(&changed).await.unwrap());
-    assert_eq!(store.auction(&AuctionId::new("a1").unwrap()).await.unwrap(), Some(auction("a1")));
-    assert_eq!(store.auction(&AuctionId::new("zz").unwrap()).await.unwrap(), None);
+    assert_eq!(
+        store.auction(&AuctionId::new("a1").unwrap()).await.unwrap(),
+        Some(auction("a1"))
+    );
+    assert_eq!(
+        store.auction(&AuctionId::new("zz").unwrap()).await.unwrap(),
+        None
+    );
     let mut open = auction("a2");
     open.closes_at = None;
     store.put_auction_if_absent(&open).await.unwrap();
@@ -50,13 +56,28 @@ async fn insert_bid_is_idempotent_by_bid_id() {
     let client = common::client();
     let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
     let first = bid("bid-00000001", "alice", 150, 10);
-    assert_eq!(store.insert_bid(&first).await.unwrap(), InsertOutcome::Inserted);
+    assert_eq!(
+        store.insert_bid(&first).await.unwrap(),
+        InsertOutcome::Inserted
+    );
     let replay = bid("bid-00000001", "alice", 150, 99);
-    assert_eq!(store.insert_bid(&replay).await.unwrap(), InsertOutcome::Exists(first.clone()));
+    assert_eq!(
+        store.insert_bid(&replay).await.unwrap(),
+        InsertOutcome::Exists(first.clone())
+    );
     let reuse = bid("bid-00000001", "mallory", 9_999, 100);
-    assert_eq!(store.insert_bid(&reuse).await.unwrap(), InsertOutcome::Exists(first.clone()));
-    assert_eq!(store.bid(&first.auction_id, &first.bid_id).await.unwrap(), Some(first));
-    let snapshot = store.snapshot(&AuctionId::new("a1").unwrap()).await.unwrap();
+    assert_eq!(
+        store.insert_bid(&reuse).await.unwrap(),
+        InsertOutcome::Exists(first.clone())
+    );
+    assert_eq!(
+        store.bid(&first.auction_id, &first.bid_id).await.unwrap(),
+        Some(first)
+    );
+    let snapshot = store
+        .snapshot(&AuctionId::new("a1").unwrap())
+        .await
+        .unwrap();
     assert_eq!(snapshot.bid_count, 1);
 }
 
@@ -68,13 +89,21 @@ async fn snapshot_picks_the_same_high_bid_as_the_domain_rank() {
     let mut bids = Vec::new();
     // Few distinct amounts and times, so ties on amount and on time are common.
     for i in 0..120 {
-        let b = bid(&format!("bid-{:08}", rng.random_range(0..1_000_000)), &format!("u{i}"), rng.random_range(1..6) * 100, rng.random_range(0..3));
+        let b = bid(
+            &format!("bid-{:08}", rng.random_range(0..1_000_000)),
+            &format!("u{i}"),
+            rng.random_range(1..6) * 100,
+            rng.random_range(0..3),
+        );
         if store.insert_bid(&b).await.unwrap() == InsertOutcome::Inserted {
             bids.push(b);
         }
     }
     let expected = bids.iter().max_by(|a, b| a.rank(b)).cloned();
-    let snapshot = store.snapshot(&AuctionId::new("a1").unwrap()).await.unwrap();
+    let snapshot = store
+        .snapshot(&AuctionId::new("a1").unwrap())
+        .await
+        .unwrap();
     assert_eq!(snapshot.bid_count, bids.len() as u64);
     assert_eq!(snapshot.high_bid, expected);
 }
@@ -85,8 +114,16 @@ async fn last_bid_never_goes_backwards() {
     let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
     let user = UserId::new("alice").unwrap();
     let a1 = AuctionId::new("a1").unwrap();
-    let newer = UserBid { amount: Amount::new(300).unwrap(), bid_id: BidId::new("bid-newer1").unwrap(), at: 20 };
-    let older = UserBid { amount: Amount::new(200).unwrap(), bid_id: BidId::new("bid-older1").unwrap(), at: 10 };
+    let newer = UserBid {
+        amount: Amount::new(300).unwrap(),
+        bid_id: BidId::new("bid-newer1").unwrap(),
+        at: 20,
+    };
+    let older = UserBid {
+        amount: Amount::new(200).unwrap(),
+        bid_id: BidId::new("bid-older1").unwrap(),
+        at: 10,
+    };
     assert_eq!(store.last_bid(&user, &a1).await.unwrap(), None);
     store.record_last_bid(&user, &a1, &newer).await.unwrap();
     store.record_last_bid(&user, &a1, &older).await.unwrap();
@@ -97,6 +134,12 @@ async fn last_bid_never_goes_backwards() {
 async fn unreachable_table_is_a_classified_error_not_a_panic() {
     let client = common::client();
     let store = DynamoStateStore::new(client, "no-such-table");
-    let error = store.auction(&AuctionId::new("a1").unwrap()).await.unwrap_err();
-    assert!(matches!(error, wsdr_core::Error::Internal(ref m) if m.contains("ResourceNotFoundException")), "{error:?}");
+    let error = store
+        .auction(&AuctionId::new("a1").unwrap())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, wsdr_core::Error::Internal(ref m) if m.contains("ResourceNotFoundException")),
+        "{error:?}"
+    );
 }

@@ -30,14 +30,24 @@ async fn post_to_connection(
 ) -> (StatusCode, String) {
     log.lock().unwrap().push(Seen {
         path: format!("/{stage}/@connections/{id}"),
-        content_type: headers.get("content-type").map(|v| v.to_str().unwrap().to_owned()),
-        signed: headers.get("authorization").is_some_and(|v| v.to_str().unwrap().starts_with("AWS4-HMAC-SHA256")),
+        content_type: headers
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned()),
+        signed: headers
+            .get("authorization")
+            .is_some_and(|v| v.to_str().unwrap().starts_with("AWS4-HMAC-SHA256")),
         body: body.to_vec(),
     });
     match id.as_str() {
         i if i.starts_with("gone") => (StatusCode::GONE, r#"{"message":null}"#.into()),
-        i if i.starts_with("busy") => (StatusCode::TOO_MANY_REQUESTS, r#"{"message":"Rate exceeded"}"#.into()),
-        i if i.starts_with("boom") => (StatusCode::INTERNAL_SERVER_ERROR, r#"{"message":"Internal"}"#.into()),
+        i if i.starts_with("busy") => (
+            StatusCode::TOO_MANY_REQUESTS,
+            r#"{"message":"Rate exceeded"}"#.into(),
+        ),
+        i if i.starts_with("boom") => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            r#"{"message":"Internal"}"#.into(),
+        ),
         _ => (StatusCode::OK, String::new()),
     }
 }
@@ -57,9 +67,15 @@ fn notifier(url: &str) -> ApiGatewayNotifier {
     let sdk = wsdr_aws::SdkConfig::builder()
         .behavior_version(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_credential_types::provider::SharedCredentialsProvider::new(
-            Credentials::new("AKIDLOCAL", "secret", None, None, "test"),
-        ))
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(Credentials::new(
+                "AKIDLOCAL",
+                "secret",
+                None,
+                None,
+                "test",
+            )),
+        )
         .build();
     ApiGatewayNotifier::new(&sdk, url)
 }
@@ -68,13 +84,21 @@ fn notifier(url: &str) -> ApiGatewayNotifier {
 async fn post_sends_the_exact_signed_request_to_the_callback_url() {
     let (url, log) = server().await;
     let n = notifier(&url);
-    n.send(&ConnectionId::new("L0SM9cOFvHcCIhw=").unwrap(), br#"{"type":"bidUpdate"}"#).await.unwrap();
+    n.send(
+        &ConnectionId::new("L0SM9cOFvHcCIhw=").unwrap(),
+        br#"{"type":"bidUpdate"}"#,
+    )
+    .await
+    .unwrap();
     let seen = log.lock().unwrap().clone();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].path, "/prod/@connections/L0SM9cOFvHcCIhw=");
     assert_eq!(seen[0].body, br#"{"type":"bidUpdate"}"#);
     assert!(seen[0].signed, "requests must be SigV4-signed");
-    assert_eq!(seen[0].content_type.as_deref(), Some("application/octet-stream"));
+    assert_eq!(
+        seen[0].content_type.as_deref(),
+        Some("application/octet-stream")
+    );
 }
 
 #[tokio::test]
@@ -97,6 +121,9 @@ async fn unreachable_endpoint_is_transient() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/prod", listener.local_addr().unwrap());
     drop(listener);
-    let error = notifier(&url).send(&ConnectionId::new("c1").unwrap(), b"x").await.unwrap_err();
+    let error = notifier(&url)
+        .send(&ConnectionId::new("c1").unwrap(), b"x")
+        .await
+        .unwrap_err();
     assert!(matches!(error, Error::Transient(_)), "{error:?}");
 }

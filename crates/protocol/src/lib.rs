@@ -7,6 +7,7 @@
 
 mod client;
 mod error;
+pub mod hostile;
 mod ids;
 pub mod limits;
 mod server;

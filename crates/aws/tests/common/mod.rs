@@ -2,8 +2,6 @@
 //! exports DYNAMODB_ENDPOINT (scripts/with-dynamodb-local.sh).
 #![allow(dead_code, clippy::expect_used, clippy::panic)]
 
-use aws_credential_types::Credentials;
-use aws_sdk_dynamodb::config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::Client;
 use rand::Rng;
 
@@ -17,13 +15,7 @@ pub fn endpoint() -> String {
 }
 
 pub fn client() -> Client {
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .endpoint_url(endpoint())
-        .credentials_provider(Credentials::new("local", "local", None, None, "wsdr-tests"))
-        .build();
-    Client::from_conf(config)
+    wsdr_aws::local::dynamo_client(&endpoint(), "us-east-1")
 }
 
 /// A table name no other test uses (tests share one DynamoDB Local).

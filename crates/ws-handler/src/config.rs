@@ -1,0 +1,119 @@
+use crate::Error;
+use serde::Deserialize;
+use std::time::Duration;
+use wsdr_core::Auction;
+use wsdr_protocol::{Amount, AuctionId};
+
+/// Everything the handler reads from its environment, read once at cold start.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `STATE_TABLE`: the global state table.
+    pub state_table: String,
+    /// `CONNECTIONS_TABLE`: this Region's connections table.
+    pub connections_table: String,
+    /// `WS_CALLBACK_URL`: the execute-api URL of the stage, for `@connections`
+    /// (`https://{apiId}.execute-api.{region}.amazonaws.com/{stage}`; not the custom domain).
+    pub callback_url: String,
+    /// `REGION_LABEL` (default `AWS_REGION`): the Region every frame names.
+    pub region_label: String,
+    /// `FANOUT_CONCURRENCY` (default 64): `@connections` posts in flight per broadcast.
+    pub fanout_concurrency: usize,
+    /// `CONNECTION_TTL_SECONDS` (default 9000 = 2.5 h): connection records expire after this.
+    pub connection_ttl: Duration,
+    /// `SUBPROTOCOL` (default `wsdr`): echoed on `$connect` when the client offers it.
+    pub subprotocol: String,
+    /// `SEED_AUCTIONS` (default none): JSON array of auctions to create if absent.
+    pub seed_auctions: Vec<Auction>,
+}
+
+/// One entry of `SEED_AUCTIONS`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeedAuction {
+    pub id: AuctionId,
+    pub item: String,
+    pub starting_price: Amount,
+    #[serde(default = "one")]
+    pub min_increment: u64,
+    #[serde(default)]
+    pub closes_at: Option<u64>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl From<SeedAuction> for Auction {
+    fn from(s: SeedAuction) -> Self {
+        Auction {
+            id: s.id,
+            item: s.item,
+            starting_price: s.starting_price,
+            min_increment: s.min_increment.max(1),
+            closes_at: s.closes_at,
+        }
+    }
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Read the configuration through `get` (tests pass a map; never `set_var`).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let required = |name: &'static str| {
+            get(name)
+                .filter(|v| !v.trim().is_empty())
+                .ok_or(Error::MissingVar(name))
+        };
+        let number = |name: &'static str, default: u64| -> Result<u64, Error> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => v.trim().parse().map_err(|_| Error::InvalidVar {
+                    name,
+                    reason: format!("`{v}` is not a whole number"),
+                }),
+            }
+        };
+        let callback_url = required("WS_CALLBACK_URL")?;
+        if !(callback_url.starts_with("https://") || callback_url.starts_with("http://")) {
+            return Err(Error::InvalidVar {
+                name: "WS_CALLBACK_URL",
+                reason: "must be an http(s) URL (the execute-api stage URL)".into(),
+            });
+        }
+        let region_label = get("REGION_LABEL")
+            .filter(|v| !v.is_empty())
+            .or_else(|| get("AWS_REGION"))
+            .ok_or(Error::MissingVar("REGION_LABEL or AWS_REGION"))?;
+        let fanout_concurrency = number("FANOUT_CONCURRENCY", 64)?;
+        if fanout_concurrency == 0 || fanout_concurrency > 1024 {
+            return Err(Error::InvalidVar {
+                name: "FANOUT_CONCURRENCY",
+                reason: "must be 1 to 1024".into(),
+            });
+        }
+        let seed_auctions = match get("SEED_AUCTIONS").filter(|v| !v.trim().is_empty()) {
+            None => Vec::new(),
+            Some(json) => serde_json::from_str::<Vec<SeedAuction>>(&json)
+                .map_err(|e| Error::InvalidVar {
+                    name: "SEED_AUCTIONS",
+                    reason: e.to_string(),
+                })?
+                .into_iter()
+                .map(Auction::from)
+                .collect(),
+        };
+        Ok(Self {
+            state_table: required("STATE_TABLE")?,
+            connections_table: required("CONNECTIONS_TABLE")?,
+            callback_url,
+            region_label,
+            fanout_concurrency: fanout_concurrency as usize,
+            connection_ttl: Duration::from_secs(number("CONNECTION_TTL_SECONDS", 9_000)?),
+            subprotocol: get("SUBPROTOCOL").unwrap_or_else(|| "wsdr".into()),
+            seed_auctions,
+        })
+    }
+}

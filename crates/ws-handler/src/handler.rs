@@ -1,0 +1,173 @@
+//! Event in, response out. Dispatch on `requestContext.routeKey`.
+
+use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
+use aws_lambda_events::encodings::Body;
+use aws_lambda_events::http::{HeaderMap, HeaderValue};
+use lambda_runtime::LambdaEvent;
+use tracing::Instrument;
+use wsdr_core::{AuctionService, ConnectionId, UserId};
+use wsdr_protocol::{ErrorCode, ProtocolError};
+
+/// Authorizer context key that carries the user id (the token's `sub`).
+pub const SUB_CONTEXT_KEY: &str = "sub";
+
+/// The handler: the auction service plus what `$connect` needs.
+#[derive(Debug, Clone)]
+pub struct App {
+    service: AuctionService,
+    subprotocol: String,
+}
+
+impl App {
+    pub fn new(service: AuctionService, subprotocol: &str) -> Self {
+        Self {
+            service,
+            subprotocol: subprotocol.to_owned(),
+        }
+    }
+
+    pub fn service(&self) -> &AuctionService {
+        &self.service
+    }
+
+    /// The Lambda entry point. Never returns `Err`: an `Err` would make API Gateway send its
+    /// generic internal-error frame, whereas every failure here has a precise answer.
+    pub async fn handle(
+        &self,
+        event: LambdaEvent<ApiGatewayWebsocketProxyRequest>,
+    ) -> Result<ApiGatewayProxyResponse, lambda_runtime::Error> {
+        Ok(self.respond(event.payload).await)
+    }
+
+    /// One API Gateway WebSocket event to its integration response.
+    pub async fn respond(
+        &self,
+        request: ApiGatewayWebsocketProxyRequest,
+    ) -> ApiGatewayProxyResponse {
+        let context = &request.request_context;
+        let route = context.route_key.clone().unwrap_or_default();
+        let span = tracing::info_span!(
+            "request",
+            route = %route,
+            connection_id = context.connection_id.as_deref().unwrap_or("-"),
+            request_id = context.request_id.as_deref().unwrap_or("-"),
+            region = self.service.region(),
+            user = tracing::field::Empty,
+        );
+        self.route(&request, &route).instrument(span).await
+    }
+
+    async fn route(
+        &self,
+        request: &ApiGatewayWebsocketProxyRequest,
+        route: &str,
+    ) -> ApiGatewayProxyResponse {
+        let context = &request.request_context;
+        let Some(connection) = context
+            .connection_id
+            .as_deref()
+            .and_then(|c| ConnectionId::new(c).ok())
+        else {
+            tracing::warn!("event without a usable connection id");
+            return status(400);
+        };
+        if route == "$disconnect" {
+            if let Err(error) = self.service.disconnect(&connection).await {
+                // Best effort: the record expires by TTL anyway.
+                tracing::warn!(%error, "could not remove connection record");
+            }
+            return status(200);
+        }
+        let user = user_from_context(request);
+        if let Some(user) = &user {
+            tracing::Span::current().record("user", user.as_str());
+        }
+        if route == "$connect" {
+            return self.connect(request, &connection, user.as_ref()).await;
+        }
+        let Some(user) = user else {
+            tracing::warn!("message without an authorizer identity");
+            return self.frame(&self.service.error_frame(&ProtocolError::new(
+                ErrorCode::Unauthorized,
+                "this connection has no identity; reconnect with a valid token",
+            )));
+        };
+        let body = match (&request.body, request.is_base64_encoded) {
+            (_, true) => {
+                return self.frame(&self.service.error_frame(&ProtocolError::new(
+                    ErrorCode::BadJson,
+                    "binary frames are not supported; send JSON text",
+                )))
+            }
+            (Some(body), false) => body.as_bytes(),
+            (None, false) => b"",
+        };
+        let reply = self.service.handle_frame(&connection, &user, body).await;
+        if let Some(fanout) = &reply.fanout {
+            tracing::info!(
+                targets = fanout.targets,
+                delivered = fanout.delivered,
+                gone = fanout.gone,
+                retries = fanout.retries,
+                failed = fanout.failed,
+                "broadcast"
+            );
+        }
+        self.frame(&reply.message)
+    }
+
+    async fn connect(
+        &self,
+        request: &ApiGatewayWebsocketProxyRequest,
+        connection: &ConnectionId,
+        user: Option<&UserId>,
+    ) -> ApiGatewayProxyResponse {
+        let Some(user) = user else {
+            // Only reachable if the route has no authorizer: refuse rather than serve anonymously.
+            tracing::warn!("$connect without an authorizer identity");
+            return status(401);
+        };
+        if let Err(error) = self.service.connect(connection, user).await {
+            // Refuse the handshake: the client retries with backoff, and the canary sees a
+            // Region whose tables are unreachable.
+            tracing::error!(%error, "could not register connection");
+            return status(500);
+        }
+        let mut response = status(200);
+        if let Some(offered) = offered_subprotocols(&request.headers) {
+            if offered.iter().any(|p| *p == self.subprotocol) {
+                if let Ok(value) = HeaderValue::from_str(&self.subprotocol) {
+                    response.headers.insert("Sec-WebSocket-Protocol", value);
+                }
+            }
+        }
+        response
+    }
+
+    fn frame(&self, message: &wsdr_protocol::ServerMessage) -> ApiGatewayProxyResponse {
+        let mut response = status(200);
+        response.body = Some(Body::Text(message.to_json()));
+        response
+    }
+}
+
+fn status(code: i64) -> ApiGatewayProxyResponse {
+    let mut response = ApiGatewayProxyResponse::default();
+    response.status_code = code;
+    response
+}
+
+/// The user id from the REQUEST authorizer's context (`sub`, else `principalId`).
+fn user_from_context(request: &ApiGatewayWebsocketProxyRequest) -> Option<UserId> {
+    let fields = &request.request_context.authorizer.fields;
+    [SUB_CONTEXT_KEY, "principalId"]
+        .iter()
+        .find_map(|key| fields.get(*key).and_then(|v| v.as_str()))
+        .and_then(|s| UserId::new(s).ok())
+}
+
+/// The subprotocols a client offered (`Sec-WebSocket-Protocol: wsdr, <token>`).
+fn offered_subprotocols(headers: &HeaderMap) -> Option<Vec<&str>> {
+    let value = headers.get("sec-websocket-protocol")?.to_str().ok()?;
+    Some(value.split(',').map(str::trim).collect())
+}

@@ -1,0 +1,224 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+//! The real handler on the real adapters: DynamoDB Local tables and a local `@connections`
+//! endpoint called by the real `aws-sdk-apigatewaymanagement` client.
+
+mod common;
+
+use common::*;
+use std::collections::HashMap;
+use ws_handler::{app_from_aws, App, Config};
+use wsdr_aws::local::dynamo_client;
+
+struct World {
+    app: App,
+    callback: CallbackServer,
+    client: wsdr_aws::DynamoClient,
+    state_table: String,
+    connections_table: String,
+}
+
+async fn world(region: &str) -> World {
+    let client = dynamo_client(&dynamo_endpoint(), "us-east-1");
+    let state_table = unique("state");
+    let connections_table = unique("connections");
+    wsdr_aws::schema::create_state_table(&client, &state_table)
+        .await
+        .unwrap();
+    wsdr_aws::schema::create_connections_table(&client, &connections_table)
+        .await
+        .unwrap();
+    let callback = CallbackServer::default();
+    let url = callback.start().await;
+    let env = HashMap::from([
+        ("STATE_TABLE", state_table.clone()),
+        ("CONNECTIONS_TABLE", connections_table.clone()),
+        ("WS_CALLBACK_URL", url),
+        ("REGION_LABEL", region.to_owned()),
+        (
+            "SEED_AUCTIONS",
+            r#"[{"id":"lot-1","item":"Stratocaster","startingPrice":100000,"minIncrement":1000}]"#
+                .to_owned(),
+        ),
+    ]);
+    let config = Config::from_lookup(|k| env.get(k).cloned()).unwrap();
+    let sdk = wsdr_aws::SdkConfig::builder()
+        .behavior_version(aws_config_latest())
+        .region(wsdr_aws_region("us-east-1"))
+        .endpoint_url(dynamo_endpoint())
+        .credentials_provider(local_credentials())
+        .build();
+    let app = app_from_aws(&config, &sdk).await.unwrap();
+    World {
+        app,
+        callback,
+        client,
+        state_table,
+        connections_table,
+    }
+}
+
+// Small shims so this test names SDK config types through wsdr-aws's re-exports only.
+fn aws_config_latest() -> wsdr_aws::BehaviorVersion {
+    wsdr_aws::BehaviorVersion::latest()
+}
+fn wsdr_aws_region(r: &str) -> wsdr_aws::Region {
+    wsdr_aws::Region::new(r.to_owned())
+}
+fn local_credentials() -> wsdr_aws::SharedCredentialsProvider {
+    wsdr_aws::SharedCredentialsProvider::new(wsdr_aws::Credentials::new(
+        "local", "local", None, None, "test",
+    ))
+}
+
+async fn count(client: &wsdr_aws::DynamoClient, table: &str) -> usize {
+    client
+        .scan()
+        .table_name(table)
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .count as usize
+}
+
+async fn join(w: &World, conn: &str, sub: &str) {
+    assert_eq!(
+        w.app
+            .respond(event_as(CONNECT, conn, sub, None))
+            .await
+            .status_code,
+        200
+    );
+    let state = body(
+        &w.app
+            .respond(message(
+                "getState",
+                conn,
+                sub,
+                br#"{"action":"getState","auctionId":"lot-1"}"#,
+            ))
+            .await,
+    );
+    assert_eq!(state["type"], "state", "{state}");
+}
+
+#[tokio::test]
+async fn accepted_bid_is_broadcast_through_the_real_management_client() {
+    let w = world("us-east-1").await;
+    join(&w, "alice=", "alice").await;
+    join(&w, "bob=", "bob").await;
+    join(&w, "carol=", "carol").await;
+    let reply = body(
+        &w.app
+            .respond(message(
+                "bid",
+                "alice=",
+                "alice",
+                br#"{"action":"bid","auctionId":"lot-1","amount":120000,"bidId":"alice-bid-1"}"#,
+            ))
+            .await,
+    );
+    assert_eq!(reply["status"], "accepted", "{reply}");
+    assert_eq!(reply["region"], "us-east-1");
+    assert_eq!(w.callback.posted_to(), ["bob=", "carol="]);
+    let pushed: serde_json::Value =
+        serde_json::from_str(&w.callback.posts.lock().unwrap()[0].1).unwrap();
+    assert_eq!(pushed["type"], "bidUpdate");
+    assert_eq!(pushed["highBid"]["amount"], 120_000);
+    assert_eq!(pushed["highBid"]["bidder"], "alice");
+}
+
+#[tokio::test]
+async fn gone_target_records_are_deleted_and_the_sender_is_kept() {
+    let w = world("us-east-1").await;
+    join(&w, "alice=", "alice").await;
+    join(&w, "stale=", "bob").await;
+    let before = count(&w.client, &w.connections_table).await;
+    w.callback.gone.lock().unwrap().insert("stale=".into());
+    let reply = body(
+        &w.app
+            .respond(message(
+                "bid",
+                "alice=",
+                "alice",
+                br#"{"action":"bid","auctionId":"lot-1","amount":120000,"bidId":"alice-bid-1"}"#,
+            ))
+            .await,
+    );
+    assert_eq!(reply["status"], "accepted");
+    let after = count(&w.client, &w.connections_table).await;
+    assert_eq!(
+        before - after,
+        2,
+        "the stale connection's META and SUB items are gone"
+    );
+    let left = w
+        .client
+        .scan()
+        .table_name(&w.connections_table)
+        .send()
+        .await
+        .unwrap()
+        .items
+        .unwrap();
+    assert!(left.iter().all(|i| i["pk"].as_s().unwrap() == "alice="));
+}
+
+#[tokio::test]
+async fn hostile_frames_write_nothing_to_either_table() {
+    let w = world("us-east-1").await;
+    join(&w, "alice=", "alice").await;
+    let state_before = count(&w.client, &w.state_table).await;
+    let connections_before = count(&w.client, &w.connections_table).await;
+    let frames = wsdr_protocol::hostile::hostile_frames();
+    for (name, frame, code) in &frames {
+        let b = body(
+            &w.app
+                .respond(message("$default", "alice=", "alice", frame))
+                .await,
+        );
+        assert_eq!(b["code"], serde_json::to_value(code).unwrap(), "{name}");
+    }
+    assert_eq!(count(&w.client, &w.state_table).await, state_before);
+    assert_eq!(
+        count(&w.client, &w.connections_table).await,
+        connections_before
+    );
+    assert!(w.callback.posted_to().is_empty());
+}
+
+#[tokio::test]
+async fn disconnect_removes_every_record_of_the_connection() {
+    let w = world("us-east-1").await;
+    join(&w, "alice=", "alice").await;
+    assert_eq!(count(&w.client, &w.connections_table).await, 2);
+    w.app
+        .respond(event_as(DISCONNECT, "alice=", "alice", None))
+        .await;
+    assert_eq!(count(&w.client, &w.connections_table).await, 0);
+}
+
+#[tokio::test]
+async fn missing_table_gives_internal_frame_and_refused_handshake() {
+    let env = HashMap::from([
+        ("STATE_TABLE", "does-not-exist".to_owned()),
+        ("CONNECTIONS_TABLE", "does-not-exist-either".to_owned()),
+        ("WS_CALLBACK_URL", "http://127.0.0.1:9/prod".to_owned()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+    ]);
+    let config = Config::from_lookup(|k| env.get(k).cloned()).unwrap();
+    let sdk = wsdr_aws::SdkConfig::builder()
+        .behavior_version(aws_config_latest())
+        .region(wsdr_aws_region("us-east-1"))
+        .endpoint_url(dynamo_endpoint())
+        .credentials_provider(local_credentials())
+        .build();
+    let app = app_from_aws(&config, &sdk).await.unwrap();
+    assert_eq!(app.respond(event(CONNECT)).await.status_code, 500);
+    let b = body(&app.respond(event(GET_STATE)).await);
+    assert_eq!(b["code"], "internal");
+    assert!(
+        !b["message"].as_str().unwrap().contains("does-not-exist"),
+        "no internal detail in frames"
+    );
+}

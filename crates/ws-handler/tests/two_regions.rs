@@ -1,0 +1,226 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+//! Split brain on real tables: hundreds of concurrent bids land in two "Region" tables on
+//! DynamoDB Local (some replayed in both, as a client that failed over before its ack would),
+//! then the tables are merged as Global Tables MREC would (last writer wins per item).
+//! No acknowledged bid may be lost, none applied twice, and both sides must agree.
+
+mod common;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use common::*;
+use futures::future::join_all;
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use ws_handler::{app_from_aws, App, Config};
+use wsdr_aws::local::dynamo_client;
+
+type Item = HashMap<String, AttributeValue>;
+
+async fn region_app(label: &str, state_table: &str, callback_url: &str) -> App {
+    let client = dynamo_client(&dynamo_endpoint(), "us-east-1");
+    let connections = unique("connections");
+    wsdr_aws::schema::create_connections_table(&client, &connections)
+        .await
+        .unwrap();
+    let env = HashMap::from([
+        ("STATE_TABLE", state_table.to_owned()),
+        ("CONNECTIONS_TABLE", connections),
+        ("WS_CALLBACK_URL", callback_url.to_owned()),
+        ("REGION_LABEL", label.to_owned()),
+        (
+            "SEED_AUCTIONS",
+            r#"[{"id":"lot-1","item":"Stratocaster","startingPrice":100,"minIncrement":1}]"#
+                .to_owned(),
+        ),
+    ]);
+    let config = Config::from_lookup(|k| env.get(k).cloned()).unwrap();
+    let sdk = wsdr_aws::SdkConfig::builder()
+        .behavior_version(wsdr_aws::BehaviorVersion::latest())
+        .region(wsdr_aws::Region::new("us-east-1"))
+        .endpoint_url(dynamo_endpoint())
+        .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
+            wsdr_aws::Credentials::new("l", "l", None, None, "t"),
+        ))
+        .build();
+    app_from_aws(&config, &sdk).await.unwrap()
+}
+
+async fn scan(client: &wsdr_aws::DynamoClient, table: &str) -> Vec<Item> {
+    client
+        .scan()
+        .table_name(table)
+        .consistent_read(true)
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .unwrap()
+}
+
+fn key(item: &Item) -> (String, String) {
+    (
+        item["pk"].as_s().unwrap().clone(),
+        item["sk"].as_s().unwrap().clone(),
+    )
+}
+
+/// The MREC rule: per item, the later write wins (ties broken by Region, deterministically).
+fn stamp(item: &Item) -> (u64, String) {
+    let at = item
+        .get("at")
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let region = item
+        .get("region")
+        .and_then(|v| v.as_s().ok())
+        .cloned()
+        .unwrap_or_default();
+    (at, region)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_bids_in_two_regions_converge_without_loss_or_double_apply() {
+    let client = dynamo_client(&dynamo_endpoint(), "us-east-1");
+    let (east_table, west_table) = (unique("state-east"), unique("state-west"));
+    wsdr_aws::schema::create_state_table(&client, &east_table)
+        .await
+        .unwrap();
+    wsdr_aws::schema::create_state_table(&client, &west_table)
+        .await
+        .unwrap();
+    let callback = CallbackServer::default();
+    let url = callback.start().await;
+    let east = Arc::new(region_app("us-east-1", &east_table, &url).await);
+    let west = Arc::new(region_app("us-west-2", &west_table, &url).await);
+
+    // 520 bids from 40 users, each sent to a random Region; one in five is replayed in the
+    // other Region with the same bidId. All in flight at once, in batches of 130.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2026);
+    let mut plan = Vec::new();
+    for i in 0..520u32 {
+        let user = format!("user-{}", i % 40);
+        let bid_id = format!("bid-{i:06}");
+        let amount: u64 = rng.random_range(100..100_000);
+        let first_east = rng.random_bool(0.5);
+        plan.push((user.clone(), bid_id.clone(), amount, first_east));
+        if rng.random_bool(0.2) {
+            plan.push((user, bid_id, amount, !first_east));
+        }
+    }
+    let mut acknowledged: BTreeMap<String, u64> = BTreeMap::new();
+    let mut sent = 0;
+    for batch in plan.chunks(130) {
+        let calls = batch.iter().map(|(user, bid_id, amount, to_east)| {
+            let app = if *to_east { east.clone() } else { west.clone() };
+            let frame = format!(
+                r#"{{"action":"bid","auctionId":"lot-1","amount":{amount},"bidId":"{bid_id}"}}"#
+            );
+            let conn = format!("{user}-{}", if *to_east { "e" } else { "w" });
+            let user = user.clone();
+            async move {
+                body(
+                    &app.respond(message("bid", &conn, &user, frame.as_bytes()))
+                        .await,
+                )
+            }
+        });
+        for (reply, (_, bid_id, amount, _)) in join_all(calls).await.into_iter().zip(batch) {
+            sent += 1;
+            assert_eq!(reply["type"], "bidResult", "{reply}");
+            match reply["status"].as_str().unwrap() {
+                "accepted" | "duplicate" => {
+                    acknowledged.insert(bid_id.clone(), *amount);
+                }
+                "rejected" => assert_eq!(reply["reason"], "too_low", "{reply}"),
+                other => panic!("status {other}"),
+            }
+        }
+    }
+    assert!(sent >= 500, "at least 500 bids must be sent, sent {sent}");
+    assert!(
+        acknowledged.len() > 50,
+        "the test must exercise many acknowledged bids"
+    );
+
+    // Global Tables replication, done at once after the split: last writer wins per item.
+    let mut merged: HashMap<(String, String), Item> = HashMap::new();
+    for item in scan(&client, &east_table)
+        .await
+        .into_iter()
+        .chain(scan(&client, &west_table).await)
+    {
+        match merged.get(&key(&item)) {
+            Some(current) if stamp(current) >= stamp(&item) => {}
+            _ => {
+                merged.insert(key(&item), item);
+            }
+        }
+    }
+    for table in [&east_table, &west_table] {
+        for item in merged.values() {
+            client
+                .put_item()
+                .table_name(table)
+                .set_item(Some(item.clone()))
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+
+    let east_items = scan(&client, &east_table).await;
+    let west_items = scan(&client, &west_table).await;
+    let bids = |items: &[Item]| -> BTreeMap<String, u64> {
+        items
+            .iter()
+            .filter(|i| i["sk"].as_s().unwrap().starts_with("BID#"))
+            .map(|i| {
+                (
+                    i["bidId"].as_s().unwrap().clone(),
+                    i["amount"].as_n().unwrap().parse().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (east_bids, west_bids) = (bids(&east_items), bids(&west_items));
+    assert_eq!(east_bids, west_bids, "both Regions hold the same bids");
+    for (bid_id, amount) in &acknowledged {
+        assert_eq!(
+            east_bids.get(bid_id),
+            Some(amount),
+            "acknowledged bid {bid_id} lost or altered"
+        );
+    }
+    assert_eq!(
+        east_bids.len(),
+        acknowledged.len(),
+        "every recorded bid was acknowledged exactly once"
+    );
+
+    let max_acknowledged = acknowledged.values().max().copied().unwrap();
+    let state = |app: Arc<App>| async move {
+        body(
+            &app.respond(message(
+                "getState",
+                "checker",
+                "checker",
+                br#"{"action":"getState","auctionId":"lot-1"}"#,
+            ))
+            .await,
+        )
+    };
+    let (e, w) = (state(east.clone()).await, state(west.clone()).await);
+    assert_eq!(
+        e["auction"], w["auction"],
+        "both Regions show one consistent auction"
+    );
+    assert_eq!(e["auction"]["highBid"]["amount"], max_acknowledged);
+    assert_eq!(e["auction"]["bidCount"], acknowledged.len() as u64);
+    assert_eq!(
+        (e["region"].as_str(), w["region"].as_str()),
+        (Some("us-east-1"), Some("us-west-2"))
+    );
+}
