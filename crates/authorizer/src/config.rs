@@ -1,0 +1,179 @@
+use crate::Error;
+use jsonwebtoken::Algorithm;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Where an issuer's keys come from.
+#[derive(Clone)]
+pub enum KeySource {
+    /// HS256 shared secret (bytes).
+    Secret(Vec<u8>),
+    /// RS256/ES256 keys from this JWKS URL.
+    Jwks(String),
+}
+
+impl std::fmt::Debug for KeySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeySource::Secret(_) => f.write_str("Secret(<redacted>)"),
+            KeySource::Jwks(url) => f.debug_tuple("Jwks").field(url).finish(),
+        }
+    }
+}
+
+/// One issuer whose tokens are accepted.
+#[derive(Debug, Clone)]
+pub struct TrustedIssuer {
+    pub issuer: String,
+    pub audience: String,
+    pub algorithms: Vec<Algorithm>,
+    pub keys: KeySource,
+    /// Whether identities of this issuer are the canary's (marked in the context).
+    pub canary: bool,
+}
+
+/// The authorizer's configuration, read once at cold start.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub issuers: Vec<TrustedIssuer>,
+    /// `JWT_LEEWAY_SECONDS` (default 5): clock skew tolerated on `exp` and `nbf`.
+    pub leeway: Duration,
+    /// `JWKS_MIN_REFRESH_SECONDS` (default 60): an unknown `kid` refetches the JWKS at most
+    /// this often, so garbage `kid`s cannot hammer the identity provider.
+    pub jwks_min_refresh: Duration,
+    /// `SUBPROTOCOL` (default `wsdr`): the protocol name offered beside the token.
+    pub subprotocol: String,
+}
+
+fn parse_algorithms(name: &'static str, value: &str) -> Result<Vec<Algorithm>, Error> {
+    let algorithms = value
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(|a| {
+            let alg = Algorithm::from_str(a).map_err(|_| Error::InvalidVar {
+                name,
+                reason: format!("unknown algorithm `{a}`"),
+            })?;
+            match alg {
+                Algorithm::HS256 | Algorithm::RS256 | Algorithm::ES256 => Ok(alg),
+                _ => Err(Error::InvalidVar {
+                    name,
+                    reason: format!("`{a}` is not supported (HS256, RS256, ES256)"),
+                }),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if algorithms.is_empty() {
+        return Err(Error::InvalidVar {
+            name,
+            reason: "no algorithm listed".into(),
+        });
+    }
+    Ok(algorithms)
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Variables: `JWT_ISSUER`, `JWT_AUDIENCE`, `JWT_JWKS_URL` and/or `JWT_HS256_SECRET`,
+    /// `JWT_ALGORITHMS` (default `RS256,ES256` with a JWKS, `HS256` with a secret),
+    /// `CANARY_HS256_SECRET` + `CANARY_ISSUER` (default `wsdr-canary`), `JWT_LEEWAY_SECONDS`,
+    /// `JWKS_MIN_REFRESH_SECONDS`, `SUBPROTOCOL`.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let get = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+        let required = |name: &'static str| get(name).ok_or(Error::MissingVar(name));
+        let seconds = |name: &'static str, default: u64| -> Result<Duration, Error> {
+            get(name)
+                .map(|v| {
+                    v.trim().parse().map_err(|_| Error::InvalidVar {
+                        name,
+                        reason: "not a whole number of seconds".into(),
+                    })
+                })
+                .transpose()
+                .map(|v| Duration::from_secs(v.unwrap_or(default)))
+        };
+        let issuer = required("JWT_ISSUER")?;
+        let audience = required("JWT_AUDIENCE")?;
+        let jwks_url = get("JWT_JWKS_URL");
+        let secret = get("JWT_HS256_SECRET");
+        let default_algorithms = if jwks_url.is_some() {
+            "RS256,ES256"
+        } else {
+            "HS256"
+        };
+        let algorithms = parse_algorithms(
+            "JWT_ALGORITHMS",
+            &get("JWT_ALGORITHMS").unwrap_or_else(|| default_algorithms.into()),
+        )?;
+        let mut issuers = Vec::new();
+        let asymmetric: Vec<Algorithm> = algorithms
+            .iter()
+            .copied()
+            .filter(|a| *a != Algorithm::HS256)
+            .collect();
+        if !asymmetric.is_empty() {
+            let url = jwks_url.clone().ok_or(Error::InvalidVar {
+                name: "JWT_JWKS_URL",
+                reason: "RS256/ES256 are allowed, so a JWKS URL is required".into(),
+            })?;
+            issuers.push(TrustedIssuer {
+                issuer: issuer.clone(),
+                audience: audience.clone(),
+                algorithms: asymmetric,
+                keys: KeySource::Jwks(url),
+                canary: false,
+            });
+        }
+        if algorithms.contains(&Algorithm::HS256) {
+            let secret = secret.ok_or(Error::InvalidVar {
+                name: "JWT_HS256_SECRET",
+                reason: "HS256 is allowed, so a secret is required".into(),
+            })?;
+            if secret.len() < 32 {
+                return Err(Error::InvalidVar {
+                    name: "JWT_HS256_SECRET",
+                    reason: "must be at least 32 bytes".into(),
+                });
+            }
+            issuers.push(TrustedIssuer {
+                issuer: issuer.clone(),
+                audience: audience.clone(),
+                algorithms: vec![Algorithm::HS256],
+                keys: KeySource::Secret(secret.into_bytes()),
+                canary: false,
+            });
+        }
+        if let Some(canary_secret) = get("CANARY_HS256_SECRET") {
+            if canary_secret.len() < 32 {
+                return Err(Error::InvalidVar {
+                    name: "CANARY_HS256_SECRET",
+                    reason: "must be at least 32 bytes".into(),
+                });
+            }
+            let canary_issuer = get("CANARY_ISSUER").unwrap_or_else(|| "wsdr-canary".into());
+            if canary_issuer == issuer {
+                return Err(Error::InvalidVar {
+                    name: "CANARY_ISSUER",
+                    reason: "must differ from JWT_ISSUER".into(),
+                });
+            }
+            issuers.push(TrustedIssuer {
+                issuer: canary_issuer,
+                audience,
+                algorithms: vec![Algorithm::HS256],
+                keys: KeySource::Secret(canary_secret.into_bytes()),
+                canary: true,
+            });
+        }
+        Ok(Self {
+            issuers,
+            leeway: seconds("JWT_LEEWAY_SECONDS", 5)?,
+            jwks_min_refresh: seconds("JWKS_MIN_REFRESH_SECONDS", 60)?,
+            subprotocol: get("SUBPROTOCOL").unwrap_or_else(|| "wsdr".into()),
+        })
+    }
+}

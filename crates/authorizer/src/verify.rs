@@ -1,0 +1,184 @@
+//! Token verification. The token's header only *selects* among keys the configuration
+//! trusts; it never supplies a key or an algorithm family of its own.
+
+use crate::config::{Config, KeySource, TrustedIssuer};
+use crate::jwks::JwksCache;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use std::collections::HashMap;
+
+/// Tokens longer than this are refused before any parsing (8 KB, as large as API Gateway's
+/// whole authorizer result may be).
+pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
+
+/// Why a token was refused. Logged (never the token itself); the client sees only 403.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DenyReason {
+    #[error("no token in the query string or Sec-WebSocket-Protocol")]
+    MissingToken,
+    #[error("token is larger than 8 KB")]
+    TooLarge,
+    #[error("token is not a well-formed JWT")]
+    Malformed,
+    #[error("token algorithm is not allowed")]
+    AlgorithmNotAllowed,
+    #[error("token has no kid, or one the JWKS does not hold")]
+    UnknownKid,
+    #[error("the key named by kid is for another algorithm")]
+    KeyAlgorithmMismatch,
+    #[error("signing keys are unavailable (JWKS fetch failed)")]
+    KeysUnavailable,
+    #[error("signature does not verify")]
+    BadSignature,
+    #[error("token has expired")]
+    Expired,
+    #[error("token is not valid yet (nbf)")]
+    NotYetValid,
+    #[error("token issuer is not trusted")]
+    WrongIssuer,
+    #[error("token audience does not match")]
+    WrongAudience,
+    #[error("token has no usable sub")]
+    MissingSub,
+}
+
+/// A verified caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub sub: String,
+    pub issuer: String,
+    pub canary: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct Claims {
+    #[serde(default)]
+    sub: Option<String>,
+    iss: String,
+}
+
+/// Verifies tokens against the configured issuers.
+#[derive(Debug)]
+pub struct Verifier {
+    issuers: Vec<TrustedIssuer>,
+    jwks: HashMap<String, JwksCache>,
+    leeway_secs: u64,
+}
+
+impl Verifier {
+    /// Build the verifier and fetch every JWKS once (cold start).
+    pub async fn new(config: &Config) -> Self {
+        let mut jwks = HashMap::new();
+        for issuer in &config.issuers {
+            if let KeySource::Jwks(url) = &issuer.keys {
+                let cache = JwksCache::new(url.clone(), config.jwks_min_refresh);
+                cache.prime().await;
+                jwks.insert(url.clone(), cache);
+            }
+        }
+        Self {
+            issuers: config.issuers.clone(),
+            jwks,
+            leeway_secs: config.leeway.as_secs(),
+        }
+    }
+
+    /// Verify a token. Every path returns; nothing here can panic on input.
+    pub async fn verify(&self, token: &str) -> Result<Identity, DenyReason> {
+        if token.is_empty() {
+            return Err(DenyReason::MissingToken);
+        }
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(DenyReason::TooLarge);
+        }
+        let header = decode_header(token).map_err(|_| DenyReason::Malformed)?;
+        let candidates: Vec<&TrustedIssuer> = self
+            .issuers
+            .iter()
+            .filter(|i| i.algorithms.contains(&header.alg))
+            .collect();
+        if candidates.is_empty() {
+            return Err(DenyReason::AlgorithmNotAllowed);
+        }
+        let mut last = DenyReason::BadSignature;
+        for issuer in candidates {
+            let key = match self
+                .key_for(issuer, header.alg, header.kid.as_deref())
+                .await
+            {
+                Ok(key) => key,
+                Err(reason) => {
+                    last = reason;
+                    continue;
+                }
+            };
+            match self.check(token, issuer, header.alg, &key) {
+                Ok(identity) => return Ok(identity),
+                // Another trusted issuer with the same algorithm may own this token.
+                Err(reason @ (DenyReason::BadSignature | DenyReason::WrongIssuer)) => last = reason,
+                Err(reason) => return Err(reason),
+            }
+        }
+        Err(last)
+    }
+
+    async fn key_for(
+        &self,
+        issuer: &TrustedIssuer,
+        alg: Algorithm,
+        kid: Option<&str>,
+    ) -> Result<DecodingKey, DenyReason> {
+        match &issuer.keys {
+            KeySource::Secret(secret) => {
+                DecodingKey::from_secret(secret).map_err(|_| DenyReason::KeysUnavailable)
+            }
+            KeySource::Jwks(url) => {
+                let kid = kid.ok_or(DenyReason::UnknownKid)?;
+                let cache = self.jwks.get(url).ok_or(DenyReason::KeysUnavailable)?;
+                cache.key(kid, alg).await
+            }
+        }
+    }
+
+    fn check(
+        &self,
+        token: &str,
+        issuer: &TrustedIssuer,
+        alg: Algorithm,
+        key: &DecodingKey,
+    ) -> Result<Identity, DenyReason> {
+        let mut validation = Validation::new(alg);
+        validation.set_issuer(&[issuer.issuer.as_str()]);
+        validation.set_audience(&[issuer.audience.as_str()]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        validation.leeway = self.leeway_secs;
+        let data = decode::<Claims>(token, key, &validation).map_err(|e| match e.kind() {
+            ErrorKind::ExpiredSignature => DenyReason::Expired,
+            ErrorKind::ImmatureSignature => DenyReason::NotYetValid,
+            ErrorKind::InvalidIssuer => DenyReason::WrongIssuer,
+            ErrorKind::InvalidAudience => DenyReason::WrongAudience,
+            ErrorKind::MissingRequiredClaim(claim) if claim == "sub" => DenyReason::MissingSub,
+            ErrorKind::InvalidSignature => DenyReason::BadSignature,
+            ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
+                DenyReason::AlgorithmNotAllowed
+            }
+            ErrorKind::InvalidKeyFormat
+            | ErrorKind::InvalidRsaKey(_)
+            | ErrorKind::InvalidEcdsaKey => DenyReason::KeyAlgorithmMismatch,
+            _ => DenyReason::Malformed,
+        })?;
+        let sub = data
+            .claims
+            .sub
+            .filter(|s| !s.is_empty() && s.len() <= 255 && !s.chars().any(char::is_control))
+            .ok_or(DenyReason::MissingSub)?;
+        Ok(Identity {
+            sub,
+            issuer: data.claims.iss,
+            canary: issuer.canary,
+        })
+    }
+}
