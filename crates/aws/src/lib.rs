@@ -6,12 +6,14 @@
 //! | [`DynamoStateStore`] | `StateStore` | the global state table (Global Tables) |
 //! | [`DynamoConnections`] | `Connections` | the regional connections table (TTL) |
 //! | [`ApiGatewayNotifier`] | `Notifier` | API Gateway `@connections` |
+//! | [`CloudWatchMetrics`] | `Metrics` | CloudWatch `PutMetricData` |
 //!
 //! Every SDK error is classified into `wsdr_core::Error` in one place ([`classify`]).
 
 mod classify;
 mod connections;
 pub mod local;
+mod metrics;
 mod notifier;
 pub mod schema;
 mod state;
@@ -19,6 +21,7 @@ pub mod telemetry;
 
 pub use classify::classify;
 pub use connections::DynamoConnections;
+pub use metrics::{CloudWatchMetrics, MetricNames, STANDARD_RESOLUTION};
 pub use notifier::ApiGatewayNotifier;
 pub use state::DynamoStateStore;
 

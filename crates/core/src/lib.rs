@@ -21,7 +21,9 @@ mod service;
 pub use error::Error;
 pub use fanout::{FanoutConfig, FanoutReport};
 pub use model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, UserBid, UserId};
-pub use ports::{Clock, Connections, InsertOutcome, Notifier, StateStore, SystemClock};
+pub use ports::{
+    Clock, Connections, HealthDatapoint, InsertOutcome, Metrics, Notifier, StateStore, SystemClock,
+};
 pub use service::{AuctionService, BidReason, Reply};
 
 /// Result of every fallible domain operation.

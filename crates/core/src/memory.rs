@@ -7,7 +7,9 @@
 //! cuttable link between them.
 
 use crate::model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, UserBid, UserId};
-use crate::ports::{Clock, Connections, InsertOutcome, Notifier, StateStore};
+use crate::ports::{
+    Clock, Connections, HealthDatapoint, InsertOutcome, Metrics, Notifier, StateStore,
+};
 use crate::{Error, Result};
 use async_trait::async_trait;
 use std::collections::{HashMap, HashSet};
@@ -544,5 +546,34 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now_ms(&self) -> u64 {
         self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A [`Metrics`] sink that keeps every datapoint; can be told to fail (a canary that cannot
+/// publish must fail its invocation).
+#[derive(Debug, Default)]
+pub struct MemoryMetrics {
+    points: Mutex<Vec<HealthDatapoint>>,
+    failing: Mutex<bool>,
+}
+
+impl MemoryMetrics {
+    pub fn points(&self) -> Vec<HealthDatapoint> {
+        lock(&self.points).clone()
+    }
+
+    pub fn set_failing(&self, failing: bool) {
+        *lock(&self.failing) = failing;
+    }
+}
+
+#[async_trait]
+impl Metrics for MemoryMetrics {
+    async fn put_health(&self, point: &HealthDatapoint) -> Result<()> {
+        if *lock(&self.failing) {
+            return Err(Error::Transient("metrics sink unavailable".into()));
+        }
+        lock(&self.points).push(point.clone());
+        Ok(())
     }
 }

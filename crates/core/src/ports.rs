@@ -64,6 +64,24 @@ pub trait Notifier: Send + Sync {
     async fn send(&self, connection: &ConnectionId, payload: &[u8]) -> Result<()>;
 }
 
+/// One health datapoint of a Region's API, as the canary publishes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthDatapoint {
+    /// The API the datapoint is about (the metric's `ApiId` dimension).
+    pub api_id: String,
+    pub healthy: bool,
+    /// Round-trip time of the successful probes, if any succeeded.
+    pub latency_ms: Option<f64>,
+    /// Milliseconds since the epoch at which the probes ran.
+    pub timestamp_ms: u64,
+}
+
+/// Where health datapoints go (CloudWatch in AWS, the lab's metrics store locally).
+#[async_trait]
+pub trait Metrics: Send + Sync {
+    async fn put_health(&self, point: &HealthDatapoint) -> Result<()>;
+}
+
 /// Wall-clock time in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + std::fmt::Debug {
     fn now_ms(&self) -> u64;

@@ -1,0 +1,100 @@
+use crate::Error;
+use std::time::Duration;
+use wsdr_aws::MetricNames;
+use wsdr_client::TokenPlacement;
+use wsdr_protocol::AuctionId;
+
+/// The canary's configuration, read once at cold start.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `TARGET_URL`: this Region's execute-api WebSocket URL.
+    pub target_url: String,
+    /// `EXPECTED_REGION` (default `REGION_LABEL`, then `AWS_REGION`).
+    pub expected_region: String,
+    /// `API_ID`: the `ApiId` dimension.
+    pub api_id: String,
+    /// `METRIC_NAMESPACE` (App), `HEALTH_METRIC_NAME` (WebSocketHealth),
+    /// `LATENCY_METRIC_NAME` (ProbeLatency).
+    pub metric_names: MetricNames,
+    /// `PROBES_PER_RUN` (default 3): folded into one datapoint by majority.
+    pub probes_per_run: u32,
+    /// `PROBE_SPACING_SECONDS` (default 15): pause between probes of one run.
+    pub probe_spacing: Duration,
+    /// `PROBE_TIMEOUT_SECONDS` (default 5): bound on one probe.
+    pub probe_timeout: Duration,
+    /// `CANARY_AUCTION_ID` (default `canary`): read by the getState round trip.
+    pub auction_id: AuctionId,
+    /// `CANARY_HS256_SECRET`: signs the canary's own tokens.
+    pub secret: Vec<u8>,
+    /// `CANARY_ISSUER` (default `wsdr-canary`).
+    pub issuer: String,
+    /// `JWT_AUDIENCE`.
+    pub audience: String,
+    /// `TOKEN_PLACEMENT`: `query` (default) or `subprotocol`.
+    pub placement: TokenPlacement,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let get = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+        let required = |name: &'static str| get(name).ok_or(Error::MissingVar(name));
+        let number = |name: &'static str, default: u64| -> Result<u64, Error> {
+            get(name).map_or(Ok(default), |v| {
+                v.trim().parse().map_err(|_| Error::InvalidVar {
+                    name,
+                    reason: "not a whole number".into(),
+                })
+            })
+        };
+        let probes_per_run = number("PROBES_PER_RUN", 3)?;
+        if !(1..=10).contains(&probes_per_run) {
+            return Err(Error::InvalidVar {
+                name: "PROBES_PER_RUN",
+                reason: "must be 1 to 10".into(),
+            });
+        }
+        let auction_id = AuctionId::new(
+            get("CANARY_AUCTION_ID").unwrap_or_else(|| "canary".into()),
+        )
+        .map_err(|e| Error::InvalidVar {
+            name: "CANARY_AUCTION_ID",
+            reason: e.message,
+        })?;
+        let placement = match get("TOKEN_PLACEMENT").as_deref() {
+            None | Some("query") => TokenPlacement::QueryString,
+            Some("subprotocol") => TokenPlacement::Subprotocol,
+            Some(other) => {
+                return Err(Error::InvalidVar {
+                    name: "TOKEN_PLACEMENT",
+                    reason: format!("`{other}`: use query or subprotocol"),
+                })
+            }
+        };
+        let defaults = MetricNames::default();
+        Ok(Self {
+            target_url: required("TARGET_URL")?,
+            expected_region: get("EXPECTED_REGION")
+                .or_else(|| get("REGION_LABEL"))
+                .or_else(|| get("AWS_REGION"))
+                .ok_or(Error::MissingVar("EXPECTED_REGION"))?,
+            api_id: required("API_ID")?,
+            metric_names: MetricNames {
+                namespace: get("METRIC_NAMESPACE").unwrap_or(defaults.namespace),
+                health: get("HEALTH_METRIC_NAME").unwrap_or(defaults.health),
+                latency: get("LATENCY_METRIC_NAME").unwrap_or(defaults.latency),
+            },
+            probes_per_run: probes_per_run as u32,
+            probe_spacing: Duration::from_secs(number("PROBE_SPACING_SECONDS", 15)?),
+            probe_timeout: Duration::from_secs(number("PROBE_TIMEOUT_SECONDS", 5)?.max(1)),
+            auction_id,
+            secret: required("CANARY_HS256_SECRET")?.into_bytes(),
+            issuer: get("CANARY_ISSUER").unwrap_or_else(|| "wsdr-canary".into()),
+            audience: required("JWT_AUDIENCE")?,
+            placement,
+        })
+    }
+}

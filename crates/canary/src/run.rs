@@ -1,0 +1,151 @@
+//! One canary run: several probes folded into one datapoint, then published.
+
+use crate::probe::{probe, ProbeFailure, ProbeSuccess, ProbeTarget};
+use crate::token::mint_canary_token;
+use crate::{Config, Error};
+use serde::Serialize;
+use std::sync::Arc;
+use wsdr_client::ConnectOptions;
+use wsdr_core::{Clock, HealthDatapoint, Metrics};
+
+/// What one run saw and published.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub healthy: bool,
+    pub probes: usize,
+    pub successes: usize,
+    pub failures: Vec<String>,
+    pub latency_ms: Option<f64>,
+}
+
+/// Majority of the planned probes, decided as early as possible: `Some(verdict)` once the
+/// remaining probes cannot change it. With 3 planned, one lost probe cannot fail a Region
+/// (2 of 3 succeed), and a dead Region is failed after 2 probes without waiting for the third.
+pub fn fold(outcomes: &[bool], planned: u32) -> Option<bool> {
+    let needed = planned as usize / 2 + 1;
+    let successes = outcomes.iter().filter(|ok| **ok).count();
+    let failures = outcomes.len() - successes;
+    if successes >= needed {
+        Some(true)
+    } else if failures > planned as usize - needed {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// The canary: its configuration and where datapoints go. Built once per cold start.
+pub struct Canary {
+    config: Config,
+    metrics: Arc<dyn Metrics>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Canary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Canary")
+            .field("target", &self.config.target_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Canary {
+    pub fn new(config: Config, metrics: Arc<dyn Metrics>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            config,
+            metrics,
+            clock,
+        }
+    }
+
+    /// Probe, fold, publish. `Err` only when the datapoint could not be published.
+    pub async fn run_once(&self) -> Result<RunReport, Error> {
+        let started_ms = self.clock.now_ms();
+        let target = ProbeTarget {
+            url: self.config.target_url.clone(),
+            expected_region: self.config.expected_region.clone(),
+            auction_id: self.config.auction_id.clone(),
+            timeout: self.config.probe_timeout,
+        };
+        let mut outcomes: Vec<Result<ProbeSuccess, ProbeFailure>> = Vec::new();
+        let mut verdict = None;
+        for attempt in 0..self.config.probes_per_run {
+            if attempt > 0 {
+                tokio::time::sleep(self.config.probe_spacing).await;
+            }
+            let outcome = match self.token() {
+                Ok(token) => {
+                    let options = ConnectOptions {
+                        token: Some(token),
+                        placement: self.config.placement,
+                        ..ConnectOptions::default()
+                    };
+                    probe(&target, &options).await
+                }
+                Err(error) => Err(ProbeFailure::WrongReply(format!("no token: {error}"))),
+            };
+            match &outcome {
+                Ok(s) => tracing::info!(
+                    attempt,
+                    heartbeat_ms = s.heartbeat_ms,
+                    total_ms = s.total_ms,
+                    "probe ok"
+                ),
+                Err(failure) => tracing::warn!(attempt, %failure, "probe failed"),
+            }
+            outcomes.push(outcome);
+            let oks: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
+            verdict = fold(&oks, self.config.probes_per_run);
+            if verdict.is_some() {
+                break;
+            }
+        }
+        let healthy = verdict.unwrap_or(false);
+        let latencies: Vec<f64> = outcomes
+            .iter()
+            .filter_map(|o| o.as_ref().ok().map(|s| s.heartbeat_ms))
+            .collect();
+        let latency_ms =
+            (!latencies.is_empty()).then(|| latencies.iter().sum::<f64>() / latencies.len() as f64);
+        let point = HealthDatapoint {
+            api_id: self.config.api_id.clone(),
+            healthy,
+            latency_ms,
+            timestamp_ms: started_ms,
+        };
+        self.metrics.put_health(&point).await?;
+        tracing::info!(healthy, probes = outcomes.len(), "datapoint published");
+        Ok(RunReport {
+            healthy,
+            probes: outcomes.len(),
+            successes: latencies.len(),
+            failures: outcomes
+                .iter()
+                .filter_map(|o| o.as_ref().err().map(ToString::to_string))
+                .collect(),
+            latency_ms,
+        })
+    }
+
+    /// The Lambda entry point (EventBridge scheduled event). A failed publish fails the
+    /// invocation, which CloudWatch sees as missing data: breaching.
+    pub async fn handle(
+        &self,
+        _event: lambda_runtime::LambdaEvent<aws_lambda_events::eventbridge::EventBridgeEvent>,
+    ) -> Result<RunReport, lambda_runtime::Error> {
+        self.run_once().await.map_err(|e| {
+            tracing::error!(error = %e, "canary run failed");
+            lambda_runtime::Error::from(e.to_string())
+        })
+    }
+
+    fn token(&self) -> Result<String, Error> {
+        mint_canary_token(
+            &self.config.secret,
+            &self.config.issuer,
+            &self.config.audience,
+            &self.config.expected_region,
+            self.clock.now_ms() / 1000,
+        )
+    }
+}

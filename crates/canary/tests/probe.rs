@@ -1,0 +1,321 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::result_large_err,
+    clippy::type_complexity
+)] // test code
+//! The probe against local WebSocket servers (port 0) that behave well, refuse the handshake,
+//! never answer, answer with API Gateway's internal-error frame, answer slowly, name the
+//! wrong Region, or answer heartbeats but fail getState. Each gives its typed outcome within
+//! the timeout; then whole canary runs, with the metrics sink captured.
+
+use canary::{fold, Canary, Config, ProbeFailure, ProbeTarget};
+use futures::{SinkExt, StreamExt};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::StatusCode;
+use tokio_tungstenite::tungstenite::Message;
+use wsdr_client::{ConnectError, ConnectOptions};
+use wsdr_core::memory::MemoryMetrics;
+use wsdr_core::SystemClock;
+use wsdr_protocol::AuctionId;
+
+#[derive(Clone, Copy, Debug)]
+enum Behavior {
+    Good,
+    Refuse(u16),
+    Silent,
+    GatewayError,
+    Slow(Duration),
+    WrongRegion,
+    HeartbeatOnly,
+    /// The first N connections are dropped at once, later ones are good.
+    DropFirst(usize),
+}
+
+struct Server {
+    url: String,
+    connections: Arc<AtomicUsize>,
+    tokens: Arc<Mutex<Vec<String>>>,
+}
+
+const STATE: &str = r#"{"type":"state","region":"us-east-1","auction":{"id":"canary","item":"probe","highBid":null,"bidCount":0,"version":0},"you":{"userId":"canary:us-east-1","lastBid":null}}"#;
+
+async fn server(behavior: Behavior) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/prod", listener.local_addr().unwrap());
+    let connections = Arc::new(AtomicUsize::new(0));
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let (count, seen) = (connections.clone(), tokens.clone());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let n = count.fetch_add(1, Ordering::SeqCst);
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                if let Behavior::DropFirst(k) = behavior {
+                    if n < k {
+                        return; // TCP accepted, then closed: the handshake fails
+                    }
+                }
+                let callback =
+                    |request: &Request, response: Response| -> Result<Response, ErrorResponse> {
+                        if let Some(q) = request.uri().query() {
+                            seen.lock()
+                                .unwrap()
+                                .push(q.trim_start_matches("token=").to_owned());
+                        }
+                        if let Behavior::Refuse(status) = behavior {
+                            let mut refusal = ErrorResponse::new(Some("refused".into()));
+                            *refusal.status_mut() = StatusCode::from_u16(status).unwrap();
+                            return Err(refusal);
+                        }
+                        Ok(response)
+                    };
+                let Ok(mut ws) = tokio_tungstenite::accept_hdr_async(stream, callback).await else {
+                    return;
+                };
+                while let Some(Ok(Message::Text(text))) = ws.next().await {
+                    let reply = match (behavior, text.contains("heartbeat")) {
+                        (Behavior::Silent, _) => continue,
+                        (Behavior::GatewayError, _) => r#"{"message": "Internal server error", "connectionId":"abc=", "requestId":"r1"}"#.to_owned(),
+                        (Behavior::Slow(d), true) => {
+                            tokio::time::sleep(d).await;
+                            r#"{"type":"pong","region":"us-east-1","ts":1}"#.to_owned()
+                        }
+                        (Behavior::WrongRegion, true) => r#"{"type":"pong","region":"us-west-2","ts":1}"#.to_owned(),
+                        (Behavior::HeartbeatOnly, false) => r#"{"type":"error","code":"internal","message":"try again","region":"us-east-1"}"#.to_owned(),
+                        (_, true) => r#"{"type":"pong","region":"us-east-1","ts":1}"#.to_owned(),
+                        (_, false) => STATE.to_owned(),
+                    };
+                    if ws.send(Message::text(reply)).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Server {
+        url,
+        connections,
+        tokens,
+    }
+}
+
+fn target(url: &str, timeout_ms: u64) -> ProbeTarget {
+    ProbeTarget {
+        url: url.into(),
+        expected_region: "us-east-1".into(),
+        auction_id: AuctionId::new("canary").unwrap(),
+        timeout: Duration::from_millis(timeout_ms),
+    }
+}
+
+#[tokio::test]
+async fn probe_outcomes_are_typed_and_bounded_by_the_timeout() {
+    let cases: Vec<(
+        Behavior,
+        fn(&Result<canary::ProbeSuccess, ProbeFailure>) -> bool,
+    )> = vec![
+        (Behavior::Good, |r| r.is_ok()),
+        (Behavior::Refuse(401), |r| {
+            matches!(
+                r,
+                Err(ProbeFailure::Connect(ConnectError::Refused { status: 401 }))
+            )
+        }),
+        (Behavior::Refuse(403), |r| {
+            matches!(
+                r,
+                Err(ProbeFailure::Connect(ConnectError::Refused { status: 403 }))
+            )
+        }),
+        (Behavior::Refuse(429), |r| {
+            matches!(
+                r,
+                Err(ProbeFailure::Connect(ConnectError::Refused { status: 429 }))
+            )
+        }),
+        (Behavior::Refuse(500), |r| {
+            matches!(
+                r,
+                Err(ProbeFailure::Connect(ConnectError::Refused { status: 500 }))
+            )
+        }),
+        (Behavior::Silent, |r| {
+            matches!(r, Err(ProbeFailure::Timeout(canary::probe_stage::Pong)))
+        }),
+        (
+            Behavior::GatewayError,
+            |r| matches!(r, Err(ProbeFailure::GatewayError(m)) if m == "Internal server error"),
+        ),
+        (Behavior::Slow(Duration::from_millis(800)), |r| {
+            matches!(r, Err(ProbeFailure::Timeout(_)))
+        }),
+        (
+            Behavior::WrongRegion,
+            |r| matches!(r, Err(ProbeFailure::WrongRegion { got, .. }) if got == "us-west-2"),
+        ),
+        (
+            Behavior::HeartbeatOnly,
+            |r| matches!(r, Err(ProbeFailure::WrongReply(m)) if m.contains("internal")),
+        ),
+    ];
+    for (behavior, expected) in cases {
+        let s = server(behavior).await;
+        let started = Instant::now();
+        let outcome = canary::probe(&target(&s.url, 300), &ConnectOptions::default()).await;
+        let elapsed = started.elapsed();
+        assert!(expected(&outcome), "{behavior:?}: got {outcome:?}");
+        assert!(
+            elapsed < Duration::from_millis(600),
+            "{behavior:?}: took {elapsed:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn closed_port_and_bad_tls_are_connect_failures() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = format!("ws://{}/prod", listener.local_addr().unwrap());
+    drop(listener);
+    let outcome = canary::probe(&target(&closed, 500), &ConnectOptions::default()).await;
+    assert!(
+        matches!(outcome, Err(ProbeFailure::Connect(ConnectError::Tcp(_)))),
+        "{outcome:?}"
+    );
+    // wss:// to a plain WebSocket server: the TLS handshake fails.
+    let plain = server(Behavior::Good).await;
+    let outcome = canary::probe(
+        &target(&plain.url.replace("ws://", "wss://"), 500),
+        &ConnectOptions::default(),
+    )
+    .await;
+    assert!(
+        matches!(outcome, Err(ProbeFailure::Connect(ConnectError::Tls(_)))),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn fold_is_a_majority_decided_as_early_as_possible() {
+    assert_eq!(fold(&[true, true], 3), Some(true));
+    assert_eq!(
+        fold(&[false, false], 3),
+        Some(false),
+        "a dead Region fails after two probes"
+    );
+    assert_eq!(fold(&[false], 3), None);
+    assert_eq!(fold(&[false, true], 3), None);
+    assert_eq!(
+        fold(&[false, true, true], 3),
+        Some(true),
+        "one lost probe does not fail a Region"
+    );
+    assert_eq!(fold(&[true, false, false], 3), Some(false));
+    assert_eq!(fold(&[true], 1), Some(true));
+    assert_eq!(fold(&[false], 1), Some(false));
+}
+
+const SECRET: &str = "canary-secret-0123456789abcdef012345";
+
+fn config(url: &str) -> Config {
+    let env: HashMap<&str, String> = HashMap::from([
+        ("TARGET_URL", url.to_owned()),
+        ("EXPECTED_REGION", "us-east-1".to_owned()),
+        ("API_ID", "abc123def4".to_owned()),
+        ("PROBE_SPACING_SECONDS", "0".to_owned()),
+        ("PROBE_TIMEOUT_SECONDS", "1".to_owned()),
+        ("CANARY_HS256_SECRET", SECRET.to_owned()),
+        ("JWT_AUDIENCE", "wsdr".to_owned()),
+    ]);
+    Config::from_lookup(|k| env.get(k).cloned()).unwrap()
+}
+
+#[tokio::test]
+async fn canary_run_publishes_one_for_a_healthy_region_with_a_token_the_authorizer_accepts() {
+    let s = server(Behavior::Good).await;
+    let metrics = Arc::new(MemoryMetrics::default());
+    let canary = Canary::new(config(&s.url), metrics.clone(), Arc::new(SystemClock));
+    let event: aws_lambda_events::eventbridge::EventBridgeEvent =
+        serde_json::from_str(include_str!("../../../events/scheduled.json")).unwrap();
+    let report = canary
+        .handle(lambda_runtime::LambdaEvent::new(
+            event,
+            lambda_runtime::Context::default(),
+        ))
+        .await
+        .unwrap();
+    assert!(report.healthy);
+    assert_eq!(
+        (report.probes, report.successes),
+        (2, 2),
+        "2 of 3 settle the majority"
+    );
+    let points = metrics.points();
+    assert_eq!(points.len(), 1);
+    assert!(points[0].healthy);
+    assert_eq!(points[0].api_id, "abc123def4");
+    assert!(points[0].latency_ms.unwrap() > 0.0);
+
+    // The token the canary sent passes the real authorizer configured with the same secret.
+    let token = s.tokens.lock().unwrap()[0].clone();
+    let env = HashMap::from([
+        ("JWT_ISSUER", "https://auth.example.com"),
+        ("JWT_AUDIENCE", "wsdr"),
+        ("JWT_HS256_SECRET", "user-secret-0123456789abcdef0123456789"),
+        ("CANARY_HS256_SECRET", SECRET),
+    ]);
+    let auth_config =
+        authorizer::Config::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap();
+    let identity = authorizer::Verifier::new(&auth_config)
+        .await
+        .verify(&token)
+        .await
+        .unwrap();
+    assert_eq!(identity.sub, "canary:us-east-1");
+    assert!(identity.canary);
+}
+
+#[tokio::test]
+async fn canary_run_publishes_zero_for_a_dead_region_and_still_succeeds() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("ws://{}/prod", listener.local_addr().unwrap());
+    drop(listener);
+    let metrics = Arc::new(MemoryMetrics::default());
+    let report = Canary::new(config(&dead), metrics.clone(), Arc::new(SystemClock))
+        .run_once()
+        .await
+        .unwrap();
+    assert!(!report.healthy);
+    assert_eq!(report.probes, 2, "failed at once, without the third probe");
+    assert!(!metrics.points()[0].healthy);
+    assert_eq!(metrics.points()[0].latency_ms, None);
+}
+
+#[tokio::test]
+async fn one_lost_probe_does_not_fail_the_region() {
+    let s = server(Behavior::DropFirst(1)).await;
+    let metrics = Arc::new(MemoryMetrics::default());
+    let report = Canary::new(config(&s.url), metrics.clone(), Arc::new(SystemClock))
+        .run_once()
+        .await
+        .unwrap();
+    assert!(report.healthy, "{report:?}");
+    assert_eq!(report.probes, 3);
+    assert_eq!(s.connections.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn canary_that_cannot_publish_fails_its_invocation() {
+    let s = server(Behavior::Good).await;
+    let metrics = Arc::new(MemoryMetrics::default());
+    metrics.set_failing(true);
+    assert!(Canary::new(config(&s.url), metrics, Arc::new(SystemClock))
+        .run_once()
+        .await
+        .is_err());
+}

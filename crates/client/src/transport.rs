@@ -1,0 +1,195 @@
+//! One WebSocket connection, with failures classified by the layer that failed.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::{HeaderValue, Uri};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Error as WsError;
+use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+
+/// An open WebSocket.
+pub type WsStream = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Why a connection could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectError {
+    #[error("invalid URL: {0}")]
+    InvalidUrl(String),
+    #[error("DNS lookup failed: {0}")]
+    Dns(String),
+    #[error("TCP connect failed: {0}")]
+    Tcp(String),
+    #[error("TLS handshake failed: {0}")]
+    Tls(String),
+    /// The server answered the upgrade with an HTTP status (401/403 need a new token,
+    /// 429 and 5xx are worth retrying).
+    #[error("handshake refused with HTTP {status}")]
+    Refused { status: u16 },
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("WebSocket handshake failed: {0}")]
+    Protocol(String),
+}
+
+impl ConnectError {
+    /// Whether retrying with the same credentials can help (401/403 cannot).
+    pub fn is_retryable(&self) -> bool {
+        !matches!(
+            self,
+            ConnectError::Refused { status: 401 | 403 } | ConnectError::InvalidUrl(_)
+        )
+    }
+}
+
+/// How the token travels (see docs/AUTH.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TokenPlacement {
+    /// `?token=<jwt>`.
+    #[default]
+    QueryString,
+    /// `Sec-WebSocket-Protocol: wsdr, <jwt>`.
+    Subprotocol,
+}
+
+/// Options of one connection attempt.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub token: Option<String>,
+    pub placement: TokenPlacement,
+    /// The application protocol name offered beside a subprotocol token.
+    pub subprotocol: String,
+    /// Bound on DNS + TCP + TLS + upgrade together.
+    pub timeout: Duration,
+    /// Largest message accepted from the server.
+    pub max_message_bytes: usize,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        Self {
+            token: None,
+            placement: TokenPlacement::default(),
+            subprotocol: "wsdr".into(),
+            timeout: Duration::from_secs(10),
+            max_message_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// The TLS configuration: rustls with the Mozilla roots (webpki-roots), built once.
+fn tls_connector() -> Result<Connector, ConnectError> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+    let config = CONFIG.get_or_init(|| {
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::aws_lc_rs::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
+        .map_err(|e| e.to_string())
+    });
+    config
+        .clone()
+        .map(Connector::Rustls)
+        .map_err(ConnectError::Tls)
+}
+
+fn percent_encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Open a WebSocket to `url` (`ws://` or `wss://`).
+pub async fn connect(url: &str, options: &ConnectOptions) -> Result<WsStream, ConnectError> {
+    tokio::time::timeout(options.timeout, connect_inner(url, options))
+        .await
+        .map_err(|_| ConnectError::Timeout(options.timeout))?
+}
+
+async fn connect_inner(url: &str, options: &ConnectOptions) -> Result<WsStream, ConnectError> {
+    let mut target = url.to_owned();
+    if let (Some(token), TokenPlacement::QueryString) = (&options.token, options.placement) {
+        let separator = if target.contains('?') { '&' } else { '?' };
+        target = format!("{target}{separator}token={}", percent_encode(token));
+    }
+    let uri: Uri = target
+        .parse()
+        .map_err(|_| ConnectError::InvalidUrl(url.to_owned()))?;
+    let secure = match uri.scheme_str() {
+        Some("wss") => true,
+        Some("ws") => false,
+        _ => {
+            return Err(ConnectError::InvalidUrl(format!(
+                "{url}: scheme must be ws or wss"
+            )))
+        }
+    };
+    let host = uri
+        .host()
+        .ok_or_else(|| ConnectError::InvalidUrl(format!("{url}: no host")))?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+
+    let addresses: Vec<_> = tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .map_err(|e| ConnectError::Dns(e.to_string()))?
+        .collect();
+    if addresses.is_empty() {
+        return Err(ConnectError::Dns(format!("{host} has no address")));
+    }
+    let mut last_error = String::new();
+    let mut stream = None;
+    for address in addresses {
+        match TcpStream::connect(address).await {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(e) => last_error = format!("{address}: {e}"),
+        }
+    }
+    let stream = stream.ok_or(ConnectError::Tcp(last_error))?;
+    let _ = stream.set_nodelay(true);
+
+    let mut request = uri
+        .into_client_request()
+        .map_err(|e| ConnectError::InvalidUrl(e.to_string()))?;
+    if let (Some(token), TokenPlacement::Subprotocol) = (&options.token, options.placement) {
+        let value = HeaderValue::from_str(&format!("{}, {token}", options.subprotocol))
+            .map_err(|_| ConnectError::InvalidUrl("token is not a valid header value".into()))?;
+        request
+            .headers_mut()
+            .insert("Sec-WebSocket-Protocol", value);
+    }
+    let connector = if secure {
+        Some(tls_connector()?)
+    } else {
+        Some(Connector::Plain)
+    };
+    let config = WebSocketConfig::default().max_message_size(Some(options.max_message_bytes));
+    match tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), connector)
+        .await
+    {
+        Ok((ws, _response)) => Ok(ws),
+        Err(WsError::Http(response)) => Err(ConnectError::Refused {
+            status: response.status().as_u16(),
+        }),
+        Err(WsError::Tls(e)) => Err(ConnectError::Tls(e.to_string())),
+        Err(WsError::Io(e)) if secure => Err(ConnectError::Tls(e.to_string())),
+        Err(WsError::Io(e)) => Err(ConnectError::Tcp(e.to_string())),
+        Err(e) => Err(ConnectError::Protocol(e.to_string())),
+    }
+}
