@@ -53,6 +53,7 @@ async fn server(behavior: Behavior) -> Server {
     let (count, seen) = (connections.clone(), tokens.clone());
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
+            let _ = stream.set_nodelay(true);
             let n = count.fetch_add(1, Ordering::SeqCst);
             let seen = seen.clone();
             tokio::spawn(async move {

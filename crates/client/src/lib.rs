@@ -1,8 +1,19 @@
-//! The client side of wsdr's failover.
+//! The client side of wsdr's failover, reusable by any Rust app, the lab's simulated users and
+//! the benchmarks.
 //!
-//! [`transport`] opens one WebSocket and says precisely why it could not (DNS, TCP, TLS,
-//! handshake refused with a status, timeout); the canary and the reconnecting client share it.
+//! - [`transport`] opens one WebSocket and says precisely why it could not (DNS, TCP, TLS,
+//!   handshake refused with a status, timeout); the canary shares it.
+//! - [`ClientBuilder`] starts a reconnecting client: application heartbeat with the
+//!   "2 consecutive non-pong replies = broken" rule, exponential backoff with full jitter,
+//!   `getState` after every reconnect, and replay of unconfirmed bids by `bidId`.
 
+mod backoff;
+mod client;
 pub mod transport;
 
+pub use backoff::Backoff;
+pub use client::{
+    Client, ClientBuilder, ClientConfig, ClientError, DisconnectReason, Event, OfflineBids,
+    StaticToken, SystemWallClock, TokenProvider, WallClock,
+};
 pub use transport::{connect, ConnectError, ConnectOptions, TokenPlacement, WsStream};

@@ -1,0 +1,751 @@
+//! The reconnecting auction client: one background task per client, driven by commands
+//! (bid, close) and reporting [`Event`]s. See docs/CLIENT.md for the state machine.
+
+use crate::backoff::Backoff;
+use crate::transport::{connect, ConnectError, ConnectOptions, TokenPlacement, WsStream};
+use futures::future::BoxFuture;
+use futures::{SinkExt, StreamExt};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::error::ProtocolError;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use wsdr_protocol::{
+    parse_server_frame, Amount, AuctionId, AuctionView, BidId, BidStatus, ClientMessage, ErrorCode,
+    HighBidView, ServerFrame, ServerMessage, YouView,
+};
+
+/// Supplies a token for every (re)connect. `refresh` is true after the server refused the
+/// previous token (401/403): return a *new* one, or the client gives up rather than loop.
+pub trait TokenProvider: Send + Sync {
+    fn token(&self, refresh: bool) -> BoxFuture<'_, Result<String, String>>;
+}
+
+/// A fixed token (tests, long-lived service credentials).
+#[derive(Debug, Clone)]
+pub struct StaticToken(pub String);
+
+impl TokenProvider for StaticToken {
+    fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<String, String>> {
+        Box::pin(async move { Ok(self.0.clone()) })
+    }
+}
+
+/// Milliseconds of wall-clock time. The client's timers run on the monotonic clock, which on
+/// most systems stops while a laptop sleeps; the wall clock does not, and is how a client
+/// waking up notices that its socket has been silent for far longer than it thought.
+pub trait WallClock: Send + Sync {
+    fn now_ms(&self) -> u64;
+}
+
+/// The system's wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemWallClock;
+
+impl WallClock for SystemWallClock {
+    fn now_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0)
+    }
+}
+
+/// What happens to a bid made while disconnected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfflineBids {
+    /// Keep up to `max` bids; send them after the next resync unless older than `max_age`
+    /// (a stale bid is dropped with [`Event::BidExpired`], never sent late).
+    Queue { max: usize, max_age: Duration },
+    /// Refuse at once with [`ClientError::NotConnected`].
+    Reject,
+}
+
+impl Default for OfflineBids {
+    fn default() -> Self {
+        OfflineBids::Queue {
+            max: 16,
+            max_age: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DisconnectReason {
+    /// `threshold` consecutive heartbeats were answered with something other than a pong
+    /// (API Gateway's internal-error frame, our `internal` error) or not answered.
+    HeartbeatFailures(u32),
+    /// Nothing at all was received for the heartbeat timeout.
+    Silent,
+    /// The server closed the socket (code, if it sent a close frame).
+    Closed { code: Option<u16> },
+    /// The connection could not be opened.
+    ConnectFailed(ConnectError),
+    /// The socket failed.
+    Error(String),
+    /// The application closed the client.
+    ClientClosed,
+}
+
+/// What the client tells the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Connecting {
+        attempt: u32,
+    },
+    /// The first frame of a session named the serving Region.
+    Connected {
+        region: String,
+    },
+    /// The answer to the `getState` sent after a (re)connect. `outage` is the time since the
+    /// connection was lost (None on the first connect).
+    StateRestored {
+        region: String,
+        auction: AuctionView,
+        you: YouView,
+        outage: Option<Duration>,
+    },
+    /// A pushed update of a subscribed auction.
+    StateUpdated {
+        region: String,
+        auction_id: AuctionId,
+        high_bid: Option<HighBidView>,
+        bid_count: u64,
+        version: u64,
+    },
+    BidResult {
+        bid_id: BidId,
+        status: BidStatus,
+        reason: Option<String>,
+        region: String,
+    },
+    /// A queued offline bid outlived `max_age` and was dropped unsent.
+    BidExpired {
+        bid_id: BidId,
+    },
+    Disconnected {
+        reason: DisconnectReason,
+    },
+    Reconnecting {
+        attempt: u32,
+        delay: Duration,
+    },
+    GaveUp {
+        reason: String,
+    },
+}
+
+/// Why a command could not be carried out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    #[error("not connected, and offline bids are rejected")]
+    NotConnected,
+    #[error("the offline bid queue is full")]
+    QueueFull,
+    #[error("the client has stopped")]
+    Stopped,
+}
+
+/// Every setting of a client. Defaults follow the reference design (docs/CLIENT.md).
+#[derive(Clone)]
+pub struct ClientConfig {
+    pub url: String,
+    pub token_provider: Arc<dyn TokenProvider>,
+    pub placement: TokenPlacement,
+    pub heartbeat_interval: Duration,
+    pub heartbeat_timeout: Duration,
+    pub failure_threshold: u32,
+    pub backoff: Backoff,
+    pub max_attempts: Option<u32>,
+    pub stable_after: Duration,
+    pub connect_timeout: Duration,
+    pub auctions: Vec<AuctionId>,
+    pub offline_bids: OfflineBids,
+    pub seed: Option<u64>,
+    pub wall_clock: Arc<dyn WallClock>,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("url", &self.url)
+            .field("heartbeat_interval", &self.heartbeat_interval)
+            .field("heartbeat_timeout", &self.heartbeat_timeout)
+            .field("failure_threshold", &self.failure_threshold)
+            .field("backoff", &self.backoff)
+            .field("max_attempts", &self.max_attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Client`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    config: ClientConfig,
+}
+
+impl ClientBuilder {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            config: ClientConfig {
+                url: url.into(),
+                token_provider: Arc::new(StaticToken(String::new())),
+                placement: TokenPlacement::QueryString,
+                heartbeat_interval: Duration::from_secs(30),
+                heartbeat_timeout: Duration::from_secs(35),
+                failure_threshold: 2,
+                backoff: Backoff::default(),
+                max_attempts: None,
+                stable_after: Duration::from_secs(30),
+                connect_timeout: Duration::from_secs(10),
+                auctions: Vec::new(),
+                offline_bids: OfflineBids::default(),
+                seed: None,
+                wall_clock: Arc::new(SystemWallClock),
+            },
+        }
+    }
+
+    pub fn token_provider(mut self, provider: Arc<dyn TokenProvider>) -> Self {
+        self.config.token_provider = provider;
+        self
+    }
+    pub fn token_placement(mut self, placement: TokenPlacement) -> Self {
+        self.config.placement = placement;
+        self
+    }
+    pub fn heartbeat(mut self, interval: Duration, timeout: Duration) -> Self {
+        self.config.heartbeat_interval = interval.max(Duration::from_millis(1));
+        self.config.heartbeat_timeout = timeout;
+        self
+    }
+    pub fn failure_threshold(mut self, threshold: u32) -> Self {
+        self.config.failure_threshold = threshold.max(1);
+        self
+    }
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.config.backoff = backoff;
+        self
+    }
+    pub fn max_attempts(mut self, max: Option<u32>) -> Self {
+        self.config.max_attempts = max;
+        self
+    }
+    pub fn stable_after(mut self, after: Duration) -> Self {
+        self.config.stable_after = after;
+        self
+    }
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.config.connect_timeout = timeout;
+        self
+    }
+    pub fn subscribe(mut self, auction: AuctionId) -> Self {
+        self.config.auctions.push(auction);
+        self
+    }
+    pub fn offline_bids(mut self, policy: OfflineBids) -> Self {
+        self.config.offline_bids = policy;
+        self
+    }
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.config.seed = Some(seed);
+        self
+    }
+    pub fn wall_clock(mut self, clock: Arc<dyn WallClock>) -> Self {
+        self.config.wall_clock = clock;
+        self
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Start the client's task. Read the returned events: they are not dropped.
+    pub fn start(self) -> (Client, mpsc::UnboundedReceiver<Event>) {
+        let (command_tx, command_rx) = mpsc::unbounded_channel();
+        let (event_tx, event_rx) = mpsc::unbounded_channel();
+        let rng = match self.config.seed {
+            Some(seed) => SmallRng::seed_from_u64(seed),
+            None => SmallRng::from_os_rng(),
+        };
+        let runner = Runner {
+            config: self.config,
+            events: event_tx,
+            commands: command_rx,
+            rng,
+            unconfirmed: Vec::new(),
+            queued: VecDeque::new(),
+            attempt: 0,
+            outage_since: None,
+            refused_token: None,
+        };
+        tokio::spawn(runner.run());
+        (
+            Client {
+                commands: command_tx,
+            },
+            event_rx,
+        )
+    }
+}
+
+enum Command {
+    Bid {
+        auction_id: AuctionId,
+        amount: Amount,
+        bid_id: BidId,
+        reply: oneshot::Sender<Result<BidId, ClientError>>,
+    },
+    Close,
+}
+
+/// A handle on a running client. Cheap to clone; the task stops on [`Client::close`] or
+/// when every handle is dropped.
+#[derive(Debug, Clone)]
+pub struct Client {
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl Client {
+    /// Bid with a fresh bid id. `Ok` means sent (or queued while offline); the verdict
+    /// arrives as [`Event::BidResult`].
+    pub async fn bid(&self, auction_id: AuctionId, amount: Amount) -> Result<BidId, ClientError> {
+        let bid_id = BidId::new(format!("{:032x}", rand::rng().random::<u128>()))
+            .map_err(|_| ClientError::Stopped)?;
+        self.bid_with_id(auction_id, amount, bid_id).await
+    }
+
+    /// Bid with a bid id of the caller's choosing.
+    pub async fn bid_with_id(
+        &self,
+        auction_id: AuctionId,
+        amount: Amount,
+        bid_id: BidId,
+    ) -> Result<BidId, ClientError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Bid {
+                auction_id,
+                amount,
+                bid_id,
+                reply,
+            })
+            .map_err(|_| ClientError::Stopped)?;
+        answer.await.map_err(|_| ClientError::Stopped)?
+    }
+
+    /// Close the connection and stop reconnecting.
+    pub fn close(&self) {
+        let _ = self.commands.send(Command::Close);
+    }
+}
+
+struct PendingBid {
+    bid_id: BidId,
+    frame: String,
+}
+
+struct QueuedBid {
+    bid_id: BidId,
+    frame: String,
+    queued_at: Instant,
+}
+
+struct Runner {
+    config: ClientConfig,
+    events: mpsc::UnboundedSender<Event>,
+    commands: mpsc::UnboundedReceiver<Command>,
+    rng: SmallRng,
+    /// Sent, not yet answered: replayed with the same bid id after every reconnect.
+    unconfirmed: Vec<PendingBid>,
+    /// Made while offline, not yet sent.
+    queued: VecDeque<QueuedBid>,
+    attempt: u32,
+    outage_since: Option<Instant>,
+    refused_token: Option<String>,
+}
+
+enum Flow {
+    Continue,
+    Stop,
+}
+
+impl Runner {
+    fn emit(&self, event: Event) {
+        let _ = self.events.send(event);
+    }
+
+    async fn run(mut self) {
+        loop {
+            self.emit(Event::Connecting {
+                attempt: self.attempt,
+            });
+            let reason = match self.open().await {
+                Ok(Some(ws)) => self.session(ws).await,
+                Ok(None) => return,
+                Err(reason) => reason,
+            };
+            if reason == DisconnectReason::ClientClosed {
+                self.emit(Event::Disconnected { reason });
+                return;
+            }
+            self.outage_since.get_or_insert_with(Instant::now);
+            let going_away = matches!(
+                reason,
+                DisconnectReason::Closed {
+                    code: Some(1000 | 1001)
+                }
+            );
+            self.emit(Event::Disconnected { reason });
+            if going_away {
+                // API Gateway's 2-hour limit or a clean shutdown: nothing is wrong, so use the
+                // smallest window (still jittered: a whole fleet is cut at the same time).
+                self.attempt = 0;
+            }
+            if let Some(max) = self.config.max_attempts {
+                if self.attempt >= max {
+                    self.emit(Event::GaveUp {
+                        reason: format!("{max} reconnect attempts failed"),
+                    });
+                    return;
+                }
+            }
+            let delay = self.config.backoff.delay(self.attempt, &mut self.rng);
+            self.attempt = self.attempt.saturating_add(1);
+            self.emit(Event::Reconnecting {
+                attempt: self.attempt,
+                delay,
+            });
+            if let Flow::Stop = self.idle(delay).await {
+                return;
+            }
+        }
+    }
+
+    /// Wait `delay` while serving commands as the offline policy says.
+    async fn idle(&mut self, delay: Duration) -> Flow {
+        let until = Instant::now() + delay;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => return Flow::Continue,
+                command = self.commands.recv() => {
+                    if let Flow::Stop = self.offline_command(command) {
+                        return Flow::Stop;
+                    }
+                }
+            }
+        }
+    }
+
+    fn offline_command(&mut self, command: Option<Command>) -> Flow {
+        match command {
+            None | Some(Command::Close) => {
+                self.emit(Event::Disconnected {
+                    reason: DisconnectReason::ClientClosed,
+                });
+                Flow::Stop
+            }
+            Some(Command::Bid {
+                auction_id,
+                amount,
+                bid_id,
+                reply,
+            }) => {
+                let answer = match self.config.offline_bids {
+                    OfflineBids::Reject => Err(ClientError::NotConnected),
+                    OfflineBids::Queue { max, .. } if self.queued.len() >= max => {
+                        Err(ClientError::QueueFull)
+                    }
+                    OfflineBids::Queue { .. } => {
+                        self.queued.push_back(QueuedBid {
+                            bid_id: bid_id.clone(),
+                            frame: bid_frame(auction_id, amount, bid_id.clone()),
+                            queued_at: Instant::now(),
+                        });
+                        Ok(bid_id)
+                    }
+                };
+                let _ = reply.send(answer);
+                Flow::Continue
+            }
+        }
+    }
+
+    /// Open a connection. `Ok(None)`: the application closed the client meanwhile.
+    async fn open(&mut self) -> Result<Option<WsStream>, DisconnectReason> {
+        let refresh = self.refused_token.is_some();
+        let token = match self.config.token_provider.token(refresh).await {
+            Ok(token) => token,
+            Err(error) => {
+                return Err(DisconnectReason::Error(format!(
+                    "token provider failed: {error}"
+                )))
+            }
+        };
+        if self.refused_token.as_deref() == Some(token.as_str()) {
+            self.emit(Event::GaveUp {
+                reason: "the server refused the token and no new token was provided".into(),
+            });
+            return Ok(None);
+        }
+        let options = ConnectOptions {
+            token: (!token.is_empty()).then(|| token.clone()),
+            placement: self.config.placement,
+            timeout: self.config.connect_timeout,
+            ..ConnectOptions::default()
+        };
+        let url = self.config.url.clone();
+        let connecting = connect(&url, &options);
+        tokio::pin!(connecting);
+        loop {
+            tokio::select! {
+                result = &mut connecting => {
+                    return match result {
+                        Ok(ws) => {
+                            self.refused_token = None;
+                            Ok(Some(ws))
+                        }
+                        Err(error) => {
+                            if matches!(error, ConnectError::Refused { status: 401 | 403 }) {
+                                self.refused_token = Some(token);
+                            }
+                            Err(DisconnectReason::ConnectFailed(error))
+                        }
+                    };
+                }
+                command = self.commands.recv() => {
+                    if let Flow::Stop = self.offline_command(command) {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One connected session: resync, replay, then heartbeat and serve commands until the
+    /// connection is judged broken.
+    async fn session(&mut self, mut ws: WsStream) -> DisconnectReason {
+        let mut outgoing: Vec<String> = Vec::new();
+        for auction_id in &self.config.auctions {
+            outgoing.push(
+                ClientMessage::GetState {
+                    auction_id: auction_id.clone(),
+                }
+                .to_json(),
+            );
+        }
+        if self.config.auctions.is_empty() {
+            outgoing.push(ClientMessage::Heartbeat.to_json());
+        }
+        outgoing.extend(self.unconfirmed.iter().map(|p| p.frame.clone()));
+        let max_age = match self.config.offline_bids {
+            OfflineBids::Queue { max_age, .. } => max_age,
+            OfflineBids::Reject => Duration::ZERO,
+        };
+        while let Some(queued) = self.queued.pop_front() {
+            if queued.queued_at.elapsed() > max_age {
+                self.emit(Event::BidExpired {
+                    bid_id: queued.bid_id,
+                });
+                continue;
+            }
+            outgoing.push(queued.frame.clone());
+            self.unconfirmed.push(PendingBid {
+                bid_id: queued.bid_id,
+                frame: queued.frame,
+            });
+        }
+        for frame in outgoing {
+            if ws.send(Message::text(frame)).await.is_err() {
+                return DisconnectReason::Error("send failed during resync".into());
+            }
+        }
+
+        let config = self.config.clone();
+        let connected_at = Instant::now();
+        let mut last_rx = Instant::now();
+        let mut last_rx_wall = config.wall_clock.now_ms();
+        let mut failures = 0u32;
+        let mut outstanding = false;
+        let mut announced = false;
+        let mut stable = false;
+        let mut ticker = tokio::time::interval_at(
+            Instant::now() + config.heartbeat_interval,
+            config.heartbeat_interval,
+        );
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+
+        let reason = loop {
+            tokio::select! {
+                frame = ws.next() => {
+                    let text = match frame {
+                        None => break DisconnectReason::Closed { code: None },
+                        Some(Err(WsError::ConnectionClosed | WsError::AlreadyClosed))
+                        | Some(Err(WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake))) => {
+                            break DisconnectReason::Closed { code: None }
+                        }
+                        Some(Err(error)) => break DisconnectReason::Error(error.to_string()),
+                        Some(Ok(Message::Close(frame))) => {
+                            break DisconnectReason::Closed { code: frame.map(|f| u16::from(f.code)) }
+                        }
+                        Some(Ok(Message::Text(text))) => text,
+                        Some(Ok(_)) => {
+                            last_rx = Instant::now();
+                            last_rx_wall = config.wall_clock.now_ms();
+                            continue;
+                        }
+                    };
+                    last_rx = Instant::now();
+                    last_rx_wall = config.wall_clock.now_ms();
+                    match parse_server_frame(&text) {
+                        Ok(ServerFrame::GatewayError { message }) => {
+                            tracing::debug!(%message, "API Gateway error frame");
+                            outstanding = false;
+                            failures += 1;
+                        }
+                        Ok(ServerFrame::Message(message)) => {
+                            if !announced {
+                                announced = true;
+                                self.emit(Event::Connected { region: message.region().to_owned() });
+                            }
+                            match message {
+                                ServerMessage::Pong { .. } => {
+                                    outstanding = false;
+                                    failures = 0;
+                                }
+                                ServerMessage::Error { code: ErrorCode::Internal, .. } => {
+                                    outstanding = false;
+                                    failures += 1;
+                                }
+                                other => self.on_message(other),
+                            }
+                        }
+                        Err(error) => tracing::debug!(%error, "unreadable frame ignored"),
+                    }
+                    if failures >= config.failure_threshold {
+                        break DisconnectReason::HeartbeatFailures(failures);
+                    }
+                }
+                _ = ticker.tick() => {
+                    // Silence is judged at each tick, as the reference client does: nothing
+                    // received for longer than the timeout. The wall clock catches a laptop
+                    // that slept while the monotonic clock stood still.
+                    let wall_silence = config.wall_clock.now_ms().saturating_sub(last_rx_wall);
+                    if last_rx.elapsed() > config.heartbeat_timeout
+                        || wall_silence > config.heartbeat_timeout.as_millis() as u64
+                    {
+                        break DisconnectReason::Silent;
+                    }
+                    if outstanding {
+                        failures += 1;
+                        if failures >= config.failure_threshold {
+                            break DisconnectReason::HeartbeatFailures(failures);
+                        }
+                    }
+                    if ws.send(Message::text(ClientMessage::Heartbeat.to_json())).await.is_err() {
+                        break DisconnectReason::Error("heartbeat send failed".into());
+                    }
+                    outstanding = true;
+                    if !stable && connected_at.elapsed() >= config.stable_after {
+                        stable = true;
+                        self.attempt = 0;
+                    }
+                }
+                command = self.commands.recv() => match command {
+                    None | Some(Command::Close) => {
+                        let _ = tokio::time::timeout(Duration::from_millis(500), ws.send(Message::Close(None))).await;
+                        break DisconnectReason::ClientClosed;
+                    }
+                    Some(Command::Bid { auction_id, amount, bid_id, reply }) => {
+                        let frame = bid_frame(auction_id, amount, bid_id.clone());
+                        self.unconfirmed.push(PendingBid { bid_id: bid_id.clone(), frame: frame.clone() });
+                        let _ = reply.send(Ok(bid_id));
+                        if ws.send(Message::text(frame)).await.is_err() {
+                            break DisconnectReason::Error("send failed".into());
+                        }
+                    }
+                },
+            }
+        };
+        // Really close: drop both halves (the TCP connection goes with them), whatever the
+        // peer does with its side of the close handshake.
+        if reason != DisconnectReason::ClientClosed {
+            let _ = tokio::time::timeout(
+                Duration::from_millis(100),
+                ws.send(Message::Close(Some(
+                    tokio_tungstenite::tungstenite::protocol::CloseFrame {
+                        code: CloseCode::Away,
+                        reason: "".into(),
+                    },
+                ))),
+            )
+            .await;
+        }
+        drop(ws);
+        reason
+    }
+
+    fn on_message(&mut self, message: ServerMessage) {
+        match message {
+            ServerMessage::State {
+                region,
+                auction,
+                you,
+            } => {
+                let outage = self.outage_since.take().map(|t| t.elapsed());
+                self.emit(Event::StateRestored {
+                    region,
+                    auction,
+                    you,
+                    outage,
+                });
+            }
+            ServerMessage::BidUpdate {
+                region,
+                auction_id,
+                high_bid,
+                bid_count,
+                version,
+            } => self.emit(Event::StateUpdated {
+                region,
+                auction_id,
+                high_bid,
+                bid_count,
+                version,
+            }),
+            ServerMessage::BidResult {
+                bid_id,
+                status,
+                reason,
+                region,
+            } => {
+                self.unconfirmed.retain(|p| p.bid_id != bid_id);
+                self.emit(Event::BidResult {
+                    bid_id,
+                    status,
+                    reason,
+                    region,
+                });
+            }
+            ServerMessage::Error { code, message, .. } => {
+                tracing::warn!(%code, %message, "server error frame");
+            }
+            ServerMessage::Pong { .. } => {}
+        }
+    }
+}
+
+fn bid_frame(auction_id: AuctionId, amount: Amount, bid_id: BidId) -> String {
+    ClientMessage::Bid {
+        auction_id,
+        amount,
+        bid_id,
+    }
+    .to_json()
+}
