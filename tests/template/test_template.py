@@ -1,0 +1,194 @@
+"""template.yaml, loaded with cfn-lint's own decoder (it understands !Ref, !Sub, ...), checked
+against what wsdr promises: routes and authorizer, alarm and health check settings, failover
+records, TTL, GSI, replicas, least-privilege policies, and env vars the binaries really read."""
+
+import pathlib
+import re
+
+import pytest
+from cfnlint.decode import decode
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def template():
+    tpl, matches = decode(str(ROOT / "template.yaml"))
+    assert not matches, matches
+    return tpl
+
+
+def resources(tpl, kind):
+    return {k: v for k, v in tpl["Resources"].items() if v["Type"] == kind}
+
+
+def test_websocket_api_routes_on_action(template):
+    (api,) = resources(template, "AWS::ApiGatewayV2::Api").values()
+    assert api["Properties"]["ProtocolType"] == "WEBSOCKET"
+    assert api["Properties"]["RouteSelectionExpression"] == "$request.body.action"
+    routes = {r["Properties"]["RouteKey"]: r["Properties"] for r in resources(template, "AWS::ApiGatewayV2::Route").values()}
+    assert set(routes) == {"$connect", "$disconnect", "bid", "getState", "heartbeat", "$default"}
+    for key, route in routes.items():
+        assert route["Target"] == {"Fn::Sub": "integrations/${HandlerIntegration}"}, key
+    replying = {r["Properties"]["RouteId"]["Ref"] for r in resources(template, "AWS::ApiGatewayV2::RouteResponse").values()}
+    assert replying == {"BidRoute", "GetStateRoute", "HeartbeatRoute", "DefaultRoute"}
+
+
+def test_connect_route_uses_the_jwt_request_authorizer(template):
+    connect = template["Resources"]["ConnectRoute"]["Properties"]
+    assert connect["AuthorizationType"] == "CUSTOM"
+    assert connect["AuthorizerId"] == {"Ref": "Authorizer"}
+    authorizer = template["Resources"]["Authorizer"]["Properties"]
+    assert authorizer["AuthorizerType"] == "REQUEST"
+    assert "${AuthorizerFunction.Arn}" in authorizer["AuthorizerUri"]["Fn::Sub"]
+    assert "IdentitySource" not in authorizer, "query string OR subprotocol: no single identity source"
+
+
+def test_functions_are_rust_on_arm64_with_tracing_and_json_logs(template):
+    globals_ = template["Globals"]["Function"]
+    assert globals_["Runtime"] == "provided.al2023"
+    assert globals_["Architectures"] == ["arm64"]
+    assert globals_["Handler"] == "bootstrap"
+    assert globals_["Tracing"] == "Active"
+    assert globals_["LoggingConfig"]["LogFormat"] == "JSON"
+    functions = resources(template, "AWS::Serverless::Function")
+    assert set(functions) == {"WsHandlerFunction", "AuthorizerFunction", "CanaryFunction", "PrimaryWatcherFunction"}
+    for name, fn in functions.items():
+        assert fn["Metadata"]["BuildMethod"] == "rust-cargolambda", name
+        binary = fn["Metadata"]["BuildProperties"]["Binary"]
+        assert (ROOT / "crates" / binary / "src" / "main.rs").exists(), f"{name}: no binary {binary}"
+
+
+def test_env_vars_are_ones_the_binaries_read(template):
+    sources = {b: "".join(p.read_text() for p in (ROOT / "crates" / b / "src").glob("*.rs")) for b in ("ws-handler", "authorizer", "canary")}
+    for name, fn in resources(template, "AWS::Serverless::Function").items():
+        binary = fn["Metadata"]["BuildProperties"]["Binary"]
+        for var in fn["Properties"]["Environment"]["Variables"]:
+            assert f'"{var}"' in sources[binary], f"{name} sets {var}, which {binary} never reads"
+
+
+def test_state_table_is_a_global_table_with_both_replicas(template):
+    table = template["Resources"]["StateTable"]
+    assert table["Type"] == "AWS::DynamoDB::GlobalTable"
+    assert table["Condition"] == "IsPrimary", "only the primary stack creates it"
+    props = table["Properties"]
+    regions = [r["Region"] for r in props["Replicas"]]
+    assert regions == [{"Ref": "PrimaryRegion"}, {"Ref": "SecondaryRegion"}]
+    for replica in props["Replicas"]:
+        assert replica["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+        assert replica["DeletionProtectionEnabled"] == {"Ref": "DeletionProtection"}
+    assert props["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
+    assert [k["AttributeName"] for k in props["KeySchema"]] == ["pk", "sk"]
+
+
+def test_connections_table_has_ttl_and_auction_index(template):
+    props = template["Resources"]["ConnectionsTable"]["Properties"]
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
+    (gsi,) = props["GlobalSecondaryIndexes"]
+    assert gsi["IndexName"] == "by-auction"
+    assert [k["AttributeName"] for k in gsi["KeySchema"]] == ["auctionId", "pk"]
+    assert "expiresAt" in gsi["Projection"]["NonKeyAttributes"]
+
+
+@pytest.mark.parametrize("alarm", ["PrimaryHealthAlarm", "RegionHealthAlarm"])
+def test_alarm_is_standard_resolution_missing_data_breaching_asymmetric(template, alarm):
+    props = template["Resources"][alarm]["Properties"]
+    assert props["Namespace"] == "App" and props["MetricName"] == "WebSocketHealth"
+    assert props["Dimensions"][0]["Name"] == "ApiId"
+    assert props["Period"] == 60
+    assert props["Statistic"] == "Minimum"
+    assert props["ComparisonOperator"] == "LessThanThreshold" and props["Threshold"] == 1
+    assert props["TreatMissingData"] == "breaching"
+    assert props["DatapointsToAlarm"] == {"Ref": "FailoverDatapoints"}
+    params = template["Parameters"]
+    assert params["FailoverDatapoints"]["Default"] == 2
+    # Failback is slower: N = healthy datapoints + 1 > M.
+    window = template["Mappings"]["FailbackWindow"]
+    assert props["EvaluationPeriods"] == {"Fn::FindInMap": ["FailbackWindow", {"Ref": "FailbackHealthyDatapoints"}, "EvaluationPeriods"]}
+    for healthy, row in window.items():
+        assert row["EvaluationPeriods"] == int(healthy) + 1
+    assert int(params["FailbackHealthyDatapoints"]["Default"]) >= 5
+
+
+def test_failover_decision_lives_in_the_secondary(template):
+    res = template["Resources"]
+    assert res["PrimaryHealthAlarm"]["Condition"] == "IsSecondary"
+    assert res["PrimaryWatcherFunction"]["Condition"] == "IsSecondary"
+    watcher_env = res["PrimaryWatcherFunction"]["Properties"]["Environment"]["Variables"]
+    assert "${PrimaryApiId}" in watcher_env["TARGET_URL"]["Fn::Sub"]
+    assert watcher_env["API_ID"] == {"Ref": "PrimaryApiId"}
+    assert res["PrimaryHealthAlarm"]["Properties"]["Dimensions"][0]["Value"] == {"Ref": "PrimaryApiId"}
+    check = res["PrimaryHealthCheck"]
+    assert check["Condition"] == "IsSecondary"
+    config = check["Properties"]["HealthCheckConfig"]
+    assert config["Type"] == "CLOUDWATCH_METRIC"
+    assert config["InsufficientDataHealthStatus"] == "Unhealthy"
+    assert config["AlarmIdentifier"] == {"Name": {"Ref": "PrimaryHealthAlarm"}, "Region": {"Ref": "AWS::Region"}}
+
+
+def test_failover_records_primary_with_health_check_secondary_without(template):
+    records = resources(template, "AWS::Route53::RecordSet")
+    assert len(records) == 4
+    for name, record in records.items():
+        props = record["Properties"]
+        assert props["Name"] == {"Ref": "DomainName"}
+        if props["Failover"] == "PRIMARY":
+            assert props["HealthCheckId"] == {"Ref": "PrimaryHealthCheck"}, name
+        else:
+            assert props["Failover"] == "SECONDARY" and "HealthCheckId" not in props, name
+        if props["Type"] == "CNAME":
+            assert props["TTL"] == {"Ref": "DnsTtl"}
+        else:
+            assert props["AliasTarget"]["EvaluateTargetHealth"] is False
+    assert template["Parameters"]["DnsTtl"]["Default"] == 60
+
+
+def test_custom_domain_is_regional_tls12_and_mapped(template):
+    domain = template["Resources"]["CustomDomain"]["Properties"]
+    (config,) = domain["DomainNameConfigurations"]
+    assert config["EndpointType"] == "REGIONAL" and config["SecurityPolicy"] == "TLS_1_2"
+    mapping = template["Resources"]["CustomDomainMapping"]["Properties"]
+    assert mapping["ApiId"] == {"Ref": "WebSocketApi"}
+
+
+def _statements(fn):
+    return [s for p in fn["Properties"].get("Policies", []) for s in p["Statement"]]
+
+
+def test_policies_are_scoped(template):
+    res = template["Resources"]
+    handler = _statements(res["WsHandlerFunction"])
+    for st in handler:
+        resources_ = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
+        assert "*" not in resources_, st
+    manage = next(s for s in handler if s["Action"] == "execute-api:ManageConnections")
+    assert "${WebSocketApi}/${StageName}/POST/@connections/*" in manage["Resource"]["Fn::Sub"]
+    state = next(s for s in handler if s["Sid"] == "StateTable")
+    assert "table/${StateTableName}" in state["Resource"]["Fn::Sub"]
+    assert not any("Scan" in a or "DeleteTable" in a for s in handler for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
+    for name in ("CanaryFunction", "PrimaryWatcherFunction"):
+        (put,) = _statements(res[name])
+        assert put["Action"] == "cloudwatch:PutMetricData"
+        assert put["Condition"] == {"StringEquals": {"cloudwatch:namespace": "App"}}
+    assert "Policies" not in res["AuthorizerFunction"]["Properties"], "the authorizer needs no AWS access"
+    assert res["AuthorizerInvokePermission"]["Properties"]["SourceArn"]["Fn::Sub"].endswith("/authorizers/${Authorizer}")
+
+
+def test_canaries_run_every_minute_against_execute_api_urls(template):
+    res = template["Resources"]
+    for name in ("CanaryFunction", "PrimaryWatcherFunction"):
+        props = res[name]["Properties"]
+        assert props["Events"]["EveryMinute"]["Properties"]["Schedule"] == "rate(1 minute)"
+        assert ".execute-api." in props["Environment"]["Variables"]["TARGET_URL"]["Fn::Sub"]
+        assert props["Timeout"] < 60
+
+
+def test_access_log_never_records_the_query_string(template):
+    fmt = template["Resources"]["Stage"]["Properties"]["AccessLogSettings"]["Format"]
+    assert "querystring" not in fmt.lower() and "token" not in fmt.lower()
+
+
+def test_outputs_name_urls_tables_alarm_and_health_check(template):
+    outputs = template["Outputs"]
+    for key in ("ExecuteApiUrl", "CustomDomainUrl", "StateTableName", "ConnectionsTableName", "PrimaryHealthAlarmName", "PrimaryHealthCheckId", "ApiId", "RegionalDomainName", "RegionalHostedZoneId"):
+        assert key in outputs, key
