@@ -1,0 +1,72 @@
+//! The lab's HTTP control API: status and fault injection (used by `wsdr fault`, the
+//! control room page, and anyone with curl).
+//!
+//! - `GET  /api/status` -> [`crate::lab::Status`] as JSON
+//! - `POST /api/fault` with `{"kind":"down"|"throttle"|"partition"|"lag"|"heal","region":0|1,"ms":800}`
+
+use crate::lab::{Fault, Lab};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Deserialize)]
+pub struct FaultRequest {
+    pub kind: String,
+    #[serde(default)]
+    pub region: usize,
+    #[serde(default)]
+    pub ms: u64,
+}
+
+/// Parse a fault request; errors are for the HTTP 400 body.
+pub fn parse_fault(request: &FaultRequest) -> Result<Fault, String> {
+    if request.region > 1 {
+        return Err("region must be 0 (primary) or 1 (secondary)".into());
+    }
+    match request.kind.as_str() {
+        "down" => Ok(Fault::Down(request.region)),
+        "throttle" => Ok(Fault::Throttle(request.region)),
+        "partition" => Ok(Fault::Partition),
+        "lag" => Ok(Fault::Lag(Duration::from_millis(request.ms))),
+        "heal" => Ok(Fault::Heal),
+        other => Err(format!("unknown fault `{other}`: down, throttle, partition, lag, heal")),
+    }
+}
+
+pub fn router(lab: Arc<Lab>) -> Router {
+    Router::new()
+        .route("/api/status", get(status))
+        .route("/api/fault", post(fault))
+        .with_state(lab)
+}
+
+/// Serve the control API on `addr` (use port 0 in tests).
+pub async fn serve(lab: Arc<Lab>, addr: SocketAddr) -> anyhow::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let app = router(lab);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(bound)
+}
+
+async fn status(State(lab): State<Arc<Lab>>) -> Response {
+    Json(lab.status()).into_response()
+}
+
+async fn fault(State(lab): State<Arc<Lab>>, Json(request): Json<FaultRequest>) -> Response {
+    match parse_fault(&request) {
+        Ok(fault) => {
+            lab.fault(fault);
+            Json(lab.status()).into_response()
+        }
+        Err(message) => (StatusCode::BAD_REQUEST, message).into_response(),
+    }
+}

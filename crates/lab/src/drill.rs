@@ -1,0 +1,332 @@
+//! Failover drills: simulated users bidding through the front door while a scenario breaks
+//! the primary; then the checks and the report.
+
+use crate::lab::{Fault, Lab, LabConfig};
+use crate::report::{Percentiles, Report};
+use crate::timeline::Kind;
+use futures::future::BoxFuture;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use wsdr_client::{Backoff, ClientBuilder, Event, OfflineBids, TokenProvider};
+use wsdr_protocol::{Amount, AuctionId, BidStatus};
+
+/// The scenarios a drill can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// The reference game day: the primary's handler throttled (reserved concurrency 0).
+    Throttle,
+    /// The primary Region down: sockets dropped, new connections refused, replication stalled.
+    Down,
+    /// Replication partitioned while the primary is throttled: failover with data at risk.
+    Partition,
+    /// The primary flaps (throttled, then fine, then throttled...) before staying broken.
+    Flapping,
+    /// Throttle, fail over, heal, and measure failback.
+    Failback,
+}
+
+/// Drill settings.
+#[derive(Debug, Clone)]
+pub struct DrillConfig {
+    pub scenario: Scenario,
+    pub users: usize,
+    pub lab: LabConfig,
+    pub seed: u64,
+    /// AWS seconds of steady bidding before the fault.
+    pub warm_bidding_secs: f64,
+    /// AWS seconds between a user's bids (mean).
+    pub bid_every_secs: f64,
+    /// Bound on the whole recovery, AWS seconds.
+    pub recovery_timeout_secs: f64,
+    pub progress: bool,
+}
+
+impl Default for DrillConfig {
+    fn default() -> Self {
+        Self {
+            scenario: Scenario::Throttle,
+            users: 50,
+            lab: LabConfig::default(),
+            seed: 1,
+            warm_bidding_secs: 30.0,
+            bid_every_secs: 20.0,
+            recovery_timeout_secs: 900.0,
+            progress: false,
+        }
+    }
+}
+
+/// What one simulated user saw.
+#[derive(Debug, Default, Clone)]
+struct UserLog {
+    /// bid id -> amount, for every bid the server acknowledged (accepted or duplicate).
+    acknowledged: HashMap<String, u64>,
+    /// bid id -> amount, for every bid sent.
+    invoked: HashMap<String, u64>,
+    /// Times (lab ms) and Regions of each state restore.
+    restores: Vec<(f64, String)>,
+    disconnects: Vec<f64>,
+    accepted_twice: usize,
+    high_seen: u64,
+}
+
+struct LabTokens {
+    lab: Arc<Lab>,
+    sub: String,
+}
+
+impl TokenProvider for LabTokens {
+    fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<String, String>> {
+        Box::pin(async move { Ok(self.lab.user_token(&self.sub)) })
+    }
+}
+
+async fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    check()
+}
+
+/// Run one drill end to end.
+pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
+    let scale = config.lab.scale;
+    let lab = Arc::new(Lab::start(config.lab.clone()).await?);
+    let secondary = lab.config.regions[1].clone();
+    let timeline = lab.timeline.clone();
+
+    // Steady state: the alarm has evaluated OK and the name resolves to the primary.
+    let steady = wait_for(scale.secs(600.0), || lab.resolver.primary_healthy() && lab.resolver.answer() == 0).await;
+    anyhow::ensure!(steady, "the lab never reached steady state (alarm OK, DNS on the primary)");
+    timeline.record(Kind::Note, format!("steady state; starting {} users", config.users));
+
+    let logs: Vec<Arc<Mutex<UserLog>>> = (0..config.users).map(|_| Arc::default()).collect();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let auction = AuctionId::new("lot-1")?;
+    let mut users = Vec::new();
+    for (i, log) in logs.iter().enumerate() {
+        users.push(tokio::spawn(user(
+            lab.clone(),
+            i,
+            config.clone(),
+            auction.clone(),
+            log.clone(),
+            stop_rx.clone(),
+        )));
+    }
+    let all_restored_on = |region: &str, after: f64| {
+        logs.iter().all(|l| {
+            l.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .restores
+                .iter()
+                .any(|(at, r)| *at >= after && r == region)
+        })
+    };
+    let connected = wait_for(scale.secs(300.0), || all_restored_on(&lab.config.regions[0], 0.0)).await;
+    anyhow::ensure!(connected, "not every user connected to the primary");
+    tokio::time::sleep(scale.secs(config.warm_bidding_secs)).await;
+
+    // The fault.
+    let rpo = lab.in_flight();
+    let fault_ms = timeline.elapsed().as_secs_f64() * 1000.0;
+    match config.scenario {
+        Scenario::Throttle | Scenario::Failback => lab.fault(Fault::Throttle(0)),
+        Scenario::Down => lab.fault(Fault::Down(0)),
+        Scenario::Partition => {
+            lab.fault(Fault::Partition);
+            lab.fault(Fault::Throttle(0));
+        }
+        Scenario::Flapping => {
+            // Broken 90 s, fine 60 s, three times; then broken for good.
+            for _ in 0..3 {
+                lab.fault(Fault::Throttle(0));
+                tokio::time::sleep(scale.secs(90.0)).await;
+                lab.fault(Fault::Heal);
+                tokio::time::sleep(scale.secs(60.0)).await;
+            }
+            lab.fault(Fault::Throttle(0));
+        }
+    }
+    let recovered = wait_for(scale.secs(config.recovery_timeout_secs), || all_restored_on(&secondary, fault_ms)).await;
+    if !recovered {
+        timeline.record(Kind::Note, "recovery timeout: not every user restored on the secondary");
+    }
+    tokio::time::sleep(scale.secs(20.0)).await;
+
+    // Heal and measure failback (the name resolving to the primary again).
+    let heal_ms = timeline.elapsed().as_secs_f64() * 1000.0;
+    lab.fault(Fault::Heal);
+    let failed_back = wait_for(scale.secs(900.0), || lab.resolver.answer() == 0).await;
+    let failback_ms = failed_back.then(|| timeline.first(Kind::DnsFlip, heal_ms)).flatten().map(|t| t - heal_ms);
+
+    // Stop, let replication drain, check.
+    let _ = stop_tx.send(true);
+    for user in users {
+        let _ = user.await;
+    }
+    let drained = wait_for(scale.secs(300.0), || lab.in_flight().items == 0).await;
+    tokio::time::sleep(scale.secs(5.0)).await;
+    let converged = drained && lab.converged();
+
+    let bids = |r: usize| -> BTreeMap<String, (String, u64)> {
+        lab.regions[r]
+            .store
+            .all_bids(&auction)
+            .into_iter()
+            .map(|b| (b.bid_id.as_str().to_owned(), (b.bidder.as_str().to_owned(), b.amount.get())))
+            .collect()
+    };
+    let (east, west) = (bids(0), bids(1));
+    let logs: Vec<UserLog> = logs.iter().map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).clone()).collect();
+    let mut acknowledged: HashMap<String, u64> = HashMap::new();
+    let mut invoked: HashMap<String, (String, u64)> = HashMap::new();
+    for (i, log) in logs.iter().enumerate() {
+        acknowledged.extend(log.acknowledged.iter().map(|(k, v)| (k.clone(), *v)));
+        invoked.extend(log.invoked.iter().map(|(k, v)| (k.clone(), (format!("user-{i}"), *v))));
+    }
+    let lost = acknowledged
+        .iter()
+        .filter(|(id, amount)| {
+            east.get(*id).map(|b| b.1) != Some(**amount) || west.get(*id).map(|b| b.1) != Some(**amount)
+        })
+        .count();
+    // A record that matches no operation a user made, or does not match the operation's
+    // user and amount, would be a bid applied twice or invented.
+    let duplicates = east
+        .iter()
+        .filter(|(id, (bidder, amount))| invoked.get(*id) != Some(&(bidder.clone(), *amount)))
+        .count();
+    // The high bid is the highest recorded bid, and no acknowledged bid is above it.
+    let max_acknowledged = acknowledged.values().max().copied().unwrap_or(0);
+    let max_recorded = east.values().map(|b| b.1).max();
+    let mut highs = Vec::new();
+    for region in &lab.regions {
+        use wsdr_core::StateStore;
+        highs.push(region.store.snapshot(&auction).await?.high_bid.map(|b| b.amount.get()));
+    }
+    let high_bid_matches = highs.iter().all(|h| *h == max_recorded)
+        && max_recorded.unwrap_or(0) >= max_acknowledged;
+
+    let rtos: Vec<f64> = logs
+        .iter()
+        .filter_map(|l| l.restores.iter().find(|(at, r)| *at >= fault_ms && *r == secondary).map(|(at, _)| at - fault_ms))
+        .collect();
+    let restored = rtos.len();
+    let detection_ms = timeline.first(Kind::Alarm, fault_ms).map(|t| t - fault_ms);
+    let dns_flip_ms = timeline.first(Kind::DnsFlip, fault_ms).map(|t| t - fault_ms);
+    let dns_flips = timeline.entries().iter().filter(|e| e.kind == Kind::DnsFlip && e.at_ms >= fault_ms && e.at_ms < heal_ms).count();
+    let accepted_twice: usize = logs.iter().map(|l| l.accepted_twice).sum();
+
+    Ok(Report {
+        scenario: config.scenario,
+        clients: config.users,
+        time_scale: scale.factor(),
+        restored,
+        rto_ms: Percentiles::of(&rtos),
+        rto_aws_s: Percentiles::of(&rtos.iter().map(|ms| ms * scale.factor() / 1000.0).collect::<Vec<_>>()),
+        detection_ms,
+        dns_flip_ms,
+        failback_ms,
+        dns_flips_during_fault: dns_flips,
+        lost_acknowledged_bids: lost,
+        duplicate_bids: duplicates,
+        acks_for_a_replayed_bid_in_both_regions: accepted_twice,
+        acknowledged_bids: acknowledged.len(),
+        recorded_bids: east.len(),
+        high_bid_consistent: high_bid_matches,
+        converged,
+        rpo_items_at_fault: rpo.items,
+        rpo_oldest_ms_at_fault: rpo.oldest_ms,
+        timeline: timeline.entries(),
+    })
+}
+
+async fn user(
+    lab: Arc<Lab>,
+    index: usize,
+    config: DrillConfig,
+    auction: AuctionId,
+    log: Arc<Mutex<UserLog>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let scale = config.lab.scale;
+    let sub = format!("user-{index}");
+    let (client, mut events) = ClientBuilder::new(lab.front_door_url())
+        .token_provider(Arc::new(LabTokens { lab: lab.clone(), sub: sub.clone() }))
+        .subscribe(auction.clone())
+        .heartbeat(scale.secs(30.0), scale.secs(35.0))
+        .backoff(Backoff { base: scale.secs(2.0), cap: scale.secs(20.0), floor: Duration::ZERO })
+        .stable_after(scale.secs(30.0))
+        .connect_timeout(scale.secs(10.0).max(Duration::from_millis(500)))
+        .offline_bids(OfflineBids::Queue { max: 4, max_age: scale.secs(30.0) })
+        .seed(config.seed.wrapping_mul(1_000_003).wrapping_add(index as u64))
+        .start();
+    let mut rng = SmallRng::seed_from_u64(config.seed ^ (index as u64) << 20);
+    let timeline = lab.timeline.clone();
+    let mut next_bid = Instant::now() + scale.secs(rng.random_range(0.0..config.bid_every_secs));
+    // After the stop: no new bids, but keep listening so outstanding bids get their acks.
+    let mut draining: Option<Instant> = None;
+    loop {
+        let drain_deadline = draining.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        tokio::select! {
+            _ = stop.changed(), if draining.is_none() => {
+                draining = Some(Instant::now() + scale.secs(15.0));
+            }
+            _ = tokio::time::sleep_until(drain_deadline), if draining.is_some() => break,
+            _ = tokio::time::sleep_until(next_bid), if draining.is_none() => {
+                next_bid = Instant::now() + scale.secs(rng.random_range(0.5..1.5) * config.bid_every_secs);
+                let amount = {
+                    let l = log.lock().unwrap_or_else(|p| p.into_inner());
+                    l.high_seen.max(100_000) + 1_000 * rng.random_range(1..20)
+                };
+                let Ok(amount) = Amount::new(amount) else { continue };
+                if let Ok(bid_id) = client.bid(auction.clone(), amount).await {
+                    log.lock().unwrap_or_else(|p| p.into_inner()).invoked.insert(bid_id.as_str().to_owned(), amount.get());
+                }
+            }
+            event = events.recv() => {
+                let Some(event) = event else { break };
+                let at = timeline.elapsed().as_secs_f64() * 1000.0;
+                let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
+                match event {
+                    Event::StateRestored { region, auction, .. } => {
+                        if let Some(h) = auction.high_bid { l.high_seen = l.high_seen.max(h.amount.get()); }
+                        l.restores.push((at, region.clone()));
+                        drop(l);
+                        timeline.record(Kind::ClientRestored, format!("{sub} restored from {region}"));
+                    }
+                    Event::StateUpdated { high_bid: Some(h), .. } => l.high_seen = l.high_seen.max(h.amount.get()),
+                    Event::BidResult { bid_id, status, .. } => {
+                        if matches!(status, BidStatus::Accepted | BidStatus::Duplicate) {
+                            let amount = l.invoked.get(bid_id.as_str()).copied();
+                            if let Some(amount) = amount {
+                                if l.acknowledged.insert(bid_id.as_str().to_owned(), amount).is_some() && status == BidStatus::Accepted {
+                                    l.accepted_twice += 1;
+                                }
+                                l.high_seen = l.high_seen.max(amount);
+                            }
+                        }
+                    }
+                    Event::Disconnected { reason } => {
+                        l.disconnects.push(at);
+                        drop(l);
+                        timeline.record(Kind::ClientDisconnected, format!("{sub}: {reason:?}"));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    client.close();
+}

@@ -1,0 +1,435 @@
+//! The whole two-Region system on one machine.
+
+use crate::frontdoor;
+use crate::health::{Alarm, AlarmConfig, AlarmState, LabMetrics, MetricsStore, Resolver};
+use crate::region::{Quotas, Region};
+use crate::replication::{InFlight, Link};
+use crate::scale::TimeScale;
+use crate::timeline::{Kind, Timeline};
+use authorizer::Authorizer;
+use rand::Rng;
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use wsdr_core::memory::MemoryStateStore;
+use wsdr_core::{Auction, Clock, SystemClock};
+use wsdr_protocol::{Amount, AuctionId};
+
+/// The lab's settings, in AWS terms; the time scale turns them into lab time.
+#[derive(Debug, Clone)]
+pub struct LabConfig {
+    pub scale: TimeScale,
+    pub regions: [String; 2],
+    /// Global Tables replication lag (AWS: usually under a second).
+    pub replication_lag: Duration,
+    /// Failover record TTL.
+    pub dns_ttl: Duration,
+    /// How often Route 53 reads the alarm.
+    pub health_check_interval: Duration,
+    /// M: unhealthy minutes that fire the alarm.
+    pub failover_datapoints: usize,
+    /// Healthy minutes before failback (N = this + 1).
+    pub failback_datapoints: usize,
+    pub probes_per_run: u32,
+    /// API Gateway's new-connection quota per second (AWS time).
+    pub connect_rate: f64,
+    pub idle_timeout: Duration,
+    pub max_duration: Duration,
+    /// Print the timeline as it happens.
+    pub echo: bool,
+}
+
+impl Default for LabConfig {
+    fn default() -> Self {
+        Self {
+            scale: TimeScale::new(60.0),
+            regions: ["us-east-1".into(), "us-west-2".into()],
+            replication_lag: Duration::from_millis(800),
+            dns_ttl: Duration::from_secs(60),
+            health_check_interval: Duration::from_secs(30),
+            failover_datapoints: 2,
+            failback_datapoints: 5,
+            probes_per_run: 3,
+            connect_rate: 500.0,
+            idle_timeout: Duration::from_secs(600),
+            max_duration: Duration::from_secs(7200),
+            echo: false,
+        }
+    }
+}
+
+/// A fault to inject.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fault {
+    /// Every socket dropped, new connections refused, its replication stalled.
+    Down(usize),
+    /// Reserved concurrency 0 on the Region's handler (the reference game day).
+    Throttle(usize),
+    /// Replication cut both ways.
+    Partition,
+    /// Replication lag, AWS time.
+    Lag(Duration),
+    /// Everything back to normal.
+    Heal,
+}
+
+pub const USER_ISSUER: &str = "https://lab.wsdr.local";
+pub const AUDIENCE: &str = "wsdr";
+
+/// The running lab.
+pub struct Lab {
+    pub config: LabConfig,
+    pub regions: [Arc<Region>; 2],
+    /// `links[0]`: primary -> secondary; `links[1]`: secondary -> primary.
+    pub links: [Link; 2],
+    pub resolver: Arc<Resolver>,
+    pub alarm: Arc<Alarm>,
+    pub metrics: Arc<MetricsStore>,
+    pub timeline: Timeline,
+    pub front_door: SocketAddr,
+    user_secret: String,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Lab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lab").field("front_door", &self.front_door).finish_non_exhaustive()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+fn secret() -> String {
+    format!("{:032x}{:032x}", rand::rng().random::<u128>(), rand::rng().random::<u128>())
+}
+
+/// Status for the control API and the control room.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub lab_seconds: f64,
+    pub time_scale: f64,
+    pub front_door: String,
+    pub regions: Vec<RegionStatus>,
+    pub alarm: AlarmState,
+    pub primary_healthy: bool,
+    pub dns_answer: Option<String>,
+    pub replication: Vec<LinkStatus>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RegionStatus {
+    pub name: String,
+    pub url: String,
+    pub down: bool,
+    pub throttled: bool,
+    pub sockets: usize,
+    pub handshakes: u64,
+    pub throttled_429: u64,
+    pub integration_errors: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkStatus {
+    pub from: String,
+    pub to: String,
+    pub cut: bool,
+    pub lag_ms: f64,
+    pub in_flight: InFlight,
+    pub applied: u64,
+}
+
+impl Lab {
+    pub async fn start(config: LabConfig) -> anyhow::Result<Self> {
+        let scale = config.scale;
+        let timeline = Timeline::new(config.echo.then_some(scale.factor()));
+        let user_secret = secret();
+        let canary_secret = secret();
+        let auth_env = [
+            ("JWT_ISSUER", USER_ISSUER.to_owned()),
+            ("JWT_AUDIENCE", AUDIENCE.to_owned()),
+            ("JWT_HS256_SECRET", user_secret.clone()),
+            ("CANARY_HS256_SECRET", canary_secret.clone()),
+        ];
+        let auth_config = authorizer::Config::from_lookup(|k| {
+            auth_env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+        })?;
+        let authorizer = Arc::new(Authorizer::new(&auth_config).await);
+        let quotas = Quotas {
+            connect_rate: config.connect_rate * scale.factor(),
+            idle_timeout: scale.lab(config.idle_timeout),
+            max_duration: scale.lab(config.max_duration),
+            max_frame_bytes: wsdr_protocol::limits::MAX_FRAME_BYTES,
+            max_message_bytes: wsdr_protocol::limits::MAX_MESSAGE_BYTES,
+        };
+        let clock = Arc::new(SystemClock);
+        let stores = [
+            Arc::new(MemoryStateStore::new(&config.regions[0], clock.clone())),
+            Arc::new(MemoryStateStore::new(&config.regions[1], clock)),
+        ];
+        let lag = scale.lab(config.replication_lag);
+        let links = [
+            Link::start(&stores[0], stores[1].clone(), lag),
+            Link::start(&stores[1], stores[0].clone(), lag),
+        ];
+        let regions = [
+            Region::start(&config.regions[0], stores[0].clone(), authorizer.clone(), quotas.clone(), timeline.clone()).await?,
+            Region::start(&config.regions[1], stores[1].clone(), authorizer, quotas, timeline.clone()).await?,
+        ];
+        for region in &regions {
+            for (id, item, price, increment) in [("lot-1", "1959 Fender Stratocaster", 100_000, 1_000), ("canary", "canary probe", 1, 1)] {
+                region
+                    .service()
+                    .ensure_auction(&Auction {
+                        id: AuctionId::new(id)?,
+                        item: item.into(),
+                        starting_price: Amount::new(price)?,
+                        min_increment: increment,
+                        closes_at: None,
+                    })
+                    .await?;
+            }
+        }
+        let resolver = Arc::new(Resolver::new(
+            scale.lab(config.dns_ttl),
+            timeline.clone(),
+            config.regions.clone(),
+        ));
+        // InsufficientDataHealthStatus: Unhealthy, until the alarm has evaluated.
+        resolver.set_primary_healthy(false);
+        let period = scale.secs(60.0);
+        let alarm = Arc::new(Alarm::new(
+            regions[0].api_id.clone(),
+            AlarmConfig {
+                period,
+                datapoints_to_alarm: config.failover_datapoints,
+                evaluation_periods: config.failback_datapoints + 1,
+            },
+        ));
+        let metrics = Arc::new(MetricsStore::default());
+        let front_door = frontdoor::start(resolver.clone(), [regions[0].addr, regions[1].addr]).await?;
+        let mut lab = Self {
+            config,
+            regions,
+            links,
+            resolver,
+            alarm,
+            metrics,
+            timeline,
+            front_door,
+            user_secret,
+            tasks: Vec::new(),
+        };
+        lab.start_canaries(&canary_secret)?;
+        lab.start_alarm();
+        lab.start_health_check();
+        Ok(lab)
+    }
+
+    fn start_canaries(&mut self, canary_secret: &str) -> anyhow::Result<()> {
+        let scale = self.config.scale;
+        let period = scale.secs(60.0);
+        for region in &self.regions {
+            let config = canary::Config {
+                target_url: region.url(),
+                expected_region: region.name.clone(),
+                api_id: region.api_id.clone(),
+                metric_names: wsdr_aws::MetricNames::default(),
+                probes_per_run: self.config.probes_per_run,
+                probe_spacing: scale.secs(15.0),
+                // Never below 500 ms of real time: a loaded 2-core machine must not fail probes.
+                probe_timeout: scale.secs(5.0).max(Duration::from_millis(500)),
+                auction_id: AuctionId::new("canary")?,
+                secret: canary_secret.as_bytes().to_vec(),
+                issuer: "wsdr-canary".into(),
+                audience: AUDIENCE.into(),
+                placement: wsdr_client::TokenPlacement::QueryString,
+            };
+            let metrics = LabMetrics {
+                store: self.metrics.clone(),
+                timeline: self.timeline.clone(),
+                region: region.name.clone(),
+            };
+            let canary = Arc::new(canary::Canary::new(config, Arc::new(metrics), Arc::new(SystemClock)));
+            let start = self.timeline.start();
+            self.tasks.push(tokio::spawn(async move {
+                // Runs start a tenth into each period so each datapoint lands inside it.
+                let mut tick = tokio::time::interval_at(start + period / 10, period);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                loop {
+                    tick.tick().await;
+                    let canary = canary.clone();
+                    tokio::spawn(async move {
+                        let _ = canary.run_once().await;
+                    });
+                }
+            }));
+        }
+        Ok(())
+    }
+
+    fn start_alarm(&mut self) {
+        let alarm = self.alarm.clone();
+        let metrics = self.metrics.clone();
+        let timeline = self.timeline.clone();
+        let period = alarm.config.period;
+        let start = timeline.start();
+        let start_wall = SystemClock.now_ms();
+        let period_ms = period.as_millis().max(1) as u64;
+        self.tasks.push(tokio::spawn(async move {
+            let mut k: u32 = 0;
+            loop {
+                let from = start_wall + period_ms * u64::from(k);
+                let to = from + period_ms;
+                // Evaluate half a period after the period ends, so late datapoints count.
+                tokio::time::sleep_until(start + period * (k + 1) + period / 2).await;
+                if let Some(state) = alarm.evaluate(&metrics, from, to) {
+                    let kind = if state == AlarmState::Alarm { Kind::Alarm } else { Kind::AlarmOk };
+                    timeline.record(kind, format!("primary alarm -> {state:?}"));
+                }
+                k += 1;
+            }
+        }));
+    }
+
+    fn start_health_check(&mut self) {
+        let alarm = self.alarm.clone();
+        let resolver = self.resolver.clone();
+        let timeline = self.timeline.clone();
+        let interval = self.config.scale.lab(self.config.health_check_interval);
+        self.tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(interval);
+            let mut last: Option<bool> = None;
+            loop {
+                tick.tick().await;
+                let healthy = alarm.state() == AlarmState::Ok;
+                resolver.set_primary_healthy(healthy);
+                if last != Some(healthy) {
+                    if last.is_some() || healthy {
+                        let kind = if healthy { Kind::HealthHealthy } else { Kind::HealthUnhealthy };
+                        timeline.record(kind, format!("Route 53 health check: primary {}", if healthy { "healthy" } else { "unhealthy" }));
+                    }
+                    last = Some(healthy);
+                }
+            }
+        }));
+    }
+
+    /// The global name clients use.
+    pub fn front_door_url(&self) -> String {
+        format!("ws://{}/prod", self.front_door)
+    }
+
+    /// A fresh user token (HS256, one hour).
+    pub fn user_token(&self, sub: &str) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let claims = serde_json::json!({"sub": sub, "iss": USER_ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 3600});
+        jsonwebtoken::EncodingKey::from_secret(self.user_secret.as_bytes())
+            .and_then(|key| jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key))
+            .unwrap_or_default()
+    }
+
+    pub fn user_secret(&self) -> &str {
+        &self.user_secret
+    }
+
+    pub fn fault(&self, fault: Fault) {
+        let names = &self.config.regions;
+        match fault {
+            Fault::Down(r) => {
+                self.regions[r].faults.down.store(true, Ordering::SeqCst);
+                self.regions[r].drop_all_sockets();
+                self.links[r].set_cut(true);
+                self.timeline.record(Kind::Fault, format!("{} down", names[r]));
+            }
+            Fault::Throttle(r) => {
+                self.regions[r].faults.throttled.store(true, Ordering::SeqCst);
+                self.timeline.record(Kind::Fault, format!("{} handler throttled (reserved concurrency 0)", names[r]));
+            }
+            Fault::Partition => {
+                for link in &self.links {
+                    link.set_cut(true);
+                }
+                self.timeline.record(Kind::Fault, "replication partitioned");
+            }
+            Fault::Lag(lag) => {
+                for link in &self.links {
+                    link.set_lag(self.config.scale.lab(lag));
+                }
+                self.timeline.record(Kind::Fault, format!("replication lag {} ms (AWS)", lag.as_millis()));
+            }
+            Fault::Heal => {
+                for region in &self.regions {
+                    region.faults.down.store(false, Ordering::SeqCst);
+                    region.faults.throttled.store(false, Ordering::SeqCst);
+                }
+                for link in &self.links {
+                    link.set_cut(false);
+                    link.set_lag(self.config.scale.lab(self.config.replication_lag));
+                }
+                self.timeline.record(Kind::Heal, "all faults healed");
+            }
+        }
+    }
+
+    /// Data written but not yet replicated, both ways.
+    pub fn in_flight(&self) -> InFlight {
+        let [a, b] = [self.links[0].in_flight(), self.links[1].in_flight()];
+        InFlight { items: a.items + b.items, oldest_ms: a.oldest_ms.max(b.oldest_ms) }
+    }
+
+    /// Both stores hold exactly the same items.
+    pub fn converged(&self) -> bool {
+        self.regions[0].store.dump() == self.regions[1].store.dump()
+    }
+
+    pub fn status(&self) -> Status {
+        let names = &self.config.regions;
+        Status {
+            lab_seconds: self.timeline.elapsed().as_secs_f64(),
+            time_scale: self.config.scale.factor(),
+            front_door: self.front_door_url(),
+            regions: self
+                .regions
+                .iter()
+                .map(|r| RegionStatus {
+                    name: r.name.clone(),
+                    url: r.url(),
+                    down: r.faults.down.load(Ordering::SeqCst),
+                    throttled: r.faults.throttled.load(Ordering::SeqCst),
+                    sockets: r.live_sockets(),
+                    handshakes: r.counters.handshakes.load(Ordering::Relaxed),
+                    throttled_429: r.counters.throttled_429.load(Ordering::Relaxed),
+                    integration_errors: r.counters.integration_errors.load(Ordering::Relaxed),
+                })
+                .collect(),
+            alarm: self.alarm.state(),
+            primary_healthy: self.resolver.primary_healthy(),
+            dns_answer: self.resolver.peek().map(|i| names[i].clone()),
+            replication: self
+                .links
+                .iter()
+                .enumerate()
+                .map(|(i, l)| LinkStatus {
+                    from: names[i].clone(),
+                    to: names[1 - i].clone(),
+                    cut: l.is_cut(),
+                    lag_ms: l.lag().as_secs_f64() * 1000.0,
+                    in_flight: l.in_flight(),
+                    applied: l.applied(),
+                })
+                .collect(),
+        }
+    }
+}

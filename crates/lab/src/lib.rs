@@ -1,0 +1,23 @@
+//! wsdr lab: the whole two-Region system on one machine, so anyone can run a failover drill
+//! and read its RTO/RPO without an AWS account. See docs/LAB.md.
+//!
+//! Each Region is an emulated API Gateway WebSocket endpoint and `@connections` API in front
+//! of the real authorizer and ws-handler crates, on an in-memory store; a replicator gives the
+//! two stores Global Tables' MREC semantics; the real canary feeds an alarm with CloudWatch
+//! semantics, a health check and a caching resolver behind one front-door address.
+
+pub mod control;
+pub mod drill;
+pub mod frontdoor;
+pub mod health;
+pub mod lab;
+pub mod region;
+pub mod replication;
+pub mod report;
+pub mod scale;
+pub mod timeline;
+
+pub use drill::{DrillConfig, Scenario};
+pub use lab::{Fault, Lab, LabConfig};
+pub use report::Report;
+pub use scale::TimeScale;

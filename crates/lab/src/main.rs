@@ -1,0 +1,126 @@
+//! `wsdr`: the lab, failover drills, and a one-shot probe.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use wsdr_lab::{drill, DrillConfig, Lab, LabConfig, Scenario, TimeScale};
+
+#[derive(Parser)]
+#[command(name = "wsdr", about = "Multi-Region disaster recovery for API Gateway WebSocket APIs: lab and drills")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a failover drill and report RTO/RPO; exits non-zero unless nothing was lost.
+    Drill {
+        #[arg(long, value_enum, default_value = "throttle")]
+        scenario: Scenario,
+        #[arg(long, default_value_t = 50)]
+        users: usize,
+        /// One lab second stands for this many AWS seconds.
+        #[arg(long, default_value_t = 60.0)]
+        time_scale: f64,
+        #[arg(long, default_value = "target/wsdr/drill-report.json")]
+        report: PathBuf,
+        /// The timeline chart (SVG).
+        #[arg(long, default_value = "target/wsdr/drill-timeline.svg")]
+        chart: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// DNS TTL of the failover record, AWS seconds.
+        #[arg(long, default_value_t = 60)]
+        dns_ttl: u64,
+        /// Replication lag, AWS milliseconds.
+        #[arg(long, default_value_t = 800)]
+        lag_ms: u64,
+    },
+    /// Start the lab and keep it running; faults through the control API.
+    Lab {
+        #[arg(long, default_value_t = 60.0)]
+        time_scale: f64,
+        /// Control API address.
+        #[arg(long, default_value = "127.0.0.1:8787")]
+        listen: std::net::SocketAddr,
+    },
+    /// Probe one WebSocket endpoint once (heartbeat + getState), like the canary.
+    Probe {
+        url: String,
+        #[arg(long)]
+        region: String,
+        #[arg(long)]
+        token: Option<String>,
+        #[arg(long, default_value = "canary")]
+        auction: String,
+        #[arg(long, default_value_t = 5)]
+        timeout_secs: u64,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "error".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Drill { scenario, users, time_scale, report, chart, seed, dns_ttl, lag_ms } => {
+            let started = std::time::Instant::now();
+            let config = DrillConfig {
+                scenario,
+                users,
+                seed,
+                lab: LabConfig {
+                    scale: TimeScale::new(time_scale),
+                    dns_ttl: Duration::from_secs(dns_ttl),
+                    replication_lag: Duration::from_millis(lag_ms),
+                    echo: true,
+                    ..LabConfig::default()
+                },
+                progress: true,
+                ..DrillConfig::default()
+            };
+            println!("wsdr drill: scenario {scenario:?}, {users} users, time scale {time_scale} (1 lab s = {time_scale} AWS s)");
+            let result = drill::run(config).await?;
+            println!();
+            print!("{}", result.table());
+            result.write_json(&report)?;
+            result.write_svg(&chart)?;
+            println!("  report: {}  chart: {}  (wall time {:.1} s)", report.display(), chart.display(), started.elapsed().as_secs_f64());
+            if !result.passed() {
+                std::process::exit(1);
+            }
+        }
+        Command::Lab { time_scale, listen } => {
+            let lab = Arc::new(Lab::start(LabConfig { scale: TimeScale::new(time_scale), echo: true, ..LabConfig::default() }).await?);
+            let control = wsdr_lab::control::serve(lab.clone(), listen).await?;
+            println!("wsdr lab running (time scale {time_scale})");
+            println!("  global name (front door): {}", lab.front_door_url());
+            for region in &lab.regions {
+                println!("  {}: {}", region.name, region.url());
+            }
+            println!("  control API: http://{control}/api/status ; POST http://{control}/api/fault {{\"kind\":\"throttle\",\"region\":0}}");
+            tokio::signal::ctrl_c().await?;
+        }
+        Command::Probe { url, region, token, auction, timeout_secs } => {
+            let target = canary::ProbeTarget {
+                url,
+                expected_region: region,
+                auction_id: wsdr_protocol::AuctionId::new(auction)?,
+                timeout: Duration::from_secs(timeout_secs),
+            };
+            let options = wsdr_client::ConnectOptions { token, ..Default::default() };
+            match canary::probe(&target, &options).await {
+                Ok(ok) => println!("healthy: pong in {:.1} ms, state in {:.1} ms", ok.heartbeat_ms, ok.total_ms),
+                Err(failure) => {
+                    println!("unhealthy: {failure}");
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+    Ok(())
+}

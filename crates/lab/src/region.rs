@@ -1,0 +1,483 @@
+//! One emulated Region: API Gateway's WebSocket endpoint and `@connections` API in front of
+//! the real authorizer and the real ws-handler, on the in-memory state store.
+//!
+//! Faithful: route selection on `action` with `$default`; the REQUEST authorizer on
+//! `$connect` (403 on Deny); `$connect` integration failure = handshake 500; a throttled or
+//! failed integration on a message = API Gateway's `{"message": "Internal server error"}`
+//! frame with the socket left open; quotas (new connections per second -> 429, idle timeout,
+//! maximum duration -> close 1001, 32 KB frames and 128 KB messages -> close 1009);
+//! `@connections` POST/GET/DELETE with 410 for a gone connection, called by the handler's real
+//! `aws-sdk-apigatewaymanagement` client.
+
+use crate::timeline::Timeline;
+use authorizer::Authorizer;
+use aws_lambda_events::apigw::{ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayWebsocketProxyRequest};
+use aws_lambda_events::encodings::Body;
+use axum::body::Bytes;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use futures::{SinkExt, StreamExt};
+use rand::Rng;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use ws_handler::App;
+use wsdr_core::memory::{MemoryConnections, MemoryStateStore};
+use wsdr_core::{AuctionService, SystemClock};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// API Gateway limits, in lab time where they are times.
+#[derive(Debug, Clone)]
+pub struct Quotas {
+    /// New connections per lab second (500/s in AWS, times the time scale).
+    pub connect_rate: f64,
+    pub idle_timeout: Duration,
+    pub max_duration: Duration,
+    pub max_frame_bytes: usize,
+    pub max_message_bytes: usize,
+}
+
+/// Faults that can be injected into a Region.
+#[derive(Debug, Default)]
+pub struct Faults {
+    /// Every socket dropped, new ones refused.
+    pub down: AtomicBool,
+    /// The handler's reserved concurrency is 0: every integration fails.
+    pub throttled: AtomicBool,
+}
+
+/// Counters for reports and benchmarks.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub handshakes: AtomicU64,
+    pub accepted: AtomicU64,
+    pub throttled_429: AtomicU64,
+    pub refused_down: AtomicU64,
+    pub integration_errors: AtomicU64,
+    pub denied: AtomicU64,
+    pub posts: AtomicU64,
+    pub gone: AtomicU64,
+}
+
+enum Outbound {
+    Frame(String),
+    Close(u16, &'static str),
+    Abort,
+}
+
+struct Socket {
+    tx: mpsc::UnboundedSender<Outbound>,
+    connected_at: Instant,
+    sub: String,
+}
+
+/// A token bucket for the new-connection quota.
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+pub struct Region {
+    pub name: String,
+    pub api_id: String,
+    pub stage: String,
+    pub addr: SocketAddr,
+    pub store: Arc<MemoryStateStore>,
+    pub registry: Arc<MemoryConnections>,
+    pub faults: Faults,
+    pub counters: Counters,
+    quotas: Quotas,
+    app: App,
+    authorizer: Arc<Authorizer>,
+    sockets: Mutex<HashMap<String, Socket>>,
+    bucket: Mutex<Bucket>,
+    timeline: Timeline,
+}
+
+impl std::fmt::Debug for Region {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region").field("name", &self.name).field("addr", &self.addr).finish_non_exhaustive()
+    }
+}
+
+impl Region {
+    /// Bind a loopback port, build the real handler against this Region's `@connections`
+    /// URL, and serve.
+    pub async fn start(
+        name: &str,
+        store: Arc<MemoryStateStore>,
+        authorizer: Arc<Authorizer>,
+        quotas: Quotas,
+        timeline: Timeline,
+    ) -> anyhow::Result<Arc<Self>> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let stage = "prod".to_owned();
+        let callback = format!("http://{addr}/{stage}");
+        let sdk = wsdr_aws::SdkConfig::builder()
+            .behavior_version(wsdr_aws::BehaviorVersion::latest())
+            .region(wsdr_aws::Region::new(name.to_owned()))
+            .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
+                wsdr_aws::Credentials::new("lab", "lab", None, None, "wsdr-lab"),
+            ))
+            .build();
+        let registry = Arc::new(MemoryConnections::default());
+        let service = AuctionService::new(
+            store.clone(),
+            registry.clone(),
+            Arc::new(wsdr_aws::ApiGatewayNotifier::new(&sdk, &callback)),
+            Arc::new(SystemClock),
+            name,
+        );
+        let region = Arc::new(Self {
+            name: name.to_owned(),
+            api_id: format!("lab{}", name.replace('-', "")),
+            stage,
+            addr,
+            store,
+            registry,
+            faults: Faults::default(),
+            counters: Counters::default(),
+            bucket: Mutex::new(Bucket { tokens: quotas.connect_rate, at: Instant::now() }),
+            quotas,
+            app: App::new(service, "wsdr"),
+            authorizer,
+            sockets: Mutex::default(),
+            timeline,
+        });
+        let router = Router::new()
+            .route("/{stage}", get(upgrade))
+            .route(
+                "/{stage}/@connections/{id}",
+                post(post_to_connection).get(get_connection).delete(delete_connection),
+            )
+            .with_state(region.clone());
+        tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, router).await {
+                tracing::error!(%error, "region server stopped");
+            }
+        });
+        Ok(region)
+    }
+
+    /// The Region's own WebSocket URL (its "execute-api" URL).
+    pub fn url(&self) -> String {
+        format!("ws://{}/{}", self.addr, self.stage)
+    }
+
+    pub fn service(&self) -> &AuctionService {
+        self.app.service()
+    }
+
+    pub fn live_sockets(&self) -> usize {
+        lock(&self.sockets).len()
+    }
+
+    /// Drop every socket without a close frame (a Regional outage).
+    pub fn drop_all_sockets(&self) {
+        for socket in lock(&self.sockets).values() {
+            let _ = socket.tx.send(Outbound::Abort);
+        }
+    }
+
+    fn take_token(&self) -> bool {
+        let mut bucket = lock(&self.bucket);
+        let now = Instant::now();
+        let rate = self.quotas.connect_rate;
+        bucket.tokens = (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(rate);
+        bucket.at = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn method_arn(&self) -> String {
+        format!("arn:aws:execute-api:{}:000000000000:{}/{}/$connect", self.name, self.api_id, self.stage)
+    }
+
+    fn context(&self, route: &str, event_type: &str, connection_id: &str, authorizer: &Value) -> Value {
+        let now = wall_ms();
+        json!({
+            "routeKey": route,
+            "eventType": event_type,
+            "messageDirection": "IN",
+            "stage": self.stage,
+            "connectedAt": now,
+            "requestTimeEpoch": now,
+            "requestId": random_id(),
+            "domainName": format!("{}.execute-api.{}.amazonaws.com", self.api_id, self.name),
+            "connectionId": connection_id,
+            "apiId": self.api_id,
+            "identity": {"sourceIp": "127.0.0.1"},
+            "authorizer": authorizer,
+        })
+    }
+
+    async fn invoke(&self, event: Value) -> Option<(i64, Option<String>, HeaderMap)> {
+        let request: ApiGatewayWebsocketProxyRequest = serde_json::from_value(event).ok()?;
+        let response = self.app.respond(request).await;
+        let body = match response.body {
+            Some(Body::Text(text)) => Some(text),
+            _ => None,
+        };
+        Some((response.status_code, body, response.headers))
+    }
+
+    /// One client frame: route selection, then the integration (or its failure).
+    async fn on_message(&self, connection_id: &str, authorizer: &Value, text: &str) -> Option<String> {
+        if self.faults.throttled.load(Ordering::SeqCst) {
+            self.counters.integration_errors.fetch_add(1, Ordering::Relaxed);
+            return Some(gateway_error(connection_id));
+        }
+        let route = serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|v| v.get("action").and_then(Value::as_str).map(str::to_owned))
+            .filter(|a| matches!(a.as_str(), "bid" | "getState" | "heartbeat"))
+            .unwrap_or_else(|| "$default".to_owned());
+        let event = json!({
+            "requestContext": self.context(&route, "MESSAGE", connection_id, authorizer),
+            "body": text,
+            "isBase64Encoded": false,
+        });
+        match self.invoke(event).await {
+            Some((200, body, _)) => body,
+            _ => {
+                self.counters.integration_errors.fetch_add(1, Ordering::Relaxed);
+                Some(gateway_error(connection_id))
+            }
+        }
+    }
+}
+
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// An id shaped like API Gateway's (`L0SM9cOFvHcCIhw=`).
+fn random_id() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    let mut id: String = (0..15).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect();
+    id.push('=');
+    id
+}
+
+fn gateway_error(connection_id: &str) -> String {
+    json!({"message": "Internal server error", "connectionId": connection_id, "requestId": random_id()}).to_string()
+}
+
+async fn upgrade(
+    State(region): State<Arc<Region>>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    region.counters.handshakes.fetch_add(1, Ordering::Relaxed);
+    if region.faults.down.load(Ordering::SeqCst) {
+        region.counters.refused_down.fetch_add(1, Ordering::Relaxed);
+        return (StatusCode::SERVICE_UNAVAILABLE, "Region unavailable").into_response();
+    }
+    if !region.take_token() {
+        region.counters.throttled_429.fetch_add(1, Ordering::Relaxed);
+        return (StatusCode::TOO_MANY_REQUESTS, r#"{"message":"Limit Exceeded"}"#).into_response();
+    }
+    let connection_id = random_id();
+    // The REQUEST authorizer, as API Gateway calls it.
+    let mut header_map = serde_json::Map::new();
+    for (name, value) in &headers {
+        if let Ok(v) = value.to_str() {
+            header_map.insert(name.as_str().to_owned(), Value::String(v.to_owned()));
+        }
+    }
+    let auth_event = json!({
+        "type": "REQUEST",
+        "methodArn": region.method_arn(),
+        "headers": header_map,
+        "queryStringParameters": query,
+        "requestContext": {"routeKey": "$connect", "eventType": "CONNECT", "requestId": random_id(), "stage": region.stage, "apiId": region.api_id},
+    });
+    let Ok(auth_request) = serde_json::from_value::<ApiGatewayCustomAuthorizerRequestTypeRequest>(auth_event) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let decision = region.authorizer.authorize(&auth_request).await;
+    if !decision.is_allow() {
+        region.counters.denied.fetch_add(1, Ordering::Relaxed);
+        return (StatusCode::FORBIDDEN, r#"{"message":"Forbidden"}"#).into_response();
+    }
+    let mut context: serde_json::Map<String, Value> =
+        decision.context.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+    context.insert("principalId".into(), Value::String(decision.principal_id.clone()));
+    let authorizer = Value::Object(context);
+    // The $connect integration.
+    if region.faults.throttled.load(Ordering::SeqCst) {
+        region.counters.integration_errors.fetch_add(1, Ordering::Relaxed);
+        return (StatusCode::INTERNAL_SERVER_ERROR, r#"{"message": "Internal server error"}"#).into_response();
+    }
+    let mut connect_event = json!({
+        "requestContext": region.context("$connect", "CONNECT", &connection_id, &authorizer),
+        "headers": header_map_value(&headers),
+        "isBase64Encoded": false,
+    });
+    if !query.is_empty() {
+        connect_event["queryStringParameters"] = json!(query);
+    }
+    match region.invoke(connect_event).await {
+        Some((200, _, response_headers)) => {
+            let echo = response_headers
+                .get("sec-websocket-protocol")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let mut ws = ws
+                .max_message_size(region.quotas.max_message_bytes)
+                .max_frame_size(region.quotas.max_frame_bytes);
+            if let Some(protocol) = echo {
+                ws = ws.protocols([protocol]);
+            }
+            region.counters.accepted.fetch_add(1, Ordering::Relaxed);
+            let sub = decision.principal_id.clone();
+            ws.on_upgrade(move |socket| serve_socket(region, socket, connection_id, authorizer, sub))
+        }
+        Some((status, _, _)) => StatusCode::from_u16(status as u16)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            .into_response(),
+        None => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+fn header_map_value(headers: &HeaderMap) -> Value {
+    Value::Object(
+        headers
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_owned(), Value::String(v.to_str().ok()?.to_owned()))))
+            .collect(),
+    )
+}
+
+async fn serve_socket(region: Arc<Region>, socket: WebSocket, connection_id: String, authorizer: Value, sub: String) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let connected_at = Instant::now();
+    lock(&region.sockets).insert(connection_id.clone(), Socket { tx, connected_at, sub });
+    let (mut sink, mut stream) = socket.split();
+    let mut last_active = Instant::now();
+    let mut aborted = false;
+    loop {
+        let idle = last_active + region.quotas.idle_timeout;
+        let max = connected_at + region.quotas.max_duration;
+        tokio::select! {
+            out = rx.recv() => match out {
+                Some(Outbound::Frame(text)) => {
+                    if sink.send(Message::Text(text.into())).await.is_err() { break; }
+                }
+                Some(Outbound::Close(code, reason)) => {
+                    let _ = sink.send(Message::Close(Some(CloseFrame { code, reason: reason.into() }))).await;
+                    break;
+                }
+                Some(Outbound::Abort) | None => { aborted = true; break; }
+            },
+            frame = stream.next() => match frame {
+                Some(Ok(Message::Text(text))) => {
+                    last_active = Instant::now();
+                    if let Some(reply) = region.on_message(&connection_id, &authorizer, text.as_str()).await {
+                        if sink.send(Message::Text(reply.into())).await.is_err() { break; }
+                    }
+                }
+                Some(Ok(Message::Binary(_))) => {
+                    last_active = Instant::now();
+                    let reply = region.on_message(&connection_id, &authorizer, "\u{0}binary").await;
+                    if let Some(reply) = reply {
+                        if sink.send(Message::Text(reply.into())).await.is_err() { break; }
+                    }
+                }
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => last_active = Instant::now(),
+                Some(Ok(Message::Close(_))) | None => break,
+                Some(Err(error)) => {
+                    // Over the frame or message quota: API Gateway closes with 1009.
+                    let too_big = error.to_string().to_lowercase().contains("too long")
+                        || error.to_string().to_lowercase().contains("size");
+                    if too_big {
+                        let _ = sink.send(Message::Close(Some(CloseFrame { code: 1009, reason: "Message too big".into() }))).await;
+                    }
+                    break;
+                }
+            },
+            _ = tokio::time::sleep_until(idle) => {
+                let _ = sink.send(Message::Close(Some(CloseFrame { code: 1001, reason: "Going away".into() }))).await;
+                break;
+            }
+            _ = tokio::time::sleep_until(max) => {
+                let _ = sink.send(Message::Close(Some(CloseFrame { code: 1001, reason: "Going away".into() }))).await;
+                break;
+            }
+        }
+    }
+    lock(&region.sockets).remove(&connection_id);
+    drop(sink);
+    // $disconnect is best effort, as in AWS: not sent for a Region that went down, and lost
+    // when the integration is throttled (records then expire by TTL).
+    if !aborted && !region.faults.throttled.load(Ordering::SeqCst) {
+        let event = json!({"requestContext": region.context("$disconnect", "DISCONNECT", &connection_id, &authorizer), "isBase64Encoded": false});
+        let _ = region.invoke(event).await;
+    }
+    let _ = &region.timeline;
+}
+
+async fn post_to_connection(
+    State(region): State<Arc<Region>>,
+    Path((_stage, id)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    region.counters.posts.fetch_add(1, Ordering::Relaxed);
+    let sent = lock(&region.sockets)
+        .get(&id)
+        .map(|s| s.tx.send(Outbound::Frame(String::from_utf8_lossy(&body).into_owned())).is_ok());
+    if sent == Some(true) {
+        StatusCode::OK.into_response()
+    } else {
+        region.counters.gone.fetch_add(1, Ordering::Relaxed);
+        gone()
+    }
+}
+
+fn gone() -> Response {
+    (StatusCode::GONE, [("x-amzn-errortype", "GoneException")], r#"{"message":null}"#).into_response()
+}
+
+async fn get_connection(State(region): State<Arc<Region>>, Path((_stage, id)): Path<(String, String)>) -> Response {
+    let sockets = lock(&region.sockets);
+    match sockets.get(&id) {
+        Some(s) => axum::Json(json!({
+            "connectedAt": s.connected_at.elapsed().as_millis() as u64,
+            "identity": {"sourceIp": "127.0.0.1", "principalId": s.sub},
+        }))
+        .into_response(),
+        None => gone(),
+    }
+}
+
+async fn delete_connection(State(region): State<Arc<Region>>, Path((_stage, id)): Path<(String, String)>) -> Response {
+    match lock(&region.sockets).get(&id) {
+        Some(s) => {
+            let _ = s.tx.send(Outbound::Close(1000, "Closed by the server"));
+            StatusCode::NO_CONTENT.into_response()
+        }
+        None => gone(),
+    }
+}

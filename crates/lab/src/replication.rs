@@ -1,0 +1,99 @@
+//! Global Tables (MREC) replication between the two in-memory stores: each local write is
+//! shipped on its own after a configurable lag and applied with per-item last-writer-wins.
+//! A link can be cut (partition, or the source Region down); what it holds then is the data
+//! at risk (the RPO window) until it heals.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+use wsdr_core::memory::{Change, MemoryStateStore};
+
+/// One direction of replication.
+#[derive(Debug, Clone)]
+pub struct Link {
+    pending: Arc<Mutex<VecDeque<(Instant, Change)>>>,
+    lag_us: Arc<AtomicU64>,
+    cut: Arc<AtomicBool>,
+    applied: Arc<AtomicU64>,
+}
+
+/// What a link holds that the other side has not seen.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct InFlight {
+    pub items: usize,
+    pub oldest_ms: f64,
+}
+
+impl Link {
+    /// Start shipping `from`'s writes to `to`.
+    pub fn start(from: &MemoryStateStore, to: Arc<MemoryStateStore>, lag: Duration) -> Self {
+        let link = Self {
+            pending: Arc::default(),
+            lag_us: Arc::new(AtomicU64::new(lag.as_micros() as u64)),
+            cut: Arc::default(),
+            applied: Arc::default(),
+        };
+        let mut feed = from.change_feed();
+        let queue = link.pending.clone();
+        tokio::spawn(async move {
+            while let Some(change) = feed.recv().await {
+                queue.lock().unwrap_or_else(|p| p.into_inner()).push_back((Instant::now(), change));
+            }
+        });
+        let worker = link.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(2));
+            loop {
+                tick.tick().await;
+                worker.deliver(&to);
+            }
+        });
+        link
+    }
+
+    fn deliver(&self, to: &MemoryStateStore) {
+        if self.cut.load(Ordering::SeqCst) {
+            return;
+        }
+        let lag = Duration::from_micros(self.lag_us.load(Ordering::Relaxed));
+        let mut queue = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        while queue.front().is_some_and(|(at, _)| at.elapsed() >= lag) {
+            if let Some((_, change)) = queue.pop_front() {
+                to.apply_replicated(change);
+                self.applied.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    pub fn set_lag(&self, lag: Duration) {
+        self.lag_us.store(lag.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub fn lag(&self) -> Duration {
+        Duration::from_micros(self.lag_us.load(Ordering::Relaxed))
+    }
+
+    pub fn set_cut(&self, cut: bool) {
+        self.cut.store(cut, Ordering::SeqCst);
+    }
+
+    pub fn is_cut(&self) -> bool {
+        self.cut.load(Ordering::SeqCst)
+    }
+
+    pub fn in_flight(&self) -> InFlight {
+        let queue = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        InFlight {
+            items: queue.len(),
+            oldest_ms: queue
+                .front()
+                .map_or(0.0, |(at, _)| at.elapsed().as_secs_f64() * 1000.0),
+        }
+    }
+
+    pub fn applied(&self) -> u64 {
+        self.applied.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,156 @@
+//! The drill report: a table for people, JSON for machines, an SVG timeline for both.
+
+use crate::drill::Scenario;
+use crate::timeline::{Entry, Kind};
+use plotters::prelude::*;
+use serde::Serialize;
+use std::path::Path;
+
+/// p50/p99/max of a sample (nearest rank); all None for an empty sample.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Percentiles {
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl Percentiles {
+    pub fn of(values: &[f64]) -> Self {
+        let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        sorted.sort_by(f64::total_cmp);
+        let rank = |q: f64| -> Option<f64> {
+            if sorted.is_empty() {
+                return None;
+            }
+            let index = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+            Some(sorted[index])
+        };
+        Self { p50: rank(0.50), p99: rank(0.99), max: sorted.last().copied() }
+    }
+}
+
+/// Everything a drill measured. Field names are part of the documented format
+/// (docs/DRILL_REPORT.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub scenario: Scenario,
+    pub clients: usize,
+    pub time_scale: f64,
+    /// Clients that restored state in the secondary after the fault.
+    pub restored: usize,
+    /// Fault -> state restored in the secondary, per client, lab milliseconds.
+    pub rto_ms: Percentiles,
+    /// The same in AWS-equivalent seconds (lab time x time scale).
+    pub rto_aws_s: Percentiles,
+    /// Fault -> alarm in ALARM, lab ms.
+    pub detection_ms: Option<f64>,
+    /// Fault -> the resolver answering the secondary, lab ms.
+    pub dns_flip_ms: Option<f64>,
+    /// Heal -> the resolver answering the primary again, lab ms.
+    pub failback_ms: Option<f64>,
+    pub dns_flips_during_fault: usize,
+    pub lost_acknowledged_bids: usize,
+    pub duplicate_bids: usize,
+    /// Bids replayed into the other Region before replication had carried them there (both
+    /// Regions answered `accepted`; one item after convergence). Informational.
+    pub acks_for_a_replayed_bid_in_both_regions: usize,
+    pub acknowledged_bids: usize,
+    pub recorded_bids: usize,
+    /// Both Regions' high bid is the highest recorded bid, and no acknowledged bid is higher.
+    pub high_bid_consistent: bool,
+    pub converged: bool,
+    /// Replication data at risk when the fault hit: items written, not yet replicated.
+    pub rpo_items_at_fault: usize,
+    pub rpo_oldest_ms_at_fault: f64,
+    pub timeline: Vec<Entry>,
+}
+
+impl Report {
+    /// Nothing lost, nothing doubled, Regions converged, every client restored.
+    pub fn passed(&self) -> bool {
+        self.lost_acknowledged_bids == 0
+            && self.duplicate_bids == 0
+            && self.converged
+            && self.high_bid_consistent
+            && self.restored == self.clients
+    }
+
+    pub fn table(&self) -> String {
+        let s = self.time_scale / 1000.0;
+        let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:>8.0} ms  = {:>6.1} s AWS", v * s));
+        let mut out = String::new();
+        out.push_str(&format!("drill report: scenario {:?}, {} clients, time scale {}\n", self.scenario, self.clients, self.time_scale));
+        out.push_str(&format!("  restored in secondary     {}/{}\n", self.restored, self.clients));
+        out.push_str(&format!("  RTO p50                   {}\n", ms(self.rto_ms.p50)));
+        out.push_str(&format!("  RTO p99                   {}\n", ms(self.rto_ms.p99)));
+        out.push_str(&format!("  RTO max                   {}\n", ms(self.rto_ms.max)));
+        out.push_str(&format!("  detection (alarm)         {}\n", ms(self.detection_ms)));
+        out.push_str(&format!("  DNS flip                  {}\n", ms(self.dns_flip_ms)));
+        out.push_str(&format!("  failback (DNS)            {}\n", ms(self.failback_ms)));
+        out.push_str(&format!("  DNS flips during fault    {}\n", self.dns_flips_during_fault));
+        out.push_str(&format!("  acknowledged bids         {}\n", self.acknowledged_bids));
+        out.push_str(&format!("  lost acknowledged bids    {}\n", self.lost_acknowledged_bids));
+        out.push_str(&format!("  duplicate bids            {}\n", self.duplicate_bids));
+        out.push_str(&format!("  high bid consistent       {}\n", self.high_bid_consistent));
+        out.push_str(&format!("  RPO window at fault       {} items, oldest {:.0} ms\n", self.rpo_items_at_fault, self.rpo_oldest_ms_at_fault));
+        out.push_str(&format!("  regions converged         {}\n", self.converged));
+        out.push_str(&format!("  verdict                   {}\n", if self.passed() { "PASS" } else { "FAIL" }));
+        out
+    }
+
+    pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, serde_json::to_vec_pretty(self)?)?;
+        Ok(())
+    }
+
+    /// A timeline chart: one lane per kind of event, x in AWS-equivalent seconds.
+    pub fn write_svg(&self, path: &Path) -> anyhow::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let lanes: [(Kind, &str, RGBColor); 9] = [
+            (Kind::Fault, "fault", RED),
+            (Kind::Heal, "heal", GREEN),
+            (Kind::ProbeFailed, "probe failed", RGBColor(230, 120, 0)),
+            (Kind::Alarm, "alarm", RGBColor(180, 0, 0)),
+            (Kind::AlarmOk, "alarm ok", RGBColor(0, 130, 0)),
+            (Kind::HealthUnhealthy, "health check", RGBColor(120, 0, 120)),
+            (Kind::DnsFlip, "DNS flip", BLUE),
+            (Kind::ClientDisconnected, "client disconnect", RGBColor(120, 120, 120)),
+            (Kind::ClientRestored, "client restored", RGBColor(0, 110, 160)),
+        ];
+        let aws = |ms: f64| ms * self.time_scale / 1000.0;
+        let end = self.timeline.iter().map(|e| aws(e.at_ms)).fold(1.0, f64::max);
+        let root = SVGBackend::new(path, (1100, 420)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("wsdr drill: {:?}, {} clients (AWS-equivalent seconds)", self.scenario, self.clients), ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(130)
+            .build_cartesian_2d(0f64..end * 1.02, -0.5f64..(lanes.len() as f64 - 0.5))?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds (AWS-equivalent)")
+            .y_labels(lanes.len())
+            .y_label_formatter(&|y| {
+                let i = y.round() as usize;
+                lanes.get(i).map_or(String::new(), |l| l.1.to_owned())
+            })
+            .draw()?;
+        for (lane, (kind, _, color)) in lanes.iter().enumerate() {
+            let points: Vec<(f64, f64)> = self
+                .timeline
+                .iter()
+                .filter(|e| e.kind == *kind || (*kind == Kind::HealthUnhealthy && e.kind == Kind::HealthHealthy))
+                .map(|e| (aws(e.at_ms), lane as f64))
+                .collect();
+            chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
+        }
+        root.present()?;
+        Ok(())
+    }
+}
