@@ -76,9 +76,10 @@ destroy:
 	$(SAM) delete --no-prompts --stack-name wsdr-secondary --region $(SECONDARY_REGION)
 	$(SAM) delete --no-prompts --stack-name wsdr-primary --region $(PRIMARY_REGION)
 
-## demo: the main job (a local two-Region scenario; the full lab drill once it exists)
+## demo: the main job: the lab with the default failover drill (50 users, reference game day).
+## Dev profile on purpose: it shares `make test`'s build, and the drill passes in it.
 demo:
-	$(CARGO) run --release --quiet -p wsdr-core --example two_regions
+	$(CARGO) run --quiet -p wsdr-lab --bin wsdr -- drill --scenario throttle --users 50
 
 ## bench: benchmarks; rewrites BENCHMARKS.md
 bench:

@@ -35,7 +35,9 @@ pub fn parse_fault(request: &FaultRequest) -> Result<Fault, String> {
         "partition" => Ok(Fault::Partition),
         "lag" => Ok(Fault::Lag(Duration::from_millis(request.ms))),
         "heal" => Ok(Fault::Heal),
-        other => Err(format!("unknown fault `{other}`: down, throttle, partition, lag, heal")),
+        other => Err(format!(
+            "unknown fault `{other}`: down, throttle, partition, lag, heal"
+        )),
     }
 }
 

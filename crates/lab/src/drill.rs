@@ -106,9 +106,18 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     let timeline = lab.timeline.clone();
 
     // Steady state: the alarm has evaluated OK and the name resolves to the primary.
-    let steady = wait_for(scale.secs(600.0), || lab.resolver.primary_healthy() && lab.resolver.answer() == 0).await;
-    anyhow::ensure!(steady, "the lab never reached steady state (alarm OK, DNS on the primary)");
-    timeline.record(Kind::Note, format!("steady state; starting {} users", config.users));
+    let steady = wait_for(scale.secs(600.0), || {
+        lab.resolver.primary_healthy() && lab.resolver.answer() == 0
+    })
+    .await;
+    anyhow::ensure!(
+        steady,
+        "the lab never reached steady state (alarm OK, DNS on the primary)"
+    );
+    timeline.record(
+        Kind::Note,
+        format!("steady state; starting {} users", config.users),
+    );
 
     let logs: Vec<Arc<Mutex<UserLog>>> = (0..config.users).map(|_| Arc::default()).collect();
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -133,7 +142,10 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
                 .any(|(at, r)| *at >= after && r == region)
         })
     };
-    let connected = wait_for(scale.secs(300.0), || all_restored_on(&lab.config.regions[0], 0.0)).await;
+    let connected = wait_for(scale.secs(300.0), || {
+        all_restored_on(&lab.config.regions[0], 0.0)
+    })
+    .await;
     anyhow::ensure!(connected, "not every user connected to the primary");
     tokio::time::sleep(scale.secs(config.warm_bidding_secs)).await;
 
@@ -158,9 +170,15 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
             lab.fault(Fault::Throttle(0));
         }
     }
-    let recovered = wait_for(scale.secs(config.recovery_timeout_secs), || all_restored_on(&secondary, fault_ms)).await;
+    let recovered = wait_for(scale.secs(config.recovery_timeout_secs), || {
+        all_restored_on(&secondary, fault_ms)
+    })
+    .await;
     if !recovered {
-        timeline.record(Kind::Note, "recovery timeout: not every user restored on the secondary");
+        timeline.record(
+            Kind::Note,
+            "recovery timeout: not every user restored on the secondary",
+        );
     }
     tokio::time::sleep(scale.secs(20.0)).await;
 
@@ -168,7 +186,10 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     let heal_ms = timeline.elapsed().as_secs_f64() * 1000.0;
     lab.fault(Fault::Heal);
     let failed_back = wait_for(scale.secs(900.0), || lab.resolver.answer() == 0).await;
-    let failback_ms = failed_back.then(|| timeline.first(Kind::DnsFlip, heal_ms)).flatten().map(|t| t - heal_ms);
+    let failback_ms = failed_back
+        .then(|| timeline.first(Kind::DnsFlip, heal_ms))
+        .flatten()
+        .map(|t| t - heal_ms);
 
     // Stop, let replication drain, check.
     let _ = stop_tx.send(true);
@@ -184,21 +205,34 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
             .store
             .all_bids(&auction)
             .into_iter()
-            .map(|b| (b.bid_id.as_str().to_owned(), (b.bidder.as_str().to_owned(), b.amount.get())))
+            .map(|b| {
+                (
+                    b.bid_id.as_str().to_owned(),
+                    (b.bidder.as_str().to_owned(), b.amount.get()),
+                )
+            })
             .collect()
     };
     let (east, west) = (bids(0), bids(1));
-    let logs: Vec<UserLog> = logs.iter().map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).clone()).collect();
+    let logs: Vec<UserLog> = logs
+        .iter()
+        .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).clone())
+        .collect();
     let mut acknowledged: HashMap<String, u64> = HashMap::new();
     let mut invoked: HashMap<String, (String, u64)> = HashMap::new();
     for (i, log) in logs.iter().enumerate() {
         acknowledged.extend(log.acknowledged.iter().map(|(k, v)| (k.clone(), *v)));
-        invoked.extend(log.invoked.iter().map(|(k, v)| (k.clone(), (format!("user-{i}"), *v))));
+        invoked.extend(
+            log.invoked
+                .iter()
+                .map(|(k, v)| (k.clone(), (format!("user-{i}"), *v))),
+        );
     }
     let lost = acknowledged
         .iter()
         .filter(|(id, amount)| {
-            east.get(*id).map(|b| b.1) != Some(**amount) || west.get(*id).map(|b| b.1) != Some(**amount)
+            east.get(*id).map(|b| b.1) != Some(**amount)
+                || west.get(*id).map(|b| b.1) != Some(**amount)
         })
         .count();
     // A record that matches no operation a user made, or does not match the operation's
@@ -213,19 +247,37 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     let mut highs = Vec::new();
     for region in &lab.regions {
         use wsdr_core::StateStore;
-        highs.push(region.store.snapshot(&auction).await?.high_bid.map(|b| b.amount.get()));
+        highs.push(
+            region
+                .store
+                .snapshot(&auction)
+                .await?
+                .high_bid
+                .map(|b| b.amount.get()),
+        );
     }
-    let high_bid_matches = highs.iter().all(|h| *h == max_recorded)
-        && max_recorded.unwrap_or(0) >= max_acknowledged;
+    let high_bid_matches =
+        highs.iter().all(|h| *h == max_recorded) && max_recorded.unwrap_or(0) >= max_acknowledged;
 
     let rtos: Vec<f64> = logs
         .iter()
-        .filter_map(|l| l.restores.iter().find(|(at, r)| *at >= fault_ms && *r == secondary).map(|(at, _)| at - fault_ms))
+        .filter_map(|l| {
+            l.restores
+                .iter()
+                .find(|(at, r)| *at >= fault_ms && *r == secondary)
+                .map(|(at, _)| at - fault_ms)
+        })
         .collect();
     let restored = rtos.len();
     let detection_ms = timeline.first(Kind::Alarm, fault_ms).map(|t| t - fault_ms);
-    let dns_flip_ms = timeline.first(Kind::DnsFlip, fault_ms).map(|t| t - fault_ms);
-    let dns_flips = timeline.entries().iter().filter(|e| e.kind == Kind::DnsFlip && e.at_ms >= fault_ms && e.at_ms < heal_ms).count();
+    let dns_flip_ms = timeline
+        .first(Kind::DnsFlip, fault_ms)
+        .map(|t| t - fault_ms);
+    let dns_flips = timeline
+        .entries()
+        .iter()
+        .filter(|e| e.kind == Kind::DnsFlip && e.at_ms >= fault_ms && e.at_ms < heal_ms)
+        .count();
     let accepted_twice: usize = logs.iter().map(|l| l.accepted_twice).sum();
 
     Ok(Report {
@@ -234,7 +286,12 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         time_scale: scale.factor(),
         restored,
         rto_ms: Percentiles::of(&rtos),
-        rto_aws_s: Percentiles::of(&rtos.iter().map(|ms| ms * scale.factor() / 1000.0).collect::<Vec<_>>()),
+        rto_aws_s: Percentiles::of(
+            &rtos
+                .iter()
+                .map(|ms| ms * scale.factor() / 1000.0)
+                .collect::<Vec<_>>(),
+        ),
         detection_ms,
         dns_flip_ms,
         failback_ms,
@@ -263,14 +320,29 @@ async fn user(
     let scale = config.lab.scale;
     let sub = format!("user-{index}");
     let (client, mut events) = ClientBuilder::new(lab.front_door_url())
-        .token_provider(Arc::new(LabTokens { lab: lab.clone(), sub: sub.clone() }))
+        .token_provider(Arc::new(LabTokens {
+            lab: lab.clone(),
+            sub: sub.clone(),
+        }))
         .subscribe(auction.clone())
         .heartbeat(scale.secs(30.0), scale.secs(35.0))
-        .backoff(Backoff { base: scale.secs(2.0), cap: scale.secs(20.0), floor: Duration::ZERO })
+        .backoff(Backoff {
+            base: scale.secs(2.0),
+            cap: scale.secs(20.0),
+            floor: Duration::ZERO,
+        })
         .stable_after(scale.secs(30.0))
         .connect_timeout(scale.secs(10.0).max(Duration::from_millis(500)))
-        .offline_bids(OfflineBids::Queue { max: 4, max_age: scale.secs(30.0) })
-        .seed(config.seed.wrapping_mul(1_000_003).wrapping_add(index as u64))
+        .offline_bids(OfflineBids::Queue {
+            max: 4,
+            max_age: scale.secs(30.0),
+        })
+        .seed(
+            config
+                .seed
+                .wrapping_mul(1_000_003)
+                .wrapping_add(index as u64),
+        )
         .start();
     let mut rng = SmallRng::seed_from_u64(config.seed ^ (index as u64) << 20);
     let timeline = lab.timeline.clone();

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
 
 /// Start the front door; returns its address.
-pub async fn start(resolver: Arc<Resolver>, targets: [SocketAddr; 2]) -> anyhow::Result<SocketAddr> {
+pub async fn start(
+    resolver: Arc<Resolver>,
+    targets: [SocketAddr; 2],
+) -> anyhow::Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move {
@@ -16,7 +19,9 @@ pub async fn start(resolver: Arc<Resolver>, targets: [SocketAddr; 2]) -> anyhow:
             let target = targets[resolver.answer()];
             tokio::spawn(async move {
                 let _ = inbound.set_nodelay(true);
-                let Ok(mut outbound) = TcpStream::connect(target).await else { return };
+                let Ok(mut outbound) = TcpStream::connect(target).await else {
+                    return;
+                };
                 let _ = outbound.set_nodelay(true);
                 let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
             });

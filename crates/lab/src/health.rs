@@ -49,7 +49,8 @@ pub struct LabMetrics {
 #[async_trait::async_trait]
 impl Metrics for LabMetrics {
     async fn put_health(&self, point: &HealthDatapoint) -> wsdr_core::Result<()> {
-        self.store.put(&point.api_id, point.healthy, point.timestamp_ms);
+        self.store
+            .put(&point.api_id, point.healthy, point.timestamp_ms);
         let kind = if point.healthy {
             Kind::ProbeOk
         } else {
@@ -57,7 +58,11 @@ impl Metrics for LabMetrics {
         };
         self.timeline.record(
             kind,
-            format!("canary datapoint {} for {}", u8::from(point.healthy), self.region),
+            format!(
+                "canary datapoint {} for {}",
+                u8::from(point.healthy),
+                self.region
+            ),
         );
         Ok(())
     }

@@ -96,7 +96,9 @@ pub struct Lab {
 
 impl std::fmt::Debug for Lab {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lab").field("front_door", &self.front_door).finish_non_exhaustive()
+        f.debug_struct("Lab")
+            .field("front_door", &self.front_door)
+            .finish_non_exhaustive()
     }
 }
 
@@ -109,7 +111,11 @@ impl Drop for Lab {
 }
 
 fn secret() -> String {
-    format!("{:032x}{:032x}", rand::rng().random::<u128>(), rand::rng().random::<u128>())
+    format!(
+        "{:032x}{:032x}",
+        rand::rng().random::<u128>(),
+        rand::rng().random::<u128>()
+    )
 }
 
 /// Status for the control API and the control room.
@@ -160,7 +166,10 @@ impl Lab {
             ("CANARY_HS256_SECRET", canary_secret.clone()),
         ];
         let auth_config = authorizer::Config::from_lookup(|k| {
-            auth_env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+            auth_env
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.clone())
         })?;
         let authorizer = Arc::new(Authorizer::new(&auth_config).await);
         let quotas = Quotas {
@@ -181,11 +190,28 @@ impl Lab {
             Link::start(&stores[1], stores[0].clone(), lag),
         ];
         let regions = [
-            Region::start(&config.regions[0], stores[0].clone(), authorizer.clone(), quotas.clone(), timeline.clone()).await?,
-            Region::start(&config.regions[1], stores[1].clone(), authorizer, quotas, timeline.clone()).await?,
+            Region::start(
+                &config.regions[0],
+                stores[0].clone(),
+                authorizer.clone(),
+                quotas.clone(),
+                timeline.clone(),
+            )
+            .await?,
+            Region::start(
+                &config.regions[1],
+                stores[1].clone(),
+                authorizer,
+                quotas,
+                timeline.clone(),
+            )
+            .await?,
         ];
         for region in &regions {
-            for (id, item, price, increment) in [("lot-1", "1959 Fender Stratocaster", 100_000, 1_000), ("canary", "canary probe", 1, 1)] {
+            for (id, item, price, increment) in [
+                ("lot-1", "1959 Fender Stratocaster", 100_000, 1_000),
+                ("canary", "canary probe", 1, 1),
+            ] {
                 region
                     .service()
                     .ensure_auction(&Auction {
@@ -215,7 +241,8 @@ impl Lab {
             },
         ));
         let metrics = Arc::new(MetricsStore::default());
-        let front_door = frontdoor::start(resolver.clone(), [regions[0].addr, regions[1].addr]).await?;
+        let front_door =
+            frontdoor::start(resolver.clone(), [regions[0].addr, regions[1].addr]).await?;
         let mut lab = Self {
             config,
             regions,
@@ -258,7 +285,11 @@ impl Lab {
                 timeline: self.timeline.clone(),
                 region: region.name.clone(),
             };
-            let canary = Arc::new(canary::Canary::new(config, Arc::new(metrics), Arc::new(SystemClock)));
+            let canary = Arc::new(canary::Canary::new(
+                config,
+                Arc::new(metrics),
+                Arc::new(SystemClock),
+            ));
             let start = self.timeline.start();
             self.tasks.push(tokio::spawn(async move {
                 // Runs start a tenth into each period so each datapoint lands inside it.
@@ -292,7 +323,11 @@ impl Lab {
                 // Evaluate half a period after the period ends, so late datapoints count.
                 tokio::time::sleep_until(start + period * (k + 1) + period / 2).await;
                 if let Some(state) = alarm.evaluate(&metrics, from, to) {
-                    let kind = if state == AlarmState::Alarm { Kind::Alarm } else { Kind::AlarmOk };
+                    let kind = if state == AlarmState::Alarm {
+                        Kind::Alarm
+                    } else {
+                        Kind::AlarmOk
+                    };
                     timeline.record(kind, format!("primary alarm -> {state:?}"));
                 }
                 k += 1;
@@ -314,8 +349,18 @@ impl Lab {
                 resolver.set_primary_healthy(healthy);
                 if last != Some(healthy) {
                     if last.is_some() || healthy {
-                        let kind = if healthy { Kind::HealthHealthy } else { Kind::HealthUnhealthy };
-                        timeline.record(kind, format!("Route 53 health check: primary {}", if healthy { "healthy" } else { "unhealthy" }));
+                        let kind = if healthy {
+                            Kind::HealthHealthy
+                        } else {
+                            Kind::HealthUnhealthy
+                        };
+                        timeline.record(
+                            kind,
+                            format!(
+                                "Route 53 health check: primary {}",
+                                if healthy { "healthy" } else { "unhealthy" }
+                            ),
+                        );
                     }
                     last = Some(healthy);
                 }
@@ -351,11 +396,18 @@ impl Lab {
                 self.regions[r].faults.down.store(true, Ordering::SeqCst);
                 self.regions[r].drop_all_sockets();
                 self.links[r].set_cut(true);
-                self.timeline.record(Kind::Fault, format!("{} down", names[r]));
+                self.timeline
+                    .record(Kind::Fault, format!("{} down", names[r]));
             }
             Fault::Throttle(r) => {
-                self.regions[r].faults.throttled.store(true, Ordering::SeqCst);
-                self.timeline.record(Kind::Fault, format!("{} handler throttled (reserved concurrency 0)", names[r]));
+                self.regions[r]
+                    .faults
+                    .throttled
+                    .store(true, Ordering::SeqCst);
+                self.timeline.record(
+                    Kind::Fault,
+                    format!("{} handler throttled (reserved concurrency 0)", names[r]),
+                );
             }
             Fault::Partition => {
                 for link in &self.links {
@@ -367,7 +419,10 @@ impl Lab {
                 for link in &self.links {
                     link.set_lag(self.config.scale.lab(lag));
                 }
-                self.timeline.record(Kind::Fault, format!("replication lag {} ms (AWS)", lag.as_millis()));
+                self.timeline.record(
+                    Kind::Fault,
+                    format!("replication lag {} ms (AWS)", lag.as_millis()),
+                );
             }
             Fault::Heal => {
                 for region in &self.regions {
@@ -386,7 +441,10 @@ impl Lab {
     /// Data written but not yet replicated, both ways.
     pub fn in_flight(&self) -> InFlight {
         let [a, b] = [self.links[0].in_flight(), self.links[1].in_flight()];
-        InFlight { items: a.items + b.items, oldest_ms: a.oldest_ms.max(b.oldest_ms) }
+        InFlight {
+            items: a.items + b.items,
+            oldest_ms: a.oldest_ms.max(b.oldest_ms),
+        }
     }
 
     /// Both stores hold exactly the same items.

@@ -7,7 +7,10 @@ use std::time::Duration;
 use wsdr_lab::{drill, DrillConfig, Lab, LabConfig, Scenario, TimeScale};
 
 #[derive(Parser)]
-#[command(name = "wsdr", about = "Multi-Region disaster recovery for API Gateway WebSocket APIs: lab and drills")]
+#[command(
+    name = "wsdr",
+    about = "Multi-Region disaster recovery for API Gateway WebSocket APIs: lab and drills"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -63,11 +66,23 @@ enum Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "error".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "error".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Drill { scenario, users, time_scale, report, chart, seed, dns_ttl, lag_ms } => {
+        Command::Drill {
+            scenario,
+            users,
+            time_scale,
+            report,
+            chart,
+            seed,
+            dns_ttl,
+            lag_ms,
+        } => {
             let started = std::time::Instant::now();
             let config = DrillConfig {
                 scenario,
@@ -89,13 +104,25 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", result.table());
             result.write_json(&report)?;
             result.write_svg(&chart)?;
-            println!("  report: {}  chart: {}  (wall time {:.1} s)", report.display(), chart.display(), started.elapsed().as_secs_f64());
+            println!(
+                "  report: {}  chart: {}  (wall time {:.1} s)",
+                report.display(),
+                chart.display(),
+                started.elapsed().as_secs_f64()
+            );
             if !result.passed() {
                 std::process::exit(1);
             }
         }
         Command::Lab { time_scale, listen } => {
-            let lab = Arc::new(Lab::start(LabConfig { scale: TimeScale::new(time_scale), echo: true, ..LabConfig::default() }).await?);
+            let lab = Arc::new(
+                Lab::start(LabConfig {
+                    scale: TimeScale::new(time_scale),
+                    echo: true,
+                    ..LabConfig::default()
+                })
+                .await?,
+            );
             let control = wsdr_lab::control::serve(lab.clone(), listen).await?;
             println!("wsdr lab running (time scale {time_scale})");
             println!("  global name (front door): {}", lab.front_door_url());
@@ -105,16 +132,28 @@ async fn main() -> anyhow::Result<()> {
             println!("  control API: http://{control}/api/status ; POST http://{control}/api/fault {{\"kind\":\"throttle\",\"region\":0}}");
             tokio::signal::ctrl_c().await?;
         }
-        Command::Probe { url, region, token, auction, timeout_secs } => {
+        Command::Probe {
+            url,
+            region,
+            token,
+            auction,
+            timeout_secs,
+        } => {
             let target = canary::ProbeTarget {
                 url,
                 expected_region: region,
                 auction_id: wsdr_protocol::AuctionId::new(auction)?,
                 timeout: Duration::from_secs(timeout_secs),
             };
-            let options = wsdr_client::ConnectOptions { token, ..Default::default() };
+            let options = wsdr_client::ConnectOptions {
+                token,
+                ..Default::default()
+            };
             match canary::probe(&target, &options).await {
-                Ok(ok) => println!("healthy: pong in {:.1} ms, state in {:.1} ms", ok.heartbeat_ms, ok.total_ms),
+                Ok(ok) => println!(
+                    "healthy: pong in {:.1} ms, state in {:.1} ms",
+                    ok.heartbeat_ms, ok.total_ms
+                ),
                 Err(failure) => {
                     println!("unhealthy: {failure}");
                     std::process::exit(1);

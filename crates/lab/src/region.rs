@@ -11,7 +11,9 @@
 
 use crate::timeline::Timeline;
 use authorizer::Authorizer;
-use aws_lambda_events::apigw::{ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayWebsocketProxyRequest};
+use aws_lambda_events::apigw::{
+    ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayWebsocketProxyRequest,
+};
 use aws_lambda_events::encodings::Body;
 use axum::body::Bytes;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
@@ -108,7 +110,10 @@ pub struct Region {
 
 impl std::fmt::Debug for Region {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Region").field("name", &self.name).field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("Region")
+            .field("name", &self.name)
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -150,7 +155,10 @@ impl Region {
             registry,
             faults: Faults::default(),
             counters: Counters::default(),
-            bucket: Mutex::new(Bucket { tokens: quotas.connect_rate, at: Instant::now() }),
+            bucket: Mutex::new(Bucket {
+                tokens: quotas.connect_rate,
+                at: Instant::now(),
+            }),
             quotas,
             app: App::new(service, "wsdr"),
             authorizer,
@@ -161,7 +169,9 @@ impl Region {
             .route("/{stage}", get(upgrade))
             .route(
                 "/{stage}/@connections/{id}",
-                post(post_to_connection).get(get_connection).delete(delete_connection),
+                post(post_to_connection)
+                    .get(get_connection)
+                    .delete(delete_connection),
             )
             .with_state(region.clone());
         tokio::spawn(async move {
@@ -196,7 +206,8 @@ impl Region {
         let mut bucket = lock(&self.bucket);
         let now = Instant::now();
         let rate = self.quotas.connect_rate;
-        bucket.tokens = (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(rate);
+        bucket.tokens =
+            (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(rate);
         bucket.at = now;
         if bucket.tokens >= 1.0 {
             bucket.tokens -= 1.0;
@@ -207,10 +218,19 @@ impl Region {
     }
 
     fn method_arn(&self) -> String {
-        format!("arn:aws:execute-api:{}:000000000000:{}/{}/$connect", self.name, self.api_id, self.stage)
+        format!(
+            "arn:aws:execute-api:{}:000000000000:{}/{}/$connect",
+            self.name, self.api_id, self.stage
+        )
     }
 
-    fn context(&self, route: &str, event_type: &str, connection_id: &str, authorizer: &Value) -> Value {
+    fn context(
+        &self,
+        route: &str,
+        event_type: &str,
+        connection_id: &str,
+        authorizer: &Value,
+    ) -> Value {
         let now = wall_ms();
         json!({
             "routeKey": route,
@@ -239,9 +259,16 @@ impl Region {
     }
 
     /// One client frame: route selection, then the integration (or its failure).
-    async fn on_message(&self, connection_id: &str, authorizer: &Value, text: &str) -> Option<String> {
+    async fn on_message(
+        &self,
+        connection_id: &str,
+        authorizer: &Value,
+        text: &str,
+    ) -> Option<String> {
         if self.faults.throttled.load(Ordering::SeqCst) {
-            self.counters.integration_errors.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .integration_errors
+                .fetch_add(1, Ordering::Relaxed);
             return Some(gateway_error(connection_id));
         }
         let route = serde_json::from_str::<Value>(text)
@@ -257,7 +284,9 @@ impl Region {
         match self.invoke(event).await {
             Some((200, body, _)) => body,
             _ => {
-                self.counters.integration_errors.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .integration_errors
+                    .fetch_add(1, Ordering::Relaxed);
                 Some(gateway_error(connection_id))
             }
         }
@@ -275,7 +304,9 @@ fn wall_ms() -> u64 {
 fn random_id() -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut rng = rand::rng();
-    let mut id: String = (0..15).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect();
+    let mut id: String = (0..15)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
     id.push('=');
     id
 }
@@ -296,8 +327,15 @@ async fn upgrade(
         return (StatusCode::SERVICE_UNAVAILABLE, "Region unavailable").into_response();
     }
     if !region.take_token() {
-        region.counters.throttled_429.fetch_add(1, Ordering::Relaxed);
-        return (StatusCode::TOO_MANY_REQUESTS, r#"{"message":"Limit Exceeded"}"#).into_response();
+        region
+            .counters
+            .throttled_429
+            .fetch_add(1, Ordering::Relaxed);
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            r#"{"message":"Limit Exceeded"}"#,
+        )
+            .into_response();
     }
     let connection_id = random_id();
     // The REQUEST authorizer, as API Gateway calls it.
@@ -314,7 +352,9 @@ async fn upgrade(
         "queryStringParameters": query,
         "requestContext": {"routeKey": "$connect", "eventType": "CONNECT", "requestId": random_id(), "stage": region.stage, "apiId": region.api_id},
     });
-    let Ok(auth_request) = serde_json::from_value::<ApiGatewayCustomAuthorizerRequestTypeRequest>(auth_event) else {
+    let Ok(auth_request) =
+        serde_json::from_value::<ApiGatewayCustomAuthorizerRequestTypeRequest>(auth_event)
+    else {
         return StatusCode::BAD_REQUEST.into_response();
     };
     let decision = region.authorizer.authorize(&auth_request).await;
@@ -322,14 +362,27 @@ async fn upgrade(
         region.counters.denied.fetch_add(1, Ordering::Relaxed);
         return (StatusCode::FORBIDDEN, r#"{"message":"Forbidden"}"#).into_response();
     }
-    let mut context: serde_json::Map<String, Value> =
-        decision.context.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
-    context.insert("principalId".into(), Value::String(decision.principal_id.clone()));
+    let mut context: serde_json::Map<String, Value> = decision
+        .context
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    context.insert(
+        "principalId".into(),
+        Value::String(decision.principal_id.clone()),
+    );
     let authorizer = Value::Object(context);
     // The $connect integration.
     if region.faults.throttled.load(Ordering::SeqCst) {
-        region.counters.integration_errors.fetch_add(1, Ordering::Relaxed);
-        return (StatusCode::INTERNAL_SERVER_ERROR, r#"{"message": "Internal server error"}"#).into_response();
+        region
+            .counters
+            .integration_errors
+            .fetch_add(1, Ordering::Relaxed);
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            r#"{"message": "Internal server error"}"#,
+        )
+            .into_response();
     }
     let mut connect_event = json!({
         "requestContext": region.context("$connect", "CONNECT", &connection_id, &authorizer),
@@ -353,7 +406,9 @@ async fn upgrade(
             }
             region.counters.accepted.fetch_add(1, Ordering::Relaxed);
             let sub = decision.principal_id.clone();
-            ws.on_upgrade(move |socket| serve_socket(region, socket, connection_id, authorizer, sub))
+            ws.on_upgrade(move |socket| {
+                serve_socket(region, socket, connection_id, authorizer, sub)
+            })
         }
         Some((status, _, _)) => StatusCode::from_u16(status as u16)
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
@@ -366,15 +421,33 @@ fn header_map_value(headers: &HeaderMap) -> Value {
     Value::Object(
         headers
             .iter()
-            .filter_map(|(k, v)| Some((k.as_str().to_owned(), Value::String(v.to_str().ok()?.to_owned()))))
+            .filter_map(|(k, v)| {
+                Some((
+                    k.as_str().to_owned(),
+                    Value::String(v.to_str().ok()?.to_owned()),
+                ))
+            })
             .collect(),
     )
 }
 
-async fn serve_socket(region: Arc<Region>, socket: WebSocket, connection_id: String, authorizer: Value, sub: String) {
+async fn serve_socket(
+    region: Arc<Region>,
+    socket: WebSocket,
+    connection_id: String,
+    authorizer: Value,
+    sub: String,
+) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let connected_at = Instant::now();
-    lock(&region.sockets).insert(connection_id.clone(), Socket { tx, connected_at, sub });
+    lock(&region.sockets).insert(
+        connection_id.clone(),
+        Socket {
+            tx,
+            connected_at,
+            sub,
+        },
+    );
     let (mut sink, mut stream) = socket.split();
     let mut last_active = Instant::now();
     let mut aborted = false;
@@ -445,9 +518,10 @@ async fn post_to_connection(
     body: Bytes,
 ) -> Response {
     region.counters.posts.fetch_add(1, Ordering::Relaxed);
-    let sent = lock(&region.sockets)
-        .get(&id)
-        .map(|s| s.tx.send(Outbound::Frame(String::from_utf8_lossy(&body).into_owned())).is_ok());
+    let sent = lock(&region.sockets).get(&id).map(|s| {
+        s.tx.send(Outbound::Frame(String::from_utf8_lossy(&body).into_owned()))
+            .is_ok()
+    });
     if sent == Some(true) {
         StatusCode::OK.into_response()
     } else {
@@ -457,10 +531,18 @@ async fn post_to_connection(
 }
 
 fn gone() -> Response {
-    (StatusCode::GONE, [("x-amzn-errortype", "GoneException")], r#"{"message":null}"#).into_response()
+    (
+        StatusCode::GONE,
+        [("x-amzn-errortype", "GoneException")],
+        r#"{"message":null}"#,
+    )
+        .into_response()
 }
 
-async fn get_connection(State(region): State<Arc<Region>>, Path((_stage, id)): Path<(String, String)>) -> Response {
+async fn get_connection(
+    State(region): State<Arc<Region>>,
+    Path((_stage, id)): Path<(String, String)>,
+) -> Response {
     let sockets = lock(&region.sockets);
     match sockets.get(&id) {
         Some(s) => axum::Json(json!({
@@ -472,7 +554,10 @@ async fn get_connection(State(region): State<Arc<Region>>, Path((_stage, id)): P
     }
 }
 
-async fn delete_connection(State(region): State<Arc<Region>>, Path((_stage, id)): Path<(String, String)>) -> Response {
+async fn delete_connection(
+    State(region): State<Arc<Region>>,
+    Path((_stage, id)): Path<(String, String)>,
+) -> Response {
     match lock(&region.sockets).get(&id) {
         Some(s) => {
             let _ = s.tx.send(Outbound::Close(1000, "Closed by the server"));

@@ -39,7 +39,10 @@ impl Link {
         let queue = link.pending.clone();
         tokio::spawn(async move {
             while let Some(change) = feed.recv().await {
-                queue.lock().unwrap_or_else(|p| p.into_inner()).push_back((Instant::now(), change));
+                queue
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push_back((Instant::now(), change));
             }
         });
         let worker = link.clone();

@@ -25,7 +25,11 @@ impl Percentiles {
             let index = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
             Some(sorted[index])
         };
-        Self { p50: rank(0.50), p99: rank(0.99), max: sorted.last().copied() }
+        Self {
+            p50: rank(0.50),
+            p99: rank(0.99),
+            max: sorted.last().copied(),
+        }
     }
 }
 
@@ -77,24 +81,73 @@ impl Report {
 
     pub fn table(&self) -> String {
         let s = self.time_scale / 1000.0;
-        let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:>8.0} ms  = {:>6.1} s AWS", v * s));
+        let ms = |v: Option<f64>| {
+            v.map_or("-".to_owned(), |v| {
+                format!("{v:>8.0} ms  = {:>6.1} s AWS", v * s)
+            })
+        };
         let mut out = String::new();
-        out.push_str(&format!("drill report: scenario {:?}, {} clients, time scale {}\n", self.scenario, self.clients, self.time_scale));
-        out.push_str(&format!("  restored in secondary     {}/{}\n", self.restored, self.clients));
-        out.push_str(&format!("  RTO p50                   {}\n", ms(self.rto_ms.p50)));
-        out.push_str(&format!("  RTO p99                   {}\n", ms(self.rto_ms.p99)));
-        out.push_str(&format!("  RTO max                   {}\n", ms(self.rto_ms.max)));
-        out.push_str(&format!("  detection (alarm)         {}\n", ms(self.detection_ms)));
-        out.push_str(&format!("  DNS flip                  {}\n", ms(self.dns_flip_ms)));
-        out.push_str(&format!("  failback (DNS)            {}\n", ms(self.failback_ms)));
-        out.push_str(&format!("  DNS flips during fault    {}\n", self.dns_flips_during_fault));
-        out.push_str(&format!("  acknowledged bids         {}\n", self.acknowledged_bids));
-        out.push_str(&format!("  lost acknowledged bids    {}\n", self.lost_acknowledged_bids));
-        out.push_str(&format!("  duplicate bids            {}\n", self.duplicate_bids));
-        out.push_str(&format!("  high bid consistent       {}\n", self.high_bid_consistent));
-        out.push_str(&format!("  RPO window at fault       {} items, oldest {:.0} ms\n", self.rpo_items_at_fault, self.rpo_oldest_ms_at_fault));
+        out.push_str(&format!(
+            "drill report: scenario {:?}, {} clients, time scale {}\n",
+            self.scenario, self.clients, self.time_scale
+        ));
+        out.push_str(&format!(
+            "  restored in secondary     {}/{}\n",
+            self.restored, self.clients
+        ));
+        out.push_str(&format!(
+            "  RTO p50                   {}\n",
+            ms(self.rto_ms.p50)
+        ));
+        out.push_str(&format!(
+            "  RTO p99                   {}\n",
+            ms(self.rto_ms.p99)
+        ));
+        out.push_str(&format!(
+            "  RTO max                   {}\n",
+            ms(self.rto_ms.max)
+        ));
+        out.push_str(&format!(
+            "  detection (alarm)         {}\n",
+            ms(self.detection_ms)
+        ));
+        out.push_str(&format!(
+            "  DNS flip                  {}\n",
+            ms(self.dns_flip_ms)
+        ));
+        out.push_str(&format!(
+            "  failback (DNS)            {}\n",
+            ms(self.failback_ms)
+        ));
+        out.push_str(&format!(
+            "  DNS flips during fault    {}\n",
+            self.dns_flips_during_fault
+        ));
+        out.push_str(&format!(
+            "  acknowledged bids         {}\n",
+            self.acknowledged_bids
+        ));
+        out.push_str(&format!(
+            "  lost acknowledged bids    {}\n",
+            self.lost_acknowledged_bids
+        ));
+        out.push_str(&format!(
+            "  duplicate bids            {}\n",
+            self.duplicate_bids
+        ));
+        out.push_str(&format!(
+            "  high bid consistent       {}\n",
+            self.high_bid_consistent
+        ));
+        out.push_str(&format!(
+            "  RPO window at fault       {} items, oldest {:.0} ms\n",
+            self.rpo_items_at_fault, self.rpo_oldest_ms_at_fault
+        ));
         out.push_str(&format!("  regions converged         {}\n", self.converged));
-        out.push_str(&format!("  verdict                   {}\n", if self.passed() { "PASS" } else { "FAIL" }));
+        out.push_str(&format!(
+            "  verdict                   {}\n",
+            if self.passed() { "PASS" } else { "FAIL" }
+        ));
         out
     }
 
@@ -119,15 +172,33 @@ impl Report {
             (Kind::AlarmOk, "alarm ok", RGBColor(0, 130, 0)),
             (Kind::HealthUnhealthy, "health check", RGBColor(120, 0, 120)),
             (Kind::DnsFlip, "DNS flip", BLUE),
-            (Kind::ClientDisconnected, "client disconnect", RGBColor(120, 120, 120)),
-            (Kind::ClientRestored, "client restored", RGBColor(0, 110, 160)),
+            (
+                Kind::ClientDisconnected,
+                "client disconnect",
+                RGBColor(120, 120, 120),
+            ),
+            (
+                Kind::ClientRestored,
+                "client restored",
+                RGBColor(0, 110, 160),
+            ),
         ];
         let aws = |ms: f64| ms * self.time_scale / 1000.0;
-        let end = self.timeline.iter().map(|e| aws(e.at_ms)).fold(1.0, f64::max);
+        let end = self
+            .timeline
+            .iter()
+            .map(|e| aws(e.at_ms))
+            .fold(1.0, f64::max);
         let root = SVGBackend::new(path, (1100, 420)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(format!("wsdr drill: {:?}, {} clients (AWS-equivalent seconds)", self.scenario, self.clients), ("sans-serif", 18))
+            .caption(
+                format!(
+                    "wsdr drill: {:?}, {} clients (AWS-equivalent seconds)",
+                    self.scenario, self.clients
+                ),
+                ("sans-serif", 18),
+            )
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(130)
@@ -145,7 +216,10 @@ impl Report {
             let points: Vec<(f64, f64)> = self
                 .timeline
                 .iter()
-                .filter(|e| e.kind == *kind || (*kind == Kind::HealthUnhealthy && e.kind == Kind::HealthHealthy))
+                .filter(|e| {
+                    e.kind == *kind
+                        || (*kind == Kind::HealthUnhealthy && e.kind == Kind::HealthHealthy)
+                })
                 .map(|e| (aws(e.at_ms), lane as f64))
                 .collect();
             chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;

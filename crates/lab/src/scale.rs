@@ -8,7 +8,11 @@ pub struct TimeScale(f64);
 
 impl TimeScale {
     pub fn new(scale: f64) -> Self {
-        Self(if scale.is_finite() && scale >= 1.0 { scale } else { 1.0 })
+        Self(if scale.is_finite() && scale >= 1.0 {
+            scale
+        } else {
+            1.0
+        })
     }
 
     pub fn factor(self) -> f64 {

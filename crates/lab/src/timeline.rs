@@ -64,7 +64,10 @@ impl Timeline {
             detail: detail.into(),
         };
         if let Some(scale) = self.echo {
-            if !matches!(kind, Kind::ProbeOk | Kind::ClientDisconnected | Kind::ClientRestored) {
+            if !matches!(
+                kind,
+                Kind::ProbeOk | Kind::ClientDisconnected | Kind::ClientRestored
+            ) {
                 println!(
                     "  [{:>7.2} s lab | {:>6.0} s AWS] {:?}: {}",
                     entry.at_ms / 1000.0,
