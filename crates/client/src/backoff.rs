@@ -17,6 +17,12 @@ pub struct Backoff {
     pub cap: Duration,
     /// Smallest delay (default 0).
     pub floor: Duration,
+    /// After a handshake refused with 429 (API Gateway's new-connection quota), the window is
+    /// at least this wide (default 20 s). A 429 is evidence of a herd: spreading the retries
+    /// over fleet size / quota (10,000 clients / 500 per s = 20 s) lets nearly every retry in
+    /// at once, where doubling from 2 s would send most of the herd back into the quota
+    /// several times. `None` is the reference design's plain policy.
+    pub herd_window: Option<Duration>,
 }
 
 impl Default for Backoff {
@@ -25,6 +31,7 @@ impl Default for Backoff {
             base: Duration::from_secs(2),
             cap: Duration::from_secs(20),
             floor: Duration::ZERO,
+            herd_window: Some(Duration::from_secs(20)),
         }
     }
 }
@@ -39,9 +46,27 @@ impl Backoff {
             .max(self.floor)
     }
 
+    /// The reference design's policy: full jitter, base 2 s, cap 20 s, no herd window.
+    pub fn reference() -> Self {
+        Self {
+            herd_window: None,
+            ..Self::default()
+        }
+    }
+
     /// A delay drawn uniformly from `[floor, ceiling(attempt)]`.
     pub fn delay(&self, attempt: u32, rng: &mut impl Rng) -> Duration {
-        let high = self.ceiling(attempt).as_micros() as u64;
+        self.delay_after(attempt, false, rng)
+    }
+
+    /// Like [`Backoff::delay`]; `throttled` says the last attempt was refused with 429, which
+    /// widens the window to at least `herd_window`.
+    pub fn delay_after(&self, attempt: u32, throttled: bool, rng: &mut impl Rng) -> Duration {
+        let mut ceiling = self.ceiling(attempt);
+        if let (true, Some(herd)) = (throttled, self.herd_window) {
+            ceiling = ceiling.max(herd);
+        }
+        let high = ceiling.as_micros() as u64;
         let low = (self.floor.as_micros() as u64).min(high);
         Duration::from_micros(rng.random_range(low..=high))
     }

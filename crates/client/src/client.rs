@@ -169,6 +169,9 @@ pub struct ClientConfig {
     pub offline_bids: OfflineBids,
     pub seed: Option<u64>,
     pub wall_clock: Arc<dyn WallClock>,
+    /// Chooses the URL at every connect (default: always `url`). Lets a test or a benchmark
+    /// stand in for DNS, and lets an app rotate endpoints.
+    pub url_provider: Option<Arc<dyn Fn() -> String + Send + Sync>>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -208,6 +211,7 @@ impl ClientBuilder {
                 offline_bids: OfflineBids::default(),
                 seed: None,
                 wall_clock: Arc::new(SystemWallClock),
+                url_provider: None,
             },
         }
     }
@@ -259,6 +263,11 @@ impl ClientBuilder {
     }
     pub fn wall_clock(mut self, clock: Arc<dyn WallClock>) -> Self {
         self.config.wall_clock = clock;
+        self
+    }
+
+    pub fn url_provider(mut self, provider: Arc<dyn Fn() -> String + Send + Sync>) -> Self {
+        self.config.url_provider = Some(provider);
         self
     }
 
@@ -396,6 +405,10 @@ impl Runner {
                 return;
             }
             self.outage_since.get_or_insert_with(Instant::now);
+            let throttled = matches!(
+                reason,
+                DisconnectReason::ConnectFailed(ConnectError::Refused { status: 429 })
+            );
             let going_away = matches!(
                 reason,
                 DisconnectReason::Closed {
@@ -416,7 +429,10 @@ impl Runner {
                     return;
                 }
             }
-            let delay = self.config.backoff.delay(self.attempt, &mut self.rng);
+            let delay = self
+                .config
+                .backoff
+                .delay_after(self.attempt, throttled, &mut self.rng);
             self.attempt = self.attempt.saturating_add(1);
             self.emit(Event::Reconnecting {
                 attempt: self.attempt,
@@ -500,7 +516,10 @@ impl Runner {
             timeout: self.config.connect_timeout,
             ..ConnectOptions::default()
         };
-        let url = self.config.url.clone();
+        let url = match &self.config.url_provider {
+            Some(provider) => provider(),
+            None => self.config.url.clone(),
+        };
         let connecting = connect(&url, &options);
         tokio::pin!(connecting);
         loop {

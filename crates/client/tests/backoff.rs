@@ -80,3 +80,33 @@ fn the_ks_check_can_fail() {
         .collect();
     assert!(ks_uniform(samples, 0.0, 2.0) > 1.95 / (20_000f64).sqrt());
 }
+
+#[test]
+fn a_429_widens_the_window_to_the_herd_window_and_the_reference_policy_does_not() {
+    let mut rng = SmallRng::seed_from_u64(9);
+    let wsdr = Backoff::default();
+    let reference = Backoff::reference();
+    let n = 5_000;
+    let after_429: Vec<f64> = (0..n)
+        .map(|_| wsdr.delay_after(0, true, &mut rng).as_secs_f64())
+        .collect();
+    assert!(after_429.iter().all(|d| *d <= 20.0));
+    assert!(
+        ks_uniform(after_429, 0.0, 20.0) < 1.95 / (n as f64).sqrt(),
+        "uniform over the herd window"
+    );
+    let lone: Vec<f64> = (0..n)
+        .map(|_| wsdr.delay_after(0, false, &mut rng).as_secs_f64())
+        .collect();
+    assert!(
+        lone.iter().all(|d| *d <= 2.0),
+        "a lone failure keeps the fast 2 s window"
+    );
+    let plain: Vec<f64> = (0..n)
+        .map(|_| reference.delay_after(0, true, &mut rng).as_secs_f64())
+        .collect();
+    assert!(
+        plain.iter().all(|d| *d <= 2.0),
+        "the reference policy ignores 429"
+    );
+}

@@ -174,6 +174,8 @@ impl Lab {
         let authorizer = Arc::new(Authorizer::new(&auth_config).await);
         let quotas = Quotas {
             connect_rate: config.connect_rate * scale.factor(),
+            post_latency: Duration::ZERO,
+            fanout: wsdr_core::FanoutConfig::default(),
             idle_timeout: scale.lab(config.idle_timeout),
             max_duration: scale.lab(config.max_duration),
             max_frame_bytes: wsdr_protocol::limits::MAX_FRAME_BYTES,

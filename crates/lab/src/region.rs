@@ -45,6 +45,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct Quotas {
     /// New connections per lab second (500/s in AWS, times the time scale).
     pub connect_rate: f64,
+    /// Service time of one `@connections` call (0 in drills; benchmarks set an in-Region
+    /// round trip so that one-by-one and concurrent fan-out compare as they would in AWS).
+    pub post_latency: Duration,
+    /// How the handler broadcasts.
+    pub fanout: wsdr_core::FanoutConfig,
     pub idle_timeout: Duration,
     pub max_duration: Duration,
     pub max_frame_bytes: usize,
@@ -105,6 +110,7 @@ pub struct Region {
     authorizer: Arc<Authorizer>,
     sockets: Mutex<HashMap<String, Socket>>,
     bucket: Mutex<Bucket>,
+    connect_rate: Mutex<f64>,
     timeline: Timeline,
 }
 
@@ -145,7 +151,8 @@ impl Region {
             Arc::new(wsdr_aws::ApiGatewayNotifier::new(&sdk, &callback)),
             Arc::new(SystemClock),
             name,
-        );
+        )
+        .with_fanout(quotas.fanout.clone());
         let region = Arc::new(Self {
             name: name.to_owned(),
             api_id: format!("lab{}", name.replace('-', "")),
@@ -159,6 +166,7 @@ impl Region {
                 tokens: quotas.connect_rate,
                 at: Instant::now(),
             }),
+            connect_rate: Mutex::new(quotas.connect_rate),
             quotas,
             app: App::new(service, "wsdr"),
             authorizer,
@@ -202,10 +210,17 @@ impl Region {
         }
     }
 
+    /// Change the new-connection quota (per lab second) at run time.
+    pub fn set_connect_rate(&self, rate: f64) {
+        *lock(&self.connect_rate) = rate;
+        let mut bucket = lock(&self.bucket);
+        bucket.tokens = bucket.tokens.min(rate);
+    }
+
     fn take_token(&self) -> bool {
+        let rate = *lock(&self.connect_rate);
         let mut bucket = lock(&self.bucket);
         let now = Instant::now();
-        let rate = self.quotas.connect_rate;
         bucket.tokens =
             (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(rate);
         bucket.at = now;
@@ -518,6 +533,9 @@ async fn post_to_connection(
     body: Bytes,
 ) -> Response {
     region.counters.posts.fetch_add(1, Ordering::Relaxed);
+    if !region.quotas.post_latency.is_zero() {
+        tokio::time::sleep(region.quotas.post_latency).await;
+    }
     let sent = lock(&region.sockets).get(&id).map(|s| {
         s.tx.send(Outbound::Frame(String::from_utf8_lossy(&body).into_owned()))
             .is_ok()
