@@ -52,7 +52,8 @@ COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGI
 
 ## package: the three arm64 bootstraps (needs cargo-lambda and zig; see docs/DEPLOY.md)
 package:
-	cargo lambda build --release --arm64 --bin ws-handler --bin authorizer --bin canary
+	@# zig from PyPI (docs/DEPLOY.md): cargo-zigbuild finds it through that venv's python3.
+	PATH="$(CURDIR)/.tools/zig/bin:$$PATH" cargo lambda build --release --arm64 --bin ws-handler --bin authorizer --bin canary
 	@ls -l target/lambda/*/bootstrap
 
 deploy-primary:
@@ -81,9 +82,12 @@ destroy:
 demo:
 	$(CARGO) run --quiet -p wsdr-lab --bin wsdr -- drill --scenario throttle --users 50
 
-## bench: benchmarks; rewrites BENCHMARKS.md
+## bench: every benchmark in one run (release build); rewrites BENCHMARKS.md.
+## Uses cargo-lambda for the arm64 bootstrap sizes when it is installed (see docs/DEPLOY.md).
 bench:
-	@echo "benchmarks arrive with the lab (issue: Benchmarks)"; exit 1
+	@if command -v cargo-lambda >/dev/null 2>&1; then $(MAKE) package; else rm -rf target/lambda; fi
+	$(CARGO) build --release --bin ws-handler --bin authorizer --bin canary -p ws-handler -p authorizer -p canary
+	scripts/with-dynamodb-local.sh $(CARGO) run --release -p wsdr-bench -- all $(ARGS)
 
 clean:
 	$(CARGO) clean

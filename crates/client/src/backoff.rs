@@ -23,6 +23,9 @@ pub struct Backoff {
     /// at once, where doubling from 2 s would send most of the herd back into the quota
     /// several times. `None` is the reference design's plain policy.
     pub herd_window: Option<Duration>,
+    /// Full jitter (default). `false` waits exactly the window's ceiling: the naive policy
+    /// benchmarks compare against.
+    pub jitter: bool,
 }
 
 impl Default for Backoff {
@@ -32,6 +35,7 @@ impl Default for Backoff {
             cap: Duration::from_secs(20),
             floor: Duration::ZERO,
             herd_window: Some(Duration::from_secs(20)),
+            jitter: true,
         }
     }
 }
@@ -54,6 +58,18 @@ impl Backoff {
         }
     }
 
+    /// Every duration divided by `divisor` (the lab's time scale).
+    pub fn scaled(self, divisor: f64) -> Self {
+        let d = |x: Duration| Duration::from_secs_f64(x.as_secs_f64() / divisor.max(1.0));
+        Self {
+            base: d(self.base),
+            cap: d(self.cap),
+            floor: d(self.floor),
+            herd_window: self.herd_window.map(d),
+            jitter: self.jitter,
+        }
+    }
+
     /// A delay drawn uniformly from `[floor, ceiling(attempt)]`.
     pub fn delay(&self, attempt: u32, rng: &mut impl Rng) -> Duration {
         self.delay_after(attempt, false, rng)
@@ -65,6 +81,9 @@ impl Backoff {
         let mut ceiling = self.ceiling(attempt);
         if let (true, Some(herd)) = (throttled, self.herd_window) {
             ceiling = ceiling.max(herd);
+        }
+        if !self.jitter {
+            return ceiling;
         }
         let high = ceiling.as_micros() as u64;
         let low = (self.floor.as_micros() as u64).min(high);

@@ -326,11 +326,7 @@ async fn user(
         }))
         .subscribe(auction.clone())
         .heartbeat(scale.secs(30.0), scale.secs(35.0))
-        .backoff(Backoff {
-            base: scale.secs(2.0),
-            cap: scale.secs(20.0),
-            floor: Duration::ZERO,
-        })
+        .backoff(Backoff::default().scaled(scale.factor()))
         .stable_after(scale.secs(30.0))
         .connect_timeout(scale.secs(10.0).max(Duration::from_millis(500)))
         .offline_bids(OfflineBids::Queue {

@@ -1,0 +1,191 @@
+//! The Lambda binaries as Lambda runs them: bootstrap size (zipped), time from process start
+//! to ready (its first `GET /runtime/invocation/next` on a local Runtime API) and peak RSS
+//! after serving invocations.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use std::path::{Path as FsPath, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, Mutex};
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LambdaCost {
+    pub function: String,
+    pub binary: String,
+    pub bytes: u64,
+    pub zipped_bytes: u64,
+    pub ready_ms: f64,
+    pub invocations: usize,
+    pub peak_rss_kb: u64,
+}
+
+struct RuntimeApi {
+    events: Mutex<mpsc::Receiver<String>>,
+    first_next: Mutex<Option<Instant>>,
+    answered: mpsc::UnboundedSender<()>,
+}
+
+async fn next(State(api): State<Arc<RuntimeApi>>) -> Response {
+    api.first_next.lock().await.get_or_insert_with(Instant::now);
+    let Some(event) = api.events.lock().await.recv().await else {
+        // No more events: hold the request, as Lambda does between invocations.
+        std::future::pending::<()>().await;
+        return StatusCode::NO_CONTENT.into_response();
+    };
+    let mut headers = HeaderMap::new();
+    let id = format!("{:032x}", rand::random::<u128>());
+    let deadline = (crate::common::wall_ms() as u64 + 30_000).to_string();
+    for (k, v) in [
+        ("lambda-runtime-aws-request-id", id.as_str()),
+        ("lambda-runtime-deadline-ms", deadline.as_str()),
+        (
+            "lambda-runtime-invoked-function-arn",
+            "arn:aws:lambda:us-east-1:000000000000:function:bench",
+        ),
+        (
+            "lambda-runtime-trace-id",
+            "Root=1-00000000-000000000000000000000000",
+        ),
+    ] {
+        if let Ok(v) = HeaderValue::from_str(v) {
+            headers.insert(k, v);
+        }
+    }
+    (StatusCode::OK, headers, event).into_response()
+}
+
+async fn answered(
+    State(api): State<Arc<RuntimeApi>>,
+    Path(_id): Path<String>,
+    _body: Bytes,
+) -> StatusCode {
+    let _ = api.answered.send(());
+    StatusCode::ACCEPTED
+}
+
+async fn metrics_sink() -> Response {
+    (StatusCode::OK, [("content-type", "text/xml")], "<PutMetricDataResponse xmlns=\"http://monitoring.amazonaws.com/doc/2010-08-01/\"><ResponseMetadata><RequestId>bench</RequestId></ResponseMetadata></PutMetricDataResponse>").into_response()
+}
+
+fn peak_rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn zipped_size(path: &FsPath) -> u64 {
+    let dir = std::env::temp_dir().join(format!("wsdr-zip-{:x}", rand::random::<u32>()));
+    let _ = std::fs::create_dir_all(&dir);
+    let staged = dir.join("bootstrap");
+    let zip = dir.join("bootstrap.zip");
+    let ok = std::fs::copy(path, &staged).is_ok()
+        && std::process::Command::new("zip")
+            .arg("-q9j")
+            .arg(&zip)
+            .arg(&staged)
+            .status()
+            .is_ok_and(|s| s.success());
+    let size = if ok {
+        std::fs::metadata(&zip).map(|m| m.len()).unwrap_or(0)
+    } else {
+        0
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    size
+}
+
+/// Run one function binary against a local Runtime API with `events`, then measure.
+pub async fn measure(
+    function: &str,
+    host_binary: &FsPath,
+    env: &[(&str, String)],
+    events: Vec<String>,
+) -> anyhow::Result<LambdaCost> {
+    let (tx, rx) = mpsc::channel(events.len().max(1));
+    let count = events.len();
+    for e in events {
+        tx.send(e).await?;
+    }
+    drop(tx);
+    let (answered_tx, mut answered_rx) = mpsc::unbounded_channel();
+    let api = Arc::new(RuntimeApi {
+        events: Mutex::new(rx),
+        first_next: Mutex::new(None),
+        answered: answered_tx,
+    });
+    let router = Router::new()
+        .route("/2018-06-01/runtime/invocation/next", get(next))
+        .route(
+            "/2018-06-01/runtime/invocation/{id}/response",
+            post(answered),
+        )
+        .route("/2018-06-01/runtime/invocation/{id}/error", post(answered))
+        .route("/", post(metrics_sink))
+        .with_state(api.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let mut command = tokio::process::Command::new(host_binary);
+    command
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", function)
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", "bench")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "bench")
+        .env("AWS_SECRET_ACCESS_KEY", "bench")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_ENDPOINT_URL_CLOUDWATCH", format!("http://{addr}"))
+        .env("RUST_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let started = Instant::now();
+    let mut child = command.spawn()?;
+    let pid = child.id().unwrap_or(0);
+    for _ in 0..count {
+        tokio::time::timeout(Duration::from_secs(30), answered_rx.recv()).await?;
+    }
+    let ready = api
+        .first_next
+        .lock()
+        .await
+        .map(|t| t.duration_since(started).as_secs_f64() * 1000.0)
+        .unwrap_or(f64::NAN);
+    let rss = peak_rss_kb(pid);
+    let _ = child.kill().await;
+    let deployed = PathBuf::from(format!("target/lambda/{function}/bootstrap"));
+    let (binary, shipped) = if deployed.exists() {
+        ("arm64 (cargo lambda)".to_owned(), deployed)
+    } else {
+        (
+            format!("host {} release", std::env::consts::ARCH),
+            host_binary.to_path_buf(),
+        )
+    };
+    Ok(LambdaCost {
+        function: function.into(),
+        binary,
+        bytes: std::fs::metadata(&shipped).map(|m| m.len()).unwrap_or(0),
+        zipped_bytes: zipped_size(&shipped),
+        ready_ms: ready,
+        invocations: count,
+        peak_rss_kb: rss,
+    })
+}

@@ -1,0 +1,200 @@
+//! Reconnection storm: N users on the primary, the primary goes down and the name points at
+//! the secondary at once, whose new-connection quota is 500/s (AWS time). How long until
+//! 50/99/100% of users have their state back, how many handshakes were throttled (429), and
+//! how that compares with the floor N / 500 s, for three reconnect policies.
+
+use crate::common::{percentile, quotas, region, token, wall_ms, Child};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use wsdr_client::{Backoff, ClientBuilder, Event, StaticToken};
+use wsdr_protocol::AuctionId;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+pub enum Policy {
+    /// The reference design: full jitter, base 2 s, cap 20 s.
+    Reference,
+    /// wsdr's default: the same, plus a 20 s herd window after a 429.
+    Wsdr,
+    /// Exponential without jitter (what full jitter replaces).
+    NoJitter,
+}
+
+impl Policy {
+    pub fn backoff(self) -> Backoff {
+        match self {
+            Policy::Reference => Backoff::reference(),
+            Policy::Wsdr => Backoff::default(),
+            Policy::NoJitter => Backoff {
+                jitter: false,
+                ..Backoff::reference()
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StormResult {
+    pub policy: Policy,
+    pub users: usize,
+    pub quota_per_s: f64,
+    pub floor_s: f64,
+    pub restored: usize,
+    pub p50_s: f64,
+    pub p99_s: f64,
+    pub p100_s: f64,
+    pub throttled_429: u64,
+    pub gave_up: usize,
+}
+
+pub async fn run(users: usize, policy: Policy, scale: f64) -> anyhow::Result<StormResult> {
+    let quota = 500.0;
+    let primary = region("us-east-1", quotas(1e9, Duration::ZERO, 64)).await?;
+    let secondary = region("us-west-2", quotas(1e9, Duration::ZERO, 64)).await?;
+    let args = vec![
+        "storm-clients".to_owned(),
+        primary.url(),
+        secondary.url(),
+        users.to_string(),
+        format!("{policy:?}"),
+        scale.to_string(),
+        token("storm-user"),
+    ];
+    let mut child = Child::spawn(&args)?;
+    child.expect("ready", Duration::from_secs(600)).await?;
+    secondary.set_connect_rate(quota * scale);
+    let before = secondary.counters.throttled_429.load(Ordering::Relaxed);
+    let outage = wall_ms();
+    primary.faults.down.store(true, Ordering::SeqCst);
+    primary.drop_all_sockets();
+    child.say("flip").await?;
+    let summary = child.expect("done", Duration::from_secs(900)).await?;
+    let mut parts = summary.split_whitespace();
+    let gave_up: usize = parts.next().and_then(|g| g.parse().ok()).unwrap_or(0);
+    let mut aws_s: Vec<f64> = parts
+        .filter_map(|t| t.parse::<f64>().ok())
+        .map(|t| (t - outage) * scale / 1000.0)
+        .collect();
+    aws_s.sort_by(f64::total_cmp);
+    let restored = aws_s.len();
+    // Percentiles of the whole population: a user never restored counts as infinitely late.
+    let of_all = |q: f64| {
+        let rank = ((q * users as f64).ceil() as usize).clamp(1, users);
+        if rank <= restored {
+            aws_s[rank - 1]
+        } else {
+            f64::INFINITY
+        }
+    };
+    let _ = percentile;
+    Ok(StormResult {
+        policy,
+        users,
+        quota_per_s: quota,
+        floor_s: users as f64 / quota,
+        restored,
+        p50_s: of_all(0.50),
+        p99_s: of_all(0.99),
+        p100_s: of_all(1.0),
+        throttled_429: secondary.counters.throttled_429.load(Ordering::Relaxed) - before,
+        gave_up,
+    })
+}
+
+/// Child: N reconnecting clients whose "DNS" flips to the secondary on the parent's word.
+pub async fn clients(
+    primary: String,
+    secondary: String,
+    users: usize,
+    policy: Policy,
+    scale: f64,
+    token: String,
+) -> anyhow::Result<()> {
+    use tokio::io::AsyncBufReadExt;
+    let flipped = Arc::new(AtomicBool::new(false));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, bool, f64)>();
+    let secondary_name = "us-west-2".to_owned();
+    for i in 0..users {
+        let flipped = flipped.clone();
+        let (primary, secondary) = (primary.clone(), secondary.clone());
+        let provider = Arc::new(move || {
+            if flipped.load(Ordering::SeqCst) {
+                secondary.clone()
+            } else {
+                primary.clone()
+            }
+        });
+        let (client, mut events) = ClientBuilder::new(String::new())
+            .url_provider(provider)
+            .token_provider(Arc::new(StaticToken(token.clone())))
+            .subscribe(AuctionId::new("lot-1")?)
+            .heartbeat(
+                Duration::from_secs_f64(30.0 / scale),
+                Duration::from_secs_f64(35.0 / scale),
+            )
+            .backoff(policy.backoff().scaled(scale))
+            .connect_timeout(Duration::from_secs(10))
+            .seed(i as u64 + 1)
+            .start();
+        let tx = tx.clone();
+        let secondary_name = secondary_name.clone();
+        tokio::spawn(async move {
+            let _client = client;
+            while let Some(event) = events.recv().await {
+                match event {
+                    Event::StateRestored { region, .. } => {
+                        let _ = tx.send((i, region == secondary_name, wall_ms()));
+                    }
+                    Event::GaveUp { .. } => {
+                        let _ = tx.send((i, false, f64::NAN));
+                    }
+                    _ => {}
+                }
+            }
+        });
+    }
+    drop(tx);
+    let mut ready = vec![false; users];
+    let mut count = 0;
+    while count < users {
+        let Some((i, _, _)) = rx.recv().await else {
+            break;
+        };
+        if !ready[i] {
+            ready[i] = true;
+            count += 1;
+        }
+    }
+    println!("ready");
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Some(line) = stdin.next_line().await? {
+        if line.trim() == "flip" {
+            break;
+        }
+    }
+    flipped.store(true, Ordering::SeqCst);
+    let mut restored: Vec<Option<f64>> = vec![None; users];
+    let mut gave_up = 0;
+    let mut done = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(600.0 / scale);
+    while done < users {
+        let Ok(Some((i, in_secondary, at))) = tokio::time::timeout_at(deadline, rx.recv()).await
+        else {
+            break;
+        };
+        if at.is_nan() {
+            gave_up += 1;
+            done += 1;
+        } else if in_secondary && restored[i].is_none() {
+            restored[i] = Some(at);
+            done += 1;
+        }
+    }
+    let times: Vec<String> = restored
+        .into_iter()
+        .flatten()
+        .map(|t| format!("{t:.3}"))
+        .collect();
+    println!("done {gave_up} {}", times.join(" "));
+    Ok(())
+}
