@@ -72,3 +72,24 @@ async fn fault(State(lab): State<Arc<Lab>>, Json(request): Json<FaultRequest>) -
         Err(message) => (StatusCode::BAD_REQUEST, message).into_response(),
     }
 }
+
+/// A minimal HTTP/1.1 POST for `wsdr fault` (the lab's control API is plain HTTP on
+/// loopback; no client library needed). Returns the status and the body.
+pub async fn post_json(addr: SocketAddr, path: &str, body: &str) -> anyhow::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    Ok((status, body))
+}

@@ -49,6 +49,19 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:8787")]
         listen: std::net::SocketAddr,
     },
+    /// Inject a fault into a running `wsdr lab` through its control API.
+    Fault {
+        /// down, throttle, partition, lag, heal
+        kind: String,
+        /// 0 = primary, 1 = secondary
+        #[arg(long, default_value_t = 0)]
+        region: usize,
+        /// For `lag`: AWS milliseconds.
+        #[arg(long, default_value_t = 0)]
+        ms: u64,
+        #[arg(long, default_value = "127.0.0.1:8787")]
+        lab: std::net::SocketAddr,
+    },
     /// Probe one WebSocket endpoint once (heartbeat + getState), like the canary.
     Probe {
         url: String,
@@ -131,6 +144,14 @@ async fn main() -> anyhow::Result<()> {
             }
             println!("  control API: http://{control}/api/status ; POST http://{control}/api/fault {{\"kind\":\"throttle\",\"region\":0}}");
             tokio::signal::ctrl_c().await?;
+        }
+        Command::Fault { kind, region, ms, lab } => {
+            let body = serde_json::json!({"kind": kind, "region": region, "ms": ms}).to_string();
+            let (status, answer) = wsdr_lab::control::post_json(lab, "/api/fault", &body).await?;
+            println!("{answer}");
+            if status != 200 {
+                std::process::exit(1);
+            }
         }
         Command::Probe {
             url,
