@@ -145,7 +145,12 @@ async fn main() -> anyhow::Result<()> {
             println!("  control API: http://{control}/api/status ; POST http://{control}/api/fault {{\"kind\":\"throttle\",\"region\":0}}");
             tokio::signal::ctrl_c().await?;
         }
-        Command::Fault { kind, region, ms, lab } => {
+        Command::Fault {
+            kind,
+            region,
+            ms,
+            lab,
+        } => {
             let body = serde_json::json!({"kind": kind, "region": region, "ms": ms}).to_string();
             let (status, answer) = wsdr_lab::control::post_json(lab, "/api/fault", &body).await?;
             println!("{answer}");

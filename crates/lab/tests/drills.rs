@@ -95,19 +95,36 @@ async fn every_scenario_fails_over_without_losing_or_doubling_a_bid() {
 async fn control_api_reports_status_and_injects_faults() {
     use std::sync::Arc;
     let lab = Arc::new(wsdr_lab::Lab::start(LabConfig::default()).await.unwrap());
-    let addr = wsdr_lab::control::serve(lab.clone(), "127.0.0.1:0".parse().unwrap()).await.unwrap();
-    let (status, body) = wsdr_lab::control::post_json(addr, "/api/fault", r#"{"kind":"throttle","region":0}"#).await.unwrap();
+    let addr = wsdr_lab::control::serve(lab.clone(), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let (status, body) =
+        wsdr_lab::control::post_json(addr, "/api/fault", r#"{"kind":"throttle","region":0}"#)
+            .await
+            .unwrap();
     assert_eq!(status, 200, "{body}");
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(json["regions"][0]["throttled"], true);
     assert_eq!(json["regions"][1]["throttled"], false);
-    let (status, _) = wsdr_lab::control::post_json(addr, "/api/fault", r#"{"kind":"melt","region":0}"#).await.unwrap();
+    let (status, _) =
+        wsdr_lab::control::post_json(addr, "/api/fault", r#"{"kind":"melt","region":0}"#)
+            .await
+            .unwrap();
     assert_eq!(status, 400);
-    let (status, body) = wsdr_lab::control::post_json(addr, "/api/fault", r#"{"kind":"partition"}"#).await.unwrap();
+    let (status, body) =
+        wsdr_lab::control::post_json(addr, "/api/fault", r#"{"kind":"partition"}"#)
+            .await
+            .unwrap();
     assert_eq!(status, 200);
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert!(json["replication"].as_array().unwrap().iter().all(|l| l["cut"] == true));
-    let (status, body) = wsdr_lab::control::post_json(addr, "/api/fault", r#"{"kind":"heal"}"#).await.unwrap();
+    assert!(json["replication"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|l| l["cut"] == true));
+    let (status, body) = wsdr_lab::control::post_json(addr, "/api/fault", r#"{"kind":"heal"}"#)
+        .await
+        .unwrap();
     assert_eq!(status, 200);
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(json["regions"][0]["throttled"], false);
