@@ -162,6 +162,13 @@ pub async fn measure(
     for _ in 0..count {
         tokio::time::timeout(Duration::from_secs(30), answered_rx.recv()).await?;
     }
+    if count == 0 {
+        // Only the start: wait for the first poll of the Runtime API.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while api.first_next.lock().await.is_none() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+    }
     let ready = api
         .first_next
         .lock()
