@@ -135,7 +135,11 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
         "Every figure below was measured in that one run; rerun the command to refresh them.\n"
     )?;
 
-    // The Lambda cold starts are measured first, while the machine is quiet.
+    // The Lambda cold starts are measured first, while the machine is quiet: `make bench`
+    // has just started DynamoDB Local, whose JVM keeps a core busy for its first seconds.
+    if std::env::var("DYNAMODB_ENDPOINT").is_ok() {
+        tokio::time::sleep(Duration::from_secs(20)).await;
+    }
     println!("lambda cold starts ...");
     let token = common::token("bench-user");
     let request = include_str!("../../../events/authorizer-request.json").replace("TOKEN", &token);
@@ -302,7 +306,7 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
         )?;
     }
     writeln!(md)?;
-    writeln!(md, "Each function's release binary started against a local Lambda Runtime API: ready = process start to its first `GET /runtime/invocation/next` (median of 7 cold starts, measured before the other benchmarks load the machine); peak RSS (VmHWM) after serving the invocations. Size is the deployable bootstrap: arm64 from `make package` when cargo-lambda is installed, else the host build.\n")?;
+    writeln!(md, "Each function's release binary started against a local Lambda Runtime API: ready = process start to its first `GET /runtime/invocation/next` (median of 7 cold starts, measured before the other benchmarks load the machine and after DynamoDB Local's JVM has settled); peak RSS (VmHWM) after serving the invocations. Size is the deployable bootstrap: arm64 from `make package` when cargo-lambda is installed, else the host build.\n")?;
     writeln!(
         md,
         "| function | bootstrap | size | zipped | ready | invocations | peak RSS |"
