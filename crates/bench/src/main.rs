@@ -29,6 +29,8 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Cold-start ready time of one function binary (median of 7), for quick checks.
+    LambdaReady { name: String },
     #[command(hide = true)]
     FanoutClients {
         url: String,
@@ -75,6 +77,17 @@ fn main() -> anyhow::Result<()> {
             ))
         }
         Command::All { output, quick } => runtime.block_on(all(output, quick)),
+        Command::LambdaReady { name } => runtime.block_on(async {
+            let binary = std::env::current_exe()?.with_file_name(&name);
+            let env = vec![
+                ("STATE_TABLE", "t".to_owned()),
+                ("CONNECTIONS_TABLE", "c".to_owned()),
+                ("WS_CALLBACK_URL", "http://127.0.0.1:9/prod".to_owned()),
+            ];
+            let cost = lambda::measure(&name, &binary, &env, Vec::new()).await?;
+            println!("{name}: ready {:.1} ms (median of 7)", cost.ready_ms);
+            anyhow::Ok(())
+        }),
     }
 }
 
