@@ -83,19 +83,11 @@ impl Config {
     /// `CANARY_HS256_SECRET` + `CANARY_ISSUER` (default `wsdr-canary`), `JWT_LEEWAY_SECONDS`,
     /// `JWKS_MIN_REFRESH_SECONDS`, `SUBPROTOCOL`.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
-        let get = |name: &str| get(name).filter(|v| !v.trim().is_empty());
-        let required = |name: &'static str| get(name).ok_or(Error::MissingVar(name));
-        let seconds = |name: &'static str, default: u64| -> Result<Duration, Error> {
-            get(name)
-                .map(|v| {
-                    v.trim().parse().map_err(|_| Error::InvalidVar {
-                        name,
-                        reason: "not a whole number of seconds".into(),
-                    })
-                })
-                .transpose()
-                .map(|v| Duration::from_secs(v.unwrap_or(default)))
-        };
+        let env = wsdr_aws::env::Env::new(get);
+        let get = |name: &str| env.get(name);
+        let required = |name: &'static str| env.required(name);
+        let seconds =
+            |name: &'static str, default: u64| env.number(name, default).map(Duration::from_secs);
         let issuer = required("JWT_ISSUER")?;
         let audience = required("JWT_AUDIENCE")?;
         let jwks_url = get("JWT_JWKS_URL");

@@ -32,3 +32,12 @@ pub enum Error {
     #[error("environment variable {name} is invalid: {reason}")]
     InvalidVar { name: &'static str, reason: String },
 }
+
+impl From<wsdr_aws::env::EnvError> for Error {
+    fn from(error: wsdr_aws::env::EnvError) -> Self {
+        match error {
+            wsdr_aws::env::EnvError::Missing(name) => Error::MissingVar(name),
+            wsdr_aws::env::EnvError::Invalid { name, reason } => Error::InvalidVar { name, reason },
+        }
+    }
+}

@@ -12,6 +12,7 @@
 
 mod classify;
 mod connections;
+pub mod env;
 pub mod local;
 mod metrics;
 mod notifier;

@@ -40,16 +40,10 @@ impl Config {
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
-        let get = |name: &str| get(name).filter(|v| !v.trim().is_empty());
-        let required = |name: &'static str| get(name).ok_or(Error::MissingVar(name));
-        let number = |name: &'static str, default: u64| -> Result<u64, Error> {
-            get(name).map_or(Ok(default), |v| {
-                v.trim().parse().map_err(|_| Error::InvalidVar {
-                    name,
-                    reason: "not a whole number".into(),
-                })
-            })
-        };
+        let env = wsdr_aws::env::Env::new(get);
+        let get = |name: &str| env.get(name);
+        let required = |name: &'static str| env.required(name);
+        let number = |name: &'static str, default: u64| env.number(name, default);
         let probes_per_run = number("PROBES_PER_RUN", 3)?;
         if !(1..=10).contains(&probes_per_run) {
             return Err(Error::InvalidVar {

@@ -38,3 +38,12 @@ pub enum Error {
     #[error("could not publish the health datapoint: {0}")]
     Publish(#[from] wsdr_core::Error),
 }
+
+impl From<wsdr_aws::env::EnvError> for Error {
+    fn from(error: wsdr_aws::env::EnvError) -> Self {
+        match error {
+            wsdr_aws::env::EnvError::Missing(name) => Error::MissingVar(name),
+            wsdr_aws::env::EnvError::Invalid { name, reason } => Error::InvalidVar { name, reason },
+        }
+    }
+}

@@ -62,20 +62,10 @@ impl Config {
 
     /// Read the configuration through `get` (tests pass a map; never `set_var`).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
-        let required = |name: &'static str| {
-            get(name)
-                .filter(|v| !v.trim().is_empty())
-                .ok_or(Error::MissingVar(name))
-        };
-        let number = |name: &'static str, default: u64| -> Result<u64, Error> {
-            match get(name) {
-                None => Ok(default),
-                Some(v) => v.trim().parse().map_err(|_| Error::InvalidVar {
-                    name,
-                    reason: format!("`{v}` is not a whole number"),
-                }),
-            }
-        };
+        let env = wsdr_aws::env::Env::new(get);
+        let get = |name: &str| env.get(name);
+        let required = |name: &'static str| env.required(name);
+        let number = |name: &'static str, default: u64| env.number(name, default);
         let callback_url = required("WS_CALLBACK_URL")?;
         if !(callback_url.starts_with("https://") || callback_url.starts_with("http://")) {
             return Err(Error::InvalidVar {

@@ -49,3 +49,12 @@ pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error
     }
     Ok(App::new(service, &config.subprotocol))
 }
+
+impl From<wsdr_aws::env::EnvError> for Error {
+    fn from(error: wsdr_aws::env::EnvError) -> Self {
+        match error {
+            wsdr_aws::env::EnvError::Missing(name) => Error::MissingVar(name),
+            wsdr_aws::env::EnvError::Invalid { name, reason } => Error::InvalidVar { name, reason },
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! Reading a Lambda's configuration from its environment, shared by the three functions.
+//! Takes a lookup function, so tests pass a map and nothing calls `set_var`.
+
+/// A missing or malformed variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvError {
+    #[error("environment variable {0} is required")]
+    Missing(&'static str),
+    #[error("environment variable {name} is invalid: {reason}")]
+    Invalid { name: &'static str, reason: String },
+}
+
+/// Environment variables through a lookup function; blank values count as unset.
+pub struct Env<F> {
+    lookup: F,
+}
+
+impl<F> std::fmt::Debug for Env<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Env")
+    }
+}
+
+impl<F: Fn(&str) -> Option<String>> Env<F> {
+    pub fn new(lookup: F) -> Self {
+        Self { lookup }
+    }
+
+    /// The value, if set and not blank.
+    pub fn get(&self, name: &str) -> Option<String> {
+        (self.lookup)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    pub fn required(&self, name: &'static str) -> Result<String, EnvError> {
+        self.get(name).ok_or(EnvError::Missing(name))
+    }
+
+    /// A whole number, `default` when unset.
+    pub fn number(&self, name: &'static str, default: u64) -> Result<u64, EnvError> {
+        self.get(name).map_or(Ok(default), |v| {
+            v.trim().parse().map_err(|_| EnvError::Invalid {
+                name,
+                reason: format!("`{v}` is not a whole number"),
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blank_is_unset_and_numbers_are_checked() {
+        let env = Env::new(|k: &str| match k {
+            "SET" => Some("x".to_owned()),
+            "BLANK" => Some("  ".to_owned()),
+            "N" => Some(" 42 ".to_owned()),
+            "BAD" => Some("4.2".to_owned()),
+            _ => None,
+        });
+        assert_eq!(env.required("SET"), Ok("x".to_owned()));
+        assert_eq!(env.required("BLANK"), Err(EnvError::Missing("BLANK")));
+        assert_eq!(env.required("NONE"), Err(EnvError::Missing("NONE")));
+        assert_eq!(env.number("N", 1), Ok(42));
+        assert_eq!(env.number("NONE", 7), Ok(7));
+        assert!(matches!(
+            env.number("BAD", 1),
+            Err(EnvError::Invalid { name: "BAD", .. })
+        ));
+    }
+}
