@@ -41,12 +41,7 @@ async fn world(region: &str) -> World {
         ),
     ]);
     let config = Config::from_lookup(|k| env.get(k).cloned()).unwrap();
-    let sdk = wsdr_aws::SdkConfig::builder()
-        .behavior_version(aws_config_latest())
-        .region(wsdr_aws_region("us-east-1"))
-        .endpoint_url(dynamo_endpoint())
-        .credentials_provider(local_credentials())
-        .build();
+    let sdk = local_sdk();
     let app = app_from_aws(&config, &sdk).await.unwrap();
     World {
         app,
@@ -55,19 +50,6 @@ async fn world(region: &str) -> World {
         state_table,
         connections_table,
     }
-}
-
-// Small shims so this test names SDK config types through wsdr-aws's re-exports only.
-fn aws_config_latest() -> wsdr_aws::BehaviorVersion {
-    wsdr_aws::BehaviorVersion::latest()
-}
-fn wsdr_aws_region(r: &str) -> wsdr_aws::Region {
-    wsdr_aws::Region::new(r.to_owned())
-}
-fn local_credentials() -> wsdr_aws::SharedCredentialsProvider {
-    wsdr_aws::SharedCredentialsProvider::new(wsdr_aws::Credentials::new(
-        "local", "local", None, None, "test",
-    ))
 }
 
 async fn count(client: &wsdr_aws::DynamoClient, table: &str) -> usize {
@@ -102,22 +84,23 @@ async fn join(w: &World, conn: &str, sub: &str) {
     assert_eq!(state["type"], "state", "{state}");
 }
 
+/// Alice bids 120,000 on lot-1; the handler's reply frame.
+async fn alice_bids(w: &World) -> serde_json::Value {
+    let frame = br#"{"action":"bid","auctionId":"lot-1","amount":120000,"bidId":"alice-bid-1"}"#;
+    body(
+        &w.app
+            .respond(message("bid", "alice=", "alice", frame))
+            .await,
+    )
+}
+
 #[tokio::test]
 async fn accepted_bid_is_broadcast_through_the_real_management_client() {
     let w = world("us-east-1").await;
     join(&w, "alice=", "alice").await;
     join(&w, "bob=", "bob").await;
     join(&w, "carol=", "carol").await;
-    let reply = body(
-        &w.app
-            .respond(message(
-                "bid",
-                "alice=",
-                "alice",
-                br#"{"action":"bid","auctionId":"lot-1","amount":120000,"bidId":"alice-bid-1"}"#,
-            ))
-            .await,
-    );
+    let reply = alice_bids(&w).await;
     assert_eq!(reply["status"], "accepted", "{reply}");
     assert_eq!(reply["region"], "us-east-1");
     assert_eq!(w.callback.posted_to(), ["bob=", "carol="]);
@@ -135,16 +118,7 @@ async fn gone_target_records_are_deleted_and_the_sender_is_kept() {
     join(&w, "stale=", "bob").await;
     let before = count(&w.client, &w.connections_table).await;
     w.callback.gone.lock().unwrap().insert("stale=".into());
-    let reply = body(
-        &w.app
-            .respond(message(
-                "bid",
-                "alice=",
-                "alice",
-                br#"{"action":"bid","auctionId":"lot-1","amount":120000,"bidId":"alice-bid-1"}"#,
-            ))
-            .await,
-    );
+    let reply = alice_bids(&w).await;
     assert_eq!(reply["status"], "accepted");
     let after = count(&w.client, &w.connections_table).await;
     assert_eq!(
@@ -207,12 +181,7 @@ async fn missing_table_gives_internal_frame_and_refused_handshake() {
         ("AWS_REGION", "us-east-1".to_owned()),
     ]);
     let config = Config::from_lookup(|k| env.get(k).cloned()).unwrap();
-    let sdk = wsdr_aws::SdkConfig::builder()
-        .behavior_version(aws_config_latest())
-        .region(wsdr_aws_region("us-east-1"))
-        .endpoint_url(dynamo_endpoint())
-        .credentials_provider(local_credentials())
-        .build();
+    let sdk = local_sdk();
     let app = app_from_aws(&config, &sdk).await.unwrap();
     assert_eq!(app.respond(event(CONNECT)).await.status_code, 500);
     let b = body(&app.respond(event(GET_STATE)).await);

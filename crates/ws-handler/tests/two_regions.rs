@@ -35,14 +35,7 @@ async fn region_app(label: &str, state_table: &str, callback_url: &str) -> App {
         ),
     ]);
     let config = Config::from_lookup(|k| env.get(k).cloned()).unwrap();
-    let sdk = wsdr_aws::SdkConfig::builder()
-        .behavior_version(wsdr_aws::BehaviorVersion::latest())
-        .region(wsdr_aws::Region::new("us-east-1"))
-        .endpoint_url(dynamo_endpoint())
-        .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
-            wsdr_aws::Credentials::new("l", "l", None, None, "t"),
-        ))
-        .build();
+    let sdk = local_sdk();
     app_from_aws(&config, &sdk).await.unwrap()
 }
 

@@ -71,6 +71,18 @@ pub fn dynamo_endpoint() -> String {
     })
 }
 
+/// SDK configuration for DynamoDB Local: placeholder credentials, the local endpoint.
+pub fn local_sdk() -> wsdr_aws::SdkConfig {
+    wsdr_aws::SdkConfig::builder()
+        .behavior_version(wsdr_aws::BehaviorVersion::latest())
+        .region(wsdr_aws::Region::new("us-east-1"))
+        .endpoint_url(dynamo_endpoint())
+        .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
+            wsdr_aws::Credentials::new("local", "local", None, None, "test"),
+        ))
+        .build()
+}
+
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{:016x}", rand::rng().random::<u64>())
 }
