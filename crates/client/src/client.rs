@@ -2,6 +2,7 @@
 //! (bid, close) and reporting [`Event`]s. See docs/CLIENT.md for the state machine.
 
 use crate::backoff::Backoff;
+use crate::fallback::{Decision, EndpointPolicy, Fallback, ProbeResult};
 use crate::transport::{connect, ConnectError, ConnectOptions, TokenPlacement, WsStream};
 use futures::future::BoxFuture;
 use futures::{SinkExt, StreamExt};
@@ -91,6 +92,30 @@ pub enum DisconnectReason {
     Error(String),
     /// The application closed the client.
     ClientClosed,
+    /// Client-assisted failover: the global name has been healthy long enough, so the
+    /// client leaves its fallback Region for it (docs/CLIENT.md).
+    Returning,
+}
+
+impl DisconnectReason {
+    /// Whether this end counts against the endpoint in the fallback policy: a broken
+    /// session or a failed connect. A clean close, a 429 (the quota of a healthy Region)
+    /// or a refused token say nothing about the Region's health.
+    fn counts_as_failure(&self) -> bool {
+        match self {
+            DisconnectReason::HeartbeatFailures(_)
+            | DisconnectReason::Silent
+            | DisconnectReason::Error(_) => true,
+            DisconnectReason::Closed { code } => !matches!(code, Some(1000 | 1001)),
+            DisconnectReason::ConnectFailed(error) => !matches!(
+                error,
+                ConnectError::Refused {
+                    status: 401 | 403 | 429
+                }
+            ),
+            DisconnectReason::ClientClosed | DisconnectReason::Returning => false,
+        }
+    }
 }
 
 /// What the client tells the application.
@@ -139,6 +164,13 @@ pub enum Event {
     GaveUp {
         reason: String,
     },
+    /// Client-assisted failover moved the next connect to another endpoint: a Region's own
+    /// endpoint, or back to the global name.
+    EndpointChanged {
+        url: String,
+        regional: bool,
+        reason: String,
+    },
 }
 
 /// Why a command could not be carried out.
@@ -172,6 +204,8 @@ pub struct ClientConfig {
     /// Chooses the URL at every connect (default: always `url`). Lets a test or a benchmark
     /// stand in for DNS, and lets an app rotate endpoints.
     pub url_provider: Option<Arc<dyn Fn() -> String + Send + Sync>>,
+    /// Client-assisted failover (off by default: DNS alone decides).
+    pub fallback: Option<Fallback>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -212,6 +246,7 @@ impl ClientBuilder {
                 seed: None,
                 wall_clock: Arc::new(SystemWallClock),
                 url_provider: None,
+                fallback: None,
             },
         }
     }
@@ -271,6 +306,13 @@ impl ClientBuilder {
         self
     }
 
+    /// Let the client reach the Regions' own endpoints when the global name's Region keeps
+    /// failing (docs/CLIENT.md, "Client-assisted failover").
+    pub fn fallback(mut self, fallback: Fallback) -> Self {
+        self.config.fallback = Some(fallback);
+        self
+    }
+
     pub fn config(&self) -> &ClientConfig {
         &self.config
     }
@@ -284,6 +326,7 @@ impl ClientBuilder {
             None => SmallRng::from_os_rng(),
         };
         let runner = Runner {
+            policy: self.config.fallback.clone().map(EndpointPolicy::new),
             config: self.config,
             events: event_tx,
             commands: command_rx,
@@ -378,6 +421,7 @@ struct Runner {
     attempt: u32,
     outage_since: Option<Instant>,
     refused_token: Option<String>,
+    policy: Option<EndpointPolicy>,
 }
 
 enum Flow {
@@ -413,9 +457,30 @@ impl Runner {
                 reason,
                 DisconnectReason::Closed {
                     code: Some(1000 | 1001)
-                }
+                } | DisconnectReason::Returning
             );
+            let moved = match &mut self.policy {
+                Some(policy) if reason.counts_as_failure() => policy.on_failure(),
+                _ => None,
+            };
+            let returning = reason == DisconnectReason::Returning;
             self.emit(Event::Disconnected { reason });
+            if let (Some(_), Some(policy)) = (moved, &self.policy) {
+                let url = policy.url(&self.global_url());
+                self.emit(Event::EndpointChanged {
+                    regional: policy.on_fallback(),
+                    reason: format!(
+                        "{} consecutive failures",
+                        policy.config().after_failures.max(1)
+                    ),
+                    url,
+                });
+            }
+            if returning {
+                // Moving back is planned, not a failure: reconnect at once.
+                self.attempt = 0;
+                continue;
+            }
             if going_away {
                 // API Gateway's 2-hour limit or a clean shutdown: nothing is wrong, so use the
                 // smallest window (still jittered: a whole fleet is cut at the same time).
@@ -493,6 +558,55 @@ impl Runner {
         }
     }
 
+    /// Where the global name leads now.
+    fn global_url(&self) -> String {
+        match &self.config.url_provider {
+            Some(provider) => provider(),
+            None => self.config.url.clone(),
+        }
+    }
+
+    /// Probe the global name once: connect with a fresh token, heartbeat, expect a pong.
+    fn probe_global(&self) -> BoxFuture<'static, ProbeResult> {
+        let url = self.global_url();
+        let tokens = self.config.token_provider.clone();
+        let placement = self.config.placement;
+        let timeout = self.config.connect_timeout;
+        Box::pin(async move {
+            let Ok(token) = tokens.token(false).await else {
+                return ProbeResult::Failed;
+            };
+            let options = ConnectOptions {
+                token: (!token.is_empty()).then_some(token),
+                placement,
+                timeout,
+                ..ConnectOptions::default()
+            };
+            let exchange = async {
+                let mut ws = connect(&url, &options).await.ok()?;
+                ws.send(Message::text(ClientMessage::Heartbeat.to_json()))
+                    .await
+                    .ok()?;
+                let answer = loop {
+                    match ws.next().await? {
+                        Ok(Message::Text(text)) => break text,
+                        Ok(Message::Close(_)) | Err(_) => return None,
+                        Ok(_) => continue,
+                    }
+                };
+                let _ = ws.send(Message::Close(None)).await;
+                match parse_server_frame(&answer) {
+                    Ok(ServerFrame::Message(ServerMessage::Pong { region, .. })) => Some(region),
+                    _ => None,
+                }
+            };
+            match tokio::time::timeout(timeout.saturating_mul(2), exchange).await {
+                Ok(Some(region)) => ProbeResult::Healthy(region),
+                _ => ProbeResult::Failed,
+            }
+        })
+    }
+
     /// Open a connection. `Ok(None)`: the application closed the client meanwhile.
     async fn open(&mut self) -> Result<Option<WsStream>, DisconnectReason> {
         let refresh = self.refused_token.is_some();
@@ -516,9 +630,9 @@ impl Runner {
             timeout: self.config.connect_timeout,
             ..ConnectOptions::default()
         };
-        let url = match &self.config.url_provider {
-            Some(provider) => provider(),
-            None => self.config.url.clone(),
+        let url = match &self.policy {
+            Some(policy) => policy.url(&self.global_url()),
+            None => self.global_url(),
         };
         let connecting = connect(&url, &options);
         tokio::pin!(connecting);
@@ -594,11 +708,26 @@ impl Runner {
         let mut outstanding = false;
         let mut announced = false;
         let mut stable = false;
-        let mut ticker = tokio::time::interval_at(
-            Instant::now() + config.heartbeat_interval,
-            config.heartbeat_interval,
-        );
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // After a heartbeat failure the next heartbeat goes out sooner (the confirmation
+        // probe), so two failures in a row are judged quickly while one lost pong on a healthy
+        // socket costs nothing.
+        let confirm_after = config
+            .heartbeat_timeout
+            .saturating_sub(config.heartbeat_interval)
+            .max(config.heartbeat_interval / 10)
+            .min(config.heartbeat_interval);
+        let heartbeat_due = tokio::time::sleep(config.heartbeat_interval);
+        tokio::pin!(heartbeat_due);
+        // Client-assisted failover: while on a Region's own endpoint, probe the global name.
+        let recheck = self
+            .policy
+            .as_ref()
+            .map(|p| p.config().recheck.max(Duration::from_millis(1)))
+            .unwrap_or(Duration::from_secs(3600));
+        let mut recheck_ticker = tokio::time::interval_at(Instant::now() + recheck, recheck);
+        recheck_ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut probe: Option<BoxFuture<'static, ProbeResult>> = None;
+        let mut session_region: Option<String> = None;
 
         let reason = loop {
             tokio::select! {
@@ -627,10 +756,12 @@ impl Runner {
                             tracing::debug!(%message, "API Gateway error frame");
                             outstanding = false;
                             failures += 1;
+                            heartbeat_due.as_mut().reset(Instant::now() + confirm_after);
                         }
                         Ok(ServerFrame::Message(message)) => {
                             if !announced {
                                 announced = true;
+                                session_region = Some(message.region().to_owned());
                                 self.emit(Event::Connected { region: message.region().to_owned() });
                             }
                             match message {
@@ -641,6 +772,7 @@ impl Runner {
                                 ServerMessage::Error { code: ErrorCode::Internal, .. } => {
                                     outstanding = false;
                                     failures += 1;
+                                    heartbeat_due.as_mut().reset(Instant::now() + confirm_after);
                                 }
                                 other => self.on_message(other),
                             }
@@ -651,29 +783,57 @@ impl Runner {
                         break DisconnectReason::HeartbeatFailures(failures);
                     }
                 }
-                _ = ticker.tick() => {
-                    // Silence is judged at each tick, as the reference client does: nothing
-                    // received for longer than the timeout. The wall clock catches a laptop
-                    // that slept while the monotonic clock stood still.
+                () = &mut heartbeat_due => {
+                    // Judged at each heartbeat: an unanswered heartbeat is a failure; two in a
+                    // row break the session. Silence beyond the timeout names the reason. A
+                    // wall clock that ran far ahead of the monotonic one means the machine
+                    // slept: the socket is presumed dead at once.
+                    let mono_silence = last_rx.elapsed().as_millis() as u64;
                     let wall_silence = config.wall_clock.now_ms().saturating_sub(last_rx_wall);
-                    if last_rx.elapsed() > config.heartbeat_timeout
-                        || wall_silence > config.heartbeat_timeout.as_millis() as u64
-                    {
+                    let timeout_ms = config.heartbeat_timeout.as_millis() as u64;
+                    if wall_silence > timeout_ms && wall_silence > mono_silence.saturating_add(timeout_ms) {
                         break DisconnectReason::Silent;
                     }
                     if outstanding {
                         failures += 1;
                         if failures >= config.failure_threshold {
-                            break DisconnectReason::HeartbeatFailures(failures);
+                            break if mono_silence > timeout_ms {
+                                DisconnectReason::Silent
+                            } else {
+                                DisconnectReason::HeartbeatFailures(failures)
+                            };
                         }
                     }
                     if ws.send(Message::text(ClientMessage::Heartbeat.to_json())).await.is_err() {
                         break DisconnectReason::Error("heartbeat send failed".into());
                     }
                     outstanding = true;
+                    let next = if failures > 0 { confirm_after } else { config.heartbeat_interval };
+                    heartbeat_due.as_mut().reset(Instant::now() + next);
                     if !stable && connected_at.elapsed() >= config.stable_after {
                         stable = true;
                         self.attempt = 0;
+                    }
+                }
+                _ = recheck_ticker.tick(), if probe.is_none()
+                    && self.policy.as_ref().is_some_and(EndpointPolicy::on_fallback) => {
+                    probe = Some(self.probe_global());
+                }
+                result = async { match probe.as_mut() { Some(p) => p.await, None => std::future::pending().await } } => {
+                    probe = None;
+                    let global = self.global_url();
+                    let Some(policy) = self.policy.as_mut() else { continue };
+                    match policy.on_probe(result, session_region.as_deref()) {
+                        Decision::Stay => {}
+                        Decision::AdoptGlobal => {
+                            let url = policy.url(&global);
+                            self.emit(Event::EndpointChanged { url, regional: false, reason: "the global name leads to this Region again".into() });
+                        }
+                        Decision::Return => {
+                            let url = policy.url(&global);
+                            self.emit(Event::EndpointChanged { url, regional: false, reason: "the global name has been healthy long enough".into() });
+                            break DisconnectReason::Returning;
+                        }
                     }
                 }
                 command = self.commands.recv() => match command {
@@ -718,6 +878,9 @@ impl Runner {
                 you,
             } => {
                 let outage = self.outage_since.take().map(|t| t.elapsed());
+                if let Some(policy) = self.policy.as_mut() {
+                    policy.on_restored(&region);
+                }
                 self.emit(Event::StateRestored {
                     region,
                     auction,

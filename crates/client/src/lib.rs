@@ -6,9 +6,12 @@
 //! - [`ClientBuilder`] starts a reconnecting client: application heartbeat with the
 //!   "2 consecutive non-pong replies = broken" rule, exponential backoff with full jitter,
 //!   `getState` after every reconnect, and replay of unconfirmed bids by `bidId`.
+//! - [`Fallback`] adds client-assisted failover: the Regions' own endpoints when the global
+//!   name's Region keeps failing, and a hysteresis back to the global name.
 
 mod backoff;
 mod client;
+mod fallback;
 pub mod transport;
 
 pub use backoff::Backoff;
@@ -16,4 +19,5 @@ pub use client::{
     Client, ClientBuilder, ClientConfig, ClientError, DisconnectReason, Event, OfflineBids,
     StaticToken, SystemWallClock, TokenProvider, WallClock,
 };
+pub use fallback::{Decision, EndpointPolicy, Fallback, ProbeResult, RegionalEndpoint, Target};
 pub use transport::{connect, ConnectError, ConnectOptions, TokenPlacement, WsStream};

@@ -1,0 +1,324 @@
+//! Client-assisted failover: when the Region behind the global name keeps failing, go to the
+//! next Region's own endpoint without waiting for DNS; drift back to the global name once it
+//! is trustworthy again. A pure state machine, so the policy is tested without sockets.
+//!
+//! Why a client may do this at all: bids are idempotent (client-made `bidId`) and the high
+//! bid is derived under a total order, so clients split between Regions for a while cost
+//! freshness, never correctness (docs/CLIENT.md, "Client-assisted failover").
+
+use std::time::Duration;
+
+/// One Region's own endpoint (a regional custom name or the execute-api URL).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionalEndpoint {
+    /// The Region's name, as the server names it in every frame (`us-west-2`).
+    pub region: String,
+    pub url: String,
+}
+
+/// The fallback policy's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fallback {
+    /// The Regions' own endpoints, in order of preference.
+    pub regions: Vec<RegionalEndpoint>,
+    /// Consecutive failures on one endpoint before the next is tried (default 2). A failure
+    /// is a connect that did not succeed or a session that ended broken (heartbeat rule,
+    /// silence, socket error, abnormal close) before state was restored again. One lost
+    /// heartbeat is not a failure: the heartbeat rule already needs two.
+    pub after_failures: u32,
+    /// While on a regional endpoint, how often the global name is probed (default 60 s).
+    pub recheck: Duration,
+    /// Consecutive healthy probes of the global name, answered by another Region, before
+    /// the client moves back to it (default 3: three minutes of health at the default
+    /// recheck, longer than a flapping Region stays up). Each fallback that follows a
+    /// return doubles it, up to 8x, so a Region that fails only under load cannot make
+    /// clients ping-pong.
+    pub return_after: u32,
+}
+
+impl Fallback {
+    pub fn new(regions: Vec<RegionalEndpoint>) -> Self {
+        Self {
+            regions,
+            after_failures: 2,
+            recheck: Duration::from_secs(60),
+            return_after: 3,
+        }
+    }
+
+    /// The same policy with every timer divided by `factor` (the lab's time scale).
+    pub fn scaled(mut self, factor: f64) -> Self {
+        let factor = if factor.is_finite() && factor > 0.0 {
+            factor
+        } else {
+            1.0
+        };
+        self.recheck = self.recheck.div_f64(factor);
+        self
+    }
+}
+
+/// Where the next connect goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Global,
+    Regional(usize),
+}
+
+/// What a probe of the global name found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeResult {
+    /// A pong, from this Region.
+    Healthy(String),
+    /// No pong: refused, timed out, an error frame, or a closed socket.
+    Failed,
+}
+
+/// What the client should do after a probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Stay,
+    /// The global name now leads to the Region the client is on: use the global name from
+    /// the next connect on, without disturbing the current session.
+    AdoptGlobal,
+    /// The global name has been healthy long enough: close this session and reconnect
+    /// through it.
+    Return,
+}
+
+/// The policy's state for one client.
+#[derive(Debug, Clone)]
+pub struct EndpointPolicy {
+    config: Fallback,
+    target: Target,
+    failures: u32,
+    /// The Region that last restored state (learned from the server's frames).
+    last_region: Option<String>,
+    healthy_probes: u32,
+    /// How many times the client fell back after having returned (drives the hysteresis).
+    returns: u32,
+}
+
+impl EndpointPolicy {
+    pub fn new(config: Fallback) -> Self {
+        Self {
+            config,
+            target: Target::Global,
+            failures: 0,
+            last_region: None,
+            healthy_probes: 0,
+            returns: 0,
+        }
+    }
+
+    pub fn config(&self) -> &Fallback {
+        &self.config
+    }
+
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    pub fn on_fallback(&self) -> bool {
+        matches!(self.target, Target::Regional(_))
+    }
+
+    /// The URL of the next connect; `global` is what the global name resolves to now.
+    pub fn url(&self, global: &str) -> String {
+        match self.target {
+            Target::Regional(i) => self
+                .config
+                .regions
+                .get(i)
+                .map(|e| e.url.clone())
+                .unwrap_or_else(|| global.to_owned()),
+            Target::Global => global.to_owned(),
+        }
+    }
+
+    /// State was restored from `region`: the endpoint works.
+    pub fn on_restored(&mut self, region: &str) {
+        self.failures = 0;
+        self.last_region = Some(region.to_owned());
+    }
+
+    /// A connect failed or a session ended broken. Returns the new target when the policy
+    /// moves.
+    pub fn on_failure(&mut self) -> Option<Target> {
+        self.failures = self.failures.saturating_add(1);
+        if self.failures < self.config.after_failures.max(1) || self.config.regions.is_empty() {
+            return None;
+        }
+        self.failures = 0;
+        self.healthy_probes = 0;
+        let next = self.next_target();
+        if next == self.target {
+            return None;
+        }
+        if matches!(next, Target::Regional(_)) && self.target == Target::Global {
+            // Falling back (again): the longer the client has to see the global name healthy
+            // before returning.
+            self.returns = self.returns.saturating_add(1);
+        }
+        self.target = next.clone();
+        Some(next)
+    }
+
+    /// The next endpoint after the failing one: the first Region other than the failing
+    /// Region, in preference order; after the last one, the global name again.
+    fn next_target(&self) -> Target {
+        let failing_region = match &self.target {
+            Target::Regional(i) => self.config.regions.get(*i).map(|e| e.region.clone()),
+            Target::Global => self.last_region.clone(),
+        };
+        let start = match self.target {
+            Target::Regional(i) => i + 1,
+            Target::Global => 0,
+        };
+        (start..self.config.regions.len())
+            .find(|&i| Some(&self.config.regions[i].region) != failing_region.as_ref())
+            .map(Target::Regional)
+            .unwrap_or(Target::Global)
+    }
+
+    /// The probes needed before returning: `return_after`, doubled per earlier fallback
+    /// beyond the first, at most 8x.
+    pub fn probes_needed(&self) -> u32 {
+        let doublings = self.returns.saturating_sub(1).min(3);
+        self.config
+            .return_after
+            .max(1)
+            .saturating_mul(1 << doublings)
+    }
+
+    /// A probe of the global name came back, while the client is on `current_region`.
+    pub fn on_probe(&mut self, result: ProbeResult, current_region: Option<&str>) -> Decision {
+        if !self.on_fallback() {
+            return Decision::Stay;
+        }
+        match result {
+            ProbeResult::Failed => {
+                self.healthy_probes = 0;
+                Decision::Stay
+            }
+            ProbeResult::Healthy(region) if Some(region.as_str()) == current_region => {
+                self.to_global();
+                Decision::AdoptGlobal
+            }
+            ProbeResult::Healthy(_) => {
+                self.healthy_probes += 1;
+                if self.healthy_probes >= self.probes_needed() {
+                    self.to_global();
+                    Decision::Return
+                } else {
+                    Decision::Stay
+                }
+            }
+        }
+    }
+
+    fn to_global(&mut self) {
+        self.target = Target::Global;
+        self.failures = 0;
+        self.healthy_probes = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn policy() -> EndpointPolicy {
+        EndpointPolicy::new(Fallback::new(vec![
+            RegionalEndpoint {
+                region: "east".into(),
+                url: "ws://east".into(),
+            },
+            RegionalEndpoint {
+                region: "west".into(),
+                url: "ws://west".into(),
+            },
+        ]))
+    }
+
+    #[test]
+    fn one_failure_never_moves_two_move_to_the_other_region() {
+        let mut p = policy();
+        p.on_restored("east");
+        assert_eq!(p.on_failure(), None);
+        assert_eq!(p.url("ws://global"), "ws://global");
+        assert_eq!(p.on_failure(), Some(Target::Regional(1)));
+        assert_eq!(p.url("ws://global"), "ws://west");
+    }
+
+    #[test]
+    fn a_restore_between_failures_resets_the_count() {
+        let mut p = policy();
+        p.on_restored("east");
+        for _ in 0..10 {
+            assert_eq!(p.on_failure(), None);
+            p.on_restored("east");
+        }
+        assert_eq!(p.target(), &Target::Global);
+    }
+
+    #[test]
+    fn failing_fallback_rotates_then_comes_back_to_global() {
+        let mut p = policy();
+        // Never connected: the first Region is tried first.
+        p.on_failure();
+        assert_eq!(p.on_failure(), Some(Target::Regional(0)));
+        p.on_failure();
+        assert_eq!(p.on_failure(), Some(Target::Regional(1)));
+        p.on_failure();
+        assert_eq!(p.on_failure(), Some(Target::Global));
+    }
+
+    #[test]
+    fn dns_agreeing_adopts_global_at_once_and_others_need_a_streak() {
+        let mut p = policy();
+        p.on_restored("east");
+        p.on_failure();
+        p.on_failure();
+        p.on_restored("west");
+        assert_eq!(
+            p.on_probe(ProbeResult::Healthy("east".into()), Some("west")),
+            Decision::Stay
+        );
+        assert_eq!(
+            p.on_probe(ProbeResult::Failed, Some("west")),
+            Decision::Stay,
+            "a failed probe resets the streak"
+        );
+        assert_eq!(
+            p.on_probe(ProbeResult::Healthy("west".into()), Some("west")),
+            Decision::AdoptGlobal
+        );
+        assert_eq!(p.target(), &Target::Global);
+    }
+
+    #[test]
+    fn returning_needs_a_longer_streak_after_each_fallback() {
+        let mut p = policy();
+        p.on_restored("east");
+        let mut needed = Vec::new();
+        for _ in 0..5 {
+            p.on_failure();
+            p.on_failure();
+            assert!(p.on_fallback());
+            p.on_restored("west");
+            let mut probes = 0;
+            loop {
+                probes += 1;
+                if p.on_probe(ProbeResult::Healthy("east".into()), Some("west")) == Decision::Return
+                {
+                    break;
+                }
+            }
+            needed.push(probes);
+            p.on_restored("east");
+        }
+        assert_eq!(needed, vec![3, 6, 12, 24, 24]);
+    }
+}
