@@ -202,13 +202,13 @@ impl EndpointPolicy {
                 Decision::Stay
             }
             ProbeResult::Healthy(region) if Some(region.as_str()) == current_region => {
-                self.to_global();
+                self.use_global();
                 Decision::AdoptGlobal
             }
             ProbeResult::Healthy(_) => {
                 self.healthy_probes += 1;
                 if self.healthy_probes >= self.probes_needed() {
-                    self.to_global();
+                    self.use_global();
                     Decision::Return
                 } else {
                     Decision::Stay
@@ -217,7 +217,7 @@ impl EndpointPolicy {
         }
     }
 
-    fn to_global(&mut self) {
+    fn use_global(&mut self) {
         self.target = Target::Global;
         self.failures = 0;
         self.healthy_probes = 0;
