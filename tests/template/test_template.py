@@ -127,7 +127,11 @@ def test_failover_decision_lives_in_the_secondary(template):
 
 
 def test_failover_records_primary_with_health_check_secondary_without(template):
-    records = resources(template, "AWS::Route53::RecordSet")
+    records = {
+        name: r
+        for name, r in resources(template, "AWS::Route53::RecordSet").items()
+        if "Failover" in r["Properties"]
+    }
     assert len(records) == 4
     for name, record in records.items():
         props = record["Properties"]
@@ -192,3 +196,16 @@ def test_outputs_name_urls_tables_alarm_and_health_check(template):
     outputs = template["Outputs"]
     for key in ("ExecuteApiUrl", "CustomDomainUrl", "StateTableName", "ConnectionsTableName", "PrimaryHealthAlarmName", "PrimaryHealthCheckId", "ApiId", "RegionalDomainName", "RegionalHostedZoneId"):
         assert key in outputs, key
+
+
+def test_regional_endpoint_is_optional_never_failed_over_and_always_output(template):
+    res = template["Resources"]
+    for name in ("RegionalDomain", "RegionalDomainMapping", "RegionalRecord"):
+        assert res[name]["Condition"] == "HasRegionalName"
+    record = res["RegionalRecord"]["Properties"]
+    # A plain alias: client-assisted failover needs each Region reachable by its own name,
+    # whatever the health check says.
+    assert "Failover" not in record and "HealthCheckId" not in record
+    assert record["AliasTarget"]["EvaluateTargetHealth"] is False
+    assert res["RegionalDomain"]["Properties"]["DomainNameConfigurations"][0]["EndpointType"] == "REGIONAL"
+    assert "RegionalEndpointUrl" in template["Outputs"]

@@ -706,6 +706,8 @@ impl Runner {
         let mut last_rx_wall = config.wall_clock.now_ms();
         let mut failures = 0u32;
         let mut outstanding = false;
+        // This heartbeat round already counted a failure (an error frame arrived).
+        let mut round_failed = false;
         let mut announced = false;
         let mut stable = false;
         // After a heartbeat failure the next heartbeat goes out sooner (the confirmation
@@ -754,9 +756,15 @@ impl Runner {
                     match parse_server_frame(&text) {
                         Ok(ServerFrame::GatewayError { message }) => {
                             tracing::debug!(%message, "API Gateway error frame");
+                            // API Gateway's error frame does not say which request it answers:
+                            // count at most one failure per heartbeat round, so a bid and a
+                            // heartbeat failing together in one blip are one failure.
+                            if !round_failed {
+                                round_failed = true;
+                                failures += 1;
+                                heartbeat_due.as_mut().reset(Instant::now() + confirm_after);
+                            }
                             outstanding = false;
-                            failures += 1;
-                            heartbeat_due.as_mut().reset(Instant::now() + confirm_after);
                         }
                         Ok(ServerFrame::Message(message)) => {
                             if !announced {
@@ -767,12 +775,16 @@ impl Runner {
                             match message {
                                 ServerMessage::Pong { .. } => {
                                     outstanding = false;
+                                    round_failed = false;
                                     failures = 0;
                                 }
                                 ServerMessage::Error { code: ErrorCode::Internal, .. } => {
+                                    if !round_failed {
+                                        round_failed = true;
+                                        failures += 1;
+                                        heartbeat_due.as_mut().reset(Instant::now() + confirm_after);
+                                    }
                                     outstanding = false;
-                                    failures += 1;
-                                    heartbeat_due.as_mut().reset(Instant::now() + confirm_after);
                                 }
                                 other => self.on_message(other),
                             }
@@ -794,20 +806,21 @@ impl Runner {
                     if wall_silence > timeout_ms && wall_silence > mono_silence.saturating_add(timeout_ms) {
                         break DisconnectReason::Silent;
                     }
-                    if outstanding {
+                    if outstanding && !round_failed {
                         failures += 1;
-                        if failures >= config.failure_threshold {
-                            break if mono_silence > timeout_ms {
-                                DisconnectReason::Silent
-                            } else {
-                                DisconnectReason::HeartbeatFailures(failures)
-                            };
-                        }
+                    }
+                    if failures >= config.failure_threshold {
+                        break if mono_silence > timeout_ms {
+                            DisconnectReason::Silent
+                        } else {
+                            DisconnectReason::HeartbeatFailures(failures)
+                        };
                     }
                     if ws.send(Message::text(ClientMessage::Heartbeat.to_json())).await.is_err() {
                         break DisconnectReason::Error("heartbeat send failed".into());
                     }
                     outstanding = true;
+                    round_failed = false;
                     let next = if failures > 0 { confirm_after } else { config.heartbeat_interval };
                     heartbeat_due.as_mut().reset(Instant::now() + next);
                     if !stable && connected_at.elapsed() >= config.stable_after {

@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use wsdr_client::{Backoff, ClientBuilder, Event, OfflineBids, TokenProvider};
+use wsdr_client::{
+    Backoff, ClientBuilder, Event, Fallback, OfflineBids, RegionalEndpoint, TokenProvider,
+};
 use wsdr_protocol::{Amount, AuctionId, BidStatus};
 
 /// The scenarios a drill can run.
@@ -29,6 +31,9 @@ pub enum Scenario {
     Flapping,
     /// Throttle, fail over, heal, and measure failback.
     Failback,
+    /// One lost heartbeat: the primary throttled for 3 s, then fine. Nobody may move: no
+    /// disconnect, no endpoint change, no DNS flip.
+    Blip,
 }
 
 /// Drill settings.
@@ -45,6 +50,8 @@ pub struct DrillConfig {
     /// Bound on the whole recovery, AWS seconds.
     pub recovery_timeout_secs: f64,
     pub progress: bool,
+    /// Give the simulated users the Regions' own endpoints (client-assisted failover).
+    pub client_fallback: bool,
 }
 
 impl Default for DrillConfig {
@@ -58,6 +65,7 @@ impl Default for DrillConfig {
             bid_every_secs: 20.0,
             recovery_timeout_secs: 900.0,
             progress: false,
+            client_fallback: false,
         }
     }
 }
@@ -72,6 +80,10 @@ struct UserLog {
     /// Times (lab ms) and Regions of each state restore.
     restores: Vec<(f64, String)>,
     disconnects: Vec<f64>,
+    /// (ack time lab ms, Region, amount) of every bid answered `accepted`.
+    accepted: Vec<(f64, String, u64)>,
+    /// Endpoint changes made by client-assisted failover.
+    moves: usize,
     accepted_twice: usize,
     high_seen: u64,
 }
@@ -159,6 +171,11 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
             lab.fault(Fault::Partition);
             lab.fault(Fault::Throttle(0));
         }
+        Scenario::Blip => {
+            lab.fault(Fault::Throttle(0));
+            tokio::time::sleep(scale.secs(3.0)).await;
+            lab.fault(Fault::Heal);
+        }
         Scenario::Flapping => {
             // Broken 90 s, fine 60 s, three times; then broken for good.
             for _ in 0..3 {
@@ -170,10 +187,16 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
             lab.fault(Fault::Throttle(0));
         }
     }
-    let recovered = wait_for(scale.secs(config.recovery_timeout_secs), || {
-        all_restored_on(&secondary, fault_ms)
-    })
-    .await;
+    let recovered = if config.scenario == Scenario::Blip {
+        // Two heartbeat rounds and three alarm periods: time for anything to go wrong.
+        tokio::time::sleep(scale.secs(180.0)).await;
+        true
+    } else {
+        wait_for(scale.secs(config.recovery_timeout_secs), || {
+            all_restored_on(&secondary, fault_ms)
+        })
+        .await
+    };
     if !recovered {
         timeline.record(
             Kind::Note,
@@ -279,6 +302,36 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         .filter(|e| e.kind == Kind::DnsFlip && e.at_ms >= fault_ms && e.at_ms < heal_ms)
         .count();
     let accepted_twice: usize = logs.iter().map(|l| l.accepted_twice).sum();
+    let split = split_between_regions(&logs, fault_ms, heal_ms);
+    let primary = &lab.config.regions[0];
+    let disconnects_during_fault = logs
+        .iter()
+        .map(|l| {
+            l.disconnects
+                .iter()
+                .filter(|d| **d >= fault_ms && **d < heal_ms)
+                .count()
+        })
+        .sum();
+    // Ping-pong: back on the primary after having been restored in the secondary, while
+    // the fault lasts.
+    let returns_to_primary_during_fault = logs
+        .iter()
+        .map(|l| {
+            let Some(first_secondary) = l
+                .restores
+                .iter()
+                .find(|(at, r)| *at >= fault_ms && *r == secondary)
+                .map(|r| r.0)
+            else {
+                return 0;
+            };
+            l.restores
+                .iter()
+                .filter(|(at, r)| *at > first_secondary && *at < heal_ms && r == primary)
+                .count()
+        })
+        .sum();
 
     Ok(Report {
         scenario: config.scenario,
@@ -305,8 +358,80 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         converged,
         rpo_items_at_fault: rpo.items,
         rpo_oldest_ms_at_fault: rpo.oldest_ms,
+        client_fallback: config.client_fallback,
+        disconnects_during_fault,
+        returns_to_primary_during_fault,
+        endpoint_moves: logs.iter().map(|l| l.moves).sum(),
+        split_ms: split.duration_ms,
+        split_aws_s: split.duration_ms * scale.factor() / 1000.0,
+        accepted_below_other_region: split.accepted_below_other_region,
         timeline: timeline.entries(),
     })
+}
+
+/// What clients split between Regions cost.
+struct Split {
+    /// Lab ms, between the fault and the heal, during which users were being served by
+    /// both Regions at once.
+    duration_ms: f64,
+    /// Bids accepted by one Region after the other Region had accepted an equal or higher
+    /// one: a single Region would have answered `too_low`. The bidder was told `accepted`
+    /// and then saw the higher bid arrive by replication. Correctness holds (the high bid is
+    /// derived); this is the freshness price of the split.
+    accepted_below_other_region: usize,
+}
+
+/// A user is served by a Region from a state restore there until its next disconnect.
+fn split_between_regions(logs: &[UserLog], from_ms: f64, to_ms: f64) -> Split {
+    // (time, region, +1/-1) for each user's service intervals, clipped to [from, to].
+    let mut edges: Vec<(f64, String, i32)> = Vec::new();
+    for log in logs {
+        for (i, (start, region)) in log.restores.iter().enumerate() {
+            let next_restore = log.restores.get(i + 1).map(|r| r.0).unwrap_or(f64::MAX);
+            let end = log
+                .disconnects
+                .iter()
+                .copied()
+                .find(|d| *d >= *start)
+                .unwrap_or(f64::MAX)
+                .min(next_restore);
+            let (start, end) = (start.max(from_ms), end.min(to_ms));
+            if start < end {
+                edges.push((start, region.clone(), 1));
+                edges.push((end, region.clone(), -1));
+            }
+        }
+    }
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.2.cmp(&b.2)));
+    let mut live: BTreeMap<String, i32> = BTreeMap::new();
+    let mut duration_ms = 0.0;
+    let mut last = from_ms;
+    for (at, region, delta) in edges {
+        if live.values().filter(|n| **n > 0).count() >= 2 {
+            duration_ms += at - last;
+        }
+        *live.entry(region).or_default() += delta;
+        last = at;
+    }
+    let mut accepted: Vec<&(f64, String, u64)> =
+        logs.iter().flat_map(|l| l.accepted.iter()).collect();
+    accepted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut best: HashMap<&str, u64> = HashMap::new();
+    let mut accepted_below_other_region = 0;
+    for (_, region, amount) in accepted {
+        if best
+            .iter()
+            .any(|(r, high)| *r != region.as_str() && *high >= *amount)
+        {
+            accepted_below_other_region += 1;
+        }
+        let high = best.entry(region.as_str()).or_default();
+        *high = (*high).max(*amount);
+    }
+    Split {
+        duration_ms,
+        accepted_below_other_region,
+    }
 }
 
 async fn user(
@@ -319,7 +444,21 @@ async fn user(
 ) {
     let scale = config.lab.scale;
     let sub = format!("user-{index}");
-    let (client, mut events) = ClientBuilder::new(lab.front_door_url())
+    let mut builder = ClientBuilder::new(lab.front_door_url());
+    if config.client_fallback {
+        let regions = lab
+            .config
+            .regions
+            .iter()
+            .zip(&lab.regions)
+            .map(|(name, region)| RegionalEndpoint {
+                region: name.clone(),
+                url: region.url(),
+            })
+            .collect();
+        builder = builder.fallback(Fallback::new(regions).scaled(scale.factor()));
+    }
+    let (client, mut events) = builder
         .token_provider(Arc::new(LabTokens {
             lab: lab.clone(),
             sub: sub.clone(),
@@ -375,7 +514,18 @@ async fn user(
                         timeline.record(Kind::ClientRestored, format!("{sub} restored from {region}"));
                     }
                     Event::StateUpdated { high_bid: Some(h), .. } => l.high_seen = l.high_seen.max(h.amount.get()),
-                    Event::BidResult { bid_id, status, .. } => {
+                    Event::EndpointChanged { url, regional, reason } => {
+                        l.moves += 1;
+                        drop(l);
+                        let to = if regional { url } else { "the global name".to_owned() };
+                        timeline.record(Kind::ClientMoved, format!("{sub} -> {to} ({reason})"));
+                    }
+                    Event::BidResult { bid_id, status, region, .. } => {
+                        if status == BidStatus::Accepted {
+                            if let Some(amount) = l.invoked.get(bid_id.as_str()).copied() {
+                                l.accepted.push((at, region, amount));
+                            }
+                        }
                         if matches!(status, BidStatus::Accepted | BidStatus::Duplicate) {
                             let amount = l.invoked.get(bid_id.as_str()).copied();
                             if let Some(amount) = amount {

@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use wsdr_lab::report::Comparison;
 use wsdr_lab::{drill, DrillConfig, Lab, LabConfig, Scenario, TimeScale};
 
 #[derive(Parser)]
@@ -40,6 +41,10 @@ enum Command {
         /// Replication lag, AWS milliseconds.
         #[arg(long, default_value_t = 800)]
         lag_ms: u64,
+        /// Run the scenario twice with the same seed, DNS-only then with client-assisted
+        /// failover (users also know the Regions' own endpoints), and compare.
+        #[arg(long)]
+        client_fallback: bool,
     },
     /// Start the lab and keep it running; faults through the control API.
     Lab {
@@ -95,6 +100,7 @@ async fn main() -> anyhow::Result<()> {
             seed,
             dns_ttl,
             lag_ms,
+            client_fallback,
         } => {
             let started = std::time::Instant::now();
             let config = DrillConfig {
@@ -112,18 +118,43 @@ async fn main() -> anyhow::Result<()> {
                 ..DrillConfig::default()
             };
             println!("wsdr drill: scenario {scenario:?}, {users} users, time scale {time_scale} (1 lab s = {time_scale} AWS s)");
-            let result = drill::run(config).await?;
+            let result = drill::run(config.clone()).await?;
             println!();
             print!("{}", result.table());
-            result.write_json(&report)?;
             result.write_svg(&chart)?;
+            let passed = if client_fallback {
+                println!("\nwsdr drill: the same scenario and seed, with client-assisted failover");
+                let assisted = drill::run(DrillConfig {
+                    client_fallback: true,
+                    ..config
+                })
+                .await?;
+                println!();
+                print!("{}", assisted.table());
+                let assisted_chart = chart.with_file_name(format!(
+                    "{}-client-fallback.svg",
+                    chart
+                        .file_stem()
+                        .and_then(|s| s.to_str())
+                        .unwrap_or("drill-timeline")
+                ));
+                assisted.write_svg(&assisted_chart)?;
+                let comparison = Comparison::new(result, assisted);
+                println!();
+                print!("{}", comparison.table());
+                comparison.write_json(&report)?;
+                comparison.passed()
+            } else {
+                result.write_json(&report)?;
+                result.passed()
+            };
             println!(
                 "  report: {}  chart: {}  (wall time {:.1} s)",
                 report.display(),
                 chart.display(),
                 started.elapsed().as_secs_f64()
             );
-            if !result.passed() {
+            if !passed {
                 std::process::exit(1);
             }
         }

@@ -66,17 +66,42 @@ pub struct Report {
     /// Replication data at risk when the fault hit: items written, not yet replicated.
     pub rpo_items_at_fault: usize,
     pub rpo_oldest_ms_at_fault: f64,
+    /// Whether the users had the Regions' own endpoints (client-assisted failover).
+    pub client_fallback: bool,
+    /// Client disconnects between the fault and the heal.
+    pub disconnects_during_fault: usize,
+    /// Restores on the primary by clients already restored in the secondary, before the
+    /// heal: ping-pong (must be 0).
+    pub returns_to_primary_during_fault: usize,
+    /// Endpoint changes made by client-assisted failover, all users together.
+    pub endpoint_moves: usize,
+    /// Between fault and heal, how long users were served by both Regions at once (lab ms).
+    pub split_ms: f64,
+    pub split_aws_s: f64,
+    /// Bids one Region accepted after the other had accepted an equal or higher one: the
+    /// freshness cost of a split (correctness is unaffected; see docs/CLIENT.md).
+    pub accepted_below_other_region: usize,
     pub timeline: Vec<Entry>,
 }
 
 impl Report {
-    /// Nothing lost, nothing doubled, Regions converged, every client restored.
+    /// Nothing lost, nothing doubled, Regions converged, no ping-pong, and every client
+    /// restored in the secondary; for a blip, nobody moved at all.
     pub fn passed(&self) -> bool {
+        let recovery = if self.scenario == Scenario::Blip {
+            self.restored == 0
+                && self.disconnects_during_fault == 0
+                && self.endpoint_moves == 0
+                && self.dns_flips_during_fault == 0
+        } else {
+            self.restored == self.clients
+        };
         self.lost_acknowledged_bids == 0
             && self.duplicate_bids == 0
             && self.converged
             && self.high_bid_consistent
-            && self.restored == self.clients
+            && self.returns_to_primary_during_fault == 0
+            && recovery
     }
 
     pub fn table(&self) -> String {
@@ -144,6 +169,28 @@ impl Report {
             self.rpo_items_at_fault, self.rpo_oldest_ms_at_fault
         ));
         out.push_str(&format!("  regions converged         {}\n", self.converged));
+        out.push_str(&format!(
+            "  disconnects during fault  {}\n",
+            self.disconnects_during_fault
+        ));
+        out.push_str(&format!(
+            "  back on primary (ping-pong) {}\n",
+            self.returns_to_primary_during_fault
+        ));
+        if self.client_fallback {
+            out.push_str(&format!(
+                "  endpoint moves (clients)  {}\n",
+                self.endpoint_moves
+            ));
+        }
+        out.push_str(&format!(
+            "  split between Regions     {}\n",
+            ms(Some(self.split_ms))
+        ));
+        out.push_str(&format!(
+            "  accepted below other high {}\n",
+            self.accepted_below_other_region
+        ));
         out.push_str(&format!(
             "  verdict                   {}\n",
             if self.passed() { "PASS" } else { "FAIL" }
@@ -225,6 +272,112 @@ impl Report {
             chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
         }
         root.present()?;
+        Ok(())
+    }
+}
+
+/// The same scenario run twice with the same seed: DNS-only, then client-assisted.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub scenario: Scenario,
+    pub dns_only: Report,
+    pub client_assisted: Report,
+    /// Client-assisted p99 RTO / DNS-only p99 RTO (target: under 0.5).
+    pub p99_rto_ratio: Option<f64>,
+}
+
+impl Comparison {
+    pub fn new(dns_only: Report, client_assisted: Report) -> Self {
+        let p99_rto_ratio = match (dns_only.rto_ms.p99, client_assisted.rto_ms.p99) {
+            (Some(dns), Some(client)) if dns > 0.0 => Some(client / dns),
+            _ => None,
+        };
+        Self {
+            scenario: dns_only.scenario,
+            dns_only,
+            client_assisted,
+            p99_rto_ratio,
+        }
+    }
+
+    /// Both runs passed.
+    pub fn passed(&self) -> bool {
+        self.dns_only.passed() && self.client_assisted.passed()
+    }
+
+    pub fn table(&self) -> String {
+        let aws = |r: &Report, v: Option<f64>| {
+            v.map_or("-".to_owned(), |v| {
+                format!("{:.1} s", v * r.time_scale / 1000.0)
+            })
+        };
+        let (d, c) = (&self.dns_only, &self.client_assisted);
+        let rows: Vec<(&str, String, String)> = vec![
+            ("RTO p50 (AWS)", aws(d, d.rto_ms.p50), aws(c, c.rto_ms.p50)),
+            ("RTO p99 (AWS)", aws(d, d.rto_ms.p99), aws(c, c.rto_ms.p99)),
+            ("RTO max (AWS)", aws(d, d.rto_ms.max), aws(c, c.rto_ms.max)),
+            (
+                "restored",
+                format!("{}/{}", d.restored, d.clients),
+                format!("{}/{}", c.restored, c.clients),
+            ),
+            (
+                "lost acknowledged bids",
+                d.lost_acknowledged_bids.to_string(),
+                c.lost_acknowledged_bids.to_string(),
+            ),
+            (
+                "duplicate bids",
+                d.duplicate_bids.to_string(),
+                c.duplicate_bids.to_string(),
+            ),
+            (
+                "split (AWS)",
+                format!("{:.1} s", d.split_aws_s),
+                format!("{:.1} s", c.split_aws_s),
+            ),
+            (
+                "accepted below other high",
+                d.accepted_below_other_region.to_string(),
+                c.accepted_below_other_region.to_string(),
+            ),
+            (
+                "back on primary (ping-pong)",
+                d.returns_to_primary_during_fault.to_string(),
+                c.returns_to_primary_during_fault.to_string(),
+            ),
+            (
+                "endpoint moves",
+                d.endpoint_moves.to_string(),
+                c.endpoint_moves.to_string(),
+            ),
+            (
+                "converged",
+                d.converged.to_string(),
+                c.converged.to_string(),
+            ),
+        ];
+        let mut out = format!(
+            "comparison: scenario {:?}, {} clients, same seed\n  {:<28}{:>16}{:>18}\n",
+            self.scenario, d.clients, "", "DNS only", "client-assisted"
+        );
+        for (name, a, b) in rows {
+            out.push_str(&format!("  {name:<28}{a:>16}{b:>18}\n"));
+        }
+        out.push_str(&format!(
+            "  p99 RTO ratio               {}\n  verdict                     {}\n",
+            self.p99_rto_ratio
+                .map_or("-".to_owned(), |r| format!("{r:.2} (target < 0.50)")),
+            if self.passed() { "PASS" } else { "FAIL" }
+        ));
+        out
+    }
+
+    pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, serde_json::to_vec_pretty(self)?)?;
         Ok(())
     }
 }

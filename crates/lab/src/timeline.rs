@@ -20,6 +20,8 @@ pub enum Kind {
     DnsFlip,
     ClientDisconnected,
     ClientRestored,
+    /// Client-assisted failover moved a client to another endpoint.
+    ClientMoved,
     Note,
 }
 
@@ -66,7 +68,7 @@ impl Timeline {
         if let Some(scale) = self.echo {
             if !matches!(
                 kind,
-                Kind::ProbeOk | Kind::ClientDisconnected | Kind::ClientRestored
+                Kind::ProbeOk | Kind::ClientDisconnected | Kind::ClientRestored | Kind::ClientMoved
             ) {
                 println!(
                     "  [{:>7.2} s lab | {:>6.0} s AWS] {:?}: {}",
