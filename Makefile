@@ -6,16 +6,28 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
+.PHONY: js-test browser-test
 .PHONY: all test unit fmt fmt-check lint clippy template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
 all: test
 
 ## test: formatting, lints, every test (with DynamoDB Local started and stopped around them)
-test: fmt-check clippy template-lint unit
+test: fmt-check clippy template-lint unit js-test browser-test
 
 unit:
 	scripts/with-dynamodb-local.sh $(CARGO) test --workspace --all-targets
+
+## js-test: unit tests of the browser client's policy (node's own test runner, no packages)
+js-test:
+	cd web && node --test test/
+
+## browser-test: the control room in headless Debian chromium via playwright-core (installed
+## by scripts/browser-tools.sh); screenshots under target/browser/
+browser-test:
+	scripts/browser-tools.sh
+	$(CARGO) build -p wsdr-lab --bin wsdr
+	cd tests/browser && node --test
 
 fmt:
 	$(CARGO) fmt --all

@@ -1,12 +1,17 @@
 //! The lab's HTTP control API: status and fault injection (used by `wsdr fault`, the
 //! control room page, and anyone with curl).
 //!
+//! - `GET  /` (and `/app.js`, `/wsdr-client.js`, `/style.css`): the live auction page and
+//!   control room (`web/`, compiled into the binary so the lab serves it from anywhere)
 //! - `GET  /api/status` -> [`crate::lab::Status`] as JSON
+//! - `GET  /api/config` -> what the page needs: global name, Regions' own endpoints, scale
+//! - `GET  /api/token?sub=<user>` -> `{"token": ...}`: a lab user token (the lab's own issuer;
+//!   nothing like it exists in a deployment, where tokens come from the app's identity provider)
 //! - `POST /api/fault` with `{"kind":"down"|"throttle"|"partition"|"lag"|"heal","region":0|1,"ms":800}`
 
 use crate::lab::{Fault, Lab};
-use axum::extract::State;
-use axum::http::StatusCode;
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -41,8 +46,39 @@ pub fn parse_fault(request: &FaultRequest) -> Result<Fault, String> {
     }
 }
 
+const INDEX_HTML: &str = include_str!("../../../web/index.html");
+const APP_JS: &str = include_str!("../../../web/app.js");
+const CLIENT_JS: &str = include_str!("../../../web/wsdr-client.js");
+const STYLE_CSS: &str = include_str!("../../../web/style.css");
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
 pub fn router(lab: Arc<Lab>) -> Router {
     Router::new()
+        .route(
+            "/",
+            get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }),
+        )
+        .route(
+            "/app.js",
+            get(|| async { asset("text/javascript", APP_JS) }),
+        )
+        .route(
+            "/wsdr-client.js",
+            get(|| async { asset("text/javascript", CLIENT_JS) }),
+        )
+        .route("/style.css", get(|| async { asset("text/css", STYLE_CSS) }))
+        .route("/api/config", get(config))
+        .route("/api/token", get(token))
         .route("/api/status", get(status))
         .route("/api/fault", post(fault))
         .with_state(lab)
@@ -57,6 +93,47 @@ pub async fn serve(lab: Arc<Lab>, addr: SocketAddr) -> anyhow::Result<SocketAddr
         let _ = axum::serve(listener, app).await;
     });
     Ok(bound)
+}
+
+async fn config(State(lab): State<Arc<Lab>>) -> Response {
+    let regions: Vec<serde_json::Value> = lab
+        .config
+        .regions
+        .iter()
+        .zip(&lab.regions)
+        .map(|(name, region)| serde_json::json!({"region": name, "url": region.url()}))
+        .collect();
+    Json(serde_json::json!({
+        "front_door": lab.front_door_url(),
+        "regions": regions,
+        "time_scale": lab.config.scale.factor(),
+        "auction": "lot-1",
+    }))
+    .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TokenRequest {
+    pub sub: String,
+}
+
+/// A user id the lab will mint a token for: 1 to 64 of `[A-Za-z0-9_-]`.
+pub fn valid_sub(sub: &str) -> bool {
+    (1..=64).contains(&sub.len())
+        && sub
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+async fn token(State(lab): State<Arc<Lab>>, Query(request): Query<TokenRequest>) -> Response {
+    if !valid_sub(&request.sub) {
+        return (
+            StatusCode::BAD_REQUEST,
+            "sub must be 1 to 64 characters of A-Z, a-z, 0-9, - and _",
+        )
+            .into_response();
+    }
+    Json(serde_json::json!({"token": lab.user_token(&request.sub)})).into_response()
 }
 
 async fn status(State(lab): State<Arc<Lab>>) -> Response {

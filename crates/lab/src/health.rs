@@ -68,8 +68,9 @@ impl Metrics for LabMetrics {
     }
 }
 
-/// Alarm states.
+/// Alarm states, serialized with CloudWatch's names (`OK`, `ALARM`, `INSUFFICIENT_DATA`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum AlarmState {
     InsufficientData,
     Ok,
@@ -183,10 +184,5 @@ impl Resolver {
                 region
             }
         }
-    }
-
-    /// What the resolver would answer now, without refreshing its cache.
-    pub fn peek(&self) -> Option<usize> {
-        lock(&self.cached).map(|(r, _)| r)
     }
 }

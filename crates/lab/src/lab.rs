@@ -129,6 +129,10 @@ pub struct Status {
     pub primary_healthy: bool,
     pub dns_answer: Option<String>,
     pub replication: Vec<LinkStatus>,
+    /// The watcher canary's last datapoints for the primary, oldest first (true = healthy).
+    pub canary: Vec<bool>,
+    /// The last system events (faults, probes failing, alarm, health check, DNS), oldest first.
+    pub events: Vec<crate::timeline::Entry>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -476,7 +480,8 @@ impl Lab {
                 .collect(),
             alarm: self.alarm.state(),
             primary_healthy: self.resolver.primary_healthy(),
-            dns_answer: self.resolver.peek().map(|i| names[i].clone()),
+            // A lookup like any client's: it honours the TTL (and records a flip when it sees one).
+            dns_answer: Some(names[self.resolver.answer()].clone()),
             replication: self
                 .links
                 .iter()
@@ -490,6 +495,21 @@ impl Lab {
                     applied: l.applied(),
                 })
                 .collect(),
+            canary: self
+                .timeline
+                .recent(6, |e| matches!(e.kind, Kind::ProbeOk | Kind::ProbeFailed))
+                .iter()
+                .map(|e| e.kind == Kind::ProbeOk)
+                .collect(),
+            events: self.timeline.recent(12, |e| {
+                !matches!(
+                    e.kind,
+                    Kind::ProbeOk
+                        | Kind::ClientDisconnected
+                        | Kind::ClientRestored
+                        | Kind::ClientMoved
+                )
+            }),
         }
     }
 }

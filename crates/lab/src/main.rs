@@ -173,6 +173,7 @@ async fn main() -> anyhow::Result<()> {
             for region in &lab.regions {
                 println!("  {}: {}", region.name, region.url());
             }
+            println!("  control room: http://{control}/");
             println!("  control API: http://{control}/api/status ; POST http://{control}/api/fault {{\"kind\":\"throttle\",\"region\":0}}");
             tokio::signal::ctrl_c().await?;
         }

@@ -85,6 +85,20 @@ impl Timeline {
             .push(entry);
     }
 
+    /// The last `n` entries that `keep` accepts, oldest first, without copying the rest.
+    pub fn recent(&self, n: usize, keep: impl Fn(&Entry) -> bool) -> Vec<Entry> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut picked: Vec<Entry> = entries
+            .iter()
+            .rev()
+            .filter(|e| keep(e))
+            .take(n)
+            .cloned()
+            .collect();
+        picked.reverse();
+        picked
+    }
+
     pub fn entries(&self) -> Vec<Entry> {
         self.entries
             .lock()

@@ -1,0 +1,128 @@
+// The control room page in headless Debian chromium: place a bid, throttle the primary, see
+// the badge switch to the secondary with the same high bid, heal, see failback.
+// Screenshots go to target/browser/. Run by `make test` (make browser-test).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const wsdr = process.env.WSDR_BIN ?? path.join(root, 'target/debug/wsdr');
+const shots = path.join(root, 'target/browser');
+mkdirSync(shots, { recursive: true });
+
+let lab;
+let base;
+let browser;
+
+async function status() {
+  return (await fetch(`${base}/api/status`)).json();
+}
+
+async function until(what, check, timeoutMs = 60000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+before(async () => {
+  lab = spawn(wsdr, ['lab', '--time-scale', '60', '--listen', '127.0.0.1:0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  base = await new Promise((resolve, reject) => {
+    let out = '';
+    lab.stdout.on('data', (chunk) => {
+      out += chunk;
+      const found = out.match(/control room: (http:\/\/127\.0\.0\.1:\d+)\//);
+      if (found) resolve(found[1]);
+    });
+    lab.on('exit', (code) => reject(new Error(`wsdr lab exited with ${code}: ${out}`)));
+  });
+  // Steady state first: the alarm has evaluated OK and the name resolves to the primary.
+  await until('steady state', async () => {
+    const s = await status();
+    return s.alarm === 'OK' && s.dns_answer === 'us-east-1';
+  });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    ],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  lab?.kill('SIGTERM');
+});
+
+test('a bid survives a failover and the page shows the Region switch and the failback', async () => {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  const errors = [];
+  page.on('pageerror', (error) => errors.push(String(error)));
+  await page.goto(`${base}/?user=alice`);
+
+  const badge = page.locator('#region-badge');
+  await page.waitForFunction(() => document.querySelector('#region-badge').textContent === 'us-east-1');
+  await page.waitForFunction(() => document.querySelector('#last-restore').textContent.startsWith('state restored'));
+
+  // Bid above the current high, with the keyboard only.
+  const high = Number((await page.locator('#high-bid').getAttribute('data-amount')) || '100000');
+  const dollars = Math.floor(high / 100) + 25;
+  await page.focus('#bid-amount');
+  await page.keyboard.type(String(dollars));
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#bid-result[data-status="accepted"]');
+  await page.waitForSelector(`#high-bid[data-amount="${dollars * 100}"]`);
+  assert.match(await page.locator('#bid-result').textContent(), /accepted by us-east-1/);
+  assert.equal(await page.locator('#high-bidder').textContent(), 'alice');
+  await page.screenshot({ path: path.join(shots, '1-bid-on-primary.png') });
+
+  // A second user whose page knows only the global name (DNS-only failover).
+  const dnsOnly = await browser.newPage();
+  dnsOnly.on('pageerror', (error) => errors.push(String(error)));
+  await dnsOnly.goto(`${base}/?user=bob&fallback=0`);
+  await dnsOnly.waitForFunction(() => document.querySelector('#region-badge').textContent === 'us-east-1');
+  await dnsOnly.waitForSelector(`#high-bid[data-amount="${dollars * 100}"]`);
+
+  // The reference game day: throttle the primary from the control room.
+  await page.getByRole('button', { name: 'Throttle' }).click();
+  await page.waitForFunction(() => document.querySelector('#region-badge').textContent === 'us-west-2', null, { timeout: 60000 });
+  await page.waitForFunction(() => document.querySelector('#last-restore').textContent.includes('from us-west-2'), null, { timeout: 60000 });
+  assert.equal(await badge.getAttribute('data-region'), 'us-west-2');
+  assert.equal(await page.locator('#high-bid').getAttribute('data-amount'), String(dollars * 100), 'the same high bid, served by the secondary');
+  assert.equal(await page.locator('#high-bidder').textContent(), 'alice');
+  await page.screenshot({ path: path.join(shots, '2-failed-over-to-secondary.png') });
+  assert.match(await page.locator('#conn-endpoint').textContent(), /regional fallback|global name/);
+
+  // The DNS-only page follows once the alarm has fired and the name resolves elsewhere.
+  await dnsOnly.waitForFunction(() => document.querySelector('#region-badge').textContent === 'us-west-2', null, { timeout: 60000 });
+  await dnsOnly.waitForSelector(`#high-bid[data-amount="${dollars * 100}"]`);
+  assert.equal(await dnsOnly.locator('#conn-endpoint').textContent(), 'global name');
+  await dnsOnly.screenshot({ path: path.join(shots, '2b-dns-only-page-failed-over.png') });
+
+  // The control room sees the failover too, then heal and watch DNS fail back.
+  await page.waitForFunction(() => document.querySelector('#dns-answer').textContent === 'us-west-2', null, { timeout: 60000 });
+  await page.getByRole('button', { name: 'Heal' }).click();
+  await page.waitForFunction(() => document.querySelector('#dns-answer').textContent === 'us-east-1', null, { timeout: 90000 });
+  assert.equal((await status()).dns_answer, 'us-east-1');
+  // A bid after the failback is still accepted, and the page keeps one consistent high bid.
+  await page.fill('#bid-amount', String(dollars + 20));
+  await page.keyboard.press('Enter');
+  await page.waitForSelector(`#high-bid[data-amount="${(dollars + 20) * 100}"]`);
+  await page.screenshot({ path: path.join(shots, '3-failed-back.png') });
+  assert.deepEqual(errors, []);
+});
+
+test('the token endpoint refuses a malformed user id with a clear error', async () => {
+  const response = await fetch(`${base}/api/token?sub=${encodeURIComponent('<script>')}`);
+  assert.equal(response.status, 400);
+  assert.match(await response.text(), /sub must be/);
+});

@@ -1,0 +1,105 @@
+// Unit tests of the browser client's pure policy: backoff, heartbeat rule, fallback.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backoffDelay, HeartbeatTracker, FallbackPolicy, isInternalError, newBidId } from '../wsdr-client.js';
+
+test('full jitter stays inside [0, min(cap, base * 2^attempt)] and covers the window', () => {
+  for (const [attempt, ceiling] of [[0, 2000], [1, 4000], [2, 8000], [3, 16000], [4, 20000], [40, 20000]]) {
+    assert.equal(backoffDelay(attempt, {}, () => 0), 0);
+    assert.equal(backoffDelay(attempt, {}, () => 0.999999), ceiling * 0.999999);
+    assert.equal(backoffDelay(attempt, { jitter: false }), ceiling);
+  }
+  // Uniform: the mean of many draws is close to half the window (Math.random, 10k draws).
+  let sum = 0;
+  for (let i = 0; i < 10000; i += 1) sum += backoffDelay(2, {});
+  const mean = sum / 10000;
+  assert.ok(mean > 3800 && mean < 4200, `mean ${mean}`);
+});
+
+test('a refused-for-load handshake widens the window to the herd window', () => {
+  assert.equal(backoffDelay(0, { herdWindowMs: 20000, throttled: true, jitter: false }), 20000);
+  assert.equal(backoffDelay(0, { herdWindowMs: 20000, throttled: false, jitter: false }), 2000);
+  assert.equal(backoffDelay(0, { floorMs: 500 }, () => 0), 500);
+});
+
+test('two unanswered heartbeats break the session; one lost pong does not', () => {
+  const hb = new HeartbeatTracker({ intervalMs: 30000, timeoutMs: 35000 });
+  let t = hb.onTick(30000);
+  assert.deepEqual([t.send, t.nextInMs], [true, 30000]);
+  // The pong is lost: at the next tick one failure, the confirmation probe comes 5 s later.
+  t = hb.onTick(60000);
+  assert.deepEqual([t.broken, t.nextInMs], [false, 5000]);
+  hb.onPong();
+  t = hb.onTick(5000);
+  assert.deepEqual([t.broken, t.nextInMs], [false, 30000], 'healthy again, normal interval');
+  // Now nothing comes back twice in a row.
+  hb.onTick(35000);
+  t = hb.onTick(65000);
+  assert.deepEqual([t.broken, t.reason], [true, 'silent']);
+});
+
+test('error frames count once per round and break after two rounds', () => {
+  const hb = new HeartbeatTracker({ intervalMs: 30000, timeoutMs: 35000 });
+  hb.onTick(0);
+  let v = hb.onErrorFrame();
+  assert.deepEqual(v, { broken: false, nextInMs: 5000 });
+  // A bid failing in the same round is the same blip.
+  v = hb.onErrorFrame();
+  assert.deepEqual(v, { broken: false, nextInMs: null });
+  assert.equal(hb.onTick(100).broken, false, 'the round already counted its failure');
+  v = hb.onErrorFrame();
+  assert.equal(v.broken, true);
+});
+
+test('the gateway error frame and our internal error are both failures', () => {
+  assert.ok(isInternalError({ message: 'Internal server error', connectionId: 'x', requestId: 'y' }));
+  assert.ok(isInternalError({ type: 'error', code: 'internal', message: 'm', region: 'r' }));
+  assert.ok(!isInternalError({ type: 'error', code: 'invalid_field', message: 'm', region: 'r' }));
+  assert.ok(!isInternalError({ type: 'pong', region: 'r', ts: 1 }));
+});
+
+test('bid ids are 32 hex digits', () => {
+  assert.match(newBidId(), /^[0-9a-f]{32}$/);
+});
+
+const regions = [
+  { region: 'us-east-1', url: 'ws://east' },
+  { region: 'us-west-2', url: 'ws://west' },
+];
+
+test('fallback: one failure stays, two move to the other Region, a restore resets', () => {
+  const p = new FallbackPolicy({ regions });
+  p.onRestored('us-east-1');
+  assert.equal(p.onFailure(), false);
+  p.onRestored('us-east-1');
+  assert.equal(p.onFailure(), false);
+  assert.equal(p.url('ws://global'), 'ws://global');
+  assert.equal(p.onFailure(), true);
+  assert.equal(p.url('ws://global'), 'ws://west');
+});
+
+test('fallback: DNS agreeing is adopted at once; returning needs a doubling streak', () => {
+  const p = new FallbackPolicy({ regions });
+  p.onRestored('us-east-1');
+  const needed = [];
+  for (let round = 0; round < 4; round += 1) {
+    p.onFailure();
+    p.onFailure();
+    assert.ok(p.onFallback);
+    p.onRestored('us-west-2');
+    assert.equal(p.onProbe(null, 'us-west-2'), 'stay');
+    let probes = 0;
+    let decision;
+    do {
+      probes += 1;
+      decision = p.onProbe('us-east-1', 'us-west-2');
+    } while (decision !== 'return');
+    needed.push(probes);
+    p.onRestored('us-east-1');
+  }
+  assert.deepEqual(needed, [3, 6, 12, 24]);
+  p.onFailure();
+  p.onFailure();
+  assert.equal(p.onProbe('us-west-2', 'us-west-2'), 'adopt-global');
+  assert.equal(p.onFallback, false);
+});

@@ -1,0 +1,451 @@
+// wsdr browser client: the same policy as the Rust client (crates/client, docs/CLIENT.md).
+//
+// - application heartbeat; a heartbeat round fails when it is not answered by the next
+//   heartbeat or answered with an internal-error frame; 2 failed rounds in a row = broken;
+//   after one failure the confirmation heartbeat goes out after (timeout - interval);
+// - exponential backoff with full jitter (base 2 s, cap 20 s), widened to the herd window
+//   after a handshake the server refused for load;
+// - a fresh token for every connect, getState after every (re)connect, replay of unconfirmed
+//   bids with the same bidId;
+// - optional client-assisted failover: the Regions' own endpoints after 2 consecutive
+//   failures, probing the global name, adopting it when DNS agrees, returning after a
+//   healthy streak that doubles per fallback.
+//
+// No framework, no build step: an ES module that browsers and node's test runner load as is.
+
+/** Full-jitter backoff: uniform(floor, min(cap, base * 2^attempt)), in ms. */
+export function backoffDelay(attempt, options = {}, random = Math.random) {
+  const base = options.baseMs ?? 2000;
+  const cap = options.capMs ?? 20000;
+  const floor = options.floorMs ?? 0;
+  let ceiling = Math.max(Math.min(cap, base * 2 ** Math.min(attempt, 30)), floor);
+  if (options.throttled && options.herdWindowMs) ceiling = Math.max(ceiling, options.herdWindowMs);
+  if (options.jitter === false) return ceiling;
+  return floor + random() * (ceiling - floor);
+}
+
+/**
+ * The heartbeat rule as a state machine, free of timers and sockets.
+ * Feed it frames and heartbeat ticks; it says when the session is broken and when the next
+ * heartbeat is due.
+ */
+export class HeartbeatTracker {
+  constructor({ intervalMs = 30000, timeoutMs = 35000, threshold = 2 } = {}) {
+    this.intervalMs = intervalMs;
+    this.timeoutMs = timeoutMs;
+    this.threshold = Math.max(1, threshold);
+    this.confirmMs = Math.min(intervalMs, Math.max(intervalMs / 10, timeoutMs - intervalMs));
+    this.failures = 0;
+    this.outstanding = false;
+    this.roundFailed = false;
+  }
+
+  /** A pong: healthy. */
+  onPong() {
+    this.failures = 0;
+    this.outstanding = false;
+    this.roundFailed = false;
+  }
+
+  /**
+   * An internal-error frame (API Gateway's, or ours). At most one failure per round: the
+   * gateway's frame does not say which request it answers.
+   * Returns { broken, nextInMs } (nextInMs: reschedule the heartbeat, or null).
+   */
+  onErrorFrame() {
+    this.outstanding = false;
+    if (this.roundFailed) return { broken: false, nextInMs: null };
+    this.roundFailed = true;
+    this.failures += 1;
+    return { broken: this.failures >= this.threshold, nextInMs: this.confirmMs };
+  }
+
+  /**
+   * The heartbeat is due. `silentMs`: time since anything was received.
+   * Returns { broken, reason, send, nextInMs }.
+   */
+  onTick(silentMs) {
+    if (this.outstanding && !this.roundFailed) this.failures += 1;
+    if (this.failures >= this.threshold) {
+      return {
+        broken: true,
+        reason: silentMs > this.timeoutMs ? 'silent' : 'heartbeat failures',
+        send: false,
+        nextInMs: null,
+      };
+    }
+    this.outstanding = true;
+    this.roundFailed = false;
+    return {
+      broken: false,
+      reason: null,
+      send: true,
+      nextInMs: this.failures > 0 ? this.confirmMs : this.intervalMs,
+    };
+  }
+}
+
+/** Client-assisted failover (the Rust client's `EndpointPolicy`). */
+export class FallbackPolicy {
+  constructor({ regions = [], afterFailures = 2, recheckMs = 60000, returnAfter = 3 } = {}) {
+    this.regions = regions; // [{ region, url }]
+    this.afterFailures = Math.max(1, afterFailures);
+    this.recheckMs = recheckMs;
+    this.returnAfter = Math.max(1, returnAfter);
+    this.target = null; // null = the global name, else an index into regions
+    this.failures = 0;
+    this.lastRegion = null;
+    this.healthyProbes = 0;
+    this.fallbacks = 0;
+  }
+
+  get onFallback() {
+    return this.target !== null;
+  }
+
+  url(globalUrl) {
+    return this.target === null ? globalUrl : (this.regions[this.target]?.url ?? globalUrl);
+  }
+
+  onRestored(region) {
+    this.failures = 0;
+    this.lastRegion = region;
+  }
+
+  /** A connect failed or a session broke. Returns true when the target changed. */
+  onFailure() {
+    this.failures += 1;
+    if (this.failures < this.afterFailures || this.regions.length === 0) return false;
+    this.failures = 0;
+    this.healthyProbes = 0;
+    const failing = this.target === null ? this.lastRegion : this.regions[this.target]?.region;
+    const start = this.target === null ? 0 : this.target + 1;
+    let next = null;
+    for (let i = start; i < this.regions.length; i += 1) {
+      if (this.regions[i].region !== failing) {
+        next = i;
+        break;
+      }
+    }
+    if (next === this.target) return false;
+    if (next !== null && this.target === null) this.fallbacks += 1;
+    this.target = next;
+    return true;
+  }
+
+  probesNeeded() {
+    const doublings = Math.min(3, Math.max(0, this.fallbacks - 1));
+    return this.returnAfter * 2 ** doublings;
+  }
+
+  /** A probe of the global name: healthyRegion is the Region that answered, or null. */
+  onProbe(healthyRegion, currentRegion) {
+    if (!this.onFallback) return 'stay';
+    if (healthyRegion === null) {
+      this.healthyProbes = 0;
+      return 'stay';
+    }
+    if (healthyRegion === currentRegion) {
+      this.useGlobal();
+      return 'adopt-global';
+    }
+    this.healthyProbes += 1;
+    if (this.healthyProbes >= this.probesNeeded()) {
+      this.useGlobal();
+      return 'return';
+    }
+    return 'stay';
+  }
+
+  useGlobal() {
+    this.target = null;
+    this.failures = 0;
+    this.healthyProbes = 0;
+  }
+}
+
+/** A 32-hex-digit bid id (the protocol wants 8-64 characters). */
+export function newBidId(random = Math.random) {
+  let id = '';
+  for (let i = 0; i < 32; i += 1) id += Math.floor(random() * 16).toString(16);
+  return id;
+}
+
+/** Internal-error frames: API Gateway's `{"message":"Internal server error"}` and ours. */
+export function isInternalError(frame) {
+  return (
+    (frame && frame.type === undefined && frame.message === 'Internal server error') ||
+    (frame && frame.type === 'error' && frame.code === 'internal')
+  );
+}
+
+/**
+ * The reconnecting auction client. Events (CustomEvent detail):
+ * - `status`: { state: 'connecting'|'connected'|'reconnecting'|'closed', attempt, delayMs, url }
+ * - `restored`: { region, auction, you, outageMs }
+ * - `update`: { region, auctionId, highBid, bidCount, version }
+ * - `bidResult`: { bidId, status, reason, region, amount }
+ * - `endpoint`: { url, regional, reason }
+ * - `disconnected`: { reason }
+ */
+export class AuctionClient extends EventTarget {
+  constructor(options) {
+    super();
+    const scale = options.timeScale ?? 1;
+    this.globalUrl = options.url;
+    this.tokenProvider = options.tokenProvider; // async () => token
+    this.auctionId = options.auctionId;
+    this.heartbeat = {
+      intervalMs: (options.heartbeatIntervalMs ?? 30000) / scale,
+      timeoutMs: (options.heartbeatTimeoutMs ?? 35000) / scale,
+      threshold: options.failureThreshold ?? 2,
+    };
+    this.backoff = {
+      baseMs: 2000 / scale,
+      capMs: 20000 / scale,
+      herdWindowMs: 20000 / scale,
+      ...(options.backoff ?? {}),
+    };
+    this.stableAfterMs = 30000 / scale;
+    this.connectTimeoutMs = Math.max(500, 10000 / scale);
+    this.policy = options.regions?.length
+      ? new FallbackPolicy({ regions: options.regions, recheckMs: 60000 / scale })
+      : null;
+    this.WebSocket = options.WebSocket ?? globalThis.WebSocket;
+    this.attempt = 0;
+    this.unconfirmed = new Map(); // bidId -> { frame, amount }
+    this.ws = null;
+    this.closed = false;
+    this.outageSince = null;
+    this.session = null;
+  }
+
+  emit(type, detail) {
+    this.dispatchEvent(new CustomEvent(type, { detail }));
+  }
+
+  start() {
+    this.connect();
+    return this;
+  }
+
+  close() {
+    this.closed = true;
+    this.endSession('client closed');
+    this.emit('status', { state: 'closed', attempt: this.attempt });
+  }
+
+  /** Send a bid (amount in integer minor units). Returns the bidId. */
+  bid(amount) {
+    if (!Number.isSafeInteger(amount) || amount <= 0) throw new Error('amount must be a positive integer');
+    const bidId = newBidId();
+    const frame = JSON.stringify({ action: 'bid', auctionId: this.auctionId, amount, bidId });
+    this.unconfirmed.set(bidId, { frame, amount });
+    if (this.session?.open) this.ws.send(frame);
+    return bidId;
+  }
+
+  async connect() {
+    if (this.closed) return;
+    const url = this.policy ? this.policy.url(this.globalUrl) : this.globalUrl;
+    this.emit('status', { state: 'connecting', attempt: this.attempt, url });
+    let token;
+    try {
+      token = await this.tokenProvider();
+    } catch (error) {
+      this.failed(`token provider failed: ${error}`, true);
+      return;
+    }
+    const separator = url.includes('?') ? '&' : '?';
+    let ws;
+    try {
+      ws = new this.WebSocket(`${url}${separator}token=${encodeURIComponent(token)}`);
+    } catch (error) {
+      this.failed(`cannot open: ${error}`, true);
+      return;
+    }
+    this.ws = ws;
+    const session = {
+      open: false,
+      region: null,
+      tracker: new HeartbeatTracker(this.heartbeat),
+      lastRx: Date.now(),
+      timer: null,
+      recheck: null,
+      probing: false,
+      connectedAt: 0,
+      ended: false,
+    };
+    this.session = session;
+    const connectTimer = setTimeout(() => {
+      if (!session.open) this.endSession('connect timeout', true);
+    }, this.connectTimeoutMs);
+    ws.onopen = () => {
+      clearTimeout(connectTimer);
+      session.open = true;
+      session.connectedAt = Date.now();
+      ws.send(JSON.stringify({ action: 'getState', auctionId: this.auctionId }));
+      for (const { frame } of this.unconfirmed.values()) ws.send(frame);
+      this.schedule(this.heartbeat.intervalMs);
+      if (this.policy) {
+        session.recheck = setInterval(() => this.probeGlobal(), this.policy.recheckMs);
+      }
+    };
+    ws.onmessage = (message) => this.onFrame(message.data);
+    ws.onerror = () => {};
+    ws.onclose = (event) => {
+      clearTimeout(connectTimer);
+      if (session.ended) return;
+      // A clean close (1000, 1001: the 2-hour limit, a deploy) is not a failure.
+      const clean = event.code === 1000 || event.code === 1001;
+      this.endSession(session.open ? `closed (${event.code})` : 'connect failed', !clean, clean);
+    };
+  }
+
+  schedule(ms) {
+    const session = this.session;
+    clearTimeout(session.timer);
+    session.timer = setTimeout(() => this.tick(), ms);
+  }
+
+  tick() {
+    const session = this.session;
+    if (!session || session.ended) return;
+    const verdict = session.tracker.onTick(Date.now() - session.lastRx);
+    if (verdict.broken) {
+      this.endSession(verdict.reason, true);
+      return;
+    }
+    this.ws.send(JSON.stringify({ action: 'heartbeat' }));
+    this.schedule(verdict.nextInMs);
+    if (Date.now() - session.connectedAt >= this.stableAfterMs) this.attempt = 0;
+  }
+
+  onFrame(text) {
+    const session = this.session;
+    if (!session || session.ended) return;
+    session.lastRx = Date.now();
+    let frame;
+    try {
+      frame = JSON.parse(text);
+    } catch {
+      return; // unreadable frames are ignored
+    }
+    if (isInternalError(frame)) {
+      const verdict = session.tracker.onErrorFrame();
+      if (verdict.broken) this.endSession('heartbeat failures', true);
+      else if (verdict.nextInMs !== null) this.schedule(verdict.nextInMs);
+      return;
+    }
+    if (session.region === null && typeof frame.region === 'string') {
+      session.region = frame.region;
+      this.emit('status', { state: 'connected', attempt: this.attempt, region: frame.region });
+    }
+    switch (frame.type) {
+      case 'pong':
+        session.tracker.onPong();
+        break;
+      case 'state': {
+        const outageMs = this.outageSince === null ? null : Date.now() - this.outageSince;
+        this.outageSince = null;
+        this.policy?.onRestored(frame.region);
+        this.emit('restored', { region: frame.region, auction: frame.auction, you: frame.you, outageMs });
+        break;
+      }
+      case 'bidUpdate':
+        this.emit('update', frame);
+        break;
+      case 'bidResult': {
+        // The bidder gets no bidUpdate for its own bid: the amount travels with the result.
+        const amount = this.unconfirmed.get(frame.bidId)?.amount ?? null;
+        this.unconfirmed.delete(frame.bidId);
+        this.emit('bidResult', { ...frame, amount });
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  /** End the current session; `failure` counts against the endpoint; reconnect unless closed. */
+  endSession(reason, failure = false, clean = false) {
+    const session = this.session;
+    if (!session || session.ended) return;
+    session.ended = true;
+    clearTimeout(session.timer);
+    clearInterval(session.recheck);
+    try {
+      this.ws.close(1000);
+    } catch {
+      // already closed
+    }
+    if (this.closed) return;
+    this.emit('disconnected', { reason });
+    this.failed(reason, failure, clean);
+  }
+
+  failed(reason, failure, clean = false) {
+    if (this.closed) return;
+    if (this.outageSince === null) this.outageSince = Date.now();
+    if (failure && this.policy?.onFailure()) {
+      this.emit('endpoint', {
+        url: this.policy.url(this.globalUrl),
+        regional: this.policy.onFallback,
+        reason: `${this.policy.afterFailures} consecutive failures`,
+      });
+    }
+    if (clean) this.attempt = 0;
+    const delayMs = backoffDelay(this.attempt, this.backoff);
+    this.attempt += 1;
+    this.emit('status', { state: 'reconnecting', attempt: this.attempt, delayMs, reason });
+    setTimeout(() => this.connect(), delayMs);
+  }
+
+  /** Client-assisted failover: is the global name healthy, and which Region answers it? */
+  async probeGlobal() {
+    const session = this.session;
+    if (!this.policy?.onFallback || !session || session.probing) return;
+    session.probing = true;
+    const region = await new Promise((resolve) => {
+      let done = false;
+      const finish = (value, ws) => {
+        if (done) return;
+        done = true;
+        try {
+          ws?.close(1000);
+        } catch {
+          // already closed
+        }
+        resolve(value);
+      };
+      Promise.resolve(this.tokenProvider())
+        .then((token) => {
+          const separator = this.globalUrl.includes('?') ? '&' : '?';
+          const ws = new this.WebSocket(`${this.globalUrl}${separator}token=${encodeURIComponent(token)}`);
+          setTimeout(() => finish(null, ws), 2 * this.connectTimeoutMs);
+          ws.onopen = () => ws.send(JSON.stringify({ action: 'heartbeat' }));
+          ws.onmessage = (m) => {
+            try {
+              const frame = JSON.parse(m.data);
+              finish(frame.type === 'pong' ? frame.region : null, ws);
+            } catch {
+              finish(null, ws);
+            }
+          };
+          ws.onclose = () => finish(null, ws);
+          ws.onerror = () => finish(null, ws);
+        })
+        .catch(() => finish(null, null));
+    });
+    session.probing = false;
+    if (session.ended) return;
+    const decision = this.policy.onProbe(region, session.region);
+    if (decision === 'adopt-global') {
+      this.emit('endpoint', { url: this.globalUrl, regional: false, reason: 'the global name leads to this Region again' });
+    } else if (decision === 'return') {
+      this.emit('endpoint', { url: this.globalUrl, regional: false, reason: 'the global name has been healthy long enough' });
+      this.attempt = 0;
+      this.endSession('returning to the global name', false, true);
+    }
+  }
+}
