@@ -6,14 +6,14 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: js-test browser-test
+.PHONY: js-test browser-test chaos-short chaos fuzz load
 .PHONY: all test unit fmt fmt-check lint clippy template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
 all: test
 
 ## test: formatting, lints, every test (with DynamoDB Local started and stopped around them)
-test: fmt-check clippy template-lint unit js-test browser-test
+test: fmt-check clippy template-lint unit js-test browser-test chaos-short
 
 unit:
 	scripts/with-dynamodb-local.sh $(CARGO) test --workspace --all-targets
@@ -28,6 +28,27 @@ browser-test:
 	scripts/browser-tools.sh
 	$(CARGO) build -p wsdr-lab --bin wsdr
 	cd tests/browser && node --test
+
+## chaos-short: 50 randomized failover runs, every history checked (a few minutes)
+CHAOS_SEED ?= 1
+chaos-short:
+	$(CARGO) build -p wsdr-lab --bin wsdr
+	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 50 --report target/wsdr/chaos-short.json
+
+## chaos: the long campaign (1,000 runs; figures in docs/RELIABILITY.md)
+chaos:
+	$(CARGO) build --release -p wsdr-lab --bin wsdr
+	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 1000 --report target/wsdr/chaos-report.json
+
+## fuzz: every cargo-fuzz target for FUZZ_SECS seconds each
+FUZZ_SECS ?= 60
+fuzz:
+	scripts/fuzz.sh $(FUZZ_SECS)
+
+## load: 5,000 connections bidding for 60 s (lost bids, memory growth, stuck connections)
+load:
+	$(CARGO) build --release -p wsdr-lab --bin wsdr
+	target/release/wsdr load --connections 5000 --secs 60
 
 fmt:
 	$(CARGO) fmt --all

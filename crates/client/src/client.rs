@@ -354,6 +354,7 @@ enum Command {
         bid_id: BidId,
         reply: oneshot::Sender<Result<BidId, ClientError>>,
     },
+    Resync,
     Close,
 }
 
@@ -390,6 +391,14 @@ impl Client {
             })
             .map_err(|_| ClientError::Stopped)?;
         answer.await.map_err(|_| ClientError::Stopped)?
+    }
+
+    /// Ask for the subscribed auctions' state now (answered by [`Event::StateRestored`] with
+    /// `outage: None`). Offline it does nothing: the reconnect resyncs anyway.
+    pub fn resync(&self) -> Result<(), ClientError> {
+        self.commands
+            .send(Command::Resync)
+            .map_err(|_| ClientError::Stopped)
     }
 
     /// Close the connection and stop reconnecting.
@@ -555,6 +564,7 @@ impl Runner {
                 let _ = reply.send(answer);
                 Flow::Continue
             }
+            Some(Command::Resync) => Flow::Continue,
         }
     }
 
@@ -853,6 +863,19 @@ impl Runner {
                     None | Some(Command::Close) => {
                         let _ = tokio::time::timeout(Duration::from_millis(500), ws.send(Message::Close(None))).await;
                         break DisconnectReason::ClientClosed;
+                    }
+                    Some(Command::Resync) => {
+                        let mut failed = false;
+                        for auction_id in &config.auctions {
+                            let frame = ClientMessage::GetState { auction_id: auction_id.clone() }.to_json();
+                            if ws.send(Message::text(frame)).await.is_err() {
+                                failed = true;
+                                break;
+                            }
+                        }
+                        if failed {
+                            break DisconnectReason::Error("send failed".into());
+                        }
                     }
                     Some(Command::Bid { auction_id, amount, bid_id, reply }) => {
                         let frame = bid_frame(auction_id, amount, bid_id.clone());

@@ -6,11 +6,14 @@
 //! two stores Global Tables' MREC semantics; the real canary feeds an alarm with CloudWatch
 //! semantics, a health check and a caching resolver behind one front-door address.
 
+pub mod chaos;
 pub mod control;
 pub mod drill;
 pub mod frontdoor;
 pub mod health;
+pub mod history;
 pub mod lab;
+pub mod load;
 pub mod region;
 pub mod replication;
 pub mod report;

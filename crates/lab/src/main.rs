@@ -46,6 +46,30 @@ enum Command {
         #[arg(long)]
         client_fallback: bool,
     },
+    /// A chaos campaign: randomized fault schedules while users bid, each run checked by the
+    /// history checker; exits non-zero on any violation (docs/RELIABILITY.md).
+    Chaos {
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 50)]
+        runs: usize,
+        #[arg(long, default_value_t = 8)]
+        users: usize,
+        #[arg(long, default_value_t = 300.0)]
+        time_scale: f64,
+        #[arg(long, default_value = "target/wsdr/chaos-report.json")]
+        report: PathBuf,
+    },
+    /// Many concurrent connections bidding for a while: lost bids, memory growth, stuck
+    /// connections (docs/RELIABILITY.md).
+    Load {
+        #[arg(long, default_value_t = 5000)]
+        connections: usize,
+        #[arg(long, default_value_t = 60.0)]
+        secs: f64,
+        #[arg(long, default_value = "target/wsdr/load-report.json")]
+        report: PathBuf,
+    },
     /// Start the lab and keep it running; faults through the control API.
     Lab {
         #[arg(long, default_value_t = 60.0)]
@@ -155,6 +179,64 @@ async fn main() -> anyhow::Result<()> {
                 started.elapsed().as_secs_f64()
             );
             if !passed {
+                std::process::exit(1);
+            }
+        }
+        Command::Chaos {
+            seed,
+            runs,
+            users,
+            time_scale,
+            report,
+        } => {
+            println!(
+                "wsdr chaos: seed {seed}, {runs} runs, {users} users each, time scale {time_scale}"
+            );
+            let result = wsdr_lab::chaos::campaign(wsdr_lab::chaos::ChaosConfig {
+                seed,
+                runs,
+                users,
+                scale: TimeScale::new(time_scale),
+                progress: true,
+            })
+            .await?;
+            if let Some(dir) = report.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(&report, serde_json::to_vec_pretty(&result)?)?;
+            println!(
+                "chaos: {} runs, {} faults injected, {} bids ({} acknowledged, {} unknown), {} violations, {:.1} s wall; report {}",
+                result.runs,
+                result.faults_injected,
+                result.bids_invoked,
+                result.bids_acknowledged,
+                result.bids_unknown,
+                result.violations,
+                result.wall_seconds,
+                report.display()
+            );
+            if result.violations > 0 {
+                std::process::exit(1);
+            }
+        }
+        Command::Load {
+            connections,
+            secs,
+            report,
+        } => {
+            println!("wsdr load: {connections} connections bidding for {secs} s");
+            let result = wsdr_lab::load::run(wsdr_lab::load::LoadConfig {
+                connections,
+                secs,
+                ..Default::default()
+            })
+            .await?;
+            if let Some(dir) = report.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(&report, serde_json::to_vec_pretty(&result)?)?;
+            println!("{}", serde_json::to_string_pretty(&result)?);
+            if !result.passed {
                 std::process::exit(1);
             }
         }

@@ -286,13 +286,9 @@ impl Region {
                 .fetch_add(1, Ordering::Relaxed);
             return Some(gateway_error(connection_id));
         }
-        let route = serde_json::from_str::<Value>(text)
-            .ok()
-            .and_then(|v| v.get("action").and_then(Value::as_str).map(str::to_owned))
-            .filter(|a| matches!(a.as_str(), "bid" | "getState" | "heartbeat"))
-            .unwrap_or_else(|| "$default".to_owned());
+        let route = route_key(text);
         let event = json!({
-            "requestContext": self.context(&route, "MESSAGE", connection_id, authorizer),
+            "requestContext": self.context(route, "MESSAGE", connection_id, authorizer),
             "body": text,
             "isBase64Encoded": false,
         });
@@ -306,6 +302,39 @@ impl Region {
             }
         }
     }
+}
+
+/// API Gateway's route selection on `$request.body.action`: a known action's route, else
+/// `$default` (not JSON, no `action`, an unknown one).
+pub fn route_key(text: &str) -> &'static str {
+    let action = serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.get("action").and_then(Value::as_str).map(str::to_owned));
+    match action.as_deref() {
+        Some("bid") => "bid",
+        Some("getState") => "getState",
+        Some("heartbeat") => "heartbeat",
+        _ => "$default",
+    }
+}
+
+/// The REQUEST authorizer's event, as API Gateway builds it from a `$connect` handshake:
+/// headers that are not valid text are left out, as API Gateway does.
+pub fn authorizer_request(
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    method_arn: &str,
+    stage: &str,
+    api_id: &str,
+) -> Option<ApiGatewayCustomAuthorizerRequestTypeRequest> {
+    let auth_event = json!({
+        "type": "REQUEST",
+        "methodArn": method_arn,
+        "headers": header_map_value(headers),
+        "queryStringParameters": query,
+        "requestContext": {"routeKey": "$connect", "eventType": "CONNECT", "requestId": random_id(), "stage": stage, "apiId": api_id},
+    });
+    serde_json::from_value(auth_event).ok()
 }
 
 fn wall_ms() -> u64 {
@@ -354,22 +383,13 @@ async fn upgrade(
     }
     let connection_id = random_id();
     // The REQUEST authorizer, as API Gateway calls it.
-    let mut header_map = serde_json::Map::new();
-    for (name, value) in &headers {
-        if let Ok(v) = value.to_str() {
-            header_map.insert(name.as_str().to_owned(), Value::String(v.to_owned()));
-        }
-    }
-    let auth_event = json!({
-        "type": "REQUEST",
-        "methodArn": region.method_arn(),
-        "headers": header_map,
-        "queryStringParameters": query,
-        "requestContext": {"routeKey": "$connect", "eventType": "CONNECT", "requestId": random_id(), "stage": region.stage, "apiId": region.api_id},
-    });
-    let Ok(auth_request) =
-        serde_json::from_value::<ApiGatewayCustomAuthorizerRequestTypeRequest>(auth_event)
-    else {
+    let Some(auth_request) = authorizer_request(
+        &headers,
+        &query,
+        &region.method_arn(),
+        &region.stage,
+        &region.api_id,
+    ) else {
         return StatusCode::BAD_REQUEST.into_response();
     };
     let decision = region.authorizer.authorize(&auth_request).await;

@@ -1,0 +1,586 @@
+//! `wsdr chaos`: randomized failover drills with a history checker. Each run draws a fault
+//! schedule from its seed, runs it against a fresh lab while simulated users bid and
+//! reconnect (half of them with client-assisted failover), heals, and checks the history
+//! (crate::history). A violation prints the run's seed, its schedule and the operations on the
+//! bids involved.
+
+use crate::history::{check, Answer, FinalState, Op, UserEnd, Violation};
+use crate::lab::{Fault, Lab, LabConfig};
+use crate::scale::TimeScale;
+use futures::future::BoxFuture;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use wsdr_client::{
+    Backoff, ClientBuilder, Event, Fallback, OfflineBids, RegionalEndpoint, TokenProvider,
+};
+use wsdr_core::StateStore;
+use wsdr_protocol::{Amount, AuctionId, BidStatus};
+
+/// One step of a run's fault schedule (durations in AWS seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "fault", rename_all = "snake_case")]
+pub enum Step {
+    /// The primary down (sockets dropped, handshakes refused, its replication stalled).
+    Down { secs: f64 },
+    /// The primary's handler throttled (reserved concurrency 0).
+    Throttle { secs: f64 },
+    /// Replication cut both ways.
+    Partition { secs: f64 },
+    /// Replication lag raised to `lag_ms`.
+    LagSpike { lag_ms: u64, secs: f64 },
+    /// The primary throttled and healed `cycles` times (`secs` each way).
+    Flapping { cycles: u32, secs: f64 },
+    /// Throttled long enough to fail over, healed while users keep bidding, then long
+    /// enough to fail back.
+    FailbackUnderLoad { secs: f64 },
+    /// Replication lags `lag_ms`, then the primary is lost with data in flight.
+    LostWhileLagging { lag_ms: u64, secs: f64 },
+    /// Nothing.
+    Calm { secs: f64 },
+}
+
+impl Step {
+    fn draw(rng: &mut SmallRng) -> Self {
+        let secs = |rng: &mut SmallRng, lo: f64, hi: f64| rng.random_range(lo..hi).round();
+        match rng.random_range(0..8) {
+            0 => Step::Down {
+                secs: secs(rng, 30.0, 300.0),
+            },
+            1 => Step::Throttle {
+                secs: secs(rng, 30.0, 300.0),
+            },
+            2 => Step::Partition {
+                secs: secs(rng, 10.0, 200.0),
+            },
+            3 => Step::LagSpike {
+                lag_ms: rng.random_range(2_000..30_000),
+                secs: secs(rng, 10.0, 120.0),
+            },
+            4 => Step::Flapping {
+                cycles: rng.random_range(2..5),
+                secs: secs(rng, 20.0, 90.0),
+            },
+            5 => Step::FailbackUnderLoad {
+                secs: secs(rng, 150.0, 300.0),
+            },
+            6 => Step::LostWhileLagging {
+                lag_ms: rng.random_range(5_000..30_000),
+                secs: secs(rng, 60.0, 300.0),
+            },
+            _ => Step::Calm {
+                secs: secs(rng, 5.0, 60.0),
+            },
+        }
+    }
+
+    /// Faults this step injects (heals excluded).
+    fn faults(&self) -> usize {
+        match self {
+            Step::Calm { .. } => 0,
+            Step::Flapping { cycles, .. } => *cycles as usize,
+            Step::LostWhileLagging { .. } => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Campaign settings.
+#[derive(Debug, Clone)]
+pub struct ChaosConfig {
+    pub seed: u64,
+    pub runs: usize,
+    pub users: usize,
+    pub scale: TimeScale,
+    /// Print one line per run.
+    pub progress: bool,
+}
+
+impl Default for ChaosConfig {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            runs: 50,
+            users: 8,
+            scale: TimeScale::new(300.0),
+            progress: false,
+        }
+    }
+}
+
+/// One run's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub run: usize,
+    /// Reproduce with `wsdr chaos --seed <seed> --runs 1`.
+    pub seed: u64,
+    pub schedule: Vec<Step>,
+    pub faults: usize,
+    pub bids_invoked: usize,
+    pub bids_acknowledged: usize,
+    pub bids_unknown: usize,
+    pub violations: Vec<Violation>,
+    /// The operations on the bids the violations are about (the minimal history).
+    pub evidence: Vec<Op>,
+}
+
+/// The campaign's figures (docs/RELIABILITY.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct CampaignReport {
+    pub seed: u64,
+    pub runs: usize,
+    pub users_per_run: usize,
+    pub time_scale: f64,
+    pub faults_injected: usize,
+    pub bids_invoked: usize,
+    pub bids_acknowledged: usize,
+    pub bids_unknown: usize,
+    pub violations: usize,
+    pub failed_runs: Vec<RunReport>,
+    pub wall_seconds: f64,
+}
+
+/// The seed of run `i` of a campaign seeded `seed` (so a failing run replays on its own).
+pub fn run_seed(seed: u64, i: usize) -> u64 {
+    if i == 0 {
+        return seed;
+    }
+    seed.wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407u64.wrapping_mul(i as u64 + 1))
+}
+
+pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
+    let started = std::time::Instant::now();
+    let mut report = CampaignReport {
+        seed: config.seed,
+        runs: config.runs,
+        users_per_run: config.users,
+        time_scale: config.scale.factor(),
+        faults_injected: 0,
+        bids_invoked: 0,
+        bids_acknowledged: 0,
+        bids_unknown: 0,
+        violations: 0,
+        failed_runs: Vec::new(),
+        wall_seconds: 0.0,
+    };
+    for i in 0..config.runs {
+        let seed = run_seed(config.seed, i);
+        let run = run_once(i, seed, &config).await?;
+        if config.progress {
+            println!(
+                "run {:>4} seed {:>20}: {} faults, {} bids ({} acknowledged, {} unknown), {}",
+                i,
+                seed,
+                run.faults,
+                run.bids_invoked,
+                run.bids_acknowledged,
+                run.bids_unknown,
+                if run.violations.is_empty() {
+                    "ok".to_owned()
+                } else {
+                    format!("{} VIOLATIONS", run.violations.len())
+                }
+            );
+        }
+        report.faults_injected += run.faults;
+        report.bids_invoked += run.bids_invoked;
+        report.bids_acknowledged += run.bids_acknowledged;
+        report.bids_unknown += run.bids_unknown;
+        report.violations += run.violations.len();
+        if !run.violations.is_empty() {
+            eprintln!("{}", describe(&run));
+            report.failed_runs.push(run);
+        }
+    }
+    report.wall_seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// A failing run, for people.
+pub fn describe(run: &RunReport) -> String {
+    let mut out = format!(
+        "VIOLATION in run {} — reproduce with: wsdr chaos --seed {} --runs 1\n  schedule: {}\n",
+        run.run,
+        run.seed,
+        serde_json::to_string(&run.schedule).unwrap_or_default()
+    );
+    for v in &run.violations {
+        out.push_str(&format!(
+            "  {}\n",
+            serde_json::to_string(v).unwrap_or_default()
+        ));
+    }
+    for op in &run.evidence {
+        out.push_str(&format!(
+            "  history: {}\n",
+            serde_json::to_string(op).unwrap_or_default()
+        ));
+    }
+    out
+}
+
+#[derive(Default)]
+struct UserState {
+    connected: bool,
+    high_seen: Option<u64>,
+    /// Sessions lost so far.
+    reconnects: u64,
+    /// bid id -> `reconnects` when it was invoked: an answer after a reconnect may answer a
+    /// replay, in another Region.
+    invoked_at: HashMap<String, u64>,
+    resynced: bool,
+}
+
+impl UserState {
+    fn reconnects_at(&mut self, bid_id: &str) {
+        self.invoked_at.insert(bid_id.to_owned(), self.reconnects);
+    }
+
+    fn replayed_since_invoke(&self, bid_id: &str) -> bool {
+        self.invoked_at
+            .get(bid_id)
+            .is_none_or(|at| *at != self.reconnects)
+    }
+}
+
+struct Shared {
+    ops: Mutex<HashMap<String, Op>>,
+    users: Vec<Mutex<UserState>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+struct Tokens {
+    lab: Arc<Lab>,
+    sub: String,
+}
+
+impl TokenProvider for Tokens {
+    fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<String, String>> {
+        Box::pin(async move { Ok(self.lab.user_token(&self.sub)) })
+    }
+}
+
+async fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    check()
+}
+
+async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result<RunReport> {
+    let scale = config.scale;
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let schedule: Vec<Step> = (0..rng.random_range(2..5))
+        .map(|_| Step::draw(&mut rng))
+        .collect();
+    let lab = Arc::new(
+        Lab::start(LabConfig {
+            scale,
+            ..LabConfig::default()
+        })
+        .await?,
+    );
+    let steady = wait_for(scale.secs(900.0), || {
+        lab.resolver.primary_healthy() && lab.resolver.answer() == 0
+    })
+    .await;
+    anyhow::ensure!(steady, "run {run}: the lab never reached steady state");
+
+    let auction = AuctionId::new("lot-1")?;
+    let shared = Arc::new(Shared {
+        ops: Mutex::new(HashMap::new()),
+        users: (0..config.users).map(|_| Mutex::default()).collect(),
+    });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut clients = Vec::new();
+    let mut tasks = Vec::new();
+    for i in 0..config.users {
+        let (client, task) = user(
+            lab.clone(),
+            i,
+            seed,
+            scale,
+            auction.clone(),
+            shared.clone(),
+            stop_rx.clone(),
+        );
+        clients.push(client);
+        tasks.push(task);
+    }
+    tokio::time::sleep(scale.secs(30.0)).await;
+
+    for step in &schedule {
+        play(&lab, *step, scale).await;
+    }
+    lab.fault(Fault::Heal);
+    // Everyone back, bidding a little longer on the healed system.
+    wait_for(scale.secs(900.0), || {
+        shared.users.iter().all(|u| lock(u).connected)
+    })
+    .await;
+    tokio::time::sleep(scale.secs(30.0)).await;
+    let _ = stop_tx.send(true);
+    // Outstanding answers, then replication drained.
+    tokio::time::sleep(scale.secs(30.0)).await;
+    let drained = wait_for(scale.secs(600.0), || lab.in_flight().items == 0).await;
+    tokio::time::sleep(scale.secs(5.0)).await;
+    let converged = drained && lab.converged();
+
+    // Every user asks for the state once more; the answer is its final view.
+    for state in &shared.users {
+        lock(state).resynced = false;
+    }
+    for client in &clients {
+        let _ = client.resync();
+    }
+    wait_for(scale.secs(300.0), || {
+        shared
+            .users
+            .iter()
+            .all(|u| lock(u).resynced || !lock(u).connected)
+    })
+    .await;
+    // The users' final views, taken before closing them.
+    let users: Vec<UserEnd> = shared
+        .users
+        .iter()
+        .enumerate()
+        .map(|(i, u)| {
+            let u = lock(u);
+            UserEnd {
+                user: format!("user-{i}"),
+                connected: u.connected && u.resynced,
+                high_seen: u.high_seen,
+            }
+        })
+        .collect();
+    for client in &clients {
+        client.close();
+    }
+    for task in tasks {
+        let _ = task.await;
+    }
+
+    let mut regions = Vec::new();
+    for (name, region) in lab.config.regions.iter().zip(&lab.regions) {
+        let bids = region
+            .store
+            .all_bids(&auction)
+            .into_iter()
+            .map(|b| {
+                (
+                    b.bid_id.as_str().to_owned(),
+                    (b.bidder.as_str().to_owned(), b.amount.get()),
+                )
+            })
+            .collect();
+        let snapshot = region.store.snapshot(&auction).await?;
+        regions.push(FinalState {
+            region: name.clone(),
+            bids,
+            high: snapshot
+                .high_bid
+                .as_ref()
+                .map(|b| (b.bid_id.as_str().to_owned(), b.amount.get())),
+            bid_count: snapshot.bid_count,
+        });
+    }
+    let ops: Vec<Op> = lock(&shared.ops).values().cloned().collect();
+    let violations = check(&ops, &regions, converged, &users);
+    let evidence: Vec<Op> = violations
+        .iter()
+        .filter_map(Violation::bid_id)
+        .filter_map(|id| ops.iter().find(|op| op.bid_id == id).cloned())
+        .collect();
+    use crate::history::Outcome;
+    Ok(RunReport {
+        run,
+        seed,
+        faults: schedule.iter().map(Step::faults).sum(),
+        schedule,
+        bids_invoked: ops.len(),
+        bids_acknowledged: ops.iter().filter(|o| o.outcome() == Outcome::Ok).count(),
+        bids_unknown: ops
+            .iter()
+            .filter(|o| o.outcome() == Outcome::Unknown)
+            .count(),
+        violations,
+        evidence,
+    })
+}
+
+async fn play(lab: &Lab, step: Step, scale: TimeScale) {
+    let sleep = |secs: f64| tokio::time::sleep(scale.secs(secs));
+    match step {
+        Step::Down { secs } => {
+            lab.fault(Fault::Down(0));
+            sleep(secs).await;
+        }
+        Step::Throttle { secs } => {
+            lab.fault(Fault::Throttle(0));
+            sleep(secs).await;
+        }
+        Step::Partition { secs } => {
+            lab.fault(Fault::Partition);
+            sleep(secs).await;
+        }
+        Step::LagSpike { lag_ms, secs } => {
+            lab.fault(Fault::Lag(Duration::from_millis(lag_ms)));
+            sleep(secs).await;
+        }
+        Step::Flapping { cycles, secs } => {
+            for _ in 0..cycles {
+                lab.fault(Fault::Throttle(0));
+                sleep(secs).await;
+                lab.fault(Fault::Heal);
+                sleep(secs).await;
+            }
+        }
+        Step::FailbackUnderLoad { secs } => {
+            lab.fault(Fault::Throttle(0));
+            sleep(secs).await;
+            lab.fault(Fault::Heal);
+            sleep(450.0).await;
+        }
+        Step::LostWhileLagging { lag_ms, secs } => {
+            lab.fault(Fault::Lag(Duration::from_millis(lag_ms)));
+            sleep(10.0).await;
+            lab.fault(Fault::Down(0));
+            sleep(secs).await;
+        }
+        Step::Calm { secs } => sleep(secs).await,
+    }
+    lab.fault(Fault::Heal);
+}
+
+fn user(
+    lab: Arc<Lab>,
+    index: usize,
+    seed: u64,
+    scale: TimeScale,
+    auction: AuctionId,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) -> (wsdr_client::Client, tokio::task::JoinHandle<()>) {
+    let sub = format!("user-{index}");
+    let mut builder = ClientBuilder::new(lab.front_door_url())
+        .token_provider(Arc::new(Tokens {
+            lab: lab.clone(),
+            sub: sub.clone(),
+        }))
+        .subscribe(auction.clone())
+        .heartbeat(scale.secs(30.0), scale.secs(35.0))
+        .backoff(Backoff::default().scaled(scale.factor()))
+        .stable_after(scale.secs(30.0))
+        .connect_timeout(scale.secs(10.0).max(Duration::from_millis(500)))
+        .offline_bids(OfflineBids::Queue {
+            max: 4,
+            max_age: scale.secs(30.0),
+        })
+        .seed(seed.wrapping_add(index as u64));
+    if index % 2 == 1 {
+        let regions = lab
+            .config
+            .regions
+            .iter()
+            .zip(&lab.regions)
+            .map(|(name, region)| RegionalEndpoint {
+                region: name.clone(),
+                url: region.url(),
+            })
+            .collect();
+        builder = builder.fallback(Fallback::new(regions).scaled(scale.factor()));
+    }
+    let (client, mut events) = builder.start();
+    let handle = client.clone();
+    let task = tokio::spawn(async move {
+        let mut rng = SmallRng::seed_from_u64(seed ^ ((index as u64) << 32));
+        let clock = Instant::now();
+        let now_ms = move || clock.elapsed().as_secs_f64() * 1000.0;
+        let mut next_bid = Instant::now() + scale.secs(rng.random_range(1.0..10.0));
+        let mut bidding = true;
+        loop {
+            tokio::select! {
+                _ = stop.changed(), if bidding => bidding = false,
+                _ = tokio::time::sleep_until(next_bid), if bidding => {
+                    next_bid = Instant::now() + scale.secs(rng.random_range(3.0..15.0));
+                    let high = lock(&shared.users[index]).high_seen.unwrap_or(100_000);
+                    // Mostly above the high bid; sometimes at or below it (a rejection).
+                    let amount = if rng.random_bool(0.15) {
+                        high.saturating_sub(1_000 * rng.random_range(0..3)).max(100_000)
+                    } else {
+                        high + 1_000 * rng.random_range(1..6)
+                    };
+                    let Ok(amount) = Amount::new(amount) else { continue };
+                    if let Ok(bid_id) = handle.bid(auction.clone(), amount).await {
+                        lock(&shared.ops).insert(bid_id.as_str().to_owned(), Op {
+                            user: sub.clone(),
+                            bid_id: bid_id.as_str().to_owned(),
+                            amount: amount.get(),
+                            invoked_ms: now_ms(),
+                            answers: Vec::new(),
+                        });
+                        // Remember the reconnect count at invoke, to tell replays apart.
+                        lock(&shared.users[index]).reconnects_at(bid_id.as_str());
+                    }
+                }
+                event = events.recv() => {
+                    let Some(event) = event else { break };
+                    let mut state = lock(&shared.users[index]);
+                    match event {
+                        Event::StateRestored { auction, outage, .. } => {
+                            state.connected = true;
+                            if outage.is_none() {
+                                state.resynced = true;
+                            }
+                            state.high_seen = auction.high_bid.map(|h| h.amount.get());
+                        }
+                        Event::StateUpdated { high_bid, .. } => {
+                            let seen = high_bid.map(|h| h.amount.get());
+                            state.high_seen = state.high_seen.max(seen);
+                        }
+                        Event::Disconnected { .. } => {
+                            state.connected = false;
+                            state.resynced = false;
+                            state.reconnects += 1;
+                        }
+                        Event::BidResult { bid_id, status, region, .. } => {
+                            let replayed = state.replayed_since_invoke(bid_id.as_str());
+                            let answer = match status {
+                                BidStatus::Accepted => Answer::Accepted,
+                                BidStatus::Duplicate => Answer::Duplicate,
+                                BidStatus::Rejected => Answer::Rejected,
+                            };
+                            drop(state);
+                            let mut ops = lock(&shared.ops);
+                            if let Some(op) = ops.get_mut(bid_id.as_str()) {
+                                op.answers.push((now_ms(), answer, region, replayed));
+                                if answer != Answer::Rejected {
+                                    let amount = op.amount;
+                                    drop(ops);
+                                    let mut state = lock(&shared.users[index]);
+                                    state.high_seen = state.high_seen.max(Some(amount));
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    });
+    (client, task)
+}
