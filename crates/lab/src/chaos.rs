@@ -557,6 +557,12 @@ fn user(
                             state.resynced = false;
                             state.reconnects += 1;
                         }
+                        Event::BidExpired { bid_id } => {
+                            drop(state);
+                            if let Some(op) = lock(&shared.ops).get_mut(bid_id.as_str()) {
+                                op.answers.push((now_ms(), Answer::Expired, String::new(), true));
+                            }
+                        }
                         Event::BidResult { bid_id, status, region, .. } => {
                             let replayed = state.replayed_since_invoke(bid_id.as_str());
                             let answer = match status {

@@ -4,7 +4,8 @@
 //! An operation's outcome is what the client can know:
 //! - **ok**: some answer was `accepted` or `duplicate`: the bid must be in both Regions;
 //! - **fail**: exactly one answer, `rejected`, and no reconnect between the invoke and the
-//!   answer (so the bid was never replayed elsewhere): the bid must be in neither Region;
+//!   answer (so the bid was never replayed elsewhere), or the client dropped it unsent
+//!   (expired in the offline queue): the bid must be in neither Region;
 //! - **unknown**: anything else (no answer, or a rejection after a replay): either is fine.
 
 use serde::Serialize;
@@ -17,6 +18,8 @@ pub enum Answer {
     Accepted,
     Duplicate,
     Rejected,
+    /// Queued while offline and dropped unsent by the client (too old): never sent anywhere.
+    Expired,
 }
 
 /// One bid as a client made it.
@@ -47,7 +50,9 @@ impl Op {
             .any(|a| matches!(a.1, Answer::Accepted | Answer::Duplicate))
         {
             Outcome::Ok
-        } else if self.answers.len() == 1 && !self.answers[0].3 {
+        } else if self.answers.iter().any(|a| a.1 == Answer::Expired)
+            || (self.answers.len() == 1 && !self.answers[0].3)
+        {
             Outcome::Fail
         } else {
             Outcome::Unknown
@@ -361,5 +366,7 @@ mod tests {
             &[(Answer::Rejected, false), (Answer::Duplicate, true)],
         );
         assert_eq!(acked_later.outcome(), Outcome::Ok);
+        let never_sent = op("a", "b1", 100, &[(Answer::Expired, true)]);
+        assert_eq!(never_sent.outcome(), Outcome::Fail);
     }
 }
