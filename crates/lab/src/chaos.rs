@@ -19,7 +19,6 @@ use tokio::time::Instant;
 use wsdr_client::{
     Backoff, ClientBuilder, Event, Fallback, OfflineBids, RegionalEndpoint, TokenProvider,
 };
-use wsdr_core::StateStore;
 use wsdr_protocol::{Amount, AuctionId, BidStatus};
 
 /// One step of a run's fault schedule (durations in AWS seconds).
@@ -337,7 +336,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     tokio::time::sleep(scale.secs(30.0)).await;
     let drained = wait_for(scale.secs(600.0), || lab.in_flight().items == 0).await;
     tokio::time::sleep(scale.secs(5.0)).await;
-    let converged = drained && lab.converged();
+    let converged = drained && lab.converged().await;
 
     // Every user asks for the state once more; the answer is its final view.
     for state in &shared.users {
@@ -379,6 +378,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         let bids = region
             .store
             .all_bids(&auction)
+            .await?
             .into_iter()
             .map(|b| {
                 (

@@ -221,12 +221,10 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     }
     let drained = wait_for(scale.secs(300.0), || lab.in_flight().items == 0).await;
     tokio::time::sleep(scale.secs(5.0)).await;
-    let converged = drained && lab.converged();
+    let converged = drained && lab.converged().await;
 
-    let bids = |r: usize| -> BTreeMap<String, (String, u64)> {
-        lab.regions[r]
-            .store
-            .all_bids(&auction)
+    let bids = |records: Vec<wsdr_core::BidRecord>| -> BTreeMap<String, (String, u64)> {
+        records
             .into_iter()
             .map(|b| {
                 (
@@ -236,7 +234,8 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
             })
             .collect()
     };
-    let (east, west) = (bids(0), bids(1));
+    let east = bids(lab.regions[0].store.all_bids(&auction).await?);
+    let west = bids(lab.regions[1].store.all_bids(&auction).await?);
     let logs: Vec<UserLog> = logs
         .iter()
         .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).clone())
@@ -269,7 +268,6 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     let max_recorded = east.values().map(|b| b.1).max();
     let mut highs = Vec::new();
     for region in &lab.regions {
-        use wsdr_core::StateStore;
         highs.push(
             region
                 .store

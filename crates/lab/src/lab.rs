@@ -14,7 +14,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
-use wsdr_core::memory::MemoryStateStore;
 use wsdr_core::{Auction, Clock, SystemClock};
 use wsdr_protocol::{Amount, AuctionId};
 
@@ -40,6 +39,8 @@ pub struct LabConfig {
     pub max_duration: Duration,
     /// Print the timeline as it happens.
     pub echo: bool,
+    /// Where state lives: in memory (default) or DynamoDB Local (`--dynamodb`).
+    pub store: crate::store::StoreKind,
 }
 
 impl Default for LabConfig {
@@ -57,6 +58,7 @@ impl Default for LabConfig {
             idle_timeout: Duration::from_secs(600),
             max_duration: Duration::from_secs(7200),
             echo: false,
+            store: crate::store::StoreKind::Memory,
         }
     }
 }
@@ -185,15 +187,11 @@ impl Lab {
             max_frame_bytes: wsdr_protocol::limits::MAX_FRAME_BYTES,
             max_message_bytes: wsdr_protocol::limits::MAX_MESSAGE_BYTES,
         };
-        let clock = Arc::new(SystemClock);
-        let stores = [
-            Arc::new(MemoryStateStore::new(&config.regions[0], clock.clone())),
-            Arc::new(MemoryStateStore::new(&config.regions[1], clock)),
-        ];
+        let stores = crate::store::open(&config.store, &config.regions).await?;
         let lag = scale.lab(config.replication_lag);
         let links = [
-            Link::start(&stores[0], stores[1].clone(), lag),
-            Link::start(&stores[1], stores[0].clone(), lag),
+            Link::start(stores[0].as_ref(), stores[1].clone(), lag),
+            Link::start(stores[1].as_ref(), stores[0].clone(), lag),
         ];
         let regions = [
             Region::start(
@@ -453,9 +451,15 @@ impl Lab {
         }
     }
 
-    /// Both stores hold exactly the same items.
-    pub fn converged(&self) -> bool {
-        self.regions[0].store.dump() == self.regions[1].store.dump()
+    /// Both stores hold exactly the same items (false if either cannot be read).
+    pub async fn converged(&self) -> bool {
+        match (
+            self.regions[0].store.dump().await,
+            self.regions[1].store.dump().await,
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
     }
 
     pub fn status(&self) -> Status {

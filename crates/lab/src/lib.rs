@@ -18,6 +18,7 @@ pub mod region;
 pub mod replication;
 pub mod report;
 pub mod scale;
+pub mod store;
 pub mod timeline;
 
 pub use drill::{DrillConfig, Scenario};

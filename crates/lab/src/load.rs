@@ -253,7 +253,7 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
     let mut recorded: HashMap<(usize, String), u64> = HashMap::new();
     for (r, region) in lab.regions.iter().enumerate() {
         for id in &auctions {
-            for bid in region.store.all_bids(id) {
+            for bid in region.store.all_bids(id).await? {
                 recorded.insert((r, bid.bid_id.as_str().to_owned()), bid.amount.get());
             }
         }

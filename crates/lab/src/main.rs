@@ -41,6 +41,10 @@ enum Command {
         /// Replication lag, AWS milliseconds.
         #[arg(long, default_value_t = 800)]
         lag_ms: u64,
+        /// Keep each Region's state in DynamoDB Local at this endpoint (e.g.
+        /// http://127.0.0.1:8000) instead of memory; replicated the same way.
+        #[arg(long)]
+        dynamodb: Option<String>,
         /// Run the scenario twice with the same seed, DNS-only then with client-assisted
         /// failover (users also know the Regions' own endpoints), and compare.
         #[arg(long)]
@@ -74,6 +78,9 @@ enum Command {
     Lab {
         #[arg(long, default_value_t = 60.0)]
         time_scale: f64,
+        /// Keep each Region's state in DynamoDB Local at this endpoint.
+        #[arg(long)]
+        dynamodb: Option<String>,
         /// Control API address.
         #[arg(long, default_value = "127.0.0.1:8787")]
         listen: std::net::SocketAddr,
@@ -105,6 +112,13 @@ enum Command {
     },
 }
 
+fn store_kind(dynamodb: Option<String>) -> wsdr_lab::store::StoreKind {
+    match dynamodb {
+        Some(endpoint) => wsdr_lab::store::StoreKind::Dynamo { endpoint },
+        None => wsdr_lab::store::StoreKind::Memory,
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -124,6 +138,7 @@ async fn main() -> anyhow::Result<()> {
             seed,
             dns_ttl,
             lag_ms,
+            dynamodb,
             client_fallback,
         } => {
             let started = std::time::Instant::now();
@@ -136,6 +151,7 @@ async fn main() -> anyhow::Result<()> {
                     dns_ttl: Duration::from_secs(dns_ttl),
                     replication_lag: Duration::from_millis(lag_ms),
                     echo: true,
+                    store: store_kind(dynamodb),
                     ..LabConfig::default()
                 },
                 progress: true,
@@ -240,11 +256,16 @@ async fn main() -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         }
-        Command::Lab { time_scale, listen } => {
+        Command::Lab {
+            time_scale,
+            dynamodb,
+            listen,
+        } => {
             let lab = Arc::new(
                 Lab::start(LabConfig {
                     scale: TimeScale::new(time_scale),
                     echo: true,
+                    store: store_kind(dynamodb),
                     ..LabConfig::default()
                 })
                 .await?,

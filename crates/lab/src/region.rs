@@ -9,6 +9,7 @@
 //! `@connections` POST/GET/DELETE with 410 for a gone connection, called by the handler's real
 //! `aws-sdk-apigatewaymanagement` client.
 
+use crate::store::ReplicaStore;
 use crate::timeline::Timeline;
 use authorizer::Authorizer;
 use aws_lambda_events::apigw::{
@@ -33,7 +34,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use ws_handler::App;
-use wsdr_core::memory::{MemoryConnections, MemoryStateStore};
+use wsdr_core::memory::MemoryConnections;
 use wsdr_core::{AuctionService, SystemClock};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -101,7 +102,7 @@ pub struct Region {
     pub api_id: String,
     pub stage: String,
     pub addr: SocketAddr,
-    pub store: Arc<MemoryStateStore>,
+    pub store: Arc<dyn ReplicaStore>,
     pub registry: Arc<MemoryConnections>,
     pub faults: Faults,
     pub counters: Counters,
@@ -128,7 +129,7 @@ impl Region {
     /// URL, and serve.
     pub async fn start(
         name: &str,
-        store: Arc<MemoryStateStore>,
+        store: Arc<dyn ReplicaStore>,
         authorizer: Arc<Authorizer>,
         quotas: Quotas,
         timeline: Timeline,

@@ -1,14 +1,15 @@
-//! Global Tables (MREC) replication between the two in-memory stores: each local write is
+//! Global Tables (MREC) replication between the two Regions' stores: each local write is
 //! shipped on its own after a configurable lag and applied with per-item last-writer-wins.
 //! A link can be cut (partition, or the source Region down); what it holds then is the data
 //! at risk (the RPO window) until it heals.
 
+use crate::store::ReplicaStore;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
-use wsdr_core::memory::{Change, MemoryStateStore};
+use wsdr_core::memory::Change;
 
 /// One direction of replication.
 #[derive(Debug, Clone)]
@@ -28,7 +29,7 @@ pub struct InFlight {
 
 impl Link {
     /// Start shipping `from`'s writes to `to`.
-    pub fn start(from: &MemoryStateStore, to: Arc<MemoryStateStore>, lag: Duration) -> Self {
+    pub fn start(from: &dyn ReplicaStore, to: Arc<dyn ReplicaStore>, lag: Duration) -> Self {
         let link = Self {
             pending: Arc::default(),
             lag_us: Arc::new(AtomicU64::new(lag.as_micros() as u64)),
@@ -50,23 +51,35 @@ impl Link {
             let mut tick = tokio::time::interval(Duration::from_millis(2));
             loop {
                 tick.tick().await;
-                worker.deliver(&to);
+                worker.deliver(to.as_ref()).await;
             }
         });
         link
     }
 
-    fn deliver(&self, to: &MemoryStateStore) {
-        if self.cut.load(Ordering::SeqCst) {
-            return;
-        }
-        let lag = Duration::from_micros(self.lag_us.load(Ordering::Relaxed));
-        let mut queue = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        while queue.front().is_some_and(|(at, _)| at.elapsed() >= lag) {
-            if let Some((_, change)) = queue.pop_front() {
-                to.apply_replicated(change);
-                self.applied.fetch_add(1, Ordering::Relaxed);
+    /// Apply every write that has waited out the lag, in order. A write the target could
+    /// not take (DynamoDB Local busy) stays at the head and is retried on the next tick.
+    async fn deliver(&self, to: &dyn ReplicaStore) {
+        loop {
+            if self.cut.load(Ordering::SeqCst) {
+                return;
             }
+            let lag = Duration::from_micros(self.lag_us.load(Ordering::Relaxed));
+            let next = {
+                let queue = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+                match queue.front() {
+                    Some((at, change)) if at.elapsed() >= lag => change.clone(),
+                    _ => return,
+                }
+            };
+            if to.apply_replicated(&next).await.is_err() {
+                return;
+            }
+            self.pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop_front();
+            self.applied.fetch_add(1, Ordering::Relaxed);
         }
     }
 
