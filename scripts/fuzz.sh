@@ -12,7 +12,15 @@ cd fuzz
 for target in $(cargo fuzz list); do
   mkdir -p "corpus/$target"
   echo "== $target (${secs} s)"
-  cargo fuzz run -O "$target" "corpus/$target" -- -max_total_time="$secs" -rss_limit_mb=2048 2>&1 \
-    | grep -E "^(#[0-9]+ +DONE|Done|==[0-9]+==|SUMMARY|thread .* panicked)|stat::" || true
-  [ -z "$(ls -A "artifacts/$target" 2>/dev/null)" ] || { echo "crash found: fuzz/artifacts/$target"; exit 1; }
+  mkdir -p logs
+  status=0
+  cargo fuzz run -O "$target" "corpus/$target" -- -max_total_time="$secs" -rss_limit_mb=2048 \
+    >"logs/$target.log" 2>&1 || status=$?
+  grep -E "^Done [0-9]+ runs|^#[0-9]+ +DONE" "logs/$target.log" | tail -n1 || true
+  echo "   corpus: $(ls "corpus/$target" | wc -l) inputs; full log: fuzz/logs/$target.log"
+  if [ "$status" -ne 0 ] || [ -n "$(ls -A "artifacts/$target" 2>/dev/null)" ]; then
+    tail -n 30 "logs/$target.log"
+    echo "crash found (exit $status): fuzz/artifacts/$target"
+    exit 1
+  fi
 done
