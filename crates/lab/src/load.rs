@@ -53,6 +53,7 @@ pub struct LoadReport {
     pub bids_invoked: u64,
     pub bids_acknowledged: usize,
     pub lost_acknowledged_bids: usize,
+    /// Established sessions lost (handshakes refused by the quota are not counted).
     pub disconnects: u64,
     /// Clients that did not answer a final resync within 10 s.
     pub stuck_connections: usize,
@@ -201,8 +202,10 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
                             }
                         }
                         Some(Event::Disconnected { .. }) => {
-                            disconnects.fetch_add(1, Ordering::Relaxed);
+                            // Only sessions lost count: a handshake refused by the quota is
+                            // not a disconnect.
                             if online {
+                                disconnects.fetch_add(1, Ordering::Relaxed);
                                 online = false;
                                 connected.fetch_sub(1, Ordering::Relaxed);
                             }

@@ -71,6 +71,9 @@ enum Command {
         connections: usize,
         #[arg(long, default_value_t = 60.0)]
         secs: f64,
+        /// Mean seconds between one user's bids.
+        #[arg(long, default_value_t = 30.0)]
+        bid_every: f64,
         #[arg(long, default_value = "target/wsdr/load-report.json")]
         report: PathBuf,
     },
@@ -238,12 +241,14 @@ async fn main() -> anyhow::Result<()> {
         Command::Load {
             connections,
             secs,
+            bid_every,
             report,
         } => {
             println!("wsdr load: {connections} connections bidding for {secs} s");
             let result = wsdr_lab::load::run(wsdr_lab::load::LoadConfig {
                 connections,
                 secs,
+                bid_every_secs: bid_every,
                 ..Default::default()
             })
             .await?;

@@ -149,7 +149,10 @@ impl Region {
         let service = AuctionService::new(
             store.clone(),
             registry.clone(),
-            Arc::new(wsdr_aws::ApiGatewayNotifier::new(&sdk, &callback)),
+            Arc::new(SharedClientNotifier {
+                inner: wsdr_aws::ApiGatewayNotifier::new(&sdk, &callback),
+                permits: tokio::sync::Semaphore::new(MAX_POSTS_IN_FLIGHT),
+            }),
             Arc::new(SystemClock),
             name,
         )
@@ -336,6 +339,34 @@ pub fn authorizer_request(
         "requestContext": {"routeKey": "$connect", "eventType": "CONNECT", "requestId": random_id(), "stage": stage, "apiId": api_id},
     });
     serde_json::from_value(auth_event).ok()
+}
+
+/// Posts to `@connections` in flight per Region, all handler invocations together.
+const MAX_POSTS_IN_FLIGHT: usize = 256;
+
+/// In AWS every Lambda instance has its own SDK client, so the connections to `@connections`
+/// are bounded by instances x the fan-out's concurrency. In the lab every invocation shares one
+/// client in one process; without this bound, a busy lab opens an HTTP connection per post in
+/// flight and runs out of file descriptors (seen at 5,000 users bidding).
+struct SharedClientNotifier {
+    inner: wsdr_aws::ApiGatewayNotifier,
+    permits: tokio::sync::Semaphore,
+}
+
+#[async_trait::async_trait]
+impl wsdr_core::Notifier for SharedClientNotifier {
+    async fn send(
+        &self,
+        connection: &wsdr_core::ConnectionId,
+        payload: &[u8],
+    ) -> wsdr_core::Result<()> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| wsdr_core::Error::Internal("notifier closed".into()))?;
+        self.inner.send(connection, payload).await
+    }
 }
 
 fn wall_ms() -> u64 {
