@@ -9,9 +9,10 @@
 use crate::model::ConnectionId;
 use crate::ports::{Connections, Notifier};
 use crate::Error;
-use futures::stream::{FuturesUnordered, StreamExt};
 use rand::Rng;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::task::JoinSet;
 
 /// How a broadcast behaves.
 #[derive(Debug, Clone)]
@@ -57,9 +58,13 @@ enum Delivery {
 }
 
 /// Send `payload` to every target. Never fails as a whole: per-target failures are counted.
+///
+/// Each post is its own task (a window of `concurrency` at a time): the SDK's per-call work
+/// (building, signing, parsing) then runs on every core the host has rather than inside the
+/// caller's one task. Dropping the returned future aborts the posts still in flight.
 pub async fn broadcast(
-    notifier: &dyn Notifier,
-    connections: &dyn Connections,
+    notifier: &Arc<dyn Notifier>,
+    connections: &Arc<dyn Connections>,
     targets: &[ConnectionId],
     payload: &[u8],
     config: &FanoutConfig,
@@ -68,19 +73,34 @@ pub async fn broadcast(
         targets: targets.len(),
         ..FanoutReport::default()
     };
-    // A hand-rolled window over FuturesUnordered rather than `stream::iter().map()
-    // .buffer_unordered()`: the closure form makes the whole future fail the `Send` check
-    // for callers that spawn it (a known higher-ranked lifetime limitation of rustc).
     let limit = config.concurrency.max(1);
+    let payload: Arc<[u8]> = Arc::from(payload);
+    let config = Arc::new(config.clone());
+    let spawn = |in_flight: &mut JoinSet<Delivery>, target: &ConnectionId| {
+        let (notifier, connections) = (notifier.clone(), connections.clone());
+        let (target, payload, config) = (target.clone(), payload.clone(), config.clone());
+        in_flight.spawn(async move {
+            deliver(
+                notifier.as_ref(),
+                connections.as_ref(),
+                &target,
+                &payload,
+                &config,
+            )
+            .await
+        });
+    };
     let mut pending = targets.iter();
-    let mut in_flight = FuturesUnordered::new();
+    let mut in_flight = JoinSet::new();
     for target in pending.by_ref().take(limit) {
-        in_flight.push(deliver(notifier, connections, target, payload, config));
+        spawn(&mut in_flight, target);
     }
-    while let Some(delivery) = in_flight.next().await {
+    while let Some(joined) = in_flight.join_next().await {
         if let Some(target) = pending.next() {
-            in_flight.push(deliver(notifier, connections, target, payload, config));
+            spawn(&mut in_flight, target);
         }
+        // A post that panicked counts as failed; the broadcast goes on.
+        let delivery = joined.unwrap_or(Delivery::Failed { retries: 0 });
         match delivery {
             Delivery::Delivered { retries } => {
                 report.delivered += 1;

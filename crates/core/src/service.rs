@@ -286,8 +286,8 @@ impl AuctionService {
         }
         .to_json();
         Ok(broadcast(
-            self.notifier.as_ref(),
-            self.connections.as_ref(),
+            &self.notifier,
+            &self.connections,
             &targets,
             frame.as_bytes(),
             &self.fanout,
