@@ -58,6 +58,9 @@ pub struct AuctionService {
     clock: Arc<dyn Clock>,
     region: String,
     fanout: FanoutConfig,
+    /// Auctions created on first use when missing (the demo's lots): no store call at cold
+    /// start, one conditional put the first time a missing seeded auction is asked for.
+    seeds: Arc<Vec<Auction>>,
 }
 
 impl std::fmt::Debug for AuctionService {
@@ -84,7 +87,27 @@ impl AuctionService {
             clock,
             region: region.into(),
             fanout: FanoutConfig::default(),
+            seeds: Arc::default(),
         }
+    }
+
+    /// Auctions to create, if missing, the first time one is asked for.
+    pub fn with_seed_auctions(mut self, seeds: Vec<Auction>) -> Self {
+        self.seeds = Arc::new(seeds);
+        self
+    }
+
+    /// The auction, creating it first if it is a missing seeded one.
+    async fn find_auction(&self, id: &AuctionId) -> Result<Option<Auction>> {
+        if let Some(auction) = self.store.auction(id).await? {
+            return Ok(Some(auction));
+        }
+        let Some(seed) = self.seeds.iter().find(|a| a.id == *id) else {
+            return Ok(None);
+        };
+        self.store.put_auction_if_absent(seed).await?;
+        // Re-read: a concurrent creator (or replication) may have won.
+        self.store.auction(id).await
     }
 
     pub fn with_fanout(mut self, fanout: FanoutConfig) -> Self {
@@ -189,7 +212,7 @@ impl AuctionService {
         user: &UserId,
         auction_id: &AuctionId,
     ) -> Result<ServerMessage> {
-        let Some(auction) = self.store.auction(auction_id).await? else {
+        let Some(auction) = self.find_auction(auction_id).await? else {
             return Ok(self.error_frame(&ProtocolError::new(
                 ErrorCode::InvalidField,
                 format!("no auction `{auction_id}`"),
@@ -231,7 +254,7 @@ impl AuctionService {
             at: now,
             region: self.region.clone(),
         };
-        let Some(auction) = self.store.auction(auction_id).await? else {
+        let Some(auction) = self.find_auction(auction_id).await? else {
             return Ok(self.bid_result(bid_id, Err(BidReason::UnknownAuction)));
         };
         if let Some(existing) = self.store.bid(auction_id, bid_id).await? {

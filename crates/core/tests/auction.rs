@@ -527,3 +527,60 @@ async fn expired_connection_records_are_ignored_on_read() {
     let live = connections.subscribers(&a1, 1_500).await.unwrap();
     assert_eq!(live, vec![conn("new")]);
 }
+
+#[tokio::test]
+async fn seeded_auctions_are_created_on_first_use_not_at_start() {
+    let w = world().await;
+    let service = w
+        .service
+        .clone()
+        .with_seed_auctions(vec![auction("seeded")]);
+    let id = AuctionId::new("seeded").unwrap();
+    use wsdr_core::StateStore;
+    assert!(
+        w.store.auction(&id).await.unwrap().is_none(),
+        "nothing written at construction"
+    );
+    let reply = service
+        .handle_frame(
+            &conn("c1"),
+            &user("ann"),
+            br#"{"action":"getState","auctionId":"seeded"}"#,
+        )
+        .await;
+    assert!(
+        matches!(reply.message, ServerMessage::State { ref auction, .. } if auction.id == id),
+        "{:?}",
+        reply.message
+    );
+    assert!(w.store.auction(&id).await.unwrap().is_some());
+    // A bid on a seeded auction works from a cold start too; an unknown one is still refused.
+    let reply = service
+        .handle_frame(
+            &conn("c1"),
+            &user("ann"),
+            &bid_frame("seeded", 150, "bid-seeded-1"),
+        )
+        .await;
+    assert!(matches!(
+        reply.message,
+        ServerMessage::BidResult {
+            status: BidStatus::Accepted,
+            ..
+        }
+    ));
+    let reply = service
+        .handle_frame(
+            &conn("c1"),
+            &user("ann"),
+            &bid_frame("nope", 150, "bid-nope-001"),
+        )
+        .await;
+    assert!(matches!(
+        reply.message,
+        ServerMessage::BidResult {
+            status: BidStatus::Rejected,
+            ..
+        }
+    ));
+}

@@ -22,7 +22,8 @@ pub struct Config {
     pub connection_ttl: Duration,
     /// `SUBPROTOCOL` (default `wsdr`): echoed on `$connect` when the client offers it.
     pub subprotocol: String,
-    /// `SEED_AUCTIONS` (default none): JSON array of auctions to create if absent.
+    /// `SEED_AUCTIONS` (default none): JSON array of auctions created, if absent, the first
+    /// time one is asked for (never at cold start).
     pub seed_auctions: Vec<Auction>,
 }
 

@@ -43,10 +43,9 @@ pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error
     .with_fanout(FanoutConfig {
         concurrency: config.fanout_concurrency,
         ..FanoutConfig::default()
-    });
-    for auction in &config.seed_auctions {
-        service.ensure_auction(auction).await?;
-    }
+    })
+    // Created on first use, not here: a cold start makes no network call.
+    .with_seed_auctions(config.seed_auctions.clone());
     Ok(App::new(service, &config.subprotocol))
 }
 
