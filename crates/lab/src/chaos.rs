@@ -7,7 +7,7 @@
 use crate::history::{check, Answer, FinalState, Op, UserEnd, Violation};
 use crate::lab::{Fault, Lab, LabConfig};
 use crate::scale::TimeScale;
-use futures::future::BoxFuture;
+use crate::users::{user_client, wait_for};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -16,9 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use wsdr_client::{
-    Backoff, ClientBuilder, Event, Fallback, OfflineBids, RegionalEndpoint, TokenProvider,
-};
+use wsdr_client::Event;
 use wsdr_protocol::{Amount, AuctionId, BidStatus};
 
 /// One step of a run's fault schedule (durations in AWS seconds).
@@ -257,28 +255,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-struct Tokens {
-    lab: Arc<Lab>,
-    sub: String,
-}
-
-impl TokenProvider for Tokens {
-    fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<String, String>> {
-        Box::pin(async move { Ok(self.lab.user_token(&self.sub)) })
-    }
-}
-
-async fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    check()
-}
-
 async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result<RunReport> {
     let scale = config.scale;
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -476,34 +452,13 @@ fn user(
     mut stop: watch::Receiver<bool>,
 ) -> (wsdr_client::Client, tokio::task::JoinHandle<()>) {
     let sub = format!("user-{index}");
-    let mut builder = ClientBuilder::new(lab.front_door_url())
-        .token_provider(Arc::new(Tokens {
-            lab: lab.clone(),
-            sub: sub.clone(),
-        }))
-        .subscribe(auction.clone())
-        .heartbeat(scale.secs(30.0), scale.secs(35.0))
-        .backoff(Backoff::default().scaled(scale.factor()))
-        .stable_after(scale.secs(30.0))
-        .connect_timeout(scale.secs(10.0).max(Duration::from_millis(500)))
-        .offline_bids(OfflineBids::Queue {
-            max: 4,
-            max_age: scale.secs(30.0),
-        })
-        .seed(seed.wrapping_add(index as u64));
-    if index % 2 == 1 {
-        let regions = lab
-            .config
-            .regions
-            .iter()
-            .zip(&lab.regions)
-            .map(|(name, region)| RegionalEndpoint {
-                region: name.clone(),
-                url: region.url(),
-            })
-            .collect();
-        builder = builder.fallback(Fallback::new(regions).scaled(scale.factor()));
-    }
+    let builder = user_client(
+        &lab,
+        &sub,
+        &auction,
+        seed.wrapping_add(index as u64),
+        index % 2 == 1,
+    );
     let (client, mut events) = builder.start();
     let handle = client.clone();
     let task = tokio::spawn(async move {

@@ -4,7 +4,7 @@
 use crate::lab::{Fault, Lab, LabConfig};
 use crate::report::{Percentiles, Report};
 use crate::timeline::Kind;
-use futures::future::BoxFuture;
+use crate::users::{user_client, wait_for};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
@@ -12,9 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use wsdr_client::{
-    Backoff, ClientBuilder, Event, Fallback, OfflineBids, RegionalEndpoint, TokenProvider,
-};
+use wsdr_client::Event;
 use wsdr_protocol::{Amount, AuctionId, BidStatus};
 
 /// The scenarios a drill can run.
@@ -86,28 +84,6 @@ struct UserLog {
     moves: usize,
     accepted_twice: usize,
     high_seen: u64,
-}
-
-struct LabTokens {
-    lab: Arc<Lab>,
-    sub: String,
-}
-
-impl TokenProvider for LabTokens {
-    fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<String, String>> {
-        Box::pin(async move { Ok(self.lab.user_token(&self.sub)) })
-    }
-}
-
-async fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    check()
 }
 
 /// Run one drill end to end.
@@ -442,41 +418,12 @@ async fn user(
 ) {
     let scale = config.lab.scale;
     let sub = format!("user-{index}");
-    let mut builder = ClientBuilder::new(lab.front_door_url());
-    if config.client_fallback {
-        let regions = lab
-            .config
-            .regions
-            .iter()
-            .zip(&lab.regions)
-            .map(|(name, region)| RegionalEndpoint {
-                region: name.clone(),
-                url: region.url(),
-            })
-            .collect();
-        builder = builder.fallback(Fallback::new(regions).scaled(scale.factor()));
-    }
-    let (client, mut events) = builder
-        .token_provider(Arc::new(LabTokens {
-            lab: lab.clone(),
-            sub: sub.clone(),
-        }))
-        .subscribe(auction.clone())
-        .heartbeat(scale.secs(30.0), scale.secs(35.0))
-        .backoff(Backoff::default().scaled(scale.factor()))
-        .stable_after(scale.secs(30.0))
-        .connect_timeout(scale.secs(10.0).max(Duration::from_millis(500)))
-        .offline_bids(OfflineBids::Queue {
-            max: 4,
-            max_age: scale.secs(30.0),
-        })
-        .seed(
-            config
-                .seed
-                .wrapping_mul(1_000_003)
-                .wrapping_add(index as u64),
-        )
-        .start();
+    let seed = config
+        .seed
+        .wrapping_mul(1_000_003)
+        .wrapping_add(index as u64);
+    let (client, mut events) =
+        user_client(&lab, &sub, &auction, seed, config.client_fallback).start();
     let mut rng = SmallRng::seed_from_u64(config.seed ^ (index as u64) << 20);
     let timeline = lab.timeline.clone();
     let mut next_bid = Instant::now() + scale.secs(rng.random_range(0.0..config.bid_every_secs));

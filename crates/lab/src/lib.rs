@@ -20,6 +20,7 @@ pub mod report;
 pub mod scale;
 pub mod store;
 pub mod timeline;
+pub mod users;
 
 pub use drill::{DrillConfig, Scenario};
 pub use lab::{Fault, Lab, LabConfig};

@@ -5,7 +5,7 @@
 
 use crate::lab::{Lab, LabConfig};
 use crate::scale::TimeScale;
-use futures::future::BoxFuture;
+use crate::users::LabTokens;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use wsdr_client::{ClientBuilder, Event, TokenProvider};
+use wsdr_client::{ClientBuilder, Event};
 use wsdr_core::Auction;
 use wsdr_protocol::{Amount, AuctionId, BidStatus};
 
@@ -62,17 +62,6 @@ pub struct LoadReport {
     /// RSS at the end / RSS a quarter into the run: no unbounded growth means close to 1.
     pub rss_growth: f64,
     pub passed: bool,
-}
-
-struct Tokens {
-    lab: Arc<Lab>,
-    sub: String,
-}
-
-impl TokenProvider for Tokens {
-    fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<String, String>> {
-        Box::pin(async move { Ok(self.lab.user_token(&self.sub)) })
-    }
 }
 
 /// Resident set size of this process, KiB (Linux; 0 elsewhere).
@@ -128,7 +117,7 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
     for i in 0..config.connections {
         let auction = auctions[i / config.users_per_auction.max(1)].clone();
         let (client, mut events) = ClientBuilder::new(url.clone())
-            .token_provider(Arc::new(Tokens {
+            .token_provider(Arc::new(LabTokens {
                 lab: lab.clone(),
                 sub: format!("load-{i}"),
             }))
