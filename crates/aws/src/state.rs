@@ -182,6 +182,12 @@ impl DynamoStateStore {
 
     /// Every bid of an auction (checkers and tests).
     pub async fn all_bids(&self, auction: &AuctionId) -> Result<Vec<BidRecord>> {
+        self.query_bids(auction).await
+    }
+
+    /// One strongly consistent query over the auction's bid items, projected to what a
+    /// [`BidRecord`] needs. Cost grows with the number of bids: see docs/DATA_MODEL.md.
+    async fn query_bids(&self, auction: &AuctionId) -> Result<Vec<BidRecord>> {
         let mut pages = self
             .client
             .query()
@@ -189,6 +195,9 @@ impl DynamoStateStore {
             .key_condition_expression("pk = :pk AND begins_with(sk, :bid)")
             .expression_attribute_values(":pk", s(auction_pk(auction)))
             .expression_attribute_values(":bid", s(BID_PREFIX))
+            .projection_expression("bidId, bidder, amount, #at, #region")
+            .expression_attribute_names("#at", "at")
+            .expression_attribute_names("#region", "region")
             .consistent_read(true)
             .into_paginator()
             .items()
@@ -427,27 +436,9 @@ impl StateStore for DynamoStateStore {
         }
     }
 
-    /// One strongly consistent query over the auction's bid items (projected to what the
-    /// rank needs). Cost grows with the number of bids: see docs/DATA_MODEL.md.
     async fn snapshot(&self, auction: &AuctionId) -> Result<AuctionSnapshot> {
-        let mut pages = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :bid)")
-            .expression_attribute_values(":pk", s(auction_pk(auction)))
-            .expression_attribute_values(":bid", s(BID_PREFIX))
-            .projection_expression("bidId, bidder, amount, #at, #region")
-            .expression_attribute_names("#at", "at")
-            .expression_attribute_names("#region", "region")
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send();
         let mut snapshot = AuctionSnapshot::default();
-        while let Some(item) = pages.next().await {
-            let item = item.map_err(|e| classify(&e))?;
-            let bid = parse_bid(auction, &item)?;
+        for bid in self.query_bids(auction).await? {
             snapshot.bid_count += 1;
             if snapshot.high_bid.as_ref().is_none_or(|h| bid.outranks(h)) {
                 snapshot.high_bid = Some(bid);

@@ -312,50 +312,25 @@ impl Comparison {
             })
         };
         let (d, c) = (&self.dns_only, &self.client_assisted);
+        let row = |name: &'static str, value: fn(&Report) -> String| (name, value(d), value(c));
         let rows: Vec<(&str, String, String)> = vec![
             ("RTO p50 (AWS)", aws(d, d.rto_ms.p50), aws(c, c.rto_ms.p50)),
             ("RTO p99 (AWS)", aws(d, d.rto_ms.p99), aws(c, c.rto_ms.p99)),
             ("RTO max (AWS)", aws(d, d.rto_ms.max), aws(c, c.rto_ms.max)),
-            (
-                "restored",
-                format!("{}/{}", d.restored, d.clients),
-                format!("{}/{}", c.restored, c.clients),
-            ),
-            (
-                "lost acknowledged bids",
-                d.lost_acknowledged_bids.to_string(),
-                c.lost_acknowledged_bids.to_string(),
-            ),
-            (
-                "duplicate bids",
-                d.duplicate_bids.to_string(),
-                c.duplicate_bids.to_string(),
-            ),
-            (
-                "split (AWS)",
-                format!("{:.1} s", d.split_aws_s),
-                format!("{:.1} s", c.split_aws_s),
-            ),
-            (
-                "accepted below other high",
-                d.accepted_below_other_region.to_string(),
-                c.accepted_below_other_region.to_string(),
-            ),
-            (
-                "back on primary (ping-pong)",
-                d.returns_to_primary_during_fault.to_string(),
-                c.returns_to_primary_during_fault.to_string(),
-            ),
-            (
-                "endpoint moves",
-                d.endpoint_moves.to_string(),
-                c.endpoint_moves.to_string(),
-            ),
-            (
-                "converged",
-                d.converged.to_string(),
-                c.converged.to_string(),
-            ),
+            row("restored", |r| format!("{}/{}", r.restored, r.clients)),
+            row("lost acknowledged bids", |r| {
+                r.lost_acknowledged_bids.to_string()
+            }),
+            row("duplicate bids", |r| r.duplicate_bids.to_string()),
+            row("split (AWS)", |r| format!("{:.1} s", r.split_aws_s)),
+            row("accepted below other high", |r| {
+                r.accepted_below_other_region.to_string()
+            }),
+            row("back on primary (ping-pong)", |r| {
+                r.returns_to_primary_during_fault.to_string()
+            }),
+            row("endpoint moves", |r| r.endpoint_moves.to_string()),
+            row("converged", |r| r.converged.to_string()),
         ];
         let mut out = format!(
             "comparison: scenario {:?}, {} clients, same seed\n  {:<28}{:>16}{:>18}\n",
