@@ -34,6 +34,7 @@ pub async fn run(
     child.expect("ready", Duration::from_secs(300)).await?;
     let url = format!("{}?token={}", region.url(), token("bidder"));
     let (mut bidder, _) = tokio_tungstenite::connect_async(url).await?;
+    perf_control("enable");
     let started = wall_ms();
     bidder
         .send(Message::text(
@@ -47,6 +48,7 @@ pub async fn run(
         }
     }
     let summary = child.expect("done", Duration::from_secs(600)).await?;
+    perf_control("disable");
     let times: Vec<f64> = summary
         .split_whitespace()
         .filter_map(|t| t.parse().ok())
@@ -113,4 +115,12 @@ pub async fn clients(url: String, n: usize, token: String) -> anyhow::Result<()>
         .collect();
     println!("done {}", line.join(" "));
     Ok(())
+}
+
+/// Profiling aid: with `WSDR_BENCH_PERF_CTL` naming `perf record --control fifo:` 's fifo,
+/// the profile covers only the broadcast (not the N connections being set up).
+fn perf_control(command: &str) {
+    if let Some(path) = std::env::var_os("WSDR_BENCH_PERF_CTL") {
+        let _ = std::fs::write(path, format!("{command}\n"));
+    }
 }

@@ -1,5 +1,9 @@
 //! `make bench`: every wsdr benchmark in one run, side by side, written to BENCHMARKS.md.
 //! Targets are checked here, by the benchmark's own output, never by timed unit tests.
+/// The lab serving thousands of sockets and SDK calls allocates heavily; glibc malloc was the
+/// largest single cost in a fan-out profile.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod common;
 mod fanout;
@@ -31,6 +35,16 @@ enum Command {
     },
     /// Cold-start ready time of one function binary (median of 7), for quick checks.
     LambdaReady { name: String },
+    /// One fan-out run (N subscribers, given concurrency), for quick checks and profiling.
+    Fanout {
+        #[arg(long, default_value_t = 10_000)]
+        n: usize,
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        /// Latency of one `@connections` call in the lab, in ms.
+        #[arg(long, default_value_t = 5)]
+        latency_ms: u64,
+    },
     #[command(hide = true)]
     FanoutClients {
         url: String,
@@ -76,6 +90,18 @@ fn main() -> anyhow::Result<()> {
                 primary, secondary, users, policy, scale, token,
             ))
         }
+        Command::Fanout {
+            n,
+            concurrency,
+            latency_ms,
+        } => runtime.block_on(async {
+            let r = fanout::run(n, concurrency, Duration::from_millis(latency_ms)).await?;
+            println!(
+                "N={n} concurrency={concurrency}: delivered {}/{n}, last {:.0} ms, p50 {:.0} ms, {:.0} posts/s",
+                r.delivered, r.last_delivery_ms, r.p50_delivery_ms, r.posts_per_s
+            );
+            Ok(())
+        }),
         Command::All { output, quick } => runtime.block_on(all(output, quick)),
         Command::LambdaReady { name } => runtime.block_on(async {
             let binary = std::env::current_exe()?.with_file_name(&name);
