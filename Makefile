@@ -58,6 +58,7 @@ fmt-check:
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p wsdr-lab --no-default-features --all-targets -- -D warnings
 
 lint: fmt-check clippy template-lint
 
@@ -111,9 +112,9 @@ destroy:
 	$(SAM) delete --no-prompts --stack-name wsdr-primary --region $(PRIMARY_REGION)
 
 ## demo: the main job: the lab with the default failover drill (50 users, reference game day).
-## Dev profile on purpose: it shares `make test`'s build, and the drill passes in it.
+## The `demo` profile and no DynamoDB/TLS features: the quickest cold build (docs/LAB.md).
 demo:
-	$(CARGO) run --quiet -p wsdr-lab --bin wsdr -- drill --scenario throttle --users 50
+	$(CARGO) run --quiet --profile demo -p wsdr-lab --no-default-features --bin wsdr -- drill --scenario throttle --users 50
 
 ## bench: every benchmark in one run (release build); rewrites BENCHMARKS.md.
 ## Uses cargo-lambda for the arm64 bootstrap sizes when it is installed (see docs/DEPLOY.md).

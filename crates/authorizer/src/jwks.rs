@@ -19,6 +19,7 @@ struct Cached {
 #[derive(Debug)]
 pub struct JwksCache {
     url: String,
+    #[cfg(feature = "jwks")]
     http: reqwest::Client,
     min_refresh: Duration,
     cached: RwLock<Cached>,
@@ -27,13 +28,13 @@ pub struct JwksCache {
 
 impl JwksCache {
     pub fn new(url: impl Into<String>, min_refresh: Duration) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(3))
-            .build()
-            .unwrap_or_default();
         Self {
             url: url.into(),
-            http,
+            #[cfg(feature = "jwks")]
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(3))
+                .build()
+                .unwrap_or_default(),
             min_refresh,
             cached: RwLock::default(),
             refreshing: Mutex::new(()),
@@ -93,19 +94,7 @@ impl JwksCache {
     async fn refresh(&self) -> Result<(), String> {
         // Stamp the attempt first: a failing IdP is also rate-limited.
         self.cached.write().await.fetched_at = Some(Instant::now());
-        let response = self
-            .http
-            .get(&self.url)
-            .send()
-            .await
-            .map_err(|e| format!("request failed: {e}"))?;
-        if !response.status().is_success() {
-            return Err(format!("HTTP {}", response.status()));
-        }
-        let set: JwkSet = response
-            .json()
-            .await
-            .map_err(|e| format!("not a JWKS: {e}"))?;
+        let set = self.fetch().await?;
         let mut keys = HashMap::new();
         for jwk in set.keys {
             let Some(kid) = jwk.common.key_id.clone() else {
@@ -129,5 +118,30 @@ impl JwksCache {
         tracing::info!(keys = keys.len(), "JWKS refreshed");
         self.cached.write().await.keys = keys;
         Ok(())
+    }
+
+    #[cfg(feature = "jwks")]
+    async fn fetch(&self) -> Result<JwkSet, String> {
+        let response = self
+            .http
+            .get(&self.url)
+            .send()
+            .await
+            .map_err(|e| format!("request failed: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("HTTP {}", response.status()));
+        }
+        response
+            .json()
+            .await
+            .map_err(|e| format!("not a JWKS: {e}"))
+    }
+
+    #[cfg(not(feature = "jwks"))]
+    async fn fetch(&self) -> Result<JwkSet, String> {
+        Err(format!(
+            "cannot fetch {}: this build has no HTTPS client (authorizer's `jwks` feature is off)",
+            self.url
+        ))
     }
 }

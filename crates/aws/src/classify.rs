@@ -1,5 +1,6 @@
-use aws_sdk_dynamodb::config::http::HttpResponse;
-use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 /// Error codes AWS services use to say "slow down".
 const THROTTLING_CODES: &[&str] = &[

@@ -10,26 +10,43 @@
 //!
 //! Every SDK error is classified into `wsdr_core::Error` in one place ([`classify`]).
 
+//!
+//! Features: `dynamodb` (the tables), `cloudwatch` (metrics) and `https` (the SDK's HTTPS
+//! client and environment configuration), all on by default for the Lambdas. The lab turns
+//! them off for its quickest build: it needs only `@connections`, over plain HTTP.
+
 mod classify;
+#[cfg(feature = "dynamodb")]
 mod connections;
 pub mod env;
 pub mod local;
+mod metric_names;
+#[cfg(feature = "cloudwatch")]
 mod metrics;
 mod notifier;
+#[cfg(feature = "dynamodb")]
 pub mod schema;
+#[cfg(feature = "dynamodb")]
 mod state;
 pub mod telemetry;
 
 pub use classify::classify;
+#[cfg(feature = "dynamodb")]
 pub use connections::DynamoConnections;
-pub use metrics::{CloudWatchMetrics, MetricNames, STANDARD_RESOLUTION};
+pub use metric_names::MetricNames;
+#[cfg(feature = "cloudwatch")]
+pub use metrics::{CloudWatchMetrics, STANDARD_RESOLUTION};
 pub use notifier::ApiGatewayNotifier;
+#[cfg(feature = "dynamodb")]
 pub use state::DynamoStateStore;
 
-pub use aws_config::{BehaviorVersion, Region, SdkConfig};
 pub use aws_credential_types::provider::SharedCredentialsProvider;
 pub use aws_credential_types::Credentials;
+#[cfg(feature = "dynamodb")]
 pub use aws_sdk_dynamodb::Client as DynamoClient;
+pub use aws_smithy_runtime_api::client::behavior_version::BehaviorVersion;
+pub use aws_types::region::Region;
+pub use aws_types::SdkConfig;
 
 /// Errors of setting the adapters up (the per-request errors are `wsdr_core::Error`).
 #[derive(Debug, thiserror::Error)]
@@ -42,11 +59,13 @@ pub enum Error {
 
 /// The SDK configuration from the environment (credentials, Region, and endpoint overrides
 /// such as `AWS_ENDPOINT_URL_DYNAMODB` for DynamoDB Local). Load once per cold start.
+#[cfg(feature = "https")]
 pub async fn load_sdk_config() -> SdkConfig {
     aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
 }
 
 /// A DynamoDB client from a loaded SDK configuration.
+#[cfg(feature = "dynamodb")]
 pub fn dynamo_client(sdk: &SdkConfig) -> DynamoClient {
     DynamoClient::new(sdk)
 }

@@ -1,16 +1,100 @@
-//! Clients for local peers (DynamoDB Local), used by the lab's `--dynamodb` mode and tests.
+//! Clients for local peers: the lab's `@connections` endpoint and DynamoDB Local. They speak
+//! plain HTTP on loopback, so they work with or without the `https` feature.
 
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-use aws_sdk_dynamodb::Client;
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
+    SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::body::SdkBody;
+use hyper_util::client::legacy::connect::HttpConnector as TcpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use std::time::Duration;
+
+/// A plain-HTTP client for the SDK (HTTP/1.1 over a pooled hyper client, no TLS), for
+/// loopback endpoints. The lab's quickest build has no TLS stack at all: aws-lc and the SDK's
+/// HTTPS client were a third of its cold compile (docs/LAB.md).
+pub fn plain_http_client() -> SharedHttpClient {
+    let mut tcp = TcpConnector::new();
+    // Small frames to loopback peers: without it a post can wait for a delayed ACK.
+    tcp.set_nodelay(true);
+    SharedHttpClient::new(PlainHttpClient {
+        pool: Client::builder(TokioExecutor::new()).build(tcp),
+    })
+}
+
+/// One connection pool for every operation; each operation's timeouts ride on its connector.
+#[derive(Debug, Clone)]
+struct PlainHttpClient {
+    pool: Client<TcpConnector, SdkBody>,
+}
+
+impl HttpClient for PlainHttpClient {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        _components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        // The pool is shared, so the connect and read timeouts bound the whole exchange up
+        // to the response headers together rather than each phase on its own.
+        let limit = match (settings.connect_timeout(), settings.read_timeout()) {
+            (None, None) => None,
+            (connect, read) => Some(connect.unwrap_or_default() + read.unwrap_or_default()),
+        };
+        SharedHttpConnector::new(PlainHttpConnector {
+            pool: self.pool.clone(),
+            limit,
+        })
+    }
+}
+
+#[derive(Debug)]
+struct PlainHttpConnector {
+    pool: Client<TcpConnector, SdkBody>,
+    limit: Option<Duration>,
+}
+
+impl HttpConnector for PlainHttpConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let (pool, limit) = (self.pool.clone(), self.limit);
+        HttpConnectorFuture::new(async move {
+            let request = request
+                .try_into_http1x()
+                .map_err(|e| ConnectorError::user(e.into()))?;
+            let exchange = pool.request(request);
+            let response = match limit {
+                Some(limit) => tokio::time::timeout(limit, exchange)
+                    .await
+                    .map_err(|e| ConnectorError::timeout(e.into()))?,
+                None => exchange.await,
+            }
+            .map_err(|e| {
+                if e.is_connect() {
+                    ConnectorError::io(e.into())
+                } else {
+                    ConnectorError::other(e.into(), None)
+                }
+            })?;
+            let response = response.map(SdkBody::from_body_1_x);
+            HttpResponse::try_from(response).map_err(|e| ConnectorError::other(e.into(), None))
+        })
+    }
+}
 
 /// A DynamoDB client for a local endpoint such as `http://127.0.0.1:8000`, with static
 /// placeholder credentials (DynamoDB Local checks the signature format, not the key).
-pub fn dynamo_client(endpoint: &str, region: &str) -> Client {
+#[cfg(feature = "dynamodb")]
+pub fn dynamo_client(endpoint: &str, region: &str) -> aws_sdk_dynamodb::Client {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(region.to_owned()))
         .endpoint_url(endpoint)
+        .http_client(plain_http_client())
         .credentials_provider(Credentials::new("local", "local", None, None, "wsdr-local"))
         .build();
-    Client::from_conf(config)
+    aws_sdk_dynamodb::Client::from_conf(config)
 }

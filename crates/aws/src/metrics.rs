@@ -1,30 +1,10 @@
 use crate::classify::classify;
+use crate::MetricNames;
 use async_trait::async_trait;
 use aws_sdk_cloudwatch::primitives::DateTime;
 use aws_sdk_cloudwatch::types::{Dimension, MetricDatum, StandardUnit};
 use aws_sdk_cloudwatch::Client;
 use wsdr_core::{Error, HealthDatapoint, Metrics, Result};
-
-/// Names of the canary's metrics (all from configuration).
-#[derive(Debug, Clone)]
-pub struct MetricNames {
-    /// `METRIC_NAMESPACE`, default `App`.
-    pub namespace: String,
-    /// `HEALTH_METRIC_NAME`, default `WebSocketHealth`.
-    pub health: String,
-    /// `LATENCY_METRIC_NAME`, default `ProbeLatency`.
-    pub latency: String,
-}
-
-impl Default for MetricNames {
-    fn default() -> Self {
-        Self {
-            namespace: "App".into(),
-            health: "WebSocketHealth".into(),
-            latency: "ProbeLatency".into(),
-        }
-    }
-}
 
 /// [`Metrics`] on CloudWatch: `App/WebSocketHealth` (dimension `ApiId`) = 1 or 0, and the
 /// probe latency, both at standard (60 s) resolution because Route 53 health checks accept
@@ -43,7 +23,7 @@ impl CloudWatchMetrics {
         Self { client, names }
     }
 
-    pub fn from_sdk(sdk: &aws_config::SdkConfig, names: MetricNames) -> Self {
+    pub fn from_sdk(sdk: &aws_types::SdkConfig, names: MetricNames) -> Self {
         Self::new(Client::new(sdk), names)
     }
 }

@@ -1,8 +1,8 @@
 use crate::classify::classify;
 use async_trait::async_trait;
-use aws_config::SdkConfig;
 use aws_sdk_apigatewaymanagement::primitives::Blob;
 use aws_sdk_apigatewaymanagement::Client;
+use aws_types::SdkConfig;
 use wsdr_core::{ConnectionId, Notifier, Result};
 
 /// Pushes frames through API Gateway's `@connections` API.
@@ -21,7 +21,7 @@ impl ApiGatewayNotifier {
         // retries underneath would multiply them during a throttling storm.
         let config = aws_sdk_apigatewaymanagement::config::Builder::from(sdk)
             .endpoint_url(callback_url.trim_end_matches('/'))
-            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(1))
+            .retry_config(aws_smithy_types::retry::RetryConfig::standard().with_max_attempts(1))
             .build();
         Self {
             client: Client::from_conf(config),

@@ -1,13 +1,12 @@
 //! One WebSocket connection, with failures classified by the layer that failed.
 
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderValue, Uri};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
-use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 /// An open WebSocket.
 pub type WsStream = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -78,10 +77,25 @@ impl Default for ConnectOptions {
     }
 }
 
-/// The TLS configuration: rustls with the Mozilla roots (webpki-roots), built once.
-fn tls_connector() -> Result<Connector, ConnectError> {
+type Handshake = Result<
+    (
+        WsStream,
+        tokio_tungstenite::tungstenite::handshake::client::Response,
+    ),
+    WsError,
+>;
+
+/// TLS over `stream`, then the upgrade: rustls with the Mozilla roots (webpki-roots), the
+/// configuration built once.
+#[cfg(feature = "tls")]
+async fn tls_handshake(
+    request: tokio_tungstenite::tungstenite::handshake::client::Request,
+    stream: TcpStream,
+    config: WebSocketConfig,
+) -> Result<Handshake, ConnectError> {
+    use std::sync::{Arc, OnceLock};
     static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
-    let config = CONFIG.get_or_init(|| {
+    let tls = CONFIG.get_or_init(|| {
         let roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
@@ -92,10 +106,25 @@ fn tls_connector() -> Result<Connector, ConnectError> {
         .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
         .map_err(|e| e.to_string())
     });
-    config
-        .clone()
-        .map(Connector::Rustls)
-        .map_err(ConnectError::Tls)
+    let connector = tokio_tungstenite::Connector::Rustls(tls.clone().map_err(ConnectError::Tls)?);
+    Ok(tokio_tungstenite::client_async_tls_with_config(
+        request,
+        stream,
+        Some(config),
+        Some(connector),
+    )
+    .await)
+}
+
+#[cfg(not(feature = "tls"))]
+async fn tls_handshake(
+    _request: tokio_tungstenite::tungstenite::handshake::client::Request,
+    _stream: TcpStream,
+    _config: WebSocketConfig,
+) -> Result<Handshake, ConnectError> {
+    Err(ConnectError::Tls(
+        "this build has no TLS (wsdr-client's `tls` feature is off): only ws:// URLs".into(),
+    ))
 }
 
 fn percent_encode(value: &str) -> String {
@@ -174,15 +203,18 @@ async fn connect_inner(url: &str, options: &ConnectOptions) -> Result<WsStream, 
             .headers_mut()
             .insert("Sec-WebSocket-Protocol", value);
     }
-    let connector = if secure {
-        Some(tls_connector()?)
-    } else {
-        Some(Connector::Plain)
-    };
     let config = WebSocketConfig::default().max_message_size(Some(options.max_message_bytes));
-    match tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), connector)
+    let handshake = if secure {
+        tls_handshake(request, stream, config).await?
+    } else {
+        tokio_tungstenite::client_async_with_config(
+            request,
+            MaybeTlsStream::Plain(stream),
+            Some(config),
+        )
         .await
-    {
+    };
+    match handshake {
         Ok((ws, _response)) => Ok(ws),
         Err(WsError::Http(response)) => Err(ConnectError::Refused {
             status: response.status().as_u16(),

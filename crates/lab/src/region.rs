@@ -141,6 +141,7 @@ impl Region {
         let sdk = wsdr_aws::SdkConfig::builder()
             .behavior_version(wsdr_aws::BehaviorVersion::latest())
             .region(wsdr_aws::Region::new(name.to_owned()))
+            .http_client(wsdr_aws::local::plain_http_client())
             .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
                 wsdr_aws::Credentials::new("lab", "lab", None, None, "wsdr-lab"),
             ))

@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 use std::sync::Arc;
 use tokio::sync::mpsc;
+#[cfg(feature = "dynamodb")]
 use wsdr_aws::DynamoStateStore;
 use wsdr_core::memory::{Change, MemoryStateStore};
 use wsdr_core::{BidRecord, StateStore};
@@ -43,6 +44,7 @@ impl ReplicaStore for MemoryStateStore {
     }
 }
 
+#[cfg(feature = "dynamodb")]
 #[async_trait]
 impl ReplicaStore for DynamoStateStore {
     fn change_feed(&self) -> mpsc::UnboundedReceiver<Change> {
@@ -88,6 +90,12 @@ pub async fn open(
                 Arc::new(MemoryStateStore::new(&regions[1], clock)),
             ])
         }
+        #[cfg(not(feature = "dynamodb"))]
+        StoreKind::Dynamo { endpoint } => Err(anyhow::anyhow!(
+            "DynamoDB Local at {endpoint} asked for, but this build has no DynamoDB support: \
+             build the lab with its `dynamodb` feature (the default; `make demo` turns it off)"
+        )),
+        #[cfg(feature = "dynamodb")]
         StoreKind::Dynamo { endpoint } => {
             // One lab, one set of tables: several labs may share a DynamoDB Local.
             let lab_id = format!("{:08x}", rand::random::<u32>());

@@ -10,8 +10,11 @@ mod handler;
 pub use config::{Config, SeedAuction};
 pub use handler::App;
 
+#[cfg(feature = "aws")]
 use std::sync::Arc;
+#[cfg(feature = "aws")]
 use wsdr_aws::{ApiGatewayNotifier, DynamoConnections, DynamoStateStore, SdkConfig};
+#[cfg(feature = "aws")]
 use wsdr_core::{AuctionService, FanoutConfig, SystemClock};
 
 /// Errors of the cold start. Requests themselves never fail (see [`App::handle`]).
@@ -27,6 +30,7 @@ pub enum Error {
 
 /// Build the handler on DynamoDB and API Gateway: clients built once per cold start, then
 /// the configured auctions created if absent (idempotent; safe in both Regions).
+#[cfg(feature = "aws")]
 pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error> {
     let dynamo = wsdr_aws::dynamo_client(sdk);
     let service = AuctionService::new(
