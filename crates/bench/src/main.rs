@@ -104,12 +104,12 @@ fn main() -> anyhow::Result<()> {
         }),
         Command::All { output, quick } => runtime.block_on(all(output, quick)),
         Command::LambdaReady { name } => runtime.block_on(async {
+            let (_, env, _, _) = function_runs()
+                .into_iter()
+                .find(|(function, ..)| *function == name)
+                .ok_or_else(|| anyhow::anyhow!("unknown function {name}"))?;
             let binary = std::env::current_exe()?.with_file_name(&name);
-            let env = vec![
-                ("STATE_TABLE", "t".to_owned()),
-                ("CONNECTIONS_TABLE", "c".to_owned()),
-                ("WS_CALLBACK_URL", "http://127.0.0.1:9/prod".to_owned()),
-            ];
+            quiet_disk().await;
             let cost = lambda::measure(&name, &binary, &env, Vec::new()).await?;
             println!("{name}: ready {:.1} ms (median of 7)", cost.ready_ms);
             anyhow::Ok(())
@@ -156,33 +156,34 @@ fn verdict(ok: bool) -> &'static str {
 /// (function, environment, event, invocations).
 type FunctionRun = (&'static str, Vec<(&'static str, String)>, String, usize);
 
-async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
-    let mut md = String::new();
-    let command = if quick {
-        "make bench ARGS=--quick"
-    } else {
-        "make bench"
+/// The builds before a cold-start measurement leave gigabytes of dirty pages, and their
+/// writeback stalls a starting process (ws-handler measured 48-56 ms instead of 8-13 ms).
+/// Flush them and wait (at most 30 s) until less than 32 MB is dirty.
+async fn quiet_disk() {
+    let _ = tokio::process::Command::new("sync").status().await;
+    let dirty_kb = || {
+        std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find(|l| l.starts_with("Dirty:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            })
+            .unwrap_or(0)
     };
-    writeln!(md, "# Benchmarks\n")?;
-    writeln!(
-        md,
-        "Written by `{command}` (`crates/bench`, release build) on {}.",
-        machine()
-    )?;
-    writeln!(
-        md,
-        "Every figure below was measured in that one run; rerun the command to refresh them.\n"
-    )?;
-
-    // The Lambda cold starts are measured first, while the machine is quiet: `make bench`
-    // has just started DynamoDB Local, whose JVM keeps a core busy for its first seconds.
-    if std::env::var("DYNAMODB_ENDPOINT").is_ok() {
-        tokio::time::sleep(Duration::from_secs(20)).await;
+    for _ in 0..30 {
+        if dirty_kb() < 32 * 1024 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    println!("lambda cold starts ...");
+}
+
+/// Each Lambda with the environment and events of its measurement.
+fn function_runs() -> [FunctionRun; 3] {
     let token = common::token("bench-user");
     let request = include_str!("../../../events/authorizer-request.json").replace("TOKEN", &token);
-    let functions: [FunctionRun; 3] = [
+    [
         (
             "ws-handler",
             vec![
@@ -215,7 +216,35 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
             include_str!("../../../events/scheduled.json").into(),
             20,
         ),
-    ];
+    ]
+}
+
+async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
+    let mut md = String::new();
+    let command = if quick {
+        "make bench ARGS=--quick"
+    } else {
+        "make bench"
+    };
+    writeln!(md, "# Benchmarks\n")?;
+    writeln!(
+        md,
+        "Written by `{command}` (`crates/bench`, release build) on {}.",
+        machine()
+    )?;
+    writeln!(
+        md,
+        "Every figure below was measured in that one run; rerun the command to refresh them.\n"
+    )?;
+
+    // The Lambda cold starts are measured first, while the machine is quiet: `make bench`
+    // has just started DynamoDB Local, whose JVM keeps a core busy for its first seconds.
+    quiet_disk().await;
+    if std::env::var("DYNAMODB_ENDPOINT").is_ok() {
+        tokio::time::sleep(Duration::from_secs(20)).await;
+    }
+    println!("lambda cold starts ...");
+    let functions = function_runs();
     let mut lambda_costs = Vec::new();
     for (name, env, event, count) in functions {
         // The function binaries sit beside this one (same profile): `make bench` builds them.
@@ -240,7 +269,7 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
         md,
         "## 1. Fan-out of one accepted bid through `@connections`\n"
     )?;
-    writeln!(md, "N lab connections subscribe with `getState`; one bid is accepted; the handler broadcasts `bidUpdate` through the real `aws-sdk-apigatewaymanagement` client to the lab's `@connections` endpoint, which serves each call in {} ms (an in-Region API round trip; on loopback a call would otherwise cost only CPU). Time to last delivery is from sending the bid to the last socket receiving its frame.\n", latency.as_millis())?;
+    writeln!(md, "N lab connections subscribe with `getState`; one bid is accepted; the handler broadcasts `bidUpdate` through the real `aws-sdk-apigatewaymanagement` client to the lab's `@connections` endpoint, which serves each call in {} ms (an in-Region API round trip; on loopback a call would otherwise cost only CPU). Time to last delivery is from sending the bid to the last socket receiving its frame. The handler, the lab and the N sockets share this machine's cores, so the bounded fan-out is CPU-bound here; the bench binary uses mimalloc (glibc malloc was the largest single cost in a profile of this run: 2.6k posts/s with it, 4.5k with mimalloc).\n", latency.as_millis())?;
     writeln!(
         md,
         "| N | fan-out | delivered | time to last delivery | p50 delivery | posts/s | speed-up |"
@@ -345,7 +374,7 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
         )?;
     }
     writeln!(md)?;
-    writeln!(md, "Each function's release binary started against a local Lambda Runtime API: ready = process start to its first `GET /runtime/invocation/next` (median of 7 cold starts, measured before the other benchmarks load the machine and after DynamoDB Local's JVM has settled); peak RSS (VmHWM) after serving the invocations. Size is the deployable bootstrap: arm64 from `make package` when cargo-lambda is installed, else the host build.\n")?;
+    writeln!(md, "Each function's release binary started against a local Lambda Runtime API: ready = process start to its first `GET /runtime/invocation/next` (median of 7 cold starts, measured before the other benchmarks load the machine, after DynamoDB Local's JVM has settled and the builds' dirty pages were flushed); peak RSS (VmHWM) after serving the invocations. Size is the deployable bootstrap: arm64 from `make package` when cargo-lambda is installed, else the host build.\n")?;
     writeln!(
         md,
         "| function | bootstrap | size | zipped | ready | invocations | peak RSS |"
