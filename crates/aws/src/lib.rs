@@ -9,7 +9,6 @@
 //! | [`CloudWatchMetrics`] | `Metrics` | CloudWatch `PutMetricData` |
 //!
 //! Every SDK error is classified into `wsdr_core::Error` in one place ([`classify`]).
-
 //!
 //! Features: `dynamodb` (the tables), `cloudwatch` (metrics) and `https` (the SDK's HTTPS
 //! client and environment configuration), all on by default for the Lambdas. The lab turns

@@ -11,11 +11,9 @@ pub use config::{Config, SeedAuction};
 pub use handler::App;
 
 #[cfg(feature = "aws")]
-use std::sync::Arc;
+mod aws;
 #[cfg(feature = "aws")]
-use wsdr_aws::{ApiGatewayNotifier, DynamoConnections, DynamoStateStore, SdkConfig};
-#[cfg(feature = "aws")]
-use wsdr_core::{AuctionService, FanoutConfig, SystemClock};
+pub use aws::app_from_aws;
 
 /// Errors of the cold start. Requests themselves never fail (see [`App::handle`]).
 #[derive(Debug, thiserror::Error)]
@@ -26,31 +24,6 @@ pub enum Error {
     InvalidVar { name: &'static str, reason: String },
     #[error("could not seed auction: {0}")]
     Seed(#[from] wsdr_core::Error),
-}
-
-/// Build the handler on DynamoDB and API Gateway: clients built once per cold start, then
-/// the configured auctions created if absent (idempotent; safe in both Regions).
-#[cfg(feature = "aws")]
-pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error> {
-    let dynamo = wsdr_aws::dynamo_client(sdk);
-    let service = AuctionService::new(
-        Arc::new(DynamoStateStore::new(dynamo.clone(), &config.state_table)),
-        Arc::new(DynamoConnections::new(
-            dynamo,
-            &config.connections_table,
-            config.connection_ttl,
-        )),
-        Arc::new(ApiGatewayNotifier::new(sdk, &config.callback_url)),
-        Arc::new(SystemClock),
-        &config.region_label,
-    )
-    .with_fanout(FanoutConfig {
-        concurrency: config.fanout_concurrency,
-        ..FanoutConfig::default()
-    })
-    // Created on first use, not here: a cold start makes no network call.
-    .with_seed_auctions(config.seed_auctions.clone());
-    Ok(App::new(service, &config.subprotocol))
 }
 
 impl From<wsdr_aws::env::EnvError> for Error {

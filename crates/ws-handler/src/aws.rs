@@ -1,0 +1,30 @@
+//! The production wiring (feature `aws`): DynamoDB tables and API Gateway `@connections`.
+
+use crate::{App, Config, Error};
+use std::sync::Arc;
+use wsdr_aws::{ApiGatewayNotifier, DynamoConnections, DynamoStateStore, SdkConfig};
+use wsdr_core::{AuctionService, FanoutConfig, SystemClock};
+
+/// Build the handler on DynamoDB and API Gateway: clients built once per cold start, then
+/// the configured auctions created if absent (idempotent; safe in both Regions).
+pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error> {
+    let dynamo = wsdr_aws::dynamo_client(sdk);
+    let service = AuctionService::new(
+        Arc::new(DynamoStateStore::new(dynamo.clone(), &config.state_table)),
+        Arc::new(DynamoConnections::new(
+            dynamo,
+            &config.connections_table,
+            config.connection_ttl,
+        )),
+        Arc::new(ApiGatewayNotifier::new(sdk, &config.callback_url)),
+        Arc::new(SystemClock),
+        &config.region_label,
+    )
+    .with_fanout(FanoutConfig {
+        concurrency: config.fanout_concurrency,
+        ..FanoutConfig::default()
+    })
+    // Created on first use, not here: a cold start makes no network call.
+    .with_seed_auctions(config.seed_auctions.clone());
+    Ok(App::new(service, &config.subprotocol))
+}
