@@ -116,15 +116,22 @@ async fn tls_handshake(
     .await)
 }
 
+/// A build without TLS can never reach a `wss://` URL: a configuration error, not one worth
+/// retrying (`InvalidUrl` is not retryable; `Tls` would be).
+#[cfg(not(feature = "tls"))]
+fn no_tls() -> ConnectError {
+    ConnectError::InvalidUrl(
+        "wss:// needs TLS, and this build has none (wsdr-client's `tls` feature is off)".into(),
+    )
+}
+
 #[cfg(not(feature = "tls"))]
 async fn tls_handshake(
     _request: tokio_tungstenite::tungstenite::handshake::client::Request,
     _stream: TcpStream,
     _config: WebSocketConfig,
 ) -> Result<Handshake, ConnectError> {
-    Err(ConnectError::Tls(
-        "this build has no TLS (wsdr-client's `tls` feature is off): only ws:// URLs".into(),
-    ))
+    Err(no_tls())
 }
 
 fn percent_encode(value: &str) -> String {
@@ -156,6 +163,9 @@ async fn connect_inner(url: &str, options: &ConnectOptions) -> Result<WsStream, 
         .parse()
         .map_err(|_| ConnectError::InvalidUrl(url.to_owned()))?;
     let secure = match uri.scheme_str() {
+        #[cfg(not(feature = "tls"))]
+        Some("wss") => return Err(no_tls()),
+        #[cfg(feature = "tls")]
         Some("wss") => true,
         Some("ws") => false,
         _ => {
