@@ -6,7 +6,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: js-test browser-test chaos-short chaos fuzz load
+.PHONY: js-test browser-test chaos-short chaos fuzz load invoke-local
 .PHONY: all test unit fmt fmt-check lint clippy template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
@@ -73,6 +73,12 @@ template-lint:
 sam-validate:
 	@[ -x .tools/sam/bin/sam ] || { python3 -m venv .tools/sam && .tools/sam/bin/pip install --quiet aws-sam-cli; }
 	AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 .tools/sam/bin/sam validate --lint --region us-east-1 --template template.yaml
+
+## invoke-local: every sample event in events/ through the three Lambdas under `cargo lambda
+## watch`, against DynamoDB Local and a local @connections/CloudWatch peer (needs cargo-lambda)
+invoke-local:
+	@command -v cargo-lambda >/dev/null || { echo "invoke-local needs cargo-lambda: cargo install --locked cargo-lambda (docs/DEPLOY.md)"; exit 1; }
+	scripts/with-dynamodb-local.sh python3 scripts/invoke_local.py
 
 # ---------------------------------------------------------------- deployment (needs an AWS account)
 # Required: DOMAIN HOSTED_ZONE_ID CERT_ARN_PRIMARY CERT_ARN_SECONDARY JWT_ISSUER JWT_AUDIENCE

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Feed every sample event in events/ to the real Lambdas running under `cargo lambda watch`,
+and check each answer.
+
+Run through `make invoke-local` (which starts DynamoDB Local and exports DYNAMODB_ENDPOINT).
+Local peers only: DynamoDB Local for the tables, and a small HTTP server here that answers
+like API Gateway's @connections (200) and CloudWatch's PutMetricData (rpc-v2-cbor), recording
+what the functions sent. Standard library only.
+"""
+
+import base64
+import hashlib
+import hmac
+import http.server
+import json
+import os
+import pathlib
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EVENTS = ROOT / "events"
+ISSUER = "https://auth.example.com"
+AUDIENCE = "wsdr"
+USER_SECRET = "local-user-secret-at-least-32-bytes!"
+CANARY_SECRET = "local-canary-secret-at-least-32-bytes"
+API_ID = "abc123def4"
+REGION = "us-east-1"
+# The template's default seed (template.yaml, SeedAuctions): lot-1 is the auction in the events.
+SEED = (
+    '[{"id":"canary","item":"canary probe","startingPrice":1},'
+    '{"id":"lot-1","item":"1959 Fender Stratocaster","startingPrice":100000,"minIncrement":1000}]'
+)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- a minimal CBOR reader: enough for the PutMetricData body --------------------------------
+def cbor_decode(data):
+    def item(i):
+        head = data[i]
+        major, info = head >> 5, head & 0x1F
+        i += 1
+        if major == 7:
+            if info == 25:
+                return _half(struct.unpack(">H", data[i : i + 2])[0]), i + 2
+            if info == 26:
+                return struct.unpack(">f", data[i : i + 4])[0], i + 4
+            if info == 27:
+                return struct.unpack(">d", data[i : i + 8])[0], i + 8
+            return {20: False, 21: True, 22: None}.get(info), i
+        if info < 24:
+            arg = info
+        elif info == 31:
+            arg = None  # indefinite length
+        else:
+            size = 1 << (info - 24)
+            arg = int.from_bytes(data[i : i + size], "big")
+            i += size
+        if major == 0:
+            return arg, i
+        if major == 1:
+            return -1 - arg, i
+        if major in (2, 3):
+            if arg is None:
+                chunks = []
+                while data[i] != 0xFF:
+                    chunk, i = item(i)
+                    chunks.append(chunk)
+                return ("" if major == 3 else b"").join(chunks), i + 1
+            raw = data[i : i + arg]
+            return (raw.decode() if major == 3 else raw), i + arg
+        if major == 4:
+            out = []
+            while (arg is None and data[i] != 0xFF) or (arg is not None and len(out) < arg):
+                value, i = item(i)
+                out.append(value)
+            return out, i + (1 if arg is None else 0)
+        if major == 5:
+            out = {}
+            while (arg is None and data[i] != 0xFF) or (arg is not None and len(out) < arg):
+                key, i = item(i)
+                out[key], i = item(i)
+            return out, i + (1 if arg is None else 0)
+        if major == 6:  # tag (1 = epoch timestamp): keep the value
+            return item(i)
+        raise ValueError(f"unsupported CBOR major type {major}")
+
+    value, end = item(0)
+    if end != len(data):
+        raise ValueError("trailing bytes after CBOR item")
+    return value
+
+
+def _half(bits):
+    sign = -1.0 if bits & 0x8000 else 1.0
+    exp, frac = (bits >> 10) & 0x1F, bits & 0x3FF
+    if exp == 0:
+        return sign * frac * 2.0**-24
+    if exp == 31:
+        return sign * float("inf") if frac == 0 else float("nan")
+    return sign * (1 + frac / 1024) * 2.0 ** (exp - 15)
+
+
+# --- the local AWS peer: @connections and CloudWatch ------------------------------------------
+class Peer(http.server.BaseHTTPRequestHandler):
+    seen = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        Peer.seen.append((self.path, body))
+        if self.path.endswith("/operation/PutMetricData"):
+            self.send_response(200)
+            self.send_header("smithy-protocol", "rpc-v2-cbor")
+            self.send_header("content-type", "application/cbor")
+            self.send_header("content-length", "1")
+            self.end_headers()
+            self.wfile.write(b"\xa0")
+        else:  # @connections: every post is delivered
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def hs256(claims, secret):
+    def b64(raw):
+        return base64.urlsafe_b64encode(raw).rstrip(b"=")
+
+    head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    body = b64(json.dumps(claims).encode())
+    sig = b64(hmac.new(secret.encode(), head + b"." + body, hashlib.sha256).digest())
+    return (head + b"." + body + b"." + sig).decode()
+
+
+class Watch:
+    def __init__(self, env, port):
+        self.port = port
+        self.log = open(ROOT / "target" / "invoke-local-watch.log", "w")
+        self.proc = subprocess.Popen(
+            ["cargo", "lambda", "watch", "--invoke-address", "127.0.0.1", "--invoke-port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def invoke(self, function, event):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(event, f)
+        try:
+            out = subprocess.run(
+                ["cargo", "lambda", "invoke", function, "--invoke-address", "127.0.0.1",
+                 "--invoke-port", str(self.port), "--data-file", f.name, "--output-format", "json"],
+                cwd=ROOT, capture_output=True, text=True, timeout=600,
+            )
+        finally:
+            os.unlink(f.name)
+        if out.returncode != 0:
+            return None, (out.stdout + out.stderr).strip()
+        return json.loads(out.stdout), None
+
+    def stop(self):
+        try:
+            os.killpg(self.proc.pid, 15)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=30)
+        self.log.close()
+
+
+def main():
+    endpoint = os.environ["DYNAMODB_ENDPOINT"]
+    failures = []
+
+    def check(name, ok, detail):
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}")
+        if not ok:
+            failures.append(name)
+
+    subprocess.run(
+        ["cargo", "run", "--quiet", "-p", "wsdr-aws", "--example", "create_tables", "--",
+         endpoint, "wsdr-state", "wsdr-connections"],
+        cwd=ROOT, check=True,
+    )
+    peer = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Peer)
+    threading.Thread(target=peer.serve_forever, daemon=True).start()
+    peer_url = f"http://127.0.0.1:{peer.server_address[1]}"
+    dead_port = free_port()  # nothing listens here: the canary's target Region is down
+
+    env = dict(os.environ)
+    env.update({
+        "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_CLOUDWATCH": peer_url,
+        # ws-handler
+        "STATE_TABLE": "wsdr-state", "CONNECTIONS_TABLE": "wsdr-connections",
+        "WS_CALLBACK_URL": f"{peer_url}/prod", "SEED_AUCTIONS": SEED,
+        # authorizer
+        "JWT_ISSUER": ISSUER, "JWT_AUDIENCE": AUDIENCE, "JWT_HS256_SECRET": USER_SECRET,
+        "CANARY_HS256_SECRET": CANARY_SECRET,
+        # canary
+        "TARGET_URL": f"ws://127.0.0.1:{dead_port}/prod", "API_ID": API_ID,
+        "PROBES_PER_RUN": "1", "PROBE_TIMEOUT_SECONDS": "2",
+    })
+    # Build first, so the first invoke does not wait on the compiler under cargo lambda's timeout.
+    subprocess.run(["cargo", "build", "--quiet", "--bin", "ws-handler", "--bin", "authorizer",
+                    "--bin", "canary"], cwd=ROOT, check=True)
+    watch = Watch(env, free_port())
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", watch.port), timeout=1).close()
+                break
+            except OSError:
+                if time.time() > deadline or watch.proc.poll() is not None:
+                    raise SystemExit("cargo lambda watch did not start: see target/invoke-local-watch.log")
+                time.sleep(0.2)
+
+        def event(name):
+            return json.loads((EVENTS / name).read_text())
+
+        def frame(reply):
+            return json.loads(reply["body"]) if reply and reply.get("body") else {}
+
+        # ws-handler: the whole life of one connection, from the sample events.
+        reply, err = watch.invoke("ws-handler", event("connect.json"))
+        check("ws-handler $connect", reply is not None and reply.get("statusCode") == 200, err or reply)
+        reply, err = watch.invoke("ws-handler", event("connect-subprotocol.json"))
+        headers = {k.lower(): v for k, v in ((reply or {}).get("headers") or {}).items()}
+        check("ws-handler $connect with subprotocol",
+              reply is not None and reply.get("statusCode") == 200
+              and headers.get("sec-websocket-protocol") == "wsdr", err or reply)
+        reply, err = watch.invoke("ws-handler", event("getState.json"))
+        body = frame(reply)
+        check("ws-handler getState", body.get("type") == "state" and body.get("region") == REGION
+              and body.get("auction", {}).get("id") == "lot-1", err or body)
+        reply, err = watch.invoke("ws-handler", event("bid.json"))
+        body = frame(reply)
+        check("ws-handler bid", body.get("type") == "bidResult" and body.get("status") == "accepted",
+              err or body)
+        reply, err = watch.invoke("ws-handler", event("bid.json"))
+        body = frame(reply)
+        check("ws-handler bid replayed", body.get("status") == "duplicate", err or body)
+        reply, err = watch.invoke("ws-handler", event("getState.json"))
+        body = frame(reply)
+        high = (body.get("auction") or {}).get("highBid") or {}
+        check("ws-handler getState after bid",
+              high.get("amount") == 150000 and high.get("bidder") == "user-alice"
+              and body.get("auction", {}).get("bidCount") == 1, err or body)
+        reply, err = watch.invoke("ws-handler", event("heartbeat.json"))
+        body = frame(reply)
+        check("ws-handler heartbeat", body.get("type") == "pong" and body.get("region") == REGION,
+              err or body)
+        reply, err = watch.invoke("ws-handler", event("default.json"))
+        body = frame(reply)
+        check("ws-handler $default", body.get("type") == "error"
+              and body.get("code") == "unknown_action", err or body)
+        reply, err = watch.invoke("ws-handler", event("disconnect.json"))
+        check("ws-handler $disconnect", reply is not None and reply.get("statusCode") == 200,
+              err or reply)
+
+        # authorizer: a valid user token is allowed on the exact method ARN; the placeholder is not.
+        now = int(time.time())
+        token = hs256({"sub": "user-alice", "iss": ISSUER, "aud": AUDIENCE, "iat": now,
+                       "exp": now + 300}, USER_SECRET)
+        request = json.loads((EVENTS / "authorizer-request.json").read_text().replace("TOKEN", token))
+        reply, err = watch.invoke("authorizer", request)
+        statement = ((reply or {}).get("policyDocument") or {}).get("Statement") or [{}]
+        check("authorizer valid token",
+              reply is not None and reply.get("principalId") == "user-alice"
+              and statement[0].get("Effect") == "Allow"
+              and statement[0].get("Resource") in (request["methodArn"], [request["methodArn"]])
+              and (reply.get("context") or {}).get("sub") == "user-alice", err or reply)
+        reply, err = watch.invoke("authorizer", event("authorizer-request.json"))
+        denied = (reply is None and "Unauthorized" in (err or "")) or (
+            reply is not None
+            and (((reply.get("policyDocument") or {}).get("Statement") or [{}])[0].get("Effect")
+                 == "Deny"))
+        check("authorizer garbage token", denied, err or reply)
+        check("authorizer log never holds the token", token not in watch_log(), "token text absent")
+
+        # canary: its Region is down, so the invocation succeeds and publishes a 0.
+        before = len(Peer.seen)
+        reply, err = watch.invoke("canary", event("scheduled.json"))
+        puts = [cbor_decode(body) for path, body in Peer.seen[before:]
+                if path.endswith("/operation/PutMetricData")]
+        datum = (puts[0].get("MetricData") or [{}])[0] if puts else {}
+        check("canary against a dead Region",
+              err is None and len(puts) == 1 and puts[0].get("Namespace") == "App"
+              and datum.get("MetricName") == "WebSocketHealth" and datum.get("Value") == 0
+              and datum.get("Dimensions") == [{"Name": "ApiId", "Value": API_ID}]
+              and datum.get("StorageResolution") == 60,
+              err or puts)
+    finally:
+        watch.stop()
+        peer.shutdown()
+
+    if failures:
+        print(f"{len(failures)} check(s) failed; function logs: target/invoke-local-watch.log")
+        return 1
+    print("every sample event answered as expected")
+    return 0
+
+
+def watch_log():
+    return (ROOT / "target" / "invoke-local-watch.log").read_text(errors="replace")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
