@@ -96,7 +96,9 @@ async fn concurrent_bids_in_two_regions_converge_without_loss_or_double_apply() 
     for i in 0..520u32 {
         let user = format!("user-{}", i % 40);
         let bid_id = format!("bid-{i:06}");
-        let amount: u64 = rng.random_range(100..100_000);
+        // A rising market with noise: bids race each other near the top, so many are
+        // accepted and many of those race a higher one in the other Region.
+        let amount: u64 = 1_000 + u64::from(i) * 150 + rng.random_range(0..20_000);
         let first_east = rng.random_bool(0.5);
         plan.push((user.clone(), bid_id.clone(), amount, first_east));
         if rng.random_bool(0.2) {
@@ -104,7 +106,7 @@ async fn concurrent_bids_in_two_regions_converge_without_loss_or_double_apply() 
         }
     }
     let mut acknowledged: BTreeMap<String, u64> = BTreeMap::new();
-    let mut sent = 0;
+    let (mut sent, mut accepted, mut duplicates, mut too_low) = (0, 0, 0, 0);
     for batch in plan.chunks(130) {
         let calls = batch.iter().map(|(user, bid_id, amount, to_east)| {
             let app = if *to_east { east.clone() } else { west.clone() };
@@ -124,10 +126,15 @@ async fn concurrent_bids_in_two_regions_converge_without_loss_or_double_apply() 
             sent += 1;
             assert_eq!(reply["type"], "bidResult", "{reply}");
             match reply["status"].as_str().unwrap() {
-                "accepted" | "duplicate" => {
+                status @ ("accepted" | "duplicate") => {
+                    accepted += usize::from(status == "accepted");
+                    duplicates += usize::from(status == "duplicate");
                     acknowledged.insert(bid_id.clone(), *amount);
                 }
-                "rejected" => assert_eq!(reply["reason"], "too_low", "{reply}"),
+                "rejected" => {
+                    too_low += 1;
+                    assert_eq!(reply["reason"], "too_low", "{reply}");
+                }
                 other => panic!("status {other}"),
             }
         }
@@ -215,5 +222,16 @@ async fn concurrent_bids_in_two_regions_converge_without_loss_or_double_apply() 
     assert_eq!(
         (e["region"].as_str(), w["region"].as_str()),
         (Some("us-east-1"), Some("us-west-2"))
+    );
+    // Acknowledgements beyond one per bidId: replays the other Region acknowledged too,
+    // which the merge folded into one item each.
+    let both = accepted + duplicates - acknowledged.len();
+    eprintln!(
+        "two regions: {sent} bids sent, {} bidIds acknowledged ({accepted} accepted, \
+         {duplicates} duplicate answers; {both} replays acknowledged in both Regions), \
+         {too_low} rejected too low; {} bid items on each side after the merge; high bid {} on both",
+        acknowledged.len(),
+        east_bids.len(),
+        max_acknowledged
     );
 }
