@@ -6,7 +6,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: js-test browser-test chaos-short chaos fuzz load invoke-local
+.PHONY: js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
 .PHONY: all test unit fmt fmt-check lint clippy template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
@@ -88,7 +88,7 @@ SECONDARY_REGION ?= us-west-2
 SAM ?= sam
 COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGION) \
 	DomainName=$(DOMAIN) HostedZoneId=$(HOSTED_ZONE_ID) JwtIssuer=$(JWT_ISSUER) \
-	JwtAudience=$(JWT_AUDIENCE) JwtJwksUrl=$(JWT_JWKS_URL) CanarySecretArn=$(CANARY_SECRET_ARN)
+	JwtAudience=$(JWT_AUDIENCE) $(if $(JWT_JWKS_URL),JwtJwksUrl=$(JWT_JWKS_URL)) CanarySecretArn=$(CANARY_SECRET_ARN)
 
 ## package: the three arm64 bootstraps (needs cargo-lambda and zig; see docs/DEPLOY.md)
 package:
@@ -96,17 +96,29 @@ package:
 	PATH="$(CURDIR)/.tools/zig/bin:$$PATH" cargo lambda build --release --arm64 --bin ws-handler --bin authorizer --bin canary
 	@ls -l target/lambda/*/bootstrap
 
-deploy-primary:
+# What a deploy builds first; SAM_BUILD=false deploys an existing .aws-sam/build as it is
+# (the release workflow builds once and deploys that build to both Regions).
+SAM_BUILD ?= true
+DEPLOY_VARS = DOMAIN HOSTED_ZONE_ID CERT_ARN_PRIMARY CERT_ARN_SECONDARY JWT_ISSUER JWT_AUDIENCE CANARY_SECRET_ARN
+deploy-vars:
+	@missing=""; for v in $(DEPLOY_VARS); do eval "[ -n \"\$${$$v:-}\" ]" || missing="$$missing $$v"; done; \
+	[ -z "$$missing" ] || { echo "set these for a deploy (docs/DEPLOY.md):$$missing"; exit 1; }
+
+## sam-build: the SAM application (the three functions via cargo-lambda) into .aws-sam/build
+sam-build:
 	$(SAM) build --beta-features
+
+deploy-primary: deploy-vars
+	@[ "$(SAM_BUILD)" = false ] || $(MAKE) --no-print-directory sam-build
 	$(SAM) deploy --config-env primary --region $(PRIMARY_REGION) \
 	  --parameter-overrides Role=primary CertificateArn=$(CERT_ARN_PRIMARY) $(COMMON_PARAMS)
 
-deploy-secondary:
+deploy-secondary: deploy-vars
 	@out() { aws cloudformation describe-stacks --region $(PRIMARY_REGION) --stack-name wsdr-primary \
 	  --query "Stacks[0].Outputs[?OutputKey=='$$1'].OutputValue" --output text; }; \
 	api=$$(out ApiId); dom=$$(out RegionalDomainName); zone=$$(out RegionalHostedZoneId); \
 	[ -n "$$api" ] && [ "$$api" != None ] || { echo "deploy the primary first (make deploy-primary)"; exit 1; }; \
-	$(SAM) build --beta-features && \
+	{ [ "$(SAM_BUILD)" = false ] || $(MAKE) --no-print-directory sam-build; } && \
 	$(SAM) deploy --config-env secondary --region $(SECONDARY_REGION) \
 	  --parameter-overrides Role=secondary CertificateArn=$(CERT_ARN_SECONDARY) $(COMMON_PARAMS) \
 	  PrimaryApiId=$$api PrimaryRegionalDomainName=$$dom PrimaryRegionalHostedZoneId=$$zone
