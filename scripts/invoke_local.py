@@ -3,9 +3,10 @@
 and check each answer.
 
 Run through `make invoke-local` (which starts DynamoDB Local and exports DYNAMODB_ENDPOINT).
-Local peers only: DynamoDB Local for the tables, and a small HTTP server here that answers
-like API Gateway's @connections (200) and CloudWatch's PutMetricData (rpc-v2-cbor), recording
-what the functions sent. Standard library only.
+Local peers only: DynamoDB Local for the tables; a small HTTP server here that answers like
+API Gateway's @connections (200) and CloudWatch's PutMetricData (rpc-v2-cbor), recording what
+the functions sent; and `wsdr lab`, whose primary Region the canary probes, healthy and then
+down. Standard library only.
 """
 
 import base64
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
@@ -144,6 +146,38 @@ def hs256(claims, secret):
     return (head + b"." + body + b"." + sig).decode()
 
 
+def start_lab(env):
+    """`wsdr lab` (the two emulated Regions) with a known canary secret; returns the process,
+    its control address and the primary Region's own WebSocket URL."""
+    control = f"127.0.0.1:{free_port()}"
+    log = open(ROOT / "target" / "invoke-local-lab.log", "w")
+    proc = subprocess.Popen(
+        [str(ROOT / "target" / "debug" / "wsdr"), "lab", "--listen", control],
+        cwd=ROOT, env=dict(env, WSDR_LAB_CANARY_SECRET=CANARY_SECRET),
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    deadline = time.time() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://{control}/api/config", timeout=2) as r:
+                config = json.load(r)
+            return proc, control, config["regions"][0]
+        except OSError:
+            if time.time() > deadline or proc.poll() is not None:
+                raise SystemExit("wsdr lab did not start: see target/invoke-local-lab.log")
+            time.sleep(0.2)
+
+
+def lab_fault(control, kind, region=0):
+    request = urllib.request.Request(
+        f"http://{control}/api/fault", method="POST",
+        data=json.dumps({"kind": kind, "region": region, "ms": 0}).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=5) as r:
+        r.read()
+
+
 class Watch:
     def __init__(self, env, port):
         self.port = port
@@ -198,7 +232,6 @@ def main():
     peer = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Peer)
     threading.Thread(target=peer.serve_forever, daemon=True).start()
     peer_url = f"http://127.0.0.1:{peer.server_address[1]}"
-    dead_port = free_port()  # nothing listens here: the canary's target Region is down
 
     env = dict(os.environ)
     env.update({
@@ -212,12 +245,16 @@ def main():
         "JWT_ISSUER": ISSUER, "JWT_AUDIENCE": AUDIENCE, "JWT_HS256_SECRET": USER_SECRET,
         "CANARY_HS256_SECRET": CANARY_SECRET,
         # canary
-        "TARGET_URL": f"ws://127.0.0.1:{dead_port}/prod", "API_ID": API_ID,
+        "API_ID": API_ID,
         "PROBES_PER_RUN": "1", "PROBE_TIMEOUT_SECONDS": "2",
     })
     # Build first, so the first invoke does not wait on the compiler under cargo lambda's timeout.
     subprocess.run(["cargo", "build", "--quiet", "--bin", "ws-handler", "--bin", "authorizer",
-                    "--bin", "canary"], cwd=ROOT, check=True)
+                    "--bin", "canary", "--bin", "wsdr"], cwd=ROOT, check=True)
+    # The canary's target: the lab's primary Region (API Gateway semantics in front of the real
+    # authorizer and handler), which the lab can take down.
+    lab, control, primary = start_lab(env)
+    env.update({"TARGET_URL": primary["url"], "EXPECTED_REGION": primary["region"]})
     watch = Watch(env, free_port())
     try:
         deadline = time.time() + 120
@@ -293,21 +330,38 @@ def main():
         check("authorizer garbage token", denied, err or reply)
         check("authorizer log never holds the token", token not in watch_log(), "token text absent")
 
-        # canary: its Region is down, so the invocation succeeds and publishes a 0.
-        before = len(Peer.seen)
-        reply, err = watch.invoke("canary", event("scheduled.json"))
-        puts = [cbor_decode(body) for path, body in Peer.seen[before:]
-                if path.endswith("/operation/PutMetricData")]
-        datum = (puts[0].get("MetricData") or [{}])[0] if puts else {}
-        check("canary against a dead Region",
-              err is None and len(puts) == 1 and puts[0].get("Namespace") == "App"
-              and datum.get("MetricName") == "WebSocketHealth" and datum.get("Value") == 0
-              and datum.get("Dimensions") == [{"Name": "ApiId", "Value": API_ID}]
-              and datum.get("StorageResolution") == 60,
+        # canary: the lab's primary Region healthy, then down. The invocation succeeds both
+        # times; the datapoint is the signal.
+        def canary_run():
+            before = len(Peer.seen)
+            _, err = watch.invoke("canary", event("scheduled.json"))
+            puts = [cbor_decode(body) for path, body in Peer.seen[before:]
+                    if path.endswith("/operation/PutMetricData")]
+            data = {d.get("MetricName"): d for d in (puts[0].get("MetricData") or [])} if puts else {}
+            return err, puts, data
+
+        def health_ok(puts, data, value):
+            health = data.get("WebSocketHealth") or {}
+            return (len(puts) == 1 and puts[0].get("Namespace") == "App"
+                    and health.get("Value") == value
+                    and health.get("Dimensions") == [{"Name": "ApiId", "Value": API_ID}]
+                    and health.get("StorageResolution") == 60)
+
+        err, puts, data = canary_run()
+        latency = (data.get("ProbeLatency") or {}).get("Value")
+        check("canary against a healthy Region (the lab)",
+              err is None and health_ok(puts, data, 1) and isinstance(latency, (int, float)),
+              err or puts)
+        lab_fault(control, "down")
+        err, puts, data = canary_run()
+        check("canary against the same Region down",
+              err is None and health_ok(puts, data, 0) and "ProbeLatency" not in data,
               err or puts)
     finally:
         watch.stop()
         peer.shutdown()
+        os.killpg(lab.pid, 15)
+        lab.wait(timeout=30)
 
     if failures:
         print(f"{len(failures)} check(s) failed; function logs: target/invoke-local-watch.log")

@@ -41,6 +41,10 @@ pub struct LabConfig {
     pub echo: bool,
     /// Where state lives: in memory (default) or DynamoDB Local (`--dynamodb`).
     pub store: crate::store::StoreKind,
+    /// The canary identity's HS256 secret (32+ bytes). Random per start unless given, so
+    /// that a canary outside the lab (the canary Lambda under `cargo lambda watch`,
+    /// `make invoke-local`) can mint tokens the lab's authorizer accepts.
+    pub canary_secret: Option<String>,
 }
 
 impl Default for LabConfig {
@@ -59,6 +63,7 @@ impl Default for LabConfig {
             max_duration: Duration::from_secs(7200),
             echo: false,
             store: crate::store::StoreKind::Memory,
+            canary_secret: None,
         }
     }
 }
@@ -164,7 +169,7 @@ impl Lab {
         let scale = config.scale;
         let timeline = Timeline::new(config.echo.then_some(scale.factor()));
         let user_secret = secret();
-        let canary_secret = secret();
+        let canary_secret = config.canary_secret.clone().unwrap_or_else(secret);
         let auth_env = [
             ("JWT_ISSUER", USER_ISSUER.to_owned()),
             ("JWT_AUDIENCE", AUDIENCE.to_owned()),

@@ -271,6 +271,8 @@ async fn main() -> anyhow::Result<()> {
                     scale: TimeScale::new(time_scale),
                     echo: true,
                     store: store_kind(dynamodb),
+                    // An environment variable, not a flag: secrets stay out of `ps`.
+                    canary_secret: std::env::var("WSDR_LAB_CANARY_SECRET").ok(),
                     ..LabConfig::default()
                 })
                 .await?,
