@@ -68,13 +68,30 @@ pub fn regional_endpoints(lab: &Lab) -> Vec<RegionalEndpoint> {
 }
 
 /// Poll `check` every 5 ms until it holds or `within` passes; its last answer.
+///
+/// `within` counts only time the lab was given: when the process is starved of CPU (a loaded
+/// CI machine, steal time), a lab second at a high time scale passes without the lab running,
+/// and a liveness deadline would measure the machine, not the system. So each poll that wakes
+/// late adds its lateness back to the deadline, up to ten times `within` in all.
 pub async fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
+    const POLL: Duration = Duration::from_millis(5);
+    // Timer slack on a healthy machine; lateness beyond it is time the lab did not get.
+    const SLACK: Duration = Duration::from_millis(2);
+    let start = Instant::now();
+    let hard_stop = start + within.saturating_mul(10);
+    let mut deadline = start + within;
+    loop {
         if check() {
             return true;
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        let polled = Instant::now();
+        if polled >= deadline {
+            return false;
+        }
+        tokio::time::sleep(POLL).await;
+        let late = Instant::now().saturating_duration_since(polled + POLL);
+        if late > SLACK {
+            deadline = (deadline + late).min(hard_stop);
+        }
     }
-    check()
 }
