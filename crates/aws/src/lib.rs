@@ -37,7 +37,7 @@ pub use metric_names::MetricNames;
 pub use metrics::{CloudWatchMetrics, STANDARD_RESOLUTION};
 pub use notifier::ApiGatewayNotifier;
 #[cfg(feature = "dynamodb")]
-pub use state::DynamoStateStore;
+pub use state::{auction_of_key, summary_region_of_key, DynamoStateStore, IoCounts};
 
 pub use aws_credential_types::provider::SharedCredentialsProvider;
 pub use aws_credential_types::Credentials;

@@ -71,16 +71,24 @@ impl HttpConnector for PlainHttpConnector {
                     .map_err(|e| ConnectorError::timeout(e.into()))?,
                 None => exchange.await,
             }
-            .map_err(|e| {
-                if e.is_connect() {
-                    ConnectorError::io(e.into())
-                } else {
-                    ConnectorError::other(e.into(), None)
-                }
-            })?;
+            .map_err(classify_exchange_error)?;
             let response = response.map(SdkBody::from_body_1_x);
             HttpResponse::try_from(response).map_err(|e| ConnectorError::other(e.into(), None))
         })
+    }
+}
+
+/// The SDK retries a request only on errors it knows to be transient: a refused connect, and
+/// (as the SDK's own HTTPS client classifies them) a connection closed or a response cut off
+/// mid-way, which is how a response lost after the server acted looks.
+fn classify_exchange_error(error: hyper_util::client::legacy::Error) -> ConnectorError {
+    let lost = std::error::Error::source(&error)
+        .and_then(|source| source.downcast_ref::<hyper::Error>())
+        .is_some_and(|e| e.is_incomplete_message() || e.is_closed() || e.is_canceled());
+    if error.is_connect() || lost {
+        ConnectorError::io(error.into())
+    } else {
+        ConnectorError::other(error.into(), None)
     }
 }
 

@@ -1,33 +1,44 @@
-//! The global state table (replicated by Global Tables).
+//! The global state table (replicated by Global Tables). docs/DATA_MODEL.md has the design and
+//! the argument for each guarantee.
 //!
-//! | item | pk | sk | attributes |
-//! |---|---|---|---|
-//! | auction | `AUCTION#<id>` | `META` | item, startingPrice, minIncrement, closesAt? |
-//! | bid | `AUCTION#<id>` | `BID#<bidId>` | bidId, bidder, amount, at, region |
-//! | user's last bid | `USER#<sub>` | `AUCTION#<id>` | bidId, amount, at |
+//! | item | pk | sk | attributes | writer |
+//! |---|---|---|---|---|
+//! | auction | `AUCTION#<id>` | `META` | item, startingPrice, minIncrement, closesAt? | any (identical seeds) |
+//! | bid copy | `AUCTION#<id>` | `BID#<bidder>#<bidId>#<region>` | bidId, bidder, amount, at, region, writeId | its Region |
+//! | summary | `AUCTION#<id>` | `SUMMARY#<region>` | region, accepted, high* | its Region |
 //!
-//! Every bid is its own item written with `attribute_not_exists(pk)`: the idempotency key is
-//! the item key, and two Regions only ever write the same item for the same bid (a replay),
-//! so last-writer-wins replication can never drop an acknowledged bid.
+//! `<bidder>` is the `sub` with `%` and `#` percent-encoded, so a key prefix names exactly one
+//! bidder. Every item written in two Regions is either identical in both (auctions) or has
+//! one writer Region (bid copies, summaries): Global Tables' per-item last writer wins can
+//! then never replace one user's data with another's.
+//!
+//! A bid is one `TransactWriteItems`: the copy (`attribute_not_exists(pk)`) and this Region's
+//! summary (`accepted = :expected`), with the attempt's `writeId` as `ClientRequestToken`, so
+//! an SDK retry of a committed transaction is recognised (by DynamoDB's idempotency window,
+//! and by the copy's `writeId` after it) and answered `Committed`.
 //!
 //! With [`DynamoStateStore::with_change_feed`] (the lab's `--dynamodb` mode) every write also
-//! carries its last-writer-wins stamp (`writtenAt`, `writer`) and is published on a change
-//! feed, and [`DynamoStateStore::apply_replicated`] applies another Region's write with
-//! Global Tables' per-item rule: the later stamp wins. On AWS, Global Tables does this itself.
+//! carries a stamp (`writtenAt`, `writer`) and is published on a change feed, and
+//! [`DynamoStateStore::apply_replicated`] applies another Region's write with last writer wins
+//! by that stamp. On AWS, Global Tables does this itself.
 
 use crate::classify::classify;
 use crate::schema::{PK, SK};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+};
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
-use wsdr_core::memory::{Change, Item as StateItem};
+use wsdr_core::items::{Change, Item as StateItem};
 use wsdr_core::{
-    Auction, AuctionSnapshot, BidRecord, Error, InsertOutcome, Result, StateStore, UserBid, UserId,
+    Auction, BidCommit, BidRecord, CommitOutcome, Error, RegionSummary, Result, StateStore, UserId,
 };
 use wsdr_protocol::{Amount, AuctionId, BidId};
 
@@ -35,6 +46,37 @@ type Item = HashMap<String, AttributeValue>;
 
 const META: &str = "META";
 const BID_PREFIX: &str = "BID#";
+const SUMMARY_PREFIX: &str = "SUMMARY#";
+
+/// Item reads and writes of one store, counted as DynamoDB bills them by item (a query
+/// returning 3 items reads 3; a transaction of 2 puts writes 2), for `make bench`.
+#[derive(Debug, Default)]
+pub struct IoCounts {
+    pub requests: AtomicU64,
+    pub items_read: AtomicU64,
+    pub items_written: AtomicU64,
+}
+
+impl IoCounts {
+    /// (requests, items read, items written) so far.
+    pub fn get(&self) -> (u64, u64, u64) {
+        (
+            self.requests.load(Ordering::Relaxed),
+            self.items_read.load(Ordering::Relaxed),
+            self.items_written.load(Ordering::Relaxed),
+        )
+    }
+
+    fn read(&self, items: u64) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.items_read.fetch_add(items, Ordering::Relaxed);
+    }
+
+    fn wrote(&self, items: u64) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.items_written.fetch_add(items, Ordering::Relaxed);
+    }
+}
 
 /// [`StateStore`] on a DynamoDB (Global) table.
 #[derive(Debug, Clone)]
@@ -42,6 +84,7 @@ pub struct DynamoStateStore {
     client: Client,
     table: String,
     replication: Option<Arc<Replication>>,
+    io: Arc<IoCounts>,
 }
 
 /// Stamps and the change feed of a store that replicates by itself (the lab).
@@ -64,7 +107,13 @@ impl DynamoStateStore {
             client,
             table: table.into(),
             replication: None,
+            io: Arc::default(),
         }
+    }
+
+    /// Item reads and writes so far (benchmarks).
+    pub fn io(&self) -> &IoCounts {
+        &self.io
     }
 
     /// Stamp every write as written by `writer` and publish it on [`Self::change_feed`].
@@ -117,11 +166,7 @@ impl DynamoStateStore {
     /// Apply a write replicated from another Region: per item, the later stamp
     /// (`writtenAt`, then `writer`) wins. Returns whether it was applied.
     pub async fn apply_replicated(&self, change: &Change) -> Result<bool> {
-        let mut item = match &change.item {
-            StateItem::Auction(auction) => auction_item(auction),
-            StateItem::Bid(bid) => bid_item(bid),
-            StateItem::LastBid { user, auction, bid } => last_bid_item(user, auction, bid),
-        };
+        let mut item = to_item(&change.item);
         item.insert("writtenAt".into(), n(change.written_at));
         item.insert("writer".into(), s(change.writer.clone()));
         let result = self
@@ -180,34 +225,46 @@ impl DynamoStateStore {
         Ok(out)
     }
 
-    /// Every bid of an auction (checkers and tests).
+    /// Every bid copy of an auction (checkers and tests; a query over the whole auction).
     pub async fn all_bids(&self, auction: &AuctionId) -> Result<Vec<BidRecord>> {
-        self.query_bids(auction).await
+        self.query_prefix(auction, BID_PREFIX.to_owned(), None)
+            .await?
+            .iter()
+            .map(|item| parse_bid(auction, item))
+            .collect()
     }
 
-    /// One strongly consistent query over the auction's bid items, projected to what a
-    /// [`BidRecord`] needs. Cost grows with the number of bids: see docs/DATA_MODEL.md.
-    async fn query_bids(&self, auction: &AuctionId) -> Result<Vec<BidRecord>> {
+    /// The auction's items whose sort key starts with `prefix` (strongly consistent), at most
+    /// `limit` of them.
+    async fn query_prefix(
+        &self,
+        auction: &AuctionId,
+        prefix: String,
+        limit: Option<usize>,
+    ) -> Result<Vec<Item>> {
         let mut pages = self
             .client
             .query()
             .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :bid)")
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
             .expression_attribute_values(":pk", s(auction_pk(auction)))
-            .expression_attribute_values(":bid", s(BID_PREFIX))
-            .projection_expression("bidId, bidder, amount, #at, #region")
-            .expression_attribute_names("#at", "at")
-            .expression_attribute_names("#region", "region")
+            .expression_attribute_values(":prefix", s(prefix))
+            .set_limit(limit.map(|l| l.min(1000) as i32))
             .consistent_read(true)
             .into_paginator()
-            .items()
             .send();
-        let mut bids = Vec::new();
-        while let Some(item) = pages.next().await {
-            let item = item.map_err(|e| classify(&e))?;
-            bids.push(parse_bid(auction, &item)?);
+        let mut items = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| classify(&e))?;
+            let got = page.items.unwrap_or_default();
+            self.io.read(got.len() as u64);
+            items.extend(got);
+            if limit.is_some_and(|l| items.len() >= l) {
+                items.truncate(limit.unwrap_or(usize::MAX));
+                break;
+            }
         }
-        Ok(bids)
+        Ok(items)
     }
 
     pub fn table(&self) -> &str {
@@ -225,6 +282,7 @@ impl DynamoStateStore {
             .send()
             .await
             .map_err(|e| classify(&e))?;
+        self.io.read(u64::from(out.item.is_some()));
         Ok(out.item)
     }
 }
@@ -233,12 +291,35 @@ fn auction_pk(id: &AuctionId) -> String {
     format!("AUCTION#{id}")
 }
 
-fn bid_sk(id: &BidId) -> String {
-    format!("{BID_PREFIX}{id}")
+/// The bidder as a key segment: `%` and `#` percent-encoded (a `sub` has no control
+/// characters, and after this no `#`), so `BID#<bidder>#` is a prefix of one bidder's bids only.
+fn bidder_segment(user: &UserId) -> String {
+    user.as_str().replace('%', "%25").replace('#', "%23")
 }
 
-fn user_pk(user: &UserId) -> String {
-    format!("USER#{user}")
+/// Every copy of `bidder`'s bid `bid_id`: a bidId has no `#` (ids.rs).
+fn bid_copies_prefix(bidder: &UserId, bid_id: &BidId) -> String {
+    format!("{BID_PREFIX}{}#{bid_id}#", bidder_segment(bidder))
+}
+
+fn bid_sk(bid: &BidRecord) -> String {
+    format!("{}{}", bid_copies_prefix(&bid.bidder, &bid.bid_id), bid.region)
+}
+
+fn summary_sk(region: &str) -> String {
+    format!("{SUMMARY_PREFIX}{region}")
+}
+
+/// The auction id of a state-table partition key (`AUCTION#<id>`), if it is one.
+pub fn auction_of_key(pk: &str) -> Option<AuctionId> {
+    pk.strip_prefix("AUCTION#")
+        .and_then(|id| AuctionId::new(id).ok())
+}
+
+/// The Region of a summary's sort key (`SUMMARY#<region>`), if it is one: the stream handler
+/// learns from the key alone that another Region's summary changed.
+pub fn summary_region_of_key(sk: &str) -> Option<&str> {
+    sk.strip_prefix(SUMMARY_PREFIX)
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -303,16 +384,17 @@ fn parse_auction(id: &AuctionId, item: &Item) -> Result<Auction> {
     })
 }
 
-fn bid_item(bid: &BidRecord) -> Item {
+fn bid_item(bid: &BidRecord, write_id: &str) -> Item {
     Item::from([
         (PK.into(), s(auction_pk(&bid.auction_id))),
-        (SK.into(), s(bid_sk(&bid.bid_id))),
+        (SK.into(), s(bid_sk(bid))),
         ("type".into(), s("bid")),
         ("bidId".into(), s(bid.bid_id.as_str())),
         ("bidder".into(), s(bid.bidder.as_str())),
         ("amount".into(), n(bid.amount.get())),
         ("at".into(), n(bid.at)),
         ("region".into(), s(bid.region.clone())),
+        ("writeId".into(), s(write_id)),
     ])
 }
 
@@ -327,41 +409,101 @@ fn parse_bid(auction_id: &AuctionId, item: &Item) -> Result<BidRecord> {
     })
 }
 
-fn last_bid_item(user: &UserId, auction: &AuctionId, bid: &UserBid) -> Item {
-    Item::from([
-        (PK.into(), s(user_pk(user))),
-        (SK.into(), s(auction_pk(auction))),
-        ("type".into(), s("lastBid")),
-        ("bidId".into(), s(bid.bid_id.as_str())),
-        ("amount".into(), n(bid.amount.get())),
-        ("at".into(), n(bid.at)),
-    ])
+fn summary_item(auction: &AuctionId, summary: &RegionSummary) -> Item {
+    let mut item = Item::from([
+        (PK.into(), s(auction_pk(auction))),
+        (SK.into(), s(summary_sk(&summary.region))),
+        ("type".into(), s("summary")),
+        ("region".into(), s(summary.region.clone())),
+        ("accepted".into(), n(summary.accepted)),
+    ]);
+    if let Some(high) = &summary.high {
+        item.insert("highBidId".into(), s(high.bid_id.as_str()));
+        item.insert("highBidder".into(), s(high.bidder.as_str()));
+        item.insert("highAmount".into(), n(high.amount.get()));
+        item.insert("highAt".into(), n(high.at));
+        item.insert("highRegion".into(), s(high.region.clone()));
+    }
+    item
+}
+
+fn parse_summary(auction_id: &AuctionId, item: &Item) -> Result<RegionSummary> {
+    let high = match item.get("highBidId") {
+        None => None,
+        Some(_) => Some(BidRecord {
+            auction_id: auction_id.clone(),
+            bid_id: BidId::new(get_s(item, "highBidId")?).map_err(|_| malformed("highBidId"))?,
+            bidder: UserId::new(get_s(item, "highBidder")?)
+                .map_err(|_| malformed("highBidder"))?,
+            amount: Amount::new(get_n(item, "highAmount")?)
+                .map_err(|_| malformed("highAmount"))?,
+            at: get_n(item, "highAt")?,
+            region: get_s(item, "highRegion")?.to_owned(),
+        }),
+    };
+    Ok(RegionSummary {
+        region: get_s(item, "region")?.to_owned(),
+        accepted: get_n(item, "accepted")?,
+        high,
+    })
+}
+
+/// A domain item as a table item (without the lab's stamp).
+fn to_item(item: &StateItem) -> Item {
+    match item {
+        StateItem::Auction(auction) => auction_item(auction),
+        StateItem::Bid { bid, write_id } => bid_item(bid, write_id),
+        StateItem::Summary { auction, summary } => summary_item(auction, summary),
+    }
 }
 
 /// Any item of the table back into the domain, by its key shape.
 fn parse_item(pk: &str, sk: &str, item: &Item) -> Result<StateItem> {
-    let auction_id = |key: &str| {
-        key.strip_prefix("AUCTION#")
-            .and_then(|id| AuctionId::new(id).ok())
-            .ok_or_else(|| malformed(PK))
-    };
-    if let Some(user) = pk.strip_prefix("USER#") {
-        return Ok(StateItem::LastBid {
-            user: UserId::new(user).map_err(|_| malformed(PK))?,
-            auction: auction_id(sk)?,
-            bid: UserBid {
-                amount: Amount::new(get_n(item, "amount")?).map_err(|_| malformed("amount"))?,
-                bid_id: BidId::new(get_s(item, "bidId")?).map_err(|_| malformed("bidId"))?,
-                at: get_n(item, "at")?,
-            },
-        });
-    }
-    let id = auction_id(pk)?;
+    let id = auction_of_key(pk).ok_or_else(|| malformed(PK))?;
     if sk == META {
         Ok(StateItem::Auction(parse_auction(&id, item)?))
+    } else if sk.starts_with(SUMMARY_PREFIX) {
+        Ok(StateItem::Summary {
+            summary: parse_summary(&id, item)?,
+            auction: id,
+        })
     } else {
-        Ok(StateItem::Bid(parse_bid(&id, item)?))
+        Ok(StateItem::Bid {
+            bid: parse_bid(&id, item)?,
+            write_id: get_s(item, "writeId")?.to_owned(),
+        })
     }
+}
+
+/// What a cancelled bid transaction means: `Some(outcome)` for a condition that failed,
+/// `None` for anything else (classified by the caller).
+fn cancelled_outcome(
+    error: &TransactWriteItemsError,
+    commit: &BidCommit,
+) -> Option<Result<CommitOutcome>> {
+    let TransactWriteItemsError::TransactionCanceledException(cancelled) = error else {
+        return None;
+    };
+    let reasons = cancelled.cancellation_reasons();
+    let code = |i: usize| reasons.get(i).and_then(|r| r.code()).unwrap_or("None");
+    if code(0) == "ConditionalCheckFailed" {
+        let Some(old) = reasons.first().and_then(|r| r.item()) else {
+            return Some(Err(Error::Transient(
+                "bid copy exists but was not returned".into(),
+            )));
+        };
+        let old = old.clone();
+        return Some(match get_s(&old, "writeId") {
+            Ok(id) if id == commit.write_id => Ok(CommitOutcome::Committed),
+            _ => parse_bid(&commit.bid.auction_id, &old).map(CommitOutcome::Exists),
+        });
+    }
+    if code(1) == "ConditionalCheckFailed" || code(0) == "TransactionConflict"
+        || code(1) == "TransactionConflict"
+    {
+        return Some(Ok(CommitOutcome::Conflict));
+    }
+    None
 }
 
 #[async_trait]
@@ -394,103 +536,102 @@ impl StateStore for DynamoStateStore {
             .transpose()
     }
 
-    async fn bid(&self, auction: &AuctionId, bid_id: &BidId) -> Result<Option<BidRecord>> {
-        self.get(auction_pk(auction), bid_sk(bid_id))
+    async fn bid_copies(
+        &self,
+        auction: &AuctionId,
+        bidder: &UserId,
+        bid_id: &BidId,
+    ) -> Result<Vec<BidRecord>> {
+        self.query_prefix(auction, bid_copies_prefix(bidder, bid_id), Some(16))
             .await?
-            .map(|item| parse_bid(auction, &item))
-            .transpose()
+            .iter()
+            .map(|item| parse_bid(auction, item))
+            .collect()
     }
 
-    async fn insert_bid(&self, bid: &BidRecord) -> Result<InsertOutcome> {
-        let mut item = bid_item(bid);
-        let stamp = self.stamp(&mut item);
-        let result = self
-            .client
-            .put_item()
+    async fn summaries(&self, auction: &AuctionId) -> Result<Vec<RegionSummary>> {
+        self.query_prefix(auction, SUMMARY_PREFIX.to_owned(), Some(64))
+            .await?
+            .iter()
+            .map(|item| parse_summary(auction, item))
+            .collect()
+    }
+
+    async fn commit_bid(&self, commit: &BidCommit) -> Result<CommitOutcome> {
+        let mut bid = bid_item(&commit.bid, &commit.write_id);
+        let mut summary = summary_item(&commit.bid.auction_id, &commit.summary);
+        let bid_stamp = self.stamp(&mut bid);
+        let summary_stamp = self.stamp(&mut summary);
+        let put_bid = Put::builder()
             .table_name(&self.table)
-            .set_item(Some(item))
+            .set_item(Some(bid))
             .condition_expression("attribute_not_exists(pk)")
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match result {
-            Ok(_) => {
-                self.publish(StateItem::Bid(bid.clone()), stamp);
-                Ok(InsertOutcome::Inserted)
-            }
-            Err(e) if is_conditional_check_failed(&e) => {
-                let existing = match e.as_service_error() {
-                    Some(PutItemError::ConditionalCheckFailedException(ccf)) => ccf.item.clone(),
-                    _ => None,
-                };
-                let existing = match existing {
-                    Some(item) => parse_bid(&bid.auction_id, &item)?,
-                    None => self
-                        .bid(&bid.auction_id, &bid.bid_id)
-                        .await?
-                        .ok_or_else(|| Error::Transient("bid vanished after conflict".into()))?,
-                };
-                Ok(InsertOutcome::Exists(existing))
-            }
-            Err(e) => Err(classify(&e)),
-        }
-    }
-
-    async fn snapshot(&self, auction: &AuctionId) -> Result<AuctionSnapshot> {
-        let mut snapshot = AuctionSnapshot::default();
-        for bid in self.query_bids(auction).await? {
-            snapshot.bid_count += 1;
-            if snapshot.high_bid.as_ref().is_none_or(|h| bid.outranks(h)) {
-                snapshot.high_bid = Some(bid);
-            }
-        }
-        Ok(snapshot)
-    }
-
-    async fn last_bid(&self, user: &UserId, auction: &AuctionId) -> Result<Option<UserBid>> {
-        let Some(item) = self.get(user_pk(user), auction_pk(auction)).await? else {
-            return Ok(None);
+            .build()
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        let summary_condition = if commit.expected_accepted == 0 {
+            "attribute_not_exists(pk)"
+        } else {
+            "accepted = :expected"
         };
-        Ok(Some(UserBid {
-            amount: Amount::new(get_n(&item, "amount")?).map_err(|_| malformed("amount"))?,
-            bid_id: BidId::new(get_s(&item, "bidId")?).map_err(|_| malformed("bidId"))?,
-            at: get_n(&item, "at")?,
-        }))
-    }
-
-    async fn record_last_bid(
-        &self,
-        user: &UserId,
-        auction: &AuctionId,
-        bid: &UserBid,
-    ) -> Result<()> {
-        let mut item = last_bid_item(user, auction, bid);
-        let stamp = self.stamp(&mut item);
+        let mut put_summary = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(summary))
+            .condition_expression(summary_condition);
+        if commit.expected_accepted != 0 {
+            put_summary =
+                put_summary.expression_attribute_values(":expected", n(commit.expected_accepted));
+        }
+        let put_summary = put_summary
+            .build()
+            .map_err(|e| Error::Internal(e.to_string()))?;
         let result = self
             .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk) OR #at < :at")
-            .expression_attribute_names("#at", "at")
-            .expression_attribute_values(":at", n(bid.at))
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().put(put_bid).build())
+            .transact_items(TransactWriteItem::builder().put(put_summary).build())
+            // DynamoDB answers a retry with the same token (within 10 minutes) as the first
+            // call: the SDK's retry after a lost response sees success, not a failed condition.
+            .client_request_token(&commit.write_id)
             .send()
             .await;
+        self.io.wrote(2);
         match result {
             Ok(_) => {
                 self.publish(
-                    StateItem::LastBid {
-                        user: user.clone(),
-                        auction: auction.clone(),
-                        bid: bid.clone(),
+                    StateItem::Bid {
+                        bid: commit.bid.clone(),
+                        write_id: commit.write_id.clone(),
                     },
-                    stamp,
+                    bid_stamp,
                 );
-                Ok(())
+                self.publish(
+                    StateItem::Summary {
+                        auction: commit.bid.auction_id.clone(),
+                        summary: commit.summary.clone(),
+                    },
+                    summary_stamp,
+                );
+                Ok(CommitOutcome::Committed)
             }
-            // A newer bid is already recorded: keeping it is the point.
-            Err(e) if is_conditional_check_failed(&e) => Ok(()),
-            Err(e) => Err(classify(&e)),
+            Err(e) => match e.as_service_error().and_then(|se| cancelled_outcome(se, commit)) {
+                Some(outcome) => outcome,
+                None => Err(classify(&e)),
+            },
         }
+    }
+
+    async fn user_bids(
+        &self,
+        auction: &AuctionId,
+        bidder: &UserId,
+        limit: usize,
+    ) -> Result<Vec<BidRecord>> {
+        let prefix = format!("{BID_PREFIX}{}#", bidder_segment(bidder));
+        self.query_prefix(auction, prefix, Some(limit))
+            .await?
+            .iter()
+            .map(|item| parse_bid(auction, item))
+            .collect()
     }
 }

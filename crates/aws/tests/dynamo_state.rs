@@ -4,8 +4,10 @@
 mod common;
 
 use rand::{Rng, SeedableRng};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use wsdr_aws::DynamoStateStore;
-use wsdr_core::{Auction, BidRecord, InsertOutcome, StateStore, UserBid, UserId};
+use wsdr_core::{Auction, BidCommit, BidRecord, CommitOutcome, RegionSummary, StateStore, UserId};
 use wsdr_protocol::{Amount, AuctionId, BidId};
 
 fn auction(id: &str) -> Auction {
@@ -51,83 +53,236 @@ async fn auction_is_created_once_and_read_back() {
     assert_eq!(store.auction(&open.id).await.unwrap(), Some(open));
 }
 
-#[tokio::test]
-async fn insert_bid_is_idempotent_by_bid_id() {
-    let client = common::client();
-    let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
-    let first = bid("bid-00000001", "alice", 150, 10);
-    assert_eq!(
-        store.insert_bid(&first).await.unwrap(),
-        InsertOutcome::Inserted
-    );
-    let replay = bid("bid-00000001", "alice", 150, 99);
-    assert_eq!(
-        store.insert_bid(&replay).await.unwrap(),
-        InsertOutcome::Exists(first.clone())
-    );
-    let reuse = bid("bid-00000001", "mallory", 9_999, 100);
-    assert_eq!(
-        store.insert_bid(&reuse).await.unwrap(),
-        InsertOutcome::Exists(first.clone())
-    );
-    assert_eq!(
-        store.bid(&first.auction_id, &first.bid_id).await.unwrap(),
-        Some(first)
-    );
-    let snapshot = store
-        .snapshot(&AuctionId::new("a1").unwrap())
-        .await
-        .unwrap();
-    assert_eq!(snapshot.bid_count, 1);
+/// DynamoDB (Local too) keeps a request token for 10 minutes across tables: tests that run
+/// side by side must not share one.
+fn token(name: &str) -> String {
+    format!("{name}-{:016x}", rand::rng().random::<u64>())
+}
+
+fn commit(bid: &BidRecord, write_id: &str, expected: u64, summary: RegionSummary) -> BidCommit {
+    BidCommit {
+        bid: bid.clone(),
+        write_id: write_id.into(),
+        expected_accepted: expected,
+        summary,
+    }
+}
+
+fn a1() -> AuctionId {
+    AuctionId::new("a1").unwrap()
 }
 
 #[tokio::test]
-async fn snapshot_picks_the_same_high_bid_as_the_domain_rank() {
+async fn commit_is_idempotent_per_bidder_and_bid_id() {
+    let client = common::client();
+    let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
+    let first = bid("bid-00000001", "alice", 150, 10);
+    let s1 = RegionSummary::empty("us-east-1").with_bid(&first);
+    let w1 = token("w1");
+    assert_eq!(
+        store.commit_bid(&commit(&first, &w1, 0, s1.clone())).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    // Another request with the same (bidder, bidId) finds the copy; nothing is written.
+    let replay = bid("bid-00000001", "alice", 150, 99);
+    assert_eq!(
+        store
+            .commit_bid(&commit(&replay, &token("w2"), 1, s1.with_bid(&replay)))
+            .await
+            .unwrap(),
+        CommitOutcome::Exists(first.clone())
+    );
+    // The same commit tried again (an SDK retry of a committed write) is recognised.
+    assert_eq!(
+        store.commit_bid(&commit(&first, &w1, 0, s1.clone())).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    // mallory's bid under alice's bidId is a different item: it cannot touch alice's.
+    let reuse = bid("bid-00000001", "mallory", 9_999, 100);
+    let s2 = s1.with_bid(&reuse);
+    assert_eq!(
+        store.commit_bid(&commit(&reuse, &token("w3"), 1, s2.clone())).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    let alice = UserId::new("alice").unwrap();
+    assert_eq!(
+        store.bid_copies(&a1(), &alice, &first.bid_id).await.unwrap(),
+        vec![first.clone()]
+    );
+    let snapshot = store.snapshot(&a1()).await.unwrap();
+    assert_eq!(snapshot.bid_count, 2);
+    assert_eq!(snapshot.high_bid, Some(reuse));
+    assert_eq!(store.summaries(&a1()).await.unwrap(), vec![s2]);
+}
+
+#[tokio::test]
+async fn commit_against_a_moved_summary_is_a_conflict_and_writes_nothing() {
+    let client = common::client();
+    let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
+    let first = bid("bid-00000001", "alice", 150, 10);
+    let s1 = RegionSummary::empty("us-east-1").with_bid(&first);
+    store.commit_bid(&commit(&first, &token("w1"), 0, s1.clone())).await.unwrap();
+    // Decided on the empty summary, but alice's bid moved it: conflict, no copy written.
+    let late = bid("bid-00000002", "bob", 140, 11);
+    assert_eq!(
+        store
+            .commit_bid(&commit(&late, &token("w2"), 0, RegionSummary::empty("us-east-1").with_bid(&late)))
+            .await
+            .unwrap(),
+        CommitOutcome::Conflict
+    );
+    let bob = UserId::new("bob").unwrap();
+    assert!(store.user_bids(&a1(), &bob, 10).await.unwrap().is_empty());
+    assert_eq!(store.summaries(&a1()).await.unwrap(), vec![s1]);
+}
+
+#[tokio::test]
+async fn bidder_key_segment_cannot_alias_another_bidder() {
+    let client = common::client();
+    let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
+    // "a#b" with bidId "x..." must not share a prefix with "a" bidding "b#x...".
+    let tricky = bid("bid-00000009", "a#b", 150, 10);
+    let plain = bid("bid-00000009", "a", 160, 11);
+    let percent = bid("bid-00000009", "a%23b", 170, 12);
+    let mut summary = RegionSummary::empty("us-east-1");
+    for (i, b) in [&tricky, &plain, &percent].into_iter().enumerate() {
+        let next = summary.with_bid(b);
+        assert_eq!(
+            store
+                .commit_bid(&commit(b, &token(&format!("w{i}")), summary.accepted, next.clone()))
+                .await
+                .unwrap(),
+            CommitOutcome::Committed
+        );
+        summary = next;
+    }
+    for b in [&tricky, &plain, &percent] {
+        assert_eq!(store.user_bids(&a1(), &b.bidder, 10).await.unwrap(), vec![b.clone()]);
+    }
+}
+
+#[tokio::test]
+async fn summary_merge_picks_the_same_high_bid_as_the_domain_rank() {
     let client = common::client();
     let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let mut summary = RegionSummary::empty("us-east-1");
     let mut bids = Vec::new();
     // Few distinct amounts and times, so ties on amount and on time are common.
-    for i in 0..120 {
+    for i in 0..60 {
         let b = bid(
             &format!("bid-{:08}", rng.random_range(0..1_000_000)),
             &format!("u{i}"),
             rng.random_range(1..6) * 100,
             rng.random_range(0..3),
         );
-        if store.insert_bid(&b).await.unwrap() == InsertOutcome::Inserted {
-            bids.push(b);
-        }
+        let next = summary.with_bid(&b);
+        let outcome = store
+            .commit_bid(&commit(&b, &token(&format!("w{i}")), summary.accepted, next.clone()))
+            .await
+            .unwrap();
+        assert_eq!(outcome, CommitOutcome::Committed);
+        summary = next;
+        bids.push(b);
     }
     let expected = bids.iter().max_by(|a, b| a.rank(b)).cloned();
-    let snapshot = store
-        .snapshot(&AuctionId::new("a1").unwrap())
-        .await
-        .unwrap();
+    let snapshot = store.snapshot(&a1()).await.unwrap();
     assert_eq!(snapshot.bid_count, bids.len() as u64);
     assert_eq!(snapshot.high_bid, expected);
+    assert_eq!(store.all_bids(&a1()).await.unwrap().len(), bids.len());
+}
+
+/// A TCP proxy in front of DynamoDB Local that forwards the first `TransactWriteItems`
+/// request, lets DynamoDB commit it, and then drops the connection without answering: the
+/// response is lost after the commit, and the SDK retries on its own.
+async fn lossy_proxy(upstream: String) -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let upstream = upstream
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let seen = dropped.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((client, _)) = listener.accept().await else { return };
+            let upstream = upstream.clone();
+            let dropped = seen.clone();
+            tokio::spawn(async move {
+                let _ = relay(client, &upstream, &dropped).await;
+            });
+        }
+    });
+    (format!("http://{addr}"), dropped)
+}
+
+async fn read_message(stream: &mut tokio::net::TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + length {
+                return Ok(Some(buf));
+            }
+        }
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+async fn relay(
+    mut client: tokio::net::TcpStream,
+    upstream: &str,
+    dropped: &AtomicUsize,
+) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let mut server = tokio::net::TcpStream::connect(upstream).await?;
+    while let Some(request) = read_message(&mut client).await? {
+        server.write_all(&request).await?;
+        let Some(response) = read_message(&mut server).await? else {
+            return Ok(());
+        };
+        let transact = String::from_utf8_lossy(&request).contains("TransactWriteItems");
+        if transact && dropped.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Ok(()); // committed upstream; the caller never hears of it
+        }
+        client.write_all(&response).await?;
+    }
+    Ok(())
 }
 
 #[tokio::test]
-async fn last_bid_never_goes_backwards() {
-    let client = common::client();
-    let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
-    let user = UserId::new("alice").unwrap();
-    let a1 = AuctionId::new("a1").unwrap();
-    let newer = UserBid {
-        amount: Amount::new(300).unwrap(),
-        bid_id: BidId::new("bid-newer1").unwrap(),
-        at: 20,
-    };
-    let older = UserBid {
-        amount: Amount::new(200).unwrap(),
-        bid_id: BidId::new("bid-older1").unwrap(),
-        at: 10,
-    };
-    assert_eq!(store.last_bid(&user, &a1).await.unwrap(), None);
-    store.record_last_bid(&user, &a1, &newer).await.unwrap();
-    store.record_last_bid(&user, &a1, &older).await.unwrap();
-    assert_eq!(store.last_bid(&user, &a1).await.unwrap(), Some(newer));
+async fn sdk_retry_after_a_lost_commit_response_is_committed_once() {
+    let direct = common::client();
+    let table = common::state_table(&direct).await;
+    let (endpoint, dropped) = lossy_proxy(common::endpoint()).await;
+    let store = DynamoStateStore::new(
+        wsdr_aws::local::dynamo_client(&endpoint, "us-east-1"),
+        table.clone(),
+    );
+    let first = bid("bid-00000001", "alice", 150, 10);
+    let s1 = RegionSummary::empty("us-east-1").with_bid(&first);
+    // write ids are the ClientRequestToken: at most 36 printable characters.
+    let outcome = store
+        .commit_bid(&commit(&first, &token("lost-resp"), 0, s1.clone()))
+        .await
+        .unwrap();
+    assert!(dropped.load(Ordering::SeqCst) >= 2, "the first response was dropped and the SDK retried");
+    assert_eq!(outcome, CommitOutcome::Committed);
+    let check = DynamoStateStore::new(direct, table);
+    assert_eq!(check.summaries(&a1()).await.unwrap(), vec![s1]);
+    assert_eq!(check.all_bids(&a1()).await.unwrap(), vec![first]);
 }
 
 #[tokio::test]

@@ -6,13 +6,15 @@
 //! port for tests and the lab; `wsdr-aws` implements them on DynamoDB and API Gateway.
 //! Nothing here depends on an AWS crate.
 //!
-//! State is keyed by the user (the JWT `sub`), never by the connection id, and every bid is
-//! its own item keyed by its client-made `bidId`: bids are idempotent, and two Regions that
-//! both accept bids during a split converge to the same high bid (the maximum, see
-//! [`model::BidRecord::outranks`]).
+//! State is keyed by the user (the JWT `sub`), never by the connection id. Every Region's copy
+//! of a bid is its own item keyed by (auction, bidder, bidId, Region), and each Region keeps
+//! its own summary item (a counter and a max register) that no other Region writes: bids are
+//! idempotent, no write can replace another user's bid, and two Regions that both accept bids
+//! during a split converge to the same high bid (see docs/DATA_MODEL.md).
 
 mod error;
 pub mod fanout;
+pub mod items;
 pub mod memory;
 pub mod model;
 pub mod ports;
@@ -20,9 +22,9 @@ mod service;
 
 pub use error::Error;
 pub use fanout::{FanoutConfig, FanoutReport};
-pub use model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, UserBid, UserId};
+pub use model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, RegionSummary, UserId};
 pub use ports::{
-    Clock, Connections, HealthDatapoint, InsertOutcome, Metrics, Notifier, StateStore, SystemClock,
+    BidCommit, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier, StateStore, SystemClock,
 };
 pub use service::{AuctionService, BidReason, Reply};
 

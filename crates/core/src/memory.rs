@@ -1,18 +1,19 @@
 //! In-memory adapters for every port: for tests, and for the lab's default state store.
 //!
 //! [`MemoryStateStore`] models DynamoDB Global Tables closely enough to reason about
-//! failover: every write is an item stamped with (time, writer Region); a change feed emits
-//! local writes; [`MemoryStateStore::apply_replicated`] applies a remote write with per-item
-//! last-writer-wins, exactly the MREC rule. The lab wires two of these with a lagging,
-//! cuttable link between them.
+//! failover: every write is an item stamped with (its Region's clock, writer Region); a change
+//! feed emits local writes; [`MemoryStateStore::apply_replicated`] applies a remote write with
+//! per-item last-writer-wins and no condition, the MREC rule. The lab wires two of these with a
+//! lagging, cuttable link between them.
 
-use crate::model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, UserBid, UserId};
+use crate::model::{Auction, BidRecord, ConnectionId, RegionSummary, UserId};
 use crate::ports::{
-    Clock, Connections, HealthDatapoint, InsertOutcome, Metrics, Notifier, StateStore,
+    BidCommit, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier, StateStore,
 };
 use crate::{Error, Result};
+pub use crate::items::{Change, Item, ItemKey};
 use async_trait::async_trait;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
@@ -26,85 +27,15 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// One replicated item.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Item {
-    Auction(Auction),
-    Bid(BidRecord),
-    LastBid {
-        user: UserId,
-        auction: AuctionId,
-        bid: UserBid,
-    },
-}
-
-/// A write as Global Tables replicates it: the whole item with its last-writer-wins stamp.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
-    pub item: Item,
-    /// Milliseconds since the epoch at which the writing Region wrote it.
-    pub written_at: u64,
-    /// The Region that wrote it; breaks ties between equal timestamps deterministically.
-    pub writer: String,
-}
-
-#[derive(Debug, Clone)]
-struct Versioned<T> {
-    value: T,
-    written_at: u64,
-    writer: String,
-}
-
-impl<T> Versioned<T> {
-    fn newer_than<U>(&self, other: &Versioned<U>) -> bool {
-        (self.written_at, &self.writer) > (other.written_at, &other.writer)
-    }
-}
-
-#[derive(Debug, Default)]
-struct AuctionBids {
-    by_id: HashMap<BidId, Versioned<BidRecord>>,
-    best: Option<BidRecord>,
-}
-
-impl AuctionBids {
-    fn put(&mut self, bid: Versioned<BidRecord>) {
-        let replaced = self.by_id.insert(bid.value.bid_id.clone(), bid.clone());
-        let replaced_best = replaced.is_some_and(|old| {
-            self.best
-                .as_ref()
-                .is_some_and(|best| best.bid_id == old.value.bid_id)
-        });
-        if replaced_best {
-            self.best = self
-                .by_id
-                .values()
-                .map(|v| &v.value)
-                .max_by(|a, b| a.rank(b))
-                .cloned();
-        } else if self
-            .best
-            .as_ref()
-            .is_none_or(|best| bid.value.outranks(best))
-        {
-            self.best = Some(bid.value);
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-struct Tables {
-    auctions: HashMap<AuctionId, Versioned<Auction>>,
-    bids: HashMap<AuctionId, AuctionBids>,
-    last_bids: HashMap<(UserId, AuctionId), Versioned<UserBid>>,
-}
-
-/// An in-memory [`StateStore`] with Global Tables (MREC) replication semantics.
+/// An in-memory [`StateStore`] with Global Tables (MREC) semantics: items by key, writes
+/// stamped with this Region's clock, a change feed of local writes, and
+/// [`MemoryStateStore::apply_replicated`] applying a remote write with per-item last writer
+/// wins and no condition.
 #[derive(Debug)]
 pub struct MemoryStateStore {
     region: String,
     clock: Arc<dyn Clock>,
-    tables: Mutex<Tables>,
+    items: Mutex<BTreeMap<ItemKey, Change>>,
     feeds: Mutex<Vec<mpsc::UnboundedSender<Change>>>,
     /// When set, every call fails with this error (the lab's "table unreachable" fault).
     outage: Mutex<Option<Error>>,
@@ -115,7 +46,7 @@ impl MemoryStateStore {
         Self {
             region: region.into(),
             clock,
-            tables: Mutex::default(),
+            items: Mutex::default(),
             feeds: Mutex::default(),
             outage: Mutex::default(),
         }
@@ -140,123 +71,53 @@ impl MemoryStateStore {
         }
     }
 
-    /// Apply a write replicated from another Region: last writer wins, per item.
+    /// Apply a write replicated from another Region: last writer wins by the writers'
+    /// stamps, per item, with no condition (as Global Tables applies replicated writes).
     /// Returns whether the incoming version replaced (or created) the local one.
     pub fn apply_replicated(&self, change: Change) -> bool {
-        let Change {
-            item,
-            written_at,
-            writer,
-        } = change;
-        let mut tables = lock(&self.tables);
-        match item {
-            Item::Auction(auction) => {
-                let incoming = Versioned {
-                    value: auction,
-                    written_at,
-                    writer,
-                };
-                let slot = tables.auctions.get(&incoming.value.id);
-                if slot.is_none_or(|current| incoming.newer_than(current)) {
-                    tables.auctions.insert(incoming.value.id.clone(), incoming);
-                    return true;
-                }
-                false
-            }
-            Item::Bid(bid) => {
-                let incoming = Versioned {
-                    value: bid,
-                    written_at,
-                    writer,
-                };
-                let bids = tables
-                    .bids
-                    .entry(incoming.value.auction_id.clone())
-                    .or_default();
-                let current = bids.by_id.get(&incoming.value.bid_id);
-                if current.is_none_or(|current| incoming.newer_than(current)) {
-                    bids.put(incoming);
-                    return true;
-                }
-                false
-            }
-            Item::LastBid { user, auction, bid } => {
-                let incoming = Versioned {
-                    value: bid,
-                    written_at,
-                    writer,
-                };
-                let key = (user, auction);
-                let current = tables.last_bids.get(&key);
-                if current.is_none_or(|current| incoming.newer_than(current)) {
-                    tables.last_bids.insert(key, incoming);
-                    return true;
-                }
-                false
-            }
+        let mut items = lock(&self.items);
+        let key = change.item.key();
+        if items.get(&key).is_none_or(|current| change.newer_than(current)) {
+            items.insert(key, change);
+            return true;
         }
+        false
     }
 
-    /// Every bid of an auction, in no particular order (for checkers and tests).
+    /// Every bid copy of an auction, in key order (for checkers and tests).
     pub fn all_bids(&self, auction: &AuctionId) -> Vec<BidRecord> {
-        lock(&self.tables)
-            .bids
-            .get(auction)
-            .map(|b| b.by_id.values().map(|v| v.value.clone()).collect())
-            .unwrap_or_default()
+        lock(&self.items)
+            .values()
+            .filter_map(|c| match &c.item {
+                Item::Bid { bid, .. } if bid.auction_id == *auction => Some(bid.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
-    /// Every item with its stamp, for convergence checks: two stores hold the same data
-    /// exactly when these are equal.
+    /// Every item with its stamp, in key order: two stores hold the same data exactly when
+    /// these are equal.
     pub fn dump(&self) -> Vec<Change> {
-        let tables = lock(&self.tables);
-        let mut out: Vec<Change> = Vec::new();
-        for v in tables.auctions.values() {
-            out.push(Change {
-                item: Item::Auction(v.value.clone()),
-                written_at: v.written_at,
-                writer: v.writer.clone(),
-            });
-        }
-        for bids in tables.bids.values() {
-            for v in bids.by_id.values() {
-                out.push(Change {
-                    item: Item::Bid(v.value.clone()),
-                    written_at: v.written_at,
-                    writer: v.writer.clone(),
-                });
-            }
-        }
-        for ((user, auction), v) in &tables.last_bids {
-            out.push(Change {
-                item: Item::LastBid {
-                    user: user.clone(),
-                    auction: auction.clone(),
-                    bid: v.value.clone(),
-                },
-                written_at: v.written_at,
-                writer: v.writer.clone(),
-            });
-        }
-        out.sort_by_key(|c| format!("{:?}", c.item));
-        out
+        lock(&self.items).values().cloned().collect()
     }
 
-    fn stamp<T>(&self, value: T) -> Versioned<T> {
-        Versioned {
-            value,
+    fn stamp(&self, item: Item) -> Change {
+        Change {
+            item,
             written_at: self.clock.now_ms(),
             writer: self.region.clone(),
         }
     }
 
-    fn publish(&self, item: Item, written_at: u64) {
-        let change = Change {
-            item,
-            written_at,
-            writer: self.region.clone(),
-        };
+    fn publish(&self, change: &Change) {
         lock(&self.feeds).retain(|tx| tx.send(change.clone()).is_ok());
+    }
+
+    fn select<T>(&self, pick: impl Fn(&Item) -> Option<T>) -> Vec<T> {
+        lock(&self.items)
+            .values()
+            .filter_map(|c| pick(&c.item))
+            .collect()
     }
 }
 
@@ -264,99 +125,112 @@ impl MemoryStateStore {
 impl StateStore for MemoryStateStore {
     async fn put_auction_if_absent(&self, auction: &Auction) -> Result<bool> {
         self.check_outage()?;
-        let versioned = self.stamp(auction.clone());
-        let at = versioned.written_at;
+        let change = self.stamp(Item::Auction(auction.clone()));
         {
-            let mut tables = lock(&self.tables);
-            if tables.auctions.contains_key(&auction.id) {
+            let mut items = lock(&self.items);
+            let key = change.item.key();
+            if items.contains_key(&key) {
                 return Ok(false);
             }
-            tables.auctions.insert(auction.id.clone(), versioned);
+            items.insert(key, change.clone());
         }
-        self.publish(Item::Auction(auction.clone()), at);
+        self.publish(&change);
         Ok(true)
     }
 
     async fn auction(&self, id: &AuctionId) -> Result<Option<Auction>> {
         self.check_outage()?;
-        Ok(lock(&self.tables).auctions.get(id).map(|v| v.value.clone()))
-    }
-
-    async fn bid(&self, auction: &AuctionId, bid_id: &BidId) -> Result<Option<BidRecord>> {
-        self.check_outage()?;
-        Ok(lock(&self.tables)
-            .bids
-            .get(auction)
-            .and_then(|b| b.by_id.get(bid_id))
-            .map(|v| v.value.clone()))
-    }
-
-    async fn insert_bid(&self, bid: &BidRecord) -> Result<InsertOutcome> {
-        self.check_outage()?;
-        let versioned = self.stamp(bid.clone());
-        let at = versioned.written_at;
-        {
-            let mut tables = lock(&self.tables);
-            let bids = tables.bids.entry(bid.auction_id.clone()).or_default();
-            if let Some(existing) = bids.by_id.get(&bid.bid_id) {
-                return Ok(InsertOutcome::Exists(existing.value.clone()));
-            }
-            bids.put(versioned);
-        }
-        self.publish(Item::Bid(bid.clone()), at);
-        Ok(InsertOutcome::Inserted)
-    }
-
-    async fn snapshot(&self, auction: &AuctionId) -> Result<AuctionSnapshot> {
-        self.check_outage()?;
-        Ok(lock(&self.tables)
-            .bids
-            .get(auction)
-            .map(|b| AuctionSnapshot {
-                high_bid: b.best.clone(),
-                bid_count: b.by_id.len() as u64,
-            })
-            .unwrap_or_default())
-    }
-
-    async fn last_bid(&self, user: &UserId, auction: &AuctionId) -> Result<Option<UserBid>> {
-        self.check_outage()?;
-        Ok(lock(&self.tables)
-            .last_bids
-            .get(&(user.clone(), auction.clone()))
-            .map(|v| v.value.clone()))
-    }
-
-    async fn record_last_bid(
-        &self,
-        user: &UserId,
-        auction: &AuctionId,
-        bid: &UserBid,
-    ) -> Result<()> {
-        self.check_outage()?;
-        let versioned = self.stamp(bid.clone());
-        let at = versioned.written_at;
-        {
-            let mut tables = lock(&self.tables);
-            let key = (user.clone(), auction.clone());
-            if tables
-                .last_bids
-                .get(&key)
-                .is_some_and(|v| v.value.at >= bid.at)
-            {
-                return Ok(());
-            }
-            tables.last_bids.insert(key, versioned);
-        }
-        self.publish(
-            Item::LastBid {
-                user: user.clone(),
-                auction: auction.clone(),
-                bid: bid.clone(),
+        Ok(
+            match lock(&self.items).get(&ItemKey::Auction(id.clone())) {
+                Some(Change {
+                    item: Item::Auction(a),
+                    ..
+                }) => Some(a.clone()),
+                _ => None,
             },
-            at,
-        );
-        Ok(())
+        )
+    }
+
+    async fn bid_copies(
+        &self,
+        auction: &AuctionId,
+        bidder: &UserId,
+        bid_id: &BidId,
+    ) -> Result<Vec<BidRecord>> {
+        self.check_outage()?;
+        Ok(self.select(|item| match item {
+            Item::Bid { bid, .. }
+                if bid.auction_id == *auction && bid.bidder == *bidder && bid.bid_id == *bid_id =>
+            {
+                Some(bid.clone())
+            }
+            _ => None,
+        }))
+    }
+
+    async fn summaries(&self, auction: &AuctionId) -> Result<Vec<RegionSummary>> {
+        self.check_outage()?;
+        Ok(self.select(|item| match item {
+            Item::Summary { auction: a, summary } if a == auction => Some(summary.clone()),
+            _ => None,
+        }))
+    }
+
+    async fn commit_bid(&self, commit: &BidCommit) -> Result<CommitOutcome> {
+        self.check_outage()?;
+        let bid = self.stamp(Item::Bid {
+            bid: commit.bid.clone(),
+            write_id: commit.write_id.clone(),
+        });
+        let summary = self.stamp(Item::Summary {
+            auction: commit.bid.auction_id.clone(),
+            summary: commit.summary.clone(),
+        });
+        {
+            let mut items = lock(&self.items);
+            if let Some(Change {
+                item: Item::Bid { bid, write_id },
+                ..
+            }) = items.get(&bid.item.key())
+            {
+                if *write_id == commit.write_id {
+                    return Ok(CommitOutcome::Committed);
+                }
+                return Ok(CommitOutcome::Exists(bid.clone()));
+            }
+            let current = match items.get(&summary.item.key()) {
+                Some(Change {
+                    item: Item::Summary { summary, .. },
+                    ..
+                }) => summary.accepted,
+                _ => 0,
+            };
+            if current != commit.expected_accepted {
+                return Ok(CommitOutcome::Conflict);
+            }
+            items.insert(bid.item.key(), bid.clone());
+            items.insert(summary.item.key(), summary.clone());
+        }
+        self.publish(&bid);
+        self.publish(&summary);
+        Ok(CommitOutcome::Committed)
+    }
+
+    async fn user_bids(
+        &self,
+        auction: &AuctionId,
+        bidder: &UserId,
+        limit: usize,
+    ) -> Result<Vec<BidRecord>> {
+        self.check_outage()?;
+        let mut bids = self.select(|item| match item {
+            Item::Bid { bid, .. } if bid.auction_id == *auction && bid.bidder == *bidder => {
+                Some(bid.clone())
+            }
+            _ => None,
+        });
+        bids.truncate(limit);
+        Ok(bids)
     }
 }
 

@@ -2,7 +2,10 @@
 
 use crate::Error;
 use std::cmp::Ordering;
-use wsdr_protocol::{Amount, AuctionId, AuctionView, BidId, HighBidView, LastBidView};
+use std::collections::BTreeMap;
+use wsdr_protocol::{
+    Amount, AuctionId, AuctionView, BidId, HighBidView, LastBidView, OwnBidView, Versions,
+};
 
 /// The authenticated user: the JWT `sub`. All user state is keyed by this, never by a
 /// connection id (which changes on every reconnect and means nothing in the other Region).
@@ -91,29 +94,34 @@ impl Auction {
     }
 }
 
-/// One accepted bid: its own item in the state store, keyed by (auction, bidId).
+/// One Region's copy of an accepted bid. A copy is its own item in the state store, keyed by
+/// (auction, bidder, bidId, Region), so no write in any Region can replace another user's bid
+/// or another Region's copy (docs/DATA_MODEL.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BidRecord {
     pub auction_id: AuctionId,
     pub bid_id: BidId,
     pub bidder: UserId,
     pub amount: Amount,
-    /// Milliseconds since the epoch at which the accepting Region took it.
+    /// Milliseconds since the epoch at which the accepting Region took it (its own clock).
     pub at: u64,
-    /// The Region that accepted it.
+    /// The Region that accepted this copy (and the only one that ever writes it).
     pub region: String,
 }
 
 impl BidRecord {
     /// The total order that picks the high bid: higher amount first; on equal amounts the
-    /// earlier bid; then the smaller bidId. It depends only on the bids themselves, so every
-    /// Region holding the same set of bids picks the same high bid: this is what makes
-    /// concurrent acceptance in two Regions converge.
+    /// earlier copy; then bidder, bidId and Region. It depends only on the bid copies
+    /// themselves, never on who saw what first, so every Region holding the same copies picks
+    /// the same high bid: this is what makes concurrent acceptance in two Regions converge,
+    /// and what keeps a converged tie stable.
     pub fn rank(&self, other: &BidRecord) -> Ordering {
         self.amount
             .cmp(&other.amount)
             .then_with(|| other.at.cmp(&self.at))
+            .then_with(|| other.bidder.cmp(&self.bidder))
             .then_with(|| other.bid_id.cmp(&self.bid_id))
+            .then_with(|| other.region.cmp(&self.region))
     }
 
     /// Whether `self` is the higher bid of the two (see [`BidRecord::rank`]).
@@ -121,7 +129,7 @@ impl BidRecord {
         self.rank(other) == Ordering::Greater
     }
 
-    /// Whether `other` is a replay of this bid: same id, auction, bidder and amount.
+    /// Whether `other` is a copy of the same bid: same auction, bidder, bidId and amount.
     pub fn is_same_bid(&self, other: &BidRecord) -> bool {
         self.bid_id == other.bid_id
             && self.auction_id == other.auction_id
@@ -139,14 +147,79 @@ impl BidRecord {
     }
 }
 
-/// The derived state of an auction: the highest bid and how many distinct bids exist.
+/// The higher of two optional bids by [`BidRecord::rank`].
+pub fn higher<'a>(a: Option<&'a BidRecord>, b: Option<&'a BidRecord>) -> Option<&'a BidRecord> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.outranks(a) { b } else { a }),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// One Region's summary of an auction: how many bids it accepted and the highest of them.
+/// Only its own Region writes it (conditionally on `accepted`, in the same transaction as the
+/// bid copy), so replication only ever delivers newer versions of it: a max register and a
+/// counter that never move backwards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionSummary {
+    pub region: String,
+    /// Bids this Region accepted in the auction; also the summary's version.
+    pub accepted: u64,
+    /// The highest of those bids.
+    pub high: Option<BidRecord>,
+}
+
+impl RegionSummary {
+    pub fn empty(region: impl Into<String>) -> Self {
+        Self {
+            region: region.into(),
+            accepted: 0,
+            high: None,
+        }
+    }
+
+    /// The summary after this Region accepts `bid`.
+    pub fn with_bid(&self, bid: &BidRecord) -> Self {
+        Self {
+            region: self.region.clone(),
+            accepted: self.accepted + 1,
+            high: higher(self.high.as_ref(), Some(bid)).cloned(),
+        }
+    }
+}
+
+/// The derived state of an auction: every Region's summary merged. A pure function of the
+/// summaries, so any Region that has seen the same versions shows the same state.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AuctionSnapshot {
     pub high_bid: Option<BidRecord>,
+    /// Bids accepted, summed over the Regions.
     pub bid_count: u64,
+    /// Accepted bids per Region (a version vector).
+    pub versions: Versions,
 }
 
 impl AuctionSnapshot {
+    /// Merge the Regions' summaries (any order; duplicates of one Region keep the newest).
+    pub fn merge<'a>(summaries: impl IntoIterator<Item = &'a RegionSummary>) -> Self {
+        let mut newest: BTreeMap<&str, &RegionSummary> = BTreeMap::new();
+        for summary in summaries {
+            let slot = newest.entry(summary.region.as_str()).or_insert(summary);
+            if summary.accepted > slot.accepted {
+                *slot = summary;
+            }
+        }
+        let mut snapshot = AuctionSnapshot::default();
+        for summary in newest.values() {
+            snapshot.high_bid = higher(snapshot.high_bid.as_ref(), summary.high.as_ref()).cloned();
+            snapshot.bid_count += summary.accepted;
+            snapshot
+                .versions
+                .insert(summary.region.clone(), summary.accepted);
+        }
+        snapshot
+    }
+
     pub fn view(&self, auction: &Auction) -> AuctionView {
         AuctionView {
             id: auction.id.clone(),
@@ -154,34 +227,41 @@ impl AuctionSnapshot {
             high_bid: self.high_bid.as_ref().map(BidRecord::view),
             bid_count: self.bid_count,
             version: self.bid_count,
+            versions: self.versions.clone(),
         }
     }
 }
 
-/// A user's last bid in one auction (the `you.lastBid` of a `state` frame).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserBid {
-    pub amount: Amount,
-    pub bid_id: BidId,
-    pub at: u64,
-}
-
-impl UserBid {
-    pub fn view(&self) -> LastBidView {
-        LastBidView {
-            amount: self.amount,
-            bid_id: self.bid_id.clone(),
-            at: self.at,
+/// The caller's own bids as `getState` shows them: copies of one bid (same bidId and amount,
+/// several Regions) folded into one entry, newest first, at most `limit`.
+pub fn own_bids(copies: &[BidRecord], limit: usize) -> Vec<OwnBidView> {
+    let mut folded: BTreeMap<(&BidId, Amount), OwnBidView> = BTreeMap::new();
+    for copy in copies {
+        let entry = folded
+            .entry((&copy.bid_id, copy.amount))
+            .or_insert_with(|| OwnBidView {
+                bid_id: copy.bid_id.clone(),
+                amount: copy.amount,
+                at: copy.at,
+                regions: Vec::new(),
+            });
+        entry.at = entry.at.min(copy.at);
+        if !entry.regions.contains(&copy.region) {
+            entry.regions.push(copy.region.clone());
+            entry.regions.sort();
         }
     }
+    let mut bids: Vec<OwnBidView> = folded.into_values().collect();
+    bids.sort_by(|a, b| b.at.cmp(&a.at).then_with(|| b.bid_id.cmp(&a.bid_id)));
+    bids.truncate(limit);
+    bids
 }
 
-impl From<&BidRecord> for UserBid {
-    fn from(bid: &BidRecord) -> Self {
-        UserBid {
-            amount: bid.amount,
-            bid_id: bid.bid_id.clone(),
-            at: bid.at,
-        }
-    }
+/// The latest of the caller's bids (the `you.lastBid` of a `state` frame).
+pub fn last_bid(bids: &[OwnBidView]) -> Option<LastBidView> {
+    bids.first().map(|b| LastBidView {
+        amount: b.amount,
+        bid_id: b.bid_id.clone(),
+        at: b.at,
+    })
 }

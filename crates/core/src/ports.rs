@@ -1,40 +1,72 @@
 //! The ports the domain needs, named by capability. Adapters: [`crate::memory`] here,
 //! DynamoDB and API Gateway in `wsdr-aws`.
 
-use crate::model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, UserBid, UserId};
+use crate::model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, RegionSummary, UserId};
 use crate::Result;
 use async_trait::async_trait;
 use wsdr_protocol::{AuctionId, BidId};
 
-/// What [`StateStore::insert_bid`] did.
+/// One bid to record, as [`StateStore::commit_bid`] takes it: this Region's copy of the bid
+/// and this Region's next summary, written together or not at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InsertOutcome {
-    /// The bid is now recorded.
-    Inserted,
-    /// A bid with this id was already recorded (by this or another Region); here it is.
-    Exists(BidRecord),
+pub struct BidCommit {
+    /// This Region's copy (`bid.region` is this Region).
+    pub bid: BidRecord,
+    /// Unique to this attempt: lets the store recognise its own earlier write when a retry
+    /// (the SDK's, after a lost response) finds the copy already there.
+    pub write_id: String,
+    /// `accepted` of this Region's summary as read before the decision (0 = no summary yet):
+    /// the commit fails with [`CommitOutcome::Conflict`] if another bid moved it since.
+    pub expected_accepted: u64,
+    /// This Region's summary with the bid counted in.
+    pub summary: RegionSummary,
 }
 
-/// Replicated application state (Global Tables in AWS): auctions, bids, users' last bids.
+/// What [`StateStore::commit_bid`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// The copy and the summary are written (now, or by an earlier try of this same commit).
+    Committed,
+    /// This Region already holds a copy under the same key (same bidder and bidId), written by
+    /// another request: here it is. Nothing was written.
+    Exists(BidRecord),
+    /// The Region's summary moved since it was read (a concurrent bid here). Nothing was
+    /// written: read again and decide again.
+    Conflict,
+}
+
+/// Replicated application state (Global Tables in AWS): auctions, bid copies, and one summary
+/// per auction and Region. Every call costs a bounded number of item reads and writes,
+/// whatever the auction's history (docs/DATA_MODEL.md).
 #[async_trait]
 pub trait StateStore: Send + Sync {
     /// Create the auction unless one with this id exists. Returns whether it was created.
     async fn put_auction_if_absent(&self, auction: &Auction) -> Result<bool>;
     async fn auction(&self, id: &AuctionId) -> Result<Option<Auction>>;
-    async fn bid(&self, auction: &AuctionId, bid_id: &BidId) -> Result<Option<BidRecord>>;
-    /// Record the bid unless a bid with the same (auction, bidId) exists: the idempotency
-    /// guarantee. Must be atomic (a conditional write).
-    async fn insert_bid(&self, bid: &BidRecord) -> Result<InsertOutcome>;
-    /// The high bid (by [`BidRecord::rank`]) and the number of distinct bids.
-    async fn snapshot(&self, auction: &AuctionId) -> Result<AuctionSnapshot>;
-    async fn last_bid(&self, user: &UserId, auction: &AuctionId) -> Result<Option<UserBid>>;
-    /// Remember the user's latest bid; an older one (by `at`) never replaces a newer one.
-    async fn record_last_bid(
+    /// Every Region's copy of `bidder`'s bid `bid_id` that this store holds (at most one per
+    /// Region).
+    async fn bid_copies(
         &self,
-        user: &UserId,
         auction: &AuctionId,
-        bid: &UserBid,
-    ) -> Result<()>;
+        bidder: &UserId,
+        bid_id: &BidId,
+    ) -> Result<Vec<BidRecord>>;
+    /// Every Region's summary of the auction that this store holds.
+    async fn summaries(&self, auction: &AuctionId) -> Result<Vec<RegionSummary>>;
+    /// Write the bid copy and the summary atomically: the copy only if its key is new, the
+    /// summary only if it still has `expected_accepted`.
+    async fn commit_bid(&self, commit: &BidCommit) -> Result<CommitOutcome>;
+    /// The auction's state merged from every summary this store holds.
+    async fn snapshot(&self, auction: &AuctionId) -> Result<AuctionSnapshot> {
+        Ok(AuctionSnapshot::merge(&self.summaries(auction).await?))
+    }
+    /// `bidder`'s bid copies in the auction, at most `limit` items.
+    async fn user_bids(
+        &self,
+        auction: &AuctionId,
+        bidder: &UserId,
+        limit: usize,
+    ) -> Result<Vec<BidRecord>>;
 }
 
 /// The Region's own registry of live connections (not replicated).

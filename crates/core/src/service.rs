@@ -1,14 +1,35 @@
 //! The auction service: one method per route, each returning the reply for the caller.
 
 use crate::fanout::{broadcast, FanoutConfig, FanoutReport};
-use crate::model::{Auction, BidRecord, ConnectionId, UserBid, UserId};
-use crate::ports::{Clock, Connections, InsertOutcome, Notifier, StateStore};
+use crate::model::{
+    last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, RegionSummary, UserId,
+};
+use crate::ports::{BidCommit, Clock, CommitOutcome, Connections, Notifier, StateStore};
 use crate::Result;
 use std::sync::Arc;
 use wsdr_protocol::{
-    Amount, AuctionId, BidId, BidStatus, ClientMessage, ErrorCode, ProtocolError, ServerMessage,
-    YouView,
+    limits, Amount, AuctionId, BidId, BidStatus, ClientMessage, ErrorCode, ProtocolError,
+    ServerMessage, YouView,
 };
+
+/// How many times a bid is decided again when a concurrent bid in this Region moved the
+/// summary first (each retry reads fresh state; a hot auction settles within a few).
+const COMMIT_ATTEMPTS: u32 = 12;
+
+/// Where a bid failed: before its write (nothing recorded) or at it (outcome unknown).
+enum BidFailure {
+    BeforeCommit(crate::Error),
+    AtCommit(crate::Error),
+}
+
+/// A uniformly random number below `bound` (0 when `bound` is 0).
+fn rand_below(bound: u64) -> u64 {
+    use rand::Rng;
+    if bound == 0 {
+        return 0;
+    }
+    rand::rng().random_range(0..bound)
+}
 
 /// Why a bid was rejected: the `reason` of a rejected `bidResult`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,8 +38,10 @@ pub enum BidReason {
     AuctionClosed,
     BelowStartingPrice,
     TooLow,
-    /// The bidId was already used for a different bid (other bidder, amount or auction).
+    /// The caller already used this bidId for a different amount.
     BidIdReused,
+    /// The store failed before anything was written: nothing was recorded; try again.
+    Unavailable,
 }
 
 impl BidReason {
@@ -29,6 +52,7 @@ impl BidReason {
             BidReason::BelowStartingPrice => "below_starting_price",
             BidReason::TooLow => "too_low",
             BidReason::BidIdReused => "bid_id_reused",
+            BidReason::Unavailable => "unavailable",
         }
     }
 }
@@ -204,8 +228,8 @@ impl AuctionService {
         }
     }
 
-    /// `getState`: the auction as this Region sees it, and the caller's last bid. Also
-    /// subscribes the connection to the auction's updates.
+    /// `getState`: the auction as this Region sees it, and the caller's own standing bids.
+    /// Also subscribes the connection to the auction's updates.
     pub async fn get_state(
         &self,
         connection: &ConnectionId,
@@ -218,25 +242,30 @@ impl AuctionService {
                 format!("no auction `{auction_id}`"),
             )));
         };
-        let (snapshot, last_bid, subscribed) = tokio::join!(
-            self.store.snapshot(auction_id),
-            self.store.last_bid(user, auction_id),
+        // Read own bids generously: copies of one bid in several Regions fold into one entry.
+        let (summaries, copies, subscribed) = tokio::join!(
+            self.store.summaries(auction_id),
+            self.store
+                .user_bids(auction_id, user, 2 * limits::OWN_BIDS_MAX),
             self.connections
                 .subscribe(connection, user, auction_id, self.clock.now_ms()),
         );
         subscribed?;
+        let snapshot = AuctionSnapshot::merge(&summaries?);
+        let bids = own_bids(&copies?, limits::OWN_BIDS_MAX);
         Ok(ServerMessage::State {
             region: self.region.clone(),
-            auction: snapshot?.view(&auction),
+            auction: snapshot.view(&auction),
             you: YouView {
                 user_id: user.as_str().to_owned(),
-                last_bid: last_bid?.map(|b| b.view()),
+                last_bid: last_bid(&bids),
+                bids,
             },
         })
     }
 
-    /// `bid`: idempotent by `bid_id`. Check order matters: a replay of a recorded bid must
-    /// answer `duplicate` even if the auction has since moved past its amount.
+    /// `bid`: idempotent by (bidder, bidId). Never an anonymous error: every outcome, a store
+    /// failure included, is a `bidResult` for this bidId.
     pub async fn bid(
         &self,
         connection: &ConnectionId,
@@ -245,67 +274,152 @@ impl AuctionService {
         amount: Amount,
         bid_id: &BidId,
     ) -> Result<Reply> {
-        let now = self.clock.now_ms();
-        let candidate = BidRecord {
-            auction_id: auction_id.clone(),
-            bid_id: bid_id.clone(),
-            bidder: user.clone(),
-            amount,
-            at: now,
-            region: self.region.clone(),
-        };
-        let Some(auction) = self.find_auction(auction_id).await? else {
-            return Ok(self.bid_result(bid_id, Err(BidReason::UnknownAuction)));
-        };
-        if let Some(existing) = self.store.bid(auction_id, bid_id).await? {
-            return Ok(self.replay_result(&candidate, &existing));
-        }
-        if !auction.is_open(now) {
-            return Ok(self.bid_result(bid_id, Err(BidReason::AuctionClosed)));
-        }
-        let before = self.store.snapshot(auction_id).await?;
-        if amount.get() < auction.minimum_next_bid(before.high_bid.as_ref()) {
-            let reason = if before.high_bid.is_none() {
-                BidReason::BelowStartingPrice
-            } else {
-                BidReason::TooLow
-            };
-            return Ok(self.bid_result(bid_id, Err(reason)));
-        }
-        match self.store.insert_bid(&candidate).await? {
-            InsertOutcome::Exists(existing) => Ok(self.replay_result(&candidate, &existing)),
-            InsertOutcome::Inserted => {
-                self.store
-                    .record_last_bid(user, auction_id, &UserBid::from(&candidate))
-                    .await?;
-                let fanout = self.announce(connection, auction_id).await?;
-                Ok(Reply {
-                    message: self.bid_result(bid_id, Ok(BidStatus::Accepted)).message,
-                    fanout: Some(fanout),
-                })
+        match self
+            .try_bid(connection, user, auction_id, amount, bid_id)
+            .await
+        {
+            Ok(reply) => Ok(reply),
+            Err(BidFailure::BeforeCommit(error)) => {
+                tracing::error!(%error, %bid_id, user = %user, "bid failed before its write");
+                Ok(self.bid_result(bid_id, Err(BidReason::Unavailable)))
+            }
+            Err(BidFailure::AtCommit(error)) => {
+                tracing::error!(%error, %bid_id, user = %user, "bid write failed: outcome unknown");
+                Ok(self.bid_result(bid_id, Ok(BidStatus::Unknown)))
             }
         }
     }
 
-    /// Push the auction's new state to its other subscribers.
+    async fn try_bid(
+        &self,
+        connection: &ConnectionId,
+        user: &UserId,
+        auction_id: &AuctionId,
+        amount: Amount,
+        bid_id: &BidId,
+    ) -> Result<Reply, BidFailure> {
+        use BidFailure::{AtCommit, BeforeCommit};
+        let Some(auction) = self.find_auction(auction_id).await.map_err(BeforeCommit)? else {
+            return Ok(self.bid_result(bid_id, Err(BidReason::UnknownAuction)));
+        };
+        // A replay (in any Region's copy we hold) answers from the copy: check order matters,
+        // a replay must answer `duplicate` even if the auction has since moved past it.
+        let copies = self
+            .store
+            .bid_copies(auction_id, user, bid_id)
+            .await
+            .map_err(BeforeCommit)?;
+        if let Some(reply) = self.replay_answer(bid_id, amount, &copies) {
+            return Ok(reply);
+        }
+        for attempt in 0..COMMIT_ATTEMPTS {
+            let now = self.clock.now_ms();
+            if !auction.is_open(now) {
+                return Ok(self.bid_result(bid_id, Err(BidReason::AuctionClosed)));
+            }
+            let summaries = self
+                .store
+                .summaries(auction_id)
+                .await
+                .map_err(BeforeCommit)?;
+            let before = AuctionSnapshot::merge(&summaries);
+            if amount.get() < auction.minimum_next_bid(before.high_bid.as_ref()) {
+                let reason = if before.high_bid.is_none() {
+                    BidReason::BelowStartingPrice
+                } else {
+                    BidReason::TooLow
+                };
+                return Ok(self.bid_result(bid_id, Err(reason)));
+            }
+            let own = summaries
+                .iter()
+                .filter(|s| s.region == self.region)
+                .max_by_key(|s| s.accepted)
+                .cloned()
+                .unwrap_or_else(|| RegionSummary::empty(self.region.clone()));
+            let bid = BidRecord {
+                auction_id: auction_id.clone(),
+                bid_id: bid_id.clone(),
+                bidder: user.clone(),
+                amount,
+                at: now,
+                region: self.region.clone(),
+            };
+            let commit = BidCommit {
+                summary: own.with_bid(&bid),
+                expected_accepted: own.accepted,
+                // One id per attempt: it is also DynamoDB's ClientRequestToken, which must not
+                // be reused with other parameters (an attempt after a conflict differs).
+                write_id: self.write_id(),
+                bid,
+            };
+            match self.store.commit_bid(&commit).await.map_err(AtCommit)? {
+                CommitOutcome::Committed => {
+                    let after = AuctionSnapshot::merge(
+                        summaries
+                            .iter()
+                            .filter(|s| s.region != self.region)
+                            .chain(std::iter::once(&commit.summary)),
+                    );
+                    // The bid is recorded: from here on nothing may turn the answer into an
+                    // error. A failed broadcast is logged; subscribers resync on reconnect.
+                    let fanout = match self.announce(Some(connection), auction_id, &after).await {
+                        Ok(report) => Some(report),
+                        Err(error) => {
+                            tracing::warn!(%error, %bid_id, "broadcast after an accepted bid failed");
+                            None
+                        }
+                    };
+                    return Ok(Reply {
+                        message: self.bid_result(bid_id, Ok(BidStatus::Accepted)).message,
+                        fanout,
+                    });
+                }
+                CommitOutcome::Exists(existing) => {
+                    return Ok(self.replay_result(amount, &existing));
+                }
+                CommitOutcome::Conflict => {
+                    // Another bid in this Region moved the summary: decide again on fresh
+                    // state, after a short randomised pause so racing writers spread out.
+                    let pause = rand_below(1 + (2u64 << attempt.min(6)));
+                    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                }
+            }
+        }
+        Err(BeforeCommit(crate::Error::Transient(format!(
+            "the auction's summary kept moving ({COMMIT_ATTEMPTS} tries)"
+        ))))
+    }
+
+    /// Bids arrived by replication changed the auction (in AWS: the table's stream showed
+    /// another Region's summary; in the lab: the replicator applied one). Push the merged
+    /// state to every subscriber in this Region.
+    pub async fn announce_replicated(&self, auction_id: &AuctionId) -> Result<FanoutReport> {
+        let summaries = self.store.summaries(auction_id).await?;
+        let snapshot = AuctionSnapshot::merge(&summaries);
+        self.announce(None, auction_id, &snapshot).await
+    }
+
+    /// Push the auction's state to its subscribers (except the sender, who gets its answer).
     async fn announce(
         &self,
-        sender: &ConnectionId,
+        sender: Option<&ConnectionId>,
         auction_id: &AuctionId,
+        snapshot: &AuctionSnapshot,
     ) -> Result<FanoutReport> {
         let now = self.clock.now_ms();
-        let (snapshot, subscribers) = tokio::join!(
-            self.store.snapshot(auction_id),
-            self.connections.subscribers(auction_id, now),
-        );
-        let snapshot = snapshot?;
-        let targets: Vec<ConnectionId> = subscribers?.into_iter().filter(|c| c != sender).collect();
+        let subscribers = self.connections.subscribers(auction_id, now).await?;
+        let targets: Vec<ConnectionId> = subscribers
+            .into_iter()
+            .filter(|c| Some(c) != sender)
+            .collect();
         let frame = ServerMessage::BidUpdate {
             region: self.region.clone(),
             auction_id: auction_id.clone(),
             high_bid: snapshot.high_bid.as_ref().map(BidRecord::view),
             bid_count: snapshot.bid_count,
             version: snapshot.bid_count,
+            versions: snapshot.versions.clone(),
         }
         .to_json();
         Ok(broadcast(
@@ -318,11 +432,29 @@ impl AuctionService {
         .await)
     }
 
-    fn replay_result(&self, candidate: &BidRecord, existing: &BidRecord) -> Reply {
-        if existing.is_same_bid(candidate) {
-            self.bid_result(&candidate.bid_id, Ok(BidStatus::Duplicate))
+    /// The answer to a bid whose (bidder, bidId) this Region already holds copies of.
+    fn replay_answer(&self, bid_id: &BidId, amount: Amount, copies: &[BidRecord]) -> Option<Reply> {
+        if copies.is_empty() {
+            return None;
+        }
+        let status = if copies.iter().any(|c| c.amount == amount) {
+            Ok(BidStatus::Duplicate)
         } else {
-            self.bid_result(&candidate.bid_id, Err(BidReason::BidIdReused))
+            Err(BidReason::BidIdReused)
+        };
+        Some(self.bid_result(bid_id, status))
+    }
+
+    /// A fresh id for one bid attempt (the store recognises its own write by it).
+    fn write_id(&self) -> String {
+        format!("{:016x}{:016x}", rand_below(u64::MAX), rand_below(u64::MAX))
+    }
+
+    fn replay_result(&self, amount: Amount, existing: &BidRecord) -> Reply {
+        if existing.amount == amount {
+            self.bid_result(&existing.bid_id, Ok(BidStatus::Duplicate))
+        } else {
+            self.bid_result(&existing.bid_id, Err(BidReason::BidIdReused))
         }
     }
 

@@ -161,12 +161,22 @@ async fn bid_rules_table() {
             reason: None,
         },
         Row {
-            name: "reused_bid_id_by_other_user_is_rejected",
+            // A bidId is scoped to its bidder: bob's bid under alice's id is bob's own bid,
+            // judged on its amount, and cannot touch alice's.
+            name: "reused_bid_id_by_other_user_is_judged_as_their_own_bid",
             setup: &[("alice", 100, "bid-a-0001")],
             advance_ms: 0,
             bid: ("bob", 200, "bid-a-0001"),
+            status: BidStatus::Accepted,
+            reason: None,
+        },
+        Row {
+            name: "reused_bid_id_by_other_user_with_same_amount_is_too_low",
+            setup: &[("alice", 100, "bid-a-0001")],
+            advance_ms: 0,
+            bid: ("bob", 100, "bid-a-0001"),
             status: BidStatus::Rejected,
-            reason: Some("bid_id_reused"),
+            reason: Some("too_low"),
         },
         Row {
             name: "reused_bid_id_with_other_amount_is_rejected",
@@ -362,7 +372,7 @@ async fn hostile_frames_through_the_service_change_nothing() {
 }
 
 #[tokio::test]
-async fn store_outage_gives_internal_error_without_leaking_detail() {
+async fn store_outage_answers_the_bid_by_its_id_without_leaking_detail() {
     let w = world().await;
     w.store.set_outage(Some(wsdr_core::Error::Transient(
         "dynamodb: connection reset by peer 10.0.0.7".into(),
@@ -373,6 +383,29 @@ async fn store_outage_gives_internal_error_without_leaking_detail() {
             &conn("c"),
             &user("alice"),
             &bid_frame("a1", 100, "bid-a-0001"),
+        )
+        .await;
+    let text = reply.message.to_json();
+    let ServerMessage::BidResult {
+        bid_id,
+        status,
+        reason,
+        ..
+    } = reply.message
+    else {
+        panic!("not a bidResult: {text}")
+    };
+    assert_eq!(bid_id.as_str(), "bid-a-0001");
+    assert_eq!(status, BidStatus::Rejected);
+    assert_eq!(reason.as_deref(), Some("unavailable"));
+    assert!(!text.contains("10.0.0.7"));
+    // getState is not a bid: it still answers an internal error frame, without detail.
+    let reply = w
+        .service
+        .handle_frame(
+            &conn("c"),
+            &user("alice"),
+            br#"{"action":"getState","auctionId":"a1"}"#,
         )
         .await;
     let ServerMessage::Error { code, message, .. } = reply.message else {

@@ -17,3 +17,7 @@ pub const AUCTION_ID_MAX_LEN: usize = 64;
 /// Deepest JSON nesting accepted in a client frame. Real frames are flat (depth 1); this
 /// rejects nesting bombs before a recursive parser sees them.
 pub const MAX_NESTING_DEPTH: usize = 8;
+
+/// Most own bids a `state` frame lists (`you.bids`), newest first: ~100 bytes each keeps the
+/// frame well inside API Gateway's 32 KB frame size.
+pub const OWN_BIDS_MAX: usize = 100;

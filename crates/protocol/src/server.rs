@@ -19,6 +19,17 @@ pub struct HighBidView {
     pub at: u64,
 }
 
+/// How many bids each Region has accepted in an auction, as the serving Region has seen them:
+/// a version vector. Each Region's count only grows, so view `a` is at least as fresh as view
+/// `b` exactly when every count of `a` is >= the same count of `b` ([`Versions::dominates`]).
+pub type Versions = std::collections::BTreeMap<String, u64>;
+
+/// Whether `a` has seen everything `b` has (every Region's count at least as high).
+pub fn dominates(a: &Versions, b: &Versions) -> bool {
+    b.iter()
+        .all(|(region, count)| a.get(region).copied().unwrap_or(0) >= *count)
+}
+
 /// An auction as a client sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -26,10 +37,14 @@ pub struct AuctionView {
     pub id: AuctionId,
     pub item: String,
     pub high_bid: Option<HighBidView>,
+    /// Bids accepted, summed over the Regions (a bid accepted in both Regions during a split,
+    /// a replay, counts once per Region).
     pub bid_count: u64,
-    /// Grows with every accepted bid and is equal in both Regions once they have converged
-    /// (it is the number of distinct accepted bids), so a client can tell fresher from staler.
+    /// The sum of `versions`. Only grows within one Region; across Regions compare `versions`.
     pub version: u64,
+    /// Accepted bids per Region (a version vector): see [`dominates`].
+    #[serde(default)]
+    pub versions: Versions,
 }
 
 /// The caller's own last bid in an auction.
@@ -41,12 +56,30 @@ pub struct LastBidView {
     pub at: u64,
 }
 
+/// One of the caller's own standing bids.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnBidView {
+    pub bid_id: BidId,
+    pub amount: Amount,
+    /// When the first Region that recorded it took it (ms since the epoch).
+    pub at: u64,
+    /// The Region(s) whose copy the serving Region holds.
+    pub regions: Vec<String>,
+}
+
 /// The caller as the server knows them (from the token's `sub`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct YouView {
     pub user_id: String,
+    /// The caller's latest standing bid (by `at`), derived from `bids`.
     pub last_bid: Option<LastBidView>,
+    /// The caller's standing bids in this auction as the serving Region holds them, at most
+    /// [`crate::limits::OWN_BIDS_MAX`], newest first: a client settles its uncertain bids
+    /// against this list.
+    #[serde(default)]
+    pub bids: Vec<OwnBidView>,
 }
 
 /// What the server did with a bid.
@@ -57,8 +90,12 @@ pub enum BidStatus {
     Accepted,
     /// This bidId was recorded before (a replay); nothing changed.
     Duplicate,
-    /// Not recorded; `reason` says why.
+    /// Not recorded; `reason` says why. Final for this Region's copy only: a replayed bid
+    /// may already stand in another Region (see `YouView::bids`).
     Rejected,
+    /// The Region could not tell whether it recorded the bid (a store failure during the
+    /// write). Replaying it with the same bidId is safe; `getState` tells if it stands.
+    Unknown,
 }
 
 /// A frame the server sends.
@@ -81,7 +118,8 @@ pub enum ServerMessage {
         reason: Option<String>,
         region: String,
     },
-    /// Pushed to an auction's other connections after an accepted bid.
+    /// Pushed to an auction's connections after a bid accepted in this Region (to the
+    /// others) or one that arrived by replication (to everyone).
     #[serde(rename_all = "camelCase")]
     BidUpdate {
         region: String,
@@ -89,6 +127,8 @@ pub enum ServerMessage {
         high_bid: Option<HighBidView>,
         bid_count: u64,
         version: u64,
+        #[serde(default)]
+        versions: Versions,
     },
     Error {
         code: ErrorCode,

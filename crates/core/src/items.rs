@@ -1,0 +1,78 @@
+//! The items of the replicated state store, as Global Tables sees them: each write is a
+//! whole item under a key, stamped by the Region that wrote it. Adapters convert these to
+//! their storage; the lab's replicator ships them.
+
+use crate::model::{Auction, BidRecord, RegionSummary, UserId};
+use wsdr_protocol::{AuctionId, BidId};
+
+/// One replicated item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    Auction(Auction),
+    /// One Region's copy of a bid, with the id of the write that created it.
+    Bid { bid: BidRecord, write_id: String },
+    /// One Region's summary of an auction.
+    Summary {
+        auction: AuctionId,
+        summary: RegionSummary,
+    },
+}
+
+/// The key of an item: two writes with the same key are versions of one item.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ItemKey {
+    Auction(AuctionId),
+    Bid {
+        auction: AuctionId,
+        bidder: UserId,
+        bid_id: BidId,
+        region: String,
+    },
+    Summary { auction: AuctionId, region: String },
+}
+
+impl Item {
+    pub fn key(&self) -> ItemKey {
+        match self {
+            Item::Auction(a) => ItemKey::Auction(a.id.clone()),
+            Item::Bid { bid, .. } => ItemKey::Bid {
+                auction: bid.auction_id.clone(),
+                bidder: bid.bidder.clone(),
+                bid_id: bid.bid_id.clone(),
+                region: bid.region.clone(),
+            },
+            Item::Summary { auction, summary } => ItemKey::Summary {
+                auction: auction.clone(),
+                region: summary.region.clone(),
+            },
+        }
+    }
+
+    /// The auction the item belongs to.
+    pub fn auction_id(&self) -> &AuctionId {
+        match self {
+            Item::Auction(a) => &a.id,
+            Item::Bid { bid, .. } => &bid.auction_id,
+            Item::Summary { auction, .. } => auction,
+        }
+    }
+}
+
+/// A write as Global Tables replicates it: the whole item with its last-writer-wins stamp.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub item: Item,
+    /// Milliseconds since the epoch at which the writing Region wrote it, by that Region's
+    /// clock (Global Tables' own timestamp; the Regions' clocks may disagree).
+    pub written_at: u64,
+    /// The Region that wrote it; breaks ties between equal timestamps deterministically.
+    pub writer: String,
+}
+
+impl Change {
+    /// Global Tables' conflict rule between two versions of one item: the later stamp wins.
+    pub fn newer_than(&self, other: &Change) -> bool {
+        (self.written_at, &self.writer) > (other.written_at, &other.writer)
+    }
+}
+
