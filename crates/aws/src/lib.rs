@@ -18,6 +18,7 @@ mod classify;
 #[cfg(feature = "dynamodb")]
 mod connections;
 pub mod env;
+pub mod keys;
 pub mod local;
 mod metric_names;
 #[cfg(feature = "cloudwatch")]
@@ -37,7 +38,7 @@ pub use metric_names::MetricNames;
 pub use metrics::{CloudWatchMetrics, STANDARD_RESOLUTION};
 pub use notifier::ApiGatewayNotifier;
 #[cfg(feature = "dynamodb")]
-pub use state::{auction_of_key, summary_region_of_key, DynamoStateStore, IoCounts};
+pub use state::{DynamoStateStore, IoCounts};
 
 pub use aws_credential_types::provider::SharedCredentialsProvider;
 pub use aws_credential_types::Credentials;

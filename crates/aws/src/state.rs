@@ -23,6 +23,7 @@
 //! by that stamp. On AWS, Global Tables does this itself.
 
 use crate::classify::classify;
+use crate::keys::{auction_of_key, SUMMARY_PREFIX};
 use crate::schema::{PK, SK};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
@@ -46,7 +47,6 @@ type Item = HashMap<String, AttributeValue>;
 
 const META: &str = "META";
 const BID_PREFIX: &str = "BID#";
-const SUMMARY_PREFIX: &str = "SUMMARY#";
 
 /// Item reads and writes of one store, counted as DynamoDB bills them by item (a query
 /// returning 3 items reads 3; a transaction of 2 puts writes 2), for `make bench`.
@@ -303,23 +303,15 @@ fn bid_copies_prefix(bidder: &UserId, bid_id: &BidId) -> String {
 }
 
 fn bid_sk(bid: &BidRecord) -> String {
-    format!("{}{}", bid_copies_prefix(&bid.bidder, &bid.bid_id), bid.region)
+    format!(
+        "{}{}",
+        bid_copies_prefix(&bid.bidder, &bid.bid_id),
+        bid.region
+    )
 }
 
 fn summary_sk(region: &str) -> String {
     format!("{SUMMARY_PREFIX}{region}")
-}
-
-/// The auction id of a state-table partition key (`AUCTION#<id>`), if it is one.
-pub fn auction_of_key(pk: &str) -> Option<AuctionId> {
-    pk.strip_prefix("AUCTION#")
-        .and_then(|id| AuctionId::new(id).ok())
-}
-
-/// The Region of a summary's sort key (`SUMMARY#<region>`), if it is one: the stream handler
-/// learns from the key alone that another Region's summary changed.
-pub fn summary_region_of_key(sk: &str) -> Option<&str> {
-    sk.strip_prefix(SUMMARY_PREFIX)
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -433,10 +425,8 @@ fn parse_summary(auction_id: &AuctionId, item: &Item) -> Result<RegionSummary> {
         Some(_) => Some(BidRecord {
             auction_id: auction_id.clone(),
             bid_id: BidId::new(get_s(item, "highBidId")?).map_err(|_| malformed("highBidId"))?,
-            bidder: UserId::new(get_s(item, "highBidder")?)
-                .map_err(|_| malformed("highBidder"))?,
-            amount: Amount::new(get_n(item, "highAmount")?)
-                .map_err(|_| malformed("highAmount"))?,
+            bidder: UserId::new(get_s(item, "highBidder")?).map_err(|_| malformed("highBidder"))?,
+            amount: Amount::new(get_n(item, "highAmount")?).map_err(|_| malformed("highAmount"))?,
             at: get_n(item, "highAt")?,
             region: get_s(item, "highRegion")?.to_owned(),
         }),
@@ -498,7 +488,8 @@ fn cancelled_outcome(
             _ => parse_bid(&commit.bid.auction_id, &old).map(CommitOutcome::Exists),
         });
     }
-    if code(1) == "ConditionalCheckFailed" || code(0) == "TransactionConflict"
+    if code(1) == "ConditionalCheckFailed"
+        || code(0) == "TransactionConflict"
         || code(1) == "TransactionConflict"
     {
         return Some(Ok(CommitOutcome::Conflict));
@@ -614,7 +605,10 @@ impl StateStore for DynamoStateStore {
                 );
                 Ok(CommitOutcome::Committed)
             }
-            Err(e) => match e.as_service_error().and_then(|se| cancelled_outcome(se, commit)) {
+            Err(e) => match e
+                .as_service_error()
+                .and_then(|se| cancelled_outcome(se, commit))
+            {
                 Some(outcome) => outcome,
                 None => Err(classify(&e)),
             },

@@ -80,7 +80,10 @@ async fn commit_is_idempotent_per_bidder_and_bid_id() {
     let s1 = RegionSummary::empty("us-east-1").with_bid(&first);
     let w1 = token("w1");
     assert_eq!(
-        store.commit_bid(&commit(&first, &w1, 0, s1.clone())).await.unwrap(),
+        store
+            .commit_bid(&commit(&first, &w1, 0, s1.clone()))
+            .await
+            .unwrap(),
         CommitOutcome::Committed
     );
     // Another request with the same (bidder, bidId) finds the copy; nothing is written.
@@ -94,19 +97,28 @@ async fn commit_is_idempotent_per_bidder_and_bid_id() {
     );
     // The same commit tried again (an SDK retry of a committed write) is recognised.
     assert_eq!(
-        store.commit_bid(&commit(&first, &w1, 0, s1.clone())).await.unwrap(),
+        store
+            .commit_bid(&commit(&first, &w1, 0, s1.clone()))
+            .await
+            .unwrap(),
         CommitOutcome::Committed
     );
     // mallory's bid under alice's bidId is a different item: it cannot touch alice's.
     let reuse = bid("bid-00000001", "mallory", 9_999, 100);
     let s2 = s1.with_bid(&reuse);
     assert_eq!(
-        store.commit_bid(&commit(&reuse, &token("w3"), 1, s2.clone())).await.unwrap(),
+        store
+            .commit_bid(&commit(&reuse, &token("w3"), 1, s2.clone()))
+            .await
+            .unwrap(),
         CommitOutcome::Committed
     );
     let alice = UserId::new("alice").unwrap();
     assert_eq!(
-        store.bid_copies(&a1(), &alice, &first.bid_id).await.unwrap(),
+        store
+            .bid_copies(&a1(), &alice, &first.bid_id)
+            .await
+            .unwrap(),
         vec![first.clone()]
     );
     let snapshot = store.snapshot(&a1()).await.unwrap();
@@ -121,12 +133,20 @@ async fn commit_against_a_moved_summary_is_a_conflict_and_writes_nothing() {
     let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
     let first = bid("bid-00000001", "alice", 150, 10);
     let s1 = RegionSummary::empty("us-east-1").with_bid(&first);
-    store.commit_bid(&commit(&first, &token("w1"), 0, s1.clone())).await.unwrap();
+    store
+        .commit_bid(&commit(&first, &token("w1"), 0, s1.clone()))
+        .await
+        .unwrap();
     // Decided on the empty summary, but alice's bid moved it: conflict, no copy written.
     let late = bid("bid-00000002", "bob", 140, 11);
     assert_eq!(
         store
-            .commit_bid(&commit(&late, &token("w2"), 0, RegionSummary::empty("us-east-1").with_bid(&late)))
+            .commit_bid(&commit(
+                &late,
+                &token("w2"),
+                0,
+                RegionSummary::empty("us-east-1").with_bid(&late)
+            ))
             .await
             .unwrap(),
         CommitOutcome::Conflict
@@ -149,7 +169,12 @@ async fn bidder_key_segment_cannot_alias_another_bidder() {
         let next = summary.with_bid(b);
         assert_eq!(
             store
-                .commit_bid(&commit(b, &token(&format!("w{i}")), summary.accepted, next.clone()))
+                .commit_bid(&commit(
+                    b,
+                    &token(&format!("w{i}")),
+                    summary.accepted,
+                    next.clone()
+                ))
                 .await
                 .unwrap(),
             CommitOutcome::Committed
@@ -157,7 +182,10 @@ async fn bidder_key_segment_cannot_alias_another_bidder() {
         summary = next;
     }
     for b in [&tricky, &plain, &percent] {
-        assert_eq!(store.user_bids(&a1(), &b.bidder, 10).await.unwrap(), vec![b.clone()]);
+        assert_eq!(
+            store.user_bids(&a1(), &b.bidder, 10).await.unwrap(),
+            vec![b.clone()]
+        );
     }
 }
 
@@ -178,7 +206,12 @@ async fn summary_merge_picks_the_same_high_bid_as_the_domain_rank() {
         );
         let next = summary.with_bid(&b);
         let outcome = store
-            .commit_bid(&commit(&b, &token(&format!("w{i}")), summary.accepted, next.clone()))
+            .commit_bid(&commit(
+                &b,
+                &token(&format!("w{i}")),
+                summary.accepted,
+                next.clone(),
+            ))
             .await
             .unwrap();
         assert_eq!(outcome, CommitOutcome::Committed);
@@ -206,7 +239,9 @@ async fn lossy_proxy(upstream: String) -> (String, Arc<AtomicUsize>) {
     let seen = dropped.clone();
     tokio::spawn(async move {
         loop {
-            let Ok((client, _)) = listener.accept().await else { return };
+            let Ok((client, _)) = listener.accept().await else {
+                return;
+            };
             let upstream = upstream.clone();
             let dropped = seen.clone();
             tokio::spawn(async move {
@@ -278,7 +313,10 @@ async fn sdk_retry_after_a_lost_commit_response_is_committed_once() {
         .commit_bid(&commit(&first, &token("lost-resp"), 0, s1.clone()))
         .await
         .unwrap();
-    assert!(dropped.load(Ordering::SeqCst) >= 2, "the first response was dropped and the SDK retried");
+    assert!(
+        dropped.load(Ordering::SeqCst) >= 2,
+        "the first response was dropped and the SDK retried"
+    );
     assert_eq!(outcome, CommitOutcome::Committed);
     let check = DynamoStateStore::new(direct, table);
     assert_eq!(check.summaries(&a1()).await.unwrap(), vec![s1]);

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use futures::{SinkExt, StreamExt};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -17,8 +17,8 @@ use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use wsdr_protocol::{
-    parse_server_frame, Amount, AuctionId, AuctionView, BidId, BidStatus, ClientMessage, ErrorCode,
-    HighBidView, ServerFrame, ServerMessage, YouView,
+    dominates, parse_server_frame, Amount, AuctionId, AuctionView, BidId, BidStatus, ClientMessage,
+    ErrorCode, HighBidView, ServerFrame, ServerMessage, Versions, YouView,
 };
 
 /// Supplies a token for every (re)connect. `refresh` is true after the server refused the
@@ -136,19 +136,30 @@ pub enum Event {
         you: YouView,
         outage: Option<Duration>,
     },
-    /// A pushed update of a subscribed auction.
+    /// A pushed update of a subscribed auction. Pushes older than the view the client
+    /// already has (its `versions` dominated by the last view's) are not reported.
     StateUpdated {
         region: String,
         auction_id: AuctionId,
         high_bid: Option<HighBidView>,
         bid_count: u64,
         version: u64,
+        versions: Versions,
     },
     BidResult {
         bid_id: BidId,
         status: BidStatus,
         reason: Option<String>,
         region: String,
+    },
+    /// The final word on a bid whose [`Event::BidResult`] could not be: a replay rejected by a
+    /// Region that had not seen the first copy, or an `unknown` answer. `stands: true` once a
+    /// `state` lists it among the user's bids (or it is the high bid); `stands: false` if it
+    /// was not seen within [`ClientConfig::settle_window`].
+    BidSettled {
+        bid_id: BidId,
+        stands: bool,
+        region: Option<String>,
     },
     /// A queued offline bid outlived `max_age` and was dropped unsent.
     BidExpired {
@@ -206,6 +217,9 @@ pub struct ClientConfig {
     pub url_provider: Option<Arc<dyn Fn() -> String + Send + Sync>>,
     /// Client-assisted failover (off by default: DNS alone decides).
     pub fallback: Option<Fallback>,
+    /// How long an uncertain bid is watched for (re-read with `getState` at every heartbeat)
+    /// before it is settled as not standing.
+    pub settle_window: Duration,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -234,6 +248,7 @@ impl ClientBuilder {
                 url: url.into(),
                 token_provider: Arc::new(StaticToken(String::new())),
                 placement: TokenPlacement::QueryString,
+                settle_window: Duration::from_secs(120),
                 heartbeat_interval: Duration::from_secs(30),
                 heartbeat_timeout: Duration::from_secs(35),
                 failure_threshold: 2,
@@ -288,6 +303,11 @@ impl ClientBuilder {
         self.config.auctions.push(auction);
         self
     }
+    pub fn settle_window(mut self, window: Duration) -> Self {
+        self.config.settle_window = window;
+        self
+    }
+
     pub fn offline_bids(mut self, policy: OfflineBids) -> Self {
         self.config.offline_bids = policy;
         self
@@ -332,6 +352,10 @@ impl ClientBuilder {
             commands: command_rx,
             rng,
             unconfirmed: Vec::new(),
+            doubtful: Vec::new(),
+            views: HashMap::new(),
+            user_id: None,
+            resend: Vec::new(),
             queued: VecDeque::new(),
             attempt: 0,
             outage_since: None,
@@ -409,13 +433,29 @@ impl Client {
 
 struct PendingBid {
     bid_id: BidId,
+    auction_id: AuctionId,
+    amount: Amount,
     frame: String,
+    /// Sessions this bid was sent in: more than one means a replay.
+    sends: u32,
 }
 
 struct QueuedBid {
     bid_id: BidId,
+    auction_id: AuctionId,
+    amount: Amount,
     frame: String,
     queued_at: Instant,
+}
+
+/// A bid whose answer was not final: a replay rejected where the first copy may stand, or an
+/// `unknown` answer. Settled against the user's bids in later `state` frames.
+struct DoubtfulBid {
+    bid: PendingBid,
+    since: Instant,
+    /// The server could not tell whether it recorded the bid: resend it if a `state` does not
+    /// list it (a replay is safe: bids are idempotent).
+    unknown: bool,
 }
 
 struct Runner {
@@ -425,6 +465,14 @@ struct Runner {
     rng: SmallRng,
     /// Sent, not yet answered: replayed with the same bid id after every reconnect.
     unconfirmed: Vec<PendingBid>,
+    /// Answered, but not finally: see [`DoubtfulBid`].
+    doubtful: Vec<DoubtfulBid>,
+    /// The freshest version vector seen per auction (stale pushes are dropped).
+    views: HashMap<AuctionId, Versions>,
+    /// The user as the server names them (from the first `state`).
+    user_id: Option<String>,
+    /// Frames to send as soon as the session loop can (resends of `unknown` bids).
+    resend: Vec<String>,
     /// Made while offline, not yet sent.
     queued: VecDeque<QueuedBid>,
     attempt: u32,
@@ -555,7 +603,9 @@ impl Runner {
                     OfflineBids::Queue { .. } => {
                         self.queued.push_back(QueuedBid {
                             bid_id: bid_id.clone(),
-                            frame: bid_frame(auction_id, amount, bid_id.clone()),
+                            frame: bid_frame(auction_id.clone(), amount, bid_id.clone()),
+                            auction_id,
+                            amount,
                             queued_at: Instant::now(),
                         });
                         Ok(bid_id)
@@ -686,7 +736,10 @@ impl Runner {
         if self.config.auctions.is_empty() {
             outgoing.push(ClientMessage::Heartbeat.to_json());
         }
-        outgoing.extend(self.unconfirmed.iter().map(|p| p.frame.clone()));
+        for pending in &mut self.unconfirmed {
+            pending.sends += 1;
+            outgoing.push(pending.frame.clone());
+        }
         let max_age = match self.config.offline_bids {
             OfflineBids::Queue { max_age, .. } => max_age,
             OfflineBids::Reject => Duration::ZERO,
@@ -701,7 +754,10 @@ impl Runner {
             outgoing.push(queued.frame.clone());
             self.unconfirmed.push(PendingBid {
                 bid_id: queued.bid_id,
+                auction_id: queued.auction_id,
+                amount: queued.amount,
                 frame: queued.frame,
+                sends: 1,
             });
         }
         for frame in outgoing {
@@ -798,6 +854,16 @@ impl Runner {
                                 }
                                 other => self.on_message(other),
                             }
+                            let mut failed = false;
+                            for frame in std::mem::take(&mut self.resend) {
+                                if ws.send(Message::text(frame)).await.is_err() {
+                                    failed = true;
+                                    break;
+                                }
+                            }
+                            if failed {
+                                break DisconnectReason::Error("send failed".into());
+                            }
                         }
                         Err(error) => tracing::debug!(%error, "unreadable frame ignored"),
                     }
@@ -828,6 +894,17 @@ impl Runner {
                     }
                     if ws.send(Message::text(ClientMessage::Heartbeat.to_json())).await.is_err() {
                         break DisconnectReason::Error("heartbeat send failed".into());
+                    }
+                    // Uncertain bids: look again (getState lists the user's standing bids).
+                    let mut failed = false;
+                    for frame in self.recheck_doubtful() {
+                        if ws.send(Message::text(frame)).await.is_err() {
+                            failed = true;
+                            break;
+                        }
+                    }
+                    if failed {
+                        break DisconnectReason::Error("send failed".into());
                     }
                     outstanding = true;
                     round_failed = false;
@@ -878,8 +955,14 @@ impl Runner {
                         }
                     }
                     Some(Command::Bid { auction_id, amount, bid_id, reply }) => {
-                        let frame = bid_frame(auction_id, amount, bid_id.clone());
-                        self.unconfirmed.push(PendingBid { bid_id: bid_id.clone(), frame: frame.clone() });
+                        let frame = bid_frame(auction_id.clone(), amount, bid_id.clone());
+                        self.unconfirmed.push(PendingBid {
+                            bid_id: bid_id.clone(),
+                            auction_id,
+                            amount,
+                            frame: frame.clone(),
+                            sends: 1,
+                        });
                         let _ = reply.send(Ok(bid_id));
                         if ws.send(Message::text(frame)).await.is_err() {
                             break DisconnectReason::Error("send failed".into());
@@ -917,6 +1000,12 @@ impl Runner {
                 if let Some(policy) = self.policy.as_mut() {
                     policy.on_restored(&region);
                 }
+                // An explicit read replaces the view, even one that looks older: after a
+                // Region is lost for good, the survivor's view is the truth.
+                self.views
+                    .insert(auction.id.clone(), auction.versions.clone());
+                self.user_id = Some(you.user_id.clone());
+                self.settle_from_state(&region, &auction, &you);
                 self.emit(Event::StateRestored {
                     region,
                     auction,
@@ -930,20 +1019,51 @@ impl Runner {
                 high_bid,
                 bid_count,
                 version,
-            } => self.emit(Event::StateUpdated {
-                region,
-                auction_id,
-                high_bid,
-                bid_count,
-                version,
-            }),
+                versions,
+            } => {
+                let known = self.views.entry(auction_id.clone()).or_default();
+                if *known != versions && dominates(known, &versions) {
+                    tracing::debug!(%auction_id, "stale push ignored");
+                    return;
+                }
+                for (r, count) in &versions {
+                    let slot = known.entry(r.clone()).or_insert(0);
+                    *slot = (*slot).max(*count);
+                }
+                if let Some(high) = &high_bid {
+                    self.settle_if_mine(&region, &auction_id, high);
+                }
+                self.emit(Event::StateUpdated {
+                    region,
+                    auction_id,
+                    high_bid,
+                    bid_count,
+                    version,
+                    versions,
+                })
+            }
             ServerMessage::BidResult {
                 bid_id,
                 status,
                 reason,
                 region,
             } => {
-                self.unconfirmed.retain(|p| p.bid_id != bid_id);
+                let position = self.unconfirmed.iter().position(|p| p.bid_id == bid_id);
+                if let Some(pending) = position.map(|i| self.unconfirmed.remove(i)) {
+                    // A replay rejected by a Region that may not have seen the first copy yet
+                    // (too_low, closed...), or an unknown outcome: not final. A rejection of a
+                    // bid sent once is final: no copy can exist anywhere.
+                    let replayed_and_rejected = status == BidStatus::Rejected
+                        && pending.sends > 1
+                        && reason.as_deref() != Some("bid_id_reused");
+                    if replayed_and_rejected || status == BidStatus::Unknown {
+                        self.doubtful.push(DoubtfulBid {
+                            bid: pending,
+                            since: Instant::now(),
+                            unknown: status == BidStatus::Unknown,
+                        });
+                    }
+                }
                 self.emit(Event::BidResult {
                     bid_id,
                     status,
@@ -956,6 +1076,83 @@ impl Runner {
             }
             ServerMessage::Pong { .. } => {}
         }
+    }
+
+    /// Settle uncertain bids of this auction against the user's standing bids.
+    fn settle_from_state(&mut self, region: &str, auction: &AuctionView, you: &YouView) {
+        let mut still = Vec::new();
+        for doubt in std::mem::take(&mut self.doubtful) {
+            let listed = doubt.bid.auction_id == auction.id
+                && you
+                    .bids
+                    .iter()
+                    .any(|b| b.bid_id == doubt.bid.bid_id && b.amount == doubt.bid.amount);
+            if listed {
+                self.emit(Event::BidSettled {
+                    bid_id: doubt.bid.bid_id,
+                    stands: true,
+                    region: Some(region.to_owned()),
+                });
+            } else if doubt.unknown && doubt.bid.auction_id == auction.id {
+                // Not recorded here: send it again (same bidId, so at most one copy per
+                // Region), and let its answer decide.
+                self.resend.push(doubt.bid.frame.clone());
+                self.unconfirmed.push(doubt.bid);
+            } else {
+                still.push(doubt);
+            }
+        }
+        self.doubtful = still;
+    }
+
+    /// A pushed high bid that is one of the user's uncertain bids settles it.
+    fn settle_if_mine(&mut self, region: &str, auction_id: &AuctionId, high: &HighBidView) {
+        if self.user_id.as_deref() != Some(high.bidder.as_str()) {
+            return;
+        }
+        let position = self.doubtful.iter().position(|d| {
+            d.bid.auction_id == *auction_id
+                && d.bid.bid_id == high.bid_id
+                && d.bid.amount == high.amount
+        });
+        if let Some(i) = position {
+            let doubt = self.doubtful.remove(i);
+            self.emit(Event::BidSettled {
+                bid_id: doubt.bid.bid_id,
+                stands: true,
+                region: Some(region.to_owned()),
+            });
+        }
+    }
+
+    /// At a heartbeat: settle as not standing what the window has given up on, and return
+    /// the `getState` frames that look again at the rest.
+    fn recheck_doubtful(&mut self) -> Vec<String> {
+        let window = self.config.settle_window;
+        let (expired, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.doubtful)
+            .into_iter()
+            .partition(|d| d.since.elapsed() >= window);
+        self.doubtful = kept;
+        for doubt in expired {
+            self.emit(Event::BidSettled {
+                bid_id: doubt.bid.bid_id,
+                stands: false,
+                region: None,
+            });
+        }
+        let mut auctions: Vec<&AuctionId> =
+            self.doubtful.iter().map(|d| &d.bid.auction_id).collect();
+        auctions.sort();
+        auctions.dedup();
+        auctions
+            .into_iter()
+            .map(|auction_id| {
+                ClientMessage::GetState {
+                    auction_id: auction_id.clone(),
+                }
+                .to_json()
+            })
+            .collect()
     }
 }
 

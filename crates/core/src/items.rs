@@ -10,7 +10,10 @@ use wsdr_protocol::{AuctionId, BidId};
 pub enum Item {
     Auction(Auction),
     /// One Region's copy of a bid, with the id of the write that created it.
-    Bid { bid: BidRecord, write_id: String },
+    Bid {
+        bid: BidRecord,
+        write_id: String,
+    },
     /// One Region's summary of an auction.
     Summary {
         auction: AuctionId,
@@ -28,7 +31,10 @@ pub enum ItemKey {
         bid_id: BidId,
         region: String,
     },
-    Summary { auction: AuctionId, region: String },
+    Summary {
+        auction: AuctionId,
+        region: String,
+    },
 }
 
 impl Item {
@@ -75,4 +81,3 @@ impl Change {
         (self.written_at, &self.writer) > (other.written_at, &other.writer)
     }
 }
-

@@ -6,12 +6,12 @@
 //! per-item last-writer-wins and no condition, the MREC rule. The lab wires two of these with a
 //! lagging, cuttable link between them.
 
+pub use crate::items::{Change, Item, ItemKey};
 use crate::model::{Auction, BidRecord, ConnectionId, RegionSummary, UserId};
 use crate::ports::{
     BidCommit, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier, StateStore,
 };
 use crate::{Error, Result};
-pub use crate::items::{Change, Item, ItemKey};
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,7 +77,10 @@ impl MemoryStateStore {
     pub fn apply_replicated(&self, change: Change) -> bool {
         let mut items = lock(&self.items);
         let key = change.item.key();
-        if items.get(&key).is_none_or(|current| change.newer_than(current)) {
+        if items
+            .get(&key)
+            .is_none_or(|current| change.newer_than(current))
+        {
             items.insert(key, change);
             return true;
         }
@@ -140,15 +143,13 @@ impl StateStore for MemoryStateStore {
 
     async fn auction(&self, id: &AuctionId) -> Result<Option<Auction>> {
         self.check_outage()?;
-        Ok(
-            match lock(&self.items).get(&ItemKey::Auction(id.clone())) {
-                Some(Change {
-                    item: Item::Auction(a),
-                    ..
-                }) => Some(a.clone()),
-                _ => None,
-            },
-        )
+        Ok(match lock(&self.items).get(&ItemKey::Auction(id.clone())) {
+            Some(Change {
+                item: Item::Auction(a),
+                ..
+            }) => Some(a.clone()),
+            _ => None,
+        })
     }
 
     async fn bid_copies(
@@ -171,7 +172,10 @@ impl StateStore for MemoryStateStore {
     async fn summaries(&self, auction: &AuctionId) -> Result<Vec<RegionSummary>> {
         self.check_outage()?;
         Ok(self.select(|item| match item {
-            Item::Summary { auction: a, summary } if a == auction => Some(summary.clone()),
+            Item::Summary {
+                auction: a,
+                summary,
+            } if a == auction => Some(summary.clone()),
             _ => None,
         }))
     }

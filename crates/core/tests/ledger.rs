@@ -96,11 +96,16 @@ impl World {
         }
     }
 
-    async fn bid(&self, r: usize, who: &str, amount: u64, bid_id: &str) -> (BidStatus, Option<String>) {
+    async fn bid(
+        &self,
+        r: usize,
+        who: &str,
+        amount: u64,
+        bid_id: &str,
+    ) -> (BidStatus, Option<String>) {
         self.clock.advance(1);
-        let frame = format!(
-            r#"{{"action":"bid","auctionId":"a1","amount":{amount},"bidId":"{bid_id}"}}"#
-        );
+        let frame =
+            format!(r#"{{"action":"bid","auctionId":"a1","amount":{amount},"bidId":"{bid_id}"}}"#);
         let reply = self.regions[r]
             .service
             .handle_frame(&conn(who, r), &user(who), frame.as_bytes())
@@ -146,11 +151,17 @@ fn conn(who: &str, r: usize) -> ConnectionId {
 #[tokio::test]
 async fn bid_id_reuse_by_another_user_in_the_other_region_erases_nothing() {
     let mut w = world().await;
-    assert_eq!(w.bid(0, "alice", 500_000, "bid-alice-01").await.0, BidStatus::Accepted);
+    assert_eq!(
+        w.bid(0, "alice", 500_000, "bid-alice-01").await.0,
+        BidStatus::Accepted
+    );
     // Partition: mallory sends alice's bidId, seen in a bidUpdate, with a lower amount to the
     // Region that has never seen it. It is mallory's own bid there (an honest acceptance at
     // that Region's view), never a write over alice's.
-    assert_eq!(w.bid(1, "mallory", 200_000, "bid-alice-01").await.0, BidStatus::Accepted);
+    assert_eq!(
+        w.bid(1, "mallory", 200_000, "bid-alice-01").await.0,
+        BidStatus::Accepted
+    );
     w.replicate(1).await;
     for r in 0..2 {
         assert_eq!(
@@ -170,8 +181,14 @@ async fn bid_id_reuse_by_another_user_in_the_other_region_erases_nothing() {
 #[tokio::test]
 async fn own_bid_id_reused_with_another_amount_in_both_regions_keeps_both() {
     let mut w = world().await;
-    assert_eq!(w.bid(0, "alice", 300, "bid-alice-02").await.0, BidStatus::Accepted);
-    assert_eq!(w.bid(1, "alice", 400, "bid-alice-02").await.0, BidStatus::Accepted);
+    assert_eq!(
+        w.bid(0, "alice", 300, "bid-alice-02").await.0,
+        BidStatus::Accepted
+    );
+    assert_eq!(
+        w.bid(1, "alice", 400, "bid-alice-02").await.0,
+        BidStatus::Accepted
+    );
     w.replicate(2).await;
     for r in 0..2 {
         let (_, you) = w.state(r, "alice").await;
@@ -191,9 +208,15 @@ async fn own_bid_id_reused_with_another_amount_in_both_regions_keeps_both() {
 async fn replay_rejected_in_the_other_region_is_listed_as_standing_after_heal() {
     let mut w = world().await;
     // alice's bid is accepted in the east; its answer is lost; partition.
-    assert_eq!(w.bid(0, "alice", 150, "bid-alice-03").await.0, BidStatus::Accepted);
+    assert_eq!(
+        w.bid(0, "alice", 150, "bid-alice-03").await.0,
+        BidStatus::Accepted
+    );
     // Meanwhile bob bids higher in the west, and alice's client replays there: too_low.
-    assert_eq!(w.bid(1, "bob", 200, "bid-bob-0003").await.0, BidStatus::Accepted);
+    assert_eq!(
+        w.bid(1, "bob", 200, "bid-bob-0003").await.0,
+        BidStatus::Accepted
+    );
     assert_eq!(
         w.bid(1, "alice", 150, "bid-alice-03").await,
         (BidStatus::Rejected, Some("too_low".into()))
@@ -220,10 +243,19 @@ async fn equal_bids_in_a_split_converge_to_one_stable_winner() {
         let mut w = world().await;
         // Split: equal amounts in both Regions, and one of them replayed into the other
         // Region where it is accepted again (a second copy with a later `at`).
-        assert_eq!(w.bid(0, "alice", 250, "bid-alice-04").await.0, BidStatus::Accepted);
-        assert_eq!(w.bid(1, "bob", 250, "bid-bob-00004").await.0, BidStatus::Accepted);
+        assert_eq!(
+            w.bid(0, "alice", 250, "bid-alice-04").await.0,
+            BidStatus::Accepted
+        );
+        assert_eq!(
+            w.bid(1, "bob", 250, "bid-bob-00004").await.0,
+            BidStatus::Accepted
+        );
         w.clock.advance(50);
-        assert_eq!(w.bid(1, "carol", 240, "bid-carol-004").await.0, BidStatus::Rejected);
+        assert_eq!(
+            w.bid(1, "carol", 240, "bid-carol-004").await.0,
+            BidStatus::Rejected
+        );
         w.replicate(seed).await;
         let east = w.high(0).await;
         let west = w.high(1).await;
@@ -241,14 +273,29 @@ async fn replayed_bid_copies_in_both_regions_rank_by_the_earliest_copy() {
     let mut w = world().await;
     // alice's bid lands in the east; the ack is lost; her replay lands in the west before
     // replication, where it is new: two copies of one bid, with different `at`.
-    assert_eq!(w.bid(0, "alice", 300, "bid-alice-05").await.0, BidStatus::Accepted);
+    assert_eq!(
+        w.bid(0, "alice", 300, "bid-alice-05").await.0,
+        BidStatus::Accepted
+    );
     let first_at = wsdr_core::Clock::now_ms(w.clock.as_ref());
     w.clock.advance(40);
-    assert_eq!(w.bid(1, "alice", 300, "bid-alice-05").await.0, BidStatus::Accepted);
-    assert_eq!(w.bid(1, "bob", 305, "bid-bob-00005").await.0, BidStatus::Rejected);
+    assert_eq!(
+        w.bid(1, "alice", 300, "bid-alice-05").await.0,
+        BidStatus::Accepted
+    );
+    assert_eq!(
+        w.bid(1, "bob", 305, "bid-bob-00005").await.0,
+        BidStatus::Rejected
+    );
     w.replicate(5).await;
     for r in 0..2 {
-        let high = w.regions[r].store.snapshot(&a1()).await.unwrap().high_bid.unwrap();
+        let high = w.regions[r]
+            .store
+            .snapshot(&a1())
+            .await
+            .unwrap()
+            .high_bid
+            .unwrap();
         assert_eq!(high.bidder.as_str(), "alice");
         assert_eq!(high.at, first_at, "the earliest copy, in both Regions");
         let (_, you) = w.state(r, "alice").await;
@@ -263,8 +310,15 @@ async fn replicated_bid_is_pushed_to_subscribers_in_the_other_region() {
     // carol watches the auction in the west.
     w.state(1, "carol").await;
     let sent_before = w.regions[1].notifier.sent().len();
-    assert_eq!(w.bid(0, "alice", 700, "bid-alice-06").await.0, BidStatus::Accepted);
-    assert_eq!(w.regions[1].notifier.sent().len(), sent_before, "not replicated yet");
+    assert_eq!(
+        w.bid(0, "alice", 700, "bid-alice-06").await.0,
+        BidStatus::Accepted
+    );
+    assert_eq!(
+        w.regions[1].notifier.sent().len(),
+        sent_before,
+        "not replicated yet"
+    );
     w.replicate(6).await;
     let sent = w.regions[1].notifier.sent();
     let (to, frame) = sent.last().expect("a push in the west");

@@ -4,7 +4,7 @@
 //! (crate::history). A violation prints the run's seed, its schedule and the operations on the
 //! bids involved.
 
-use crate::history::{check, Answer, FinalState, Op, UserEnd, Violation};
+use crate::history::{check, Answer, BidKey, FinalState, Op, Record, UserEnd, Violation};
 use crate::lab::{Fault, Lab, LabConfig};
 use crate::scale::TimeScale;
 use crate::users::{user_client, wait_for};
@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use wsdr_client::Event;
-use wsdr_protocol::{Amount, AuctionId, BidStatus};
+use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus};
 
 /// One step of a run's fault schedule (durations in AWS seconds).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -232,6 +232,9 @@ struct UserState {
     /// replay, in another Region.
     invoked_at: HashMap<String, u64>,
     resynced: bool,
+    /// The bidId of the last high bid pushed to this user by someone else: a hostile user
+    /// reuses it for a bid of its own.
+    others_bid_id: Option<BidId>,
 }
 
 impl UserState {
@@ -247,7 +250,8 @@ impl UserState {
 }
 
 struct Shared {
-    ops: Mutex<HashMap<String, Op>>,
+    /// Keyed by (bidder, bidId): a bidId is scoped to its bidder.
+    ops: Mutex<HashMap<BidKey, Op>>,
     users: Vec<Mutex<UserState>>,
 }
 
@@ -361,26 +365,38 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
 
     let mut regions = Vec::new();
     for (name, region) in lab.config.regions.iter().zip(&lab.regions) {
-        let bids = region
-            .store
-            .all_bids(&auction)
-            .await?
-            .into_iter()
-            .map(|b| {
-                (
-                    b.bid_id.as_str().to_owned(),
-                    (b.bidder.as_str().to_owned(), b.amount.get()),
-                )
-            })
-            .collect();
+        let copies = region.store.all_bids(&auction).await?;
+        let mut bids: std::collections::BTreeMap<BidKey, Vec<Record>> = Default::default();
+        for copy in &copies {
+            let records = bids
+                .entry((
+                    copy.bidder.as_str().to_owned(),
+                    copy.bid_id.as_str().to_owned(),
+                ))
+                .or_default();
+            match records.iter_mut().find(|r| r.amount == copy.amount.get()) {
+                Some(record) => record.at = record.at.min(copy.at),
+                None => records.push(Record {
+                    amount: copy.amount.get(),
+                    at: copy.at,
+                }),
+            }
+        }
+        for records in bids.values_mut() {
+            records.sort_by_key(|r| r.amount);
+        }
         let snapshot = region.store.snapshot(&auction).await?;
         regions.push(FinalState {
             region: name.clone(),
             bids,
-            high: snapshot
-                .high_bid
-                .as_ref()
-                .map(|b| (b.bid_id.as_str().to_owned(), b.amount.get())),
+            copies: copies.len(),
+            high: snapshot.high_bid.as_ref().map(|b| {
+                (
+                    b.bidder.as_str().to_owned(),
+                    b.bid_id.as_str().to_owned(),
+                    b.amount.get(),
+                )
+            }),
             bid_count: snapshot.bid_count,
         });
     }
@@ -388,8 +404,12 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     let violations = check(&ops, &regions, converged, &users);
     let evidence: Vec<Op> = violations
         .iter()
-        .filter_map(Violation::bid_id)
-        .filter_map(|id| ops.iter().find(|op| op.bid_id == id).cloned())
+        .filter_map(Violation::bid)
+        .filter_map(|(bidder, id)| {
+            ops.iter()
+                .find(|op| op.user == bidder && op.bid_id == id)
+                .cloned()
+        })
         .collect();
     use crate::history::Outcome;
     Ok(RunReport {
@@ -490,8 +510,21 @@ fn user(
                         high + 1_000 * rng.random_range(1..6)
                     };
                     let Ok(amount) = Amount::new(amount) else { continue };
-                    if let Ok(bid_id) = handle.bid(auction.clone(), amount).await {
-                        lock(&shared.ops).insert(bid_id.as_str().to_owned(), Op {
+                    // A hostile user, now and then: reuse a bidId another user's bid carried
+                    // in a push (same Region or, after a failover, the other one).
+                    let stolen = if rng.random_bool(0.1) {
+                        lock(&shared.users[index]).others_bid_id.clone().filter(|id| {
+                            !lock(&shared.ops).contains_key(&(sub.clone(), id.as_str().to_owned()))
+                        })
+                    } else {
+                        None
+                    };
+                    let sent = match stolen {
+                        Some(id) => handle.bid_with_id(auction.clone(), amount, id).await,
+                        None => handle.bid(auction.clone(), amount).await,
+                    };
+                    if let Ok(bid_id) = sent {
+                        lock(&shared.ops).insert((sub.clone(), bid_id.as_str().to_owned()), Op {
                             user: sub.clone(),
                             bid_id: bid_id.as_str().to_owned(),
                             amount: amount.get(),
@@ -514,6 +547,9 @@ fn user(
                             state.high_seen = auction.high_bid.map(|h| h.amount.get());
                         }
                         Event::StateUpdated { high_bid, .. } => {
+                            if let Some(h) = high_bid.as_ref().filter(|h| h.bidder != sub) {
+                                state.others_bid_id = Some(h.bid_id.clone());
+                            }
                             let seen = high_bid.map(|h| h.amount.get());
                             state.high_seen = state.high_seen.max(seen);
                         }
@@ -524,7 +560,7 @@ fn user(
                         }
                         Event::BidExpired { bid_id } => {
                             drop(state);
-                            if let Some(op) = lock(&shared.ops).get_mut(bid_id.as_str()) {
+                            if let Some(op) = lock(&shared.ops).get_mut(&(sub.clone(), bid_id.as_str().to_owned())) {
                                 op.answers.push((now_ms(), Answer::Expired, String::new(), true));
                             }
                         }
@@ -534,12 +570,13 @@ fn user(
                                 BidStatus::Accepted => Answer::Accepted,
                                 BidStatus::Duplicate => Answer::Duplicate,
                                 BidStatus::Rejected => Answer::Rejected,
+                                BidStatus::Unknown => Answer::Unknown,
                             };
                             drop(state);
                             let mut ops = lock(&shared.ops);
-                            if let Some(op) = ops.get_mut(bid_id.as_str()) {
+                            if let Some(op) = ops.get_mut(&(sub.clone(), bid_id.as_str().to_owned())) {
                                 op.answers.push((now_ms(), answer, region, replayed));
-                                if answer != Answer::Rejected {
+                                if matches!(answer, Answer::Accepted | Answer::Duplicate) {
                                     let amount = op.amount;
                                     drop(ops);
                                     let mut state = lock(&shared.users[index]);

@@ -18,6 +18,8 @@ pub enum Answer {
     Accepted,
     Duplicate,
     Rejected,
+    /// The Region could not tell whether it recorded the bid.
+    Unknown,
     /// Queued while offline and dropped unsent by the client (too old): never sent anywhere.
     Expired,
 }
@@ -60,15 +62,48 @@ impl Op {
     }
 }
 
+/// The key of an operation and of a bid record: bidIds are scoped to their bidder, so a
+/// hostile user reusing someone else's bidId makes a different operation and record.
+pub type BidKey = (String, String);
+
+/// One logical bid as a Region holds it: the copies of (bidder, bidId, amount) folded, with
+/// the earliest copy's `at` (the rank uses it for equal amounts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    pub amount: u64,
+    pub at: u64,
+}
+
 /// One Region's final state of the auction.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct FinalState {
     pub region: String,
-    /// bid id -> (bidder, amount)
-    pub bids: BTreeMap<String, (String, u64)>,
-    /// (bid id, amount) of the high bid.
-    pub high: Option<(String, u64)>,
+    /// (bidder, bid id) -> the logical bids recorded under it (one per amount).
+    pub bids: BTreeMap<BidKey, Vec<Record>>,
+    /// Bid copies in the store (a bid accepted in both Regions has two).
+    pub copies: usize,
+    /// (bidder, bid id, amount) of the high bid the Region serves.
+    pub high: Option<(String, String, u64)>,
+    /// The bid count the Region serves (the sum of its summaries).
     pub bid_count: u64,
+}
+
+impl FinalState {
+    /// The winner the ledger's rule picks from the records alone: highest amount, then the
+    /// earliest copy, then bidder, then bidId (docs/DATA_MODEL.md).
+    pub fn expected_high(&self) -> Option<(String, String, u64)> {
+        self.bids
+            .iter()
+            .flat_map(|((bidder, id), records)| records.iter().map(move |r| (bidder, id, r)))
+            .max_by(|(b1, i1, r1), (b2, i2, r2)| {
+                r1.amount
+                    .cmp(&r2.amount)
+                    .then_with(|| r2.at.cmp(&r1.at))
+                    .then_with(|| b2.cmp(b1))
+                    .then_with(|| i2.cmp(i1))
+            })
+            .map(|(bidder, id, r)| (bidder.clone(), id.clone(), r.amount))
+    }
 }
 
 /// What a user saw after the final resync.
@@ -85,37 +120,49 @@ pub struct UserEnd {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Violation {
     AcknowledgedBidMissing {
+        bidder: String,
         bid_id: String,
         region: String,
     },
+    /// Under the acknowledged (bidder, bidId) the Region holds another amount, or more than
+    /// the operations explain.
     AcknowledgedBidAltered {
+        bidder: String,
         bid_id: String,
         region: String,
     },
-    /// A record no operation explains (or not its user and amount): applied twice or invented.
+    /// A record no operation explains (no operation of that bidder with that bidId and
+    /// amount): applied twice, invented, or written over by someone else.
     UnexplainedRecord {
+        bidder: String,
         bid_id: String,
         region: String,
     },
     RejectedBidPresent {
+        bidder: String,
         bid_id: String,
         region: String,
     },
-    /// The high bid is not the highest recorded bid, or the bid count is not the records'.
+    /// The high bid the Region serves is not the one the ledger's rule picks from its
+    /// records (amount, then earliest copy, then bidder, then bidId): a wrong amount, or the
+    /// wrong winner among equal amounts.
     HighBidWrong {
         region: String,
-        expected: Option<u64>,
-        actual: Option<u64>,
+        expected: Option<(String, String, u64)>,
+        actual: Option<(String, String, u64)>,
     },
+    /// The Regions serve different high bids after convergence.
+    WinnersDiffer,
     /// A recorded bid above every acknowledged one that no unanswered operation explains.
     HighAboveAcknowledged {
         region: String,
         amount: u64,
     },
+    /// The summaries' bid count is not the number of bid copies in the store.
     BidCountWrong {
         region: String,
         count: u64,
-        records: usize,
+        copies: usize,
     },
     NotConverged,
     UserNotConnected {
@@ -130,12 +177,12 @@ pub enum Violation {
 
 impl Violation {
     /// The bid the violation is about, if any (to print the minimal history).
-    pub fn bid_id(&self) -> Option<&str> {
+    pub fn bid(&self) -> Option<(&str, &str)> {
         match self {
-            Violation::AcknowledgedBidMissing { bid_id, .. }
-            | Violation::AcknowledgedBidAltered { bid_id, .. }
-            | Violation::UnexplainedRecord { bid_id, .. }
-            | Violation::RejectedBidPresent { bid_id, .. } => Some(bid_id),
+            Violation::AcknowledgedBidMissing { bidder, bid_id, .. }
+            | Violation::AcknowledgedBidAltered { bidder, bid_id, .. }
+            | Violation::UnexplainedRecord { bidder, bid_id, .. }
+            | Violation::RejectedBidPresent { bidder, bid_id, .. } => Some((bidder, bid_id)),
             _ => None,
         }
     }
@@ -149,7 +196,13 @@ pub fn check(
     users: &[UserEnd],
 ) -> Vec<Violation> {
     let mut violations = Vec::new();
-    let by_id: BTreeMap<&str, &Op> = ops.iter().map(|op| (op.bid_id.as_str(), op)).collect();
+    let mut by_key: BTreeMap<BidKey, Vec<&Op>> = BTreeMap::new();
+    for op in ops {
+        by_key
+            .entry((op.user.clone(), op.bid_id.clone()))
+            .or_default()
+            .push(op);
+    }
     let max_acknowledged = ops
         .iter()
         .filter(|op| op.outcome() == Outcome::Ok)
@@ -158,56 +211,68 @@ pub fn check(
     for state in regions {
         let region = state.region.clone();
         for op in ops {
-            let record = state.bids.get(&op.bid_id);
-            match (op.outcome(), record) {
-                (Outcome::Ok, None) => violations.push(Violation::AcknowledgedBidMissing {
-                    bid_id: op.bid_id.clone(),
-                    region: region.clone(),
-                }),
-                (Outcome::Ok, Some((bidder, amount)))
-                    if *bidder != op.user || *amount != op.amount =>
-                {
-                    violations.push(Violation::AcknowledgedBidAltered {
-                        bid_id: op.bid_id.clone(),
-                        region: region.clone(),
+            let key = (op.user.clone(), op.bid_id.clone());
+            let records = state.bids.get(&key).map(Vec::as_slice).unwrap_or_default();
+            let own = records.iter().any(|r| r.amount == op.amount);
+            let violation = |make: fn(String, String, String) -> Violation| {
+                make(op.user.clone(), op.bid_id.clone(), region.clone())
+            };
+            match op.outcome() {
+                Outcome::Ok if !own => violations.push(if records.is_empty() {
+                    violation(|bidder, bid_id, region| Violation::AcknowledgedBidMissing {
+                        bidder,
+                        bid_id,
+                        region,
                     })
-                }
-                (Outcome::Fail, Some(_)) => violations.push(Violation::RejectedBidPresent {
-                    bid_id: op.bid_id.clone(),
-                    region: region.clone(),
+                } else {
+                    violation(|bidder, bid_id, region| Violation::AcknowledgedBidAltered {
+                        bidder,
+                        bid_id,
+                        region,
+                    })
                 }),
+                Outcome::Fail if own => violations.push(violation(|bidder, bid_id, region| {
+                    Violation::RejectedBidPresent {
+                        bidder,
+                        bid_id,
+                        region,
+                    }
+                })),
                 _ => {}
             }
         }
-        for (bid_id, (bidder, amount)) in &state.bids {
-            let explained = by_id
-                .get(bid_id.as_str())
-                .is_some_and(|op| op.user == *bidder && op.amount == *amount);
-            if !explained {
-                violations.push(Violation::UnexplainedRecord {
-                    bid_id: bid_id.clone(),
-                    region: region.clone(),
-                });
+        for ((bidder, bid_id), records) in &state.bids {
+            let key = (bidder.clone(), bid_id.clone());
+            let ops_here = by_key.get(&key).map(Vec::as_slice).unwrap_or_default();
+            for record in records {
+                if !ops_here.iter().any(|op| op.amount == record.amount) {
+                    violations.push(Violation::UnexplainedRecord {
+                        bidder: bidder.clone(),
+                        bid_id: bid_id.clone(),
+                        region: region.clone(),
+                    });
+                }
             }
         }
-        let max_recorded = state.bids.values().map(|b| b.1).max();
-        let actual = state.high.as_ref().map(|h| h.1);
-        if actual != max_recorded {
+        let expected = state.expected_high();
+        if state.high != expected {
             violations.push(Violation::HighBidWrong {
                 region: region.clone(),
-                expected: max_recorded,
-                actual,
+                expected,
+                actual: state.high.clone(),
             });
         }
+        let max_recorded = state.high.as_ref().map(|h| h.2);
         if let (Some(high), Some(acked)) = (max_recorded, max_acknowledged) {
             if high > acked {
                 // Only an operation whose answer the client never got may stand above every
                 // acknowledged bid.
-                let explained = state.bids.iter().any(|(id, b)| {
-                    b.1 == high
-                        && by_id
-                            .get(id.as_str())
-                            .is_some_and(|op| op.outcome() == Outcome::Unknown)
+                let explained = state.bids.iter().any(|(key, records)| {
+                    records.iter().any(|r| r.amount == high)
+                        && by_key.get(key).is_some_and(|ops| {
+                            ops.iter()
+                                .any(|op| op.amount == high && op.outcome() == Outcome::Unknown)
+                        })
                 });
                 if !explained {
                     violations.push(Violation::HighAboveAcknowledged {
@@ -217,18 +282,21 @@ pub fn check(
                 }
             }
         }
-        if state.bid_count != state.bids.len() as u64 {
+        if state.bid_count != state.copies as u64 {
             violations.push(Violation::BidCountWrong {
                 region: region.clone(),
                 count: state.bid_count,
-                records: state.bids.len(),
+                copies: state.copies,
             });
         }
     }
     if !converged || regions.windows(2).any(|w| w[0].bids != w[1].bids) {
         violations.push(Violation::NotConverged);
     }
-    let actual = regions.first().and_then(|r| r.high.as_ref().map(|h| h.1));
+    if regions.windows(2).any(|w| w[0].high != w[1].high) {
+        violations.push(Violation::WinnersDiffer);
+    }
+    let actual = regions.first().and_then(|r| r.high.as_ref().map(|h| h.2));
     for user in users {
         if !user.connected {
             violations.push(Violation::UserNotConnected {
@@ -263,21 +331,27 @@ mod tests {
         }
     }
 
+    /// A Region holding (bid id, bidder, amount) records, each with `at` = its position, and
+    /// serving the high bid the rule picks.
     fn state(region: &str, bids: &[(&str, &str, u64)]) -> FinalState {
-        let bids: BTreeMap<String, (String, u64)> = bids
-            .iter()
-            .map(|(id, u, a)| (id.to_string(), (u.to_string(), *a)))
-            .collect();
-        let high = bids
-            .iter()
-            .max_by_key(|(_, b)| b.1)
-            .map(|(id, b)| (id.clone(), b.1));
-        FinalState {
+        let mut map: BTreeMap<BidKey, Vec<Record>> = BTreeMap::new();
+        for (at, (id, u, a)) in bids.iter().enumerate() {
+            map.entry((u.to_string(), id.to_string()))
+                .or_default()
+                .push(Record {
+                    amount: *a,
+                    at: at as u64,
+                });
+        }
+        let mut s = FinalState {
             region: region.into(),
             bid_count: bids.len() as u64,
-            bids,
-            high,
-        }
+            copies: bids.len(),
+            bids: map,
+            high: None,
+        };
+        s.high = s.expected_high();
+        s
     }
 
     fn user(high: Option<u64>) -> UserEnd {
@@ -314,17 +388,21 @@ mod tests {
         let west = state("w", &[]);
         let v = check(&ops, &[east, west], true, &[user(Some(100))]);
         assert!(v.contains(&Violation::AcknowledgedBidMissing {
+            bidder: "a".into(),
             bid_id: "b1".into(),
             region: "w".into()
         }));
         assert!(v.contains(&Violation::RejectedBidPresent {
+            bidder: "b".into(),
             bid_id: "b2".into(),
             region: "e".into()
         }));
         assert!(v.contains(&Violation::UnexplainedRecord {
+            bidder: "c".into(),
             bid_id: "zz".into(),
             region: "e".into()
         }));
+        assert!(v.contains(&Violation::WinnersDiffer));
         assert!(v.contains(&Violation::HighAboveAcknowledged {
             region: "e".into(),
             amount: 150
@@ -368,5 +446,73 @@ mod tests {
         assert_eq!(acked_later.outcome(), Outcome::Ok);
         let never_sent = op("a", "b1", 100, &[(Answer::Expired, true)]);
         assert_eq!(never_sent.outcome(), Outcome::Fail);
+    }
+
+    #[test]
+    fn a_bid_id_reused_by_another_user_that_replaced_the_victims_bid_is_reported() {
+        // The first data model: mallory's bid under alice's bidId overwrote alice's record.
+        let ops = [
+            op("alice", "b1", 500, &[(Answer::Accepted, false)]),
+            op("mallory", "b1", 200, &[(Answer::Accepted, false)]),
+        ];
+        let overwritten = state("e", &[("b1", "mallory", 200)]);
+        let v = check(&ops, &[overwritten], true, &[]);
+        assert!(v.contains(&Violation::AcknowledgedBidMissing {
+            bidder: "alice".into(),
+            bid_id: "b1".into(),
+            region: "e".into()
+        }));
+        // Keyed by (bidder, bidId), both records stand and nothing is reported.
+        let kept = state("e", &[("b1", "alice", 500), ("b1", "mallory", 200)]);
+        assert_eq!(check(&ops, &[kept], true, &[]), vec![]);
+    }
+
+    #[test]
+    fn an_acknowledged_bid_with_another_amount_under_its_key_is_altered() {
+        let ops = [op("alice", "b1", 500, &[(Answer::Accepted, false)])];
+        let altered = state("e", &[("b1", "alice", 300)]);
+        let v = check(&ops, &[altered], true, &[]);
+        assert!(v
+            .iter()
+            .any(|x| matches!(x, Violation::AcknowledgedBidAltered { .. })));
+    }
+
+    #[test]
+    fn the_wrong_winner_among_equal_amounts_is_reported() {
+        let ops = [
+            op("alice", "b1", 500, &[(Answer::Accepted, false)]),
+            op("bob", "b2", 500, &[(Answer::Accepted, false)]),
+        ];
+        // alice's copy is the earlier one: she must win; a Region serving bob is wrong even
+        // though the amount is right.
+        let mut east = state("e", &[("b1", "alice", 500), ("b2", "bob", 500)]);
+        assert_eq!(east.high, Some(("alice".into(), "b1".into(), 500)));
+        east.high = Some(("bob".into(), "b2".into(), 500));
+        let v = check(&ops, &[east], true, &[]);
+        assert!(v
+            .iter()
+            .any(|x| matches!(x, Violation::HighBidWrong { .. })));
+    }
+
+    #[test]
+    fn regions_serving_different_winners_are_reported() {
+        let ops = [op("alice", "b1", 500, &[(Answer::Accepted, false)])];
+        let east = state("e", &[("b1", "alice", 500)]);
+        let mut west = east.clone();
+        west.region = "w".into();
+        west.high = None;
+        let v = check(&ops, &[east, west], true, &[]);
+        assert!(v.contains(&Violation::WinnersDiffer));
+    }
+
+    #[test]
+    fn a_count_that_is_not_the_copies_is_reported() {
+        let ops = [op("alice", "b1", 500, &[(Answer::Accepted, false)])];
+        let mut east = state("e", &[("b1", "alice", 500)]);
+        east.copies = 2; // a second copy the summaries never counted
+        let v = check(&ops, &[east], true, &[]);
+        assert!(v
+            .iter()
+            .any(|x| matches!(x, Violation::BidCountWrong { .. })));
     }
 }

@@ -216,6 +216,10 @@ impl Lab {
             )
             .await?,
         ];
+        // Replicated bids are pushed in the Region they reach, by the handler's stream path.
+        for (link, target) in links.iter().zip([regions[1].clone(), regions[0].clone()]) {
+            link.on_applied(Arc::new(move |change| target.on_replicated(change)));
+        }
         for region in &regions {
             for (id, item, price, increment) in [
                 ("lot-1", "1959 Fender Stratocaster", 100_000, 1_000),

@@ -125,6 +125,19 @@ impl std::fmt::Debug for Region {
 }
 
 impl Region {
+    /// A write replicated into this Region: another Region's summary changed, so push the
+    /// merged state here (the stream handler's path, off the replication task).
+    pub fn on_replicated(&self, change: &wsdr_core::items::Change) {
+        let wsdr_core::items::Item::Summary { auction, summary } = &change.item else {
+            return;
+        };
+        let keys = vec![(auction.clone(), summary.region.clone())];
+        let app = self.app.clone();
+        tokio::spawn(async move {
+            app.on_replicated_summaries(&keys).await;
+        });
+    }
+
     /// Bind a loopback port, build the real handler against this Region's `@connections`
     /// URL, and serve.
     pub async fn start(

@@ -6,18 +6,32 @@
 use crate::store::ReplicaStore;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::time::Instant;
 use wsdr_core::memory::Change;
 
+/// Called with each replicated write the target applied (the lab pushes replicated bids
+/// with it, as the stream handler does in AWS).
+pub type AppliedHook = Arc<dyn Fn(&Change) + Send + Sync>;
+
 /// One direction of replication.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Link {
     pending: Arc<Mutex<VecDeque<(Instant, Change)>>>,
     lag_us: Arc<AtomicU64>,
     cut: Arc<AtomicBool>,
     applied: Arc<AtomicU64>,
+    on_applied: Arc<OnceLock<AppliedHook>>,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("lag_us", &self.lag_us)
+            .field("cut", &self.cut)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a link holds that the other side has not seen.
@@ -35,6 +49,7 @@ impl Link {
             lag_us: Arc::new(AtomicU64::new(lag.as_micros() as u64)),
             cut: Arc::default(),
             applied: Arc::default(),
+            on_applied: Arc::default(),
         };
         let mut feed = from.change_feed();
         let queue = link.pending.clone();
@@ -72,8 +87,14 @@ impl Link {
                     _ => return,
                 }
             };
-            if to.apply_replicated(&next).await.is_err() {
-                return;
+            match to.apply_replicated(&next).await {
+                Err(_) => return,
+                Ok(true) => {
+                    if let Some(hook) = self.on_applied.get() {
+                        hook(&next);
+                    }
+                }
+                Ok(false) => {}
             }
             self.pending
                 .lock()
@@ -81,6 +102,11 @@ impl Link {
                 .pop_front();
             self.applied.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Set (once) what to call for each applied write.
+    pub fn on_applied(&self, hook: AppliedHook) {
+        let _ = self.on_applied.set(hook);
     }
 
     pub fn set_lag(&self, lag: Duration) {

@@ -6,6 +6,7 @@
 
 mod config;
 mod handler;
+pub mod stream;
 
 pub use config::{Config, SeedAuction};
 pub use handler::App;

@@ -8,5 +8,5 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let config = ws_handler::Config::from_env()?;
     let sdk = wsdr_aws::load_sdk_config().await;
     let app = ws_handler::app_from_aws(&config, &sdk).await?;
-    lambda_runtime::run(service_fn(|event: LambdaEvent<_>| app.handle(event))).await
+    lambda_runtime::run(service_fn(|event: LambdaEvent<_>| app.handle_any(event))).await
 }
