@@ -85,6 +85,7 @@ invoke-local:
 #           CANARY_SECRET_ARN; optional: JWT_JWKS_URL PRIMARY_REGION SECONDARY_REGION
 PRIMARY_REGION ?= us-east-1
 SECONDARY_REGION ?= us-west-2
+STATE_TABLE_NAME ?= wsdr-state
 SAM ?= sam
 COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGION) \
 	DomainName=$(DOMAIN) HostedZoneId=$(HOSTED_ZONE_ID) JwtIssuer=$(JWT_ISSUER) \
@@ -118,10 +119,14 @@ deploy-secondary: deploy-vars
 	  --query "Stacks[0].Outputs[?OutputKey=='$$1'].OutputValue" --output text; }; \
 	api=$$(out ApiId); dom=$$(out RegionalDomainName); zone=$$(out RegionalHostedZoneId); \
 	[ -n "$$api" ] && [ "$$api" != None ] || { echo "deploy the primary first (make deploy-primary)"; exit 1; }; \
+	stream=$$(aws dynamodb describe-table --region $(SECONDARY_REGION) --table-name $(STATE_TABLE_NAME) \
+	  --query Table.LatestStreamArn --output text); \
+	[ -n "$$stream" ] && [ "$$stream" != None ] || { echo "no stream on the state table's $(SECONDARY_REGION) replica"; exit 1; }; \
 	{ [ "$(SAM_BUILD)" = false ] || $(MAKE) --no-print-directory sam-build; } && \
 	$(SAM) deploy --config-env secondary --region $(SECONDARY_REGION) \
 	  --parameter-overrides Role=secondary CertificateArn=$(CERT_ARN_SECONDARY) $(COMMON_PARAMS) \
-	  PrimaryApiId=$$api PrimaryRegionalDomainName=$$dom PrimaryRegionalHostedZoneId=$$zone
+	  PrimaryApiId=$$api PrimaryRegionalDomainName=$$dom PrimaryRegionalHostedZoneId=$$zone \
+	  StateTableStreamArn=$$stream
 
 ## destroy: secondary first (it holds the records pointing at the primary), then primary.
 ## The Global Table is retained (DeletionPolicy: Retain); delete it by hand when sure.

@@ -1,0 +1,92 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+//! The state table's stream sample (`events/dynamodb-stream.json`) through the real handler:
+//! another Region's summary is pushed to this Region's subscribers, this Region's own is not.
+
+use std::sync::Arc;
+use ws_handler::App;
+use wsdr_core::memory::{MemoryConnections, MemoryStateStore, RecordingNotifier};
+use wsdr_core::{Auction, AuctionService, ConnectionId, SystemClock, UserId};
+use wsdr_protocol::{Amount, AuctionId};
+
+const STREAM: &str = include_str!("../../../events/dynamodb-stream.json");
+
+async fn app(region: &str) -> (App, Arc<RecordingNotifier>) {
+    let notifier = Arc::new(RecordingNotifier::default());
+    let service = AuctionService::new(
+        Arc::new(MemoryStateStore::new(region, Arc::new(SystemClock))),
+        Arc::new(MemoryConnections::default()),
+        notifier.clone(),
+        Arc::new(SystemClock),
+        region,
+    );
+    service
+        .ensure_auction(&Auction {
+            id: AuctionId::new("lot-1").unwrap(),
+            item: "Stratocaster".into(),
+            starting_price: Amount::new(100_000).unwrap(),
+            min_increment: 1_000,
+            closes_at: None,
+        })
+        .await
+        .unwrap();
+    // carol watches lot-1 here.
+    service
+        .get_state(
+            &ConnectionId::new("carol-conn").unwrap(),
+            &UserId::new("carol").unwrap(),
+            &AuctionId::new("lot-1").unwrap(),
+        )
+        .await
+        .unwrap();
+    (App::new(service, "wsdr"), notifier)
+}
+
+fn lambda_event(payload: serde_json::Value) -> lambda_runtime::LambdaEvent<serde_json::Value> {
+    lambda_runtime::LambdaEvent::new(payload, lambda_runtime::Context::default())
+}
+
+#[tokio::test]
+async fn another_regions_summary_in_the_stream_is_pushed_to_subscribers() {
+    let (app, notifier) = app("us-west-2").await;
+    let event: serde_json::Value = serde_json::from_str(STREAM).unwrap();
+    assert_eq!(
+        ws_handler::stream::summary_keys(&event).len(),
+        2,
+        "both records are summaries"
+    );
+    let answer = app.handle_any(lambda_event(event)).await.unwrap();
+    assert_eq!(answer, serde_json::json!({ "batchItemFailures": [] }));
+    let sent = notifier.sent();
+    assert_eq!(
+        sent.len(),
+        1,
+        "one push for lot-1 (the us-east-1 summary), none for our own"
+    );
+    assert_eq!(sent[0].0.as_str(), "carol-conn");
+    let frame: serde_json::Value = serde_json::from_slice(&sent[0].1).unwrap();
+    assert_eq!(frame["type"], "bidUpdate");
+    assert_eq!(frame["auctionId"], "lot-1");
+    assert_eq!(frame["region"], "us-west-2");
+}
+
+#[tokio::test]
+async fn own_summaries_and_other_items_in_the_stream_push_nothing() {
+    let (app, notifier) = app("us-east-1").await;
+    let mut event: serde_json::Value = serde_json::from_str(STREAM).unwrap();
+    // Only this Region's summary and a bid copy: nothing to push.
+    event["Records"][0]["dynamodb"]["Keys"]["sk"]["S"] =
+        "BID#alice#bid-alice-0002#us-west-2".into();
+    event["Records"][1]["dynamodb"]["Keys"]["sk"]["S"] = "SUMMARY#us-east-1".into();
+    app.handle_any(lambda_event(event)).await.unwrap();
+    assert!(notifier.sent().is_empty());
+}
+
+#[tokio::test]
+async fn api_gateway_events_still_route_through_handle_any() {
+    let (app, _) = app("us-east-1").await;
+    let heartbeat: serde_json::Value =
+        serde_json::from_str(include_str!("../../../events/heartbeat.json")).unwrap();
+    let answer = app.handle_any(lambda_event(heartbeat)).await.unwrap();
+    assert_eq!(answer["statusCode"], 200);
+    assert!(answer["body"].as_str().unwrap().contains("\"pong\""));
+}
