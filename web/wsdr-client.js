@@ -179,12 +179,114 @@ export function isInternalError(frame) {
   );
 }
 
+/** Whether version vector `a` has seen everything `b` has (every Region's count >= b's). */
+export function dominates(a, b) {
+  return Object.entries(b ?? {}).every(([region, count]) => (a?.[region] ?? 0) >= count);
+}
+
+/**
+ * The client's book of its own bids, free of timers and sockets (docs/CLIENT.md):
+ * - sent, unanswered bids are replayed after every reconnect (same bidId);
+ * - a replay answered `rejected` (the Region may not have seen the first copy yet) or an
+ *   `unknown` answer is doubtful: settled as standing when a `state` lists it in `you.bids`
+ *   (or a push shows it as the high bid), resent when an `unknown` one is not listed, and
+ *   settled as not standing after `settleWindowMs`;
+ * - pushes whose version vector is dominated by the last view are stale and dropped.
+ */
+export class BidBook {
+  constructor({ settleWindowMs = 120000 } = {}) {
+    this.settleWindowMs = settleWindowMs;
+    this.unconfirmed = new Map(); // bidId -> { frame, amount, sends }
+    this.doubtful = new Map(); // bidId -> { frame, amount, since, unknown }
+    this.versions = null;
+    this.userId = null;
+  }
+
+  /** A new bid; `sentNow` when it goes out on the open session at once. */
+  add(bidId, frame, amount, sentNow) {
+    this.unconfirmed.set(bidId, { frame, amount, sends: sentNow ? 1 : 0 });
+  }
+
+  /** The frames to (re)send on a new session; counts the send. */
+  replay() {
+    return [...this.unconfirmed.values()].map((bid) => {
+      bid.sends += 1;
+      return bid.frame;
+    });
+  }
+
+  /** A bidResult: returns the bid's amount and whether the answer is doubtful. */
+  onResult(frame, now) {
+    const bid = this.unconfirmed.get(frame.bidId);
+    this.unconfirmed.delete(frame.bidId);
+    if (!bid) return { amount: null, doubtful: false };
+    const replayedAndRejected = frame.status === 'rejected' && bid.sends > 1 && frame.reason !== 'bid_id_reused';
+    const doubtful = replayedAndRejected || frame.status === 'unknown';
+    if (doubtful) {
+      this.doubtful.set(frame.bidId, { frame: bid.frame, amount: bid.amount, since: now, unknown: frame.status === 'unknown' });
+    }
+    return { amount: bid.amount, doubtful };
+  }
+
+  /** A state frame: settles listed bids; returns { settled, resend }. */
+  onState(frame) {
+    this.versions = frame.auction?.versions ?? null;
+    this.userId = frame.you?.userId ?? this.userId;
+    const listed = new Set((frame.you?.bids ?? []).map((b) => `${b.bidId}/${b.amount}`));
+    const settled = [];
+    const resend = [];
+    for (const [bidId, doubt] of this.doubtful) {
+      if (listed.has(`${bidId}/${doubt.amount}`)) {
+        settled.push({ bidId, stands: true, region: frame.region });
+        this.doubtful.delete(bidId);
+      } else if (doubt.unknown) {
+        this.doubtful.delete(bidId);
+        this.unconfirmed.set(bidId, { frame: doubt.frame, amount: doubt.amount, sends: 1 });
+        resend.push(doubt.frame);
+      }
+    }
+    return { settled, resend };
+  }
+
+  /** A pushed bidUpdate: returns { stale, settled }. */
+  onUpdate(frame) {
+    const versions = frame.versions ?? {};
+    if (this.versions && dominates(this.versions, versions) && !dominates(versions, this.versions)) {
+      return { stale: true, settled: [] };
+    }
+    const merged = { ...(this.versions ?? {}) };
+    for (const [region, count] of Object.entries(versions)) merged[region] = Math.max(merged[region] ?? 0, count);
+    this.versions = merged;
+    const settled = [];
+    const high = frame.highBid;
+    const doubt = high && high.bidder === this.userId ? this.doubtful.get(high.bidId) : null;
+    if (doubt && doubt.amount === high.amount) {
+      this.doubtful.delete(high.bidId);
+      settled.push({ bidId: high.bidId, stands: true, region: frame.region });
+    }
+    return { stale: false, settled };
+  }
+
+  /** At a heartbeat: doubtful bids past the window settle as not standing. */
+  expire(now) {
+    const settled = [];
+    for (const [bidId, doubt] of this.doubtful) {
+      if (now - doubt.since >= this.settleWindowMs) {
+        this.doubtful.delete(bidId);
+        settled.push({ bidId, stands: false, region: null });
+      }
+    }
+    return settled;
+  }
+}
+
 /**
  * The reconnecting auction client. Events (CustomEvent detail):
  * - `status`: { state: 'connecting'|'connected'|'reconnecting'|'closed', attempt, delayMs, url }
  * - `restored`: { region, auction, you, outageMs }
- * - `update`: { region, auctionId, highBid, bidCount, version }
- * - `bidResult`: { bidId, status, reason, region, amount }
+ * - `update`: { region, auctionId, highBid, bidCount, version, versions } (stale ones dropped)
+ * - `bidResult`: { bidId, status, reason, region, amount, doubtful }
+ * - `bidSettled`: { bidId, stands, region } (the final word on a doubtful bid, see BidBook)
  * - `endpoint`: { url, regional, reason }
  * - `disconnected`: { reason }
  */
@@ -213,7 +315,7 @@ export class AuctionClient extends EventTarget {
       : null;
     this.WebSocket = options.WebSocket ?? globalThis.WebSocket;
     this.attempt = 0;
-    this.unconfirmed = new Map(); // bidId -> { frame, amount }
+    this.book = new BidBook({ settleWindowMs: (options.settleWindowMs ?? 120000) / scale });
     this.ws = null;
     this.closed = false;
     this.outageSince = null;
@@ -240,8 +342,9 @@ export class AuctionClient extends EventTarget {
     if (!Number.isSafeInteger(amount) || amount <= 0) throw new Error('amount must be a positive integer');
     const bidId = newBidId();
     const frame = JSON.stringify({ action: 'bid', auctionId: this.auctionId, amount, bidId });
-    this.unconfirmed.set(bidId, { frame, amount });
-    if (this.session?.open) this.ws.send(frame);
+    const open = Boolean(this.session?.open);
+    this.book.add(bidId, frame, amount, open);
+    if (open) this.ws.send(frame);
     return bidId;
   }
 
@@ -285,7 +388,7 @@ export class AuctionClient extends EventTarget {
       session.open = true;
       session.connectedAt = Date.now();
       ws.send(JSON.stringify({ action: 'getState', auctionId: this.auctionId }));
-      for (const { frame } of this.unconfirmed.values()) ws.send(frame);
+      for (const frame of this.book.replay()) ws.send(frame);
       this.schedule(this.heartbeat.intervalMs);
       if (this.policy) {
         session.recheck = setInterval(() => this.probeGlobal(), this.policy.recheckMs);
@@ -317,6 +420,9 @@ export class AuctionClient extends EventTarget {
       return;
     }
     this.ws.send(JSON.stringify({ action: 'heartbeat' }));
+    // Doubtful bids: settle the expired ones, look again at the rest.
+    for (const settled of this.book.expire(Date.now())) this.emit('bidSettled', settled);
+    if (this.book.doubtful.size > 0) this.ws.send(JSON.stringify({ action: 'getState', auctionId: this.auctionId }));
     this.schedule(verdict.nextInMs);
     if (Date.now() - session.connectedAt >= this.stableAfterMs) this.attempt = 0;
   }
@@ -349,17 +455,22 @@ export class AuctionClient extends EventTarget {
         const outageMs = this.outageSince === null ? null : Date.now() - this.outageSince;
         this.outageSince = null;
         this.policy?.onRestored(frame.region);
+        const { settled, resend } = this.book.onState(frame);
         this.emit('restored', { region: frame.region, auction: frame.auction, you: frame.you, outageMs });
+        for (const s of settled) this.emit('bidSettled', s);
+        for (const f of resend) this.ws.send(f);
         break;
       }
-      case 'bidUpdate':
-        this.emit('update', frame);
+      case 'bidUpdate': {
+        const { stale, settled } = this.book.onUpdate(frame);
+        if (!stale) this.emit('update', frame);
+        for (const s of settled) this.emit('bidSettled', s);
         break;
+      }
       case 'bidResult': {
         // The bidder gets no bidUpdate for its own bid: the amount travels with the result.
-        const amount = this.unconfirmed.get(frame.bidId)?.amount ?? null;
-        this.unconfirmed.delete(frame.bidId);
-        this.emit('bidResult', { ...frame, amount });
+        const { amount, doubtful } = this.book.onResult(frame, Date.now());
+        this.emit('bidResult', { ...frame, amount, doubtful });
         break;
       }
       default:

@@ -1,0 +1,69 @@
+// Unit tests of the browser client's bid book: uncertain bids settle, stale pushes drop.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BidBook, dominates } from '../wsdr-client.js';
+
+const state = (bids, versions = {}) => ({
+  type: 'state',
+  region: 'us-west-2',
+  auction: { id: 'lot-1', versions },
+  you: { userId: 'alice', bids },
+});
+
+test('a replay rejected by the other Region settles as standing once a state lists it', () => {
+  const book = new BidBook({ settleWindowMs: 1000 });
+  book.add('b1', 'frame-b1', 150, true);
+  assert.deepEqual(book.replay(), ['frame-b1']); // the reconnect replays it: second send
+  const r = book.onResult({ bidId: 'b1', status: 'rejected', reason: 'too_low' }, 0);
+  assert.deepEqual(r, { amount: 150, doubtful: true });
+  assert.deepEqual(book.onState(state([])).settled, []);
+  const { settled } = book.onState(state([{ bidId: 'b1', amount: 150, at: 1, regions: ['us-east-1'] }]));
+  assert.deepEqual(settled, [{ bidId: 'b1', stands: true, region: 'us-west-2' }]);
+  assert.equal(book.doubtful.size, 0);
+});
+
+test('a rejection of a bid sent once is final', () => {
+  const book = new BidBook();
+  book.add('b1', 'f', 150, true);
+  assert.equal(book.onResult({ bidId: 'b1', status: 'rejected', reason: 'too_low' }, 0).doubtful, false);
+});
+
+test('an unknown answer is resent when a state does not list it, settled when it does', () => {
+  const book = new BidBook();
+  book.add('b2', 'frame-b2', 200, true);
+  assert.equal(book.onResult({ bidId: 'b2', status: 'unknown' }, 0).doubtful, true);
+  const { resend } = book.onState(state([]));
+  assert.deepEqual(resend, ['frame-b2']);
+  assert.ok(book.unconfirmed.has('b2'));
+});
+
+test('doubtful bids not seen within the window settle as not standing', () => {
+  const book = new BidBook({ settleWindowMs: 1000 });
+  book.add('b3', 'f', 300, true);
+  book.replay();
+  book.onResult({ bidId: 'b3', status: 'rejected', reason: 'auction_closed' }, 0);
+  assert.deepEqual(book.expire(999), []);
+  assert.deepEqual(book.expire(1000), [{ bidId: 'b3', stands: false, region: null }]);
+});
+
+test('a pushed high bid that is the doubtful bid settles it; a stale push is dropped', () => {
+  const book = new BidBook();
+  book.onState(state([], { 'us-east-1': 3, 'us-west-2': 2 }));
+  book.add('b4', 'f', 400, true);
+  book.replay();
+  book.onResult({ bidId: 'b4', status: 'rejected', reason: 'too_low' }, 0);
+  const stale = book.onUpdate({ region: 'us-west-2', versions: { 'us-east-1': 2, 'us-west-2': 2 }, highBid: null });
+  assert.equal(stale.stale, true);
+  const fresh = book.onUpdate({
+    region: 'us-west-2',
+    versions: { 'us-east-1': 4, 'us-west-2': 2 },
+    highBid: { bidId: 'b4', bidder: 'alice', amount: 400, at: 5 },
+  });
+  assert.deepEqual(fresh, { stale: false, settled: [{ bidId: 'b4', stands: true, region: 'us-west-2' }] });
+});
+
+test('dominates compares version vectors per Region', () => {
+  assert.ok(dominates({ a: 2, b: 1 }, { a: 1 }));
+  assert.ok(!dominates({ a: 2 }, { a: 1, b: 1 }));
+  assert.ok(dominates({}, {}));
+});
