@@ -9,6 +9,7 @@ mod common;
 mod fanout;
 mod handler;
 mod lambda;
+mod ledger;
 mod storm;
 
 use clap::{Parser, Subcommand};
@@ -44,6 +45,14 @@ enum Command {
         /// Latency of one `@connections` call in the lab, in ms.
         #[arg(long, default_value_t = 5)]
         latency_ms: u64,
+    },
+    /// Bid latency and item reads/writes per bid against auctions with a history (needs
+    /// DYNAMODB_ENDPOINT: DynamoDB Local).
+    Ledger {
+        #[arg(long, value_delimiter = ',', default_value = "10,1000,10000")]
+        prior: Vec<usize>,
+        #[arg(long, default_value_t = 300)]
+        bids: usize,
     },
     #[command(hide = true)]
     FanoutClients {
@@ -103,6 +112,15 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }),
         Command::All { output, quick } => runtime.block_on(all(output, quick)),
+        Command::Ledger { prior, bids } => runtime.block_on(async {
+            let endpoint = std::env::var("DYNAMODB_ENDPOINT")
+                .map_err(|_| anyhow::anyhow!("set DYNAMODB_ENDPOINT (scripts/with-dynamodb-local.sh)"))?;
+            for p in prior {
+                let c = ledger::run(&endpoint, p, bids).await?;
+                println!("{}", serde_json::to_string(&c)?);
+            }
+            Ok(())
+        }),
         Command::LambdaReady { name } => runtime.block_on(async {
             let (_, env, _, _) = function_runs()
                 .into_iter()
@@ -374,6 +392,7 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
         )?;
     }
     writeln!(md)?;
+    ledger_section(&mut md, quick).await?;
     writeln!(md, "Each function's release binary started against a local Lambda Runtime API: ready = process start to its first `GET /runtime/invocation/next` (median of 7 cold starts, measured before the other benchmarks load the machine, after DynamoDB Local's JVM has settled and the builds' dirty pages were flushed); peak RSS (VmHWM) after serving the invocations. Size is the deployable bootstrap: arm64 from `make package` when cargo-lambda is installed, else the host build.\n")?;
     writeln!(
         md,
@@ -468,5 +487,47 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
 
     std::fs::write(&output, md)?;
     println!("wrote {}", output.display());
+    Ok(())
+}
+
+/// Section: bid cost against the auction's history (docs/DATA_MODEL.md's O(1) claim).
+async fn ledger_section(md: &mut String, quick: bool) -> anyhow::Result<()> {
+    use std::fmt::Write as _;
+    writeln!(md, "### Bid cost against the auction's history\n")?;
+    let Ok(endpoint) = std::env::var("DYNAMODB_ENDPOINT") else {
+        writeln!(
+            md,
+            "(DynamoDB Local not running: set DYNAMODB_ENDPOINT, as `make bench` does.)\n"
+        )?;
+        return Ok(());
+    };
+    let bids = if quick { 60 } else { 300 };
+    println!("ledger cost ...");
+    let mut rows = Vec::new();
+    for prior in [10, 1_000, 10_000] {
+        rows.push(ledger::run(&endpoint, prior, bids).await?);
+    }
+    writeln!(md, "`AuctionService::bid` on DynamoDB Local through `DynamoStateStore`, {bids} rising bids one after another on an auction that already holds N bids; item reads and writes as DynamoDB bills them (items returned by queries and gets, items put by the transaction).\n")?;
+    writeln!(
+        md,
+        "| prior bids | p50 | p99 | requests / bid | items read / bid | items written / bid |"
+    )?;
+    writeln!(md, "|---|---|---|---|---|---|")?;
+    for r in &rows {
+        writeln!(
+            md,
+            "| {} | {:.0} us | {:.0} us | {:.2} | {:.2} | {:.2} |",
+            r.prior_bids,
+            r.p50_us,
+            r.p99_us,
+            r.requests_per_bid,
+            r.items_read_per_bid,
+            r.items_written_per_bid
+        )?;
+    }
+    let (first, last) = (&rows[0], &rows[rows.len() - 1]);
+    let ratio = last.p50_us / first.p50_us;
+    let ok = ratio <= 1.3 && (last.items_read_per_bid - first.items_read_per_bid).abs() < 0.01;
+    writeln!(md, "\nTarget: p50 at 10,000 prior bids within 1.3x of p50 at 10 ({ratio:.2}x here) and the same item reads per bid: **{}**.\n", verdict(ok))?;
     Ok(())
 }
