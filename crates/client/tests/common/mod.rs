@@ -28,6 +28,11 @@ pub enum Mode {
     SlowPong(Duration),
     /// Record bids but never answer them (the Region dies before the ack).
     LoseBidResults,
+    /// Answer every bid `rejected / too_low` without recording it (a Region that has seen a
+    /// higher bid and not yet the first copy of a replayed one).
+    RejectBids,
+    /// Answer every bid `unknown` without recording it (a store failure during the write).
+    UnknownBids,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +50,9 @@ pub struct Inner {
     pub high: Option<(u64, String)>,
     pub handshakes: u32,
     pub tokens: Vec<String>,
+    /// (bidId, amount) listed in `you.bids` of every `state` (copies seen by replication).
+    pub listed: Vec<(String, u64)>,
+    pub get_states: u32,
 }
 
 #[derive(Clone)]
@@ -66,6 +74,8 @@ impl FakeRegion {
             high: None,
             handshakes: 0,
             tokens: Vec::new(),
+            listed: Vec::new(),
+            get_states: 0,
         }));
         let (kill, _) = broadcast::channel(16);
         let region = FakeRegion { url, inner, kill };
@@ -105,6 +115,19 @@ impl FakeRegion {
             .bids
             .get(bid_id)
             .map_or(0, |b| b.1)
+    }
+
+    /// From now on `state` frames list this bid among the user's standing bids.
+    pub fn list_bid(&self, bid_id: &str, amount: u64) {
+        self.inner
+            .lock()
+            .unwrap()
+            .listed
+            .push((bid_id.to_owned(), amount));
+    }
+
+    pub fn get_states(&self) -> u32 {
+        self.inner.lock().unwrap().get_states
     }
 
     pub fn handshakes(&self) -> u32 {
@@ -185,8 +208,31 @@ impl FakeRegion {
                     None => "null".into(),
                 };
                 let count = state.bids.len();
+                state.get_states += 1;
+                let bids: Vec<String> = state
+                    .listed
+                    .iter()
+                    .map(|(id, amount)| {
+                        format!(
+                            r#"{{"bidId":"{id}","amount":{amount},"at":1,"regions":["us-west-2"]}}"#
+                        )
+                    })
+                    .collect();
+                let bids = bids.join(",");
                 Some(format!(
-                    r#"{{"type":"state","region":"{region}","auction":{{"id":"lot-1","item":"x","highBid":{high},"bidCount":{count},"version":{count}}},"you":{{"userId":"u","lastBid":null}}}}"#
+                    r#"{{"type":"state","region":"{region}","auction":{{"id":"lot-1","item":"x","highBid":{high},"bidCount":{count},"version":{count}}},"you":{{"userId":"u","lastBid":null,"bids":[{bids}]}}}}"#
+                ))
+            }
+            (mode @ (Mode::RejectBids | Mode::UnknownBids), "bid") => {
+                let id = frame["bidId"].as_str()?.to_owned();
+                state.bids.entry(id.clone()).or_insert((0, 0)).1 += 1;
+                let (status, reason) = if mode == Mode::RejectBids {
+                    ("rejected", r#""too_low""#)
+                } else {
+                    ("unknown", "null")
+                };
+                Some(format!(
+                    r#"{{"type":"bidResult","bidId":"{id}","status":"{status}","reason":{reason},"region":"{region}"}}"#
                 ))
             }
             (mode, "bid") => {
