@@ -6,6 +6,7 @@
 
 use crate::history::{check, Answer, BidKey, FinalState, Op, Record, UserEnd, Violation};
 use crate::lab::{Fault, Lab, LabConfig};
+use crate::owner::Holdings;
 use crate::scale::TimeScale;
 use crate::users::{user_client, wait_for};
 use rand::rngs::SmallRng;
@@ -124,6 +125,8 @@ pub struct RunReport {
     pub violations: Vec<Violation>,
     /// The operations on the bids the violations are about (the minimal history).
     pub evidence: Vec<Op>,
+    /// Descriptors and tasks held by the process after the run's lab was dropped.
+    pub holdings_after: Holdings,
 }
 
 /// The campaign's figures (docs/RELIABILITY.md).
@@ -140,6 +143,12 @@ pub struct CampaignReport {
     pub violations: usize,
     pub failed_runs: Vec<RunReport>,
     pub wall_seconds: f64,
+    /// Descriptors and tasks before the first run and after the last: a campaign must not
+    /// accumulate them (every lab's tasks and listeners end with it).
+    pub holdings_start: Holdings,
+    pub holdings_end: Holdings,
+    /// The most held after any run.
+    pub holdings_peak: Holdings,
 }
 
 /// The seed of run `i` of a campaign seeded `seed` (so a failing run replays on its own).
@@ -165,19 +174,32 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         violations: 0,
         failed_runs: Vec::new(),
         wall_seconds: 0.0,
+        holdings_start: Holdings::now(),
+        holdings_end: Holdings::default(),
+        holdings_peak: Holdings::default(),
     };
     for i in 0..config.runs {
         let seed = run_seed(config.seed, i);
-        let run = run_once(i, seed, &config).await?;
+        let mut run = run_once(i, seed, &config).await?;
+        // Let the dropped lab's tasks see their cancellation before counting.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        run.holdings_after = Holdings::now();
+        report.holdings_peak.descriptors = report
+            .holdings_peak
+            .descriptors
+            .max(run.holdings_after.descriptors);
+        report.holdings_peak.tasks = report.holdings_peak.tasks.max(run.holdings_after.tasks);
         if config.progress {
             println!(
-                "run {:>4} seed {:>20}: {} faults, {} bids ({} acknowledged, {} unknown), {}",
+                "run {:>4} seed {:>20}: {} faults, {} bids ({} acknowledged, {} unknown), fds {} tasks {}, {}",
                 i,
                 seed,
                 run.faults,
                 run.bids_invoked,
                 run.bids_acknowledged,
                 run.bids_unknown,
+                run.holdings_after.descriptors,
+                run.holdings_after.tasks,
                 if run.violations.is_empty() {
                     "ok".to_owned()
                 } else {
@@ -196,6 +218,7 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         }
     }
     report.wall_seconds = started.elapsed().as_secs_f64();
+    report.holdings_end = Holdings::now();
     Ok(report)
 }
 
@@ -425,6 +448,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
             .count(),
         violations,
         evidence,
+        holdings_after: Holdings::default(),
     })
 }
 

@@ -3,6 +3,7 @@
 //! connections stay where they are, as they do with DNS.
 
 use crate::health::Resolver;
+use crate::owner::Owner;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
@@ -11,13 +12,15 @@ use tokio::net::{TcpListener, TcpStream};
 pub async fn start(
     resolver: Arc<Resolver>,
     targets: [SocketAddr; 2],
+    owner: &Owner,
 ) -> anyhow::Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    tokio::spawn(async move {
+    let connections = owner.clone();
+    owner.spawn(async move {
         while let Ok((mut inbound, _)) = listener.accept().await {
             let target = targets[resolver.answer()];
-            tokio::spawn(async move {
+            connections.spawn(async move {
                 let _ = inbound.set_nodelay(true);
                 let Ok(mut outbound) = TcpStream::connect(target).await else {
                     return;

@@ -2,6 +2,7 @@
 
 use crate::frontdoor;
 use crate::health::{Alarm, AlarmConfig, AlarmState, LabMetrics, MetricsStore, Resolver};
+use crate::owner::Owner;
 use crate::region::{Quotas, Region};
 use crate::replication::{InFlight, Link};
 use crate::scale::TimeScale;
@@ -13,7 +14,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::task::JoinHandle;
 use wsdr_core::{Auction, Clock, SystemClock};
 use wsdr_protocol::{Amount, AuctionId};
 
@@ -98,7 +98,8 @@ pub struct Lab {
     pub timeline: Timeline,
     pub front_door: SocketAddr,
     user_secret: String,
-    tasks: Vec<JoinHandle<()>>,
+    /// Every task and listener of this lab: cancelled when the lab is dropped.
+    owner: Owner,
 }
 
 impl std::fmt::Debug for Lab {
@@ -111,9 +112,10 @@ impl std::fmt::Debug for Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
+        for region in &self.regions {
+            region.drop_all_sockets();
         }
+        self.owner.cancel();
     }
 }
 
@@ -194,9 +196,10 @@ impl Lab {
         };
         let stores = crate::store::open(&config.store, &config.regions).await?;
         let lag = scale.lab(config.replication_lag);
+        let owner = Owner::new();
         let links = [
-            Link::start(stores[0].as_ref(), stores[1].clone(), lag),
-            Link::start(stores[1].as_ref(), stores[0].clone(), lag),
+            Link::start(stores[0].as_ref(), stores[1].clone(), lag, &owner),
+            Link::start(stores[1].as_ref(), stores[0].clone(), lag, &owner),
         ];
         let regions = [
             Region::start(
@@ -205,6 +208,7 @@ impl Lab {
                 authorizer.clone(),
                 quotas.clone(),
                 timeline.clone(),
+                owner.clone(),
             )
             .await?,
             Region::start(
@@ -213,6 +217,7 @@ impl Lab {
                 authorizer,
                 quotas,
                 timeline.clone(),
+                owner.clone(),
             )
             .await?,
         ];
@@ -255,7 +260,7 @@ impl Lab {
         ));
         let metrics = Arc::new(MetricsStore::default());
         let front_door =
-            frontdoor::start(resolver.clone(), [regions[0].addr, regions[1].addr]).await?;
+            frontdoor::start(resolver.clone(), [regions[0].addr, regions[1].addr], &owner).await?;
         let mut lab = Self {
             config,
             regions,
@@ -266,7 +271,7 @@ impl Lab {
             timeline,
             front_door,
             user_secret,
-            tasks: Vec::new(),
+            owner,
         };
         lab.start_canaries(&canary_secret)?;
         lab.start_alarm();
@@ -304,18 +309,19 @@ impl Lab {
                 Arc::new(SystemClock),
             ));
             let start = self.timeline.start();
-            self.tasks.push(tokio::spawn(async move {
+            let runs = self.owner.clone();
+            self.owner.spawn(async move {
                 // Runs start a tenth into each period so each datapoint lands inside it.
                 let mut tick = tokio::time::interval_at(start + period / 10, period);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
                 loop {
                     tick.tick().await;
                     let canary = canary.clone();
-                    tokio::spawn(async move {
+                    runs.spawn(async move {
                         let _ = canary.run_once().await;
                     });
                 }
-            }));
+            });
         }
         Ok(())
     }
@@ -328,7 +334,7 @@ impl Lab {
         let start = timeline.start();
         let start_wall = SystemClock.now_ms();
         let period_ms = period.as_millis().max(1) as u64;
-        self.tasks.push(tokio::spawn(async move {
+        self.owner.spawn(async move {
             let mut k: u32 = 0;
             loop {
                 let from = start_wall + period_ms * u64::from(k);
@@ -345,7 +351,7 @@ impl Lab {
                 }
                 k += 1;
             }
-        }));
+        });
     }
 
     fn start_health_check(&mut self) {
@@ -353,7 +359,7 @@ impl Lab {
         let resolver = self.resolver.clone();
         let timeline = self.timeline.clone();
         let interval = self.config.scale.lab(self.config.health_check_interval);
-        self.tasks.push(tokio::spawn(async move {
+        self.owner.spawn(async move {
             let mut tick = tokio::time::interval(interval);
             let mut last: Option<bool> = None;
             loop {
@@ -378,7 +384,7 @@ impl Lab {
                     last = Some(healthy);
                 }
             }
-        }));
+        });
     }
 
     /// The global name clients use.

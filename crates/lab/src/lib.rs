@@ -14,6 +14,7 @@ pub mod health;
 pub mod history;
 pub mod lab;
 pub mod load;
+pub mod owner;
 pub mod region;
 pub mod replication;
 pub mod report;

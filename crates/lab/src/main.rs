@@ -234,6 +234,15 @@ async fn main() -> anyhow::Result<()> {
                 result.wall_seconds,
                 report.display()
             );
+            println!(
+                "held: descriptors {} -> {} (peak {}), tasks {} -> {} (peak {})",
+                result.holdings_start.descriptors,
+                result.holdings_end.descriptors,
+                result.holdings_peak.descriptors,
+                result.holdings_start.tasks,
+                result.holdings_end.tasks,
+                result.holdings_peak.tasks
+            );
             if result.violations > 0 {
                 std::process::exit(1);
             }

@@ -9,6 +9,7 @@
 //! `@connections` POST/GET/DELETE with 410 for a gone connection, called by the handler's real
 //! `aws-sdk-apigatewaymanagement` client.
 
+use crate::owner::Owner;
 use crate::store::ReplicaStore;
 use crate::timeline::Timeline;
 use authorizer::Authorizer;
@@ -111,6 +112,8 @@ pub struct Region {
     authorizer: Arc<Authorizer>,
     sockets: Mutex<HashMap<String, Socket>>,
     bucket: Mutex<Bucket>,
+    /// The lab's owner: this Region's server, sockets and pushes end with it.
+    owner: Owner,
     connect_rate: Mutex<f64>,
     timeline: Timeline,
 }
@@ -133,7 +136,7 @@ impl Region {
         };
         let keys = vec![(auction.clone(), summary.region.clone())];
         let app = self.app.clone();
-        tokio::spawn(async move {
+        self.owner.spawn(async move {
             app.on_replicated_summaries(&keys).await;
         });
     }
@@ -146,6 +149,7 @@ impl Region {
         authorizer: Arc<Authorizer>,
         quotas: Quotas,
         timeline: Timeline,
+        owner: Owner,
     ) -> anyhow::Result<Arc<Self>> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -190,6 +194,7 @@ impl Region {
             authorizer,
             sockets: Mutex::default(),
             timeline,
+            owner,
         });
         let router = Router::new()
             .route("/{stage}", get(upgrade))
@@ -200,7 +205,7 @@ impl Region {
                     .delete(delete_connection),
             )
             .with_state(region.clone());
-        tokio::spawn(async move {
+        region.owner.clone().spawn(async move {
             if let Err(error) = axum::serve(listener, router).await {
                 tracing::error!(%error, "region server stopped");
             }
@@ -572,6 +577,7 @@ async fn serve_socket(
                     break;
                 }
             },
+            () = region.owner.cancelled() => { aborted = true; break; }
             _ = tokio::time::sleep_until(idle) => {
                 let _ = sink.send(Message::Close(Some(CloseFrame { code: 1001, reason: "Going away".into() }))).await;
                 break;

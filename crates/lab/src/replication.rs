@@ -3,6 +3,7 @@
 //! A link can be cut (partition, or the source Region down); what it holds then is the data
 //! at risk (the RPO window) until it heals.
 
+use crate::owner::Owner;
 use crate::store::ReplicaStore;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -43,7 +44,12 @@ pub struct InFlight {
 
 impl Link {
     /// Start shipping `from`'s writes to `to`.
-    pub fn start(from: &dyn ReplicaStore, to: Arc<dyn ReplicaStore>, lag: Duration) -> Self {
+    pub fn start(
+        from: &dyn ReplicaStore,
+        to: Arc<dyn ReplicaStore>,
+        lag: Duration,
+        owner: &Owner,
+    ) -> Self {
         let link = Self {
             pending: Arc::default(),
             lag_us: Arc::new(AtomicU64::new(lag.as_micros() as u64)),
@@ -53,7 +59,7 @@ impl Link {
         };
         let mut feed = from.change_feed();
         let queue = link.pending.clone();
-        tokio::spawn(async move {
+        owner.spawn(async move {
             while let Some(change) = feed.recv().await {
                 queue
                     .lock()
@@ -62,7 +68,7 @@ impl Link {
             }
         });
         let worker = link.clone();
-        tokio::spawn(async move {
+        owner.spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(2));
             loop {
                 tick.tick().await;

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Mutation runs of the chaos checker: each patch in scripts/mutants/ breaks one guarantee on
+# purpose; the campaign must report violations for it (exit non-zero). Builds each mutant in a
+# throwaway git worktree under target/mutants/ (one shared target dir), never touching the
+# checkout. Usage: scripts/mutation-run.sh [runs per mutant, default 30] [patch ...]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+runs="${1:-30}"; shift || true
+patches=("$@")
+[ ${#patches[@]} -gt 0 ] || patches=("$root"/scripts/mutants/*.patch)
+work="$root/target/mutants"
+mkdir -p "$work"
+export CARGO_TARGET_DIR="$work/target"
+status=0
+for patch in "${patches[@]}"; do
+  name="$(basename "$patch" .patch)"
+  tree="$work/$name"
+  git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || rm -rf "$tree"
+  git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
+  git -C "$tree" apply "$patch"
+  (cd "$tree" && cargo build -q -p wsdr-lab --bin wsdr)
+  log="$work/$name.log"
+  set +e
+  "$CARGO_TARGET_DIR/debug/wsdr" chaos --seed 1 --runs "$runs" --report "$work/$name.json" >"$log" 2>&1
+  rc=$?
+  set -e
+  summary="$(grep '^chaos:' "$log" || tail -n1 "$log")"
+  kinds="$(python3 -c 'import json,sys,collections
+r=json.load(open(sys.argv[1]))
+c=collections.Counter(v["kind"] for run in r.get("failed_runs",[]) for v in run.get("violations",[]))
+print(", ".join(f"{k} {n}" for k,n in c.most_common()) or "none")' "$work/$name.json" 2>/dev/null || echo "?")"
+  if [ "$rc" -ne 0 ]; then
+    echo "CAUGHT  $name: $summary"
+  else
+    echo "MISSED  $name: $summary"
+    status=1
+  fi
+  echo "        violations by kind: $kinds"
+  git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || true
+done
+exit $status
