@@ -17,10 +17,9 @@
 //! an SDK retry of a committed transaction is recognised (by DynamoDB's idempotency window,
 //! and by the copy's `writeId` after it) and answered `Committed`.
 //!
-//! With [`DynamoStateStore::with_change_feed`] (the lab's `--dynamodb` mode) every write also
-//! carries a stamp (`writtenAt`, `writer`) and is published on a change feed, and
-//! [`DynamoStateStore::apply_replicated`] applies another Region's write with last writer wins
-//! by that stamp. On AWS, Global Tables does this itself.
+//! Replication is Global Tables' business, not this adapter's: the lab emulates it around the
+//! adapter (`wsdr-lab`'s `store` module), with [`DynamoStateStore::put_as_replicated`] to apply
+//! another Region's write as Global Tables does, unconditionally.
 
 use crate::classify::classify;
 use crate::keys::{auction_of_key, SUMMARY_PREFIX};
@@ -35,9 +34,8 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
-use wsdr_core::items::{Change, Item as StateItem};
+use std::sync::Arc;
+use wsdr_core::items::Item as StateItem;
 use wsdr_core::{
     Auction, BidCommit, BidRecord, CommitOutcome, Error, RegionSummary, Result, StateStore, UserId,
 };
@@ -83,22 +81,7 @@ impl IoCounts {
 pub struct DynamoStateStore {
     client: Client,
     table: String,
-    replication: Option<Arc<Replication>>,
     io: Arc<IoCounts>,
-}
-
-/// Stamps and the change feed of a store that replicates by itself (the lab).
-#[derive(Debug)]
-struct Replication {
-    writer: String,
-    feeds: Mutex<Vec<mpsc::UnboundedSender<Change>>>,
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 impl DynamoStateStore {
@@ -106,7 +89,6 @@ impl DynamoStateStore {
         Self {
             client,
             table: table.into(),
-            replication: None,
             io: Arc::default(),
         }
     }
@@ -116,82 +98,23 @@ impl DynamoStateStore {
         &self.io
     }
 
-    /// Stamp every write as written by `writer` and publish it on [`Self::change_feed`].
-    pub fn with_change_feed(mut self, writer: impl Into<String>) -> Self {
-        self.replication = Some(Arc::new(Replication {
-            writer: writer.into(),
-            feeds: Mutex::new(Vec::new()),
-        }));
-        self
-    }
-
-    /// This store's own writes from now on (empty and closed without a change feed).
-    pub fn change_feed(&self) -> mpsc::UnboundedReceiver<Change> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        if let Some(replication) = &self.replication {
-            replication
-                .feeds
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(tx);
-        }
-        rx
-    }
-
-    /// Add the stamp to an item about to be written; returns it.
-    fn stamp(&self, item: &mut Item) -> Option<(u64, String)> {
-        let replication = self.replication.as_ref()?;
-        let written_at = now_ms();
-        item.insert("writtenAt".into(), n(written_at));
-        item.insert("writer".into(), s(replication.writer.clone()));
-        Some((written_at, replication.writer.clone()))
-    }
-
-    fn publish(&self, item: StateItem, stamp: Option<(u64, String)>) {
-        let (Some(replication), Some((written_at, writer))) = (&self.replication, stamp) else {
-            return;
-        };
-        let change = Change {
-            item,
-            written_at,
-            writer,
-        };
-        replication
-            .feeds
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|feed| feed.send(change.clone()).is_ok());
-    }
-
-    /// Apply a write replicated from another Region: per item, the later stamp
-    /// (`writtenAt`, then `writer`) wins. Returns whether it was applied.
-    pub async fn apply_replicated(&self, change: &Change) -> Result<bool> {
-        let mut item = to_item(&change.item);
-        item.insert("writtenAt".into(), n(change.written_at));
-        item.insert("writer".into(), s(change.writer.clone()));
-        let result = self
-            .client
+    /// Write `item` exactly as given, with no condition: how Global Tables applies a write
+    /// replicated from another Region (the lab's replicator uses it; the Lambdas never do).
+    pub async fn put_as_replicated(&self, item: &StateItem) -> Result<()> {
+        self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression(
-                "attribute_not_exists(pk) OR attribute_not_exists(writtenAt) \
-                 OR writtenAt < :w OR (writtenAt = :w AND writer < :writer)",
-            )
-            .expression_attribute_values(":w", n(change.written_at))
-            .expression_attribute_values(":writer", s(change.writer.clone()))
+            .set_item(Some(to_item(item)))
             .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e) if is_conditional_check_failed(&e) => Ok(false),
-            Err(e) => Err(classify(&e)),
-        }
+            .await
+            .map_err(|e| classify(&e))?;
+        self.io.wrote(1);
+        Ok(())
     }
 
-    /// Every item of the table with its stamp, sorted by key (the lab's convergence check;
-    /// a scan: never on a request path).
-    pub async fn dump(&self) -> Result<Vec<(String, String, Change)>> {
+    /// Every item of the table in key order (the lab's convergence check and tests; a scan:
+    /// never on a request path).
+    pub async fn dump(&self) -> Result<Vec<StateItem>> {
         let mut pages = self
             .client
             .scan()
@@ -205,24 +128,10 @@ impl DynamoStateStore {
             let item = item.map_err(|e| classify(&e))?;
             let pk = get_s(&item, PK)?.to_owned();
             let sk = get_s(&item, SK)?.to_owned();
-            let state = parse_item(&pk, &sk, &item)?;
-            let change = Change {
-                item: state,
-                written_at: item
-                    .get("writtenAt")
-                    .map(|_| get_n(&item, "writtenAt"))
-                    .transpose()?
-                    .unwrap_or(0),
-                writer: item
-                    .get("writer")
-                    .map(|_| get_s(&item, "writer").map(str::to_owned))
-                    .transpose()?
-                    .unwrap_or_default(),
-            };
-            out.push((pk, sk, change));
+            out.push(((pk.clone(), sk.clone()), parse_item(&pk, &sk, &item)?));
         }
-        out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-        Ok(out)
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out.into_iter().map(|(_, item)| item).collect())
     }
 
     /// Every bid copy of an auction (checkers and tests; a query over the whole auction).
@@ -500,8 +409,7 @@ fn cancelled_outcome(
 #[async_trait]
 impl StateStore for DynamoStateStore {
     async fn put_auction_if_absent(&self, auction: &Auction) -> Result<bool> {
-        let mut item = auction_item(auction);
-        let stamp = self.stamp(&mut item);
+        let item = auction_item(auction);
         let result = self
             .client
             .put_item()
@@ -511,10 +419,7 @@ impl StateStore for DynamoStateStore {
             .send()
             .await;
         match result {
-            Ok(_) => {
-                self.publish(StateItem::Auction(auction.clone()), stamp);
-                Ok(true)
-            }
+            Ok(_) => Ok(true),
             Err(e) if is_conditional_check_failed(&e) => Ok(false),
             Err(e) => Err(classify(&e)),
         }
@@ -549,10 +454,8 @@ impl StateStore for DynamoStateStore {
     }
 
     async fn commit_bid(&self, commit: &BidCommit) -> Result<CommitOutcome> {
-        let mut bid = bid_item(&commit.bid, &commit.write_id);
-        let mut summary = summary_item(&commit.bid.auction_id, &commit.summary);
-        let bid_stamp = self.stamp(&mut bid);
-        let summary_stamp = self.stamp(&mut summary);
+        let bid = bid_item(&commit.bid, &commit.write_id);
+        let summary = summary_item(&commit.bid.auction_id, &commit.summary);
         let put_bid = Put::builder()
             .table_name(&self.table)
             .set_item(Some(bid))
@@ -588,23 +491,7 @@ impl StateStore for DynamoStateStore {
             .await;
         self.io.wrote(2);
         match result {
-            Ok(_) => {
-                self.publish(
-                    StateItem::Bid {
-                        bid: commit.bid.clone(),
-                        write_id: commit.write_id.clone(),
-                    },
-                    bid_stamp,
-                );
-                self.publish(
-                    StateItem::Summary {
-                        auction: commit.bid.auction_id.clone(),
-                        summary: commit.summary.clone(),
-                    },
-                    summary_stamp,
-                );
-                Ok(CommitOutcome::Committed)
-            }
+            Ok(_) => Ok(CommitOutcome::Committed),
             Err(e) => match e
                 .as_service_error()
                 .and_then(|se| cancelled_outcome(se, commit))

@@ -1,5 +1,6 @@
 //! The whole two-Region system on one machine.
 
+use crate::clock::{LabClock, RegionClock};
 use crate::frontdoor;
 use crate::health::{Alarm, AlarmConfig, AlarmState, LabMetrics, MetricsStore, Resolver};
 use crate::owner::Owner;
@@ -14,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use wsdr_core::{Auction, Clock, SystemClock};
+use wsdr_core::{Auction, Clock};
 use wsdr_protocol::{Amount, AuctionId};
 
 /// The lab's settings, in AWS terms; the time scale turns them into lab time.
@@ -100,6 +101,8 @@ pub struct Lab {
     user_secret: String,
     /// Every task and listener of this lab: cancelled when the lab is dropped.
     owner: Owner,
+    /// The lab's one clock (tokio's, as epoch ms); each Region's clock is built on it.
+    pub clock: LabClock,
 }
 
 impl std::fmt::Debug for Lab {
@@ -194,7 +197,9 @@ impl Lab {
             max_frame_bytes: wsdr_protocol::limits::MAX_FRAME_BYTES,
             max_message_bytes: wsdr_protocol::limits::MAX_MESSAGE_BYTES,
         };
-        let stores = crate::store::open(&config.store, &config.regions).await?;
+        let clock = LabClock::new();
+        let clocks = [RegionClock::new(clock), RegionClock::new(clock)];
+        let stores = crate::store::open(&config.store, &config.regions, &clocks).await?;
         let lag = scale.lab(config.replication_lag);
         let owner = Owner::new();
         let links = [
@@ -209,6 +214,7 @@ impl Lab {
                 quotas.clone(),
                 timeline.clone(),
                 owner.clone(),
+                clocks[0].clone(),
             )
             .await?,
             Region::start(
@@ -218,6 +224,7 @@ impl Lab {
                 quotas,
                 timeline.clone(),
                 owner.clone(),
+                clocks[1].clone(),
             )
             .await?,
         ];
@@ -272,6 +279,7 @@ impl Lab {
             front_door,
             user_secret,
             owner,
+            clock,
         };
         lab.start_canaries(&canary_secret)?;
         lab.start_alarm();
@@ -306,7 +314,7 @@ impl Lab {
             let canary = Arc::new(canary::Canary::new(
                 config,
                 Arc::new(metrics),
-                Arc::new(SystemClock),
+                Arc::new(self.clock),
             ));
             let start = self.timeline.start();
             let runs = self.owner.clone();
@@ -332,7 +340,7 @@ impl Lab {
         let timeline = self.timeline.clone();
         let period = alarm.config.period;
         let start = timeline.start();
-        let start_wall = SystemClock.now_ms();
+        let start_wall = self.clock.now_ms();
         let period_ms = period.as_millis().max(1) as u64;
         self.owner.spawn(async move {
             let mut k: u32 = 0;

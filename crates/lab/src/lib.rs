@@ -7,6 +7,7 @@
 //! semantics, a health check and a caching resolver behind one front-door address.
 
 pub mod chaos;
+pub mod clock;
 pub mod control;
 pub mod drill;
 pub mod frontdoor;

@@ -9,6 +9,7 @@
 //! `@connections` POST/GET/DELETE with 410 for a gone connection, called by the handler's real
 //! `aws-sdk-apigatewaymanagement` client.
 
+use crate::clock::RegionClock;
 use crate::owner::Owner;
 use crate::store::ReplicaStore;
 use crate::timeline::Timeline;
@@ -36,7 +37,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use ws_handler::App;
 use wsdr_core::memory::MemoryConnections;
-use wsdr_core::{AuctionService, SystemClock};
+use wsdr_core::{AuctionService, Clock};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -114,6 +115,8 @@ pub struct Region {
     bucket: Mutex<Bucket>,
     /// The lab's owner: this Region's server, sockets and pushes end with it.
     owner: Owner,
+    /// This Region's clock (its handler's, and its table's write stamps): may be skewed.
+    pub clock: Arc<RegionClock>,
     connect_rate: Mutex<f64>,
     timeline: Timeline,
 }
@@ -150,6 +153,7 @@ impl Region {
         quotas: Quotas,
         timeline: Timeline,
         owner: Owner,
+        clock: Arc<RegionClock>,
     ) -> anyhow::Result<Arc<Self>> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -171,7 +175,7 @@ impl Region {
                 inner: wsdr_aws::ApiGatewayNotifier::new(&sdk, &callback),
                 permits: tokio::sync::Semaphore::new(MAX_POSTS_IN_FLIGHT),
             }),
-            Arc::new(SystemClock),
+            clock.clone(),
             name,
         )
         .with_fanout(quotas.fanout.clone());
@@ -195,6 +199,7 @@ impl Region {
             sockets: Mutex::default(),
             timeline,
             owner,
+            clock,
         });
         let router = Router::new()
             .route("/{stage}", get(upgrade))
@@ -269,7 +274,7 @@ impl Region {
         connection_id: &str,
         authorizer: &Value,
     ) -> Value {
-        let now = wall_ms();
+        let now = self.clock.now_ms();
         json!({
             "routeKey": route,
             "eventType": event_type,
@@ -386,13 +391,6 @@ impl wsdr_core::Notifier for SharedClientNotifier {
             .map_err(|_| wsdr_core::Error::Internal("notifier closed".into()))?;
         self.inner.send(connection, payload).await
     }
-}
-
-fn wall_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// An id shaped like API Gateway's (`L0SM9cOFvHcCIhw=`).

@@ -1,14 +1,17 @@
 //! The state store behind each emulated Region: the embedded in-memory adapter (default) or
-//! DynamoDB Local through the real `wsdr-aws` adapter (`--dynamodb`). Either way the lab's
-//! replicator ships each Region's writes to the other with Global Tables' per-item
-//! last-writer-wins rule.
+//! DynamoDB Local through the real `wsdr-aws` adapter (`--dynamodb`, wrapped in
+//! [`DynamoReplica`]). Either way each write is stamped by its Region's own clock and the lab's
+//! replicator ships it to the other Region, which applies it with Global Tables' per-item
+//! last-writer-wins rule and no condition.
 
+use crate::clock::RegionClock;
 use async_trait::async_trait;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 #[cfg(feature = "dynamodb")]
 use wsdr_aws::DynamoStateStore;
-use wsdr_core::memory::{Change, MemoryStateStore};
+use wsdr_core::items::{Change, Item, ItemKey};
+use wsdr_core::memory::MemoryStateStore;
 use wsdr_core::{BidRecord, StateStore};
 use wsdr_protocol::AuctionId;
 
@@ -44,27 +47,161 @@ impl ReplicaStore for MemoryStateStore {
     }
 }
 
+/// A Region's table on DynamoDB Local, replicated the way Global Tables does it: the real
+/// adapter writes exactly what it writes on AWS (no extra attributes); this wrapper keeps each
+/// item's replication timestamp by this Region's clock on the side (Global Tables keeps its
+/// own, invisibly), publishes every committed write on a change feed, and applies another
+/// Region's write unconditionally when its stamp is later (last writer wins).
+#[cfg(feature = "dynamodb")]
+#[derive(Debug)]
+pub struct DynamoReplica {
+    store: DynamoStateStore,
+    region: String,
+    clock: Arc<RegionClock>,
+    stamps: std::sync::Mutex<std::collections::HashMap<ItemKey, (u64, String)>>,
+    feeds: std::sync::Mutex<Vec<mpsc::UnboundedSender<Change>>>,
+}
+
+#[cfg(feature = "dynamodb")]
+impl DynamoReplica {
+    pub fn new(
+        store: DynamoStateStore,
+        region: impl Into<String>,
+        clock: Arc<RegionClock>,
+    ) -> Self {
+        Self {
+            store,
+            region: region.into(),
+            clock,
+            stamps: Default::default(),
+            feeds: Default::default(),
+        }
+    }
+
+    pub fn adapter(&self) -> &DynamoStateStore {
+        &self.store
+    }
+
+    /// A local write committed: stamp it with this Region's clock and ship it.
+    fn committed(&self, item: Item) {
+        use wsdr_core::Clock;
+        let change = Change {
+            item,
+            written_at: self.clock.now_ms(),
+            writer: self.region.clone(),
+        };
+        lock(&self.stamps).insert(
+            change.item.key(),
+            (change.written_at, change.writer.clone()),
+        );
+        lock(&self.feeds).retain(|feed| feed.send(change.clone()).is_ok());
+    }
+}
+
+#[cfg(feature = "dynamodb")]
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[cfg(feature = "dynamodb")]
 #[async_trait]
-impl ReplicaStore for DynamoStateStore {
+impl StateStore for DynamoReplica {
+    async fn put_auction_if_absent(&self, auction: &wsdr_core::Auction) -> wsdr_core::Result<bool> {
+        let created = self.store.put_auction_if_absent(auction).await?;
+        if created {
+            self.committed(Item::Auction(auction.clone()));
+        }
+        Ok(created)
+    }
+
+    async fn auction(&self, id: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::Auction>> {
+        self.store.auction(id).await
+    }
+
+    async fn bid_copies(
+        &self,
+        auction: &AuctionId,
+        bidder: &wsdr_core::UserId,
+        bid_id: &wsdr_protocol::BidId,
+    ) -> wsdr_core::Result<Vec<BidRecord>> {
+        self.store.bid_copies(auction, bidder, bid_id).await
+    }
+
+    async fn summaries(
+        &self,
+        auction: &AuctionId,
+    ) -> wsdr_core::Result<Vec<wsdr_core::RegionSummary>> {
+        self.store.summaries(auction).await
+    }
+
+    async fn commit_bid(
+        &self,
+        commit: &wsdr_core::BidCommit,
+    ) -> wsdr_core::Result<wsdr_core::CommitOutcome> {
+        let outcome = self.store.commit_bid(commit).await?;
+        if outcome == wsdr_core::CommitOutcome::Committed {
+            self.committed(Item::Bid {
+                bid: commit.bid.clone(),
+                write_id: commit.write_id.clone(),
+            });
+            self.committed(Item::Summary {
+                auction: commit.bid.auction_id.clone(),
+                summary: commit.summary.clone(),
+            });
+        }
+        Ok(outcome)
+    }
+
+    async fn user_bids(
+        &self,
+        auction: &AuctionId,
+        bidder: &wsdr_core::UserId,
+        limit: usize,
+    ) -> wsdr_core::Result<Vec<BidRecord>> {
+        self.store.user_bids(auction, bidder, limit).await
+    }
+}
+
+#[cfg(feature = "dynamodb")]
+#[async_trait]
+impl ReplicaStore for DynamoReplica {
     fn change_feed(&self) -> mpsc::UnboundedReceiver<Change> {
-        DynamoStateStore::change_feed(self)
+        let (tx, rx) = mpsc::unbounded_channel();
+        lock(&self.feeds).push(tx);
+        rx
     }
 
     async fn apply_replicated(&self, change: &Change) -> wsdr_core::Result<bool> {
-        DynamoStateStore::apply_replicated(self, change).await
+        let key = change.item.key();
+        let newer = lock(&self.stamps)
+            .get(&key)
+            .is_none_or(|(at, writer)| (change.written_at, &change.writer) > (*at, writer));
+        if !newer {
+            return Ok(false);
+        }
+        self.store.put_as_replicated(&change.item).await?;
+        lock(&self.stamps).insert(key, (change.written_at, change.writer.clone()));
+        Ok(true)
     }
 
     async fn dump(&self) -> wsdr_core::Result<Vec<Change>> {
-        Ok(DynamoStateStore::dump(self)
-            .await?
+        let items = self.store.dump().await?;
+        let stamps = lock(&self.stamps);
+        Ok(items
             .into_iter()
-            .map(|(_, _, change)| change)
+            .map(|item| {
+                let (written_at, writer) = stamps.get(&item.key()).cloned().unwrap_or_default();
+                Change {
+                    item,
+                    written_at,
+                    writer,
+                }
+            })
             .collect())
     }
 
     async fn all_bids(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<BidRecord>> {
-        DynamoStateStore::all_bids(self, auction).await
+        self.store.all_bids(auction).await
     }
 }
 
@@ -81,15 +218,13 @@ pub enum StoreKind {
 pub async fn open(
     kind: &StoreKind,
     regions: &[String; 2],
+    clocks: &[Arc<RegionClock>; 2],
 ) -> anyhow::Result<[Arc<dyn ReplicaStore>; 2]> {
     match kind {
-        StoreKind::Memory => {
-            let clock = Arc::new(wsdr_core::SystemClock);
-            Ok([
-                Arc::new(MemoryStateStore::new(&regions[0], clock.clone())),
-                Arc::new(MemoryStateStore::new(&regions[1], clock)),
-            ])
-        }
+        StoreKind::Memory => Ok([
+            Arc::new(MemoryStateStore::new(&regions[0], clocks[0].clone())),
+            Arc::new(MemoryStateStore::new(&regions[1], clocks[1].clone())),
+        ]),
         #[cfg(not(feature = "dynamodb"))]
         StoreKind::Dynamo { endpoint } => Err(anyhow::anyhow!(
             "DynamoDB Local at {endpoint} asked for, but this build has no DynamoDB support: \
@@ -100,13 +235,15 @@ pub async fn open(
             // One lab, one set of tables: several labs may share a DynamoDB Local.
             let lab_id = format!("{:08x}", rand::random::<u32>());
             let mut stores: Vec<Arc<dyn ReplicaStore>> = Vec::new();
-            for region in regions {
+            for (region, clock) in regions.iter().zip(clocks) {
                 let client = wsdr_aws::local::dynamo_client(endpoint, region);
                 let table = format!("wsdr-lab-{lab_id}-{region}");
                 wsdr_aws::schema::create_state_table(&client, &table).await?;
-                stores.push(Arc::new(
-                    DynamoStateStore::new(client, table).with_change_feed(region.clone()),
-                ));
+                stores.push(Arc::new(DynamoReplica::new(
+                    DynamoStateStore::new(client, table),
+                    region.clone(),
+                    clock.clone(),
+                )));
             }
             let [a, b]: [Arc<dyn ReplicaStore>; 2] = stores
                 .try_into()

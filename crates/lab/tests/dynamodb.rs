@@ -38,8 +38,10 @@ async fn the_default_drill_on_dynamodb_local_loses_nothing_and_converges() {
 #[tokio::test]
 async fn replicated_writes_apply_with_last_writer_wins_per_item() {
     use wsdr_aws::DynamoStateStore;
-    use wsdr_core::memory::{Change, Item};
+    use wsdr_core::items::{Change, Item};
     use wsdr_core::{Auction, StateStore};
+    use wsdr_lab::clock::{LabClock, RegionClock};
+    use wsdr_lab::store::{DynamoReplica, ReplicaStore};
     use wsdr_protocol::{Amount, AuctionId};
     let endpoint = std::env::var("DYNAMODB_ENDPOINT").expect("DYNAMODB_ENDPOINT (make test)");
     let table = format!("lww-{:08x}", rand::random::<u32>());
@@ -53,8 +55,20 @@ async fn replicated_writes_apply_with_last_writer_wins_per_item() {
     wsdr_aws::schema::create_state_table(&west_client, &west_table)
         .await
         .unwrap();
-    let east = DynamoStateStore::new(east_client, east_table).with_change_feed("us-east-1");
-    let west = DynamoStateStore::new(west_client, west_table).with_change_feed("us-west-2");
+    // Each Region stamps with its own clock; the west's runs 5 s behind.
+    let lab = LabClock::new();
+    let (east_clock, west_clock) = (RegionClock::new(lab), RegionClock::new(lab));
+    west_clock.set_skew_ms(-5_000);
+    let east = DynamoReplica::new(
+        DynamoStateStore::new(east_client, east_table),
+        "us-east-1",
+        east_clock,
+    );
+    let west = DynamoReplica::new(
+        DynamoStateStore::new(west_client, west_table),
+        "us-west-2",
+        west_clock,
+    );
     let mut feed = east.change_feed();
     let auction = Auction {
         id: AuctionId::new("lot-9").unwrap(),
@@ -96,4 +110,19 @@ async fn replicated_writes_apply_with_last_writer_wins_per_item() {
         .unwrap());
     let stored = west.auction(&auction.id).await.unwrap().unwrap();
     assert_eq!(stored.item, "newer");
+    // A later local write in the west loses to the east's earlier one when the west's clock is
+    // behind: last writer wins by the writers' clocks, not by real time (as on AWS).
+    let mut west_feed = west.change_feed();
+    let later = Auction {
+        id: AuctionId::new("lot-10").unwrap(),
+        ..auction.clone()
+    };
+    assert!(west.put_auction_if_absent(&later).await.unwrap());
+    let west_write = west_feed.recv().await.unwrap();
+    assert!(
+        west_write.written_at < t,
+        "stamped by the west's own clock, which runs behind the east's"
+    );
+    // The adapter's items carry no replication attributes: the stamps live in the replica.
+    assert_eq!(west.adapter().dump().await.unwrap().len(), 2);
 }
