@@ -49,16 +49,20 @@ pub async fn authorizer() -> anyhow::Result<Arc<authorizer::Authorizer>> {
 
 /// One emulated Region with the auction seeded.
 pub async fn region(name: &str, quotas: Quotas) -> anyhow::Result<Arc<Region>> {
+    let clock = wsdr_lab::clock::RegionClock::new(wsdr_lab::clock::LabClock::new());
     let store = Arc::new(wsdr_core::memory::MemoryStateStore::new(
         name,
-        Arc::new(wsdr_core::SystemClock),
+        clock.clone(),
     ));
+    // The Region runs until the benchmark process ends: its owner is never cancelled.
     let region = Region::start(
         name,
         store,
         authorizer().await?,
         quotas,
         Timeline::new(None),
+        wsdr_lab::owner::Owner::new(),
+        clock,
     )
     .await?;
     region

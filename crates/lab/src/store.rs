@@ -10,7 +10,9 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 #[cfg(feature = "dynamodb")]
 use wsdr_aws::DynamoStateStore;
-use wsdr_core::items::{Change, Item, ItemKey};
+use wsdr_core::items::Change;
+#[cfg(feature = "dynamodb")]
+use wsdr_core::items::{Item, ItemKey};
 use wsdr_core::memory::MemoryStateStore;
 use wsdr_core::{BidRecord, StateStore};
 use wsdr_protocol::AuctionId;

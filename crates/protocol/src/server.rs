@@ -166,6 +166,9 @@ impl ServerMessage {
 
 /// Anything a client may receive: one of our frames, or API Gateway's own error frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// One frame at a time is parsed and matched at once: boxing the common variant would cost an
+// allocation per frame to save stack space nobody is short of.
+#[allow(clippy::large_enum_variant)]
 pub enum ServerFrame {
     Message(ServerMessage),
     /// API Gateway answered instead of our Lambda (integration failed or throttled).
