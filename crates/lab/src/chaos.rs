@@ -4,7 +4,9 @@
 //! (crate::history). A violation prints the run's seed, its schedule and the operations on the
 //! bids involved.
 
-use crate::history::{check, Answer, BidKey, FinalState, Op, Record, UserEnd, Violation};
+use crate::history::{
+    check, lost_acknowledged, Answer, BidKey, FinalState, Lost, Op, Record, UserEnd, Violation,
+};
 use crate::lab::{Fault, Lab, LabConfig};
 use crate::owner::Holdings;
 use crate::scale::TimeScale;
@@ -12,7 +14,7 @@ use crate::users::{user_client, wait_for};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -39,6 +41,39 @@ pub enum Step {
     FailbackUnderLoad { secs: f64 },
     /// Replication lags `lag_ms`, then the primary is lost with data in flight.
     LostWhileLagging { lag_ms: u64, secs: f64 },
+    /// Replication lags `lag_ms`, then the primary is lost for good: what it had not
+    /// replicated is lost (the RPO), and the run ends on the secondary alone.
+    NeverReturns { lag_ms: u64, secs: f64 },
+    /// `percent`% of bids in `region` lose their connection right after the commit.
+    AckLost {
+        region: usize,
+        percent: u8,
+        secs: f64,
+    },
+    /// `percent`% of `region`'s table requests throttled.
+    StoreThrottle {
+        region: usize,
+        percent: u8,
+        secs: f64,
+    },
+    /// `region`'s table unreachable from its handler.
+    StoreOutage { region: usize, secs: f64 },
+    /// `percent`% of `region`'s `@connections` posts throttled.
+    ConnectionsThrottle {
+        region: usize,
+        percent: u8,
+        secs: f64,
+    },
+    /// `$disconnect` never delivered in either Region, while the primary goes down.
+    DisconnectDropped { secs: f64 },
+    /// `region`'s clock `ms` off (either sign).
+    Skew { region: usize, ms: i64, secs: f64 },
+    /// Replication out of `from` cut, the other direction flowing.
+    OneWay { from: usize, secs: f64 },
+    /// A resolver that ignores the TTL (keeps answers `keep_secs`) while the primary is down.
+    StickyDns { keep_secs: u64, secs: f64 },
+    /// Every integration in `region` `ms` slower.
+    Slow { region: usize, ms: u64, secs: f64 },
     /// Nothing.
     Calm { secs: f64 },
 }
@@ -46,7 +81,7 @@ pub enum Step {
 impl Step {
     fn draw(rng: &mut SmallRng) -> Self {
         let secs = |rng: &mut SmallRng, lo: f64, hi: f64| rng.random_range(lo..hi).round();
-        match rng.random_range(0..8) {
+        match rng.random_range(0..18) {
             0 => Step::Down {
                 secs: secs(rng, 30.0, 300.0),
             },
@@ -71,6 +106,50 @@ impl Step {
                 lag_ms: rng.random_range(5_000..30_000),
                 secs: secs(rng, 60.0, 300.0),
             },
+            7 => Step::NeverReturns {
+                lag_ms: rng.random_range(1_000..20_000),
+                secs: secs(rng, 120.0, 300.0),
+            },
+            8 | 9 => Step::AckLost {
+                region: rng.random_range(0..2),
+                percent: rng.random_range(20..80),
+                secs: secs(rng, 30.0, 200.0),
+            },
+            10 => Step::StoreThrottle {
+                region: rng.random_range(0..2),
+                percent: rng.random_range(10..70),
+                secs: secs(rng, 30.0, 200.0),
+            },
+            11 => Step::StoreOutage {
+                region: rng.random_range(0..2),
+                secs: secs(rng, 10.0, 120.0),
+            },
+            12 => Step::ConnectionsThrottle {
+                region: rng.random_range(0..2),
+                percent: rng.random_range(20..90),
+                secs: secs(rng, 30.0, 200.0),
+            },
+            13 => Step::DisconnectDropped {
+                secs: secs(rng, 30.0, 200.0),
+            },
+            14 => Step::Skew {
+                region: rng.random_range(0..2),
+                ms: rng.random_range(-5_000..5_000),
+                secs: secs(rng, 30.0, 200.0),
+            },
+            15 => Step::OneWay {
+                from: rng.random_range(0..2),
+                secs: secs(rng, 10.0, 200.0),
+            },
+            16 => Step::StickyDns {
+                keep_secs: rng.random_range(120..600),
+                secs: secs(rng, 60.0, 300.0),
+            },
+            17 => Step::Slow {
+                region: rng.random_range(0..2),
+                ms: rng.random_range(200..3_000),
+                secs: secs(rng, 30.0, 200.0),
+            },
             _ => Step::Calm {
                 secs: secs(rng, 5.0, 60.0),
             },
@@ -79,11 +158,29 @@ impl Step {
 
     /// Faults this step injects (heals excluded).
     fn faults(&self) -> usize {
+        self.kinds().len()
+    }
+
+    /// The fault kinds this step injects, as the CLI names them (one entry per injection).
+    pub fn kinds(&self) -> Vec<&'static str> {
         match self {
-            Step::Calm { .. } => 0,
-            Step::Flapping { cycles, .. } => *cycles as usize,
-            Step::LostWhileLagging { .. } => 2,
-            _ => 1,
+            Step::Calm { .. } => vec![],
+            Step::Down { .. } => vec!["down"],
+            Step::Throttle { .. } | Step::FailbackUnderLoad { .. } => vec!["throttle"],
+            Step::Partition { .. } => vec!["partition"],
+            Step::LagSpike { .. } => vec!["lag"],
+            Step::Flapping { cycles, .. } => vec!["throttle"; *cycles as usize],
+            Step::LostWhileLagging { .. } => vec!["lag", "down"],
+            Step::NeverReturns { .. } => vec!["lag", "never-returns"],
+            Step::AckLost { .. } => vec!["ack-lost"],
+            Step::StoreThrottle { .. } => vec!["store-throttle"],
+            Step::StoreOutage { .. } => vec!["store-outage"],
+            Step::ConnectionsThrottle { .. } => vec!["connections-throttle"],
+            Step::DisconnectDropped { .. } => vec!["disconnect-dropped", "down"],
+            Step::Skew { .. } => vec!["skew"],
+            Step::OneWay { .. } => vec!["one-way"],
+            Step::StickyDns { .. } => vec!["sticky-dns", "down"],
+            Step::Slow { .. } => vec!["slow"],
         }
     }
 }
@@ -127,6 +224,11 @@ pub struct RunReport {
     pub evidence: Vec<Op>,
     /// Descriptors and tasks held by the process after the run's lab was dropped.
     pub holdings_after: Holdings,
+    pub faults_by_kind: BTreeMap<String, usize>,
+    /// Acknowledged bids lost because a Region never came back with them (the RPO, in bids).
+    pub rpo_lost_acknowledged: usize,
+    /// Bid copies that Region took with it (acknowledged or not).
+    pub lost_copies: usize,
 }
 
 /// The campaign's figures (docs/RELIABILITY.md).
@@ -137,6 +239,10 @@ pub struct CampaignReport {
     pub users_per_run: usize,
     pub time_scale: f64,
     pub faults_injected: usize,
+    /// Faults injected, by kind (the CLI's names).
+    pub faults_by_kind: BTreeMap<String, usize>,
+    /// Acknowledged bids lost with Regions that never came back, over the campaign.
+    pub rpo_lost_acknowledged: usize,
     pub bids_invoked: usize,
     pub bids_acknowledged: usize,
     pub bids_unknown: usize,
@@ -168,6 +274,8 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         users_per_run: config.users,
         time_scale: config.scale.factor(),
         faults_injected: 0,
+        faults_by_kind: BTreeMap::new(),
+        rpo_lost_acknowledged: 0,
         bids_invoked: 0,
         bids_acknowledged: 0,
         bids_unknown: 0,
@@ -208,6 +316,10 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
             );
         }
         report.faults_injected += run.faults;
+        for (kind, n) in &run.faults_by_kind {
+            *report.faults_by_kind.entry(kind.clone()).or_default() += n;
+        }
+        report.rpo_lost_acknowledged += run.rpo_lost_acknowledged;
         report.bids_invoked += run.bids_invoked;
         report.bids_acknowledged += run.bids_acknowledged;
         report.bids_unknown += run.bids_unknown;
@@ -386,8 +498,26 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         let _ = task.await;
     }
 
+    // A Region lost for good is not checked: what it took with it is the RPO, and the
+    // checker is told exactly which bid copies those are.
+    let gone = lab.gone();
+    let lost: Lost = lab
+        .lost_writes()
+        .into_iter()
+        .filter_map(|change| match change.item {
+            wsdr_core::items::Item::Bid { bid, .. } => Some((
+                bid.bidder.as_str().to_owned(),
+                bid.bid_id.as_str().to_owned(),
+                bid.amount.get(),
+            )),
+            _ => None,
+        })
+        .collect();
     let mut regions = Vec::new();
-    for (name, region) in lab.config.regions.iter().zip(&lab.regions) {
+    for (i, (name, region)) in lab.config.regions.iter().zip(&lab.regions).enumerate() {
+        if gone.contains(&i) {
+            continue;
+        }
         let copies = region.store.all_bids(&auction).await?;
         let mut bids: std::collections::BTreeMap<BidKey, Vec<Record>> = Default::default();
         for copy in &copies {
@@ -424,7 +554,12 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         });
     }
     let ops: Vec<Op> = lock(&shared.ops).values().cloned().collect();
-    let violations = check(&ops, &regions, converged, &users);
+    let violations = check(&ops, &regions, converged, &users, &lost);
+    let rpo_lost_acknowledged = lost_acknowledged(&ops, &regions, &lost);
+    let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
+    for kind in schedule.iter().flat_map(Step::kinds) {
+        *faults_by_kind.entry(kind.to_owned()).or_default() += 1;
+    }
     let evidence: Vec<Op> = violations
         .iter()
         .filter_map(Violation::bid)
@@ -449,6 +584,9 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         violations,
         evidence,
         holdings_after: Holdings::default(),
+        faults_by_kind,
+        rpo_lost_acknowledged,
+        lost_copies: lost.len(),
     })
 }
 
@@ -491,6 +629,63 @@ async fn play(lab: &Lab, step: Step, scale: TimeScale) {
             lab.fault(Fault::Down(0));
             sleep(secs).await;
         }
+        Step::NeverReturns { lag_ms, secs } => {
+            lab.fault(Fault::Lag(Duration::from_millis(lag_ms)));
+            sleep(10.0).await;
+            lab.fault(Fault::NeverReturns(0));
+            sleep(secs).await;
+        }
+        Step::AckLost {
+            region,
+            percent,
+            secs,
+        } => {
+            lab.fault(Fault::AckLost { region, percent });
+            sleep(secs).await;
+        }
+        Step::StoreThrottle {
+            region,
+            percent,
+            secs,
+        } => {
+            lab.fault(Fault::StoreThrottle { region, percent });
+            sleep(secs).await;
+        }
+        Step::StoreOutage { region, secs } => {
+            lab.fault(Fault::StoreOutage(region));
+            sleep(secs).await;
+        }
+        Step::ConnectionsThrottle {
+            region,
+            percent,
+            secs,
+        } => {
+            lab.fault(Fault::ConnectionsThrottle { region, percent });
+            sleep(secs).await;
+        }
+        Step::DisconnectDropped { secs } => {
+            lab.fault(Fault::DisconnectDropped(0));
+            lab.fault(Fault::DisconnectDropped(1));
+            lab.fault(Fault::Down(0));
+            sleep(secs).await;
+        }
+        Step::Skew { region, ms, secs } => {
+            lab.fault(Fault::Skew { region, ms });
+            sleep(secs).await;
+        }
+        Step::OneWay { from, secs } => {
+            lab.fault(Fault::OneWay { from });
+            sleep(secs).await;
+        }
+        Step::StickyDns { keep_secs, secs } => {
+            lab.fault(Fault::StickyDns(Duration::from_secs(keep_secs)));
+            lab.fault(Fault::Down(0));
+            sleep(secs).await;
+        }
+        Step::Slow { region, ms, secs } => {
+            lab.fault(Fault::Slow { region, ms });
+            sleep(secs).await;
+        }
         Step::Calm { secs } => sleep(secs).await,
     }
     lab.fault(Fault::Heal);
@@ -528,11 +723,17 @@ fn user(
                     next_bid = Instant::now() + scale.secs(rng.random_range(3.0..15.0));
                     let high = lock(&shared.users[index]).high_seen.unwrap_or(100_000);
                     // Mostly above the high bid; sometimes at or below it (a rejection).
-                    let amount = if rng.random_bool(0.15) {
+                    let mut amount = if rng.random_bool(0.15) {
                         high.saturating_sub(1_000 * rng.random_range(0..3)).max(100_000)
                     } else {
-                        high + 1_000 * rng.random_range(1..6)
+                        // The minimum next bid, often: users on both Regions during a split
+                        // then place equal amounts.
+                        high + 1_000 * rng.random_range(1..4)
                     };
+                    // Awkward users: amounts that are not multiples of the increment.
+                    if rng.random_bool(0.3) {
+                        amount += rng.random_range(1..1_000);
+                    }
                     let Ok(amount) = Amount::new(amount) else { continue };
                     // A hostile user, now and then: reuse a bidId another user's bid carried
                     // in a push (same Region or, after a failover, the other one).

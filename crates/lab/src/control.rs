@@ -7,7 +7,11 @@
 //! - `GET  /api/config` -> what the page needs: global name, Regions' own endpoints, scale
 //! - `GET  /api/token?sub=<user>` -> `{"token": ...}`: a lab user token (the lab's own issuer;
 //!   nothing like it exists in a deployment, where tokens come from the app's identity provider)
-//! - `POST /api/fault` with `{"kind":"down"|"throttle"|"partition"|"lag"|"heal","region":0|1,"ms":800}`
+//! - `POST /api/fault` with `{"kind": <kind>, "region": 0|1, "ms": <AWS ms>, "percent": 0..100,
+//!   "from": 0|1}`; kinds: `down`, `throttle`, `partition`, `lag` (ms), `never-returns`,
+//!   `ack-lost` (percent), `store-throttle` (percent), `store-outage`, `connections-throttle`
+//!   (percent), `disconnect-dropped`, `skew` (ms, may be negative), `one-way` (from),
+//!   `sticky-dns` (ms: how long answers are kept), `slow` (ms), `heal` (docs/LAB.md)
 
 use crate::lab::{Fault, Lab};
 use axum::extract::{Query, State};
@@ -25,23 +29,58 @@ pub struct FaultRequest {
     pub kind: String,
     #[serde(default)]
     pub region: usize,
+    /// AWS milliseconds (`lag`, `skew` (signed), `sticky-dns`, `slow`).
     #[serde(default)]
-    pub ms: u64,
+    pub ms: i64,
+    /// `ack-lost`, `store-throttle`, `connections-throttle`: share affected, 0 to 100
+    /// (default 50).
+    #[serde(default)]
+    pub percent: Option<u8>,
+    /// `one-way`: the Region whose outgoing replication is cut (default `region`).
+    #[serde(default)]
+    pub from: Option<usize>,
 }
 
 /// Parse a fault request; errors are for the HTTP 400 body.
 pub fn parse_fault(request: &FaultRequest) -> Result<Fault, String> {
-    if request.region > 1 {
+    let region = request.region;
+    if region > 1 || request.from.is_some_and(|f| f > 1) {
         return Err("region must be 0 (primary) or 1 (secondary)".into());
     }
+    let percent = match request.percent {
+        Some(p) if p > 100 => return Err("percent must be 0 to 100".into()),
+        Some(p) => p,
+        None => 50,
+    };
+    let non_negative_ms =
+        || u64::try_from(request.ms).map_err(|_| format!("`{}` needs ms >= 0", request.kind));
     match request.kind.as_str() {
-        "down" => Ok(Fault::Down(request.region)),
-        "throttle" => Ok(Fault::Throttle(request.region)),
+        "down" => Ok(Fault::Down(region)),
+        "throttle" => Ok(Fault::Throttle(region)),
         "partition" => Ok(Fault::Partition),
-        "lag" => Ok(Fault::Lag(Duration::from_millis(request.ms))),
+        "lag" => Ok(Fault::Lag(Duration::from_millis(non_negative_ms()?))),
+        "never-returns" => Ok(Fault::NeverReturns(region)),
+        "ack-lost" => Ok(Fault::AckLost { region, percent }),
+        "store-throttle" => Ok(Fault::StoreThrottle { region, percent }),
+        "store-outage" => Ok(Fault::StoreOutage(region)),
+        "connections-throttle" => Ok(Fault::ConnectionsThrottle { region, percent }),
+        "disconnect-dropped" => Ok(Fault::DisconnectDropped(region)),
+        "skew" => Ok(Fault::Skew {
+            region,
+            ms: request.ms,
+        }),
+        "one-way" => Ok(Fault::OneWay {
+            from: request.from.unwrap_or(region),
+        }),
+        "sticky-dns" => Ok(Fault::StickyDns(Duration::from_millis(non_negative_ms()?))),
+        "slow" => Ok(Fault::Slow {
+            region,
+            ms: non_negative_ms()?,
+        }),
         "heal" => Ok(Fault::Heal),
         other => Err(format!(
-            "unknown fault `{other}`: down, throttle, partition, lag, heal"
+            "unknown fault `{other}`: {}, heal",
+            crate::lab::FAULT_KINDS.join(", ")
         )),
     }
 }

@@ -138,6 +138,8 @@ impl Alarm {
 #[derive(Debug)]
 pub struct Resolver {
     ttl: Duration,
+    /// `sticky-dns`: a resolver that ignores the record's TTL and keeps its answer this long.
+    ttl_override: Mutex<Option<Duration>>,
     cached: Mutex<Option<(usize, Instant)>>,
     healthy_primary: Mutex<bool>,
     timeline: Timeline,
@@ -148,6 +150,7 @@ impl Resolver {
     pub fn new(ttl: Duration, timeline: Timeline, names: [String; 2]) -> Self {
         Self {
             ttl,
+            ttl_override: Mutex::new(None),
             cached: Mutex::new(None),
             healthy_primary: Mutex::new(true),
             timeline,
@@ -164,12 +167,18 @@ impl Resolver {
         *lock(&self.healthy_primary)
     }
 
+    /// Keep cached answers for `ttl` instead of the record's TTL (None: honour the TTL).
+    pub fn set_ttl_override(&self, ttl: Option<Duration>) {
+        *lock(&self.ttl_override) = ttl;
+    }
+
     /// The Region index (0 primary, 1 secondary) a new connection is sent to.
     pub fn answer(&self) -> usize {
+        let ttl = lock(&self.ttl_override).unwrap_or(self.ttl);
         let mut cached = lock(&self.cached);
         let now = Instant::now();
         match *cached {
-            Some((region, at)) if now.duration_since(at) < self.ttl => region,
+            Some((region, at)) if now.duration_since(at) < ttl => region,
             previous => {
                 let region = if self.primary_healthy() { 0 } else { 1 };
                 if let Some((old, _)) = previous {

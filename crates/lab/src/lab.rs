@@ -7,6 +7,7 @@ use crate::owner::Owner;
 use crate::region::{Quotas, Region};
 use crate::replication::{InFlight, Link};
 use crate::scale::TimeScale;
+use crate::store::{FaultyStore, ReplicaStore, StoreFailure};
 use crate::timeline::{Kind, Timeline};
 use authorizer::Authorizer;
 use rand::Rng;
@@ -15,6 +16,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use wsdr_core::items::Change;
 use wsdr_core::{Auction, Clock};
 use wsdr_protocol::{Amount, AuctionId};
 
@@ -69,7 +71,8 @@ impl Default for LabConfig {
     }
 }
 
-/// A fault to inject.
+/// A fault to inject. Regions by index (0 primary, 1 secondary); durations and skews in AWS
+/// time. The names in `kind()` are the CLI's, the control API's and the chaos summary's.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fault {
     /// Every socket dropped, new connections refused, its replication stalled.
@@ -80,9 +83,72 @@ pub enum Fault {
     Partition,
     /// Replication lag, AWS time.
     Lag(Duration),
-    /// Everything back to normal.
+    /// Down for good: what it had not replicated is lost (the measured RPO). Heal does not
+    /// bring it back.
+    NeverReturns(usize),
+    /// This percentage of bids lose their connection right after the commit.
+    AckLost { region: usize, percent: u8 },
+    /// This percentage of the handler's table requests are throttled.
+    StoreThrottle { region: usize, percent: u8 },
+    /// The handler cannot reach its table at all.
+    StoreOutage(usize),
+    /// This percentage of `@connections` posts answer 429 LimitExceeded.
+    ConnectionsThrottle { region: usize, percent: u8 },
+    /// `$disconnect` is never delivered.
+    DisconnectDropped(usize),
+    /// The Region's clock runs `ms` ahead (negative: behind) of the others.
+    Skew { region: usize, ms: i64 },
+    /// Replication from `from` to the other Region cut; the other direction flows.
+    OneWay { from: usize },
+    /// Clients resolve the global name through a resolver that ignores the TTL and keeps an
+    /// answer this long.
+    StickyDns(Duration),
+    /// Every integration in the Region takes this much longer.
+    Slow { region: usize, ms: u64 },
+    /// Everything back to normal (a Region that never returns stays gone).
     Heal,
 }
+
+impl Fault {
+    /// The fault's name as the CLI, the control API and the chaos summary spell it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Fault::Down(_) => "down",
+            Fault::Throttle(_) => "throttle",
+            Fault::Partition => "partition",
+            Fault::Lag(_) => "lag",
+            Fault::NeverReturns(_) => "never-returns",
+            Fault::AckLost { .. } => "ack-lost",
+            Fault::StoreThrottle { .. } => "store-throttle",
+            Fault::StoreOutage(_) => "store-outage",
+            Fault::ConnectionsThrottle { .. } => "connections-throttle",
+            Fault::DisconnectDropped(_) => "disconnect-dropped",
+            Fault::Skew { .. } => "skew",
+            Fault::OneWay { .. } => "one-way",
+            Fault::StickyDns(_) => "sticky-dns",
+            Fault::Slow { .. } => "slow",
+            Fault::Heal => "heal",
+        }
+    }
+}
+
+/// Every fault kind, as named by [`Fault::kind`] (heal excluded).
+pub const FAULT_KINDS: &[&str] = &[
+    "down",
+    "throttle",
+    "partition",
+    "lag",
+    "never-returns",
+    "ack-lost",
+    "store-throttle",
+    "store-outage",
+    "connections-throttle",
+    "disconnect-dropped",
+    "skew",
+    "one-way",
+    "sticky-dns",
+    "slow",
+];
 
 pub const USER_ISSUER: &str = "https://lab.wsdr.local";
 pub const AUDIENCE: &str = "wsdr";
@@ -103,6 +169,10 @@ pub struct Lab {
     owner: Owner,
     /// The lab's one clock (tokio's, as epoch ms); each Region's clock is built on it.
     pub clock: LabClock,
+    /// Each Region's store as its handler sees it, with injectable failures.
+    pub store_faults: [Arc<FaultyStore>; 2],
+    /// Writes a Region that never returned took with it.
+    lost: std::sync::Mutex<Vec<Change>>,
 }
 
 impl std::fmt::Debug for Lab {
@@ -120,6 +190,10 @@ impl Drop for Lab {
         }
         self.owner.cancel();
     }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn secret() -> String {
@@ -199,7 +273,12 @@ impl Lab {
         };
         let clock = LabClock::new();
         let clocks = [RegionClock::new(clock), RegionClock::new(clock)];
-        let stores = crate::store::open(&config.store, &config.regions, &clocks).await?;
+        let [east, west] = crate::store::open(&config.store, &config.regions, &clocks).await?;
+        let store_faults = [
+            Arc::new(FaultyStore::new(east)),
+            Arc::new(FaultyStore::new(west)),
+        ];
+        let stores: [Arc<dyn ReplicaStore>; 2] = [store_faults[0].clone(), store_faults[1].clone()];
         let lag = scale.lab(config.replication_lag);
         let owner = Owner::new();
         let links = [
@@ -280,6 +359,8 @@ impl Lab {
             user_secret,
             owner,
             clock,
+            store_faults,
+            lost: std::sync::Mutex::new(Vec::new()),
         };
         lab.start_canaries(&canary_secret)?;
         lab.start_alarm();
@@ -451,31 +532,174 @@ impl Lab {
                     format!("replication lag {} ms (AWS)", lag.as_millis()),
                 );
             }
+            Fault::NeverReturns(r) => {
+                let region = &self.regions[r];
+                region.faults.gone.store(true, Ordering::SeqCst);
+                region.faults.down.store(true, Ordering::SeqCst);
+                region.drop_all_sockets();
+                // Both directions end with it; what it had not shipped is gone.
+                for link in &self.links {
+                    link.set_cut(true);
+                }
+                let lost = self.links[r].discard();
+                let count = lost.len();
+                lock(&self.lost).extend(lost);
+                self.timeline.record(
+                    Kind::Fault,
+                    format!(
+                        "{} lost for good ({count} unreplicated writes lost with it)",
+                        names[r]
+                    ),
+                );
+            }
+            Fault::AckLost { region, percent } => {
+                self.regions[region]
+                    .faults
+                    .ack_lost_percent
+                    .store(percent.min(100), Ordering::SeqCst);
+                self.timeline.record(
+                    Kind::Fault,
+                    format!(
+                        "{}: {percent}% of bids lose their answer after the commit",
+                        names[region]
+                    ),
+                );
+            }
+            Fault::StoreThrottle { region, percent } => {
+                self.store_faults[region].set_failure(Some(StoreFailure::Throttle {
+                    percent: percent.min(100),
+                }));
+                self.timeline.record(
+                    Kind::Fault,
+                    format!("{}: {percent}% of table requests throttled", names[region]),
+                );
+            }
+            Fault::StoreOutage(r) => {
+                self.store_faults[r].set_failure(Some(StoreFailure::Outage));
+                self.timeline
+                    .record(Kind::Fault, format!("{}: table unreachable", names[r]));
+            }
+            Fault::ConnectionsThrottle { region, percent } => {
+                self.regions[region]
+                    .faults
+                    .connections_throttle_percent
+                    .store(percent.min(100), Ordering::SeqCst);
+                self.timeline.record(
+                    Kind::Fault,
+                    format!(
+                        "{}: {percent}% of @connections posts throttled",
+                        names[region]
+                    ),
+                );
+            }
+            Fault::DisconnectDropped(r) => {
+                self.regions[r]
+                    .faults
+                    .disconnect_dropped
+                    .store(true, Ordering::SeqCst);
+                self.timeline
+                    .record(Kind::Fault, format!("{}: $disconnect dropped", names[r]));
+            }
+            Fault::Skew { region, ms } => {
+                let lab_ms = (ms as f64 / self.config.scale.factor()).round() as i64;
+                self.regions[region].clock.set_skew_ms(lab_ms);
+                self.timeline.record(
+                    Kind::Fault,
+                    format!("{}: clock skewed {ms} ms (AWS)", names[region]),
+                );
+            }
+            Fault::OneWay { from } => {
+                self.links[from].set_cut(true);
+                self.timeline.record(
+                    Kind::Fault,
+                    format!("replication {} -> {} cut", names[from], names[1 - from]),
+                );
+            }
+            Fault::StickyDns(keep) => {
+                self.resolver
+                    .set_ttl_override(Some(self.config.scale.lab(keep)));
+                self.timeline.record(
+                    Kind::Fault,
+                    format!(
+                        "resolver ignores the TTL, keeps answers {} s (AWS)",
+                        keep.as_secs()
+                    ),
+                );
+            }
+            Fault::Slow { region, ms } => {
+                let lab = self.config.scale.lab(Duration::from_millis(ms));
+                self.regions[region]
+                    .faults
+                    .slow_us
+                    .store(lab.as_micros() as u64, Ordering::SeqCst);
+                self.timeline.record(
+                    Kind::Fault,
+                    format!("{}: every integration {ms} ms slower (AWS)", names[region]),
+                );
+            }
             Fault::Heal => {
                 for region in &self.regions {
-                    region.faults.down.store(false, Ordering::SeqCst);
-                    region.faults.throttled.store(false, Ordering::SeqCst);
+                    region.faults.heal();
+                    region.clock.reset();
                 }
-                for link in &self.links {
-                    link.set_cut(false);
+                for store in &self.store_faults {
+                    store.set_failure(None);
+                }
+                let gone = self.gone();
+                for (i, link) in self.links.iter().enumerate() {
+                    // A link from or to a Region that never returned stays cut.
+                    link.set_cut(gone.iter().any(|g| *g == i || *g == 1 - i));
                     link.set_lag(self.config.scale.lab(self.config.replication_lag));
                 }
+                self.resolver.set_ttl_override(None);
                 self.timeline.record(Kind::Heal, "all faults healed");
             }
         }
     }
 
-    /// Data written but not yet replicated, both ways.
-    pub fn in_flight(&self) -> InFlight {
-        let [a, b] = [self.links[0].in_flight(), self.links[1].in_flight()];
-        InFlight {
-            items: a.items + b.items,
-            oldest_ms: a.oldest_ms.max(b.oldest_ms),
-        }
+    /// Regions lost for good (`never-returns`).
+    pub fn gone(&self) -> Vec<usize> {
+        (0..2)
+            .filter(|r| self.regions[*r].faults.gone.load(Ordering::SeqCst))
+            .collect()
     }
 
-    /// Both stores hold exactly the same items (false if either cannot be read).
+    /// Writes that Regions lost for good took with them (including any their handlers
+    /// committed after the fault, which could never be shipped).
+    pub fn lost_writes(&self) -> Vec<Change> {
+        let mut lost = lock(&self.lost);
+        for r in self.gone() {
+            lost.extend(self.links[r].discard());
+        }
+        lost.clone()
+    }
+
+    /// Data written but not yet replicated, both ways (a lost Region's queue excluded: it
+    /// will never drain).
+    pub fn in_flight(&self) -> InFlight {
+        let gone = self.gone();
+        let mut total = InFlight {
+            items: 0,
+            oldest_ms: 0.0,
+        };
+        for link in &self.links {
+            // With a Region lost for good nothing replicates any more, either way.
+            if !gone.is_empty() {
+                continue;
+            }
+            let f = link.in_flight();
+            total.items += f.items;
+            total.oldest_ms = total.oldest_ms.max(f.oldest_ms);
+        }
+        total
+    }
+
+    /// Both stores hold exactly the same items (false if either cannot be read). With a
+    /// Region lost for good there is one store left: converged by definition.
     pub async fn converged(&self) -> bool {
+        if !self.gone().is_empty() {
+            return true;
+        }
         match (
             self.regions[0].store.dump().await,
             self.regions[1].store.dump().await,

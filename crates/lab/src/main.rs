@@ -90,14 +90,22 @@ enum Command {
     },
     /// Inject a fault into a running `wsdr lab` through its control API.
     Fault {
-        /// down, throttle, partition, lag, heal
+        /// down, throttle, partition, lag, never-returns, ack-lost, store-throttle,
+        /// store-outage, connections-throttle, disconnect-dropped, skew, one-way, sticky-dns,
+        /// slow, heal (docs/LAB.md)
         kind: String,
         /// 0 = primary, 1 = secondary
         #[arg(long, default_value_t = 0)]
         region: usize,
-        /// For `lag`: AWS milliseconds.
-        #[arg(long, default_value_t = 0)]
-        ms: u64,
+        /// AWS milliseconds: `lag`, `skew` (may be negative), `sticky-dns`, `slow`.
+        #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+        ms: i64,
+        /// Share affected (0 to 100): `ack-lost`, `store-throttle`, `connections-throttle`.
+        #[arg(long)]
+        percent: Option<u8>,
+        /// `one-way`: the Region whose outgoing replication is cut.
+        #[arg(long)]
+        from: Option<usize>,
         #[arg(long, default_value = "127.0.0.1:8787")]
         lab: std::net::SocketAddr,
     },
@@ -126,8 +134,11 @@ fn store_kind(dynamodb: Option<String>) -> wsdr_lab::store::StoreKind {
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "error".into()),
+            // The emulated Lambdas' own logs (their CloudWatch Logs) are off by default:
+            // injected faults make them log errors by design. RUST_LOG=ws_handler=info,... shows them.
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                "error,wsdr_core=off,ws_handler=off,authorizer=off,canary=off".into()
+            }),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -234,6 +245,16 @@ async fn main() -> anyhow::Result<()> {
                 result.wall_seconds,
                 report.display()
             );
+            let kinds: Vec<String> = result
+                .faults_by_kind
+                .iter()
+                .map(|(kind, n)| format!("{kind} {n}"))
+                .collect();
+            println!("faults by kind: {}", kinds.join(", "));
+            println!(
+                "measured RPO: {} acknowledged bids lost with Regions that never returned",
+                result.rpo_lost_acknowledged
+            );
             println!(
                 "held: descriptors {} -> {} (peak {}), tasks {} -> {} (peak {})",
                 result.holdings_start.descriptors,
@@ -300,9 +321,22 @@ async fn main() -> anyhow::Result<()> {
             kind,
             region,
             ms,
+            percent,
+            from,
             lab,
         } => {
-            let body = serde_json::json!({"kind": kind, "region": region, "ms": ms}).to_string();
+            let request = wsdr_lab::control::FaultRequest {
+                kind: kind.clone(),
+                region,
+                ms,
+                percent,
+                from,
+            };
+            if let Err(error) = wsdr_lab::control::parse_fault(&request) {
+                eprintln!("wsdr fault: {error}");
+                std::process::exit(2);
+            }
+            let body = serde_json::json!({"kind": kind, "region": region, "ms": ms, "percent": percent, "from": from}).to_string();
             let (status, answer) = wsdr_lab::control::post_json(lab, "/api/fault", &body).await?;
             println!("{answer}");
             if status != 200 {

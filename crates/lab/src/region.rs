@@ -30,7 +30,7 @@ use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -64,8 +64,38 @@ pub struct Quotas {
 pub struct Faults {
     /// Every socket dropped, new ones refused.
     pub down: AtomicBool,
+    /// Down for good (`never-returns`): heal does not bring it back.
+    pub gone: AtomicBool,
     /// The handler's reserved concurrency is 0: every integration fails.
     pub throttled: AtomicBool,
+    /// `ack-lost`: this percentage of bids lose their connection right after the handler
+    /// committed them, before the answer is written (the reply never arrives).
+    pub ack_lost_percent: AtomicU8,
+    /// `connections-throttle`: this percentage of `@connections` posts answer 429
+    /// LimitExceededException.
+    pub connections_throttle_percent: AtomicU8,
+    /// `disconnect-dropped`: `$disconnect` is never invoked (API Gateway: best effort).
+    pub disconnect_dropped: AtomicBool,
+    /// `slow`: every integration takes this much longer (lab microseconds).
+    pub slow_us: AtomicU64,
+}
+
+impl Faults {
+    /// Clear every fault except `gone`.
+    pub fn heal(&self) {
+        let gone = self.gone.load(Ordering::SeqCst);
+        self.down.store(gone, Ordering::SeqCst);
+        self.throttled.store(false, Ordering::SeqCst);
+        self.ack_lost_percent.store(0, Ordering::SeqCst);
+        self.connections_throttle_percent.store(0, Ordering::SeqCst);
+        self.disconnect_dropped.store(false, Ordering::SeqCst);
+        self.slow_us.store(0, Ordering::SeqCst);
+    }
+}
+
+/// True with probability `percent`/100.
+fn chance(percent: u8) -> bool {
+    percent > 0 && rand::random_range(0..100u8) < percent
 }
 
 /// Counters for reports and benchmarks.
@@ -79,6 +109,8 @@ pub struct Counters {
     pub denied: AtomicU64,
     pub posts: AtomicU64,
     pub gone: AtomicU64,
+    /// Bids whose connection the `ack-lost` fault cut after the commit.
+    pub acks_lost: AtomicU64,
 }
 
 enum Outbound {
@@ -292,6 +324,10 @@ impl Region {
     }
 
     async fn invoke(&self, event: Value) -> Option<(i64, Option<String>, HeaderMap)> {
+        let slow = self.faults.slow_us.load(Ordering::Relaxed);
+        if slow > 0 {
+            tokio::time::sleep(Duration::from_micros(slow)).await;
+        }
         let request: ApiGatewayWebsocketProxyRequest = serde_json::from_value(event).ok()?;
         let response = self.app.respond(request).await;
         let body = match response.body {
@@ -552,7 +588,17 @@ async fn serve_socket(
             frame = stream.next() => match frame {
                 Some(Ok(Message::Text(text))) => {
                     last_active = Instant::now();
-                    if let Some(reply) = region.on_message(&connection_id, &authorizer, text.as_str()).await {
+                    let reply = region.on_message(&connection_id, &authorizer, text.as_str()).await;
+                    // `ack-lost`: the bid is committed, then the connection dies before the
+                    // answer is written: the path where a replay lands in the other Region.
+                    if route_key(text.as_str()) == "bid"
+                        && chance(region.faults.ack_lost_percent.load(Ordering::Relaxed))
+                    {
+                        region.counters.acks_lost.fetch_add(1, Ordering::Relaxed);
+                        aborted = true;
+                        break;
+                    }
+                    if let Some(reply) = reply {
                         if sink.send(Message::Text(reply.into())).await.is_err() { break; }
                     }
                 }
@@ -590,7 +636,10 @@ async fn serve_socket(
     drop(sink);
     // $disconnect is best effort, as in AWS: not sent for a Region that went down, and lost
     // when the integration is throttled (records then expire by TTL).
-    if !aborted && !region.faults.throttled.load(Ordering::SeqCst) {
+    if !aborted
+        && !region.faults.throttled.load(Ordering::SeqCst)
+        && !region.faults.disconnect_dropped.load(Ordering::SeqCst)
+    {
         let event = json!({"requestContext": region.context("$disconnect", "DISCONNECT", &connection_id, &authorizer), "isBase64Encoded": false});
         let _ = region.invoke(event).await;
     }
@@ -603,6 +652,19 @@ async fn post_to_connection(
     body: Bytes,
 ) -> Response {
     region.counters.posts.fetch_add(1, Ordering::Relaxed);
+    if chance(
+        region
+            .faults
+            .connections_throttle_percent
+            .load(Ordering::Relaxed),
+    ) {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [("x-amzn-errortype", "LimitExceededException")],
+            r#"{"message":"Rate exceeded"}"#,
+        )
+            .into_response();
+    }
     if !region.quotas.post_latency.is_zero() {
         tokio::time::sleep(region.quotas.post_latency).await;
     }

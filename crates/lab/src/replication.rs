@@ -123,6 +123,17 @@ impl Link {
         Duration::from_micros(self.lag_us.load(Ordering::Relaxed))
     }
 
+    /// Drop everything not yet delivered and return it: the writes a Region that never comes
+    /// back takes with it (the measured RPO).
+    pub fn discard(&self) -> Vec<Change> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+            .map(|(_, change)| change)
+            .collect()
+    }
+
     pub fn set_cut(&self, cut: bool) {
         self.cut.store(cut, Ordering::SeqCst);
     }

@@ -254,3 +254,128 @@ pub async fn open(
         }
     }
 }
+
+/// A failure mode of a Region's table as its handler sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreFailure {
+    /// `store-throttle`: this percentage of requests answer ProvisionedThroughputExceeded.
+    Throttle { percent: u8 },
+    /// `store-outage`: every request fails (the table unreachable from this Region).
+    Outage,
+}
+
+/// A Region's store with injectable failures on the request path (the handler's calls).
+/// Replication in and out is not affected: Global Tables replicates on its own.
+pub struct FaultyStore {
+    inner: Arc<dyn ReplicaStore>,
+    failure: std::sync::Mutex<Option<StoreFailure>>,
+}
+
+impl std::fmt::Debug for FaultyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FaultyStore")
+            .field("failure", &self.failure)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FaultyStore {
+    pub fn new(inner: Arc<dyn ReplicaStore>) -> Self {
+        Self {
+            inner,
+            failure: std::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn set_failure(&self, failure: Option<StoreFailure>) {
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = failure;
+    }
+
+    fn check(&self) -> wsdr_core::Result<()> {
+        let failure = *self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        match failure {
+            None => Ok(()),
+            Some(StoreFailure::Outage) => Err(wsdr_core::Error::Transient(
+                "the table is unreachable (lab store-outage)".into(),
+            )),
+            Some(StoreFailure::Throttle { percent }) => {
+                if rand::random_range(0..100u8) < percent {
+                    Err(wsdr_core::Error::Throttled(
+                        "ProvisionedThroughputExceededException (lab store-throttle)".into(),
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl StateStore for FaultyStore {
+    async fn put_auction_if_absent(&self, auction: &wsdr_core::Auction) -> wsdr_core::Result<bool> {
+        self.check()?;
+        self.inner.put_auction_if_absent(auction).await
+    }
+
+    async fn auction(&self, id: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::Auction>> {
+        self.check()?;
+        self.inner.auction(id).await
+    }
+
+    async fn bid_copies(
+        &self,
+        auction: &AuctionId,
+        bidder: &wsdr_core::UserId,
+        bid_id: &wsdr_protocol::BidId,
+    ) -> wsdr_core::Result<Vec<BidRecord>> {
+        self.check()?;
+        self.inner.bid_copies(auction, bidder, bid_id).await
+    }
+
+    async fn summaries(
+        &self,
+        auction: &AuctionId,
+    ) -> wsdr_core::Result<Vec<wsdr_core::RegionSummary>> {
+        self.check()?;
+        self.inner.summaries(auction).await
+    }
+
+    async fn commit_bid(
+        &self,
+        commit: &wsdr_core::BidCommit,
+    ) -> wsdr_core::Result<wsdr_core::CommitOutcome> {
+        self.check()?;
+        self.inner.commit_bid(commit).await
+    }
+
+    async fn user_bids(
+        &self,
+        auction: &AuctionId,
+        bidder: &wsdr_core::UserId,
+        limit: usize,
+    ) -> wsdr_core::Result<Vec<BidRecord>> {
+        self.check()?;
+        self.inner.user_bids(auction, bidder, limit).await
+    }
+}
+
+#[async_trait]
+impl ReplicaStore for FaultyStore {
+    fn change_feed(&self) -> mpsc::UnboundedReceiver<Change> {
+        self.inner.change_feed()
+    }
+
+    async fn apply_replicated(&self, change: &Change) -> wsdr_core::Result<bool> {
+        self.inner.apply_replicated(change).await
+    }
+
+    async fn dump(&self) -> wsdr_core::Result<Vec<Change>> {
+        self.inner.dump().await
+    }
+
+    async fn all_bids(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<BidRecord>> {
+        self.inner.all_bids(auction).await
+    }
+}
