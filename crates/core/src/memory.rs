@@ -104,10 +104,14 @@ impl MemoryStateStore {
         lock(&self.items).values().cloned().collect()
     }
 
-    fn stamp(&self, item: Item) -> Change {
+    /// Stamp a local write that replaces `current`: this Region's clock, but always later than
+    /// the version it replaces, so a Region's successive writes of one item replicate in
+    /// order even within one millisecond or after its clock stepped back (docs/LAB.md).
+    fn stamp(&self, item: Item, current: Option<&Change>) -> Change {
+        let now = self.clock.now_ms();
         Change {
             item,
-            written_at: self.clock.now_ms(),
+            written_at: current.map_or(now, |c| now.max(c.written_at + 1)),
             writer: self.region.clone(),
         }
     }
@@ -124,19 +128,27 @@ impl MemoryStateStore {
     }
 }
 
+fn summary_item_key(commit: &BidCommit) -> ItemKey {
+    ItemKey::Summary {
+        auction: commit.bid.auction_id.clone(),
+        region: commit.summary.region.clone(),
+    }
+}
+
 #[async_trait]
 impl StateStore for MemoryStateStore {
     async fn put_auction_if_absent(&self, auction: &Auction) -> Result<bool> {
         self.check_outage()?;
-        let change = self.stamp(Item::Auction(auction.clone()));
-        {
+        let change = {
             let mut items = lock(&self.items);
-            let key = change.item.key();
+            let key = ItemKey::Auction(auction.id.clone());
             if items.contains_key(&key) {
                 return Ok(false);
             }
+            let change = self.stamp(Item::Auction(auction.clone()), None);
             items.insert(key, change.clone());
-        }
+            change
+        };
         self.publish(&change);
         Ok(true)
     }
@@ -182,27 +194,27 @@ impl StateStore for MemoryStateStore {
 
     async fn commit_bid(&self, commit: &BidCommit) -> Result<CommitOutcome> {
         self.check_outage()?;
-        let bid = self.stamp(Item::Bid {
+        let bid_item = Item::Bid {
             bid: commit.bid.clone(),
             write_id: commit.write_id.clone(),
-        });
-        let summary = self.stamp(Item::Summary {
+        };
+        let summary_item = Item::Summary {
             auction: commit.bid.auction_id.clone(),
             summary: commit.summary.clone(),
-        });
+        };
         {
             let mut items = lock(&self.items);
             if let Some(Change {
                 item: Item::Bid { bid, write_id },
                 ..
-            }) = items.get(&bid.item.key())
+            }) = items.get(&bid_item.key())
             {
                 if *write_id == commit.write_id {
                     return Ok(CommitOutcome::Committed);
                 }
                 return Ok(CommitOutcome::Exists(bid.clone()));
             }
-            let current = match items.get(&summary.item.key()) {
+            let current = match items.get(&summary_item.key()) {
                 Some(Change {
                     item: Item::Summary { summary, .. },
                     ..
@@ -212,11 +224,15 @@ impl StateStore for MemoryStateStore {
             if current != commit.expected_accepted {
                 return Ok(CommitOutcome::Conflict);
             }
+            let bid = self.stamp(bid_item, None);
+            let summary = self.stamp(summary_item, items.get(&summary_item_key(commit)));
             items.insert(bid.item.key(), bid.clone());
             items.insert(summary.item.key(), summary.clone());
+            // Published under the lock: the feed carries this Region's writes in the order
+            // they were made.
+            self.publish(&bid);
+            self.publish(&summary);
         }
-        self.publish(&bid);
-        self.publish(&summary);
         Ok(CommitOutcome::Committed)
     }
 

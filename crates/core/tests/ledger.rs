@@ -352,3 +352,31 @@ async fn versions_never_go_backwards_and_order_views_across_regions() {
     assert!(wsdr_protocol::dominates(&fresh.versions, &east.versions));
     assert_eq!(fresh.high_bid, east.high_bid);
 }
+
+#[tokio::test]
+async fn a_regions_writes_of_one_item_in_one_millisecond_replicate_in_order() {
+    let mut w = world().await;
+    // Two bids in the east within one millisecond (the clock does not move between them):
+    // the summary's second version must still replace the first everywhere.
+    let frame = |amount: u64, id: &str| {
+        format!(r#"{{"action":"bid","auctionId":"a1","amount":{amount},"bidId":"{id}"}}"#)
+    };
+    for (who, amount, id) in [
+        ("alice", 300, "bid-alice-08"),
+        ("bob", 400, "bid-bob-00008"),
+    ] {
+        let reply = w.regions[0]
+            .service
+            .handle_frame(&conn(who, 0), &user(who), frame(amount, id).as_bytes())
+            .await;
+        assert!(reply.message.to_json().contains("accepted"));
+    }
+    // ... and after its clock stepped back.
+    w.clock.set(500_000);
+    w.bid(0, "carol", 500, "bid-carol-008").await;
+    w.replicate(9).await;
+    let west = w.regions[1].store.snapshot(&a1()).await.unwrap();
+    assert_eq!(west.bid_count, 3);
+    assert_eq!(w.high(1).await, Some(("carol".into(), 500)));
+    assert_eq!(w.regions[0].store.dump(), w.regions[1].store.dump());
+}

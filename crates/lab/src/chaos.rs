@@ -194,6 +194,8 @@ pub struct ChaosConfig {
     pub scale: TimeScale,
     /// Print one line per run.
     pub progress: bool,
+    /// Runs in flight at once (each its own lab; seeds do not depend on it).
+    pub parallel: usize,
 }
 
 impl Default for ChaosConfig {
@@ -204,6 +206,7 @@ impl Default for ChaosConfig {
             users: 8,
             scale: TimeScale::new(300.0),
             progress: false,
+            parallel: 1,
         }
     }
 }
@@ -249,6 +252,7 @@ pub struct CampaignReport {
     pub violations: usize,
     pub failed_runs: Vec<RunReport>,
     pub wall_seconds: f64,
+    pub parallel: usize,
     /// Descriptors and tasks before the first run and after the last: a campaign must not
     /// accumulate them (every lab's tasks and listeners end with it).
     pub holdings_start: Holdings,
@@ -282,13 +286,27 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         violations: 0,
         failed_runs: Vec::new(),
         wall_seconds: 0.0,
+        parallel: config.parallel.max(1),
         holdings_start: Holdings::now(),
         holdings_end: Holdings::default(),
         holdings_peak: Holdings::default(),
     };
-    for i in 0..config.runs {
-        let seed = run_seed(config.seed, i);
-        let mut run = run_once(i, seed, &config).await?;
+    let config = Arc::new(config);
+    let mut in_flight = tokio::task::JoinSet::new();
+    let mut next = 0;
+    let mut done = 0;
+    while done < config.runs {
+        while next < config.runs && in_flight.len() < config.parallel.max(1) {
+            let (config, i) = (config.clone(), next);
+            in_flight.spawn(async move { run_once(i, run_seed(config.seed, i), &config).await });
+            next += 1;
+        }
+        let Some(joined) = in_flight.join_next().await else {
+            break;
+        };
+        done += 1;
+        let mut run = joined??;
+        let (i, seed) = (run.run, run.seed);
         // Let the dropped lab's tasks see their cancellation before counting.
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         run.holdings_after = Holdings::now();
@@ -329,6 +347,7 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
             report.failed_runs.push(run);
         }
     }
+    report.failed_runs.sort_by_key(|r| r.run);
     report.wall_seconds = started.elapsed().as_secs_f64();
     report.holdings_end = Holdings::now();
     Ok(report)
@@ -370,6 +389,12 @@ struct UserState {
     /// The bidId of the last high bid pushed to this user by someone else: a hostile user
     /// reuses it for a bid of its own.
     others_bid_id: Option<BidId>,
+    /// The version vector of the last view the client reported.
+    versions: wsdr_protocol::Versions,
+    /// Pushes the client reported that were strictly older than the view it had.
+    views_backwards: u32,
+    /// (connected with a view, high bid seen) just before the forced final resync.
+    before_resync: Option<(bool, Option<u64>)>,
 }
 
 impl UserState {
@@ -461,6 +486,11 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         }
     }
 
+    // What pushes (and reconnects' own resyncs) brought each user, before the forced one.
+    for state in &shared.users {
+        let mut state = lock(state);
+        state.before_resync = Some((state.connected && state.resynced, state.high_seen));
+    }
     // Every user asks for the state once more; the answer is its final view.
     for state in &shared.users {
         lock(state).resynced = false;
@@ -484,10 +514,13 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         .enumerate()
         .map(|(i, u)| {
             let u = lock(u);
+            let (was_connected, pushed) = u.before_resync.unwrap_or((false, None));
             UserEnd {
                 user: format!("user-{i}"),
                 connected: u.connected && u.resynced,
                 high_seen: u.high_seen,
+                high_before_resync: was_connected.then_some(pushed),
+                views_backwards: u.views_backwards,
             }
         })
         .collect();
@@ -770,10 +803,21 @@ fn user(
                             state.connected = true;
                             state.resynced = true;
                             state.high_seen = auction.high_bid.map(|h| h.amount.get());
+                            state.versions = auction.versions;
                         }
-                        Event::StateUpdated { high_bid, .. } => {
+                        Event::StateUpdated { high_bid, versions, .. } => {
                             if let Some(h) = high_bid.as_ref().filter(|h| h.bidder != sub) {
                                 state.others_bid_id = Some(h.bid_id.clone());
+                            }
+                            // The client must never report a view older than the one it has.
+                            if state.versions != versions
+                                && wsdr_protocol::dominates(&state.versions, &versions)
+                            {
+                                state.views_backwards += 1;
+                            }
+                            for (region, count) in versions {
+                                let slot = state.versions.entry(region).or_insert(0);
+                                *slot = (*slot).max(count);
                             }
                             let seen = high_bid.map(|h| h.amount.get());
                             state.high_seen = state.high_seen.max(seen);

@@ -113,6 +113,11 @@ pub struct UserEnd {
     pub connected: bool,
     /// The high bid amount in the state the user was last served.
     pub high_seen: Option<u64>,
+    /// The high bid its pushes (and its own reconnects' resyncs) had brought it just before
+    /// the forced final resync; `None` if it was not connected with a view then.
+    pub high_before_resync: Option<Option<u64>>,
+    /// Pushes its client reported that were strictly older than the view it already had.
+    pub views_backwards: u32,
 }
 
 /// A broken guarantee.
@@ -172,6 +177,18 @@ pub enum Violation {
         user: String,
         seen: Option<u64>,
         actual: Option<u64>,
+    },
+    /// A connected subscriber was never brought the final high bid by a push: only the forced
+    /// final resync showed it (a replicated bid not pushed, a broadcast lost).
+    PushMissed {
+        user: String,
+        pushed: Option<u64>,
+        actual: Option<u64>,
+    },
+    /// A client reported a view older than one it had already reported.
+    ViewWentBackwards {
+        user: String,
+        times: u32,
     },
 }
 
@@ -335,6 +352,21 @@ pub fn check(
     }
     let actual = regions.first().and_then(|r| r.high.as_ref().map(|h| h.2));
     for user in users {
+        if user.views_backwards > 0 {
+            violations.push(Violation::ViewWentBackwards {
+                user: user.user.clone(),
+                times: user.views_backwards,
+            });
+        }
+        if let Some(pushed) = user.high_before_resync {
+            if pushed != actual {
+                violations.push(Violation::PushMissed {
+                    user: user.user.clone(),
+                    pushed,
+                    actual,
+                });
+            }
+        }
         if !user.connected {
             violations.push(Violation::UserNotConnected {
                 user: user.user.clone(),
@@ -396,6 +428,8 @@ mod tests {
             user: "u".into(),
             connected: true,
             high_seen: high,
+            high_before_resync: Some(high),
+            views_backwards: 0,
         }
     }
 
@@ -554,5 +588,88 @@ mod tests {
         assert!(v
             .iter()
             .any(|x| matches!(x, Violation::BidCountWrong { .. })));
+    }
+
+    #[test]
+    fn a_subscriber_whose_pushes_never_brought_the_high_bid_is_reported() {
+        let ops = [op("a", "b1", 100, &[(Answer::Accepted, false)])];
+        let east = state("e", &[("b1", "a", 100)]);
+        let mut u = user(Some(100));
+        u.high_before_resync = Some(None); // connected, but no push ever showed the bid
+        let v = check(&ops, &[east.clone()], true, &[u], &Lost::new());
+        assert!(v.iter().any(|x| matches!(x, Violation::PushMissed { .. })));
+        // Not connected before the resync: nothing to say about its pushes.
+        let mut away = user(Some(100));
+        away.high_before_resync = None;
+        assert_eq!(check(&ops, &[east], true, &[away], &Lost::new()), vec![]);
+    }
+
+    #[test]
+    fn a_view_going_backwards_is_reported() {
+        let ops = [op("a", "b1", 100, &[(Answer::Accepted, false)])];
+        let east = state("e", &[("b1", "a", 100)]);
+        let mut u = user(Some(100));
+        u.views_backwards = 2;
+        let v = check(&ops, &[east], true, &[u], &Lost::new());
+        assert!(v.contains(&Violation::ViewWentBackwards {
+            user: "u".into(),
+            times: 2
+        }));
+    }
+
+    #[test]
+    fn a_user_left_disconnected_or_stale_is_reported() {
+        let ops = [op("a", "b1", 100, &[(Answer::Accepted, false)])];
+        let east = state("e", &[("b1", "a", 100)]);
+        let mut gone = user(Some(100));
+        gone.connected = false;
+        let stale = user(Some(90));
+        let v = check(&ops, &[east], true, &[gone, stale], &Lost::new());
+        assert!(v
+            .iter()
+            .any(|x| matches!(x, Violation::UserNotConnected { .. })));
+        assert!(v.iter().any(|x| matches!(x, Violation::UserStale { .. })));
+    }
+
+    #[test]
+    fn only_the_copies_lost_with_a_region_may_be_missing() {
+        let ops = [
+            op("a", "b1", 100, &[(Answer::Accepted, false)]),
+            op("b", "b2", 110, &[(Answer::Accepted, false)]),
+        ];
+        let survivor = state("w", &[]);
+        let lost: Lost = [("a".to_owned(), "b1".to_owned(), 100)]
+            .into_iter()
+            .collect();
+        let v = check(&ops, &[survivor.clone()], true, &[], &lost);
+        // b1 is excused (its only copy was lost), b2 is not.
+        assert_eq!(
+            v,
+            vec![Violation::AcknowledgedBidMissing {
+                bidder: "b".into(),
+                bid_id: "b2".into(),
+                region: "w".into()
+            }]
+        );
+        assert_eq!(lost_acknowledged(&ops, &[survivor], &lost), 1);
+    }
+
+    #[test]
+    fn a_high_bid_above_every_acknowledged_one_is_reported_unless_unanswered() {
+        let ops = [
+            op("a", "b1", 100, &[(Answer::Accepted, false)]),
+            op("b", "b2", 150, &[]), // never answered: may stand
+        ];
+        let east = state("e", &[("b1", "a", 100), ("b2", "b", 150)]);
+        assert_eq!(
+            check(&ops, &[east], true, &[user(Some(150))], &Lost::new()),
+            vec![]
+        );
+        let invented = [op("a", "b1", 100, &[(Answer::Accepted, false)])];
+        let east = state("e", &[("b1", "a", 100), ("b2", "b", 150)]);
+        let v = check(&invented, &[east], true, &[], &Lost::new());
+        assert!(v
+            .iter()
+            .any(|x| matches!(x, Violation::HighAboveAcknowledged { .. })));
     }
 }

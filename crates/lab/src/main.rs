@@ -63,6 +63,9 @@ enum Command {
         time_scale: f64,
         #[arg(long, default_value = "target/wsdr/chaos-report.json")]
         report: PathBuf,
+        /// Runs in flight at once, each with its own lab (seeds do not depend on it).
+        #[arg(long, default_value_t = 1)]
+        parallel: usize,
     },
     /// Many concurrent connections bidding for a while: lost bids, memory growth, stuck
     /// connections (docs/RELIABILITY.md).
@@ -218,9 +221,10 @@ async fn main() -> anyhow::Result<()> {
             users,
             time_scale,
             report,
+            parallel,
         } => {
             println!(
-                "wsdr chaos: seed {seed}, {runs} runs, {users} users each, time scale {time_scale}"
+                "wsdr chaos: seed {seed}, {runs} runs, {users} users each, time scale {time_scale}, {parallel} at once"
             );
             let result = wsdr_lab::chaos::campaign(wsdr_lab::chaos::ChaosConfig {
                 seed,
@@ -228,6 +232,7 @@ async fn main() -> anyhow::Result<()> {
                 users,
                 scale: TimeScale::new(time_scale),
                 progress: true,
+                parallel,
             })
             .await?;
             if let Some(dir) = report.parent() {

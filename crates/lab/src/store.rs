@@ -84,18 +84,20 @@ impl DynamoReplica {
         &self.store
     }
 
-    /// A local write committed: stamp it with this Region's clock and ship it.
+    /// A local write committed: stamp it with this Region's clock (always later than the
+    /// version it replaced) and ship it.
     fn committed(&self, item: Item) {
         use wsdr_core::Clock;
+        let now = self.clock.now_ms();
+        let mut stamps = lock(&self.stamps);
+        let key = item.key();
+        let written_at = stamps.get(&key).map_or(now, |(at, _)| now.max(at + 1));
         let change = Change {
             item,
-            written_at: self.clock.now_ms(),
+            written_at,
             writer: self.region.clone(),
         };
-        lock(&self.stamps).insert(
-            change.item.key(),
-            (change.written_at, change.writer.clone()),
-        );
+        stamps.insert(key, (written_at, change.writer.clone()));
         lock(&self.feeds).retain(|feed| feed.send(change.clone()).is_ok());
     }
 }
