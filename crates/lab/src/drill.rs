@@ -32,6 +32,9 @@ pub enum Scenario {
     /// One lost heartbeat: the primary throttled for 3 s, then fine. Nobody may move: no
     /// disconnect, no endpoint change, no DNS flip.
     Blip,
+    /// The primary lost for good with its replication backlog: the acknowledged bids it had
+    /// not replicated are lost (the measured RPO); nothing else may be.
+    NeverReturns,
 }
 
 /// Drill settings.
@@ -143,6 +146,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     match config.scenario {
         Scenario::Throttle | Scenario::Failback => lab.fault(Fault::Throttle(0)),
         Scenario::Down => lab.fault(Fault::Down(0)),
+        Scenario::NeverReturns => lab.fault(Fault::NeverReturns(0)),
         Scenario::Partition => {
             lab.fault(Fault::Partition);
             lab.fault(Fault::Throttle(0));
@@ -184,7 +188,9 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     // Heal and measure failback (the name resolving to the primary again).
     let heal_ms = timeline.elapsed().as_secs_f64() * 1000.0;
     lab.fault(Fault::Heal);
-    let failed_back = wait_for(scale.secs(900.0), || lab.resolver.answer() == 0).await;
+    // A Region lost for good never takes traffic back.
+    let failed_back = config.scenario != Scenario::NeverReturns
+        && wait_for(scale.secs(900.0), || lab.resolver.answer() == 0).await;
     let failback_ms = failed_back
         .then(|| timeline.first(Kind::DnsFlip, heal_ms))
         .flatten()
@@ -210,8 +216,24 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
             })
             .collect()
     };
-    let east = bids(lab.regions[0].store.all_bids(&auction).await?);
     let west = bids(lab.regions[1].store.all_bids(&auction).await?);
+    // A primary lost for good is not read: only the survivor counts, and the bid copies the
+    // primary took with it are the losses the drill expects (and reports).
+    let east = if lab.gone().contains(&0) {
+        west.clone()
+    } else {
+        bids(lab.regions[0].store.all_bids(&auction).await?)
+    };
+    let lost_with_region: std::collections::BTreeSet<(String, u64)> = lab
+        .lost_writes()
+        .into_iter()
+        .filter_map(|c| match c.item {
+            wsdr_core::items::Item::Bid { bid, .. } => {
+                Some((bid.bid_id.as_str().to_owned(), bid.amount.get()))
+            }
+            _ => None,
+        })
+        .collect();
     let logs: Vec<UserLog> = logs
         .iter()
         .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).clone())
@@ -226,13 +248,18 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
                 .map(|(k, v)| (k.clone(), (format!("user-{i}"), *v))),
         );
     }
-    let lost = acknowledged
+    let missing: Vec<(&String, &u64)> = acknowledged
         .iter()
         .filter(|(id, amount)| {
             east.get(*id).map(|b| b.1) != Some(**amount)
                 || west.get(*id).map(|b| b.1) != Some(**amount)
         })
+        .collect();
+    let lost_with_the_region = missing
+        .iter()
+        .filter(|(id, amount)| lost_with_region.contains(&((*id).clone(), **amount)))
         .count();
+    let lost = missing.len() - lost_with_the_region;
     // A record that matches no operation a user made, or does not match the operation's
     // user and amount, would be a bid applied twice or invented.
     let duplicates = east
@@ -240,10 +267,18 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         .filter(|(id, (bidder, amount))| invoked.get(*id) != Some(&(bidder.clone(), *amount)))
         .count();
     // The high bid is the highest recorded bid, and no acknowledged bid is above it.
-    let max_acknowledged = acknowledged.values().max().copied().unwrap_or(0);
+    let max_acknowledged = acknowledged
+        .iter()
+        .filter(|(id, amount)| !lost_with_region.contains(&((*id).clone(), **amount)))
+        .map(|(_, amount)| *amount)
+        .max()
+        .unwrap_or(0);
     let max_recorded = east.values().map(|b| b.1).max();
     let mut highs = Vec::new();
-    for region in &lab.regions {
+    for (i, region) in lab.regions.iter().enumerate() {
+        if lab.gone().contains(&i) {
+            continue;
+        }
         highs.push(
             region
                 .store
@@ -324,6 +359,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         failback_ms,
         dns_flips_during_fault: dns_flips,
         lost_acknowledged_bids: lost,
+        acknowledged_bids_lost_with_region: lost_with_the_region,
         duplicate_bids: duplicates,
         acks_for_a_replayed_bid_in_both_regions: accepted_twice,
         acknowledged_bids: acknowledged.len(),

@@ -53,7 +53,13 @@ pub struct Report {
     /// Heal -> the resolver answering the primary again, lab ms.
     pub failback_ms: Option<f64>,
     pub dns_flips_during_fault: usize,
+    /// Acknowledged bids missing from a surviving Region that no lost Region explains (must
+    /// be 0).
     pub lost_acknowledged_bids: usize,
+    /// Acknowledged bids that a Region lost for good took with it, unreplicated (the measured
+    /// RPO in bids; only the `never-returns` scenario has any).
+    #[serde(default)]
+    pub acknowledged_bids_lost_with_region: usize,
     pub duplicate_bids: usize,
     /// Bids replayed into the other Region before replication had carried them there (both
     /// Regions answered `accepted`; one item after convergence). Informational.
@@ -156,6 +162,12 @@ impl Report {
             "  lost acknowledged bids    {}\n",
             self.lost_acknowledged_bids
         ));
+        if self.scenario == Scenario::NeverReturns {
+            out.push_str(&format!(
+                "  lost with the Region      {} acknowledged bids (measured RPO)\n",
+                self.acknowledged_bids_lost_with_region
+            ));
+        }
         out.push_str(&format!(
             "  duplicate bids            {}\n",
             self.duplicate_bids

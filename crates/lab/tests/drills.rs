@@ -129,3 +129,28 @@ async fn control_api_reports_status_and_injects_faults() {
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(json["regions"][0]["throttled"], false);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_that_never_returns_loses_exactly_its_unreplicated_bids() {
+    // A minute of replication lag (AWS) at the fault: the primary takes its backlog with it.
+    let mut config = config(Scenario::NeverReturns);
+    config.lab.replication_lag = std::time::Duration::from_secs(60);
+    let report = drill::run(config).await.unwrap();
+    let table = report.table();
+    assert_eq!(report.restored, 10, "{table}");
+    assert_eq!(
+        report.lost_acknowledged_bids, 0,
+        "nothing else may be missing\n{table}"
+    );
+    assert!(
+        report.acknowledged_bids_lost_with_region > 0,
+        "a minute of backlog holds acknowledged bids\n{table}"
+    );
+    assert_eq!(report.duplicate_bids, 0, "{table}");
+    assert!(report.high_bid_consistent, "{table}");
+    assert!(
+        report.failback_ms.is_none(),
+        "a lost Region takes no traffic back"
+    );
+    assert!(report.passed(), "{table}");
+}
