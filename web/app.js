@@ -74,13 +74,23 @@ async function main() {
   client.addEventListener('update', ({ detail }) => showHigh(detail.highBid, detail.bidCount, detail.region));
   client.addEventListener('bidResult', ({ detail }) => {
     const el = $('bid-result');
-    el.className = detail.status === 'rejected' ? 'bad' : 'ok';
+    el.className = detail.doubtful ? 'pending' : detail.status === 'rejected' ? 'bad' : 'ok';
     el.dataset.status = detail.status;
-    el.textContent = `bid ${detail.status}${detail.reason ? ` (${detail.reason})` : ''} by ${detail.region}`;
+    // A replay rejected where the first copy may stand, or an unknown outcome: not final yet.
+    const pending = detail.doubtful ? ' (checking whether it stands...)' : '';
+    el.textContent = `bid ${detail.status}${detail.reason ? ` (${detail.reason})` : ''} by ${detail.region}${pending}`;
     const current = Number($('high-bid').dataset.amount || '0');
     if (detail.status === 'accepted' && detail.amount > current) {
       showHigh({ amount: detail.amount, bidder: user, bidId: detail.bidId }, Number($('bid-count').textContent) + 1, detail.region);
     }
+  });
+  client.addEventListener('bidSettled', ({ detail }) => {
+    const el = $('bid-result');
+    el.className = detail.stands ? 'ok' : 'bad';
+    el.dataset.status = detail.stands ? 'stands' : 'does-not-stand';
+    el.textContent = detail.stands
+      ? `your bid stands (recorded, seen in ${detail.region})`
+      : 'your bid does not stand';
   });
   client.addEventListener('endpoint', ({ detail }) => {
     setText('conn-endpoint', detail.regional ? `${detail.url} (regional fallback)` : 'global name');
