@@ -38,7 +38,7 @@ chaos-short:
 ## chaos: the long campaign (1,000 runs; figures in docs/RELIABILITY.md)
 chaos:
 	$(CARGO) build --release -p wsdr-lab --bin wsdr
-	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 1000 --report target/wsdr/chaos-report.json
+	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 1000 --parallel 4 --report target/wsdr/chaos-report.json
 
 ## fuzz: every cargo-fuzz target for FUZZ_SECS seconds each
 FUZZ_SECS ?= 60

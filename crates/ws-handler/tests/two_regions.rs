@@ -74,6 +74,100 @@ fn stamp(item: &Item) -> (u64, String) {
     (at, region)
 }
 
+/// Global Tables replication between two tables, done at once: every item of either table
+/// written to both, last writer wins per item (by `at`, then Region; items with one writer
+/// Region, as every ledger item has, have only one version anyway).
+async fn merge(client: &wsdr_aws::DynamoClient, east_table: &str, west_table: &str) {
+    let mut merged: HashMap<(String, String), Item> = HashMap::new();
+    for item in scan(client, east_table)
+        .await
+        .into_iter()
+        .chain(scan(client, west_table).await)
+    {
+        match merged.get(&key(&item)) {
+            Some(current) if stamp(current) >= stamp(&item) => {}
+            _ => {
+                merged.insert(key(&item), item);
+            }
+        }
+    }
+    for table in [east_table, west_table] {
+        for item in merged.values() {
+            client
+                .put_item()
+                .table_name(table)
+                .set_item(Some(item.clone()))
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+}
+
+fn bid_event(
+    user: &str,
+    region: &str,
+    amount: u64,
+    bid_id: &str,
+) -> aws_lambda_events::apigw::ApiGatewayWebsocketProxyRequest {
+    let frame =
+        format!(r#"{{"action":"bid","auctionId":"lot-1","amount":{amount},"bidId":"{bid_id}"}}"#);
+    message("bid", &format!("{user}-{region}"), user, frame.as_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bid_id_reuse_and_equal_bids_in_a_split_keep_every_bid_and_one_winner() {
+    let client = dynamo_client(&dynamo_endpoint(), "us-east-1");
+    let (east_table, west_table) = (unique("state-east"), unique("state-west"));
+    for table in [&east_table, &west_table] {
+        wsdr_aws::schema::create_state_table(&client, table)
+            .await
+            .unwrap();
+    }
+    let callback = CallbackServer::default();
+    let url = callback.start().await;
+    let east = region_app("us-east-1", &east_table, &url).await;
+    let west = region_app("us-west-2", &west_table, &url).await;
+    let status = |reply: serde_json::Value| reply["status"].as_str().unwrap().to_owned();
+
+    // Split. alice's bid in the east; mallory sends alice's bidId (seen in a push) with a lower
+    // amount to the west, which has never seen it; carol bids alice's amount in the west.
+    let alice = body(&east.respond(bid_event("alice", "e", 500, "bid-alice-1")).await);
+    assert_eq!(status(alice), "accepted");
+    let mallory = body(&west.respond(bid_event("mallory", "w", 200, "bid-alice-1")).await);
+    assert_eq!(status(mallory), "accepted", "mallory's own bid, judged on its amount");
+    let carol = body(&west.respond(bid_event("carol", "w", 500, "bid-carol-1")).await);
+    assert_eq!(status(carol), "accepted");
+
+    merge(&client, &east_table, &west_table).await;
+
+    let state = |app: &App, user: &str| {
+        let event = message(
+            "getState",
+            &format!("{user}-state"),
+            user,
+            br#"{"action":"getState","auctionId":"lot-1"}"#,
+        );
+        async move { body(&app.respond(event).await) }
+    };
+    let (e, w) = (state(&east, "alice").await, state(&west, "alice").await);
+    assert_eq!(e["auction"], w["auction"], "one auction in both Regions");
+    assert_eq!(e["auction"]["highBid"]["bidder"], "alice", "{e}");
+    assert_eq!(e["auction"]["highBid"]["amount"], 500);
+    // alice's acknowledged bid stands in both Regions, untouched by mallory's.
+    for view in [&e, &w] {
+        let bids = view["you"]["bids"].as_array().unwrap();
+        assert_eq!(bids.len(), 1, "{view}");
+        assert_eq!(bids[0]["bidId"], "bid-alice-1");
+        assert_eq!(bids[0]["amount"], 500);
+    }
+    let m = state(&west, "mallory").await;
+    assert_eq!(m["you"]["bids"][0]["amount"], 200, "mallory's bid is his own");
+    // A replay of alice's bid in the west is now a duplicate, not a new bid.
+    let replay = body(&west.respond(bid_event("alice", "w", 500, "bid-alice-1")).await);
+    assert_eq!(status(replay), "duplicate");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_bids_in_two_regions_converge_without_loss_or_double_apply() {
     let client = dynamo_client(&dynamo_endpoint(), "us-east-1");
@@ -147,30 +241,7 @@ async fn concurrent_bids_in_two_regions_converge_without_loss_or_double_apply() 
     );
 
     // Global Tables replication, done at once after the split: last writer wins per item.
-    let mut merged: HashMap<(String, String), Item> = HashMap::new();
-    for item in scan(&client, &east_table)
-        .await
-        .into_iter()
-        .chain(scan(&client, &west_table).await)
-    {
-        match merged.get(&key(&item)) {
-            Some(current) if stamp(current) >= stamp(&item) => {}
-            _ => {
-                merged.insert(key(&item), item);
-            }
-        }
-    }
-    for table in [&east_table, &west_table] {
-        for item in merged.values() {
-            client
-                .put_item()
-                .table_name(table)
-                .set_item(Some(item.clone()))
-                .send()
-                .await
-                .unwrap();
-        }
-    }
+    merge(&client, &east_table, &west_table).await;
 
     let east_items = scan(&client, &east_table).await;
     let west_items = scan(&client, &west_table).await;
