@@ -4,10 +4,10 @@
 //! | item | pk | sk | attributes | writer |
 //! |---|---|---|---|---|
 //! | auction | `AUCTION#<id>` | `META` | item, startingPrice, minIncrement, closesAt? | any (identical seeds) |
-//! | bid copy | `AUCTION#<id>` | `BID#<bidder>#<bidId>#<region>` | bidId, bidder, amount, at, region, writeId | its Region |
-//! | summary | `AUCTION#<id>` | `SUMMARY#<region>` | region, accepted, high* | its Region |
+//! | bid copy | `BIDS#<id>#<bidder>` | `<bidId>#<region>` | bidId, bidder, amount, at, region, writeId | its Region |
+//! | summary | `SUMMARY#<id>` | `<region>` | region, accepted, high* | its Region |
 //!
-//! `<bidder>` is the `sub` with `%` and `#` percent-encoded, so a key prefix names exactly one
+//! `<bidder>` is the `sub` with `%` and `#` percent-encoded, so a partition key names exactly one
 //! bidder. Every item written in two Regions is either identical in both (auctions) or has
 //! one writer Region (bid copies, summaries): Global Tables' per-item last writer wins can
 //! then never replace one user's data with another's.
@@ -22,7 +22,10 @@
 //! another Region's write as Global Tables does, unconditionally.
 
 use crate::classify::classify;
-use crate::keys::{auction_of_key, SUMMARY_PREFIX};
+use crate::keys::{
+    auction_of_bids_key, auction_of_key, bidder_segment, summary_of_keys, AUCTION_PREFIX,
+    BIDS_PREFIX, SUMMARY_PREFIX,
+};
 use crate::schema::{PK, SK};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
@@ -44,7 +47,6 @@ use wsdr_protocol::{Amount, AuctionId, BidId};
 type Item = HashMap<String, AttributeValue>;
 
 const META: &str = "META";
-const BID_PREFIX: &str = "BID#";
 
 /// Item reads and writes of one store, counted as DynamoDB bills them by item (a query
 /// returning 3 items reads 3; a transaction of 2 puts writes 2), for `make bench`.
@@ -134,30 +136,49 @@ impl DynamoStateStore {
         Ok(out.into_iter().map(|(_, item)| item).collect())
     }
 
-    /// Every bid copy of an auction (checkers and tests; a query over the whole auction).
+    /// Every bid copy of an auction, all bidders (checkers and tests: a scan of the table,
+    /// never on a request path).
     pub async fn all_bids(&self, auction: &AuctionId) -> Result<Vec<BidRecord>> {
-        self.query_prefix(auction, BID_PREFIX.to_owned(), None)
-            .await?
-            .iter()
-            .map(|item| parse_bid(auction, item))
-            .collect()
+        let mut pages = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression("begins_with(pk, :bids)")
+            .expression_attribute_values(":bids", s(format!("{BIDS_PREFIX}{auction}#")))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        let mut bids = Vec::new();
+        while let Some(item) = pages.next().await {
+            bids.push(parse_bid(auction, &item.map_err(|e| classify(&e))?)?);
+        }
+        Ok(bids)
     }
 
-    /// The auction's items whose sort key starts with `prefix` (strongly consistent), at most
-    /// `limit` of them.
-    async fn query_prefix(
+    /// The items of partition `pk` whose sort key starts with `prefix` (strongly consistent),
+    /// at most `limit` of them. Every partition it reads is small: one auction's summaries
+    /// (one per Region) or one bidder's bids in one auction.
+    async fn query_partition(
         &self,
-        auction: &AuctionId,
-        prefix: String,
+        pk: String,
+        prefix: &str,
         limit: Option<usize>,
     ) -> Result<Vec<Item>> {
-        let mut pages = self
+        let mut query = self
             .client
             .query()
             .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(auction_pk(auction)))
-            .expression_attribute_values(":prefix", s(prefix))
+            .expression_attribute_values(":pk", s(pk));
+        // A key condition cannot compare with an empty string: no prefix, no condition on sk.
+        query = if prefix.is_empty() {
+            query.key_condition_expression("pk = :pk")
+        } else {
+            query
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":prefix", s(prefix))
+        };
+        let mut pages = query
             .set_limit(limit.map(|l| l.min(1000) as i32))
             .consistent_read(true)
             .into_paginator()
@@ -197,30 +218,26 @@ impl DynamoStateStore {
 }
 
 fn auction_pk(id: &AuctionId) -> String {
-    format!("AUCTION#{id}")
+    format!("{AUCTION_PREFIX}{id}")
 }
 
-/// The bidder as a key segment: `%` and `#` percent-encoded (a `sub` has no control
-/// characters, and after this no `#`), so `BID#<bidder>#` is a prefix of one bidder's bids only.
-fn bidder_segment(user: &UserId) -> String {
-    user.as_str().replace('%', "%25").replace('#', "%23")
+/// One bidder's bids in one auction: their own partition.
+fn bids_pk(auction: &AuctionId, bidder: &UserId) -> String {
+    format!("{BIDS_PREFIX}{auction}#{}", bidder_segment(bidder.as_str()))
 }
 
-/// Every copy of `bidder`'s bid `bid_id`: a bidId has no `#` (ids.rs).
-fn bid_copies_prefix(bidder: &UserId, bid_id: &BidId) -> String {
-    format!("{BID_PREFIX}{}#{bid_id}#", bidder_segment(bidder))
+/// Every copy of a bid in its bidder's partition: a bidId has no `#` (ids.rs).
+fn bid_copies_prefix(bid_id: &BidId) -> String {
+    format!("{bid_id}#")
 }
 
 fn bid_sk(bid: &BidRecord) -> String {
-    format!(
-        "{}{}",
-        bid_copies_prefix(&bid.bidder, &bid.bid_id),
-        bid.region
-    )
+    format!("{}{}", bid_copies_prefix(&bid.bid_id), bid.region)
 }
 
-fn summary_sk(region: &str) -> String {
-    format!("{SUMMARY_PREFIX}{region}")
+/// One auction's summaries: their own partition, one item per Region.
+fn summaries_pk(auction: &AuctionId) -> String {
+    format!("{SUMMARY_PREFIX}{auction}")
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -287,7 +304,7 @@ fn parse_auction(id: &AuctionId, item: &Item) -> Result<Auction> {
 
 fn bid_item(bid: &BidRecord, write_id: &str) -> Item {
     Item::from([
-        (PK.into(), s(auction_pk(&bid.auction_id))),
+        (PK.into(), s(bids_pk(&bid.auction_id, &bid.bidder))),
         (SK.into(), s(bid_sk(bid))),
         ("type".into(), s("bid")),
         ("bidId".into(), s(bid.bid_id.as_str())),
@@ -312,8 +329,8 @@ fn parse_bid(auction_id: &AuctionId, item: &Item) -> Result<BidRecord> {
 
 fn summary_item(auction: &AuctionId, summary: &RegionSummary) -> Item {
     let mut item = Item::from([
-        (PK.into(), s(auction_pk(auction))),
-        (SK.into(), s(summary_sk(&summary.region))),
+        (PK.into(), s(summaries_pk(auction))),
+        (SK.into(), s(summary.region.clone())),
         ("type".into(), s("summary")),
         ("region".into(), s(summary.region.clone())),
         ("accepted".into(), n(summary.accepted)),
@@ -358,19 +375,21 @@ fn to_item(item: &StateItem) -> Item {
 
 /// Any item of the table back into the domain, by its key shape.
 fn parse_item(pk: &str, sk: &str, item: &Item) -> Result<StateItem> {
-    let id = auction_of_key(pk).ok_or_else(|| malformed(PK))?;
-    if sk == META {
-        Ok(StateItem::Auction(parse_auction(&id, item)?))
-    } else if sk.starts_with(SUMMARY_PREFIX) {
-        Ok(StateItem::Summary {
+    if let Some((id, _region)) = summary_of_keys(pk, sk) {
+        return Ok(StateItem::Summary {
             summary: parse_summary(&id, item)?,
             auction: id,
-        })
-    } else {
-        Ok(StateItem::Bid {
+        });
+    }
+    if let Some(id) = auction_of_bids_key(pk) {
+        return Ok(StateItem::Bid {
             bid: parse_bid(&id, item)?,
             write_id: get_s(item, "writeId")?.to_owned(),
-        })
+        });
+    }
+    match auction_of_key(pk) {
+        Some(id) if sk == META => Ok(StateItem::Auction(parse_auction(&id, item)?)),
+        _ => Err(malformed(PK)),
     }
 }
 
@@ -438,15 +457,19 @@ impl StateStore for DynamoStateStore {
         bidder: &UserId,
         bid_id: &BidId,
     ) -> Result<Vec<BidRecord>> {
-        self.query_prefix(auction, bid_copies_prefix(bidder, bid_id), Some(16))
-            .await?
-            .iter()
-            .map(|item| parse_bid(auction, item))
-            .collect()
+        self.query_partition(
+            bids_pk(auction, bidder),
+            &bid_copies_prefix(bid_id),
+            Some(16),
+        )
+        .await?
+        .iter()
+        .map(|item| parse_bid(auction, item))
+        .collect()
     }
 
     async fn summaries(&self, auction: &AuctionId) -> Result<Vec<RegionSummary>> {
-        self.query_prefix(auction, SUMMARY_PREFIX.to_owned(), Some(64))
+        self.query_partition(summaries_pk(auction), "", Some(64))
             .await?
             .iter()
             .map(|item| parse_summary(auction, item))
@@ -508,8 +531,7 @@ impl StateStore for DynamoStateStore {
         bidder: &UserId,
         limit: usize,
     ) -> Result<Vec<BidRecord>> {
-        let prefix = format!("{BID_PREFIX}{}#", bidder_segment(bidder));
-        self.query_prefix(auction, prefix, Some(limit))
+        self.query_partition(bids_pk(auction, bidder), "", Some(limit))
             .await?
             .iter()
             .map(|item| parse_bid(auction, item))

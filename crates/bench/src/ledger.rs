@@ -23,9 +23,19 @@ pub struct LedgerCost {
     pub items_written_per_bid: f64,
 }
 
-/// One auction with `prior` bids already recorded, then `bids` rising bids through the
-/// service, timed one by one, on DynamoDB Local.
-pub async fn run(endpoint: &str, prior: usize, bids: usize) -> anyhow::Result<LedgerCost> {
+/// One auction with `prior` bids already recorded, behind the service.
+struct Prepared {
+    prior: usize,
+    store: Arc<DynamoStateStore>,
+    service: AuctionService,
+    auction: AuctionId,
+    samples: Vec<f64>,
+    io: (u64, u64, u64),
+    bids: usize,
+    seq: usize,
+}
+
+async fn prepare(endpoint: &str, prior: usize) -> anyhow::Result<Prepared> {
     let client = wsdr_aws::local::dynamo_client(endpoint, "us-east-1");
     let table = format!("bench-ledger-{:08x}", rand::random::<u32>());
     wsdr_aws::schema::create_state_table(&client, &table).await?;
@@ -73,36 +83,91 @@ pub async fn run(endpoint: &str, prior: usize, bids: usize) -> anyhow::Result<Le
         Arc::new(SystemClock),
         "us-east-1",
     );
-    let connection = ConnectionId::new("bench-conn")?;
-    let user = UserId::new("bench-user")?;
-    let before = store.io().get();
-    let mut samples = Vec::with_capacity(bids);
-    for i in 0..bids {
-        let amount = Amount::new(10 + prior as u64 + i as u64)?;
-        let bid_id = BidId::new(format!("bench-{i:08}"))?;
-        let start = Instant::now();
-        let reply = service
-            .bid(&connection, &user, &auction, amount, &bid_id)
-            .await?;
-        samples.push(start.elapsed().as_secs_f64() * 1e6);
-        match reply.message {
-            ServerMessage::BidResult {
-                status: BidStatus::Accepted,
-                ..
-            } => {}
-            other => anyhow::bail!("bench bid {i} not accepted: {other:?}"),
+    Ok(Prepared {
+        prior,
+        store,
+        service,
+        auction,
+        samples: Vec::new(),
+        io: (0, 0, 0),
+        bids: 0,
+        seq: 0,
+    })
+}
+
+impl Prepared {
+    /// `n` more rising bids, timed one by one.
+    async fn measure(&mut self, n: usize) -> anyhow::Result<()> {
+        let connection = ConnectionId::new("bench-conn")?;
+        let user = UserId::new("bench-user")?;
+        let before = self.store.io().get();
+        for _ in 0..n {
+            // Ids and amounts keep rising across rounds (the warm-up's included).
+            let i = self.seq;
+            self.seq += 1;
+            let amount = Amount::new(10 + self.prior as u64 + i as u64)?;
+            let bid_id = BidId::new(format!("bench-{i:08}"))?;
+            let start = Instant::now();
+            let reply = self
+                .service
+                .bid(&connection, &user, &self.auction, amount, &bid_id)
+                .await?;
+            self.samples.push(start.elapsed().as_secs_f64() * 1e6);
+            match reply.message {
+                ServerMessage::BidResult {
+                    status: BidStatus::Accepted,
+                    ..
+                } => {}
+                other => anyhow::bail!("bench bid {i} not accepted: {other:?}"),
+            }
+            self.bids += 1;
+        }
+        let after = self.store.io().get();
+        self.io.0 += after.0 - before.0;
+        self.io.1 += after.1 - before.1;
+        self.io.2 += after.2 - before.2;
+        Ok(())
+    }
+
+    fn cost(mut self) -> LedgerCost {
+        self.samples.sort_by(f64::total_cmp);
+        let per = |v: u64| v as f64 / self.bids.max(1) as f64;
+        LedgerCost {
+            prior_bids: self.prior,
+            bids: self.bids,
+            p50_us: percentile(&self.samples, 0.5),
+            p99_us: percentile(&self.samples, 0.99),
+            requests_per_bid: per(self.io.0),
+            items_read_per_bid: per(self.io.1),
+            items_written_per_bid: per(self.io.2),
         }
     }
-    let after = store.io().get();
-    samples.sort_by(f64::total_cmp);
-    let per = |a: u64, b: u64| (b - a) as f64 / bids as f64;
-    Ok(LedgerCost {
-        prior_bids: prior,
-        bids,
-        p50_us: percentile(&samples, 0.5),
-        p99_us: percentile(&samples, 0.99),
-        requests_per_bid: per(before.0, after.0),
-        items_read_per_bid: per(before.1, after.1),
-        items_written_per_bid: per(before.2, after.2),
-    })
+}
+
+/// Auctions with each number of prior bids on DynamoDB Local, then `bids` rising bids on
+/// each, measured in interleaved rounds (so DynamoDB Local's JIT warm-up and the machine's
+/// noise fall on every size alike).
+pub async fn run_all(
+    endpoint: &str,
+    priors: &[usize],
+    bids: usize,
+) -> anyhow::Result<Vec<LedgerCost>> {
+    let mut prepared = Vec::new();
+    for prior in priors {
+        prepared.push(prepare(endpoint, *prior).await?);
+    }
+    // Warm-up round, not recorded.
+    for p in &mut prepared {
+        p.measure(20).await?;
+        p.samples.clear();
+        p.io = (0, 0, 0);
+        p.bids = 0;
+    }
+    let rounds = 5;
+    for _ in 0..rounds {
+        for p in &mut prepared {
+            p.measure(bids / rounds).await?;
+        }
+    }
+    Ok(prepared.into_iter().map(Prepared::cost).collect())
 }

@@ -3,7 +3,7 @@
 //!
 //! Global Tables write every replicated item into the replica's own stream, like a local write
 //! (docs/DATA_MODEL.md cites the AWS page). A changed summary item of *another* Region
-//! (`SUMMARY#<region>`) means that Region's bids reached this one: the handler reads the merged
+//! (`SUMMARY#<auction>` / `<region>`) means that Region's bids reached this one: the handler reads the merged
 //! summaries and pushes a `bidUpdate` to every subscriber here. This Region's own summaries
 //! were pushed by the request that wrote them, so they are skipped (the template's event
 //! filter drops them before the function is even invoked; the check here keeps the rule true
@@ -29,8 +29,7 @@ pub fn summary_keys(event: &Value) -> Vec<(AuctionId, String)> {
             let keys = r.get("dynamodb")?.get("Keys")?;
             let pk = keys.get("pk")?.get("S")?.as_str()?;
             let sk = keys.get("sk")?.get("S")?.as_str()?;
-            let auction = wsdr_aws::keys::auction_of_key(pk)?;
-            let region = wsdr_aws::keys::summary_region_of_key(sk)?;
+            let (auction, region) = wsdr_aws::keys::summary_of_keys(pk, sk)?;
             Some((auction, region.to_owned()))
         })
         .collect()

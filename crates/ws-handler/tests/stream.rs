@@ -74,9 +74,9 @@ async fn own_summaries_and_other_items_in_the_stream_push_nothing() {
     let (app, notifier) = app("us-east-1").await;
     let mut event: serde_json::Value = serde_json::from_str(STREAM).unwrap();
     // Only this Region's summary and a bid copy: nothing to push.
-    event["Records"][0]["dynamodb"]["Keys"]["sk"]["S"] =
-        "BID#alice#bid-alice-0002#us-west-2".into();
-    event["Records"][1]["dynamodb"]["Keys"]["sk"]["S"] = "SUMMARY#us-east-1".into();
+    event["Records"][0]["dynamodb"]["Keys"]["pk"]["S"] = "BIDS#lot-1#alice".into();
+    event["Records"][0]["dynamodb"]["Keys"]["sk"]["S"] = "bid-alice-0002#us-west-2".into();
+    event["Records"][1]["dynamodb"]["Keys"]["sk"]["S"] = "us-east-1".into();
     app.handle_any(lambda_event(event)).await.unwrap();
     assert!(notifier.sent().is_empty());
 }

@@ -132,24 +132,40 @@ async fn bid_id_reuse_and_equal_bids_in_a_split_keep_every_bid_and_one_winner() 
 
     // Split. alice's bid in the east; mallory sends alice's bidId (seen in a push) with a lower
     // amount to the west, which has never seen it; carol bids alice's amount in the west.
-    let alice = body(&east.respond(bid_event("alice", "e", 500, "bid-alice-1")).await);
+    let alice = body(
+        &east
+            .respond(bid_event("alice", "e", 500, "bid-alice-1"))
+            .await,
+    );
     assert_eq!(status(alice), "accepted");
-    let mallory = body(&west.respond(bid_event("mallory", "w", 200, "bid-alice-1")).await);
-    assert_eq!(status(mallory), "accepted", "mallory's own bid, judged on its amount");
-    let carol = body(&west.respond(bid_event("carol", "w", 500, "bid-carol-1")).await);
+    let mallory = body(
+        &west
+            .respond(bid_event("mallory", "w", 200, "bid-alice-1"))
+            .await,
+    );
+    assert_eq!(
+        status(mallory),
+        "accepted",
+        "mallory's own bid, judged on its amount"
+    );
+    let carol = body(
+        &west
+            .respond(bid_event("carol", "w", 500, "bid-carol-1"))
+            .await,
+    );
     assert_eq!(status(carol), "accepted");
 
     merge(&client, &east_table, &west_table).await;
 
-    let state = |app: &App, user: &str| {
+    async fn state(app: &App, user: &str) -> serde_json::Value {
         let event = message(
             "getState",
             &format!("{user}-state"),
             user,
             br#"{"action":"getState","auctionId":"lot-1"}"#,
         );
-        async move { body(&app.respond(event).await) }
-    };
+        body(&app.respond(event).await)
+    }
     let (e, w) = (state(&east, "alice").await, state(&west, "alice").await);
     assert_eq!(e["auction"], w["auction"], "one auction in both Regions");
     assert_eq!(e["auction"]["highBid"]["bidder"], "alice", "{e}");
@@ -162,9 +178,16 @@ async fn bid_id_reuse_and_equal_bids_in_a_split_keep_every_bid_and_one_winner() 
         assert_eq!(bids[0]["amount"], 500);
     }
     let m = state(&west, "mallory").await;
-    assert_eq!(m["you"]["bids"][0]["amount"], 200, "mallory's bid is his own");
+    assert_eq!(
+        m["you"]["bids"][0]["amount"], 200,
+        "mallory's bid is his own"
+    );
     // A replay of alice's bid in the west is now a duplicate, not a new bid.
-    let replay = body(&west.respond(bid_event("alice", "w", 500, "bid-alice-1")).await);
+    let replay = body(
+        &west
+            .respond(bid_event("alice", "w", 500, "bid-alice-1"))
+            .await,
+    );
     assert_eq!(status(replay), "duplicate");
 }
 
@@ -248,14 +271,14 @@ async fn concurrent_bids_in_two_regions_converge_without_loss_or_double_apply() 
     let copies = |items: &[Item]| {
         items
             .iter()
-            .filter(|i| i["sk"].as_s().unwrap().starts_with("BID#"))
+            .filter(|i| i["pk"].as_s().unwrap().starts_with("BIDS#"))
             .count()
     };
     // Copies of one bid (accepted in both Regions) fold into one (bidder, bidId) entry.
     let bids = |items: &[Item]| -> BTreeMap<(String, String), u64> {
         items
             .iter()
-            .filter(|i| i["sk"].as_s().unwrap().starts_with("BID#"))
+            .filter(|i| i["pk"].as_s().unwrap().starts_with("BIDS#"))
             .map(|i| {
                 (
                     (
