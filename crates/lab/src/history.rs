@@ -596,7 +596,7 @@ mod tests {
         let east = state("e", &[("b1", "a", 100)]);
         let mut u = user(Some(100));
         u.high_before_resync = Some(None); // connected, but no push ever showed the bid
-        let v = check(&ops, &[east.clone()], true, &[u], &Lost::new());
+        let v = check(&ops, std::slice::from_ref(&east), true, &[u], &Lost::new());
         assert!(v.iter().any(|x| matches!(x, Violation::PushMissed { .. })));
         // Not connected before the resync: nothing to say about its pushes.
         let mut away = user(Some(100));
@@ -641,7 +641,7 @@ mod tests {
         let lost: Lost = [("a".to_owned(), "b1".to_owned(), 100)]
             .into_iter()
             .collect();
-        let v = check(&ops, &[survivor.clone()], true, &[], &lost);
+        let v = check(&ops, std::slice::from_ref(&survivor), true, &[], &lost);
         // b1 is excused (its only copy was lost), b2 is not.
         assert_eq!(
             v,
