@@ -209,3 +209,27 @@ def test_regional_endpoint_is_optional_never_failed_over_and_always_output(templ
     assert record["AliasTarget"]["EvaluateTargetHealth"] is False
     assert res["RegionalDomain"]["Properties"]["DomainNameConfigurations"][0]["EndpointType"] == "REGIONAL"
     assert "RegionalEndpointUrl" in template["Outputs"]
+
+
+def test_replicated_bids_are_pushed_from_each_regions_own_stream(template):
+    import json
+
+    fn = template["Resources"]["WsHandlerFunction"]["Properties"]
+    event = fn["Events"]["ReplicatedBids"]
+    assert event["Type"] == "DynamoDB"
+    props = event["Properties"]
+    # The primary takes its replica's stream from the table; the secondary from a parameter
+    # that the deploy fills in and a rule requires.
+    assert props["Stream"] == {
+        "Fn::If": ["IsPrimary", {"Fn::GetAtt": ["StateTable", "StreamArn"]}, {"Ref": "StateTableStreamArn"}]
+    }
+    assert props["StartingPosition"] == "LATEST"
+    (flt,) = props["FilterCriteria"]["Filters"]
+    pattern = json.loads(flt["Pattern"]["Fn::Sub"].replace("${AWS::Region}", "us-west-2"))
+    assert pattern["dynamodb"]["Keys"]["pk"]["S"] == [{"prefix": "SUMMARY#"}]
+    assert pattern["dynamodb"]["NewImage"]["region"]["S"] == [{"anything-but": ["us-west-2"]}]
+    rule = template["Rules"]["SecondaryNeedsThePrimary"]["Assertions"][0]["Assert"]["Fn::And"]
+    assert any("StateTableStreamArn" in json.dumps(a) for a in rule)
+    # The bid transaction is authorised by its actions: PutItem on the state table.
+    state = next(s for s in _statements(template["Resources"]["WsHandlerFunction"]) if s["Sid"] == "StateTable")
+    assert "dynamodb:PutItem" in state["Action"]
