@@ -1002,6 +1002,7 @@ impl Runner {
                 }
                 // An explicit read replaces the view, even one that looks older: after a
                 // Region is lost for good, the survivor's view is the truth.
+                tracing::debug!(%region, versions = ?auction.versions, high = ?auction.high_bid.as_ref().map(|h| h.amount), "state");
                 self.views
                     .insert(auction.id.clone(), auction.versions.clone());
                 self.user_id = Some(you.user_id.clone());
@@ -1023,13 +1024,14 @@ impl Runner {
             } => {
                 let known = self.views.entry(auction_id.clone()).or_default();
                 if *known != versions && dominates(known, &versions) {
-                    tracing::debug!(%auction_id, "stale push ignored");
+                    tracing::debug!(%auction_id, ?versions, view = ?known, "stale push ignored");
                     return;
                 }
                 for (r, count) in &versions {
                     let slot = known.entry(r.clone()).or_insert(0);
                     *slot = (*slot).max(*count);
                 }
+                tracing::debug!(%auction_id, %region, ?versions, high = ?high_bid.as_ref().map(|h| h.amount), "push");
                 if let Some(high) = &high_bid {
                     self.settle_if_mine(&region, &auction_id, high);
                 }

@@ -242,15 +242,19 @@ impl AuctionService {
                 format!("no auction `{auction_id}`"),
             )));
         };
+        // Subscribe first, then read: an update applied after the subscription is pushed to
+        // this connection, one applied before it is in what we read. Read in parallel, the
+        // other way round could miss an update that lands between the read and the
+        // subscription (a replicated bid during a reconnect).
+        self.connections
+            .subscribe(connection, user, auction_id, self.clock.now_ms())
+            .await?;
         // Read own bids generously: copies of one bid in several Regions fold into one entry.
-        let (summaries, copies, subscribed) = tokio::join!(
+        let (summaries, copies) = tokio::join!(
             self.store.summaries(auction_id),
             self.store
                 .user_bids(auction_id, user, 2 * limits::OWN_BIDS_MAX),
-            self.connections
-                .subscribe(connection, user, auction_id, self.clock.now_ms()),
         );
-        subscribed?;
         let snapshot = AuctionSnapshot::merge(&summaries?);
         let bids = own_bids(&copies?, limits::OWN_BIDS_MAX);
         Ok(ServerMessage::State {

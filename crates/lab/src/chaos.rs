@@ -486,6 +486,27 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         }
     }
 
+    // Pushes take replication lag plus fan-out time: give them a bounded window (a minute,
+    // AWS) to bring every connected user the converged high bid before looking.
+    let mut converged_high = None;
+    for (i, region) in lab.regions.iter().enumerate() {
+        if !lab.gone().contains(&i) {
+            converged_high = region
+                .store
+                .snapshot(&auction)
+                .await?
+                .high_bid
+                .map(|b| b.amount.get());
+            break;
+        }
+    }
+    wait_for(scale.secs(60.0), || {
+        shared.users.iter().all(|u| {
+            let u = lock(u);
+            !(u.connected && u.resynced) || u.high_seen == converged_high
+        })
+    })
+    .await;
     // What pushes (and reconnects' own resyncs) brought each user, before the forced one.
     for state in &shared.users {
         let mut state = lock(state);

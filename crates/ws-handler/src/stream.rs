@@ -64,7 +64,19 @@ impl App {
         auctions.dedup();
         let mut announced = Vec::new();
         for auction in auctions {
-            match self.service().announce_replicated(auction).await {
+            // A throttled or unreachable table must not cost subscribers the push: a few
+            // quick retries (the stream batch itself is not retried for a push).
+            let mut result = self.service().announce_replicated(auction).await;
+            for delay_ms in [50u64, 150, 400] {
+                match &result {
+                    Err(error) if error.is_retryable() => {
+                        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+                        result = self.service().announce_replicated(auction).await;
+                    }
+                    _ => break,
+                }
+            }
+            match result {
                 Ok(report) => {
                     tracing::info!(
                         auction_id = %auction,
