@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{FakeRegion, Kill, Mode};
+use common::{until, FakeRegion, Kill, Mode};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,24 +22,6 @@ fn builder(region: &FakeRegion) -> ClientBuilder {
         .token_provider(Arc::new(StaticToken("t0k3n".into())))
         .subscribe(AuctionId::new("lot-1").unwrap())
         .seed(7)
-}
-
-/// Wait (on paused time) for the first event matching `pick`, with a bound.
-async fn until<T>(
-    events: &mut UnboundedReceiver<Event>,
-    within: Duration,
-    mut pick: impl FnMut(&Event) -> Option<T>,
-) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        let event = tokio::time::timeout_at(deadline, events.recv())
-            .await
-            .unwrap_or_else(|_| panic!("no matching event within {within:?}"))
-            .expect("client stopped");
-        if let Some(found) = pick(&event) {
-            return found;
-        }
-    }
 }
 
 async fn restored(

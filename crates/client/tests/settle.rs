@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{FakeRegion, Kill, Mode};
+use common::{until, FakeRegion, Kill, Mode};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -20,23 +20,6 @@ fn builder(region: &FakeRegion) -> ClientBuilder {
         .heartbeat(Duration::from_secs(10), Duration::from_secs(15))
         .settle_window(Duration::from_secs(60))
         .seed(11)
-}
-
-async fn until<T>(
-    events: &mut UnboundedReceiver<Event>,
-    within: Duration,
-    mut pick: impl FnMut(&Event) -> Option<T>,
-) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        let event = tokio::time::timeout_at(deadline, events.recv())
-            .await
-            .unwrap_or_else(|_| panic!("no matching event within {within:?}"))
-            .expect("client stopped");
-        if let Some(found) = pick(&event) {
-            return found;
-        }
-    }
 }
 
 async fn restored(events: &mut UnboundedReceiver<Event>) {

@@ -259,3 +259,21 @@ impl FakeRegion {
         }
     }
 }
+
+/// Wait (on paused time) for the first client event matching `pick`, with a bound.
+pub async fn until<T>(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<wsdr_client::Event>,
+    within: Duration,
+    mut pick: impl FnMut(&wsdr_client::Event) -> Option<T>,
+) -> T {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let event = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no matching event within {within:?}"))
+            .expect("client stopped");
+        if let Some(found) = pick(&event) {
+            return found;
+        }
+    }
+}
