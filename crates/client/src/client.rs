@@ -17,8 +17,9 @@ use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use wsdr_protocol::{
-    dominates, parse_server_frame, Amount, AuctionId, AuctionView, BidId, BidStatus, ClientMessage,
-    ErrorCode, HighBidView, ServerFrame, ServerMessage, Versions, YouView,
+    dominates, merge_versions, parse_server_frame, Amount, AuctionId, AuctionView, BidId,
+    BidStatus, ClientMessage, ErrorCode, HighBidView, ServerFrame, ServerMessage, Versions,
+    YouView,
 };
 
 /// Supplies a token for every (re)connect. `refresh` is true after the server refused the
@@ -1027,10 +1028,7 @@ impl Runner {
                     tracing::debug!(%auction_id, ?versions, view = ?known, "stale push ignored");
                     return;
                 }
-                for (r, count) in &versions {
-                    let slot = known.entry(r.clone()).or_insert(0);
-                    *slot = (*slot).max(*count);
-                }
+                merge_versions(known, &versions);
                 tracing::debug!(%auction_id, %region, ?versions, high = ?high_bid.as_ref().map(|h| h.amount), "push");
                 if let Some(high) = &high_bid {
                     self.settle_if_mine(&region, &auction_id, high);

@@ -836,10 +836,7 @@ fn user(
                             {
                                 state.views_backwards += 1;
                             }
-                            for (region, count) in versions {
-                                let slot = state.versions.entry(region).or_insert(0);
-                                *slot = (*slot).max(count);
-                            }
+                            wsdr_protocol::merge_versions(&mut state.versions, &versions);
                             let seen = high_bid.map(|h| h.amount.get());
                             state.high_seen = state.high_seen.max(seen);
                         }

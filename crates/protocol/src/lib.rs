@@ -16,6 +16,6 @@ pub use client::{parse_client_message, ClientMessage};
 pub use error::{ErrorCode, ProtocolError};
 pub use ids::{Amount, AuctionId, BidId};
 pub use server::{
-    dominates, parse_server_frame, AuctionView, BidStatus, HighBidView, LastBidView, OwnBidView,
-    ServerFrame, ServerMessage, Versions, YouView, GATEWAY_INTERNAL_ERROR,
+    dominates, merge_versions, parse_server_frame, AuctionView, BidStatus, HighBidView,
+    LastBidView, OwnBidView, ServerFrame, ServerMessage, Versions, YouView, GATEWAY_INTERNAL_ERROR,
 };

@@ -30,6 +30,15 @@ pub fn dominates(a: &Versions, b: &Versions) -> bool {
         .all(|(region, count)| a.get(region).copied().unwrap_or(0) >= *count)
 }
 
+/// Fold `other` into `into`: each Region's count becomes the larger of the two (the least
+/// view that has seen both).
+pub fn merge_versions(into: &mut Versions, other: &Versions) {
+    for (region, count) in other {
+        let slot = into.entry(region.clone()).or_insert(0);
+        *slot = (*slot).max(*count);
+    }
+}
+
 /// An auction as a client sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
