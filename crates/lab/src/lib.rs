@@ -1,30 +1,56 @@
 //! wsdr lab: the whole two-Region system on one machine, so anyone can run a failover drill
 //! and read its RTO/RPO without an AWS account. See docs/LAB.md.
 //!
-//! Each Region is an emulated API Gateway WebSocket endpoint and `@connections` API in front
-//! of the real authorizer and ws-handler crates, on an in-memory store; a replicator gives the
-//! two stores Global Tables' MREC semantics; the real canary feeds an alarm with CloudWatch
-//! semantics, a health check and a caching resolver behind one front-door address.
+//! Three layers, each using only the ones above it:
+//! - [`world`]: what AWS runs. Each Region is an emulated API Gateway WebSocket endpoint and
+//!   `@connections` API in front of the real authorizer and ws-handler crates, on a store
+//!   (in memory or DynamoDB Local) whose writes carry the Region's own clock; replication gives
+//!   the stores Global Tables' MREC semantics; the real canary feeds an alarm with CloudWatch
+//!   semantics, a health check and a caching resolver behind one front-door address; faults.
+//! - [`sim`]: the people. One simulated user (honest, awkward or hostile) and one history
+//!   checker, shared by every run.
+//! - [`runs`]: what is run on the world with the people, and what it reports: drills, chaos
+//!   campaigns, load.
+//!
+//! Everything runs on tokio's clock, so a test can run a drill in paused time.
 
-pub mod chaos;
-pub mod clock;
-pub mod control;
-pub mod drill;
-pub mod frontdoor;
-pub mod health;
-pub mod history;
-pub mod lab;
-pub mod load;
-pub mod owner;
-pub mod region;
-pub mod replication;
-pub mod report;
-pub mod scale;
-pub mod store;
-pub mod timeline;
-pub mod users;
+pub mod world {
+    //! The two Regions and what stands between them and the users.
+    pub mod clock;
+    pub mod control;
+    pub mod frontdoor;
+    pub mod health;
+    pub mod lab;
+    pub mod owner;
+    pub mod region;
+    pub mod replication;
+    pub mod scale;
+    pub mod store;
+    pub mod timeline;
+}
 
-pub use drill::{DrillConfig, Scenario};
-pub use lab::{Fault, Lab, LabConfig};
-pub use report::Report;
-pub use scale::TimeScale;
+pub mod sim {
+    //! Simulated users and the checker that judges what they were told.
+    pub mod history;
+    pub mod users;
+}
+
+pub mod runs {
+    //! Drills, chaos campaigns and load runs, and their reports.
+    pub mod chaos;
+    pub mod drill;
+    pub mod load;
+    pub mod report;
+}
+
+// The paths outside tools and tests have used since the first release.
+pub use runs::{chaos, drill, load, report};
+pub use sim::{history, users};
+pub use world::{
+    clock, control, frontdoor, health, lab, owner, region, replication, scale, store, timeline,
+};
+
+pub use runs::drill::{DrillConfig, Scenario};
+pub use runs::report::Report;
+pub use world::lab::{Fault, Lab, LabConfig};
+pub use world::scale::TimeScale;

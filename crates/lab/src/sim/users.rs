@@ -2,7 +2,7 @@
 //! issuer, the lab's clients with every timer scaled, the Regions' own endpoints, and a
 //! bounded wait.
 
-use crate::lab::Lab;
+use crate::world::lab::Lab;
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,8 +2,8 @@
 //! resolver answers (Route 53 failover records behind a caching resolver). Established
 //! connections stay where they are, as they do with DNS.
 
-use crate::health::Resolver;
-use crate::owner::Owner;
+use crate::world::health::Resolver;
+use crate::world::owner::Owner;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};

@@ -3,8 +3,8 @@
 //! A link can be cut (partition, or the source Region down); what it holds then is the data
 //! at risk (the RPO window) until it heals.
 
-use crate::owner::Owner;
-use crate::store::ReplicaStore;
+use crate::world::owner::Owner;
+use crate::world::store::ReplicaStore;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};

@@ -1,10 +1,10 @@
 //! Failover drills: simulated users bidding through the front door while a scenario breaks
 //! the primary; then the checks and the report.
 
-use crate::lab::{Fault, Lab, LabConfig};
-use crate::report::{Percentiles, Report};
-use crate::timeline::Kind;
-use crate::users::{user_client, wait_for};
+use crate::runs::report::{Percentiles, Report};
+use crate::sim::users::{user_client, wait_for};
+use crate::world::lab::{Fault, Lab, LabConfig};
+use crate::world::timeline::Kind;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};

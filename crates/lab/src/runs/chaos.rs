@@ -1,16 +1,16 @@
 //! `wsdr chaos`: randomized failover drills with a history checker. Each run draws a fault
 //! schedule from its seed, runs it against a fresh lab while simulated users bid and
 //! reconnect (half of them with client-assisted failover), heals, and checks the history
-//! (crate::history). A violation prints the run's seed, its schedule and the operations on the
+//! (crate::sim::history). A violation prints the run's seed, its schedule and the operations on the
 //! bids involved.
 
-use crate::history::{
+use crate::sim::history::{
     check, lost_acknowledged, Answer, BidKey, FinalState, Lost, Op, Record, UserEnd, Violation,
 };
-use crate::lab::{Fault, Lab, LabConfig};
-use crate::owner::Holdings;
-use crate::scale::TimeScale;
-use crate::users::{user_client, wait_for};
+use crate::sim::users::{user_client, wait_for};
+use crate::world::lab::{Fault, Lab, LabConfig};
+use crate::world::owner::Holdings;
+use crate::world::scale::TimeScale;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -623,7 +623,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
                 .cloned()
         })
         .collect();
-    use crate::history::Outcome;
+    use crate::sim::history::Outcome;
     Ok(RunReport {
         run,
         seed,

@@ -9,10 +9,10 @@
 //! `@connections` POST/GET/DELETE with 410 for a gone connection, called by the handler's real
 //! `aws-sdk-apigatewaymanagement` client.
 
-use crate::clock::RegionClock;
-use crate::owner::Owner;
-use crate::store::ReplicaStore;
-use crate::timeline::Timeline;
+use crate::world::clock::RegionClock;
+use crate::world::owner::Owner;
+use crate::world::store::ReplicaStore;
+use crate::world::timeline::Timeline;
 use authorizer::Authorizer;
 use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayWebsocketProxyRequest,

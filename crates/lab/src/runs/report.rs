@@ -1,7 +1,7 @@
 //! The drill report: a table for people, JSON for machines, an SVG timeline for both.
 
-use crate::drill::Scenario;
-use crate::timeline::{Entry, Kind};
+use crate::runs::drill::Scenario;
+use crate::world::timeline::{Entry, Kind};
 use plotters::prelude::*;
 use serde::Serialize;
 use std::path::Path;

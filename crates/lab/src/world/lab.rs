@@ -1,14 +1,14 @@
 //! The whole two-Region system on one machine.
 
-use crate::clock::{LabClock, RegionClock};
-use crate::frontdoor;
-use crate::health::{Alarm, AlarmConfig, AlarmState, LabMetrics, MetricsStore, Resolver};
-use crate::owner::Owner;
-use crate::region::{Quotas, Region};
-use crate::replication::{InFlight, Link};
-use crate::scale::TimeScale;
-use crate::store::{FaultyStore, ReplicaStore, StoreFailure};
-use crate::timeline::{Kind, Timeline};
+use crate::world::clock::{LabClock, RegionClock};
+use crate::world::frontdoor;
+use crate::world::health::{Alarm, AlarmConfig, AlarmState, LabMetrics, MetricsStore, Resolver};
+use crate::world::owner::Owner;
+use crate::world::region::{Quotas, Region};
+use crate::world::replication::{InFlight, Link};
+use crate::world::scale::TimeScale;
+use crate::world::store::{FaultyStore, ReplicaStore, StoreFailure};
+use crate::world::timeline::{Kind, Timeline};
 use authorizer::Authorizer;
 use rand::Rng;
 use serde::Serialize;
@@ -43,7 +43,7 @@ pub struct LabConfig {
     /// Print the timeline as it happens.
     pub echo: bool,
     /// Where state lives: in memory (default) or DynamoDB Local (`--dynamodb`).
-    pub store: crate::store::StoreKind,
+    pub store: crate::world::store::StoreKind,
     /// The canary identity's HS256 secret (32+ bytes). Random per start unless given, so
     /// that a canary outside the lab (the canary Lambda under `cargo lambda watch`,
     /// `make invoke-local`) can mint tokens the lab's authorizer accepts.
@@ -65,7 +65,7 @@ impl Default for LabConfig {
             idle_timeout: Duration::from_secs(600),
             max_duration: Duration::from_secs(7200),
             echo: false,
-            store: crate::store::StoreKind::Memory,
+            store: crate::world::store::StoreKind::Memory,
             canary_secret: None,
         }
     }
@@ -218,7 +218,7 @@ pub struct Status {
     /// The watcher canary's last datapoints for the primary, oldest first (true = healthy).
     pub canary: Vec<bool>,
     /// The last system events (faults, probes failing, alarm, health check, DNS), oldest first.
-    pub events: Vec<crate::timeline::Entry>,
+    pub events: Vec<crate::world::timeline::Entry>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -273,7 +273,8 @@ impl Lab {
         };
         let clock = LabClock::new();
         let clocks = [RegionClock::new(clock), RegionClock::new(clock)];
-        let [east, west] = crate::store::open(&config.store, &config.regions, &clocks).await?;
+        let [east, west] =
+            crate::world::store::open(&config.store, &config.regions, &clocks).await?;
         let store_faults = [
             Arc::new(FaultyStore::new(east)),
             Arc::new(FaultyStore::new(west)),

@@ -4,7 +4,7 @@
 //! replicator ships it to the other Region, which applies it with Global Tables' per-item
 //! last-writer-wins rule and no condition.
 
-use crate::clock::RegionClock;
+use crate::world::clock::RegionClock;
 use async_trait::async_trait;
 use std::sync::Arc;
 use tokio::sync::mpsc;

@@ -2,7 +2,7 @@
 //! with CloudWatch semantics, a Route 53 health check that reads the alarm, and a caching
 //! resolver that answers with the healthy Region.
 
-use crate::timeline::{Kind, Timeline};
+use crate::world::timeline::{Kind, Timeline};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //!
 //! - `GET  /` (and `/app.js`, `/wsdr-client.js`, `/style.css`): the live auction page and
 //!   control room (`web/`, compiled into the binary so the lab serves it from anywhere)
-//! - `GET  /api/status` -> [`crate::lab::Status`] as JSON
+//! - `GET  /api/status` -> [`crate::world::lab::Status`] as JSON
 //! - `GET  /api/config` -> what the page needs: global name, Regions' own endpoints, scale
 //! - `GET  /api/token?sub=<user>` -> `{"token": ...}`: a lab user token (the lab's own issuer;
 //!   nothing like it exists in a deployment, where tokens come from the app's identity provider)
@@ -13,7 +13,7 @@
 //!   (percent), `disconnect-dropped`, `skew` (ms, may be negative), `one-way` (from),
 //!   `sticky-dns` (ms: how long answers are kept), `slow` (ms), `heal` (docs/LAB.md)
 
-use crate::lab::{Fault, Lab};
+use crate::world::lab::{Fault, Lab};
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -80,15 +80,15 @@ pub fn parse_fault(request: &FaultRequest) -> Result<Fault, String> {
         "heal" => Ok(Fault::Heal),
         other => Err(format!(
             "unknown fault `{other}`: {}, heal",
-            crate::lab::FAULT_KINDS.join(", ")
+            crate::world::lab::FAULT_KINDS.join(", ")
         )),
     }
 }
 
-const INDEX_HTML: &str = include_str!("../../../web/index.html");
-const APP_JS: &str = include_str!("../../../web/app.js");
-const CLIENT_JS: &str = include_str!("../../../web/wsdr-client.js");
-const STYLE_CSS: &str = include_str!("../../../web/style.css");
+const INDEX_HTML: &str = include_str!("../../../../web/index.html");
+const APP_JS: &str = include_str!("../../../../web/app.js");
+const CLIENT_JS: &str = include_str!("../../../../web/wsdr-client.js");
+const STYLE_CSS: &str = include_str!("../../../../web/style.css");
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     (

@@ -3,9 +3,9 @@
 //! Clients connect to the primary's own endpoint (the front door would double the sockets in
 //! this one process).
 
-use crate::lab::{Lab, LabConfig};
-use crate::scale::TimeScale;
-use crate::users::LabTokens;
+use crate::sim::users::LabTokens;
+use crate::world::lab::{Lab, LabConfig};
+use crate::world::scale::TimeScale;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
