@@ -257,6 +257,10 @@ async fn main() -> anyhow::Result<()> {
                 .collect();
             println!("faults by kind: {}", kinds.join(", "));
             println!(
+                "users: apps closed mid-bid {} (their bids unanswered: unknown to the checker)",
+                result.closed_mid_bid
+            );
+            println!(
                 "measured RPO: {} acknowledged bids lost with Regions that never returned",
                 result.rpo_lost_acknowledged
             );

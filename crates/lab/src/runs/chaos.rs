@@ -5,22 +5,19 @@
 //! bids involved.
 
 use crate::sim::history::{
-    check, lost_acknowledged, Answer, BidKey, FinalState, Lost, Op, Record, UserEnd, Violation,
+    check, final_states, lost_acknowledged, lost_with_regions, settle, Op, Violation,
 };
-use crate::sim::users::{user_client, wait_for};
+use crate::sim::users::{user_client, wait_for, Behaviour, ClientFactory, Population, UserSpec};
 use crate::world::lab::{Fault, Lab, LabConfig};
 use crate::world::owner::Holdings;
 use crate::world::scale::TimeScale;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
-use tokio::time::Instant;
-use wsdr_client::Event;
-use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus};
+use wsdr_protocol::AuctionId;
 
 /// One step of a run's fault schedule (durations in AWS seconds).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -232,6 +229,8 @@ pub struct RunReport {
     pub rpo_lost_acknowledged: usize,
     /// Bid copies that Region took with it (acknowledged or not).
     pub lost_copies: usize,
+    /// Apps closed by their users with a bid unanswered.
+    pub closed_mid_bid: usize,
 }
 
 /// The campaign's figures (docs/RELIABILITY.md).
@@ -249,6 +248,8 @@ pub struct CampaignReport {
     pub bids_invoked: usize,
     pub bids_acknowledged: usize,
     pub bids_unknown: usize,
+    /// Apps closed by their users with a bid unanswered, over the campaign.
+    pub closed_mid_bid: usize,
     pub violations: usize,
     pub failed_runs: Vec<RunReport>,
     pub wall_seconds: f64,
@@ -283,6 +284,7 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         bids_invoked: 0,
         bids_acknowledged: 0,
         bids_unknown: 0,
+        closed_mid_bid: 0,
         violations: 0,
         failed_runs: Vec::new(),
         wall_seconds: 0.0,
@@ -341,6 +343,7 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         report.bids_invoked += run.bids_invoked;
         report.bids_acknowledged += run.bids_acknowledged;
         report.bids_unknown += run.bids_unknown;
+        report.closed_mid_bid += run.closed_mid_bid;
         report.violations += run.violations.len();
         if !run.violations.is_empty() {
             eprintln!("{}", describe(&run));
@@ -376,49 +379,6 @@ pub fn describe(run: &RunReport) -> String {
     out
 }
 
-#[derive(Default)]
-struct UserState {
-    connected: bool,
-    high_seen: Option<u64>,
-    /// Sessions lost so far.
-    reconnects: u64,
-    /// bid id -> `reconnects` when it was invoked: an answer after a reconnect may answer a
-    /// replay, in another Region.
-    invoked_at: HashMap<String, u64>,
-    resynced: bool,
-    /// The bidId of the last high bid pushed to this user by someone else: a hostile user
-    /// reuses it for a bid of its own.
-    others_bid_id: Option<BidId>,
-    /// The version vector of the last view the client reported.
-    versions: wsdr_protocol::Versions,
-    /// Pushes the client reported that were strictly older than the view it had.
-    views_backwards: u32,
-    /// (connected with a view, high bid seen) just before the forced final resync.
-    before_resync: Option<(bool, Option<u64>)>,
-}
-
-impl UserState {
-    fn reconnects_at(&mut self, bid_id: &str) {
-        self.invoked_at.insert(bid_id.to_owned(), self.reconnects);
-    }
-
-    fn replayed_since_invoke(&self, bid_id: &str) -> bool {
-        self.invoked_at
-            .get(bid_id)
-            .is_none_or(|at| *at != self.reconnects)
-    }
-}
-
-struct Shared {
-    /// Keyed by (bidder, bidId): a bidId is scoped to its bidder.
-    ops: Mutex<HashMap<BidKey, Op>>,
-    users: Vec<Mutex<UserState>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result<RunReport> {
     let scale = config.scale;
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -439,26 +399,27 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     anyhow::ensure!(steady, "run {run}: the lab never reached steady state");
 
     let auction = AuctionId::new("lot-1")?;
-    let shared = Arc::new(Shared {
-        ops: Mutex::new(HashMap::new()),
-        users: (0..config.users).map(|_| Mutex::default()).collect(),
-    });
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut clients = Vec::new();
-    let mut tasks = Vec::new();
-    for i in 0..config.users {
-        let (client, task) = user(
-            lab.clone(),
-            i,
-            seed,
-            scale,
-            auction.clone(),
-            shared.clone(),
-            stop_rx.clone(),
-        );
-        clients.push(client);
-        tasks.push(task);
-    }
+    let specs = (0..config.users)
+        .map(|i| UserSpec {
+            sub: format!("user-{i}"),
+            auction: auction.clone(),
+        })
+        .collect();
+    // Half the users have client-assisted failover.
+    let clients: ClientFactory = {
+        let lab = lab.clone();
+        Arc::new(move |spec: &UserSpec, index: usize, seed: u64| {
+            user_client(&lab, &spec.sub, &spec.auction, seed, index % 2 == 1)
+        })
+    };
+    let users = Population::start(
+        lab.clone(),
+        specs,
+        Behaviour::hostile(),
+        seed,
+        clients,
+        true,
+    );
     tokio::time::sleep(scale.secs(30.0)).await;
 
     for step in &schedule {
@@ -466,149 +427,29 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     }
     lab.fault(Fault::Heal);
     // Everyone back, bidding a little longer on the healed system.
-    wait_for(scale.secs(900.0), || {
-        shared.users.iter().all(|u| lock(u).connected)
-    })
-    .await;
+    wait_for(scale.secs(900.0), || users.all_connected()).await;
     tokio::time::sleep(scale.secs(30.0)).await;
-    let _ = stop_tx.send(true);
+    users.set_bidding(false);
     // Outstanding answers, then replication drained.
     tokio::time::sleep(scale.secs(30.0)).await;
-    // A client that reconnects late (a slow machine) may still replay an unconfirmed bid after
-    // the first drain, so convergence gets a few bounded rounds: drain, settle, compare.
-    let mut converged = false;
-    for _ in 0..4 {
-        let drained = wait_for(scale.secs(600.0), || lab.in_flight().items == 0).await;
-        tokio::time::sleep(scale.secs(5.0)).await;
-        if drained && lab.converged().await {
-            converged = true;
-            break;
-        }
-    }
+    let converged = settle(&lab).await;
 
-    // Pushes take replication lag plus fan-out time: give them a bounded window (a minute,
-    // AWS) to bring every connected user the converged high bid before looking.
-    let mut converged_high = None;
-    for (i, region) in lab.regions.iter().enumerate() {
-        if !lab.gone().contains(&i) {
-            converged_high = region
-                .store
-                .snapshot(&auction)
-                .await?
-                .high_bid
-                .map(|b| b.amount.get());
-            break;
-        }
-    }
-    wait_for(scale.secs(60.0), || {
-        shared.users.iter().all(|u| {
-            let u = lock(u);
-            !(u.connected && u.resynced) || u.high_seen == converged_high
-        })
-    })
-    .await;
-    // What pushes (and reconnects' own resyncs) brought each user, before the forced one.
-    for state in &shared.users {
-        let mut state = lock(state);
-        state.before_resync = Some((state.connected && state.resynced, state.high_seen));
-    }
-    // Every user asks for the state once more; the answer is its final view.
-    for state in &shared.users {
-        lock(state).resynced = false;
-    }
-    for client in &clients {
-        let _ = client.resync();
-    }
-    // A user that dropped meanwhile reconnects and its client asks for the state itself:
-    // liveness is every user connected with a fresh view within the window.
-    wait_for(scale.secs(300.0), || {
-        shared.users.iter().all(|u| {
-            let u = lock(u);
-            u.connected && u.resynced
-        })
-    })
-    .await;
-    // The users' final views, taken before closing them.
-    let users: Vec<UserEnd> = shared
-        .users
-        .iter()
-        .enumerate()
-        .map(|(i, u)| {
-            let u = lock(u);
-            let (was_connected, pushed) = u.before_resync.unwrap_or((false, None));
-            UserEnd {
-                user: format!("user-{i}"),
-                connected: u.connected && u.resynced,
-                high_seen: u.high_seen,
-                high_before_resync: was_connected.then_some(pushed),
-                views_backwards: u.views_backwards,
-            }
-        })
-        .collect();
-    for client in &clients {
-        client.close();
-    }
-    for task in tasks {
-        let _ = task.await;
-    }
+    // Pushes take replication lag plus fan-out time: a bounded window (a minute, AWS) to bring
+    // every connected user the converged high bid, then the forced final resync.
+    let regions = final_states(&lab, &auction).await?;
+    let converged_high = regions.first().and_then(|r| r.high.as_ref().map(|h| h.2));
+    let ends = users
+        .final_views(|_| converged_high, scale.secs(60.0), scale.secs(300.0))
+        .await;
+    // Read again: a late replay could have landed during the final views.
+    let regions = final_states(&lab, &auction).await?;
+    let ops = users.ops();
+    users.close().await;
 
     // A Region lost for good is not checked: what it took with it is the RPO, and the
     // checker is told exactly which bid copies those are.
-    let gone = lab.gone();
-    let lost: Lost = lab
-        .lost_writes()
-        .into_iter()
-        .filter_map(|change| match change.item {
-            wsdr_core::items::Item::Bid { bid, .. } => Some((
-                bid.bidder.as_str().to_owned(),
-                bid.bid_id.as_str().to_owned(),
-                bid.amount.get(),
-            )),
-            _ => None,
-        })
-        .collect();
-    let mut regions = Vec::new();
-    for (i, (name, region)) in lab.config.regions.iter().zip(&lab.regions).enumerate() {
-        if gone.contains(&i) {
-            continue;
-        }
-        let copies = region.store.all_bids(&auction).await?;
-        let mut bids: std::collections::BTreeMap<BidKey, Vec<Record>> = Default::default();
-        for copy in &copies {
-            let records = bids
-                .entry((
-                    copy.bidder.as_str().to_owned(),
-                    copy.bid_id.as_str().to_owned(),
-                ))
-                .or_default();
-            match records.iter_mut().find(|r| r.amount == copy.amount.get()) {
-                Some(record) => record.at = record.at.min(copy.at),
-                None => records.push(Record {
-                    amount: copy.amount.get(),
-                    at: copy.at,
-                }),
-            }
-        }
-        for records in bids.values_mut() {
-            records.sort_by_key(|r| r.amount);
-        }
-        let snapshot = region.store.snapshot(&auction).await?;
-        regions.push(FinalState {
-            region: name.clone(),
-            bids,
-            copies: copies.len(),
-            high: snapshot.high_bid.as_ref().map(|b| {
-                (
-                    b.bidder.as_str().to_owned(),
-                    b.bid_id.as_str().to_owned(),
-                    b.amount.get(),
-                )
-            }),
-            bid_count: snapshot.bid_count,
-        });
-    }
-    let ops: Vec<Op> = lock(&shared.ops).values().cloned().collect();
-    let violations = check(&ops, &regions, converged, &users, &lost);
+    let lost = lost_with_regions(&lab);
+    let violations = check(&ops, &regions, converged, &ends, &lost);
     let rpo_lost_acknowledged = lost_acknowledged(&ops, &regions, &lost);
     let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
     for kind in schedule.iter().flat_map(Step::kinds) {
@@ -623,6 +464,11 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
                 .cloned()
         })
         .collect();
+    let closed_mid_bid = users
+        .records()
+        .iter()
+        .map(|r| r.closed_mid_bid as usize)
+        .sum();
     use crate::sim::history::Outcome;
     Ok(RunReport {
         run,
@@ -641,6 +487,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         faults_by_kind,
         rpo_lost_acknowledged,
         lost_copies: lost.len(),
+        closed_mid_bid,
     })
 }
 
@@ -743,139 +590,4 @@ async fn play(lab: &Lab, step: Step, scale: TimeScale) {
         Step::Calm { secs } => sleep(secs).await,
     }
     lab.fault(Fault::Heal);
-}
-
-fn user(
-    lab: Arc<Lab>,
-    index: usize,
-    seed: u64,
-    scale: TimeScale,
-    auction: AuctionId,
-    shared: Arc<Shared>,
-    mut stop: watch::Receiver<bool>,
-) -> (wsdr_client::Client, tokio::task::JoinHandle<()>) {
-    let sub = format!("user-{index}");
-    let builder = user_client(
-        &lab,
-        &sub,
-        &auction,
-        seed.wrapping_add(index as u64),
-        index % 2 == 1,
-    );
-    let (client, mut events) = builder.start();
-    let handle = client.clone();
-    let task = tokio::spawn(async move {
-        let mut rng = SmallRng::seed_from_u64(seed ^ ((index as u64) << 32));
-        let clock = Instant::now();
-        let now_ms = move || clock.elapsed().as_secs_f64() * 1000.0;
-        let mut next_bid = Instant::now() + scale.secs(rng.random_range(1.0..10.0));
-        let mut bidding = true;
-        loop {
-            tokio::select! {
-                _ = stop.changed(), if bidding => bidding = false,
-                _ = tokio::time::sleep_until(next_bid), if bidding => {
-                    next_bid = Instant::now() + scale.secs(rng.random_range(3.0..15.0));
-                    let high = lock(&shared.users[index]).high_seen.unwrap_or(100_000);
-                    // Mostly above the high bid; sometimes at or below it (a rejection).
-                    let mut amount = if rng.random_bool(0.15) {
-                        high.saturating_sub(1_000 * rng.random_range(0..3)).max(100_000)
-                    } else {
-                        // The minimum next bid, often: users on both Regions during a split
-                        // then place equal amounts.
-                        high + 1_000 * rng.random_range(1..4)
-                    };
-                    // Awkward users: amounts that are not multiples of the increment.
-                    if rng.random_bool(0.3) {
-                        amount += rng.random_range(1..1_000);
-                    }
-                    let Ok(amount) = Amount::new(amount) else { continue };
-                    // A hostile user, now and then: reuse a bidId another user's bid carried
-                    // in a push (same Region or, after a failover, the other one).
-                    let stolen = if rng.random_bool(0.1) {
-                        lock(&shared.users[index]).others_bid_id.clone().filter(|id| {
-                            !lock(&shared.ops).contains_key(&(sub.clone(), id.as_str().to_owned()))
-                        })
-                    } else {
-                        None
-                    };
-                    let sent = match stolen {
-                        Some(id) => handle.bid_with_id(auction.clone(), amount, id).await,
-                        None => handle.bid(auction.clone(), amount).await,
-                    };
-                    if let Ok(bid_id) = sent {
-                        lock(&shared.ops).insert((sub.clone(), bid_id.as_str().to_owned()), Op {
-                            user: sub.clone(),
-                            bid_id: bid_id.as_str().to_owned(),
-                            amount: amount.get(),
-                            invoked_ms: now_ms(),
-                            answers: Vec::new(),
-                        });
-                        // Remember the reconnect count at invoke, to tell replays apart.
-                        lock(&shared.users[index]).reconnects_at(bid_id.as_str());
-                    }
-                }
-                event = events.recv() => {
-                    let Some(event) = event else { break };
-                    let mut state = lock(&shared.users[index]);
-                    match event {
-                        Event::StateRestored { auction, .. } => {
-                            // A getState answer, whether asked by `resync` or by the client
-                            // itself after a reconnect: either is a fresh final view.
-                            state.connected = true;
-                            state.resynced = true;
-                            state.high_seen = auction.high_bid.map(|h| h.amount.get());
-                            state.versions = auction.versions;
-                        }
-                        Event::StateUpdated { high_bid, versions, .. } => {
-                            if let Some(h) = high_bid.as_ref().filter(|h| h.bidder != sub) {
-                                state.others_bid_id = Some(h.bid_id.clone());
-                            }
-                            // The client must never report a view older than the one it has.
-                            if state.versions != versions
-                                && wsdr_protocol::dominates(&state.versions, &versions)
-                            {
-                                state.views_backwards += 1;
-                            }
-                            wsdr_protocol::merge_versions(&mut state.versions, &versions);
-                            let seen = high_bid.map(|h| h.amount.get());
-                            state.high_seen = state.high_seen.max(seen);
-                        }
-                        Event::Disconnected { .. } => {
-                            state.connected = false;
-                            state.resynced = false;
-                            state.reconnects += 1;
-                        }
-                        Event::BidExpired { bid_id } => {
-                            drop(state);
-                            if let Some(op) = lock(&shared.ops).get_mut(&(sub.clone(), bid_id.as_str().to_owned())) {
-                                op.answers.push((now_ms(), Answer::Expired, String::new(), true));
-                            }
-                        }
-                        Event::BidResult { bid_id, status, region, .. } => {
-                            let replayed = state.replayed_since_invoke(bid_id.as_str());
-                            let answer = match status {
-                                BidStatus::Accepted => Answer::Accepted,
-                                BidStatus::Duplicate => Answer::Duplicate,
-                                BidStatus::Rejected => Answer::Rejected,
-                                BidStatus::Unknown => Answer::Unknown,
-                            };
-                            drop(state);
-                            let mut ops = lock(&shared.ops);
-                            if let Some(op) = ops.get_mut(&(sub.clone(), bid_id.as_str().to_owned())) {
-                                op.answers.push((now_ms(), answer, region, replayed));
-                                if matches!(answer, Answer::Accepted | Answer::Duplicate) {
-                                    let amount = op.amount;
-                                    drop(ops);
-                                    let mut state = lock(&shared.users[index]);
-                                    state.high_seen = state.high_seen.max(Some(amount));
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        }
-    });
-    (client, task)
 }

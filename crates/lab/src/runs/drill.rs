@@ -2,18 +2,17 @@
 //! the primary; then the checks and the report.
 
 use crate::runs::report::{Percentiles, Report};
-use crate::sim::users::{user_client, wait_for};
+use crate::sim::history::{
+    check, final_states, lost_acknowledged, lost_with_regions, settle, Answer, Outcome, Violation,
+};
+use crate::sim::users::{
+    user_client, wait_for, Behaviour, ClientFactory, Population, UserRecord, UserSpec,
+};
 use crate::world::lab::{Fault, Lab, LabConfig};
 use crate::world::timeline::Kind;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tokio::sync::watch;
-use tokio::time::Instant;
-use wsdr_client::Event;
-use wsdr_protocol::{Amount, AuctionId, BidStatus};
+use std::sync::Arc;
+use wsdr_protocol::AuctionId;
 
 /// The scenarios a drill can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -71,24 +70,6 @@ impl Default for DrillConfig {
     }
 }
 
-/// What one simulated user saw.
-#[derive(Debug, Default, Clone)]
-struct UserLog {
-    /// bid id -> amount, for every bid the server acknowledged (accepted or duplicate).
-    acknowledged: HashMap<String, u64>,
-    /// bid id -> amount, for every bid sent.
-    invoked: HashMap<String, u64>,
-    /// Times (lab ms) and Regions of each state restore.
-    restores: Vec<(f64, String)>,
-    disconnects: Vec<f64>,
-    /// (ack time lab ms, Region, amount) of every bid answered `accepted`.
-    accepted: Vec<(f64, String, u64)>,
-    /// Endpoint changes made by client-assisted failover.
-    moves: usize,
-    accepted_twice: usize,
-    high_seen: u64,
-}
-
 /// Run one drill end to end.
 pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     let scale = config.lab.scale;
@@ -110,28 +91,36 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         format!("steady state; starting {} users", config.users),
     );
 
-    let logs: Vec<Arc<Mutex<UserLog>>> = (0..config.users).map(|_| Arc::default()).collect();
-    let (stop_tx, stop_rx) = watch::channel(false);
     let auction = AuctionId::new("lot-1")?;
-    let mut users = Vec::new();
-    for (i, log) in logs.iter().enumerate() {
-        users.push(tokio::spawn(user(
-            lab.clone(),
-            i,
-            config.clone(),
-            auction.clone(),
-            log.clone(),
-            stop_rx.clone(),
-        )));
-    }
-    let all_restored_on = |region: &str, after: f64| {
-        logs.iter().all(|l| {
-            l.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .restores
-                .iter()
-                .any(|(at, r)| *at >= after && r == region)
+    let specs = (0..config.users)
+        .map(|i| UserSpec {
+            sub: format!("user-{i}"),
+            auction: auction.clone(),
         })
+        .collect();
+    let clients: ClientFactory = {
+        let lab = lab.clone();
+        let fallback = config.client_fallback;
+        Arc::new(move |spec: &UserSpec, _index: usize, seed: u64| {
+            user_client(&lab, &spec.sub, &spec.auction, seed, fallback)
+        })
+    };
+    let users = Population::start(
+        lab.clone(),
+        specs,
+        Behaviour {
+            narrate: true,
+            ..Behaviour::honest(config.bid_every_secs)
+        },
+        config.seed,
+        clients,
+        true,
+    );
+    let all_restored_on = |region: &str, after: f64| {
+        users
+            .records()
+            .iter()
+            .all(|r| r.restores.iter().any(|(at, r)| *at >= after && r == region))
     };
     let connected = wait_for(scale.secs(300.0), || {
         all_restored_on(&lab.config.regions[0], 0.0)
@@ -196,100 +185,69 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         .flatten()
         .map(|t| t - heal_ms);
 
-    // Stop, let replication drain, check.
-    let _ = stop_tx.send(true);
-    for user in users {
-        let _ = user.await;
-    }
-    let drained = wait_for(scale.secs(300.0), || lab.in_flight().items == 0).await;
-    tokio::time::sleep(scale.secs(5.0)).await;
-    let converged = drained && lab.converged().await;
-
-    let bids = |records: Vec<wsdr_core::BidRecord>| -> BTreeMap<String, (String, u64)> {
-        records
-            .into_iter()
-            .map(|b| {
-                (
-                    b.bid_id.as_str().to_owned(),
-                    (b.bidder.as_str().to_owned(), b.amount.get()),
-                )
-            })
-            .collect()
-    };
-    let west = bids(lab.regions[1].store.all_bids(&auction).await?);
+    // Stop bidding, let outstanding answers arrive and replication drain, then check the
+    // history like any chaos run.
+    users.set_bidding(false);
+    tokio::time::sleep(scale.secs(15.0)).await;
+    let converged = settle(&lab).await;
+    let regions = final_states(&lab, &auction).await?;
+    let converged_high = regions.first().and_then(|r| r.high.as_ref().map(|h| h.2));
+    let ends = users
+        .final_views(|_| converged_high, scale.secs(60.0), scale.secs(300.0))
+        .await;
+    let regions = final_states(&lab, &auction).await?;
+    let ops = users.ops();
+    let logs = users.records();
+    users.close().await;
     // A primary lost for good is not read: only the survivor counts, and the bid copies the
     // primary took with it are the losses the drill expects (and reports).
-    let east = if lab.gone().contains(&0) {
-        west.clone()
-    } else {
-        bids(lab.regions[0].store.all_bids(&auction).await?)
+    let lost = lost_with_regions(&lab);
+    let violations = check(&ops, &regions, converged, &ends, &lost);
+    let distinct = |keep: fn(&Violation) -> bool| {
+        violations
+            .iter()
+            .filter(|v| keep(v))
+            .filter_map(Violation::bid)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
     };
-    let lost_with_region: std::collections::BTreeSet<(String, u64)> = lab
-        .lost_writes()
-        .into_iter()
-        .filter_map(|c| match c.item {
-            wsdr_core::items::Item::Bid { bid, .. } => {
-                Some((bid.bid_id.as_str().to_owned(), bid.amount.get()))
-            }
-            _ => None,
-        })
-        .collect();
-    let logs: Vec<UserLog> = logs
+    let lost_acknowledged_bids = distinct(|v| {
+        matches!(
+            v,
+            Violation::AcknowledgedBidMissing { .. } | Violation::AcknowledgedBidAltered { .. }
+        )
+    });
+    let duplicates = distinct(|v| matches!(v, Violation::UnexplainedRecord { .. }));
+    let high_bid_matches = !violations.iter().any(|v| {
+        matches!(
+            v,
+            Violation::HighBidWrong { .. }
+                | Violation::WinnersDiffer
+                | Violation::HighAboveAcknowledged { .. }
+        )
+    });
+    let acknowledged = ops.iter().filter(|o| o.outcome() == Outcome::Ok).count();
+    // A second `accepted` after the bid had been acknowledged: a replay taken again.
+    let accepted_twice = ops
         .iter()
-        .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).clone())
-        .collect();
-    let mut acknowledged: HashMap<String, u64> = HashMap::new();
-    let mut invoked: HashMap<String, (String, u64)> = HashMap::new();
-    for (i, log) in logs.iter().enumerate() {
-        acknowledged.extend(log.acknowledged.iter().map(|(k, v)| (k.clone(), *v)));
-        invoked.extend(
-            log.invoked
+        .filter(|op| {
+            let mut acknowledged = false;
+            op.answers.iter().any(|(_, answer, _, _)| {
+                let twice = acknowledged && *answer == Answer::Accepted;
+                acknowledged |= matches!(answer, Answer::Accepted | Answer::Duplicate);
+                twice
+            })
+        })
+        .count();
+    let accepted: Vec<(f64, String, u64)> = ops
+        .iter()
+        .flat_map(|op| {
+            op.answers
                 .iter()
-                .map(|(k, v)| (k.clone(), (format!("user-{i}"), *v))),
-        );
-    }
-    let missing: Vec<(&String, &u64)> = acknowledged
-        .iter()
-        .filter(|(id, amount)| {
-            east.get(*id).map(|b| b.1) != Some(**amount)
-                || west.get(*id).map(|b| b.1) != Some(**amount)
+                .filter(|a| a.1 == Answer::Accepted)
+                .map(move |a| (a.0, a.2.clone(), op.amount))
         })
         .collect();
-    let lost_with_the_region = missing
-        .iter()
-        .filter(|(id, amount)| lost_with_region.contains(&((*id).clone(), **amount)))
-        .count();
-    let lost = missing.len() - lost_with_the_region;
-    // A record that matches no operation a user made, or does not match the operation's
-    // user and amount, would be a bid applied twice or invented.
-    let duplicates = east
-        .iter()
-        .filter(|(id, (bidder, amount))| invoked.get(*id) != Some(&(bidder.clone(), *amount)))
-        .count();
-    // The high bid is the highest recorded bid, and no acknowledged bid is above it.
-    let max_acknowledged = acknowledged
-        .iter()
-        .filter(|(id, amount)| !lost_with_region.contains(&((*id).clone(), **amount)))
-        .map(|(_, amount)| *amount)
-        .max()
-        .unwrap_or(0);
-    let max_recorded = east.values().map(|b| b.1).max();
-    let mut highs = Vec::new();
-    for (i, region) in lab.regions.iter().enumerate() {
-        if lab.gone().contains(&i) {
-            continue;
-        }
-        highs.push(
-            region
-                .store
-                .snapshot(&auction)
-                .await?
-                .high_bid
-                .map(|b| b.amount.get()),
-        );
-    }
-    let high_bid_matches =
-        highs.iter().all(|h| *h == max_recorded) && max_recorded.unwrap_or(0) >= max_acknowledged;
 
     let rtos: Vec<f64> = logs
         .iter()
@@ -310,8 +268,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         .iter()
         .filter(|e| e.kind == Kind::DnsFlip && e.at_ms >= fault_ms && e.at_ms < heal_ms)
         .count();
-    let accepted_twice: usize = logs.iter().map(|l| l.accepted_twice).sum();
-    let split = split_between_regions(&logs, fault_ms, heal_ms);
+    let split = split_between_regions(&logs, &accepted, fault_ms, heal_ms);
     let primary = &lab.config.regions[0];
     let disconnects_during_fault = logs
         .iter()
@@ -358,12 +315,12 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         dns_flip_ms,
         failback_ms,
         dns_flips_during_fault: dns_flips,
-        lost_acknowledged_bids: lost,
-        acknowledged_bids_lost_with_region: lost_with_the_region,
+        lost_acknowledged_bids,
+        acknowledged_bids_lost_with_region: lost_acknowledged(&ops, &regions, &lost),
         duplicate_bids: duplicates,
         acks_for_a_replayed_bid_in_both_regions: accepted_twice,
-        acknowledged_bids: acknowledged.len(),
-        recorded_bids: east.len(),
+        acknowledged_bids: acknowledged,
+        recorded_bids: regions.first().map_or(0, |r| r.bids.len()),
         high_bid_consistent: high_bid_matches,
         converged,
         rpo_items_at_fault: rpo.items,
@@ -375,6 +332,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         split_ms: split.duration_ms,
         split_aws_s: split.duration_ms * scale.factor() / 1000.0,
         accepted_below_other_region: split.accepted_below_other_region,
+        violations,
         timeline: timeline.entries(),
     })
 }
@@ -392,7 +350,12 @@ struct Split {
 }
 
 /// A user is served by a Region from a state restore there until its next disconnect.
-fn split_between_regions(logs: &[UserLog], from_ms: f64, to_ms: f64) -> Split {
+fn split_between_regions(
+    logs: &[UserRecord],
+    accepted: &[(f64, String, u64)],
+    from_ms: f64,
+    to_ms: f64,
+) -> Split {
     // (time, region, +1/-1) for each user's service intervals, clipped to [from, to].
     let mut edges: Vec<(f64, String, i32)> = Vec::new();
     for log in logs {
@@ -423,8 +386,7 @@ fn split_between_regions(logs: &[UserLog], from_ms: f64, to_ms: f64) -> Split {
         *live.entry(region).or_default() += delta;
         last = at;
     }
-    let mut accepted: Vec<&(f64, String, u64)> =
-        logs.iter().flat_map(|l| l.accepted.iter()).collect();
+    let mut accepted: Vec<&(f64, String, u64)> = accepted.iter().collect();
     accepted.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut best: HashMap<&str, u64> = HashMap::new();
     let mut accepted_below_other_region = 0;
@@ -442,90 +404,4 @@ fn split_between_regions(logs: &[UserLog], from_ms: f64, to_ms: f64) -> Split {
         duration_ms,
         accepted_below_other_region,
     }
-}
-
-async fn user(
-    lab: Arc<Lab>,
-    index: usize,
-    config: DrillConfig,
-    auction: AuctionId,
-    log: Arc<Mutex<UserLog>>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let scale = config.lab.scale;
-    let sub = format!("user-{index}");
-    let seed = config
-        .seed
-        .wrapping_mul(1_000_003)
-        .wrapping_add(index as u64);
-    let (client, mut events) =
-        user_client(&lab, &sub, &auction, seed, config.client_fallback).start();
-    let mut rng = SmallRng::seed_from_u64(config.seed ^ (index as u64) << 20);
-    let timeline = lab.timeline.clone();
-    let mut next_bid = Instant::now() + scale.secs(rng.random_range(0.0..config.bid_every_secs));
-    // After the stop: no new bids, but keep listening so outstanding bids get their acks.
-    let mut draining: Option<Instant> = None;
-    loop {
-        let drain_deadline = draining.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
-        tokio::select! {
-            _ = stop.changed(), if draining.is_none() => {
-                draining = Some(Instant::now() + scale.secs(15.0));
-            }
-            _ = tokio::time::sleep_until(drain_deadline), if draining.is_some() => break,
-            _ = tokio::time::sleep_until(next_bid), if draining.is_none() => {
-                next_bid = Instant::now() + scale.secs(rng.random_range(0.5..1.5) * config.bid_every_secs);
-                let amount = {
-                    let l = log.lock().unwrap_or_else(|p| p.into_inner());
-                    l.high_seen.max(100_000) + 1_000 * rng.random_range(1..20)
-                };
-                let Ok(amount) = Amount::new(amount) else { continue };
-                if let Ok(bid_id) = client.bid(auction.clone(), amount).await {
-                    log.lock().unwrap_or_else(|p| p.into_inner()).invoked.insert(bid_id.as_str().to_owned(), amount.get());
-                }
-            }
-            event = events.recv() => {
-                let Some(event) = event else { break };
-                let at = timeline.elapsed().as_secs_f64() * 1000.0;
-                let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
-                match event {
-                    Event::StateRestored { region, auction, .. } => {
-                        if let Some(h) = auction.high_bid { l.high_seen = l.high_seen.max(h.amount.get()); }
-                        l.restores.push((at, region.clone()));
-                        drop(l);
-                        timeline.record(Kind::ClientRestored, format!("{sub} restored from {region}"));
-                    }
-                    Event::StateUpdated { high_bid: Some(h), .. } => l.high_seen = l.high_seen.max(h.amount.get()),
-                    Event::EndpointChanged { url, regional, reason } => {
-                        l.moves += 1;
-                        drop(l);
-                        let to = if regional { url } else { "the global name".to_owned() };
-                        timeline.record(Kind::ClientMoved, format!("{sub} -> {to} ({reason})"));
-                    }
-                    Event::BidResult { bid_id, status, region, .. } => {
-                        if status == BidStatus::Accepted {
-                            if let Some(amount) = l.invoked.get(bid_id.as_str()).copied() {
-                                l.accepted.push((at, region, amount));
-                            }
-                        }
-                        if matches!(status, BidStatus::Accepted | BidStatus::Duplicate) {
-                            let amount = l.invoked.get(bid_id.as_str()).copied();
-                            if let Some(amount) = amount {
-                                if l.acknowledged.insert(bid_id.as_str().to_owned(), amount).is_some() && status == BidStatus::Accepted {
-                                    l.accepted_twice += 1;
-                                }
-                                l.high_seen = l.high_seen.max(amount);
-                            }
-                        }
-                    }
-                    Event::Disconnected { reason } => {
-                        l.disconnects.push(at);
-                        drop(l);
-                        timeline.record(Kind::ClientDisconnected, format!("{sub}: {reason:?}"));
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    client.close();
 }

@@ -3,21 +3,18 @@
 //! Clients connect to the primary's own endpoint (the front door would double the sockets in
 //! this one process).
 
-use crate::sim::users::LabTokens;
+use crate::sim::history::{check, final_states, Outcome, Violation};
+use crate::sim::users::{Behaviour, ClientFactory, LabTokens, Population, UserSpec};
 use crate::world::lab::{Lab, LabConfig};
 use crate::world::scale::TimeScale;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
 use tokio::time::Instant;
-use wsdr_client::{ClientBuilder, Event};
+use wsdr_client::ClientBuilder;
 use wsdr_core::Auction;
-use wsdr_protocol::{Amount, AuctionId, BidStatus};
+use wsdr_protocol::{Amount, AuctionId};
 
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
@@ -57,6 +54,10 @@ pub struct LoadReport {
     pub disconnects: u64,
     /// Clients that did not answer a final resync within 10 s.
     pub stuck_connections: usize,
+    /// Broken guarantees the history checker found, over every auction (crate::sim::history),
+    /// and the first few of them.
+    pub violations: usize,
+    pub violation_examples: Vec<Violation>,
     /// (lab seconds since bidding began, resident set KiB), sampled every 5 s.
     pub rss_kib: Vec<(f64, u64)>,
     /// RSS at the end / RSS a quarter into the run: no unbounded growth means close to 1.
@@ -85,10 +86,10 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         })
         .await?,
     );
-    let auctions: Vec<AuctionId> =
-        (0..config.connections.div_ceil(config.users_per_auction.max(1)))
-            .map(|i| AuctionId::new(format!("load-{i}")))
-            .collect::<Result<_, _>>()?;
+    let per_auction = config.users_per_auction.max(1);
+    let auctions: Vec<AuctionId> = (0..config.connections.div_ceil(per_auction))
+        .map(|i| AuctionId::new(format!("load-{i}")))
+        .collect::<Result<_, _>>()?;
     for region in &lab.regions {
         for id in &auctions {
             region
@@ -103,158 +104,104 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
                 .await?;
         }
     }
-    let url = lab.regions[0].url();
-    let connected = Arc::new(AtomicUsize::new(0));
-    let peak = Arc::new(AtomicUsize::new(0));
-    let invoked = Arc::new(AtomicU64::new(0));
-    let disconnects = Arc::new(AtomicU64::new(0));
-    let acknowledged: Arc<Mutex<HashMap<String, (AuctionId, u64)>>> = Arc::default();
-    let resynced = Arc::new(AtomicUsize::new(0));
-    let (bidding_tx, bidding_rx) = watch::channel(false);
-    let (resync_tx, resync_rx) = watch::channel(false);
+    let specs = (0..config.connections)
+        .map(|i| UserSpec {
+            sub: format!("load-{i}"),
+            auction: auctions[i / per_auction].clone(),
+        })
+        .collect();
+    // The primary's own endpoint, reference timers (time scale 1).
+    let clients: ClientFactory = {
+        let lab = lab.clone();
+        let url = lab.regions[0].url();
+        Arc::new(move |spec: &UserSpec, _index: usize, seed: u64| {
+            ClientBuilder::new(url.clone())
+                .token_provider(Arc::new(LabTokens {
+                    lab: lab.clone(),
+                    sub: spec.sub.clone(),
+                }))
+                .subscribe(spec.auction.clone())
+                .seed(seed)
+        })
+    };
+    let behaviour = Behaviour {
+        floor: 1_000,
+        increment: 1,
+        steps: (1, 50),
+        ..Behaviour::honest(config.bid_every_secs)
+    };
     let started = Instant::now();
-    let mut tasks = Vec::new();
-    for i in 0..config.connections {
-        let auction = auctions[i / config.users_per_auction.max(1)].clone();
-        let (client, mut events) = ClientBuilder::new(url.clone())
-            .token_provider(Arc::new(LabTokens {
-                lab: lab.clone(),
-                sub: format!("load-{i}"),
-            }))
-            .subscribe(auction.clone())
-            .seed(config.seed.wrapping_add(i as u64))
-            .start();
-        let (connected, peak, invoked, disconnects, acknowledged, resynced) = (
-            connected.clone(),
-            peak.clone(),
-            invoked.clone(),
-            disconnects.clone(),
-            acknowledged.clone(),
-            resynced.clone(),
-        );
-        let mut bidding = bidding_rx.clone();
-        let mut resync = resync_rx.clone();
-        let every = config.bid_every_secs;
-        let seed = config.seed ^ ((i as u64) << 24);
-        tasks.push(tokio::spawn(async move {
-            let mut rng = SmallRng::seed_from_u64(seed);
-            let mut amounts: HashMap<String, u64> = HashMap::new();
-            let mut high = 1_000u64;
-            let mut online = false;
-            let mut next_bid = Instant::now() + Duration::from_secs(3600);
-            let mut waiting_resync = false;
-            loop {
-                tokio::select! {
-                    changed = bidding.changed() => {
-                        if changed.is_err() { break; }
-                        next_bid = if *bidding.borrow() {
-                            Instant::now() + Duration::from_secs_f64(rng.random_range(0.0..every))
-                        } else {
-                            Instant::now() + Duration::from_secs(3600)
-                        };
-                    }
-                    changed = resync.changed() => {
-                        if changed.is_err() || !*resync.borrow() { break; }
-                        waiting_resync = true;
-                        let _ = client.resync();
-                    }
-                    _ = tokio::time::sleep_until(next_bid) => {
-                        next_bid = Instant::now() + Duration::from_secs_f64(rng.random_range(0.5..1.5) * every);
-                        let Ok(amount) = Amount::new(high + rng.random_range(1..50)) else { continue };
-                        if let Ok(bid_id) = client.bid(auction.clone(), amount).await {
-                            invoked.fetch_add(1, Ordering::Relaxed);
-                            amounts.insert(bid_id.as_str().to_owned(), amount.get());
-                        }
-                    }
-                    event = events.recv() => match event {
-                        None => break,
-                        Some(Event::StateRestored { auction: view, outage, .. }) => {
-                            high = high.max(view.high_bid.map_or(0, |h| h.amount.get()));
-                            if !online {
-                                online = true;
-                                let now = connected.fetch_add(1, Ordering::Relaxed) + 1;
-                                peak.fetch_max(now, Ordering::Relaxed);
-                            }
-                            if waiting_resync && outage.is_none() {
-                                waiting_resync = false;
-                                resynced.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                        Some(Event::StateUpdated { high_bid: Some(h), .. }) => high = high.max(h.amount.get()),
-                        Some(Event::BidResult { bid_id, status, .. }) => {
-                            if let Some(amount) = amounts.remove(bid_id.as_str()) {
-                                if matches!(status, BidStatus::Accepted | BidStatus::Duplicate) {
-                                    high = high.max(amount);
-                                    acknowledged.lock().unwrap_or_else(|p| p.into_inner())
-                                        .insert(bid_id.as_str().to_owned(), (auction.clone(), amount));
-                                }
-                            }
-                        }
-                        Some(Event::Disconnected { .. }) => {
-                            // Only sessions lost count: a handshake refused by the quota is
-                            // not a disconnect.
-                            if online {
-                                disconnects.fetch_add(1, Ordering::Relaxed);
-                                online = false;
-                                connected.fetch_sub(1, Ordering::Relaxed);
-                            }
-                        }
-                        Some(_) => {}
-                    }
-                }
-            }
-            client.close();
-        }));
-    }
+    let users = Population::start(lab.clone(), specs, behaviour, config.seed, clients, false);
     // Everyone connected (the quota lets in 500 per second).
     let deadline = Instant::now() + Duration::from_secs(120);
-    while connected.load(Ordering::Relaxed) < config.connections && Instant::now() < deadline {
+    while users.online() < config.connections && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let connect_all_secs = started.elapsed().as_secs_f64();
-    let _ = bidding_tx.send(true);
+    users.set_bidding(true);
     let bidding_started = Instant::now();
     let mut rss = vec![(0.0, rss_kib())];
     while bidding_started.elapsed().as_secs_f64() < config.secs {
         tokio::time::sleep(Duration::from_secs(5).min(Duration::from_secs_f64(config.secs))).await;
         rss.push((bidding_started.elapsed().as_secs_f64(), rss_kib()));
     }
-    let _ = bidding_tx.send(false);
-    // Outstanding answers, then a final resync of every client.
+    users.set_bidding(false);
+    // Outstanding answers, replication drained, then every user's final view.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let _ = resync_tx.send(true);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while resynced.load(Ordering::Relaxed) < config.connections && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let stuck = config.connections - resynced.load(Ordering::Relaxed);
     let drain = Instant::now() + Duration::from_secs(30);
     while lab.in_flight().items > 0 && Instant::now() < drain {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    drop(resync_tx);
-    drop(bidding_tx);
-    for task in tasks {
-        let _ = task.await;
+    let converged = lab.converged().await;
+    let mut highs: BTreeMap<AuctionId, Option<u64>> = BTreeMap::new();
+    for id in &auctions {
+        let states = final_states(&lab, id).await?;
+        highs.insert(
+            id.clone(),
+            states.first().and_then(|r| r.high.as_ref().map(|h| h.2)),
+        );
     }
+    let ends = users
+        .final_views(
+            |id| highs.get(id).copied().flatten(),
+            Duration::from_secs(10),
+            Duration::from_secs(10),
+        )
+        .await;
+    let ops = users.ops();
+    let records = users.records();
+    let peak = users.peak_online();
+    users.close().await;
 
-    let acknowledged = acknowledged
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    let mut recorded: HashMap<(usize, String), u64> = HashMap::new();
-    for (r, region) in lab.regions.iter().enumerate() {
-        for id in &auctions {
-            for bid in region.store.all_bids(id).await? {
-                recorded.insert((r, bid.bid_id.as_str().to_owned()), bid.amount.get());
-            }
-        }
+    // The one checker, auction by auction.
+    let mut violations = Vec::new();
+    for id in &auctions {
+        let regions = final_states(&lab, id).await?;
+        let ops: Vec<_> = ops
+            .iter()
+            .filter(|o| o.auction == id.as_str())
+            .cloned()
+            .collect();
+        let ends: Vec<_> = ends
+            .iter()
+            .filter(|u| u.auction == id.as_str())
+            .cloned()
+            .collect();
+        violations.extend(check(&ops, &regions, converged, &ends, &Default::default()));
     }
-    let lost = acknowledged
+    let lost: BTreeSet<(&str, &str)> = violations
         .iter()
-        .filter(|(id, (_, amount))| {
-            (0..2).any(|r| recorded.get(&(r, (*id).clone())) != Some(amount))
+        .filter(|v| {
+            matches!(
+                v,
+                Violation::AcknowledgedBidMissing { .. } | Violation::AcknowledgedBidAltered { .. }
+            )
         })
+        .filter_map(Violation::bid)
+        .collect();
+    let stuck = violations
+        .iter()
+        .filter(|v| matches!(v, Violation::UserNotConnected { .. }))
         .count();
     let quarter = rss
         .iter()
@@ -262,17 +209,19 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         .map_or(1, |(_, kib)| (*kib).max(1));
     let end = rss.last().map_or(0, |(_, kib)| *kib);
     let growth = end as f64 / quarter as f64;
-    let passed = lost == 0 && stuck == 0 && growth < 1.5;
+    let passed = violations.is_empty() && growth < 1.5;
     Ok(LoadReport {
         connections: config.connections,
         secs: config.secs,
-        connected_peak: peak.load(Ordering::Relaxed),
+        connected_peak: peak,
         connect_all_secs,
-        bids_invoked: invoked.load(Ordering::Relaxed),
-        bids_acknowledged: acknowledged.len(),
-        lost_acknowledged_bids: lost,
-        disconnects: disconnects.load(Ordering::Relaxed),
+        bids_invoked: ops.len() as u64,
+        bids_acknowledged: ops.iter().filter(|o| o.outcome() == Outcome::Ok).count(),
+        lost_acknowledged_bids: lost.len(),
+        disconnects: records.iter().map(|r| r.disconnects.len() as u64).sum(),
         stuck_connections: stuck,
+        violations: violations.len(),
+        violation_examples: violations.iter().take(10).cloned().collect(),
         rss_kib: rss,
         rss_growth: growth,
         passed,

@@ -87,6 +87,9 @@ pub struct Report {
     /// Bids one Region accepted after the other had accepted an equal or higher one: the
     /// freshness cost of a split (correctness is unaffected; see docs/CLIENT.md).
     pub accepted_below_other_region: usize,
+    /// What the history checker found (crate::sim::history): every broken guarantee, the
+    /// same kinds a chaos run reports. Empty on a passing drill.
+    pub violations: Vec<crate::sim::history::Violation>,
     pub timeline: Vec<Entry>,
 }
 
@@ -103,6 +106,7 @@ impl Report {
             self.restored == self.clients
         };
         self.lost_acknowledged_bids == 0
+            && self.violations.is_empty()
             && self.duplicate_bids == 0
             && self.converged
             && self.high_bid_consistent
@@ -203,6 +207,16 @@ impl Report {
             "  accepted below other high {}\n",
             self.accepted_below_other_region
         ));
+        out.push_str(&format!(
+            "  history violations        {}\n",
+            self.violations.len()
+        ));
+        for v in &self.violations {
+            out.push_str(&format!(
+                "    {}\n",
+                serde_json::to_string(v).unwrap_or_default()
+            ));
+        }
         out.push_str(&format!(
             "  verdict                   {}\n",
             if self.passed() { "PASS" } else { "FAIL" }

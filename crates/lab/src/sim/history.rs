@@ -28,6 +28,8 @@ pub enum Answer {
 #[derive(Debug, Clone, Serialize)]
 pub struct Op {
     pub user: String,
+    /// The auction the bid was for.
+    pub auction: String,
     pub bid_id: String,
     pub amount: u64,
     /// Lab ms at invoke.
@@ -110,6 +112,8 @@ impl FinalState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UserEnd {
     pub user: String,
+    /// The auction the user follows.
+    pub auction: String,
     pub connected: bool,
     /// The high bid amount in the state the user was last served.
     pub high_seen: Option<u64>,
@@ -118,6 +122,11 @@ pub struct UserEnd {
     pub high_before_resync: Option<Option<u64>>,
     /// Pushes its client reported that were strictly older than the view it already had.
     pub views_backwards: u32,
+    /// The Region that served its final state, and the user's own bids in that state
+    /// (`you.bids`: (bidId, amount), newest first) and `you.lastBid`.
+    pub served_by: Option<String>,
+    pub own_bids: Vec<(String, u64)>,
+    pub last_bid: Option<(String, u64)>,
 }
 
 /// A broken guarantee.
@@ -189,6 +198,21 @@ pub enum Violation {
     ViewWentBackwards {
         user: String,
         times: u32,
+    },
+    /// The user's own bids (`you.bids`) in its final state are not the ones the serving
+    /// Region holds for it: some missing, or someone else's (bidId, amount) among them.
+    OwnBidsWrong {
+        user: String,
+        region: String,
+        missing: Vec<String>,
+        unexplained: Vec<String>,
+    },
+    /// `you.lastBid` is not the user's latest bid in the serving Region's records.
+    LastBidWrong {
+        user: String,
+        region: String,
+        expected: Option<(String, u64)>,
+        actual: Option<(String, u64)>,
     },
 }
 
@@ -378,8 +402,162 @@ pub fn check(
                 actual,
             });
         }
+        if user.connected {
+            check_own_bids(user, regions, &mut violations);
+        }
     }
     violations
+}
+
+/// The user's own bids as `region` must list them: (at, bidId, amount), newest first (then
+/// by bidId, descending), at most [`wsdr_protocol::limits::OWN_BIDS_MAX`].
+pub fn own_bids_in(state: &FinalState, user: &str) -> Vec<(u64, String, u64)> {
+    let mut bids: Vec<(u64, String, u64)> = state
+        .bids
+        .iter()
+        .filter(|((bidder, _), _)| bidder == user)
+        .flat_map(|((_, id), records)| records.iter().map(move |r| (r.at, id.clone(), r.amount)))
+        .collect();
+    bids.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+    bids.truncate(wsdr_protocol::limits::OWN_BIDS_MAX);
+    bids
+}
+
+/// `you.bids` and `you.lastBid` of the user's final state against the serving Region's
+/// records (a Region lost for good served nobody's final state).
+fn check_own_bids(user: &UserEnd, regions: &[FinalState], violations: &mut Vec<Violation>) {
+    let Some(state) = user
+        .served_by
+        .as_ref()
+        .and_then(|name| regions.iter().find(|r| &r.region == name))
+    else {
+        return;
+    };
+    let expected = own_bids_in(state, &user.user);
+    let held: std::collections::BTreeSet<(&str, u64)> = expected
+        .iter()
+        .map(|(_, id, a)| (id.as_str(), *a))
+        .collect();
+    let listed: std::collections::BTreeSet<(&str, u64)> = user
+        .own_bids
+        .iter()
+        .map(|(id, a)| (id.as_str(), *a))
+        .collect();
+    if held != listed {
+        violations.push(Violation::OwnBidsWrong {
+            user: user.user.clone(),
+            region: state.region.clone(),
+            missing: held
+                .difference(&listed)
+                .map(|(id, _)| (*id).to_owned())
+                .collect(),
+            unexplained: listed
+                .difference(&held)
+                .map(|(id, _)| (*id).to_owned())
+                .collect(),
+        });
+    }
+    // Equal `at` and bidId (one bidId, two amounts) may come in either order.
+    let latest: Vec<(String, u64)> = expected
+        .iter()
+        .take_while(|(at, id, _)| expected.first().is_some_and(|f| f.0 == *at && &f.1 == id))
+        .map(|(_, id, amount)| (id.clone(), *amount))
+        .collect();
+    let right = match &user.last_bid {
+        None => latest.is_empty(),
+        Some(actual) => latest.contains(actual),
+    };
+    if !right {
+        violations.push(Violation::LastBidWrong {
+            user: user.user.clone(),
+            region: state.region.clone(),
+            expected: latest.first().cloned(),
+            actual: user.last_bid.clone(),
+        });
+    }
+}
+
+/// Let the lab settle before it is judged: replication drained and the Regions equal.
+/// A client that reconnects late (a slow machine), or resends a bid it got no answer for, may
+/// still write after the first drain, so this takes up to four bounded rounds of drain, five
+/// AWS seconds' rest, compare. Whether the Regions converged.
+pub async fn settle(lab: &crate::world::lab::Lab) -> bool {
+    let scale = lab.config.scale;
+    for _ in 0..4 {
+        let drained =
+            crate::sim::users::wait_for(scale.secs(600.0), || lab.in_flight().items == 0).await;
+        tokio::time::sleep(scale.secs(5.0)).await;
+        if drained && lab.converged().await {
+            return true;
+        }
+    }
+    false
+}
+
+/// What the lab's Regions hold for `auction` at the end of a run: one [`FinalState`] per
+/// Region still alive (a Region lost for good is not read: what it took is in [`lost_with_regions`]).
+pub async fn final_states(
+    lab: &crate::world::lab::Lab,
+    auction: &wsdr_protocol::AuctionId,
+) -> anyhow::Result<Vec<FinalState>> {
+    let gone = lab.gone();
+    let mut states = Vec::new();
+    for (i, (name, region)) in lab.config.regions.iter().zip(&lab.regions).enumerate() {
+        if gone.contains(&i) {
+            continue;
+        }
+        let copies = region.store.all_bids(auction).await?;
+        let mut bids: BTreeMap<BidKey, Vec<Record>> = BTreeMap::new();
+        for copy in &copies {
+            let records = bids
+                .entry((
+                    copy.bidder.as_str().to_owned(),
+                    copy.bid_id.as_str().to_owned(),
+                ))
+                .or_default();
+            match records.iter_mut().find(|r| r.amount == copy.amount.get()) {
+                Some(record) => record.at = record.at.min(copy.at),
+                None => records.push(Record {
+                    amount: copy.amount.get(),
+                    at: copy.at,
+                }),
+            }
+        }
+        for records in bids.values_mut() {
+            records.sort_by_key(|r| r.amount);
+        }
+        let snapshot = region.store.snapshot(auction).await?;
+        states.push(FinalState {
+            region: name.clone(),
+            bids,
+            copies: copies.len(),
+            high: snapshot.high_bid.as_ref().map(|b| {
+                (
+                    b.bidder.as_str().to_owned(),
+                    b.bid_id.as_str().to_owned(),
+                    b.amount.get(),
+                )
+            }),
+            bid_count: snapshot.bid_count,
+        });
+    }
+    Ok(states)
+}
+
+/// The bid copies Regions that never came back took with them: the only losses the checker
+/// accepts.
+pub fn lost_with_regions(lab: &crate::world::lab::Lab) -> Lost {
+    lab.lost_writes()
+        .into_iter()
+        .filter_map(|change| match change.item {
+            wsdr_core::items::Item::Bid { bid, .. } => Some((
+                bid.bidder.as_str().to_owned(),
+                bid.bid_id.as_str().to_owned(),
+                bid.amount.get(),
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -390,6 +568,7 @@ mod tests {
     fn op(user: &str, id: &str, amount: u64, answers: &[(Answer, bool)]) -> Op {
         Op {
             user: user.into(),
+            auction: "lot-1".into(),
             bid_id: id.into(),
             amount,
             invoked_ms: 0.0,
@@ -426,11 +605,87 @@ mod tests {
     fn user(high: Option<u64>) -> UserEnd {
         UserEnd {
             user: "u".into(),
+            auction: "lot-1".into(),
             connected: true,
             high_seen: high,
             high_before_resync: Some(high),
             views_backwards: 0,
+            served_by: None,
+            own_bids: Vec::new(),
+            last_bid: None,
         }
+    }
+
+    /// User `u`, served by `region`, listing `own` as its bids (newest first).
+    fn bidder(region: &str, high: Option<u64>, own: &[(&str, u64)]) -> UserEnd {
+        UserEnd {
+            served_by: Some(region.into()),
+            own_bids: own.iter().map(|(id, a)| (id.to_string(), *a)).collect(),
+            last_bid: own.first().map(|(id, a)| (id.to_string(), *a)),
+            ..user(high)
+        }
+    }
+
+    #[test]
+    fn own_bids_and_last_bid_that_match_the_serving_region_pass() {
+        let ops = [
+            op("u", "b1", 100, &[(Answer::Accepted, false)]),
+            op("u", "b2", 120, &[(Answer::Accepted, false)]),
+        ];
+        let s = state("e", &[("b1", "u", 100), ("b2", "u", 120)]);
+        let u = bidder("e", Some(120), &[("b2", 120), ("b1", 100)]);
+        assert_eq!(check(&ops, &[s], true, &[u], &Lost::new()), vec![]);
+    }
+
+    #[test]
+    fn own_bids_missing_or_foreign_are_reported() {
+        let ops = [
+            op("u", "b1", 100, &[(Answer::Accepted, false)]),
+            op("u", "b2", 120, &[(Answer::Accepted, false)]),
+            op("v", "b9", 90, &[(Answer::Accepted, false)]),
+        ];
+        let s = state("e", &[("b9", "v", 90), ("b1", "u", 100), ("b2", "u", 120)]);
+        // b1 left out, someone else's b9 listed as the user's own.
+        let u = bidder("e", Some(120), &[("b2", 120), ("b9", 90)]);
+        let v = check(&ops, &[s], true, &[u], &Lost::new());
+        assert!(
+            v.contains(&Violation::OwnBidsWrong {
+                user: "u".into(),
+                region: "e".into(),
+                missing: vec!["b1".into()],
+                unexplained: vec!["b9".into()],
+            }),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_last_bid_that_is_not_the_latest_is_reported() {
+        let ops = [
+            op("u", "b1", 100, &[(Answer::Accepted, false)]),
+            op("u", "b2", 120, &[(Answer::Accepted, false)]),
+        ];
+        let s = state("e", &[("b1", "u", 100), ("b2", "u", 120)]);
+        let mut u = bidder("e", Some(120), &[("b2", 120), ("b1", 100)]);
+        u.last_bid = Some(("b1".into(), 100));
+        let v = check(
+            &ops,
+            std::slice::from_ref(&s),
+            true,
+            std::slice::from_ref(&u),
+            &Lost::new(),
+        );
+        assert_eq!(
+            v,
+            vec![Violation::LastBidWrong {
+                user: "u".into(),
+                region: "e".into(),
+                expected: Some(("b2".into(), 120)),
+                actual: Some(("b1".into(), 100)),
+            }]
+        );
+        u.last_bid = None;
+        assert_eq!(check(&ops, &[s], true, &[u], &Lost::new()).len(), 1);
     }
 
     #[test]

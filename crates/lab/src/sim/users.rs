@@ -1,14 +1,29 @@
-//! What every kind of simulated user (drills, chaos, load) shares: tokens from the lab's
-//! issuer, the lab's clients with every timer scaled, the Regions' own endpoints, and a
-//! bounded wait.
+//! The simulated users every run shares (drills, chaos, load): one user model, honest or
+//! hostile by its [`Behaviour`], recording every bid it makes and every answer it gets as
+//! history operations ([`Op`]) for the one checker ([`crate::sim::history`]).
+//!
+//! A user is a person with an app: the app is a [`wsdr_client::Client`]; the person bids on a
+//! timer, may reuse someone else's bidId, may close the app right after sending a bid (before
+//! its answer) and open it again a little later, as a new session that knows nothing of it.
 
+use crate::sim::history::{Answer, BidKey, Op, UserEnd};
 use crate::world::lab::Lab;
+use crate::world::owner::Owner;
+use crate::world::scale::TimeScale;
+use crate::world::timeline::Kind;
 use futures::future::BoxFuture;
-use std::sync::Arc;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::time::Instant;
-use wsdr_client::{Backoff, ClientBuilder, Fallback, OfflineBids, RegionalEndpoint, TokenProvider};
-use wsdr_protocol::AuctionId;
+use wsdr_client::{
+    Backoff, Client, ClientBuilder, Event, Fallback, OfflineBids, RegionalEndpoint, TokenProvider,
+};
+use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, Versions};
 
 /// A fresh lab token for `sub` at every connect.
 #[derive(Debug)]
@@ -93,5 +108,561 @@ pub async fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool
         if late > SLACK {
             deadline = (deadline + late).min(hard_stop);
         }
+    }
+}
+
+/// How a simulated user behaves. Durations are AWS seconds (divided by the run's time scale).
+#[derive(Debug, Clone)]
+pub struct Behaviour {
+    /// The first bid comes uniformly within this many seconds of bidding starting.
+    pub first_bid_within: f64,
+    /// Seconds between bids: uniform in `[bid_every.0, bid_every.1)`.
+    pub bid_every: (f64, f64),
+    /// The amount bid over when no high bid is known.
+    pub floor: u64,
+    /// A bid raises the high bid seen by `increment` times a step drawn from `steps`.
+    pub increment: u64,
+    pub steps: (u64, u64),
+    /// The chance a bid is at or just below the high bid seen (mostly a rejection).
+    pub below_high: f64,
+    /// The chance an amount is not a multiple of the increment.
+    pub awkward: f64,
+    /// The chance a bid reuses the bidId of another user's bid seen in a push (same Region
+    /// or, after a failover, the other one).
+    pub hostile: f64,
+    /// The chance the user closes the app right after sending a bid, before its answer, and
+    /// opens it again `reopen_after` seconds later as a new session.
+    pub closes_mid_bid: f64,
+    pub reopen_after: (f64, f64),
+    /// Record restores, endpoint moves and disconnects in the lab's timeline (drills).
+    pub narrate: bool,
+}
+
+impl Behaviour {
+    /// An honest user who bids every `every` seconds (±50%), always above the high bid seen.
+    pub fn honest(every: f64) -> Self {
+        Self {
+            first_bid_within: every,
+            bid_every: (0.5 * every, 1.5 * every),
+            floor: 100_000,
+            increment: 1_000,
+            steps: (1, 20),
+            below_high: 0.0,
+            awkward: 0.0,
+            hostile: 0.0,
+            closes_mid_bid: 0.0,
+            reopen_after: (2.0, 20.0),
+            narrate: false,
+        }
+    }
+
+    /// The chaos campaign's mix: the minimum next bid often (so both Regions take equal
+    /// amounts during a split), rejections, odd amounts, stolen bidIds, apps closed mid-bid.
+    pub fn hostile() -> Self {
+        Self {
+            first_bid_within: 10.0,
+            bid_every: (3.0, 15.0),
+            steps: (1, 4),
+            below_high: 0.15,
+            awkward: 0.3,
+            hostile: 0.1,
+            closes_mid_bid: 0.03,
+            ..Self::honest(10.0)
+        }
+    }
+}
+
+/// What one user has seen so far.
+#[derive(Debug, Clone, Default)]
+pub struct UserRecord {
+    /// Connected, with a state restored since.
+    pub connected: bool,
+    pub high_seen: Option<u64>,
+    /// Sessions lost so far (a closed app counts).
+    pub reconnects: u64,
+    /// bid id -> `reconnects` at its invoke: an answer after a reconnect may answer a replay,
+    /// in another Region.
+    invoked_at: HashMap<String, u64>,
+    /// A `getState` answer arrived since the last [`Population::resync_all`] or disconnect.
+    pub resynced: bool,
+    /// The bidId of the last high bid pushed to this user by someone else.
+    pub others_bid_id: Option<BidId>,
+    /// The version vector of the last view the client reported.
+    pub versions: Versions,
+    /// Pushes the client reported that were strictly older than the view it had.
+    pub views_backwards: u32,
+    /// (connected with a view, high bid seen) just before the forced final resync.
+    pub before_resync: Option<(bool, Option<u64>)>,
+    /// (lab ms, Region) of each state restore.
+    pub restores: Vec<(f64, String)>,
+    /// Lab ms of each lost session.
+    pub disconnects: Vec<f64>,
+    /// Endpoint changes made by client-assisted failover.
+    pub moves: usize,
+    /// The Region that served the last state, and the user's own bids in it:
+    /// (bidId, amount) newest first, and `lastBid`.
+    pub served_by: Option<String>,
+    pub own_bids: Vec<(String, u64)>,
+    pub last_bid: Option<(String, u64)>,
+    /// Times the app was closed with a bid unanswered.
+    pub closed_mid_bid: u32,
+}
+
+impl UserRecord {
+    fn replayed_since_invoke(&self, bid_id: &str) -> bool {
+        self.invoked_at
+            .get(bid_id)
+            .is_none_or(|at| *at != self.reconnects)
+    }
+
+    fn session_lost(&mut self, at_ms: f64) {
+        if self.connected {
+            self.disconnects.push(at_ms);
+        }
+        self.connected = false;
+        self.resynced = false;
+        self.reconnects += 1;
+    }
+}
+
+/// Who a user is: its `sub` and the auction it follows.
+#[derive(Debug, Clone)]
+pub struct UserSpec {
+    pub sub: String,
+    pub auction: AuctionId,
+}
+
+/// Builds a user's client for a session: (user, index, session seed).
+pub type ClientFactory = Arc<dyn Fn(&UserSpec, usize, u64) -> ClientBuilder + Send + Sync>;
+
+struct SimUser {
+    spec: UserSpec,
+    record: Mutex<UserRecord>,
+    /// The open app, if any (closed apps are `None` until reopened).
+    client: Mutex<Option<Client>>,
+}
+
+/// Every simulated user of a run, and the history they made.
+pub struct Population {
+    lab: Arc<Lab>,
+    users: Vec<SimUser>,
+    /// Keyed by (bidder, bidId): a bidId is scoped to its bidder.
+    ops: Mutex<HashMap<BidKey, Op>>,
+    bidding: watch::Sender<bool>,
+    owner: Owner,
+    online: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Population {
+    /// Start every user; they bid once `bidding` is on ([`Population::set_bidding`]).
+    pub fn start(
+        lab: Arc<Lab>,
+        specs: Vec<UserSpec>,
+        behaviour: Behaviour,
+        seed: u64,
+        clients: ClientFactory,
+        bidding: bool,
+    ) -> Arc<Self> {
+        let (bidding, _) = watch::channel(bidding);
+        let population = Arc::new(Self {
+            lab,
+            users: specs
+                .into_iter()
+                .map(|spec| SimUser {
+                    spec,
+                    record: Mutex::default(),
+                    client: Mutex::new(None),
+                })
+                .collect(),
+            ops: Mutex::default(),
+            bidding,
+            owner: Owner::new(),
+            online: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+        });
+        for index in 0..population.users.len() {
+            let task = run_user(
+                population.clone(),
+                index,
+                behaviour.clone(),
+                seed,
+                clients.clone(),
+            );
+            population.owner.spawn(task);
+        }
+        population
+    }
+
+    pub fn len(&self) -> usize {
+        self.users.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.users.is_empty()
+    }
+
+    pub fn set_bidding(&self, on: bool) {
+        self.bidding.send_replace(on);
+    }
+
+    pub fn record(&self, index: usize) -> UserRecord {
+        lock(&self.users[index].record).clone()
+    }
+
+    pub fn records(&self) -> Vec<UserRecord> {
+        (0..self.users.len()).map(|i| self.record(i)).collect()
+    }
+
+    pub fn spec(&self, index: usize) -> &UserSpec {
+        &self.users[index].spec
+    }
+
+    /// Users connected with a state restored, now.
+    pub fn online(&self) -> usize {
+        self.online.load(Ordering::Relaxed)
+    }
+
+    /// The most users online at once.
+    pub fn peak_online(&self) -> usize {
+        self.peak.load(Ordering::Relaxed)
+    }
+
+    pub fn all_connected(&self) -> bool {
+        self.users.iter().all(|u| lock(&u.record).connected)
+    }
+
+    /// Every bid made so far, with its answers.
+    pub fn ops(&self) -> Vec<Op> {
+        lock(&self.ops).values().cloned().collect()
+    }
+
+    /// The users' final views: give pushes `push_window` to bring every connected user
+    /// `high_of(auction)`, note what they had, then force a `getState` on every user and wait
+    /// up to `resync_window` for the answers (a user that dropped meanwhile reconnects and
+    /// asks for the state itself).
+    pub async fn final_views(
+        &self,
+        high_of: impl Fn(&AuctionId) -> Option<u64>,
+        push_window: Duration,
+        resync_window: Duration,
+    ) -> Vec<UserEnd> {
+        wait_for(push_window, || {
+            self.users.iter().all(|u| {
+                let r = lock(&u.record);
+                !(r.connected && r.resynced) || r.high_seen == high_of(&u.spec.auction)
+            })
+        })
+        .await;
+        for user in &self.users {
+            let mut r = lock(&user.record);
+            r.before_resync = Some((r.connected && r.resynced, r.high_seen));
+            r.resynced = false;
+        }
+        for user in &self.users {
+            if let Some(client) = lock(&user.client).as_ref() {
+                let _ = client.resync();
+            }
+        }
+        wait_for(resync_window, || {
+            self.users.iter().all(|u| {
+                let r = lock(&u.record);
+                r.connected && r.resynced
+            })
+        })
+        .await;
+        self.users
+            .iter()
+            .map(|u| {
+                let r = lock(&u.record);
+                let (was_connected, pushed) = r.before_resync.unwrap_or((false, None));
+                UserEnd {
+                    user: u.spec.sub.clone(),
+                    auction: u.spec.auction.as_str().to_owned(),
+                    connected: r.connected && r.resynced,
+                    high_seen: r.high_seen,
+                    high_before_resync: was_connected.then_some(pushed),
+                    views_backwards: r.views_backwards,
+                    served_by: r.served_by.clone(),
+                    own_bids: r.own_bids.clone(),
+                    last_bid: r.last_bid.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// Close every app and wait for the users' tasks to end.
+    pub async fn close(&self) {
+        self.owner.cancel();
+        for user in &self.users {
+            if let Some(client) = lock(&user.client).take() {
+                client.close();
+            }
+        }
+        self.owner.wait().await;
+    }
+
+    fn now_ms(&self) -> f64 {
+        self.lab.timeline.elapsed().as_secs_f64() * 1000.0
+    }
+
+    fn went_online(&self) {
+        let now = self.online.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak.fetch_max(now, Ordering::Relaxed);
+    }
+
+    fn went_offline(&self) {
+        let _ = self
+            .online
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    }
+}
+
+impl std::fmt::Debug for Population {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Population")
+            .field("users", &self.users.len())
+            .field("online", &self.online())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Population {
+    fn drop(&mut self) {
+        self.owner.cancel();
+    }
+}
+
+/// One user's life: open the app, bid on a timer while bidding is on, follow what the
+/// client reports; now and then close the app mid-bid and reopen it later.
+async fn run_user(
+    population: Arc<Population>,
+    index: usize,
+    behaviour: Behaviour,
+    seed: u64,
+    clients: ClientFactory,
+) {
+    let scale: TimeScale = population.lab.config.scale;
+    let user = &population.users[index];
+    let sub = user.spec.sub.clone();
+    let auction = user.spec.auction.clone();
+    let timeline = population.lab.timeline.clone();
+    let mut rng = SmallRng::seed_from_u64(seed ^ ((index as u64) << 32));
+    let mut bidding = population.bidding.subscribe();
+    let aws = |secs: f64| scale.secs(secs.max(0.0));
+    let mut session: u64 = 0;
+    loop {
+        let session_seed = seed
+            .wrapping_mul(1_000_003)
+            .wrapping_add(index as u64)
+            .wrapping_add(session << 48);
+        session += 1;
+        let (client, mut events) = clients(&user.spec, index, session_seed).start();
+        *lock(&user.client) = Some(client.clone());
+        let mut next_bid = Instant::now() + aws(rng.random_range(0.0..behaviour.first_bid_within));
+        // A session ends when the person closes the app or the client stops.
+        loop {
+            let on = *bidding.borrow();
+            tokio::select! {
+                changed = bidding.changed() => {
+                    if changed.is_err() { return; }
+                    if *bidding.borrow() {
+                        next_bid = Instant::now() + aws(rng.random_range(0.0..behaviour.first_bid_within));
+                    }
+                }
+                _ = tokio::time::sleep_until(next_bid), if on => {
+                    next_bid = Instant::now() + aws(rng.random_range(behaviour.bid_every.0..behaviour.bid_every.1));
+                    let Some((amount, stolen)) = next_amount(&population, index, &behaviour, &mut rng) else { continue };
+                    let sent = match stolen {
+                        Some(id) => client.bid_with_id(auction.clone(), amount, id).await,
+                        None => client.bid(auction.clone(), amount).await,
+                    };
+                    let Ok(bid_id) = sent else { continue };
+                    lock(&population.ops).insert((sub.clone(), bid_id.as_str().to_owned()), Op {
+                        user: sub.clone(),
+                        auction: auction.as_str().to_owned(),
+                        bid_id: bid_id.as_str().to_owned(),
+                        amount: amount.get(),
+                        invoked_ms: population.now_ms(),
+                        answers: Vec::new(),
+                    });
+                    let mut record = lock(&user.record);
+                    let reconnects = record.reconnects;
+                    record.invoked_at.insert(bid_id.as_str().to_owned(), reconnects);
+                    if rng.random_bool(behaviour.closes_mid_bid) {
+                        // The person closes the app with the bid on the wire: its answer
+                        // goes nowhere, and the next session never heard of it.
+                        record.closed_mid_bid += 1;
+                        if record.connected {
+                            population.went_offline();
+                        }
+                        record.session_lost(population.now_ms());
+                        break;
+                    }
+                }
+                event = events.recv() => {
+                    let Some(event) = event else { break };
+                    on_event(&population, index, event, behaviour.narrate, &timeline);
+                }
+            }
+        }
+        client.close();
+        lock(&user.client).take();
+        let reopen = rng.random_range(behaviour.reopen_after.0..behaviour.reopen_after.1);
+        tokio::time::sleep(aws(reopen)).await;
+    }
+}
+
+/// The next bid's amount, and a bidId stolen from another user (hostile users, sometimes).
+fn next_amount(
+    population: &Population,
+    index: usize,
+    behaviour: &Behaviour,
+    rng: &mut SmallRng,
+) -> Option<(Amount, Option<BidId>)> {
+    let user = &population.users[index];
+    let high = lock(&user.record).high_seen.unwrap_or(behaviour.floor);
+    let step = rng.random_range(behaviour.steps.0..behaviour.steps.1.max(behaviour.steps.0 + 1));
+    let mut amount = if rng.random_bool(behaviour.below_high) {
+        high.saturating_sub(behaviour.increment * rng.random_range(0..3))
+            .max(behaviour.floor)
+    } else {
+        high.max(behaviour.floor) + behaviour.increment * step
+    };
+    if rng.random_bool(behaviour.awkward) {
+        amount += rng.random_range(1..behaviour.increment.max(2));
+    }
+    let amount = Amount::new(amount).ok()?;
+    let stolen = if rng.random_bool(behaviour.hostile) {
+        let seen = lock(&user.record).others_bid_id.clone();
+        seen.filter(|id| {
+            !lock(&population.ops).contains_key(&(user.spec.sub.clone(), id.as_str().to_owned()))
+        })
+    } else {
+        None
+    };
+    Some((amount, stolen))
+}
+
+fn on_event(
+    population: &Population,
+    index: usize,
+    event: Event,
+    narrate: bool,
+    timeline: &crate::world::timeline::Timeline,
+) {
+    let user = &population.users[index];
+    let sub = &user.spec.sub;
+    let at = population.now_ms();
+    let mut record = lock(&user.record);
+    match event {
+        Event::StateRestored {
+            region,
+            auction,
+            you,
+            ..
+        } => {
+            // A getState answer, whether asked by a resync or by the client itself after a
+            // reconnect: either is a fresh view.
+            if !record.connected {
+                population.went_online();
+            }
+            record.connected = true;
+            record.resynced = true;
+            record.high_seen = auction.high_bid.map(|h| h.amount.get());
+            record.versions = auction.versions;
+            record.restores.push((at, region.clone()));
+            record.own_bids = you
+                .bids
+                .iter()
+                .map(|b| (b.bid_id.as_str().to_owned(), b.amount.get()))
+                .collect();
+            record.last_bid = you
+                .last_bid
+                .map(|b| (b.bid_id.as_str().to_owned(), b.amount.get()));
+            record.served_by = Some(region.clone());
+            drop(record);
+            if narrate {
+                timeline.record(
+                    Kind::ClientRestored,
+                    format!("{sub} restored from {region}"),
+                );
+            }
+        }
+        Event::StateUpdated {
+            high_bid, versions, ..
+        } => {
+            if let Some(h) = high_bid.as_ref().filter(|h| h.bidder.as_str() != sub) {
+                record.others_bid_id = Some(h.bid_id.clone());
+            }
+            // The client must never report a view older than the one it has.
+            if record.versions != versions && wsdr_protocol::dominates(&record.versions, &versions)
+            {
+                record.views_backwards += 1;
+            }
+            wsdr_protocol::merge_versions(&mut record.versions, &versions);
+            let seen = high_bid.map(|h| h.amount.get());
+            record.high_seen = record.high_seen.max(seen);
+        }
+        Event::Disconnected { reason } => {
+            if record.connected {
+                population.went_offline();
+            }
+            record.session_lost(at);
+            drop(record);
+            if narrate {
+                timeline.record(Kind::ClientDisconnected, format!("{sub}: {reason:?}"));
+            }
+        }
+        Event::EndpointChanged {
+            url,
+            regional,
+            reason,
+        } => {
+            record.moves += 1;
+            drop(record);
+            if narrate {
+                let to = if regional {
+                    url
+                } else {
+                    "the global name".to_owned()
+                };
+                timeline.record(Kind::ClientMoved, format!("{sub} -> {to} ({reason})"));
+            }
+        }
+        Event::BidExpired { bid_id } => {
+            drop(record);
+            if let Some(op) =
+                lock(&population.ops).get_mut(&(sub.clone(), bid_id.as_str().to_owned()))
+            {
+                op.answers.push((at, Answer::Expired, String::new(), true));
+            }
+        }
+        Event::BidResult {
+            bid_id,
+            status,
+            region,
+            ..
+        } => {
+            let replayed = record.replayed_since_invoke(bid_id.as_str());
+            let answer = match status {
+                BidStatus::Accepted => Answer::Accepted,
+                BidStatus::Duplicate => Answer::Duplicate,
+                BidStatus::Rejected => Answer::Rejected,
+                BidStatus::Unknown => Answer::Unknown,
+            };
+            let mut ops = lock(&population.ops);
+            if let Some(op) = ops.get_mut(&(sub.clone(), bid_id.as_str().to_owned())) {
+                op.answers.push((at, answer, region, replayed));
+                if matches!(answer, Answer::Accepted | Answer::Duplicate) {
+                    record.high_seen = record.high_seen.max(Some(op.amount));
+                }
+            }
+        }
+        _ => {}
     }
 }

@@ -62,7 +62,15 @@ pub struct DynamoReplica {
     clock: Arc<RegionClock>,
     stamps: std::sync::Mutex<std::collections::HashMap<ItemKey, (u64, String)>>,
     feeds: std::sync::Mutex<Vec<mpsc::UnboundedSender<Change>>>,
+    /// One item's writes, local and replicated, happen one at a time, as on the storage node
+    /// that owns the item: without this, a replicated put could land between a local write
+    /// and its stamp (or a local write between a replicated check and its put), and the
+    /// stamp would then describe an item the table no longer holds. Striped by key.
+    item_locks: Vec<tokio::sync::Mutex<()>>,
 }
+
+#[cfg(feature = "dynamodb")]
+const ITEM_LOCK_STRIPES: usize = 64;
 
 #[cfg(feature = "dynamodb")]
 impl DynamoReplica {
@@ -77,7 +85,30 @@ impl DynamoReplica {
             clock,
             stamps: Default::default(),
             feeds: Default::default(),
+            item_locks: (0..ITEM_LOCK_STRIPES)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
         }
+    }
+
+    /// Lock the stripes of `keys`, in stripe order (a bid writes two items).
+    async fn lock_items(&self, keys: &[ItemKey]) -> Vec<tokio::sync::MutexGuard<'_, ()>> {
+        use std::hash::{Hash, Hasher};
+        let mut stripes: Vec<usize> = keys
+            .iter()
+            .map(|key| {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                key.hash(&mut hasher);
+                (hasher.finish() % ITEM_LOCK_STRIPES as u64) as usize
+            })
+            .collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let mut guards = Vec::with_capacity(stripes.len());
+        for stripe in stripes {
+            guards.push(self.item_locks[stripe].lock().await);
+        }
+        guards
     }
 
     pub fn adapter(&self) -> &DynamoStateStore {
@@ -111,6 +142,8 @@ fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[async_trait]
 impl StateStore for DynamoReplica {
     async fn put_auction_if_absent(&self, auction: &wsdr_core::Auction) -> wsdr_core::Result<bool> {
+        let key = Item::Auction(auction.clone()).key();
+        let _items = self.lock_items(&[key]).await;
         let created = self.store.put_auction_if_absent(auction).await?;
         if created {
             self.committed(Item::Auction(auction.clone()));
@@ -142,16 +175,19 @@ impl StateStore for DynamoReplica {
         &self,
         commit: &wsdr_core::BidCommit,
     ) -> wsdr_core::Result<wsdr_core::CommitOutcome> {
+        let bid = Item::Bid {
+            bid: commit.bid.clone(),
+            write_id: commit.write_id.clone(),
+        };
+        let summary = Item::Summary {
+            auction: commit.bid.auction_id.clone(),
+            summary: commit.summary.clone(),
+        };
+        let _items = self.lock_items(&[bid.key(), summary.key()]).await;
         let outcome = self.store.commit_bid(commit).await?;
         if outcome == wsdr_core::CommitOutcome::Committed {
-            self.committed(Item::Bid {
-                bid: commit.bid.clone(),
-                write_id: commit.write_id.clone(),
-            });
-            self.committed(Item::Summary {
-                auction: commit.bid.auction_id.clone(),
-                summary: commit.summary.clone(),
-            });
+            self.committed(bid);
+            self.committed(summary);
         }
         Ok(outcome)
     }
@@ -177,6 +213,7 @@ impl ReplicaStore for DynamoReplica {
 
     async fn apply_replicated(&self, change: &Change) -> wsdr_core::Result<bool> {
         let key = change.item.key();
+        let _items = self.lock_items(std::slice::from_ref(&key)).await;
         let newer = lock(&self.stamps)
             .get(&key)
             .is_none_or(|(at, writer)| (change.written_at, &change.writer) > (*at, writer));
