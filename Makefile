@@ -70,8 +70,10 @@ template-lint:
 	"$$bin/actionlint" .github/workflows/release.yml
 
 ## sam-validate: `sam validate --lint`, offline, with the SAM CLI in its own venv
+SAM_CLI_VERSION ?= 1.170.0
 sam-validate:
-	@[ -x .tools/sam/bin/sam ] || { python3 -m venv .tools/sam && .tools/sam/bin/pip install --quiet aws-sam-cli; }
+	@[ -x .tools/sam/bin/sam ] && .tools/sam/bin/sam --version | grep -q "$(SAM_CLI_VERSION)" || \
+	  { python3 -m venv .tools/sam && .tools/sam/bin/pip install --quiet "aws-sam-cli==$(SAM_CLI_VERSION)"; }
 	AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 .tools/sam/bin/sam validate --lint --region us-east-1 --template template.yaml
 
 ## invoke-local: every sample event in events/ through the three Lambdas under `cargo lambda
@@ -82,14 +84,20 @@ invoke-local:
 
 # ---------------------------------------------------------------- deployment (needs an AWS account)
 # Required: DOMAIN HOSTED_ZONE_ID CERT_ARN_PRIMARY CERT_ARN_SECONDARY JWT_ISSUER JWT_AUDIENCE
-#           CANARY_SECRET_ARN; optional: JWT_JWKS_URL PRIMARY_REGION SECONDARY_REGION
+#           CANARY_SECRET_NAME; optional: JWT_JWKS_URL JWT_ALGORITHMS USER_HS256_SECRET_NAME
+#           PRIMARY_REGION SECONDARY_REGION REGIONAL_NAME_PRIMARY REGIONAL_NAME_SECONDARY,
+#           EXTRA_PARAMS (more Key=Value overrides for both stacks, e.g. AlarmTopicArn=...),
+#           CFN_ROLE_ARN (a CloudFormation service role that makes the changes).
 PRIMARY_REGION ?= us-east-1
 SECONDARY_REGION ?= us-west-2
 STATE_TABLE_NAME ?= wsdr-state
 SAM ?= sam
 COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGION) \
 	DomainName=$(DOMAIN) HostedZoneId=$(HOSTED_ZONE_ID) JwtIssuer=$(JWT_ISSUER) \
-	JwtAudience=$(JWT_AUDIENCE) $(if $(JWT_JWKS_URL),JwtJwksUrl=$(JWT_JWKS_URL)) CanarySecretArn=$(CANARY_SECRET_ARN)
+	JwtAudience=$(JWT_AUDIENCE) $(if $(JWT_JWKS_URL),JwtJwksUrl=$(JWT_JWKS_URL)) \
+	$(if $(JWT_ALGORITHMS),JwtAlgorithms=$(JWT_ALGORITHMS)) \
+	$(if $(USER_HS256_SECRET_NAME),UserHs256SecretName=$(USER_HS256_SECRET_NAME)) \
+	CanarySecretName=$(CANARY_SECRET_NAME) $(EXTRA_PARAMS)
 
 ## package: the three arm64 bootstraps (needs cargo-lambda and zig; see docs/DEPLOY.md)
 package:
@@ -100,7 +108,7 @@ package:
 # What a deploy builds first; SAM_BUILD=false deploys an existing .aws-sam/build as it is
 # (the release workflow builds once and deploys that build to both Regions).
 SAM_BUILD ?= true
-DEPLOY_VARS = DOMAIN HOSTED_ZONE_ID CERT_ARN_PRIMARY CERT_ARN_SECONDARY JWT_ISSUER JWT_AUDIENCE CANARY_SECRET_ARN
+DEPLOY_VARS = DOMAIN HOSTED_ZONE_ID CERT_ARN_PRIMARY CERT_ARN_SECONDARY JWT_ISSUER JWT_AUDIENCE CANARY_SECRET_NAME
 deploy-vars:
 	@missing=""; for v in $(DEPLOY_VARS); do eval "[ -n \"\$${$$v:-}\" ]" || missing="$$missing $$v"; done; \
 	[ -z "$$missing" ] || { echo "set these for a deploy (docs/DEPLOY.md):$$missing"; exit 1; }
@@ -111,8 +119,9 @@ sam-build:
 
 deploy-primary: deploy-vars
 	@[ "$(SAM_BUILD)" = false ] || $(MAKE) --no-print-directory sam-build
-	$(SAM) deploy --config-env primary --region $(PRIMARY_REGION) \
-	  --parameter-overrides Role=primary CertificateArn=$(CERT_ARN_PRIMARY) $(COMMON_PARAMS)
+	$(SAM) deploy --config-env primary --region $(PRIMARY_REGION) $(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN)) \
+	  --parameter-overrides Role=primary CertificateArn=$(CERT_ARN_PRIMARY) \
+	  $(if $(REGIONAL_NAME_PRIMARY),RegionalName=$(REGIONAL_NAME_PRIMARY)) $(COMMON_PARAMS)
 
 deploy-secondary: deploy-vars
 	@out() { aws cloudformation describe-stacks --region $(PRIMARY_REGION) --stack-name wsdr-primary \
@@ -123,8 +132,9 @@ deploy-secondary: deploy-vars
 	  --query Table.LatestStreamArn --output text); \
 	[ -n "$$stream" ] && [ "$$stream" != None ] || { echo "no stream on the state table's $(SECONDARY_REGION) replica"; exit 1; }; \
 	{ [ "$(SAM_BUILD)" = false ] || $(MAKE) --no-print-directory sam-build; } && \
-	$(SAM) deploy --config-env secondary --region $(SECONDARY_REGION) \
-	  --parameter-overrides Role=secondary CertificateArn=$(CERT_ARN_SECONDARY) $(COMMON_PARAMS) \
+	$(SAM) deploy --config-env secondary --region $(SECONDARY_REGION) $(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN)) \
+	  --parameter-overrides Role=secondary CertificateArn=$(CERT_ARN_SECONDARY) \
+	  $(if $(REGIONAL_NAME_SECONDARY),RegionalName=$(REGIONAL_NAME_SECONDARY)) $(COMMON_PARAMS) \
 	  PrimaryApiId=$$api PrimaryRegionalDomainName=$$dom PrimaryRegionalHostedZoneId=$$zone \
 	  StateTableStreamArn=$$stream
 

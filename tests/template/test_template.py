@@ -50,13 +50,13 @@ def test_functions_are_rust_on_arm64_with_tracing_and_json_logs(template):
     assert globals_["Architectures"] == ["arm64"]
     assert globals_["Handler"] == "bootstrap"
     assert globals_["Tracing"] == "Active"
-    assert globals_["LoggingConfig"]["LogFormat"] == "JSON"
     functions = resources(template, "AWS::Serverless::Function")
     assert set(functions) == {"WsHandlerFunction", "AuthorizerFunction", "CanaryFunction", "PrimaryWatcherFunction"}
     for name, fn in functions.items():
         assert fn["Metadata"]["BuildMethod"] == "rust-cargolambda", name
         binary = fn["Metadata"]["BuildProperties"]["Binary"]
         assert (ROOT / "crates" / binary / "src" / "main.rs").exists(), f"{name}: no binary {binary}"
+        assert fn["Properties"]["LoggingConfig"]["LogFormat"] == "JSON", name
 
 
 def test_env_vars_are_ones_the_binaries_read(template):
@@ -233,3 +233,133 @@ def test_replicated_bids_are_pushed_from_each_regions_own_stream(template):
     # The bid transaction is authorised by its actions: PutItem on the state table.
     state = next(s for s in _statements(template["Resources"]["WsHandlerFunction"]) if s["Sid"] == "StateTable")
     assert "dynamodb:PutItem" in state["Action"]
+
+
+def test_every_function_logs_to_a_stack_owned_group_with_retention(template):
+    groups = resources(template, "AWS::Logs::LogGroup")
+    for name, fn in resources(template, "AWS::Serverless::Function").items():
+        ref = fn["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert ref in groups, f"{name} logs to {ref}, not a group of this stack"
+        assert groups[ref]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, ref
+        assert groups[ref].get("Condition") == fn.get("Condition"), f"{ref} exists exactly when {name} does"
+    for name, group in groups.items():
+        assert "RetentionInDays" in group["Properties"], f"{name} keeps logs forever"
+
+
+def test_no_secret_is_resolved_by_arn_and_each_secret_is_read_by_name_in_its_own_region(template):
+    assert "CanarySecretArn" not in template["Parameters"], "an ARN names one Region; the secondary would read the primary's"
+    for name in ("CanarySecretName", "UserHs256SecretName"):
+        assert "arn:" not in template["Parameters"][name].get("AllowedPattern", ""), name
+    text = (ROOT / "template.yaml").read_text()
+    for ref in re.findall(r"\{\{resolve:secretsmanager:([^}]*)\}\}", text):
+        assert ref.startswith("${CanarySecretName}") or ref.startswith("${UserHs256SecretName}"), ref
+
+
+def test_api_gateway_account_logs_role_is_created_or_declared_existing(template):
+    params = template["Parameters"]["ApiGatewayLogsRole"]
+    assert params["AllowedValues"] == ["create", "existing"] and params["Default"] == "create"
+    account = template["Resources"]["ApiGatewayAccount"]
+    assert account["Type"] == "AWS::ApiGateway::Account"
+    assert account["Condition"] == "CreateApiGatewayLogsRole"
+    assert account["DependsOn"] == "WebSocketApi", "a first API Gateway resource must exist before the account setting"
+    assert account["Properties"]["CloudWatchRoleArn"] == {"Fn::GetAtt": ["ApiGatewayLogsRoleResource", "Arn"]}
+    role = template["Resources"]["ApiGatewayLogsRoleResource"]["Properties"]
+    assert role["ManagedPolicyArns"] == [{"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"}]
+    # The stage (which has access logs) depends on the setting when this stack makes it.
+    description = template["Resources"]["Stage"]["Properties"]["Description"]["Fn::If"]
+    assert description[0] == "CreateApiGatewayLogsRole" and "${ApiGatewayAccount}" in description[1]["Fn::Sub"]
+
+
+def test_stage_auto_deploys_after_routes_responses_and_authorizer(template):
+    assert not resources(template, "AWS::ApiGatewayV2::Deployment"), "an explicit Deployment never changes on update"
+    stage = template["Resources"]["Stage"]
+    assert stage["Properties"]["AutoDeploy"] is True
+    assert "DeploymentId" not in stage["Properties"]
+    needed = set(resources(template, "AWS::ApiGatewayV2::Route")) | set(resources(template, "AWS::ApiGatewayV2::RouteResponse"))
+    needed |= {"Authorizer", "HandlerIntegration"}
+    assert needed <= set(stage["DependsOn"]), needed - set(stage["DependsOn"])
+
+
+def test_connect_is_throttled_and_authorizer_concurrency_optional(template):
+    settings = template["Resources"]["Stage"]["Properties"]["RouteSettings"]["$connect"]
+    assert settings["ThrottlingRateLimit"] == {"Ref": "ConnectRateLimit"}
+    assert settings["ThrottlingBurstLimit"] == {"Ref": "ConnectRateLimit"}
+    reserved = template["Resources"]["AuthorizerFunction"]["Properties"]["ReservedConcurrentExecutions"]["Fn::If"]
+    assert reserved[0] == "ReservesAuthorizerConcurrency"
+    assert template["Parameters"]["AuthorizerReservedConcurrency"]["Default"] == -1, "a new account (quota 10) cannot reserve"
+
+
+def test_scheduled_canaries_are_never_retried(template):
+    for name in ("CanaryFunction", "PrimaryWatcherFunction"):
+        props = template["Resources"][name]["Properties"]
+        assert props["EventInvokeConfig"]["MaximumRetryAttempts"] == 0, name
+        schedule = props["Events"]["EveryMinute"]["Properties"]
+        assert schedule["RetryPolicy"]["MaximumRetryAttempts"] == 0, name
+
+
+def test_health_alarms_notify_an_optional_topic(template):
+    for name in ("RegionHealthAlarm", "PrimaryHealthAlarm"):
+        props = template["Resources"][name]["Properties"]
+        for key in ("AlarmActions", "OKActions"):
+            assert props[key]["Fn::If"][0] == "HasAlarmTopic", (name, key)
+            assert props[key]["Fn::If"][1] == [{"Ref": "AlarmTopicArn"}], (name, key)
+
+
+def test_handler_invoke_permission_is_scoped_to_the_stage(template):
+    arn = template["Resources"]["HandlerInvokePermission"]["Properties"]["SourceArn"]["Fn::Sub"]
+    assert arn.endswith("${WebSocketApi}/${StageName}/*"), arn
+
+
+def test_canary_run_fits_its_timeout_for_every_allowed_setting(template):
+    p = template["Parameters"]
+    probes, spacing, timeout = (p[k]["MaxValue"] for k in ("ProbesPerRun", "ProbeSpacingSeconds", "ProbeTimeoutSeconds"))
+    worst = probes * timeout + (probes - 1) * spacing
+    for name in ("CanaryFunction", "PrimaryWatcherFunction"):
+        limit = template["Resources"][name]["Properties"]["Timeout"]
+        assert worst + 5 <= limit, f"{name}: {worst} s of probes in a {limit} s timeout"
+
+
+def _rule_allows(rule, values):
+    """Evaluate a Rules assertion (Equals/Not/And/Or over Refs) for parameter values."""
+    def ev(node):
+        if isinstance(node, dict):
+            ((fn, arg),) = node.items()
+            if fn == "Ref":
+                return str(values[arg])
+            if fn == "Fn::Equals":
+                return ev(arg[0]) == ev(arg[1])
+            if fn == "Fn::Not":
+                return not ev(arg[0])
+            if fn == "Fn::And":
+                return all(ev(a) for a in arg)
+            if fn == "Fn::Or":
+                return any(ev(a) for a in arg)
+            raise AssertionError(fn)
+        return str(node)
+    if "RuleCondition" in rule and not ev(rule["RuleCondition"]):
+        return True
+    return all(ev(a["Assert"]) for a in rule["Assertions"])
+
+
+def _defaults(template):
+    return {k: v.get("Default", "x") for k, v in template["Parameters"].items()}
+
+
+def test_every_allowed_alarm_setting_is_valid_together(template):
+    rule = template["Rules"]["AlarmWindowHoldsTheFailover"]
+    windows = template["Mappings"]["FailbackWindow"]
+    p = template["Parameters"]
+    for m in range(p["FailoverDatapoints"]["MinValue"], p["FailoverDatapoints"]["MaxValue"] + 1):
+        for k in p["FailbackHealthyDatapoints"]["AllowedValues"]:
+            values = {**_defaults(template), "FailoverDatapoints": m, "FailbackHealthyDatapoints": k}
+            valid = m <= windows[k]["EvaluationPeriods"]
+            assert _rule_allows(rule, values) == valid, (m, k)
+
+
+def test_user_tokens_need_a_jwks_or_an_hs256_key(template):
+    rule = template["Rules"]["UserTokensCanBeVerified"]
+    base = _defaults(template)
+    assert _rule_allows(rule, {**base, "JwtJwksUrl": "https://idp.example/jwks"})
+    assert not _rule_allows(rule, {**base, "JwtJwksUrl": ""}), "no JWKS, no key: every $connect would fail"
+    assert not _rule_allows(rule, {**base, "JwtJwksUrl": "", "UserHs256SecretName": "users"}), "RS256 allowed without a JWKS"
+    assert _rule_allows(rule, {**base, "JwtJwksUrl": "", "JwtAlgorithms": "HS256", "UserHs256SecretName": "users"})

@@ -1,0 +1,99 @@
+"""The SAM transform's own output, offline (samtranslator, the library `sam` and CloudFormation
+run): what reaches CloudFormation for each Role must keep the dependencies and settings the
+template asks for."""
+
+import copy
+import json
+import os
+
+import pytest
+from cfnlint.decode import decode
+from samtranslator.translator.transform import transform
+
+from test_template import ROOT
+
+PSEUDO = {"AWS::Partition": "aws", "AWS::AccountId": "123456789012"}
+
+
+class NoManagedPolicies:
+    """The transform asks IAM for managed policy ARNs only to expand names; none are used."""
+
+    def load(self):
+        return {}
+
+
+def translated(role, region):
+    tpl, matches = decode(str(ROOT / "template.yaml"))
+    assert not matches, matches
+    tpl = copy.deepcopy(tpl)
+    for resource in tpl["Resources"].values():
+        if resource["Type"] == "AWS::Serverless::Function":
+            # `sam build` replaces CodeUri with the built artifact's S3 location.
+            resource["Properties"]["CodeUri"] = "s3://bucket/bootstrap.zip"
+    params = {
+        "Role": role,
+        "DomainName": "auction.example.com",
+        "HostedZoneId": "Z123",
+        "CertificateArn": f"arn:aws:acm:{region}:123456789012:certificate/x",
+        "JwtIssuer": "https://idp.example",
+        "JwtAudience": "app",
+        "JwtJwksUrl": "https://idp.example/jwks",
+        "CanarySecretName": "wsdr/canary",
+        "AWS::Region": region,
+        "AWS::StackName": f"wsdr-{role}",
+        **PSEUDO,
+    }
+    os.environ.setdefault("AWS_DEFAULT_REGION", region)
+    return json.loads(json.dumps(transform(tpl, params, NoManagedPolicies())))
+
+
+@pytest.fixture(scope="module", params=[("primary", "us-east-1"), ("secondary", "us-west-2")], ids=["primary", "secondary"])
+def output(request):
+    return translated(*request.param)
+
+
+def of_type(out, kind):
+    return {k: v for k, v in out["Resources"].items() if v["Type"] == kind}
+
+
+def test_stage_still_waits_for_routes_responses_and_authorizer(output):
+    stage = output["Resources"]["Stage"]
+    needed = set(of_type(output, "AWS::ApiGatewayV2::Route")) | set(of_type(output, "AWS::ApiGatewayV2::RouteResponse"))
+    needed |= {"Authorizer", "HandlerIntegration"}
+    assert needed <= set(stage["DependsOn"])
+    assert stage["Properties"]["AutoDeploy"] is True
+    assert not of_type(output, "AWS::ApiGatewayV2::Deployment")
+
+
+def test_each_lambda_logs_to_its_retained_group(output):
+    groups = of_type(output, "AWS::Logs::LogGroup")
+    for name, fn in of_type(output, "AWS::Lambda::Function").items():
+        ref = fn["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert ref in groups and "RetentionInDays" in groups[ref]["Properties"], name
+
+
+def test_scheduled_canaries_have_no_retries_anywhere(output):
+    configs = of_type(output, "AWS::Lambda::EventInvokeConfig")
+    rules = of_type(output, "AWS::Events::Rule")
+    assert configs and rules
+    for name, config in configs.items():
+        assert config["Properties"]["MaximumRetryAttempts"] == 0, name
+    for name, rule in rules.items():
+        for target in rule["Properties"]["Targets"]:
+            assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0, name
+
+
+def test_replicated_bids_stream_mapping_has_its_read_permissions(output):
+    (mapping,) = of_type(output, "AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["FunctionName"] == {"Ref": "WsHandlerFunction"}
+    role = output["Resources"]["WsHandlerFunctionRole"]["Properties"]
+    arns = json.dumps(role.get("ManagedPolicyArns", []))
+    assert "AWSLambdaDynamoDBExecutionRole" in arns, "the stream's GetRecords/GetShardIterator/DescribeStream/ListStreams"
+
+
+def test_functions_keep_the_globals(output):
+    for name, fn in of_type(output, "AWS::Lambda::Function").items():
+        props = fn["Properties"]
+        assert props["Runtime"] == "provided.al2023", name
+        assert props["Architectures"] == ["arm64"], name
+        assert props["TracingConfig"] == {"Mode": "Active"}, name

@@ -1,0 +1,56 @@
+"""The release workflow: least privilege per job, the release published only after both
+Regions run it, pinned tools, and no slow source installs."""
+
+import pathlib
+import re
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def workflow():
+    return yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text())
+
+
+def test_no_permission_is_granted_workflow_wide(workflow):
+    assert workflow["permissions"] == {}
+
+
+def test_each_job_gets_only_what_it_uses(workflow):
+    jobs = workflow["jobs"]
+    for name, job in jobs.items():
+        assert "permissions" in job, f"{name} inherits nothing and says what it needs"
+    writers = {n for n, j in jobs.items() if j["permissions"].get("contents") == "write"}
+    assert writers == {"publish"}, writers
+    oidc = {n for n, j in jobs.items() if j["permissions"].get("id-token") == "write"}
+    assert oidc == {"deploy-primary", "deploy-secondary"}, oidc
+
+
+def test_release_is_published_after_the_secondary_is_deployed(workflow):
+    jobs = workflow["jobs"]
+    assert jobs["deploy-primary"]["needs"] == "build"
+    assert jobs["deploy-secondary"]["needs"] == "deploy-primary"
+    assert jobs["publish"]["needs"] == "deploy-secondary"
+    for name, job in jobs.items():
+        if name != "publish":
+            assert "gh release" not in yaml.safe_dump(job), f"{name} publishes before both deploys"
+
+
+def test_tools_are_pinned_and_installed_from_wheels(workflow):
+    assert re.fullmatch(r"\d+\.\d+\.\d+", workflow["env"]["SAM_CLI_VERSION"])
+    assert re.fullmatch(r"\d+\.\d+\.\d+", workflow["env"]["CARGO_LAMBDA_VERSION"])
+    runs = [s.get("run", "") for job in workflow["jobs"].values() for s in job["steps"]]
+    assert not any("cargo install" in r for r in runs), "cargo-lambda from its wheel, not a 10-30 minute build"
+    for line in (l for r in runs for l in r.splitlines() if "pip install" in l):
+        for package in ("aws-sam-cli", "cargo-lambda"):
+            if package in line:
+                assert f"{package}==" in line, line
+
+
+def test_rust_builds_are_cached(workflow):
+    for name in ("test", "build"):
+        uses = [s.get("uses", "") for s in workflow["jobs"][name]["steps"]]
+        assert any(u.startswith("Swatinem/rust-cache@") for u in uses), name
