@@ -2,6 +2,7 @@
 against what wsdr promises: routes and authorizer, alarm and health check settings, failover
 records, TTL, GSI, replicas, least-privilege policies, and env vars the binaries really read."""
 
+import json
 import pathlib
 import re
 
@@ -90,9 +91,8 @@ def test_connections_table_has_ttl_and_auction_index(template):
     assert "expiresAt" in gsi["Projection"]["NonKeyAttributes"]
 
 
-@pytest.mark.parametrize("alarm", ["PrimaryHealthAlarm", "RegionHealthAlarm"])
-def test_alarm_is_standard_resolution_missing_data_breaching_asymmetric(template, alarm):
-    props = template["Resources"][alarm]["Properties"]
+def test_paging_alarm_is_the_asymmetric_m_of_n_rule_on_raw_health(template):
+    props = template["Resources"]["RegionHealthAlarm"]["Properties"]
     assert props["Namespace"] == "App" and props["MetricName"] == "WebSocketHealth"
     assert props["Dimensions"][0]["Name"] == "ApiId"
     assert props["Period"] == 60
@@ -110,6 +110,32 @@ def test_alarm_is_standard_resolution_missing_data_breaching_asymmetric(template
     assert int(params["FailbackHealthyDatapoints"]["Default"]) >= 5
 
 
+@pytest.mark.parametrize("alarm", ["PrimaryHealthAlarm", "RegionVerdictAlarm"])
+def test_health_check_alarms_are_one_period_of_a_verdict_and_ignore_silence(template, alarm):
+    """What Route 53 evaluates (the data stream, with the stored period, statistic, threshold
+    and evaluation periods) is then exactly the alarm's state."""
+    props = template["Resources"][alarm]["Properties"]
+    assert props["Namespace"] == "App" and props["MetricName"] == "FailoverVerdict"
+    assert (props["Period"], props["Statistic"]) == (60, "Minimum")
+    assert props["ComparisonOperator"] == "LessThanThreshold" and props["Threshold"] == 1
+    assert (props["EvaluationPeriods"], props["DatapointsToAlarm"]) == (1, 1)
+    assert props["TreatMissingData"] == "missing", "a silent watcher is not a failed Region"
+    for value in props.values():
+        assert "Ref" not in json.dumps(value).replace('"Ref": "PrimaryApiId"', "").replace('"Ref": "WebSocketApi"', "").replace('"Ref": "AlarmTopicArn"', "").replace('"Ref": "AWS::NoValue"', ""), (
+            "no tunable in a health check's alarm: Route 53 would never see its change"
+        )
+
+
+def test_watchers_compute_the_failover_rule(template):
+    res = template["Resources"]
+    for name in ("PrimaryWatcherFunction", "CanaryFunction"):
+        env = res[name]["Properties"]["Environment"]["Variables"]
+        assert env["VERDICT_FAILOVER_DATAPOINTS"] == {"Ref": "FailoverDatapoints"}, name
+        assert env["VERDICT_WINDOW"] == {"Fn::FindInMap": ["FailbackWindow", {"Ref": "FailbackHealthyDatapoints"}, "EvaluationPeriods"]}, name
+        actions = [st["Action"] for st in res[name]["Properties"]["Policies"][0]["Statement"]]
+        assert "cloudwatch:GetMetricData" in actions, name
+
+
 def test_failover_decision_lives_in_the_secondary(template):
     res = template["Resources"]
     assert res["PrimaryHealthAlarm"]["Condition"] == "IsSecondary"
@@ -118,15 +144,16 @@ def test_failover_decision_lives_in_the_secondary(template):
     assert "${PrimaryApiId}" in watcher_env["TARGET_URL"]["Fn::Sub"]
     assert watcher_env["API_ID"] == {"Ref": "PrimaryApiId"}
     assert res["PrimaryHealthAlarm"]["Properties"]["Dimensions"][0]["Value"] == {"Ref": "PrimaryApiId"}
-    check = res["PrimaryHealthCheck"]
-    assert check["Condition"] == "IsSecondary"
-    config = check["Properties"]["HealthCheckConfig"]
-    assert config["Type"] == "CLOUDWATCH_METRIC"
-    assert config["InsufficientDataHealthStatus"] == "Unhealthy"
-    assert config["AlarmIdentifier"] == {"Name": {"Ref": "PrimaryHealthAlarm"}, "Region": {"Ref": "AWS::Region"}}
+    for check_name, alarm in (("PrimaryHealthCheck", "PrimaryHealthAlarm"), ("SecondaryHealthCheck", "RegionVerdictAlarm")):
+        check = res[check_name]
+        assert check["Condition"] == "IsSecondary"
+        config = check["Properties"]["HealthCheckConfig"]
+        assert config["Type"] == "CLOUDWATCH_METRIC"
+        assert config["InsufficientDataHealthStatus"] == "LastKnownStatus", check_name
+        assert config["AlarmIdentifier"] == {"Name": {"Ref": alarm}, "Region": {"Ref": "AWS::Region"}}
 
 
-def test_failover_records_primary_with_health_check_secondary_without(template):
+def test_failover_records_each_have_their_health_check(template):
     records = {
         name: r
         for name, r in resources(template, "AWS::Route53::RecordSet").items()
@@ -139,7 +166,10 @@ def test_failover_records_primary_with_health_check_secondary_without(template):
         if props["Failover"] == "PRIMARY":
             assert props["HealthCheckId"] == {"Ref": "PrimaryHealthCheck"}, name
         else:
-            assert props["Failover"] == "SECONDARY" and "HealthCheckId" not in props, name
+            # Without one, Route 53 would answer the secondary whenever the primary's check
+            # fails, whatever state the secondary is in.
+            assert props["Failover"] == "SECONDARY"
+            assert props["HealthCheckId"] == {"Ref": "SecondaryHealthCheck"}, name
         if props["Type"] == "CNAME":
             assert props["TTL"] == {"Ref": "DnsTtl"}
         else:
@@ -171,9 +201,10 @@ def test_policies_are_scoped(template):
     assert "table/${StateTableName}" in state["Resource"]["Fn::Sub"]
     assert not any("Scan" in a or "DeleteTable" in a for s in handler for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
     for name in ("CanaryFunction", "PrimaryWatcherFunction"):
-        (put,) = _statements(res[name])
+        put, read = _statements(res[name])
         assert put["Action"] == "cloudwatch:PutMetricData"
         assert put["Condition"] == {"StringEquals": {"cloudwatch:namespace": "App"}}
+        assert read["Action"] == "cloudwatch:GetMetricData", "read-only, for the verdict"
     assert "Policies" not in res["AuthorizerFunction"]["Properties"], "the authorizer needs no AWS access"
     assert res["AuthorizerInvokePermission"]["Properties"]["SourceArn"]["Fn::Sub"].endswith("/authorizers/${Authorizer}")
 

@@ -10,6 +10,8 @@ pub struct MetricNames {
     pub health: String,
     /// `LATENCY_METRIC_NAME`, default `ProbeLatency`.
     pub latency: String,
+    /// `VERDICT_METRIC_NAME`, default `FailoverVerdict`: a watcher's failover verdict.
+    pub verdict: String,
 }
 
 impl Default for MetricNames {
@@ -18,6 +20,7 @@ impl Default for MetricNames {
             namespace: "App".into(),
             health: "WebSocketHealth".into(),
             latency: "ProbeLatency".into(),
+            verdict: "FailoverVerdict".into(),
         }
     }
 }

@@ -8,7 +8,7 @@ use aws_sdk_cloudwatch::Client;
 use aws_smithy_mocks::{mock, mock_client};
 use std::sync::{Arc, Mutex};
 use wsdr_aws::{CloudWatchMetrics, MetricNames};
-use wsdr_core::{HealthDatapoint, Metrics};
+use wsdr_core::{HealthDatapoint, Metrics, VerdictDatapoint};
 
 #[tokio::test]
 async fn health_datapoint_is_put_with_namespace_dimension_unit_and_standard_resolution() {
@@ -85,6 +85,7 @@ async fn names_come_from_configuration() {
         namespace: "Shop/Realtime".into(),
         health: "Health".into(),
         latency: "Rtt".into(),
+        verdict: "Verdict".into(),
     };
     CloudWatchMetrics::new(client, names)
         .put_health(&HealthDatapoint {
@@ -117,4 +118,91 @@ async fn put_failure_is_an_error_for_the_caller() {
         })
         .await;
     assert!(result.is_err());
+}
+
+/// The watcher reads its own last minutes back: Minimum per 60 s period over the whole
+/// minutes before the current one, and maps CloudWatch's sparse answer to one slot per minute.
+#[tokio::test]
+async fn recent_health_asks_for_whole_minutes_and_fills_the_gaps() {
+    use aws_sdk_cloudwatch::operation::get_metric_data::GetMetricDataOutput;
+    use aws_sdk_cloudwatch::primitives::DateTime;
+    use aws_sdk_cloudwatch::types::MetricDataResult;
+    const MINUTE: i64 = 60_000;
+    let now = 1_796_145_600_000_i64 + 25_000; // 25 s into a minute
+    let current = now / MINUTE * MINUTE;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let capture = seen.clone();
+    let rule = mock!(Client::get_metric_data)
+        .match_requests(move |req| {
+            capture.lock().unwrap().push(req.clone());
+            true
+        })
+        .then_output(move || {
+            GetMetricDataOutput::builder()
+                .metric_data_results(
+                    MetricDataResult::builder()
+                        .id("health")
+                        // Minutes -5, -3 and -1 (the others hold no datapoint).
+                        .timestamps(DateTime::from_millis(current - 5 * MINUTE))
+                        .timestamps(DateTime::from_millis(current - 3 * MINUTE))
+                        .timestamps(DateTime::from_millis(current - MINUTE))
+                        .values(1.0)
+                        .values(0.0)
+                        .values(1.0)
+                        .build(),
+                )
+                .build()
+        });
+    let client = mock_client!(aws_sdk_cloudwatch, [&rule]);
+    let minutes = CloudWatchMetrics::new(client, MetricNames::default())
+        .recent_health("abc123def4", 5, now as u64)
+        .await
+        .unwrap();
+    assert_eq!(
+        minutes,
+        vec![Some(true), None, Some(false), None, Some(true)]
+    );
+    let request = seen.lock().unwrap()[0].clone();
+    assert_eq!(
+        request.start_time().unwrap().to_millis().unwrap(),
+        current - 5 * MINUTE
+    );
+    assert_eq!(
+        request.end_time().unwrap().to_millis().unwrap(),
+        current,
+        "the current minute is the caller's"
+    );
+    let query = &request.metric_data_queries()[0];
+    let stat = query.metric_stat().unwrap();
+    assert_eq!((stat.period(), stat.stat()), (Some(60), Some("Minimum")));
+    let metric = stat.metric().unwrap();
+    assert_eq!(
+        (metric.namespace(), metric.metric_name()),
+        (Some("App"), Some("WebSocketHealth"))
+    );
+    assert_eq!(metric.dimensions()[0].value(), Some("abc123def4"));
+}
+
+#[tokio::test]
+async fn verdict_is_put_under_its_own_metric_name() {
+    let rule = mock!(Client::put_metric_data)
+        .match_requests(|req| {
+            let datum = &req.metric_data()[0];
+            req.namespace() == Some("App")
+                && datum.metric_name() == Some("FailoverVerdict")
+                && datum.value() == Some(0.0)
+                && datum.storage_resolution() == Some(60)
+                && datum.dimensions()[0].value() == Some("abc123def4")
+        })
+        .then_output(|| PutMetricDataOutput::builder().build());
+    let client = mock_client!(aws_sdk_cloudwatch, [&rule]);
+    CloudWatchMetrics::new(client, MetricNames::default())
+        .put_verdict(&VerdictDatapoint {
+            api_id: "abc123def4".into(),
+            serve: false,
+            timestamp_ms: 1_796_145_600_000,
+        })
+        .await
+        .unwrap();
+    assert_eq!(rule.num_calls(), 1);
 }

@@ -14,7 +14,7 @@ pub struct Config {
     /// `API_ID`: the `ApiId` dimension.
     pub api_id: String,
     /// `METRIC_NAMESPACE` (App), `HEALTH_METRIC_NAME` (WebSocketHealth),
-    /// `LATENCY_METRIC_NAME` (ProbeLatency).
+    /// `LATENCY_METRIC_NAME` (ProbeLatency), `VERDICT_METRIC_NAME` (FailoverVerdict).
     pub metric_names: MetricNames,
     /// `PROBES_PER_RUN` (default 3): folded into one datapoint by majority.
     pub probes_per_run: u32,
@@ -32,6 +32,11 @@ pub struct Config {
     pub audience: String,
     /// `TOKEN_PLACEMENT`: `query` (default) or `subprotocol`.
     pub placement: TokenPlacement,
+    /// `VERDICT_FAILOVER_DATAPOINTS` (M) and `VERDICT_WINDOW` (N), both or neither: with them
+    /// the canary is a watcher, and after each datapoint it publishes its failover verdict
+    /// (`VERDICT_METRIC_NAME`, default `FailoverVerdict`) computed from its own last N
+    /// datapoints (wsdr_core::verdict).
+    pub verdict: Option<wsdr_core::FailoverRule>,
 }
 
 impl Config {
@@ -68,6 +73,24 @@ impl Config {
                 })
             }
         };
+        let verdict = match (get("VERDICT_FAILOVER_DATAPOINTS"), get("VERDICT_WINDOW")) {
+            (None, None) => None,
+            (Some(_), Some(_)) => {
+                let m = number("VERDICT_FAILOVER_DATAPOINTS", 0)?;
+                let n = number("VERDICT_WINDOW", 0)?;
+                let rule = u32::try_from(m)
+                    .ok()
+                    .zip(u32::try_from(n).ok())
+                    .ok_or_else(|| "out of range".to_owned())
+                    .and_then(|(m, n)| wsdr_core::FailoverRule::new(m, n));
+                Some(rule.map_err(|reason| Error::InvalidVar {
+                    name: "VERDICT_FAILOVER_DATAPOINTS",
+                    reason,
+                })?)
+            }
+            (Some(_), None) => return Err(Error::MissingVar("VERDICT_WINDOW")),
+            (None, Some(_)) => return Err(Error::MissingVar("VERDICT_FAILOVER_DATAPOINTS")),
+        };
         let defaults = MetricNames::default();
         Ok(Self {
             target_url: required("TARGET_URL")?,
@@ -80,6 +103,7 @@ impl Config {
                 namespace: get("METRIC_NAMESPACE").unwrap_or(defaults.namespace),
                 health: get("HEALTH_METRIC_NAME").unwrap_or(defaults.health),
                 latency: get("LATENCY_METRIC_NAME").unwrap_or(defaults.latency),
+                verdict: get("VERDICT_METRIC_NAME").unwrap_or(defaults.verdict),
             },
             probes_per_run: probes_per_run as u32,
             probe_spacing: Duration::from_secs(number("PROBE_SPACING_SECONDS", 15)?),
@@ -89,6 +113,7 @@ impl Config {
             issuer: get("CANARY_ISSUER").unwrap_or_else(|| "wsdr-canary".into()),
             audience: required("JWT_AUDIENCE")?,
             placement,
+            verdict,
         })
     }
 }

@@ -16,6 +16,8 @@ pub struct RunReport {
     pub successes: usize,
     pub failures: Vec<String>,
     pub latency_ms: Option<f64>,
+    /// A watcher's failover verdict for this minute (true = serve the Region).
+    pub verdict: Option<bool>,
 }
 
 /// Majority of the planned probes, decided as early as possible: `Some(verdict)` once the
@@ -115,6 +117,10 @@ impl Canary {
         };
         self.metrics.put_health(&point).await?;
         tracing::info!(healthy, probes = outcomes.len(), "datapoint published");
+        let verdict = match self.config.verdict {
+            Some(rule) => Some(self.publish_verdict(rule, healthy, started_ms).await?),
+            None => None,
+        };
         Ok(RunReport {
             healthy,
             probes: outcomes.len(),
@@ -124,7 +130,35 @@ impl Canary {
                 .filter_map(|o| o.as_ref().err().map(ToString::to_string))
                 .collect(),
             latency_ms,
+            verdict,
         })
+    }
+
+    /// The watcher's verdict: its own last N - 1 datapoints read back, this one appended,
+    /// the failover rule applied, the verdict published. Nothing is published when the
+    /// history cannot be read: the verdict alarm then sees missing data, and the health
+    /// check keeps its last status (a broken observer must not move traffic).
+    async fn publish_verdict(
+        &self,
+        rule: wsdr_core::FailoverRule,
+        healthy: bool,
+        now_ms: u64,
+    ) -> Result<bool, Error> {
+        let mut minutes = self
+            .metrics
+            .recent_health(&self.config.api_id, rule.window.saturating_sub(1), now_ms)
+            .await?;
+        minutes.push(Some(healthy));
+        let serve = rule.serves(&minutes);
+        self.metrics
+            .put_verdict(&wsdr_core::VerdictDatapoint {
+                api_id: self.config.api_id.clone(),
+                serve,
+                timestamp_ms: now_ms,
+            })
+            .await?;
+        tracing::info!(serve, ?minutes, "verdict published");
+        Ok(serve)
     }
 
     /// The Lambda entry point (EventBridge scheduled event). A failed publish fails the

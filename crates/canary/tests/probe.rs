@@ -320,3 +320,129 @@ async fn canary_that_cannot_publish_fails_its_invocation() {
         .await
         .is_err());
 }
+
+fn watcher_config(url: &str) -> Config {
+    let env: HashMap<&str, String> = HashMap::from([
+        ("TARGET_URL", url.to_owned()),
+        ("EXPECTED_REGION", "us-east-1".to_owned()),
+        ("API_ID", "abc123def4".to_owned()),
+        ("PROBE_SPACING_SECONDS", "0".to_owned()),
+        ("PROBE_TIMEOUT_SECONDS", "1".to_owned()),
+        ("CANARY_HS256_SECRET", SECRET.to_owned()),
+        ("JWT_AUDIENCE", "wsdr".to_owned()),
+        ("VERDICT_FAILOVER_DATAPOINTS", "2".to_owned()),
+        ("VERDICT_WINDOW", "6".to_owned()),
+    ]);
+    Config::from_lookup(|k| env.get(k).cloned()).unwrap()
+}
+
+/// A watcher run by run, one minute apart: its verdict follows the rule over its own
+/// datapoints, read back from the metrics sink (two bad minutes fail over, five good ones
+/// in a row fail back).
+#[tokio::test]
+async fn a_watcher_publishes_the_verdict_of_its_own_last_minutes() {
+    let good = server(Behavior::Good).await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("ws://{}/prod", listener.local_addr().unwrap());
+    drop(listener);
+    let metrics = Arc::new(MemoryMetrics::default());
+    let clock = Arc::new(wsdr_core::memory::ManualClock::new(1_796_145_600_000));
+    let live = Canary::new(watcher_config(&good.url), metrics.clone(), clock.clone());
+    let down = Canary::new(watcher_config(&dead), metrics.clone(), clock.clone());
+    let mut verdicts = Vec::new();
+    for minute in "1001111101".chars() {
+        let canary = if minute == '1' { &live } else { &down };
+        let report = canary.run_once().await.unwrap();
+        verdicts.push(report.verdict.unwrap());
+        clock.advance(60_000);
+    }
+    let shown: String = verdicts
+        .iter()
+        .map(|v| if *v { 'S' } else { 'F' })
+        .collect();
+    // minute:  1 0 0 1 1 1 1 1 0 1
+    // verdict: S S F F F F F S S S  (fail over at the 2nd bad minute; back after 5 good)
+    assert_eq!(shown, "SSFFFFFSSS");
+    let published: Vec<bool> = metrics.verdicts().iter().map(|v| v.serve).collect();
+    assert_eq!(published, verdicts, "every run publishes its verdict");
+    assert!(metrics.verdicts().iter().all(|v| v.api_id == "abc123def4"));
+}
+
+#[tokio::test]
+async fn a_watcher_that_cannot_read_its_history_publishes_no_verdict_and_fails() {
+    let s = server(Behavior::Good).await;
+    let metrics = Arc::new(FailingReads::default());
+    let report = Canary::new(
+        watcher_config(&s.url),
+        metrics.clone(),
+        Arc::new(SystemClock),
+    )
+    .run_once()
+    .await;
+    assert!(report.is_err(), "the invocation fails, visibly");
+    assert_eq!(
+        metrics.healths.load(Ordering::SeqCst),
+        1,
+        "the health datapoint still went out"
+    );
+    assert_eq!(
+        metrics.verdicts.load(Ordering::SeqCst),
+        0,
+        "no verdict without its history"
+    );
+}
+
+#[test]
+fn a_watcher_needs_both_rule_settings_and_a_possible_rule() {
+    let base = [
+        ("TARGET_URL", "ws://x"),
+        ("EXPECTED_REGION", "us-east-1"),
+        ("API_ID", "a"),
+        ("CANARY_HS256_SECRET", SECRET),
+        ("JWT_AUDIENCE", "wsdr"),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let env: HashMap<&str, &str> = base.iter().chain(extra).copied().collect();
+        Config::from_lookup(|k| env.get(k).map(|v| v.to_string()))
+    };
+    assert!(with(&[]).unwrap().verdict.is_none());
+    assert!(with(&[("VERDICT_WINDOW", "6")]).is_err());
+    assert!(with(&[("VERDICT_FAILOVER_DATAPOINTS", "2")]).is_err());
+    assert!(with(&[
+        ("VERDICT_FAILOVER_DATAPOINTS", "7"),
+        ("VERDICT_WINDOW", "6")
+    ])
+    .is_err());
+    let rule = with(&[
+        ("VERDICT_FAILOVER_DATAPOINTS", "2"),
+        ("VERDICT_WINDOW", "6"),
+    ])
+    .unwrap()
+    .verdict
+    .unwrap();
+    assert_eq!((rule.failover_after, rule.window), (2, 6));
+}
+
+/// A sink that takes datapoints but cannot answer GetMetricData.
+#[derive(Default)]
+struct FailingReads {
+    healths: std::sync::atomic::AtomicUsize,
+    verdicts: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl wsdr_core::Metrics for FailingReads {
+    async fn put_health(&self, _: &wsdr_core::HealthDatapoint) -> wsdr_core::Result<()> {
+        self.healths.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    async fn recent_health(&self, _: &str, _: u32, _: u64) -> wsdr_core::Result<Vec<Option<bool>>> {
+        Err(wsdr_core::Error::Transient(
+            "GetMetricData throttled".into(),
+        ))
+    }
+    async fn put_verdict(&self, _: &wsdr_core::VerdictDatapoint) -> wsdr_core::Result<()> {
+        self.verdicts.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}

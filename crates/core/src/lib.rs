@@ -19,15 +19,17 @@ pub mod memory;
 pub mod model;
 pub mod ports;
 mod service;
+pub mod verdict;
 
 pub use error::Error;
 pub use fanout::{FanoutConfig, FanoutReport};
 pub use model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, RegionSummary, UserId};
 pub use ports::{
     BidCommit, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier, StateStore,
-    SystemClock,
+    SystemClock, VerdictDatapoint,
 };
 pub use service::{AuctionService, BidReason, Reply};
+pub use verdict::FailoverRule;
 
 /// Result of every fallible domain operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

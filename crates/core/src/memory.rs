@@ -10,6 +10,7 @@ pub use crate::items::{Change, Item, ItemKey};
 use crate::model::{Auction, BidRecord, ConnectionId, RegionSummary, UserId};
 use crate::ports::{
     BidCommit, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier, StateStore,
+    VerdictDatapoint,
 };
 use crate::{Error, Result};
 use async_trait::async_trait;
@@ -448,12 +449,20 @@ impl Clock for ManualClock {
 #[derive(Debug, Default)]
 pub struct MemoryMetrics {
     points: Mutex<Vec<HealthDatapoint>>,
+    verdicts: Mutex<Vec<VerdictDatapoint>>,
     failing: Mutex<bool>,
 }
+
+/// CloudWatch's standard resolution: periods are whole minutes of epoch time.
+const MINUTE_MS: u64 = 60_000;
 
 impl MemoryMetrics {
     pub fn points(&self) -> Vec<HealthDatapoint> {
         lock(&self.points).clone()
+    }
+
+    pub fn verdicts(&self) -> Vec<VerdictDatapoint> {
+        lock(&self.verdicts).clone()
     }
 
     pub fn set_failing(&self, failing: bool) {
@@ -468,6 +477,38 @@ impl Metrics for MemoryMetrics {
             return Err(Error::Transient("metrics sink unavailable".into()));
         }
         lock(&self.points).push(point.clone());
+        Ok(())
+    }
+
+    async fn recent_health(
+        &self,
+        api_id: &str,
+        minutes: u32,
+        now_ms: u64,
+    ) -> Result<Vec<Option<bool>>> {
+        if *lock(&self.failing) {
+            return Err(Error::Transient("metrics sink unavailable".into()));
+        }
+        let current = now_ms / MINUTE_MS;
+        let points = lock(&self.points);
+        Ok((1..=u64::from(minutes))
+            .rev()
+            .map(|back| {
+                let minute = current.saturating_sub(back);
+                points
+                    .iter()
+                    .filter(|p| p.api_id == api_id && p.timestamp_ms / MINUTE_MS == minute)
+                    .map(|p| p.healthy)
+                    .reduce(|a, b| a && b)
+            })
+            .collect())
+    }
+
+    async fn put_verdict(&self, point: &VerdictDatapoint) -> Result<()> {
+        if *lock(&self.failing) {
+            return Err(Error::Transient("metrics sink unavailable".into()));
+        }
+        lock(&self.verdicts).push(point.clone());
         Ok(())
     }
 }

@@ -108,10 +108,32 @@ pub struct HealthDatapoint {
     pub timestamp_ms: u64,
 }
 
-/// Where health datapoints go (CloudWatch in AWS, the lab's metrics store locally).
+/// The watcher's failover verdict on a Region for one minute (`App/FailoverVerdict`,
+/// dimension `ApiId`): 1 = serve it, 0 = fail it over. See [`crate::verdict`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerdictDatapoint {
+    pub api_id: String,
+    pub serve: bool,
+    pub timestamp_ms: u64,
+}
+
+/// Where health datapoints go (CloudWatch in AWS, the lab's metrics store locally), and
+/// where the watcher reads its own recent ones back.
 #[async_trait]
 pub trait Metrics: Send + Sync {
     async fn put_health(&self, point: &HealthDatapoint) -> Result<()>;
+
+    /// The health of `api_id` in each of the `minutes` metric periods before the one
+    /// `now_ms` falls in, oldest first: `Some(healthy)` (the period's minimum) or `None`
+    /// where the period holds no datapoint.
+    async fn recent_health(
+        &self,
+        api_id: &str,
+        minutes: u32,
+        now_ms: u64,
+    ) -> Result<Vec<Option<bool>>>;
+
+    async fn put_verdict(&self, point: &VerdictDatapoint) -> Result<()>;
 }
 
 /// Wall-clock time in milliseconds since the Unix epoch.

@@ -7,38 +7,71 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
-use wsdr_core::{HealthDatapoint, Metrics};
+use wsdr_core::{HealthDatapoint, Metrics, VerdictDatapoint};
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// CloudWatch, as far as the alarm needs it: datapoints by `ApiId`, placed in periods by
-/// their own timestamp (epoch ms), as `PutMetricData`'s `Timestamp` places them.
-#[derive(Debug, Default)]
+/// Which of the canary's metrics a datapoint belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    /// `App/WebSocketHealth`: 1 healthy, 0 not.
+    Health,
+    /// `App/FailoverVerdict`: 1 serve, 0 fail over (a watcher's verdict).
+    Verdict,
+}
+
+/// CloudWatch, as far as the alarms and the watchers need it: datapoints by metric and
+/// `ApiId`, placed in periods by their own timestamp (epoch ms), as `PutMetricData`'s
+/// `Timestamp` places them. Periods are one AWS minute of lab time, counted from `origin_ms`
+/// (CloudWatch aligns them to the minute; the lab's minute starts with the lab).
+#[derive(Debug)]
 pub struct MetricsStore {
-    points: Mutex<Vec<(u64, String, bool)>>,
+    points: Mutex<Vec<(u64, MetricKind, String, bool)>>,
+    origin_ms: u64,
+    period_ms: u64,
 }
 
 impl MetricsStore {
-    pub fn put(&self, api_id: &str, healthy: bool, timestamp_ms: u64) {
-        lock(&self.points).push((timestamp_ms, api_id.to_owned(), healthy));
+    pub fn new(origin_ms: u64, period: Duration) -> Self {
+        Self {
+            points: Mutex::default(),
+            origin_ms,
+            period_ms: (period.as_millis() as u64).max(1),
+        }
+    }
+
+    pub fn put(&self, metric: MetricKind, api_id: &str, value: bool, timestamp_ms: u64) {
+        lock(&self.points).push((timestamp_ms, metric, api_id.to_owned(), value));
+    }
+
+    /// `[from, to)` of period `k` (epoch ms).
+    pub fn period(&self, k: u64) -> (u64, u64) {
+        let from = self.origin_ms + self.period_ms * k;
+        (from, from + self.period_ms)
+    }
+
+    /// The period `at_ms` falls in.
+    pub fn period_of(&self, at_ms: u64) -> u64 {
+        at_ms.saturating_sub(self.origin_ms) / self.period_ms
     }
 
     /// Statistic Minimum of the datapoints in `[from, to)` (epoch ms), None when there are none.
-    pub fn minimum(&self, api_id: &str, from: u64, to: u64) -> Option<bool> {
+    pub fn minimum(&self, metric: MetricKind, api_id: &str, from: u64, to: u64) -> Option<bool> {
         let points = lock(&self.points);
         let mut any = None;
-        for (at, id, healthy) in points.iter() {
-            if id == api_id && *at >= from && *at < to {
-                any = Some(any.unwrap_or(true) && *healthy);
+        for (at, kind, id, value) in points.iter() {
+            if *kind == metric && id == api_id && *at >= from && *at < to {
+                any = Some(any.unwrap_or(true) && *value);
             }
         }
         any
     }
 }
 
-/// The canary's sink in the lab: it stamps each datapoint when published.
+/// The canary's sink in the lab: it stamps each datapoint when published, and a watcher
+/// reads its own history back, as from `GetMetricData`.
 #[derive(Debug, Clone)]
 pub struct LabMetrics {
     pub store: Arc<MetricsStore>,
@@ -49,8 +82,12 @@ pub struct LabMetrics {
 #[async_trait::async_trait]
 impl Metrics for LabMetrics {
     async fn put_health(&self, point: &HealthDatapoint) -> wsdr_core::Result<()> {
-        self.store
-            .put(&point.api_id, point.healthy, point.timestamp_ms);
+        self.store.put(
+            MetricKind::Health,
+            &point.api_id,
+            point.healthy,
+            point.timestamp_ms,
+        );
         let kind = if point.healthy {
             Kind::ProbeOk
         } else {
@@ -66,6 +103,36 @@ impl Metrics for LabMetrics {
         );
         Ok(())
     }
+
+    async fn recent_health(
+        &self,
+        api_id: &str,
+        minutes: u32,
+        now_ms: u64,
+    ) -> wsdr_core::Result<Vec<Option<bool>>> {
+        let current = self.store.period_of(now_ms);
+        Ok((1..=u64::from(minutes))
+            .rev()
+            .map(|back| match current.checked_sub(back) {
+                Some(k) => {
+                    let (from, to) = self.store.period(k);
+                    self.store.minimum(MetricKind::Health, api_id, from, to)
+                }
+                // Before the lab started: no datapoint, as for a fresh metric.
+                None => None,
+            })
+            .collect())
+    }
+
+    async fn put_verdict(&self, point: &VerdictDatapoint) -> wsdr_core::Result<()> {
+        self.store.put(
+            MetricKind::Verdict,
+            &point.api_id,
+            point.serve,
+            point.timestamp_ms,
+        );
+        Ok(())
+    }
 }
 
 /// Alarm states, serialized with CloudWatch's names (`OK`, `ALARM`, `INSUFFICIENT_DATA`).
@@ -77,6 +144,15 @@ pub enum AlarmState {
     Alarm,
 }
 
+/// `TreatMissingData`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingData {
+    /// A period without a datapoint breaches.
+    Breaching,
+    /// Periods without datapoints are not considered; all missing is INSUFFICIENT_DATA.
+    Missing,
+}
+
 /// Alarm settings, in periods.
 #[derive(Debug, Clone, Copy)]
 pub struct AlarmConfig {
@@ -86,23 +162,27 @@ pub struct AlarmConfig {
     pub datapoints_to_alarm: usize,
     /// N: the evaluation window.
     pub evaluation_periods: usize,
+    pub missing: MissingData,
 }
 
 /// An alarm on one metric, evaluated at each period's end like CloudWatch:
-/// `Minimum < 1` is breaching, missing data is breaching, ALARM when at least M of the last N
-/// periods breach, OK otherwise. Periods before the alarm existed are not in the window.
+/// `Minimum < 1` is breaching, ALARM when at least M of the last N periods breach, OK
+/// otherwise; missing data as configured. Periods before the alarm existed are not in the
+/// window.
 #[derive(Debug)]
 pub struct Alarm {
     pub config: AlarmConfig,
+    metric: MetricKind,
     api_id: String,
-    window: Mutex<VecDeque<bool>>,
+    window: Mutex<VecDeque<Option<bool>>>,
     state: Mutex<AlarmState>,
 }
 
 impl Alarm {
-    pub fn new(api_id: impl Into<String>, config: AlarmConfig) -> Self {
+    pub fn new(metric: MetricKind, api_id: impl Into<String>, config: AlarmConfig) -> Self {
         Self {
             config,
+            metric,
             api_id: api_id.into(),
             window: Mutex::default(),
             state: Mutex::new(AlarmState::InsufficientData),
@@ -115,14 +195,21 @@ impl Alarm {
 
     /// Evaluate the period `[from, to)` (epoch ms). Returns the new state if it changed.
     pub fn evaluate(&self, metrics: &MetricsStore, from: u64, to: u64) -> Option<AlarmState> {
-        let breaching = metrics.minimum(&self.api_id, from, to) != Some(true);
+        let breaching = match metrics.minimum(self.metric, &self.api_id, from, to) {
+            Some(value) => Some(!value),
+            None if self.config.missing == MissingData::Breaching => Some(true),
+            None => None,
+        };
         let mut window = lock(&self.window);
         window.push_back(breaching);
         while window.len() > self.config.evaluation_periods {
             window.pop_front();
         }
-        let count = window.iter().filter(|b| **b).count();
-        let next = if count >= self.config.datapoints_to_alarm {
+        let next = if window.iter().all(Option::is_none) {
+            AlarmState::InsufficientData
+        } else if window.iter().filter(|b| **b == Some(true)).count()
+            >= self.config.datapoints_to_alarm
+        {
             AlarmState::Alarm
         } else {
             AlarmState::Ok
@@ -132,9 +219,42 @@ impl Alarm {
     }
 }
 
+/// A Route 53 `CLOUDWATCH_METRIC` health check with `InsufficientDataHealthStatus:
+/// LastKnownStatus`: healthy when the alarm is OK, unhealthy in ALARM, and its last status
+/// (healthy for a new check) while the alarm has insufficient data.
+#[derive(Debug)]
+pub struct HealthCheck {
+    alarm: Arc<Alarm>,
+    last: Mutex<bool>,
+}
+
+impl HealthCheck {
+    pub fn new(alarm: Arc<Alarm>) -> Self {
+        Self {
+            alarm,
+            last: Mutex::new(true),
+        }
+    }
+
+    /// Read the alarm (as Route 53's checkers do at each interval); the status.
+    pub fn poll(&self) -> bool {
+        let mut last = lock(&self.last);
+        match self.alarm.state() {
+            AlarmState::Ok => *last = true,
+            AlarmState::Alarm => *last = false,
+            AlarmState::InsufficientData => {}
+        }
+        *last
+    }
+
+    pub fn alarm(&self) -> &Alarm {
+        &self.alarm
+    }
+}
+
 /// The caching resolver in front of the failover records: it re-reads the authoritative
-/// answer (primary if the health check is healthy, else secondary) at most once per TTL,
-/// like a shared recursive resolver.
+/// answer (see [`Resolver::authoritative`]) at most once per TTL, like a shared recursive
+/// resolver.
 #[derive(Debug)]
 pub struct Resolver {
     ttl: Duration,
@@ -142,6 +262,7 @@ pub struct Resolver {
     ttl_override: Mutex<Option<Duration>>,
     cached: Mutex<Option<(usize, Instant)>>,
     healthy_primary: Mutex<bool>,
+    healthy_secondary: Mutex<bool>,
     timeline: Timeline,
     names: [String; 2],
 }
@@ -153,6 +274,7 @@ impl Resolver {
             ttl_override: Mutex::new(None),
             cached: Mutex::new(None),
             healthy_primary: Mutex::new(true),
+            healthy_secondary: Mutex::new(true),
             timeline,
             names,
         }
@@ -165,6 +287,26 @@ impl Resolver {
 
     pub fn primary_healthy(&self) -> bool {
         *lock(&self.healthy_primary)
+    }
+
+    /// The SECONDARY record's health check.
+    pub fn set_secondary_healthy(&self, healthy: bool) {
+        *lock(&self.healthy_secondary) = healthy;
+    }
+
+    pub fn secondary_healthy(&self) -> bool {
+        *lock(&self.healthy_secondary)
+    }
+
+    /// What Route 53 answers for failover records: the primary if healthy, else the
+    /// secondary if healthy, else the primary ("if both are unhealthy, Route 53 responds as
+    /// if both were healthy": it returns the primary).
+    fn authoritative(&self) -> usize {
+        if self.primary_healthy() || !self.secondary_healthy() {
+            0
+        } else {
+            1
+        }
     }
 
     /// Keep cached answers for `ttl` instead of the record's TTL (None: honour the TTL).
@@ -180,7 +322,7 @@ impl Resolver {
         match *cached {
             Some((region, at)) if now.duration_since(at) < ttl => region,
             previous => {
-                let region = if self.primary_healthy() { 0 } else { 1 };
+                let region = self.authoritative();
                 if let Some((old, _)) = previous {
                     if old != region {
                         self.timeline.record(

@@ -2,7 +2,10 @@
 
 use crate::world::clock::{LabClock, RegionClock};
 use crate::world::frontdoor;
-use crate::world::health::{Alarm, AlarmConfig, AlarmState, LabMetrics, MetricsStore, Resolver};
+use crate::world::health::{
+    Alarm, AlarmConfig, AlarmState, HealthCheck, LabMetrics, MetricKind, MetricsStore, MissingData,
+    Resolver,
+};
 use crate::world::owner::Owner;
 use crate::world::region::{Quotas, Region};
 use crate::world::replication::{InFlight, Link};
@@ -160,7 +163,12 @@ pub struct Lab {
     /// `links[0]`: primary -> secondary; `links[1]`: secondary -> primary.
     pub links: [Link; 2],
     pub resolver: Arc<Resolver>,
+    /// The primary's verdict alarm (one period of the watcher's `FailoverVerdict`): its
+    /// health check decides the PRIMARY failover record.
     pub alarm: Arc<Alarm>,
+    /// The secondary's own verdict alarm, behind the SECONDARY record's health check.
+    pub secondary_alarm: Arc<Alarm>,
+    pub health_checks: [Arc<HealthCheck>; 2],
     pub metrics: Arc<MetricsStore>,
     pub timeline: Timeline,
     pub front_door: SocketAddr,
@@ -213,6 +221,9 @@ pub struct Status {
     pub regions: Vec<RegionStatus>,
     pub alarm: AlarmState,
     pub primary_healthy: bool,
+    /// The secondary's verdict alarm and health check (the SECONDARY record's).
+    pub secondary_alarm: AlarmState,
+    pub secondary_healthy: bool,
     pub dns_answer: Option<String>,
     pub replication: Vec<LinkStatus>,
     /// The watcher canary's last datapoints for the primary, oldest first (true = healthy).
@@ -334,18 +345,29 @@ impl Lab {
             timeline.clone(),
             config.regions.clone(),
         ));
-        // InsufficientDataHealthStatus: Unhealthy, until the alarm has evaluated.
-        resolver.set_primary_healthy(false);
+        // The watchers' verdicts decide; each alarm is one period of one verdict (the rule
+        // itself runs in the watcher: wsdr_core::verdict), missing data is not considered,
+        // and each health check keeps its last status while its alarm has no data.
         let period = scale.secs(60.0);
-        let alarm = Arc::new(Alarm::new(
-            regions[0].api_id.clone(),
-            AlarmConfig {
-                period,
-                datapoints_to_alarm: config.failover_datapoints,
-                evaluation_periods: config.failback_datapoints + 1,
-            },
-        ));
-        let metrics = Arc::new(MetricsStore::default());
+        let verdict_alarm = |api_id: &str| {
+            Arc::new(Alarm::new(
+                MetricKind::Verdict,
+                api_id,
+                AlarmConfig {
+                    period,
+                    datapoints_to_alarm: 1,
+                    evaluation_periods: 1,
+                    missing: MissingData::Missing,
+                },
+            ))
+        };
+        let alarm = verdict_alarm(&regions[0].api_id);
+        let secondary_alarm = verdict_alarm(&regions[1].api_id);
+        let health_checks = [
+            Arc::new(HealthCheck::new(alarm.clone())),
+            Arc::new(HealthCheck::new(secondary_alarm.clone())),
+        ];
+        let metrics = Arc::new(MetricsStore::new(clock.now_ms(), period));
         let front_door =
             frontdoor::start(resolver.clone(), [regions[0].addr, regions[1].addr], &owner).await?;
         let mut lab = Self {
@@ -354,6 +376,8 @@ impl Lab {
             links,
             resolver,
             alarm,
+            secondary_alarm,
+            health_checks,
             metrics,
             timeline,
             front_door,
@@ -387,6 +411,15 @@ impl Lab {
                 issuer: "wsdr-canary".into(),
                 audience: AUDIENCE.into(),
                 placement: wsdr_client::TokenPlacement::QueryString,
+                // Every lab canary is a watcher of its own Region: the primary's verdict moves
+                // the PRIMARY record, the secondary's the SECONDARY one.
+                verdict: Some(
+                    wsdr_core::FailoverRule::new(
+                        self.config.failover_datapoints as u32,
+                        self.config.failback_datapoints as u32 + 1,
+                    )
+                    .map_err(|e| anyhow::anyhow!("failover rule: {e}"))?,
+                ),
             };
             let metrics = LabMetrics {
                 store: self.metrics.clone(),
@@ -417,27 +450,30 @@ impl Lab {
     }
 
     fn start_alarm(&mut self) {
-        let alarm = self.alarm.clone();
+        let alarms = [
+            (self.alarm.clone(), "primary", true),
+            (self.secondary_alarm.clone(), "secondary", false),
+        ];
         let metrics = self.metrics.clone();
         let timeline = self.timeline.clone();
-        let period = alarm.config.period;
+        let period = self.alarm.config.period;
         let start = timeline.start();
-        let start_wall = self.clock.now_ms();
-        let period_ms = period.as_millis().max(1) as u64;
         self.owner.spawn(async move {
             let mut k: u32 = 0;
             loop {
-                let from = start_wall + period_ms * u64::from(k);
-                let to = from + period_ms;
+                let (from, to) = metrics.period(u64::from(k));
                 // Evaluate half a period after the period ends, so late datapoints count.
                 tokio::time::sleep_until(start + period * (k + 1) + period / 2).await;
-                if let Some(state) = alarm.evaluate(&metrics, from, to) {
-                    let kind = if state == AlarmState::Alarm {
-                        Kind::Alarm
-                    } else {
-                        Kind::AlarmOk
-                    };
-                    timeline.record(kind, format!("primary alarm -> {state:?}"));
+                for (alarm, name, decides) in &alarms {
+                    if let Some(state) = alarm.evaluate(&metrics, from, to) {
+                        // The drill times detection on the primary's alarm alone.
+                        let kind = match (decides, state) {
+                            (true, AlarmState::Alarm) => Kind::Alarm,
+                            (true, _) => Kind::AlarmOk,
+                            (false, _) => Kind::Note,
+                        };
+                        timeline.record(kind, format!("{name} verdict alarm -> {state:?}"));
+                    }
                 }
                 k += 1;
             }
@@ -445,33 +481,36 @@ impl Lab {
     }
 
     fn start_health_check(&mut self) {
-        let alarm = self.alarm.clone();
+        let checks = self.health_checks.clone();
         let resolver = self.resolver.clone();
         let timeline = self.timeline.clone();
         let interval = self.config.scale.lab(self.config.health_check_interval);
         self.owner.spawn(async move {
             let mut tick = tokio::time::interval(interval);
-            let mut last: Option<bool> = None;
+            let mut last: [Option<bool>; 2] = [None, None];
             loop {
                 tick.tick().await;
-                let healthy = alarm.state() == AlarmState::Ok;
-                resolver.set_primary_healthy(healthy);
-                if last != Some(healthy) {
-                    if last.is_some() || healthy {
-                        let kind = if healthy {
-                            Kind::HealthHealthy
-                        } else {
-                            Kind::HealthUnhealthy
-                        };
-                        timeline.record(
-                            kind,
-                            format!(
-                                "Route 53 health check: primary {}",
-                                if healthy { "healthy" } else { "unhealthy" }
-                            ),
-                        );
+                let healthy = [checks[0].poll(), checks[1].poll()];
+                resolver.set_primary_healthy(healthy[0]);
+                resolver.set_secondary_healthy(healthy[1]);
+                for (i, name) in ["primary", "secondary"].iter().enumerate() {
+                    if last[i] != Some(healthy[i]) {
+                        if last[i].is_some() {
+                            let kind = match (i, healthy[i]) {
+                                (0, true) => Kind::HealthHealthy,
+                                (0, false) => Kind::HealthUnhealthy,
+                                _ => Kind::Note,
+                            };
+                            timeline.record(
+                                kind,
+                                format!(
+                                    "Route 53 health check: {name} {}",
+                                    if healthy[i] { "healthy" } else { "unhealthy" }
+                                ),
+                            );
+                        }
+                        last[i] = Some(healthy[i]);
                     }
-                    last = Some(healthy);
                 }
             }
         });
@@ -732,6 +771,8 @@ impl Lab {
                 .collect(),
             alarm: self.alarm.state(),
             primary_healthy: self.resolver.primary_healthy(),
+            secondary_alarm: self.secondary_alarm.state(),
+            secondary_healthy: self.resolver.secondary_healthy(),
             // A lookup like any client's: it honours the TTL (and records a flip when it sees one).
             dns_answer: Some(names[self.resolver.answer()].clone()),
             replication: self
