@@ -6,14 +6,14 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
+.PHONY: deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
 .PHONY: all test unit fmt fmt-check lint clippy template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
 all: test
 
 ## test: formatting, lints, every test (with DynamoDB Local started and stopped around them)
-test: fmt-check clippy template-lint unit js-test browser-test chaos-short
+test: fmt-check clippy deps-check template-lint unit js-test browser-test chaos-short
 
 unit:
 	scripts/with-dynamodb-local.sh $(CARGO) test --workspace --all-targets
@@ -60,7 +60,11 @@ clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p wsdr-lab --no-default-features --all-targets -- -D warnings
 
-lint: fmt-check clippy template-lint
+## deps-check: each Lambda links only the AWS clients it calls (cargo tree)
+deps-check:
+	scripts/check-lambda-deps.sh
+
+lint: fmt-check clippy deps-check template-lint
 
 ## template-lint: cfn-lint, the template's property tests, actionlint (tools in .tools/venv)
 template-lint:

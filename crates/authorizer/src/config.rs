@@ -83,7 +83,7 @@ impl Config {
     /// `CANARY_HS256_SECRET` + `CANARY_ISSUER` (default `wsdr-canary`), `JWT_LEEWAY_SECONDS`,
     /// `JWKS_MIN_REFRESH_SECONDS`, `SUBPROTOCOL`.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
-        let env = wsdr_aws::env::Env::new(get);
+        let env = wsdr_lambda::env::Env::new(get);
         let get = |name: &str| env.get(name);
         let required = |name: &'static str| env.required(name);
         let seconds =

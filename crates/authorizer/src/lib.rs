@@ -33,11 +33,13 @@ pub enum Error {
     InvalidVar { name: &'static str, reason: String },
 }
 
-impl From<wsdr_aws::env::EnvError> for Error {
-    fn from(error: wsdr_aws::env::EnvError) -> Self {
+impl From<wsdr_lambda::env::EnvError> for Error {
+    fn from(error: wsdr_lambda::env::EnvError) -> Self {
         match error {
-            wsdr_aws::env::EnvError::Missing(name) => Error::MissingVar(name),
-            wsdr_aws::env::EnvError::Invalid { name, reason } => Error::InvalidVar { name, reason },
+            wsdr_lambda::env::EnvError::Missing(name) => Error::MissingVar(name),
+            wsdr_lambda::env::EnvError::Invalid { name, reason } => {
+                Error::InvalidVar { name, reason }
+            }
         }
     }
 }

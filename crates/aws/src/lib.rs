@@ -17,18 +17,20 @@
 mod classify;
 #[cfg(feature = "dynamodb")]
 mod connections;
-pub mod env;
+/// Re-exported from `wsdr-lambda` (no SDK), where it lives.
+pub use wsdr_lambda::env;
 pub mod keys;
 pub mod local;
 mod metric_names;
 #[cfg(feature = "cloudwatch")]
 mod metrics;
+#[cfg(feature = "apigateway")]
 mod notifier;
 #[cfg(feature = "dynamodb")]
 pub mod schema;
 #[cfg(feature = "dynamodb")]
 mod state;
-pub mod telemetry;
+pub use wsdr_lambda::telemetry;
 
 pub use classify::classify;
 #[cfg(feature = "dynamodb")]
@@ -36,6 +38,7 @@ pub use connections::DynamoConnections;
 pub use metric_names::MetricNames;
 #[cfg(feature = "cloudwatch")]
 pub use metrics::{CloudWatchMetrics, STANDARD_RESOLUTION};
+#[cfg(feature = "apigateway")]
 pub use notifier::ApiGatewayNotifier;
 #[cfg(feature = "dynamodb")]
 pub use state::{DynamoStateStore, IoCounts};

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Each Lambda links only the AWS service clients it calls (`cargo tree -e normal`):
+# the authorizer none, the canary CloudWatch, the handler DynamoDB and @connections.
+# (aws-sdk-sts comes with aws-config's credential chain.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+status=0
+check() {
+  local package="$1"; shift
+  local allowed=" $* "
+  local tree clients
+  tree="$(cargo tree -p "$package" -e normal --prefix none)" || { echo "cargo tree -p $package failed"; exit 1; }
+  clients="$(grep -oE '^aws-sdk-[a-z0-9]+' <<<"$tree" | sort -u || true)"
+  for client in $clients; do
+    case "$allowed" in
+      *" $client "*) ;;
+      *) echo "$package links $client, which it never calls"; status=1 ;;
+    esac
+  done
+  echo "$package: ${clients//$'\n'/ }"
+}
+check authorizer
+check canary aws-sdk-cloudwatch aws-sdk-sts
+check ws-handler aws-sdk-dynamodb aws-sdk-apigatewaymanagement aws-sdk-sts
+if cargo tree -p authorizer -e normal --prefix none | grep -qE '^aws-config '; then
+  echo "authorizer links aws-config"; status=1
+fi
+exit $status
