@@ -65,6 +65,11 @@ def test_env_vars_are_ones_the_binaries_read(template):
     for name, fn in resources(template, "AWS::Serverless::Function").items():
         binary = fn["Metadata"]["BuildProperties"]["Binary"]
         for var in fn["Properties"]["Environment"]["Variables"]:
+            if var.endswith("_SECRET_ID"):
+                # Read through wsdr_aws::secrets::env_with_secrets(.., &["<VAR>"]) at cold start.
+                plain = var[: -len("_ID")]
+                assert f'"{plain}"' in sources[binary] and "env_with_secrets" in sources[binary], f"{name} sets {var}, which {binary} never reads"
+                continue
             assert f'"{var}"' in sources[binary], f"{name} sets {var}, which {binary} never reads"
 
 
@@ -201,11 +206,14 @@ def test_policies_are_scoped(template):
     assert "table/${StateTableName}" in state["Resource"]["Fn::Sub"]
     assert not any("Scan" in a or "DeleteTable" in a for s in handler for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
     for name in ("CanaryFunction", "PrimaryWatcherFunction"):
-        put, read = _statements(res[name])
+        put, read, key = _statements(res[name])
         assert put["Action"] == "cloudwatch:PutMetricData"
         assert put["Condition"] == {"StringEquals": {"cloudwatch:namespace": "App"}}
         assert read["Action"] == "cloudwatch:GetMetricData", "read-only, for the verdict"
-    assert "Policies" not in res["AuthorizerFunction"]["Properties"], "the authorizer needs no AWS access"
+        assert key["Action"] == "secretsmanager:GetSecretValue"
+        assert key["Resource"]["Fn::Sub"].endswith(":secret:${CanarySecretName}-??????"), "its own key only"
+    (keys,) = _statements(res["AuthorizerFunction"])
+    assert keys["Action"] == "secretsmanager:GetSecretValue", "the authorizer reads its keys and nothing else"
     assert res["AuthorizerInvokePermission"]["Properties"]["SourceArn"]["Fn::Sub"].endswith("/authorizers/${Authorizer}")
 
 
@@ -277,13 +285,19 @@ def test_every_function_logs_to_a_stack_owned_group_with_retention(template):
         assert "RetentionInDays" in group["Properties"], f"{name} keeps logs forever"
 
 
-def test_no_secret_is_resolved_by_arn_and_each_secret_is_read_by_name_in_its_own_region(template):
+def test_no_secret_is_resolved_into_any_environment_and_each_is_read_by_name(template):
     assert "CanarySecretArn" not in template["Parameters"], "an ARN names one Region; the secondary would read the primary's"
     for name in ("CanarySecretName", "UserHs256SecretName"):
         assert "arn:" not in template["Parameters"][name].get("AllowedPattern", ""), name
     text = (ROOT / "template.yaml").read_text()
-    for ref in re.findall(r"\{\{resolve:secretsmanager:([^}]*)\}\}", text):
-        assert ref.startswith("${CanarySecretName}") or ref.startswith("${UserHs256SecretName}"), ref
+    assert "{{resolve:" not in text, "a dynamic reference puts the secret in plain text in the function's configuration"
+    for name, fn in resources(template, "AWS::Serverless::Function").items():
+        env = fn["Properties"]["Environment"]["Variables"]
+        for var, value in env.items():
+            if "SECRET" in var:
+                assert var.endswith("_SECRET_ID"), f"{name}: {var} carries a secret, not its name"
+                names = json.dumps(value)
+                assert "CanarySecretName" in names or "UserHs256SecretName" in names, (name, var)
 
 
 def test_api_gateway_account_logs_role_is_created_or_declared_existing(template):

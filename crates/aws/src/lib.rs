@@ -28,6 +28,8 @@ mod metrics;
 mod notifier;
 #[cfg(feature = "dynamodb")]
 pub mod schema;
+#[cfg(feature = "secrets")]
+pub mod secrets;
 #[cfg(feature = "dynamodb")]
 mod state;
 pub use wsdr_lambda::telemetry;

@@ -6,8 +6,10 @@ use std::sync::Arc;
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     wsdr_aws::telemetry::init_tracing();
-    let config = canary::Config::from_env()?;
     let sdk = wsdr_aws::load_sdk_config().await;
+    // The signing key from Secrets Manager (`CANARY_HS256_SECRET_ID`), once per cold start.
+    let env = wsdr_aws::secrets::env_with_secrets(&sdk, &["CANARY_HS256_SECRET"]).await?;
+    let config = canary::Config::from_lookup(|name| env.get(name))?;
     let metrics = wsdr_aws::CloudWatchMetrics::from_sdk(&sdk, config.metric_names.clone());
     let canary = canary::Canary::new(config, Arc::new(metrics), Arc::new(wsdr_core::SystemClock));
     lambda_runtime::run(service_fn(|event| canary.handle(event))).await
