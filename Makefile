@@ -103,10 +103,11 @@ COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGI
 	$(if $(USER_HS256_SECRET_NAME),UserHs256SecretName=$(USER_HS256_SECRET_NAME)) \
 	CanarySecretName=$(CANARY_SECRET_NAME) $(EXTRA_PARAMS)
 
-## package: the three arm64 bootstraps (needs cargo-lambda and zig; see docs/DEPLOY.md)
+## package: the three arm64 bootstraps, and the cold-start anchor `make bench` compares them
+## with (needs cargo-lambda and zig; see docs/DEPLOY.md)
 package:
 	@# zig from PyPI (docs/DEPLOY.md): cargo-zigbuild finds it through that venv's python3.
-	PATH="$(CURDIR)/.tools/zig/bin:$$PATH" cargo lambda build --release --arm64 --bin ws-handler --bin authorizer --bin canary
+	PATH="$(CURDIR)/.tools/zig/bin:$$PATH" cargo lambda build --release --arm64 --bin ws-handler --bin authorizer --bin canary --bin lambda-anchor
 	@ls -l target/lambda/*/bootstrap
 
 # What a deploy builds first; SAM_BUILD=false deploys an existing .aws-sam/build as it is
@@ -157,7 +158,7 @@ demo:
 ## Uses cargo-lambda for the arm64 bootstrap sizes when it is installed (see docs/DEPLOY.md).
 bench:
 	@if command -v cargo-lambda >/dev/null 2>&1; then $(MAKE) package; else rm -rf target/lambda; fi
-	$(CARGO) build --release --bin ws-handler --bin authorizer --bin canary -p ws-handler -p authorizer -p canary
+	$(CARGO) build --release --bin ws-handler --bin authorizer --bin canary --bin lambda-anchor -p ws-handler -p authorizer -p canary -p lambda-anchor
 	scripts/with-dynamodb-local.sh $(CARGO) run --release -p wsdr-bench -- all $(ARGS)
 
 clean:

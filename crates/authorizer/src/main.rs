@@ -2,8 +2,16 @@
 
 use lambda_runtime::{service_fn, LambdaEvent};
 
-#[tokio::main]
-async fn main() -> Result<(), lambda_runtime::Error> {
+fn main() -> Result<(), lambda_runtime::Error> {
+    // Before any thread starts: it sets SSL_CERT_FILE (wsdr_lambda::certs).
+    wsdr_lambda::certs::prefer_one_ca_bundle();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> Result<(), lambda_runtime::Error> {
     wsdr_lambda::telemetry::init_tracing();
     // HS256 keys from Secrets Manager (`CANARY_HS256_SECRET_ID`, `JWT_HS256_SECRET_ID`), once
     // per cold start; no SDK configuration is loaded when neither is to be read.

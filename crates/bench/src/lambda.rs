@@ -68,7 +68,31 @@ async fn answered(
     StatusCode::ACCEPTED
 }
 
-async fn metrics_sink() -> Response {
+/// The secret every `GetSecretValue` answers with (the bench's HS256 key).
+pub const SECRET_VALUE: &str = crate::common::SECRET;
+
+/// CloudWatch's `PutMetricData` (awsQuery) and Secrets Manager's `GetSecretValue`
+/// (awsJson1.1, told apart by `X-Amz-Target`), both at `/`.
+async fn aws_sink(headers: HeaderMap) -> Response {
+    let target = headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if target == "secretsmanager.GetSecretValue" {
+        let body = serde_json::json!({
+            "ARN": "arn:aws:secretsmanager:us-east-1:000000000000:secret:bench-AbCdEf",
+            "Name": "bench",
+            "SecretString": SECRET_VALUE,
+            "VersionId": "00000000-0000-0000-0000-000000000000",
+            "VersionStages": ["AWSCURRENT"],
+        });
+        return (
+            StatusCode::OK,
+            [("content-type", "application/x-amz-json-1.1")],
+            body.to_string(),
+        )
+            .into_response();
+    }
     (StatusCode::OK, [("content-type", "text/xml")], "<PutMetricDataResponse xmlns=\"http://monitoring.amazonaws.com/doc/2010-08-01/\"><ResponseMetadata><RequestId>bench</RequestId></ResponseMetadata></PutMetricDataResponse>").into_response()
 }
 
@@ -104,13 +128,76 @@ fn zipped_size(path: &FsPath) -> u64 {
     size
 }
 
-/// Run one function binary against a local Runtime API with `events`, then measure.
+/// One way to start a function: (label, host binary, extra environment).
+pub type Start = (String, PathBuf, Vec<(&'static str, String)>);
+
+/// Cold starts of several functions, interleaved so that each sees the same machine and
+/// page-cache conditions: one warm-up round (not counted: it pages every binary in), then
+/// `rounds` rounds, each starting with a different function. Ready times in ms, per
+/// function in the order given.
+pub async fn ready_rounds(functions: &[Start], rounds: usize) -> anyhow::Result<Vec<Vec<f64>>> {
+    let mut times = vec![Vec::with_capacity(rounds); functions.len()];
+    for round in 0..=rounds {
+        for k in 0..functions.len() {
+            let i = (round + k) % functions.len();
+            let (name, binary, env) = &functions[i];
+            let (ready, _) = run(name, binary, env, Vec::new()).await?;
+            if round > 0 {
+                times[i].push(ready);
+            }
+        }
+    }
+    Ok(times)
+}
+
+/// The median of a sample (NaN when empty).
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// Run one function binary against a local Runtime API with `events`, then measure its
+/// size, one cold start's ready time and its peak RSS after the invocations.
 pub async fn measure(
     function: &str,
     host_binary: &FsPath,
     env: &[(&str, String)],
     events: Vec<String>,
 ) -> anyhow::Result<LambdaCost> {
+    let count = events.len();
+    let (ready, rss) = run(function, host_binary, env, events).await?;
+    let deployed = PathBuf::from(format!("target/lambda/{function}/bootstrap"));
+    let (binary, shipped) = if deployed.exists() {
+        ("arm64 (cargo lambda)".to_owned(), deployed)
+    } else {
+        (
+            format!("host {} release", std::env::consts::ARCH),
+            host_binary.to_path_buf(),
+        )
+    };
+    Ok(LambdaCost {
+        function: function.into(),
+        binary,
+        bytes: std::fs::metadata(&shipped).map(|m| m.len()).unwrap_or(0),
+        zipped_bytes: zipped_size(&shipped),
+        ready_ms: ready,
+        invocations: count,
+        peak_rss_kb: rss,
+    })
+}
+
+/// Start the binary, serve it `events`, and return (ready ms, peak RSS kB).
+async fn run(
+    function: &str,
+    host_binary: &FsPath,
+    env: &[(&str, String)],
+    events: Vec<String>,
+) -> anyhow::Result<(f64, u64)> {
     let (tx, rx) = mpsc::channel(events.len().max(1));
     let count = events.len();
     for e in events {
@@ -130,7 +217,7 @@ pub async fn measure(
             post(answered),
         )
         .route("/2018-06-01/runtime/invocation/{id}/error", post(answered))
-        .route("/", post(metrics_sink))
+        .route("/", post(aws_sink))
         .with_state(api.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
@@ -149,6 +236,7 @@ pub async fn measure(
         .env("AWS_SECRET_ACCESS_KEY", "bench")
         .env("AWS_EC2_METADATA_DISABLED", "true")
         .env("AWS_ENDPOINT_URL_CLOUDWATCH", format!("http://{addr}"))
+        .env("AWS_ENDPOINT_URL_SECRETS_MANAGER", format!("http://{addr}"))
         .env("RUST_LOG", "error")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -177,22 +265,6 @@ pub async fn measure(
         .unwrap_or(f64::NAN);
     let rss = peak_rss_kb(pid);
     let _ = child.kill().await;
-    let deployed = PathBuf::from(format!("target/lambda/{function}/bootstrap"));
-    let (binary, shipped) = if deployed.exists() {
-        ("arm64 (cargo lambda)".to_owned(), deployed)
-    } else {
-        (
-            format!("host {} release", std::env::consts::ARCH),
-            host_binary.to_path_buf(),
-        )
-    };
-    Ok(LambdaCost {
-        function: function.into(),
-        binary,
-        bytes: std::fs::metadata(&shipped).map(|m| m.len()).unwrap_or(0),
-        zipped_bytes: zipped_size(&shipped),
-        ready_ms: ready,
-        invocations: count,
-        peak_rss_kb: rss,
-    })
+    let _ = child.wait().await;
+    Ok((ready, rss))
 }

@@ -34,8 +34,14 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
-    /// Cold-start ready time of one function binary (median of 7), for quick checks.
-    LambdaReady { name: String },
+    /// Cold-start ready time of one function binary against the anchor's (medians of
+    /// interleaved cold starts), for quick checks. With `--env K=V`, the same binary with those
+    /// variables added is measured beside it (what does this setting cost at cold start?).
+    LambdaReady {
+        name: String,
+        #[arg(long)]
+        env: Vec<String>,
+    },
     /// One fan-out run (N subscribers, given concurrency), for quick checks and profiling.
     Fanout {
         #[arg(long, default_value_t = 10_000)]
@@ -120,15 +126,51 @@ fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }),
-        Command::LambdaReady { name } => runtime.block_on(async {
-            let (_, env, _, _) = function_runs()
-                .into_iter()
-                .find(|(function, ..)| *function == name)
+        Command::LambdaReady { name, env } => runtime.block_on(async {
+            let index = function_runs()
+                .iter()
+                .position(|(function, ..)| *function == name)
                 .ok_or_else(|| anyhow::anyhow!("unknown function {name}"))?;
-            let binary = std::env::current_exe()?.with_file_name(&name);
             quiet_disk().await;
-            let cost = lambda::measure(&name, &binary, &env, Vec::new()).await?;
-            println!("{name}: ready {:.1} ms (median of 7)", cost.ready_ms);
+            if !env.is_empty() {
+                let extra: Vec<(&'static str, String)> = env
+                    .iter()
+                    .map(|kv| {
+                        let (k, v) = kv.split_once('=').unwrap_or((kv.as_str(), ""));
+                        (&*Box::leak(k.to_owned().into_boxed_str()), v.to_owned())
+                    })
+                    .collect();
+                let here = std::env::current_exe()?;
+                let base = function_runs()[index].1.clone();
+                let with: Vec<_> = base.iter().cloned().chain(extra).collect();
+                let runs = vec![
+                    (name.clone(), here.with_file_name(&name), base),
+                    (name.clone(), here.with_file_name(&name), with),
+                    (ANCHOR.to_owned(), here.with_file_name(ANCHOR), Vec::new()),
+                ];
+                let times = lambda::ready_rounds(&runs, READY_ROUNDS).await?;
+                let m: Vec<f64> = times.iter().map(|t| lambda::median(t)).collect();
+                println!(
+                    "{name}: {:.1} ms; with {}: {:.1} ms; anchor {:.1} ms (medians of {READY_ROUNDS} interleaved cold starts)",
+                    m[0],
+                    env.join(" "),
+                    m[1],
+                    m[2]
+                );
+                return anyhow::Ok(());
+            }
+            let (ready, with_secrets, anchor) = ready_times(READY_ROUNDS).await?;
+            println!(
+                "{name}: ready {:.1} ms, {:.2}x the anchor's {anchor:.1} ms (medians of {READY_ROUNDS} interleaved cold starts)",
+                ready[index],
+                ready[index] / anchor
+            );
+            if name == "authorizer" {
+                println!(
+                    "authorizer reading its keys from Secrets Manager: ready {with_secrets:.1} ms, {:.2}x the anchor",
+                    with_secrets / anchor
+                );
+            }
             anyhow::Ok(())
         }),
     }
@@ -197,6 +239,46 @@ async fn quiet_disk() {
 }
 
 /// Each Lambda with the environment and events of its measurement.
+/// Cold starts per function in a ready-time measurement.
+const READY_ROUNDS: usize = 9;
+/// The anchor binary (`crates/anchor`), beside the others.
+const ANCHOR: &str = "lambda-anchor";
+
+/// Median ready times of the three functions, of the authorizer reading its keys from
+/// Secrets Manager as it does in AWS (a local peer answers `GetSecretValue`), and of the
+/// anchor, all interleaved: (the three, the authorizer with Secrets Manager, the anchor).
+async fn ready_times(rounds: usize) -> anyhow::Result<(Vec<f64>, f64, f64)> {
+    let here = std::env::current_exe()?;
+    let mut runs: Vec<lambda::Start> = function_runs()
+        .into_iter()
+        .map(|(name, env, _, _)| (name.to_owned(), here.with_file_name(name), env))
+        .collect();
+    runs.push((
+        "authorizer".to_owned(),
+        here.with_file_name("authorizer"),
+        authorizer_with_secrets_manager(),
+    ));
+    runs.push((ANCHOR.to_owned(), here.with_file_name(ANCHOR), Vec::new()));
+    let times = lambda::ready_rounds(&runs, rounds).await?;
+    let mut medians: Vec<f64> = times.iter().map(|t| lambda::median(t)).collect();
+    let anchor = medians.pop().unwrap_or(f64::NAN);
+    let with_secrets = medians.pop().unwrap_or(f64::NAN);
+    Ok((medians, with_secrets, anchor))
+}
+
+/// The authorizer's environment as the template sets it: both keys by secret name.
+fn authorizer_with_secrets_manager() -> Vec<(&'static str, String)> {
+    vec![
+        ("JWT_ISSUER", common::ISSUER.into()),
+        ("JWT_AUDIENCE", common::AUDIENCE.into()),
+        ("JWT_ALGORITHMS", "HS256".into()),
+        ("JWT_HS256_SECRET_ID", "wsdr/users".into()),
+        ("CANARY_HS256_SECRET_ID", "wsdr/canary".into()),
+        // Distinct from JWT_ISSUER, as the template requires.
+        ("CANARY_ISSUER", "wsdr-canary".into()),
+    ]
+}
+
 fn function_runs() -> [FunctionRun; 3] {
     let token = common::token("bench-user");
     let request = include_str!("../../../events/authorizer-request.json").replace("TOKEN", &token);
@@ -261,18 +343,22 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_secs(20)).await;
     }
     println!("lambda cold starts ...");
-    let functions = function_runs();
+    let (ready, authorizer_with_secrets, anchor_ready) = ready_times(READY_ROUNDS).await?;
     let mut lambda_costs = Vec::new();
-    for (name, env, event, count) in functions {
+    for ((name, env, event, count), ready) in function_runs().into_iter().zip(ready) {
         // The function binaries sit beside this one (same profile): `make bench` builds them.
         let binary = std::env::current_exe()?.with_file_name(name);
-        let c = lambda::measure(name, &binary, &env, vec![event; count]).await?;
+        let mut c = lambda::measure(name, &binary, &env, vec![event; count]).await?;
+        c.ready_ms = ready;
         println!(
-            "  {name}: ready {:.1} ms (median of 7), rss {} kB, zipped {} B",
-            c.ready_ms, c.peak_rss_kb, c.zipped_bytes
+            "  {name}: ready {:.1} ms (median of {READY_ROUNDS}; {:.2}x the anchor's {anchor_ready:.1} ms), rss {} kB, zipped {} B",
+            c.ready_ms, c.ready_ms / anchor_ready, c.peak_rss_kb, c.zipped_bytes
         );
         lambda_costs.push(c);
     }
+    let anchor_binary = std::env::current_exe()?.with_file_name(ANCHOR);
+    let mut anchor = lambda::measure(ANCHOR, &anchor_binary, &[], Vec::new()).await?;
+    anchor.ready_ms = anchor_ready;
 
     // 1. Fan-out.
     println!("fan-out ...");
@@ -392,29 +478,31 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
     }
     writeln!(md)?;
     ledger_section(&mut md, quick).await?;
-    writeln!(md, "Each function's release binary started against a local Lambda Runtime API: ready = process start to its first `GET /runtime/invocation/next` (median of 7 cold starts, measured before the other benchmarks load the machine, after DynamoDB Local's JVM has settled and the builds' dirty pages were flushed); peak RSS (VmHWM) after serving the invocations. Size is the deployable bootstrap: arm64 from `make package` when cargo-lambda is installed, else the host build.\n")?;
+    writeln!(md, "Each function's release binary started against a local Lambda Runtime API: ready = process start to its first `GET /runtime/invocation/next`, the median of {READY_ROUNDS} cold starts taken in rounds interleaved with the **anchor** (`crates/anchor`: `lambda_runtime` and an echo, built the same way), after one warm-up round, before the other benchmarks load the machine. An absolute ready time on a shared 2-core machine varies several-fold from run to run with the page cache and the neighbours; the ratio to the anchor measured beside it does not, so the target is on the ratio. Peak RSS (VmHWM) after serving the invocations. Size is the deployable bootstrap: arm64 from `make package` when cargo-lambda is installed, else the host build.\n")?;
     writeln!(
         md,
-        "| function | bootstrap | size | zipped | ready | invocations | peak RSS |"
+        "| function | bootstrap | size | zipped | ready | x anchor | invocations | peak RSS |"
     )?;
-    writeln!(md, "|---|---|---|---|---|---|---|")?;
+    writeln!(md, "|---|---|---|---|---|---|---|---|")?;
     let mut lambda_ok = true;
-    for c in &lambda_costs {
-        lambda_ok &=
-            c.zipped_bytes < 10 * 1024 * 1024 && c.ready_ms < 20.0 && c.peak_rss_kb < 30 * 1024;
+    for c in lambda_costs.iter().chain(std::iter::once(&anchor)) {
+        let ratio = c.ready_ms / anchor.ready_ms;
+        lambda_ok &= c.zipped_bytes < 10 * 1024 * 1024 && ratio <= 2.0 && c.peak_rss_kb < 30 * 1024;
         writeln!(
             md,
-            "| {} | {} | {:.1} MB | {:.1} MB | {:.1} ms | {} | {:.1} MB |",
+            "| {} | {} | {:.1} MB | {:.1} MB | {:.1} ms | {:.2} | {} | {:.1} MB |",
             c.function,
             c.binary,
             c.bytes as f64 / 1048576.0,
             c.zipped_bytes as f64 / 1048576.0,
             c.ready_ms,
+            ratio,
             c.invocations,
             c.peak_rss_kb as f64 / 1024.0
         )?;
     }
-    writeln!(md, "\nTargets: bootstrap under 10 MB zipped, ready in under 20 ms, RSS under 30 MB (so each function runs at 128 MB): **{}**.\n", verdict(lambda_ok))?;
+    writeln!(md, "\nTargets: bootstrap under 10 MB zipped, ready within 2x the anchor's, RSS under 30 MB (so each function runs at 128 MB): **{}**.\n", verdict(lambda_ok))?;
+    writeln!(md, "The authorizer as deployed reads its two keys from Secrets Manager at cold start (`JWT_HS256_SECRET_ID`, `CANARY_HS256_SECRET_ID`; a local peer answers `GetSecretValue` on loopback, so the network round trip of AWS is not in the figure): ready {authorizer_with_secrets:.1} ms, {:.2}x the anchor, against {:.1} ms with the keys in its environment (the table's row). The difference is the SDK configuration, the Secrets Manager client and two requests before the first poll; docs/DEPLOY.md weighs it against the Parameters and Secrets extension.\n", authorizer_with_secrets / anchor.ready_ms, lambda_costs.iter().find(|c| c.function == "authorizer").map_or(f64::NAN, |c| c.ready_ms))?;
 
     // 4. Drill RTO.
     println!("drill ...");

@@ -3,8 +3,16 @@
 use lambda_runtime::service_fn;
 use std::sync::Arc;
 
-#[tokio::main]
-async fn main() -> Result<(), lambda_runtime::Error> {
+fn main() -> Result<(), lambda_runtime::Error> {
+    // Before any thread starts: it sets SSL_CERT_FILE (wsdr_lambda::certs).
+    wsdr_lambda::certs::prefer_one_ca_bundle();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> Result<(), lambda_runtime::Error> {
     wsdr_aws::telemetry::init_tracing();
     let sdk = wsdr_aws::load_sdk_config().await;
     // The signing key from Secrets Manager (`CANARY_HS256_SECRET_ID`), once per cold start.

@@ -2,8 +2,16 @@
 
 use lambda_runtime::{service_fn, LambdaEvent};
 
-#[tokio::main]
-async fn main() -> Result<(), lambda_runtime::Error> {
+fn main() -> Result<(), lambda_runtime::Error> {
+    // Before any thread starts: it sets SSL_CERT_FILE (wsdr_lambda::certs).
+    wsdr_lambda::certs::prefer_one_ca_bundle();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> Result<(), lambda_runtime::Error> {
     wsdr_aws::telemetry::init_tracing();
     let config = ws_handler::Config::from_env()?;
     let sdk = wsdr_aws::load_sdk_config().await;
