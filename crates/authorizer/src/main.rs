@@ -3,12 +3,7 @@
 use lambda_runtime::{service_fn, LambdaEvent};
 
 fn main() -> Result<(), lambda_runtime::Error> {
-    // Before any thread starts: it sets SSL_CERT_FILE (wsdr_lambda::certs).
-    wsdr_lambda::certs::prefer_one_ca_bundle();
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run())
+    wsdr_lambda::start(run)
 }
 
 async fn run() -> Result<(), lambda_runtime::Error> {

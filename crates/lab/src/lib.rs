@@ -32,6 +32,7 @@ pub mod world {
 pub mod sim {
     //! Simulated users and the checker that judges what they were told.
     pub mod history;
+    pub mod judge;
     pub mod users;
 }
 

@@ -6,3 +6,18 @@
 pub mod certs;
 pub mod env;
 pub mod telemetry;
+
+/// A Lambda's `main`: points TLS root loading at the one system CA bundle while the process
+/// has a single thread ([`certs::prefer_one_ca_bundle`] sets an environment variable), then
+/// runs `run` on a multi-threaded tokio runtime.
+pub fn start<F, E>(run: impl FnOnce() -> F) -> Result<(), E>
+where
+    F: std::future::Future<Output = Result<(), E>>,
+    E: From<std::io::Error>,
+{
+    certs::prefer_one_ca_bundle();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}

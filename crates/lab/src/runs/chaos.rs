@@ -4,9 +4,8 @@
 //! (crate::sim::history). A violation prints the run's seed, its schedule and the operations on the
 //! bids involved.
 
-use crate::sim::history::{
-    check, final_states, lost_acknowledged, lost_with_regions, settle, Op, Violation,
-};
+use crate::sim::history::{lost_acknowledged, Op, Violation};
+use crate::sim::judge::{judge, Judgement};
 use crate::sim::users::{user_client, wait_for, Behaviour, ClientFactory, Population, UserSpec};
 use crate::world::lab::{Fault, Lab, LabConfig};
 use crate::world::owner::Holdings;
@@ -429,27 +428,15 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     // Everyone back, bidding a little longer on the healed system.
     wait_for(scale.secs(900.0), || users.all_connected()).await;
     tokio::time::sleep(scale.secs(30.0)).await;
-    users.set_bidding(false);
-    // Outstanding answers, then replication drained.
-    tokio::time::sleep(scale.secs(30.0)).await;
-    let converged = settle(&lab).await;
-
-    // Pushes take replication lag plus fan-out time: a bounded window (a minute, AWS) to bring
-    // every connected user the converged high bid, then the forced final resync.
-    let regions = final_states(&lab, &auction).await?;
-    let converged_high = regions.first().and_then(|r| r.high.as_ref().map(|h| h.2));
-    let ends = users
-        .final_views(|_| converged_high, scale.secs(60.0), scale.secs(300.0))
-        .await;
-    // Read again: a late replay could have landed during the final views.
-    let regions = final_states(&lab, &auction).await?;
-    let ops = users.ops();
-    users.close().await;
-
-    // A Region lost for good is not checked: what it took with it is the RPO, and the
-    // checker is told exactly which bid copies those are.
-    let lost = lost_with_regions(&lab);
-    let violations = check(&ops, &regions, converged, &ends, &lost);
+    // Outstanding answers, replication drained, final views, the checker.
+    let Judgement {
+        regions,
+        ops,
+        records,
+        lost,
+        violations,
+        ..
+    } = judge(&lab, &users, &auction, scale.secs(30.0)).await?;
     let rpo_lost_acknowledged = lost_acknowledged(&ops, &regions, &lost);
     let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
     for kind in schedule.iter().flat_map(Step::kinds) {
@@ -464,11 +451,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
                 .cloned()
         })
         .collect();
-    let closed_mid_bid = users
-        .records()
-        .iter()
-        .map(|r| r.closed_mid_bid as usize)
-        .sum();
+    let closed_mid_bid = records.iter().map(|r| r.closed_mid_bid as usize).sum();
     use crate::sim::history::Outcome;
     Ok(RunReport {
         run,

@@ -2,9 +2,8 @@
 //! the primary; then the checks and the report.
 
 use crate::runs::report::{Percentiles, Report};
-use crate::sim::history::{
-    check, final_states, lost_acknowledged, lost_with_regions, settle, Answer, Outcome, Violation,
-};
+use crate::sim::history::{lost_acknowledged, Answer, Outcome, Violation};
+use crate::sim::judge::{judge, Judgement};
 use crate::sim::users::{
     user_client, wait_for, Behaviour, ClientFactory, Population, UserRecord, UserSpec,
 };
@@ -187,22 +186,15 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
 
     // Stop bidding, let outstanding answers arrive and replication drain, then check the
     // history like any chaos run.
-    users.set_bidding(false);
-    tokio::time::sleep(scale.secs(15.0)).await;
-    let converged = settle(&lab).await;
-    let regions = final_states(&lab, &auction).await?;
-    let converged_high = regions.first().and_then(|r| r.high.as_ref().map(|h| h.2));
-    let ends = users
-        .final_views(|_| converged_high, scale.secs(60.0), scale.secs(300.0))
-        .await;
-    let regions = final_states(&lab, &auction).await?;
-    let ops = users.ops();
-    let logs = users.records();
-    users.close().await;
-    // A primary lost for good is not read: only the survivor counts, and the bid copies the
-    // primary took with it are the losses the drill expects (and reports).
-    let lost = lost_with_regions(&lab);
-    let violations = check(&ops, &regions, converged, &ends, &lost);
+    let Judgement {
+        converged,
+        regions,
+        ops,
+        records: logs,
+        lost,
+        violations,
+        ..
+    } = judge(&lab, &users, &auction, scale.secs(15.0)).await?;
     let distinct = |keep: fn(&Violation) -> bool| {
         violations
             .iter()
