@@ -83,7 +83,7 @@ sam-validate:
 ## invoke-local: every sample event in events/ through the three Lambdas under `cargo lambda
 ## watch`, against DynamoDB Local and a local @connections/CloudWatch peer (needs cargo-lambda)
 invoke-local:
-	@command -v cargo-lambda >/dev/null || { echo "invoke-local needs cargo-lambda: cargo install --locked cargo-lambda (docs/DEPLOY.md)"; exit 1; }
+	@command -v cargo-lambda >/dev/null || { echo "invoke-local needs cargo-lambda: pip install cargo-lambda==1.9.2 (docs/DEPLOY.md)"; exit 1; }
 	scripts/with-dynamodb-local.sh python3 scripts/invoke_local.py
 
 # ---------------------------------------------------------------- deployment (needs an AWS account)

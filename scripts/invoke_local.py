@@ -113,14 +113,32 @@ def _half(bits):
     return sign * (1 + frac / 1024) * 2.0 ** (exp - 15)
 
 
-# --- the local AWS peer: @connections and CloudWatch ------------------------------------------
+# --- the local AWS peer: @connections, CloudWatch and Secrets Manager ---------------------------
+SECRETS = {"wsdr/users": USER_SECRET, "wsdr/canary": CANARY_SECRET}
+
+
 class Peer(http.server.BaseHTTPRequestHandler):
     seen = []
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length", 0)))
         Peer.seen.append((self.path, body))
-        if self.path.endswith("/operation/PutMetricData"):
+        if self.headers.get("x-amz-target") == "secretsmanager.GetSecretValue":
+            # awsJson1.1: the functions read their HS256 keys by secret name at cold start.
+            name = json.loads(body or b"{}").get("SecretId", "")
+            if name in SECRETS:
+                status, answer = 200, {"Name": name, "SecretString": SECRETS[name],
+                                       "ARN": f"arn:aws:secretsmanager:{REGION}:123456789012:secret:{name}-AbCdEf"}
+            else:
+                status, answer = 400, {"__type": "ResourceNotFoundException",
+                                       "message": "Secrets Manager can't find the specified secret."}
+            raw = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/x-amz-json-1.1")
+            self.send_header("content-length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+        elif self.path.endswith("/operation/PutMetricData"):
             self.send_response(200)
             self.send_header("smithy-protocol", "rpc-v2-cbor")
             self.send_header("content-type", "application/cbor")
@@ -238,12 +256,14 @@ def main():
         "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
         "AWS_EC2_METADATA_DISABLED": "true",
         "AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_CLOUDWATCH": peer_url,
+        "AWS_ENDPOINT_URL_SECRETS_MANAGER": peer_url,
         # ws-handler
         "STATE_TABLE": "wsdr-state", "CONNECTIONS_TABLE": "wsdr-connections",
         "WS_CALLBACK_URL": f"{peer_url}/prod", "SEED_AUCTIONS": SEED,
         # authorizer
-        "JWT_ISSUER": ISSUER, "JWT_AUDIENCE": AUDIENCE, "JWT_HS256_SECRET": USER_SECRET,
-        "CANARY_HS256_SECRET": CANARY_SECRET,
+        # authorizer and canary: keys by secret name, read at cold start as in AWS
+        "JWT_ISSUER": ISSUER, "JWT_AUDIENCE": AUDIENCE, "JWT_ALGORITHMS": "HS256",
+        "JWT_HS256_SECRET_ID": "wsdr/users", "CANARY_HS256_SECRET_ID": "wsdr/canary",
         # canary
         "API_ID": API_ID,
         "PROBES_PER_RUN": "1", "PROBE_TIMEOUT_SECONDS": "2",
@@ -357,6 +377,10 @@ def main():
         check("canary against the same Region down",
               err is None and health_ok(puts, data, 0) and "ProbeLatency" not in data,
               err or puts)
+        # The keys came from Secrets Manager by name (none is in the environment).
+        asked = sorted({json.loads(body).get("SecretId") for path, body in Peer.seen
+                        if body.startswith(b"{") and b"SecretId" in body})
+        check("keys read from Secrets Manager at cold start", asked == ["wsdr/canary", "wsdr/users"], asked)
     finally:
         watch.stop()
         peer.shutdown()
