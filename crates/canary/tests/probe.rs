@@ -224,7 +224,12 @@ fn fold_is_a_majority_decided_as_early_as_possible() {
 const SECRET: &str = "canary-secret-0123456789abcdef012345";
 
 fn config(url: &str) -> Config {
-    let env: HashMap<&str, String> = HashMap::from([
+    config_with(url, &[])
+}
+
+/// The test canary's configuration, with `extra` variables set too.
+fn config_with(url: &str, extra: &[(&'static str, &str)]) -> Config {
+    let mut env: HashMap<&str, String> = HashMap::from([
         ("TARGET_URL", url.to_owned()),
         ("EXPECTED_REGION", "us-east-1".to_owned()),
         ("API_ID", "abc123def4".to_owned()),
@@ -233,6 +238,7 @@ fn config(url: &str) -> Config {
         ("CANARY_HS256_SECRET", SECRET.to_owned()),
         ("JWT_AUDIENCE", "wsdr".to_owned()),
     ]);
+    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
     Config::from_lookup(|k| env.get(k).cloned()).unwrap()
 }
 
@@ -322,18 +328,13 @@ async fn canary_that_cannot_publish_fails_its_invocation() {
 }
 
 fn watcher_config(url: &str) -> Config {
-    let env: HashMap<&str, String> = HashMap::from([
-        ("TARGET_URL", url.to_owned()),
-        ("EXPECTED_REGION", "us-east-1".to_owned()),
-        ("API_ID", "abc123def4".to_owned()),
-        ("PROBE_SPACING_SECONDS", "0".to_owned()),
-        ("PROBE_TIMEOUT_SECONDS", "1".to_owned()),
-        ("CANARY_HS256_SECRET", SECRET.to_owned()),
-        ("JWT_AUDIENCE", "wsdr".to_owned()),
-        ("VERDICT_FAILOVER_DATAPOINTS", "2".to_owned()),
-        ("VERDICT_WINDOW", "6".to_owned()),
-    ]);
-    Config::from_lookup(|k| env.get(k).cloned()).unwrap()
+    config_with(
+        url,
+        &[
+            ("VERDICT_FAILOVER_DATAPOINTS", "2"),
+            ("VERDICT_WINDOW", "6"),
+        ],
+    )
 }
 
 /// A watcher run by run, one minute apart: its verdict follows the rule over its own

@@ -6,7 +6,7 @@
 
 use crate::sim::history::{lost_acknowledged, Op, Violation};
 use crate::sim::judge::{judge, Judgement};
-use crate::sim::users::{user_client, wait_for, Behaviour, ClientFactory, Population, UserSpec};
+use crate::sim::users::{wait_for, Behaviour, Population};
 use crate::world::lab::{Fault, Lab, LabConfig};
 use crate::world::owner::Holdings;
 use crate::world::scale::TimeScale;
@@ -398,26 +398,14 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     anyhow::ensure!(steady, "run {run}: the lab never reached steady state");
 
     let auction = AuctionId::new("lot-1")?;
-    let specs = (0..config.users)
-        .map(|i| UserSpec {
-            sub: format!("user-{i}"),
-            auction: auction.clone(),
-        })
-        .collect();
     // Half the users have client-assisted failover.
-    let clients: ClientFactory = {
-        let lab = lab.clone();
-        Arc::new(move |spec: &UserSpec, index: usize, seed: u64| {
-            user_client(&lab, &spec.sub, &spec.auction, seed, index % 2 == 1)
-        })
-    };
-    let users = Population::start(
-        lab.clone(),
-        specs,
+    let users = Population::through_front_door(
+        &lab,
+        config.users,
+        &auction,
         Behaviour::hostile(),
         seed,
-        clients,
-        true,
+        |i| i % 2 == 1,
     );
     tokio::time::sleep(scale.secs(30.0)).await;
 

@@ -4,9 +4,7 @@
 use crate::runs::report::{Percentiles, Report};
 use crate::sim::history::{lost_acknowledged, Answer, Outcome, Violation};
 use crate::sim::judge::{judge, Judgement};
-use crate::sim::users::{
-    user_client, wait_for, Behaviour, ClientFactory, Population, UserRecord, UserSpec,
-};
+use crate::sim::users::{wait_for, Behaviour, Population, UserRecord};
 use crate::world::lab::{Fault, Lab, LabConfig};
 use crate::world::timeline::Kind;
 use std::collections::{BTreeMap, HashMap};
@@ -91,29 +89,17 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     );
 
     let auction = AuctionId::new("lot-1")?;
-    let specs = (0..config.users)
-        .map(|i| UserSpec {
-            sub: format!("user-{i}"),
-            auction: auction.clone(),
-        })
-        .collect();
-    let clients: ClientFactory = {
-        let lab = lab.clone();
-        let fallback = config.client_fallback;
-        Arc::new(move |spec: &UserSpec, _index: usize, seed: u64| {
-            user_client(&lab, &spec.sub, &spec.auction, seed, fallback)
-        })
-    };
-    let users = Population::start(
-        lab.clone(),
-        specs,
+    let fallback = config.client_fallback;
+    let users = Population::through_front_door(
+        &lab,
+        config.users,
+        &auction,
         Behaviour {
             narrate: true,
             ..Behaviour::honest(config.bid_every_secs)
         },
         config.seed,
-        clients,
-        true,
+        move |_| fallback,
     );
     let all_restored_on = |region: &str, after: f64| {
         users

@@ -298,6 +298,31 @@ impl Population {
         population
     }
 
+    /// `n` users (`user-0`..) bidding on `auction` through the front door, bidding at once;
+    /// `fallback(i)` says whether user `i`'s client also knows the Regions' own endpoints.
+    pub fn through_front_door(
+        lab: &Arc<Lab>,
+        n: usize,
+        auction: &AuctionId,
+        behaviour: Behaviour,
+        seed: u64,
+        fallback: impl Fn(usize) -> bool + Send + Sync + 'static,
+    ) -> Arc<Self> {
+        let specs = (0..n)
+            .map(|i| UserSpec {
+                sub: format!("user-{i}"),
+                auction: auction.clone(),
+            })
+            .collect();
+        let clients: ClientFactory = {
+            let lab = lab.clone();
+            Arc::new(move |spec: &UserSpec, index: usize, seed: u64| {
+                user_client(&lab, &spec.sub, &spec.auction, seed, fallback(index))
+            })
+        };
+        Self::start(lab.clone(), specs, behaviour, seed, clients, true)
+    }
+
     pub fn len(&self) -> usize {
         self.users.len()
     }
