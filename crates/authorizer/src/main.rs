@@ -12,7 +12,7 @@ async fn run() -> Result<(), lambda_runtime::Error> {
     // per cold start; no SDK configuration is loaded when neither is to be read.
     const KEYS: &[&str] = &["CANARY_HS256_SECRET", "JWT_HS256_SECRET"];
     let env = if wsdr_aws::secrets::needed(KEYS) {
-        let sdk = wsdr_aws::load_sdk_config().await;
+        let sdk = wsdr_aws::load_sdk_config().await?;
         wsdr_aws::secrets::env_with_secrets(&sdk, KEYS).await?
     } else {
         wsdr_aws::secrets::SecretEnv::default()

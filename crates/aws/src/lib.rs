@@ -32,6 +32,8 @@ pub mod schema;
 pub mod secrets;
 #[cfg(feature = "dynamodb")]
 mod state;
+#[cfg(feature = "https")]
+pub mod tls;
 pub use wsdr_lambda::telemetry;
 
 pub use classify::classify;
@@ -63,10 +65,17 @@ pub enum Error {
 }
 
 /// The SDK configuration from the environment (credentials, Region, and endpoint overrides
-/// such as `AWS_ENDPOINT_URL_DYNAMODB` for DynamoDB Local). Load once per cold start.
+/// such as `AWS_ENDPOINT_URL_DYNAMODB` for DynamoDB Local), with the HTTPS client [`tls`]
+/// chooses (`WSDR_TLS_ROOTS`). Load once per cold start.
 #[cfg(feature = "https")]
-pub async fn load_sdk_config() -> SdkConfig {
-    aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+pub async fn load_sdk_config() -> Result<SdkConfig, Error> {
+    let roots = tls::Roots::from_env_value(std::env::var(tls::ROOTS_VAR).ok().as_deref())?;
+    let loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    let loader = match roots {
+        tls::Roots::AmazonTrustServices => loader.http_client(tls::amazon_https_client()?),
+        tls::Roots::System => loader,
+    };
+    Ok(loader.load().await)
 }
 
 /// A DynamoDB client from a loaded SDK configuration.

@@ -9,7 +9,7 @@ fn main() -> Result<(), lambda_runtime::Error> {
 async fn run() -> Result<(), lambda_runtime::Error> {
     wsdr_aws::telemetry::init_tracing();
     let config = ws_handler::Config::from_env()?;
-    let sdk = wsdr_aws::load_sdk_config().await;
+    let sdk = wsdr_aws::load_sdk_config().await?;
     let app = ws_handler::app_from_aws(&config, &sdk).await?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<_>| app.handle_any(event))).await
 }
