@@ -69,7 +69,7 @@ lint: fmt-check clippy deps-check template-lint
 ## template-lint: cfn-lint, the template's property tests, actionlint (tools in .tools/venv)
 template-lint:
 	@bin="$$(scripts/python-tools.sh)"; \
-	"$$bin/cfn-lint" template.yaml; \
+	"$$bin/cfn-lint" template.yaml arc/region-switch.yaml; \
 	"$$bin/pytest" -q tests/template; \
 	"$$bin/actionlint" .github/workflows/release.yml
 
@@ -141,7 +141,36 @@ deploy-secondary: deploy-vars
 	  --parameter-overrides Role=secondary CertificateArn=$(CERT_ARN_SECONDARY) \
 	  $(if $(REGIONAL_NAME_SECONDARY),RegionalName=$(REGIONAL_NAME_SECONDARY)) $(COMMON_PARAMS) \
 	  PrimaryApiId=$$api PrimaryRegionalDomainName=$$dom PrimaryRegionalHostedZoneId=$$zone \
-	  StateTableStreamArn=$$stream
+	  StateTableStreamArn=$$stream $(REGION_SWITCH_PARAMS)
+
+# ---------------------------------------------------------------- optional: ARC Region switch
+# FAILOVER_CONTROL=region-switch (or alarm-and-region-switch) on deploy-secondary hands the
+# failover records to the plan's health checks (docs/DEPLOY.md, "ARC Region switch").
+REGION_SWITCH_STACK ?= wsdr-region-switch
+REGION_SWITCH_PLAN_NAME ?= wsdr
+plan_arn = $$(aws cloudformation describe-stacks --region $(SECONDARY_REGION) --stack-name $(REGION_SWITCH_STACK) \
+	--query "Stacks[0].Outputs[?OutputKey=='PlanArn'].OutputValue" --output text)
+plan_check = $$(aws arc-region-switch list-route53-health-checks --region $(SECONDARY_REGION) --plan-arn $(plan_arn) \
+	--query "healthChecks[?region=='$(1)'].healthCheckId | [0]" --output text)
+REGION_SWITCH_PARAMS = $(if $(filter-out alarm,$(FAILOVER_CONTROL)),FailoverControl=$(FAILOVER_CONTROL) \
+	RegionSwitchPrimaryHealthCheckId=$(call plan_check,$(PRIMARY_REGION)) \
+	RegionSwitchSecondaryHealthCheckId=$(call plan_check,$(SECONDARY_REGION)))
+
+## deploy-region-switch: the Region switch plan over the failover records (after both stacks;
+## optional CUSTOM_ACTION_FUNCTION_ARN), in the secondary's Region like the failover decision
+deploy-region-switch:
+	@[ -n "$(DOMAIN)" ] && [ -n "$(HOSTED_ZONE_ID)" ] || { echo "set DOMAIN and HOSTED_ZONE_ID (docs/DEPLOY.md)"; exit 1; }
+	aws cloudformation deploy --region $(SECONDARY_REGION) --stack-name $(REGION_SWITCH_STACK) \
+	  --template-file arc/region-switch.yaml --capabilities CAPABILITY_IAM \
+	  $(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN)) \
+	  --parameter-overrides PlanName=$(REGION_SWITCH_PLAN_NAME) PrimaryRegion=$(PRIMARY_REGION) \
+	  SecondaryRegion=$(SECONDARY_REGION) HostedZoneId=$(HOSTED_ZONE_ID) DomainName=$(DOMAIN) \
+	  $(if $(CUSTOM_ACTION_FUNCTION_ARN),CustomActionFunctionArn=$(CUSTOM_ACTION_FUNCTION_ARN))
+
+## region-switch-health-checks: the health check per Region that the plan created
+region-switch-health-checks:
+	@echo "$(PRIMARY_REGION): $(call plan_check,$(PRIMARY_REGION))"
+	@echo "$(SECONDARY_REGION): $(call plan_check,$(SECONDARY_REGION))"
 
 ## destroy: secondary first (it holds the records pointing at the primary), then primary.
 ## The Global Table is retained (DeletionPolicy: Retain); delete it by hand when sure.

@@ -158,6 +158,17 @@ def test_failover_decision_lives_in_the_secondary(template):
         assert config["AlarmIdentifier"] == {"Name": {"Ref": alarm}, "Region": {"Ref": "AWS::Region"}}
 
 
+def health_check_by_failover_control(side):
+    """The record's check for each FailoverControl: the verdict alarm's, the plan's, or both."""
+    return {
+        "Fn::If": [
+            "AlarmOnly",
+            {"Ref": f"{side}HealthCheck"},
+            {"Fn::If": ["RegionSwitchOnly", {"Ref": f"RegionSwitch{side}HealthCheckId"}, {"Ref": f"{side}CombinedHealthCheck"}]},
+        ]
+    }
+
+
 def test_failover_records_each_have_their_health_check(template):
     records = {
         name: r
@@ -168,13 +179,10 @@ def test_failover_records_each_have_their_health_check(template):
     for name, record in records.items():
         props = record["Properties"]
         assert props["Name"] == {"Ref": "DomainName"}
-        if props["Failover"] == "PRIMARY":
-            assert props["HealthCheckId"] == {"Ref": "PrimaryHealthCheck"}, name
-        else:
-            # Without one, Route 53 would answer the secondary whenever the primary's check
-            # fails, whatever state the secondary is in.
-            assert props["Failover"] == "SECONDARY"
-            assert props["HealthCheckId"] == {"Ref": "SecondaryHealthCheck"}, name
+        # Without a check on the SECONDARY record, Route 53 would answer the secondary
+        # whenever the primary's check fails, whatever state the secondary is in.
+        side = {"PRIMARY": "Primary", "SECONDARY": "Secondary"}[props["Failover"]]
+        assert props["HealthCheckId"] == health_check_by_failover_control(side), name
         if props["Type"] == "CNAME":
             assert props["TTL"] == {"Ref": "DnsTtl"}
         else:
@@ -408,3 +416,70 @@ def test_user_tokens_need_a_jwks_or_an_hs256_key(template):
     assert not _rule_allows(rule, {**base, "JwtJwksUrl": ""}), "no JWKS, no key: every $connect would fail"
     assert not _rule_allows(rule, {**base, "JwtJwksUrl": "", "UserHs256SecretName": "users"}), "RS256 allowed without a JWKS"
     assert _rule_allows(rule, {**base, "JwtJwksUrl": "", "JwtAlgorithms": "HS256", "UserHs256SecretName": "users"})
+
+
+@pytest.mark.parametrize("side", ["Primary", "Secondary"])
+def test_verdict_and_region_switch_together_need_both_healthy(template, side):
+    check = template["Resources"][f"{side}CombinedHealthCheck"]
+    assert check["Condition"] == "AlarmAndRegionSwitch"
+    config = check["Properties"]["HealthCheckConfig"]
+    assert config["Type"] == "CALCULATED"
+    assert config["ChildHealthChecks"] == [{"Ref": f"{side}HealthCheck"}, {"Ref": f"RegionSwitch{side}HealthCheckId"}]
+    assert config["HealthThreshold"] == 2, "either child going unhealthy takes the Region out"
+
+
+def test_failover_control_defaults_to_the_alarm_and_needs_the_plans_checks_otherwise(template):
+    params = template["Parameters"]
+    assert params["FailoverControl"]["Default"] == "alarm"
+    assert set(params["FailoverControl"]["AllowedValues"]) == {"alarm", "region-switch", "alarm-and-region-switch"}
+    rule = template["Rules"]["RegionSwitchNeedsItsHealthChecks"]
+    assert rule["RuleCondition"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "FailoverControl"}, "alarm"]}]}
+    asserted = json.dumps(rule["Assertions"])
+    assert "RegionSwitchPrimaryHealthCheckId" in asserted and "RegionSwitchSecondaryHealthCheckId" in asserted
+
+
+@pytest.fixture(scope="module")
+def region_switch():
+    tpl, matches = decode(str(ROOT / "arc" / "region-switch.yaml"))
+    assert not matches, matches
+    return tpl
+
+
+def test_region_switch_plan_activates_either_region_through_the_failover_records(template, region_switch):
+    plan = region_switch["Resources"]["Plan"]["Properties"]
+    assert plan["RecoveryApproach"] == "activePassive"
+    assert plan["Regions"] == [{"Ref": "PrimaryRegion"}, {"Ref": "SecondaryRegion"}]
+    targets = {w["WorkflowTargetRegion"]["Ref"]: w for w in plan["Workflows"]}
+    assert set(targets) == {"PrimaryRegion", "SecondaryRegion"}
+    # The set identifiers the plan maps to Regions are the ones the wsdr records carry.
+    identifiers = {
+        r["Properties"]["Failover"]: r["Properties"]["SetIdentifier"]
+        for r in resources(template, "AWS::Route53::RecordSet").values()
+        if "Failover" in r["Properties"]
+    }
+    assert identifiers == {"PRIMARY": {"Fn::Sub": "primary-${PrimaryRegion}"}, "SECONDARY": {"Fn::Sub": "secondary-${AWS::Region}"}}
+    for workflow in targets.values():
+        assert workflow["WorkflowTargetAction"] == "activate"
+        dns = workflow["Steps"][0]
+        assert dns["ExecutionBlockType"] == "Route53HealthCheck"
+        config = dns["ExecutionBlockConfiguration"]["Route53HealthCheckConfig"]
+        assert config["RecordName"] == {"Ref": "DomainName"}
+        # The secondary stack runs in SecondaryRegion, so its ${AWS::Region} is that Region.
+        assert config["RecordSets"] == [
+            {"RecordSetIdentifier": {"Fn::Sub": "primary-${PrimaryRegion}"}, "Region": {"Ref": "PrimaryRegion"}},
+            {"RecordSetIdentifier": {"Fn::Sub": "secondary-${SecondaryRegion}"}, "Region": {"Ref": "SecondaryRegion"}},
+        ]
+        assert workflow["Steps"][1]["Fn::If"][0] == "HasCustomAction"
+    assert targets["PrimaryRegion"]["Steps"] == targets["SecondaryRegion"]["Steps"]
+
+
+def test_region_switch_role_is_assumed_by_region_switch_and_reads_only_the_zone(region_switch):
+    role = region_switch["Resources"]["PlanExecutionRole"]["Properties"]
+    (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "arc-region-switch.amazonaws.com"}
+    (policy,) = role["Policies"]
+    read, invoke = policy["PolicyDocument"]["Statement"]
+    assert read["Action"] == "route53:ListResourceRecordSets"
+    assert "hostedzone/${HostedZoneId}" in read["Resource"]["Fn::Sub"]
+    assert invoke["Fn::If"][0] == "HasCustomAction"
+    assert invoke["Fn::If"][1]["Resource"] == {"Ref": "CustomActionFunctionArn"}
