@@ -6,7 +6,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
+.PHONY: lab deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
 .PHONY: all test unit fmt fmt-check lint clippy template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
@@ -182,6 +182,12 @@ destroy:
 ## The `demo` profile and no DynamoDB/TLS features: the quickest cold build (docs/LAB.md).
 demo:
 	$(CARGO) run --quiet --profile demo -p wsdr-lab --no-default-features --bin wsdr -- drill --scenario throttle --users 50
+
+## lab: the long-running lab with the live auction and control room (http://127.0.0.1:8787/);
+## LAB_ARGS="--users 20" adds simulated users. The binary stays at target/demo/wsdr.
+LAB_ARGS ?= --users 20
+lab:
+	$(CARGO) run --quiet --profile demo -p wsdr-lab --no-default-features --bin wsdr -- lab $(LAB_ARGS)
 
 ## bench: every benchmark in one run (release build); rewrites BENCHMARKS.md.
 ## Uses cargo-lambda for the arm64 bootstrap sizes when it is installed (see docs/DEPLOY.md).

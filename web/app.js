@@ -7,6 +7,36 @@ const $ = (id) => document.getElementById(id);
 const money = (minor) => `$${(minor / 100).toLocaleString('en-US', { minimumFractionDigits: 2 })}`;
 const params = new URLSearchParams(window.location.search);
 const user = params.get('user') || `browser-${Math.random().toString(16).slice(2, 8)}`;
+// A lab started with --allow-remote prints this page's URL with its control token.
+const controlToken = params.get('token');
+
+function api(path, init = {}) {
+  const headers = new Headers(init.headers);
+  if (controlToken) headers.set('authorization', `Bearer ${controlToken}`);
+  return fetch(path, { ...init, headers });
+}
+
+// Elements from DOM nodes and text, never from HTML strings.
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
+  node.append(...children);
+  return node;
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+function svg(tag, attrs = {}, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, String(value));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+const REGION_COLOURS = ['#1f5fbf', '#b3541e'];
+const awsClock = (seconds) => {
+  const s = Math.max(0, Math.round(seconds));
+  return `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
+};
 
 function setText(id, text) {
   const el = $(id);
@@ -39,14 +69,14 @@ function addHistory(text, key) {
 }
 
 async function main() {
-  const config = await (await fetch('/api/config')).json();
+  const config = await (await api('/api/config')).json();
   const client = new AuctionClient({
     url: config.front_door,
     regions: params.get('fallback') === '0' ? [] : config.regions,
     auctionId: config.auction,
     timeScale: config.time_scale,
     tokenProvider: async () => {
-      const response = await fetch(`/api/token?sub=${encodeURIComponent(user)}`);
+      const response = await api(`/api/token?sub=${encodeURIComponent(user)}`);
       if (!response.ok) throw new Error(`token: HTTP ${response.status}`);
       return (await response.json()).token;
     },
@@ -113,41 +143,178 @@ async function main() {
 
   for (const button of document.querySelectorAll('[data-fault]')) {
     button.addEventListener('click', async () => {
-      const response = await fetch('/api/fault', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ kind: button.dataset.fault, region: 0 }),
-      });
-      setText('fault-result', response.ok ? `${button.dataset.fault}: done` : `failed: ${await response.text()}`);
+      try {
+        const response = await api('/api/fault', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ kind: button.dataset.fault, region: 0 }),
+        });
+        setText('fault-result', response.ok ? `${button.dataset.fault}: done` : `refused: ${await response.text()}`);
+      } catch {
+        setText('fault-result', `${button.dataset.fault}: the lab did not answer`);
+      }
       refresh();
     });
   }
 
+  const room = new ControlRoom();
   async function refresh() {
     try {
-      const status = await (await fetch('/api/status')).json();
-      setText('dns-answer', status.dns_answer ?? 'no answer yet');
-      setText('alarm-state', status.alarm);
-      setText('canary', status.canary.map((ok) => (ok ? '●' : '○')).join(' ') || '–');
-      setText('lab-clock', `${status.lab_seconds.toFixed(1)} s lab = ${(status.lab_seconds * status.time_scale / 60).toFixed(1)} min AWS`);
-      const rows = status.regions.map((r, i) => {
-        const health = r.down ? 'down' : r.throttled ? 'throttled' : 'healthy';
-        const link = status.replication[i];
-        const rep = link.cut ? 'cut' : `${link.lag_ms.toFixed(0)} ms lag, ${link.in_flight.items} in flight`;
-        return `<tr data-region="${r.name}"><td>${r.name}</td><td>${health}</td><td>${r.sockets}</td><td>${rep}</td></tr>`;
-      });
-      const body = $('regions').tBodies[0];
-      const html = rows.join('');
-      if (body.innerHTML !== html) body.innerHTML = html;
-      const timeline = $('timeline');
-      const items = status.events.map((e) => `<li>${(e.at_ms / 1000).toFixed(1)} s: ${e.kind.replaceAll('_', ' ')}: ${e.detail.replace(/[<>&]/g, '')}</li>`).join('');
-      if (timeline.innerHTML !== items) timeline.innerHTML = items;
-    } catch {
-      setText('dns-answer', 'lab unreachable');
+      const response = await api('/api/status', { signal: AbortSignal.timeout(2000) });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      room.show(await response.json());
+    } catch (error) {
+      room.stale(error);
     }
   }
   refresh();
   setInterval(refresh, 500);
+}
+
+// The control room: what an SRE reads in five seconds. Every figure comes from /api/status;
+// when the lab stops answering, everything on screen is marked stale rather than left to
+// look current.
+class ControlRoom {
+  constructor() {
+    this.samples = []; // { aws: seconds, sockets: [..] }
+    this.keyEvents = new Map();
+    this.lastOk = null;
+  }
+
+  show(status) {
+    this.lastOk = Date.now();
+    $('control-room').dataset.stale = 'false';
+    setText('lab-link', 'live');
+    const scale = status.time_scale;
+    const now = status.lab_seconds * scale;
+    setText('lab-clock', `T+${awsClock(now)} (lab ${status.lab_seconds.toFixed(1)} s x ${scale})`);
+    setText('dns-answer', status.dns_answer ?? 'no answer yet');
+    setText('alarm-state', status.alarm);
+    setText('users', status.users ? `${status.users.online}/${status.users.total} online` : 'none (wsdr lab --users N)');
+    this.showFault(status);
+    this.showDnsNote(status);
+    this.showRegions(status);
+    this.samples.push({ aws: now, sockets: status.regions.map((r) => r.sockets) });
+    while (this.samples.length > 600) this.samples.shift();
+    this.showChart(status);
+    this.showKeyEvents(status);
+  }
+
+  stale(error) {
+    $('control-room').dataset.stale = 'true';
+    const since = this.lastOk ? ` since ${new Date(this.lastOk).toLocaleTimeString()}` : '';
+    setText('lab-link', `lab unreachable${since} (${error.message ?? error}): the figures below are stale`);
+  }
+
+  showFault(status) {
+    const banner = $('fault-banner');
+    const fault = status.fault;
+    banner.dataset.active = fault ? 'true' : 'false';
+    if (!fault) {
+      setText('fault-banner', 'No fault in force');
+      return;
+    }
+    const parts = [`Fault: ${fault.detail}`, `T+${Math.round(fault.since_aws_s)} s AWS since the fault`];
+    if (fault.restored !== null && fault.restored !== undefined && status.users) {
+      parts.push(`restored elsewhere ${fault.restored}/${status.users.total}`);
+    }
+    if (fault.rto_so_far_aws_s !== null && fault.rto_so_far_aws_s !== undefined) {
+      parts.push(`RTO so far ${Math.round(fault.rto_so_far_aws_s)} s`);
+    }
+    setText('fault-banner', parts.join(' · '));
+  }
+
+  showDnsNote(status) {
+    const answered = status.regions.find((r) => r.name === status.dns_answer);
+    const elsewhere = status.regions.filter((r) => r.name !== status.dns_answer && r.sockets > 0);
+    const note = answered && elsewhere.length
+      ? `DNS answers ${answered.name}; ${elsewhere.map((r) => `${r.sockets} connections on ${r.name}`).join(', ')} stay there until they end: open WebSockets do not follow DNS, clients move when they reconnect.`
+      : '';
+    setText('dns-note', note);
+  }
+
+  showRegions(status) {
+    const cards = status.regions.map((region, i) => {
+      const health = region.down ? 'down' : region.throttled ? 'throttled' : 'serving';
+      const dots = el('span', { class: 'dots', 'aria-label': `${region.name} canary, oldest first` },
+        ...region.canary.map((ok) => el('span', { class: `dot ${ok ? 'ok' : 'bad'}`, title: ok ? 'pong' : 'failed' }, ok ? '●' : '✕')));
+      const link = status.replication[i];
+      const replication = link.cut
+        ? 'cut'
+        : `${(link.lag_ms * status.time_scale / 1000).toFixed(1)} s lag, ${link.in_flight.items} waiting`;
+      const rows = [
+        ['Role', i === 0 ? 'primary' : 'secondary'],
+        ['API', health],
+        ['Canary', dots],
+        ['Verdict alarm', region.alarm],
+        ['Health check', region.health_check_healthy ? 'healthy' : 'unhealthy'],
+        ['Connections', String(region.sockets)],
+        ['Bids accepted', String(region.bids_accepted)],
+        [`Replication to ${link.to}`, replication],
+      ];
+      return el('article', {
+        class: 'card',
+        'data-region': region.name,
+        'data-health': health,
+        'data-dns': String(status.dns_answer === region.name),
+        style: `border-top-color: ${REGION_COLOURS[i] ?? '#888'}`,
+      },
+      el('h3', {}, region.name, status.dns_answer === region.name ? el('span', { class: 'tag' }, 'DNS') : ''),
+      el('dl', { class: 'numbers' }, ...rows.flatMap(([name, value]) => [el('dt', {}, name), el('dd', {}, value)])));
+    });
+    $('region-cards').replaceChildren(...cards);
+  }
+
+  showChart(status) {
+    const chart = $('users-chart');
+    const [w, h, left, bottom] = [420, 140, 34, 18];
+    const samples = this.samples;
+    const nodes = [];
+    const first = samples[0]?.aws ?? 0;
+    const last = samples.at(-1)?.aws ?? 1;
+    const span = Math.max(last - first, 1);
+    const top = Math.max(1, ...samples.flatMap((s) => s.sockets));
+    const x = (aws) => left + ((aws - first) / span) * (w - left - 4);
+    const y = (n) => h - bottom - (n / top) * (h - bottom - 24);
+    nodes.push(svg('line', { x1: left, y1: h - bottom, x2: w - 4, y2: h - bottom, class: 'axis' }));
+    nodes.push(svg('text', { x: 2, y: y(top) + 4, class: 'label' }, String(top)));
+    nodes.push(svg('text', { x: 2, y: h - bottom, class: 'label' }, '0'));
+    nodes.push(svg('text', { x: left, y: h - 3, class: 'label' }, `T+${awsClock(first)}`));
+    nodes.push(svg('text', { x: w - 4, y: h - 3, class: 'label', 'text-anchor': 'end' }, `T+${awsClock(last)} AWS`));
+    if (status.fault) {
+      const from = last - status.fault.since_aws_s;
+      if (from >= first) {
+        nodes.push(svg('rect', { x: x(from), y: 4, width: Math.max(1, x(last) - x(from)), height: h - bottom - 4, class: 'fault-window' }));
+      }
+    }
+    status.regions.forEach((region, i) => {
+      // A step chart: connections hold their value until the next sample.
+      const points = samples.flatMap((s, k) => {
+        const n = s.sockets[i] ?? 0;
+        const next = samples[k + 1];
+        return next ? [`${x(s.aws)},${y(n)}`, `${x(next.aws)},${y(n)}`] : [`${x(s.aws)},${y(n)}`];
+      });
+      nodes.push(svg('polyline', { points: points.join(' '), fill: 'none', stroke: REGION_COLOURS[i] ?? '#888', 'stroke-width': 2, 'data-region': region.name }));
+      nodes.push(svg('text', { x: left + 6 + i * 110, y: 14, fill: REGION_COLOURS[i] ?? '#888', class: 'label' }, `${region.name}: ${region.sockets}`));
+    });
+    chart.replaceChildren(...nodes);
+  }
+
+  showKeyEvents(status) {
+    const list = $('key-events');
+    for (const event of status.key_events) {
+      const key = `${event.at_ms}|${event.kind}|${event.detail}`;
+      if (this.keyEvents.has(key)) continue;
+      const aws = (event.at_ms / 1000) * status.time_scale;
+      const item = el('li', { 'data-kind': event.kind },
+        el('time', {}, `T+${awsClock(aws)}`), ' ',
+        el('span', { class: 'kind' }, event.kind), ' ',
+        event.detail);
+      this.keyEvents.set(key, item);
+      list.append(item);
+      list.scrollTop = list.scrollHeight;
+    }
+  }
 }
 
 main();

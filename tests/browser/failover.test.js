@@ -31,24 +31,25 @@ async function until(what, check, timeoutMs = 60000) {
   }
 }
 
-before(async () => {
-  lab = spawn(wsdr, ['lab', '--time-scale', '60', '--listen', '127.0.0.1:0'], {
+// Start `wsdr lab` on a free port and wait for its control room address.
+async function startLab(extra = []) {
+  const child = spawn(wsdr, ['lab', '--time-scale', '60', '--listen', '127.0.0.1:0', ...extra], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  base = await new Promise((resolve, reject) => {
+  const url = await new Promise((resolve, reject) => {
     let out = '';
-    lab.stdout.on('data', (chunk) => {
+    child.stdout.on('data', (chunk) => {
       out += chunk;
       const found = out.match(/control room: (http:\/\/127\.0\.0\.1:\d+)\//);
       if (found) resolve(found[1]);
     });
-    lab.on('exit', (code) => reject(new Error(`wsdr lab exited with ${code}: ${out}`)));
+    child.on('exit', (code) => reject(new Error(`wsdr lab exited with ${code}: ${out}`)));
   });
-  // Steady state first: the alarm has evaluated OK and the name resolves to the primary.
-  await until('steady state', async () => {
-    const s = await status();
-    return s.alarm === 'OK' && s.dns_answer === 'us-east-1';
-  });
+  return { child, url };
+}
+
+before(async () => {
+  ({ child: lab, url: base } = await startLab());
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     args: [
@@ -108,8 +109,22 @@ test('a bid survives a failover and the page shows the Region switch and the fai
   assert.equal(await dnsOnly.locator('#conn-endpoint').textContent(), 'global name');
   await dnsOnly.screenshot({ path: path.join(shots, '2b-dns-only-page-failed-over.png') });
 
-  // The control room sees the failover too, then heal and watch DNS fail back.
+  // The control room sees the failover too: each Region's own canary, labelled; the fault,
+  // the alarm and the DNS flip in the key events; the fault banner; connections per Region.
   await page.waitForFunction(() => document.querySelector('#dns-answer').textContent === 'us-west-2', null, { timeout: 60000 });
+  const primaryCard = page.locator('#region-cards article[data-region="us-east-1"]');
+  assert.equal(await primaryCard.getAttribute('data-health'), 'throttled');
+  assert.ok(await primaryCard.locator('.dot.bad').count() > 0, 'the primary card shows its failed probes');
+  assert.equal(await page.locator('#region-cards article[data-region="us-west-2"] .dot.bad').count(), 0, 'the secondary probes fine');
+  assert.equal(await page.locator('#region-cards article[data-region="us-west-2"]').getAttribute('data-dns'), 'true');
+  for (const kind of ['fault', 'alarm', 'dns_flip']) {
+    assert.ok(await page.locator(`#key-events li[data-kind="${kind}"]`).count() > 0, `key event ${kind}`);
+  }
+  assert.equal(await page.locator('#fault-banner').getAttribute('data-active'), 'true');
+  assert.match(await page.locator('#fault-banner').textContent(), /T\+\d+ s AWS since the fault/);
+  assert.equal(await page.locator('#users-chart polyline[data-region="us-west-2"]').count(), 1);
+  assert.equal(await page.locator('#control-room .dot').evaluateAll((dots) => dots.every((d) => getComputedStyle(d).color !== 'rgb(27, 27, 27)')), true, 'dots are coloured');
+  await page.screenshot({ path: path.join(shots, '2c-control-room-during-fault.png'), fullPage: true });
   await page.getByRole('button', { name: 'Heal' }).click();
   await page.waitForFunction(() => document.querySelector('#dns-answer').textContent === 'us-east-1', null, { timeout: 90000 });
   assert.equal((await status()).dns_answer, 'us-east-1');
@@ -118,6 +133,13 @@ test('a bid survives a failover and the page shows the Region switch and the fai
   await page.keyboard.press('Enter');
   await page.waitForSelector(`#high-bid[data-amount="${(dollars + 20) * 100}"]`);
   await page.screenshot({ path: path.join(shots, '3-failed-back.png') });
+  // The fault and the heal are still on screen after the failback.
+  for (const kind of ['fault', 'heal', 'alarm_ok']) {
+    assert.ok(await page.locator(`#key-events li[data-kind="${kind}"]`).count() > 0, `key event ${kind} kept`);
+  }
+  assert.equal(await page.locator('#fault-banner').getAttribute('data-active'), 'false');
+  // Sockets stay on the secondary after DNS failed back: the page says why.
+  assert.match(await page.locator('#dns-note').textContent(), /stay there until they end/);
   assert.deepEqual(errors, []);
 });
 
@@ -125,4 +147,30 @@ test('the token endpoint refuses a malformed user id with a clear error', async 
   const response = await fetch(`${base}/api/token?sub=${encodeURIComponent('<script>')}`);
   assert.equal(response.status, 400);
   assert.match(await response.text(), /sub must be/);
+});
+
+test('a lab with simulated users: the room counts them, times the fault, and goes stale when the lab stops', async () => {
+  const { child, url } = await startLab(['--users', '6']);
+  try {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+    const errors = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.goto(`${url}/?user=carol`);
+    await page.waitForFunction(() => document.querySelector('#users').textContent.startsWith('6/6'), null, { timeout: 60000 });
+    await page.getByRole('button', { name: 'Throttle' }).click();
+    await page.waitForFunction(
+      () => /restored elsewhere 6\/6 · RTO so far \d+ s/.test(document.querySelector('#fault-banner').textContent),
+      null,
+      { timeout: 90000 },
+    );
+    await page.waitForFunction(() => Number(document.querySelector('#region-cards article[data-region="us-west-2"] dd:nth-of-type(6)').textContent) >= 6);
+    await page.screenshot({ path: path.join(shots, '4-population-failed-over.png'), fullPage: true });
+    child.kill('SIGTERM');
+    await page.waitForSelector('#control-room[data-stale="true"]', { timeout: 10000 });
+    assert.match(await page.locator('#lab-link').textContent(), /lab unreachable.*stale/);
+    await page.screenshot({ path: path.join(shots, '5-lab-stopped-stale.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  } finally {
+    child.kill('SIGTERM');
+  }
 });

@@ -14,6 +14,7 @@
 //!
 //! Everything runs on tokio's clock, so a test can run a drill in paused time.
 
+pub mod cli;
 pub mod world {
     //! The two Regions and what stands between them and the users.
     pub mod clock;
@@ -22,6 +23,7 @@ pub mod world {
     pub mod health;
     pub mod lab;
     pub mod owner;
+    pub mod prometheus;
     pub mod region;
     pub mod replication;
     pub mod scale;

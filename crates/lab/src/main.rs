@@ -4,12 +4,14 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use wsdr_lab::cli;
 use wsdr_lab::report::Comparison;
 use wsdr_lab::{drill, DrillConfig, Lab, LabConfig, Scenario, TimeScale};
 
 #[derive(Parser)]
 #[command(
     name = "wsdr",
+    version,
     about = "Multi-Region disaster recovery for API Gateway WebSocket APIs: lab and drills"
 )]
 struct Cli {
@@ -21,18 +23,22 @@ struct Cli {
 enum Command {
     /// Run a failover drill and report RTO/RPO; exits non-zero unless nothing was lost.
     Drill {
+        /// What breaks (see `wsdr drill --help` for each; docs/LAB.md).
         #[arg(long, value_enum, default_value = "throttle")]
         scenario: Scenario,
-        #[arg(long, default_value_t = 50)]
+        /// Simulated users bidding through the global name (at least 1).
+        #[arg(long, default_value = "50", value_parser = cli::at_least_one)]
         users: usize,
-        /// One lab second stands for this many AWS seconds.
-        #[arg(long, default_value_t = 60.0)]
+        /// One lab second stands for this many AWS seconds (above 0).
+        #[arg(long, default_value = "60", value_parser = cli::time_scale)]
         time_scale: f64,
+        /// Where the JSON report goes (docs/DRILL_REPORT.md); checked before the drill runs.
         #[arg(long, default_value = "target/wsdr/drill-report.json")]
         report: PathBuf,
-        /// The timeline chart (SVG).
+        /// The drill chart (SVG); checked before the drill runs.
         #[arg(long, default_value = "target/wsdr/drill-timeline.svg")]
         chart: PathBuf,
+        /// Seed of the users' randomness: the same seed, the same users.
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// DNS TTL of the failover record, AWS seconds.
@@ -53,74 +59,103 @@ enum Command {
     /// A chaos campaign: randomized fault schedules while users bid, each run checked by the
     /// history checker; exits non-zero on any violation (docs/RELIABILITY.md).
     Chaos {
+        /// Seed of run 1; run i uses seed + i - 1.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        #[arg(long, default_value_t = 50)]
+        /// Runs in the campaign (at least 1).
+        #[arg(long, default_value = "50", value_parser = cli::at_least_one)]
         runs: usize,
-        #[arg(long, default_value_t = 8)]
+        /// Users per run (at least 1).
+        #[arg(long, default_value = "8", value_parser = cli::at_least_one)]
         users: usize,
-        #[arg(long, default_value_t = 300.0)]
+        /// One lab second stands for this many AWS seconds (above 0).
+        #[arg(long, default_value = "300", value_parser = cli::time_scale)]
         time_scale: f64,
+        /// Where the JSON report goes; checked before the campaign runs.
         #[arg(long, default_value = "target/wsdr/chaos-report.json")]
         report: PathBuf,
         /// Runs in flight at once, each with its own lab (seeds do not depend on it).
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value = "1", value_parser = cli::at_least_one)]
         parallel: usize,
     },
     /// Many concurrent connections bidding for a while: lost bids, memory growth, stuck
     /// connections (docs/RELIABILITY.md).
     Load {
-        #[arg(long, default_value_t = 5000)]
+        /// Concurrent connections (at least 1).
+        #[arg(long, default_value = "5000", value_parser = cli::at_least_one)]
         connections: usize,
-        #[arg(long, default_value_t = 60.0)]
+        /// How long they bid, seconds (above 0).
+        #[arg(long, default_value = "60", value_parser = cli::positive_secs)]
         secs: f64,
-        /// Mean seconds between one user's bids.
-        #[arg(long, default_value_t = 30.0)]
+        /// Mean seconds between one user's bids (above 0).
+        #[arg(long, default_value = "30", value_parser = cli::positive_secs)]
         bid_every: f64,
+        /// Where the JSON report goes; checked before the run.
         #[arg(long, default_value = "target/wsdr/load-report.json")]
         report: PathBuf,
     },
     /// Start the lab and keep it running; faults through the control API.
     Lab {
-        #[arg(long, default_value_t = 60.0)]
+        /// One lab second stands for this many AWS seconds (above 0).
+        #[arg(long, default_value = "60", value_parser = cli::time_scale)]
         time_scale: f64,
         /// Keep each Region's state in DynamoDB Local at this endpoint.
         #[arg(long)]
         dynamodb: Option<String>,
-        /// Control API address.
-        #[arg(long, default_value = "127.0.0.1:8787")]
+        /// Control room and control API address (host:port; `localhost:8787` works).
+        #[arg(long, default_value = "127.0.0.1:8787", value_parser = cli::address)]
         listen: std::net::SocketAddr,
+        /// Serve the control API on a non-loopback address. It can mint user tokens and
+        /// inject faults, so it then requires the control token printed at start.
+        #[arg(long)]
+        allow_remote: bool,
+        /// Simulated users bidding through the global name while the lab runs (0: none).
+        #[arg(long, default_value_t = 0)]
+        users: usize,
+        /// Mean AWS seconds between one simulated user's bids (above 0).
+        #[arg(long, default_value = "20", value_parser = cli::positive_secs)]
+        bid_every: f64,
     },
     /// Inject a fault into a running `wsdr lab` through its control API.
     Fault {
-        /// down, throttle, partition, lag, never-returns, ack-lost, store-throttle,
-        /// store-outage, connections-throttle, disconnect-dropped, skew, one-way, sticky-dns,
-        /// slow, heal (docs/LAB.md)
-        kind: String,
-        /// 0 = primary, 1 = secondary
-        #[arg(long, default_value_t = 0)]
-        region: usize,
+        /// What to break (or `heal`).
+        #[arg(value_enum)]
+        kind: cli::FaultKind,
+        /// The Region: 0 or primary, 1 or secondary, or its name (us-east-1).
+        #[arg(long, default_value = "0", value_parser = cli::region)]
+        region: wsdr_lab::control::RegionRef,
         /// AWS milliseconds: `lag`, `skew` (may be negative), `sticky-dns`, `slow`.
         #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
         ms: i64,
         /// Share affected (0 to 100): `ack-lost`, `store-throttle`, `connections-throttle`.
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
         percent: Option<u8>,
-        /// `one-way`: the Region whose outgoing replication is cut.
-        #[arg(long)]
-        from: Option<usize>,
-        #[arg(long, default_value = "127.0.0.1:8787")]
+        /// `one-way`: the Region whose outgoing replication is cut (as --region).
+        #[arg(long, value_parser = cli::region)]
+        from: Option<wsdr_lab::control::RegionRef>,
+        /// The lab's control API (host:port).
+        #[arg(long, default_value = "127.0.0.1:8787", value_parser = cli::address)]
         lab: std::net::SocketAddr,
+        /// The control token a lab started with --allow-remote printed (or
+        /// WSDR_LAB_CONTROL_TOKEN).
+        #[arg(long, env = "WSDR_LAB_CONTROL_TOKEN", hide_env_values = true)]
+        control_token: Option<String>,
     },
     /// Probe one WebSocket endpoint once (heartbeat + getState), like the canary.
     Probe {
+        /// The WebSocket URL (wss://... or, against the lab, ws://127.0.0.1:PORT).
         url: String,
+        /// The Region the answer must name (e.g. us-east-1).
         #[arg(long)]
         region: String,
+        /// A user token for `$connect` (from your identity provider; against the lab:
+        /// GET http://127.0.0.1:8787/api/token?sub=you).
         #[arg(long)]
         token: Option<String>,
+        /// The auction the probe reads with getState.
         #[arg(long, default_value = "canary")]
         auction: String,
+        /// Give up after this many seconds.
         #[arg(long, default_value_t = 5)]
         timeout_secs: u64,
     },
@@ -134,7 +169,15 @@ fn store_kind(dynamodb: Option<String>) -> wsdr_lab::store::StoreKind {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() {
+    if let Err(error) = run().await {
+        // The chain in one line, never a backtrace: these are the user's errors to act on.
+        eprintln!("wsdr: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             // The emulated Lambdas' own logs (their CloudWatch Logs) are off by default:
@@ -158,6 +201,8 @@ async fn main() -> anyhow::Result<()> {
             dynamodb,
             client_fallback,
         } => {
+            cli::ensure_writable(&report, "report")?;
+            cli::ensure_writable(&chart, "chart")?;
             let started = std::time::Instant::now();
             let config = DrillConfig {
                 scenario,
@@ -174,12 +219,15 @@ async fn main() -> anyhow::Result<()> {
                 progress: true,
                 ..DrillConfig::default()
             };
-            println!("wsdr drill: scenario {scenario:?}, {users} users, time scale {time_scale} (1 lab s = {time_scale} AWS s)");
+            println!(
+                "wsdr drill: scenario {}, {users} users, time scale {time_scale} (1 lab s = {time_scale} AWS s)",
+                scenario.name()
+            );
             let result = drill::run(config.clone()).await?;
             println!();
             print!("{}", result.table());
             result.write_svg(&chart)?;
-            let passed = if client_fallback {
+            let failed = if client_fallback {
                 println!("\nwsdr drill: the same scenario and seed, with client-assisted failover");
                 let assisted = drill::run(DrillConfig {
                     client_fallback: true,
@@ -200,10 +248,18 @@ async fn main() -> anyhow::Result<()> {
                 println!();
                 print!("{}", comparison.table());
                 comparison.write_json(&report)?;
-                comparison.passed()
+                let mut failed = comparison.dns_only.failed_checks.clone();
+                failed.extend(
+                    comparison
+                        .client_assisted
+                        .failed_checks
+                        .iter()
+                        .map(|c| format!("client-assisted: {c}")),
+                );
+                failed
             } else {
                 result.write_json(&report)?;
-                result.passed()
+                result.failed_checks.clone()
             };
             println!(
                 "  report: {}  chart: {}  (wall time {:.1} s)",
@@ -211,7 +267,10 @@ async fn main() -> anyhow::Result<()> {
                 chart.display(),
                 started.elapsed().as_secs_f64()
             );
-            if !passed {
+            if failed.is_empty() {
+                println!("PASS");
+            } else {
+                println!("FAIL: {}", failed.join("; "));
                 std::process::exit(1);
             }
         }
@@ -223,6 +282,7 @@ async fn main() -> anyhow::Result<()> {
             report,
             parallel,
         } => {
+            cli::ensure_writable(&report, "report")?;
             println!(
                 "wsdr chaos: seed {seed}, {runs} runs, {users} users each, time scale {time_scale}, {parallel} at once"
             );
@@ -283,6 +343,7 @@ async fn main() -> anyhow::Result<()> {
             bid_every,
             report,
         } => {
+            cli::ensure_writable(&report, "report")?;
             println!("wsdr load: {connections} connections bidding for {secs} s");
             let result = wsdr_lab::load::run(wsdr_lab::load::LoadConfig {
                 connections,
@@ -304,7 +365,21 @@ async fn main() -> anyhow::Result<()> {
             time_scale,
             dynamodb,
             listen,
+            allow_remote,
+            users,
+            bid_every,
         } => {
+            let control_token = if cli::is_loopback(&listen) {
+                None
+            } else if allow_remote {
+                Some(wsdr_lab::control::new_control_token())
+            } else {
+                eprintln!(
+                    "wsdr lab: refusing to serve the control API on {listen}: anyone who reaches it can mint user tokens and inject faults. \
+                     Use a loopback address (127.0.0.1:8787, localhost:8787), or add --allow-remote to require a control token."
+                );
+                std::process::exit(2);
+            };
             let lab = Arc::new(
                 Lab::start(LabConfig {
                     scale: TimeScale::new(time_scale),
@@ -312,19 +387,49 @@ async fn main() -> anyhow::Result<()> {
                     store: store_kind(dynamodb),
                     // An environment variable, not a flag: secrets stay out of `ps`.
                     canary_secret: std::env::var("WSDR_LAB_CANARY_SECRET").ok(),
+                    // Runs for hours: the timeline keeps the recent past and every key event.
+                    timeline_cap: Some(50_000),
                     ..LabConfig::default()
                 })
                 .await?,
             );
-            let control = wsdr_lab::control::serve(lab.clone(), listen).await?;
-            println!("wsdr lab running (time scale {time_scale})");
+            let control =
+                wsdr_lab::control::serve_with_token(lab.clone(), listen, control_token.clone())
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e:#} (is another `wsdr lab` running? try --listen 127.0.0.1:0)"))?;
+            println!(
+                "wsdr lab {} running (time scale {time_scale})",
+                env!("CARGO_PKG_VERSION")
+            );
             println!("  global name (front door): {}", lab.front_door_url());
             for region in &lab.regions {
                 println!("  {}: {}", region.name, region.url());
             }
-            println!("  control room: http://{control}/");
+            match &control_token {
+                Some(token) => {
+                    println!("  control room: http://{control}/?token={token}");
+                    println!("  control API needs: Authorization: Bearer {token} (wsdr fault --control-token, or WSDR_LAB_CONTROL_TOKEN)");
+                }
+                None => println!("  control room: http://{control}/"),
+            }
             println!("  control API: http://{control}/api/status ; POST http://{control}/api/fault {{\"kind\":\"throttle\",\"region\":0}}");
+            println!("  metrics (Prometheus): http://{control}/metrics");
+            let auction = wsdr_protocol::AuctionId::new("lot-1")?;
+            let population = (users > 0).then(|| {
+                println!("  {users} simulated users bidding on lot-1 through the global name");
+                wsdr_lab::users::Population::through_front_door(
+                    &lab,
+                    users,
+                    &auction,
+                    wsdr_lab::users::Behaviour::honest(bid_every),
+                    1,
+                    |_| false,
+                )
+            });
             tokio::signal::ctrl_c().await?;
+            if let Some(population) = population {
+                population.close().await;
+            }
         }
         Command::Fault {
             kind,
@@ -333,22 +438,35 @@ async fn main() -> anyhow::Result<()> {
             percent,
             from,
             lab,
+            control_token,
         } => {
-            let request = wsdr_lab::control::FaultRequest {
-                kind: kind.clone(),
-                region,
-                ms,
-                percent,
-                from,
+            let body = serde_json::json!({
+                "kind": kind.api_name(),
+                "region": region,
+                "ms": ms,
+                "percent": percent,
+                "from": from,
+            })
+            .to_string();
+            let client = wsdr_lab::control::ControlClient::new(lab, control_token);
+            let (status, answer) = match client.post_json("/api/fault", &body).await {
+                Ok(answer) => answer,
+                Err(error) => {
+                    eprintln!("wsdr fault: {error:#}");
+                    std::process::exit(1);
+                }
             };
-            if let Err(error) = wsdr_lab::control::parse_fault(&request) {
-                eprintln!("wsdr fault: {error}");
-                std::process::exit(2);
-            }
-            let body = serde_json::json!({"kind": kind, "region": region, "ms": ms, "percent": percent, "from": from}).to_string();
-            let (status, answer) = wsdr_lab::control::post_json(lab, "/api/fault", &body).await?;
-            println!("{answer}");
-            if status != 200 {
+            if status == 200 {
+                println!("{answer}");
+            } else {
+                let hint = if status == 401 {
+                    " (this lab wants its control token: --control-token or WSDR_LAB_CONTROL_TOKEN)"
+                } else {
+                    ""
+                };
+                eprintln!(
+                    "wsdr fault: the lab at {lab} refused it (HTTP {status}): {answer}{hint}"
+                );
                 std::process::exit(1);
             }
         }
@@ -375,7 +493,13 @@ async fn main() -> anyhow::Result<()> {
                     ok.heartbeat_ms, ok.total_ms
                 ),
                 Err(failure) => {
-                    println!("unhealthy: {failure}");
+                    let text = failure.to_string();
+                    let hint = if text.contains("403") || text.contains("401") {
+                        "\n  the endpoint refused the handshake: pass a user token with --token (against the lab: GET http://127.0.0.1:8787/api/token?sub=you)"
+                    } else {
+                        ""
+                    };
+                    println!("unhealthy: {text}{hint}");
                     std::process::exit(1);
                 }
             }

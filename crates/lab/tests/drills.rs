@@ -48,6 +48,15 @@ async fn every_scenario_fails_over_without_losing_or_doubling_a_bid() {
         );
         assert!(report.high_bid_consistent, "{name}\n{}", report.table());
         assert!(report.acknowledged_bids > 0, "{name}: the drill must bid");
+        assert!(report.passed(), "{name}: {:?}", report.failed_checks);
+        if scenario == Scenario::Failback {
+            // Its own measure: everyone back on the primary once the secondary's
+            // connections end.
+            assert_eq!(report.users_back_on_primary, Some(10), "{}", report.table());
+            assert!(report.back_on_primary_ms.p99.is_some());
+        } else {
+            assert_eq!(report.users_back_on_primary, None);
+        }
         // Detection: 2 breaching minutes, never faster than 1 minute, and bounded.
         let detection = report.detection_ms.expect("alarm fired") * 60.0 / 1000.0;
         assert!(
@@ -128,6 +137,141 @@ async fn control_api_reports_status_and_injects_faults() {
     assert_eq!(status, 200);
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(json["regions"][0]["throttled"], false);
+}
+
+/// What an operator watches: per-Region panels, the fault in force with users restored,
+/// key events that outlive the noise, `/metrics`, and a control token off loopback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_sees_regions_users_the_fault_and_metrics() {
+    use std::sync::Arc;
+    use wsdr_lab::control::ControlClient;
+    use wsdr_lab::users::{Behaviour, Population};
+    let lab = Arc::new(
+        wsdr_lab::Lab::start(LabConfig {
+            timeline_cap: Some(200),
+            ..LabConfig::default()
+        })
+        .await
+        .unwrap(),
+    );
+    let token = wsdr_lab::control::new_control_token();
+    let addr = wsdr_lab::control::serve_with_token(
+        lab.clone(),
+        "127.0.0.1:0".parse().unwrap(),
+        Some(token.clone()),
+    )
+    .await
+    .unwrap();
+    let anonymous = ControlClient::new(addr, None);
+    let operator = ControlClient::new(addr, Some(token));
+    for path in ["/api/status", "/api/token?sub=a", "/metrics"] {
+        assert_eq!(anonymous.get(path).await.unwrap().0, 401, "{path}");
+    }
+    assert_eq!(
+        anonymous
+            .post_json("/api/fault", r#"{"kind":"heal"}"#)
+            .await
+            .unwrap()
+            .0,
+        401
+    );
+    assert_eq!(
+        anonymous.get("/").await.unwrap().0,
+        200,
+        "the page itself is open"
+    );
+
+    let auction = wsdr_protocol::AuctionId::new("lot-1").unwrap();
+    let users =
+        Population::through_front_door(&lab, 4, &auction, Behaviour::honest(5.0), 3, |_| false);
+    let scale = lab.config.scale;
+    assert!(wsdr_lab::users::wait_for(scale.secs(300.0), || users.all_connected()).await);
+    // A Region by name, as `wsdr fault --region us-east-1` sends it.
+    let (code, body) = operator
+        .post_json("/api/fault", r#"{"kind":"throttle","region":"us-east-1"}"#)
+        .await
+        .unwrap();
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = operator
+        .post_json("/api/fault", r#"{"kind":"throttle","region":"eu-west-9"}"#)
+        .await
+        .unwrap();
+    assert_eq!(code, 400);
+    assert!(body.contains("us-east-1 and us-west-2"), "{body}");
+    let restored_everyone = wsdr_lab::users::wait_for(scale.secs(900.0), || {
+        lab.status()
+            .fault
+            .and_then(|f| f.restored)
+            .is_some_and(|n| n == 4)
+    })
+    .await;
+    assert!(restored_everyone, "{:?}", lab.status().fault);
+
+    let (code, body) = operator.get("/api/status").await.unwrap();
+    assert_eq!(code, 200);
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status["users"]["total"], 4);
+    assert!(status["fault"]["since_aws_s"].as_f64().unwrap() > 0.0);
+    assert!(status["fault"]["rto_so_far_aws_s"].as_f64().unwrap() > 0.0);
+    let primary = &status["regions"][0];
+    assert_eq!(primary["alarm"], "ALARM");
+    assert_eq!(primary["health_check_healthy"], false);
+    assert!(
+        primary["canary"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|ok| ok == false),
+        "the primary's own canary datapoints: {primary}"
+    );
+    let secondary = &status["regions"][1];
+    assert!(secondary["canary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|ok| ok == true));
+    // The key events survive a timeline trimmed to 200 entries.
+    let kinds: Vec<&str> = status["key_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    for kind in ["fault", "alarm", "health_unhealthy", "dns_flip"] {
+        assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
+    }
+    assert!(lab.timeline.entries().len() <= 200);
+
+    let (code, metrics) = operator.get("/metrics").await.unwrap();
+    assert_eq!(code, 200);
+    for line in [
+        r#"wsdr_route53_dns_answer{region="us-west-2"} 1"#,
+        r#"wsdr_route53_health_check_status{region="us-east-1"} 0"#,
+        r#"wsdr_cloudwatch_alarm_state{region="us-east-1",state="ALARM"} 1"#,
+        r#"wsdr_app_websocket_health{region="us-east-1"} 0"#,
+        "wsdr_lab_fault_active 1",
+        "wsdr_lab_last_fault_users_restored 4",
+        "wsdr_lab_users 4",
+    ] {
+        assert!(
+            metrics.contains(line),
+            "{line}
+{metrics}"
+        );
+    }
+    let accepted = |region: &str| -> f64 {
+        let prefix = format!("wsdr_app_bids_accepted_total{{region=\"{region}\"}} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|v| v.parse().ok())
+            .unwrap()
+    };
+    assert!(
+        accepted("us-east-1") + accepted("us-west-2") > 0.0,
+        "{metrics}"
+    );
+    users.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

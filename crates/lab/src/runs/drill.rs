@@ -23,7 +23,9 @@ pub enum Scenario {
     Partition,
     /// The primary flaps (throttled, then fine, then throttled...) before staying broken.
     Flapping,
-    /// Throttle, fail over, heal, and measure failback.
+    /// Throttle, fail over, heal under load, then measure the move back: DNS failing back,
+    /// and every user back on the primary once the secondary's connections end (the lab
+    /// brings API Gateway's 2-hour connection limit forward).
     Failback,
     /// One lost heartbeat: the primary throttled for 3 s, then fine. Nobody may move: no
     /// disconnect, no endpoint change, no DNS flip.
@@ -31,6 +33,21 @@ pub enum Scenario {
     /// The primary lost for good with its replication backlog: the acknowledged bids it had
     /// not replicated are lost (the measured RPO); nothing else may be.
     NeverReturns,
+}
+
+impl Scenario {
+    /// The scenario's one name, as the CLI (`--scenario`) and the JSON report spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Throttle => "throttle",
+            Self::Down => "down",
+            Self::Partition => "partition",
+            Self::Flapping => "flapping",
+            Self::Failback => "failback",
+            Self::Blip => "blip",
+            Self::NeverReturns => "never-returns",
+        }
+    }
 }
 
 /// Drill settings.
@@ -170,6 +187,33 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         .flatten()
         .map(|t| t - heal_ms);
 
+    // Failback of the users: sockets stay where they are until they end. End them on the
+    // secondary, as its 2-hour connection limit would, and time everyone's return.
+    let mut back_on_primary = None;
+    if config.scenario == Scenario::Failback && failed_back {
+        let ended_ms = timeline.elapsed().as_secs_f64() * 1000.0;
+        timeline.record(
+            Kind::Note,
+            format!("{secondary}: every connection ended (the 2-hour limit, brought forward)"),
+        );
+        lab.regions[1].drop_all_sockets();
+        wait_for(scale.secs(config.recovery_timeout_secs), || {
+            all_restored_on(&lab.config.regions[0], ended_ms)
+        })
+        .await;
+        let returns: Vec<f64> = users
+            .records()
+            .iter()
+            .filter_map(|r| {
+                r.restores
+                    .iter()
+                    .find(|(at, region)| *at >= ended_ms && *region == lab.config.regions[0])
+                    .map(|(at, _)| at - ended_ms)
+            })
+            .collect();
+        back_on_primary = Some(returns);
+    }
+
     // Stop bidding, let outstanding answers arrive and replication drain, then check the
     // history like any chaos run.
     let Judgement {
@@ -248,15 +292,15 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         .count();
     let split = split_between_regions(&logs, &accepted, fault_ms, heal_ms);
     let primary = &lab.config.regions[0];
-    let disconnects_during_fault = logs
-        .iter()
-        .map(|l| {
-            l.disconnects
-                .iter()
-                .filter(|d| **d >= fault_ms && **d < heal_ms)
-                .count()
-        })
-        .sum();
+    let disconnects_in_fault = |l: &UserRecord| {
+        l.disconnects
+            .iter()
+            .filter(|d| **d >= fault_ms && **d < heal_ms)
+            .count()
+    };
+    let disconnects_during_fault = logs.iter().map(disconnects_in_fault).sum();
+    let users_disconnected_during_fault =
+        logs.iter().filter(|l| disconnects_in_fault(l) > 0).count();
     // Ping-pong: back on the primary after having been restored in the secondary, while
     // the fault lasts.
     let returns_to_primary_during_fault = logs
@@ -277,7 +321,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         })
         .sum();
 
-    Ok(Report {
+    let mut report = Report {
         scenario: config.scenario,
         clients: config.users,
         time_scale: scale.factor(),
@@ -305,6 +349,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         rpo_oldest_ms_at_fault: rpo.oldest_ms,
         client_fallback: config.client_fallback,
         disconnects_during_fault,
+        users_disconnected_during_fault,
         returns_to_primary_during_fault,
         endpoint_moves: logs.iter().map(|l| l.moves).sum(),
         split_ms: split.duration_ms,
@@ -312,7 +357,12 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         accepted_below_other_region: split.accepted_below_other_region,
         violations,
         timeline: timeline.entries(),
-    })
+        users_back_on_primary: back_on_primary.as_ref().map(Vec::len),
+        back_on_primary_ms: Percentiles::of(back_on_primary.as_deref().unwrap_or_default()),
+        failed_checks: Vec::new(),
+    };
+    report.failed_checks = report.checks();
+    Ok(report)
 }
 
 /// What clients split between Regions cost.

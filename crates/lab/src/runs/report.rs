@@ -74,8 +74,12 @@ pub struct Report {
     pub rpo_oldest_ms_at_fault: f64,
     /// Whether the users had the Regions' own endpoints (client-assisted failover).
     pub client_fallback: bool,
-    /// Client disconnects between the fault and the heal.
+    /// Client disconnects between the fault and the heal: every closed socket, so one user
+    /// whose reconnect attempts fail counts once per attempt.
     pub disconnects_during_fault: usize,
+    /// Users who lost their connection at least once between the fault and the heal.
+    #[serde(default)]
+    pub users_disconnected_during_fault: usize,
     /// Restores on the primary by clients already restored in the secondary, before the
     /// heal: ping-pong (must be 0).
     pub returns_to_primary_during_fault: usize,
@@ -91,27 +95,133 @@ pub struct Report {
     /// same kinds a chaos run reports. Empty on a passing drill.
     pub violations: Vec<crate::sim::history::Violation>,
     pub timeline: Vec<Entry>,
+    /// `failback` only: users restored on the primary after the secondary's connections
+    /// ended, and how long that took from then, lab ms.
+    #[serde(default)]
+    pub users_back_on_primary: Option<usize>,
+    #[serde(default)]
+    pub back_on_primary_ms: Percentiles,
+    /// Every check the drill failed, in words (empty: PASS). The same list the console's
+    /// verdict line prints.
+    #[serde(default)]
+    pub failed_checks: Vec<String>,
 }
 
 impl Report {
-    /// Nothing lost, nothing doubled, Regions converged, no ping-pong, and every client
-    /// restored in the secondary; for a blip, nobody moved at all.
+    /// Nothing lost, nothing doubled, Regions converged, no ping-pong, the fault detected
+    /// and every client restored in the secondary; for a blip, nobody moved at all.
     pub fn passed(&self) -> bool {
-        let recovery = if self.scenario == Scenario::Blip {
-            self.restored == 0
-                && self.disconnects_during_fault == 0
-                && self.endpoint_moves == 0
-                && self.dns_flips_during_fault == 0
-        } else {
-            self.restored == self.clients
+        self.checks().is_empty()
+    }
+
+    /// The checks this drill failed, each in words an operator can act on.
+    pub fn checks(&self) -> Vec<String> {
+        let mut failed = Vec::new();
+        let mut check = |ok: bool, text: String| {
+            if !ok {
+                failed.push(text);
+            }
         };
-        self.lost_acknowledged_bids == 0
-            && self.violations.is_empty()
-            && self.duplicate_bids == 0
-            && self.converged
-            && self.high_bid_consistent
-            && self.returns_to_primary_during_fault == 0
-            && recovery
+        check(
+            self.clients > 0,
+            "no users: a drill with nobody connected measures nothing".into(),
+        );
+        if self.scenario == Scenario::Blip {
+            check(
+                self.restored == 0,
+                format!(
+                    "{} users moved to the secondary after a blip",
+                    self.restored
+                ),
+            );
+            check(
+                self.users_disconnected_during_fault == 0 && self.disconnects_during_fault == 0,
+                format!(
+                    "{} users disconnected during a blip",
+                    self.users_disconnected_during_fault
+                ),
+            );
+            check(
+                self.endpoint_moves == 0,
+                format!("{} endpoint moves during a blip", self.endpoint_moves),
+            );
+            check(
+                self.dns_flips_during_fault == 0,
+                format!(
+                    "DNS flipped {} times during a blip",
+                    self.dns_flips_during_fault
+                ),
+            );
+        } else {
+            check(
+                self.detection_ms.is_some(),
+                "the fault was never detected (no alarm)".into(),
+            );
+            check(
+                self.restored == self.clients,
+                format!(
+                    "restored in the secondary: {}/{}",
+                    self.restored, self.clients
+                ),
+            );
+        }
+        if self.scenario == Scenario::Failback {
+            check(
+                self.failback_ms.is_some(),
+                "DNS never failed back to the primary after the heal".into(),
+            );
+            let back = self.users_back_on_primary.unwrap_or(0);
+            check(
+                back == self.clients,
+                format!(
+                    "back on the primary after failback: {back}/{}",
+                    self.clients
+                ),
+            );
+        }
+        check(
+            self.lost_acknowledged_bids == 0,
+            format!("{} acknowledged bids lost", self.lost_acknowledged_bids),
+        );
+        check(
+            self.duplicate_bids == 0,
+            format!("{} duplicate bids", self.duplicate_bids),
+        );
+        check(self.converged, "the Regions did not converge".into());
+        check(
+            self.high_bid_consistent,
+            "the high bid differs between Regions or from the acknowledged bids".into(),
+        );
+        check(
+            self.returns_to_primary_during_fault == 0,
+            format!(
+                "{} returns to the primary during the fault (ping-pong)",
+                self.returns_to_primary_during_fault
+            ),
+        );
+        if !self.violations.is_empty() {
+            let mut kinds: Vec<String> = self
+                .violations
+                .iter()
+                .map(|v| {
+                    serde_json::to_value(v)
+                        .ok()
+                        .and_then(|j| j.get("kind").and_then(|k| k.as_str()).map(str::to_owned))
+                        .unwrap_or_else(|| "violation".to_owned())
+                })
+                .collect();
+            kinds.sort();
+            kinds.dedup();
+            check(
+                false,
+                format!(
+                    "{} history violations ({})",
+                    self.violations.len(),
+                    kinds.join(", ")
+                ),
+            );
+        }
+        failed
     }
 
     pub fn table(&self) -> String {
@@ -123,8 +233,10 @@ impl Report {
         };
         let mut out = String::new();
         out.push_str(&format!(
-            "drill report: scenario {:?}, {} clients, time scale {}\n",
-            self.scenario, self.clients, self.time_scale
+            "drill report: scenario {}, {} clients, time scale {}\n",
+            self.scenario.name(),
+            self.clients,
+            self.time_scale
         ));
         out.push_str(&format!(
             "  restored in secondary     {}/{}\n",
@@ -154,6 +266,14 @@ impl Report {
             "  failback (DNS)            {}\n",
             ms(self.failback_ms)
         ));
+        if let Some(back) = self.users_back_on_primary {
+            out.push_str(&format!(
+                "  back on primary           {back}/{}, p50 {}, p99 {}\n",
+                self.clients,
+                ms(self.back_on_primary_ms.p50).trim(),
+                ms(self.back_on_primary_ms.p99).trim()
+            ));
+        }
         out.push_str(&format!(
             "  DNS flips during fault    {}\n",
             self.dns_flips_during_fault
@@ -186,8 +306,8 @@ impl Report {
         ));
         out.push_str(&format!("  regions converged         {}\n", self.converged));
         out.push_str(&format!(
-            "  disconnects during fault  {}\n",
-            self.disconnects_during_fault
+            "  users disconnected        {} ({} disconnects during the fault)\n",
+            self.users_disconnected_during_fault, self.disconnects_during_fault
         ));
         out.push_str(&format!(
             "  back on primary (ping-pong) {}\n",
@@ -217,9 +337,14 @@ impl Report {
                 serde_json::to_string(v).unwrap_or_default()
             ));
         }
+        let failed = self.checks();
         out.push_str(&format!(
             "  verdict                   {}\n",
-            if self.passed() { "PASS" } else { "FAIL" }
+            if failed.is_empty() {
+                "PASS".to_owned()
+            } else {
+                format!("FAIL: {}", failed.join("; "))
+            }
         ));
         out
     }
@@ -359,8 +484,12 @@ impl Comparison {
             row("converged", |r| r.converged.to_string()),
         ];
         let mut out = format!(
-            "comparison: scenario {:?}, {} clients, same seed\n  {:<28}{:>16}{:>18}\n",
-            self.scenario, d.clients, "", "DNS only", "client-assisted"
+            "comparison: scenario {}, {} clients, same seed\n  {:<28}{:>16}{:>18}\n",
+            self.scenario.name(),
+            d.clients,
+            "",
+            "DNS only",
+            "client-assisted"
         );
         for (name, a, b) in rows {
             out.push_str(&format!("  {name:<28}{a:>16}{b:>18}\n"));

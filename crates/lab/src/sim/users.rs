@@ -320,11 +320,28 @@ impl Population {
                 user_client(&lab, &spec.sub, &spec.auction, seed, fallback(index))
             })
         };
-        Self::start(lab.clone(), specs, behaviour, seed, clients, true)
+        let population = Self::start(lab.clone(), specs, behaviour, seed, clients, true);
+        let view: Arc<dyn crate::world::lab::UsersView> = population.clone();
+        lab.attach_users(&view);
+        population
     }
 
     pub fn len(&self) -> usize {
         self.users.len()
+    }
+
+    /// The users restored in `region` at or after `since_ms`: how long after.
+    fn restores_since(&self, since_ms: f64, region: &str) -> Vec<f64> {
+        self.users
+            .iter()
+            .filter_map(|user| {
+                lock(&user.record)
+                    .restores
+                    .iter()
+                    .find(|(at, r)| *at >= since_ms && r == region)
+                    .map(|(at, _)| at - since_ms)
+            })
+            .collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -689,5 +706,19 @@ fn on_event(
             }
         }
         _ => {}
+    }
+}
+
+impl crate::world::lab::UsersView for Population {
+    fn total(&self) -> usize {
+        self.users.len()
+    }
+
+    fn online(&self) -> usize {
+        Population::online(self)
+    }
+
+    fn restored_since(&self, since_ms: f64, region: &str) -> Vec<f64> {
+        self.restores_since(since_ms, region)
     }
 }

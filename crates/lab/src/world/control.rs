@@ -1,14 +1,18 @@
 //! The lab's HTTP control API: status and fault injection (used by `wsdr fault`, the
 //! control room page, and anyone with curl).
 //!
+//! With a control token (`wsdr lab --allow-remote`), `/api/*` and `/metrics` need it
+//! (`Authorization: Bearer <token>` or `?token=`); on loopback there is none.
+//!
 //! - `GET  /` (and `/app.js`, `/wsdr-client.js`, `/style.css`): the live auction page and
 //!   control room (`web/`, compiled into the binary so the lab serves it from anywhere)
 //! - `GET  /api/status` -> [`crate::world::lab::Status`] as JSON
+//! - `GET  /metrics` -> the same in Prometheus text format ([`crate::world::prometheus`])
 //! - `GET  /api/config` -> what the page needs: global name, Regions' own endpoints, scale
 //! - `GET  /api/token?sub=<user>` -> `{"token": ...}`: a lab user token (the lab's own issuer;
 //!   nothing like it exists in a deployment, where tokens come from the app's identity provider)
-//! - `POST /api/fault` with `{"kind": <kind>, "region": 0|1, "ms": <AWS ms>, "percent": 0..100,
-//!   "from": 0|1}`; kinds: `down`, `throttle`, `partition`, `lag` (ms), `never-returns`,
+//! - `POST /api/fault` with `{"kind": <kind>, "region": 0|1|"<Region name>", "ms": <AWS ms>,
+//!   "percent": 0..100, "from": 0|1|"<Region name>"}`; kinds: `down`, `throttle`, `partition`, `lag` (ms), `never-returns`,
 //!   `ack-lost` (percent), `store-throttle` (percent), `store-outage`, `connections-throttle`
 //!   (percent), `disconnect-dropped`, `skew` (ms, may be negative), `one-way` (from),
 //!   `sticky-dns` (ms: how long answers are kept), `slow` (ms), `heal` (docs/LAB.md)
@@ -24,11 +28,42 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// A Region in a fault request: its index (0 = primary, 1 = secondary) or its name
+/// (`"us-east-1"`). The index form is the original API and stays.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(untagged)]
+pub enum RegionRef {
+    Index(usize),
+    Name(String),
+}
+
+impl Default for RegionRef {
+    fn default() -> Self {
+        Self::Index(0)
+    }
+}
+
+impl RegionRef {
+    /// The Region's index among `names` (the lab's Regions, primary first).
+    pub fn resolve(&self, names: &[String]) -> Result<usize, String> {
+        match self {
+            Self::Index(i) if *i < names.len() => Ok(*i),
+            Self::Name(name) => names.iter().position(|n| n == name).ok_or_else(|| {
+                format!(
+                    "no Region `{name}` in this lab: its Regions are {} (or 0 and 1)",
+                    names.join(" and ")
+                )
+            }),
+            Self::Index(_) => Err("region must be 0 (primary) or 1 (secondary)".into()),
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub struct FaultRequest {
     pub kind: String,
     #[serde(default)]
-    pub region: usize,
+    pub region: RegionRef,
     /// AWS milliseconds (`lag`, `skew` (signed), `sticky-dns`, `slow`).
     #[serde(default)]
     pub ms: i64,
@@ -38,15 +73,18 @@ pub struct FaultRequest {
     pub percent: Option<u8>,
     /// `one-way`: the Region whose outgoing replication is cut (default `region`).
     #[serde(default)]
-    pub from: Option<usize>,
+    pub from: Option<RegionRef>,
 }
 
-/// Parse a fault request; errors are for the HTTP 400 body.
-pub fn parse_fault(request: &FaultRequest) -> Result<Fault, String> {
-    let region = request.region;
-    if region > 1 || request.from.is_some_and(|f| f > 1) {
-        return Err("region must be 0 (primary) or 1 (secondary)".into());
-    }
+/// Parse a fault request against the lab's Region names (primary first); errors are for
+/// the HTTP 400 body.
+pub fn parse_fault(request: &FaultRequest, names: &[String]) -> Result<Fault, String> {
+    let region = request.region.resolve(names)?;
+    let from = request
+        .from
+        .as_ref()
+        .map(|f| f.resolve(names))
+        .transpose()?;
     let percent = match request.percent {
         Some(p) if p > 100 => return Err("percent must be 0 to 100".into()),
         Some(p) => p,
@@ -70,7 +108,7 @@ pub fn parse_fault(request: &FaultRequest) -> Result<Fault, String> {
             ms: request.ms,
         }),
         "one-way" => Ok(Fault::OneWay {
-            from: request.from.unwrap_or(region),
+            from: from.unwrap_or(region),
         }),
         "sticky-dns" => Ok(Fault::StickyDns(Duration::from_millis(non_negative_ms()?))),
         "slow" => Ok(Fault::Slow {
@@ -120,18 +158,85 @@ pub fn router(lab: Arc<Lab>) -> Router {
         .route("/api/token", get(token))
         .route("/api/status", get(status))
         .route("/api/fault", post(fault))
+        .route("/metrics", get(metrics))
         .with_state(lab)
 }
 
-/// Serve the control API on `addr` (use port 0 in tests).
+/// Serve the control API on `addr` (use port 0 in tests), open to whoever reaches it: for
+/// loopback addresses.
 pub async fn serve(lab: Arc<Lab>, addr: SocketAddr) -> anyhow::Result<SocketAddr> {
+    serve_with_token(lab, addr, None).await
+}
+
+/// A fresh control token: 128 random bits, hex.
+pub fn new_control_token() -> String {
+    use rand::Rng;
+    let bytes: [u8; 16] = rand::rng().random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Serve the control API; with a token, every `/api/*` and `/metrics` request must carry it
+/// (`Authorization: Bearer <token>`, or `?token=` for the page's first load and curl).
+pub async fn serve_with_token(
+    lab: Arc<Lab>,
+    addr: SocketAddr,
+    token: Option<String>,
+) -> anyhow::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    let app = router(lab);
+    let app = match token {
+        Some(token) => {
+            let token = Arc::new(token);
+            router(lab).layer(axum::middleware::from_fn(
+                move |request: axum::extract::Request, next: axum::middleware::Next| {
+                    let token = token.clone();
+                    async move { require_token(&token, request, next).await }
+                },
+            ))
+        }
+        None => router(lab),
+    };
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
     Ok(bound)
+}
+
+async fn require_token(
+    token: &str,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = request.uri().path();
+    if !(path.starts_with("/api/") || path == "/metrics") {
+        return next.run(request).await;
+    }
+    let bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned);
+    let query = request.uri().query().and_then(|q| {
+        q.split('&')
+            .find_map(|pair| pair.strip_prefix("token="))
+            .map(str::to_owned)
+    });
+    let presented = bearer.or(query).unwrap_or_default();
+    if same_secret(presented.as_bytes(), token.as_bytes()) {
+        next.run(request).await
+    } else {
+        (
+            StatusCode::UNAUTHORIZED,
+            "this lab's control API needs the control token it printed at start (Authorization: Bearer <token>)",
+        )
+            .into_response()
+    }
+}
+
+/// Compare without stopping at the first difference (no timing hint about the token).
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 async fn config(State(lab): State<Arc<Lab>>) -> Response {
@@ -175,12 +280,23 @@ async fn token(State(lab): State<Arc<Lab>>, Query(request): Query<TokenRequest>)
     Json(serde_json::json!({"token": lab.user_token(&request.sub)})).into_response()
 }
 
+async fn metrics(State(lab): State<Arc<Lab>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        crate::world::prometheus::render(&lab),
+    )
+        .into_response()
+}
+
 async fn status(State(lab): State<Arc<Lab>>) -> Response {
     Json(lab.status()).into_response()
 }
 
 async fn fault(State(lab): State<Arc<Lab>>, Json(request): Json<FaultRequest>) -> Response {
-    match parse_fault(&request) {
+    match parse_fault(&request, &lab.config.regions) {
         Ok(fault) => {
             lab.fault(fault);
             Json(lab.status()).into_response()
@@ -189,23 +305,88 @@ async fn fault(State(lab): State<Arc<Lab>>, Json(request): Json<FaultRequest>) -
     }
 }
 
-/// A minimal HTTP/1.1 POST for `wsdr fault` (the lab's control API is plain HTTP on
-/// loopback; no client library needed). Returns the status and the body.
+/// The control API's client (`wsdr fault`, `wsdr status`, tests): the hyper client already in
+/// the lab's graph, plain HTTP. Every failure names the address and what to try.
+#[derive(Debug, Clone)]
+pub struct ControlClient {
+    addr: SocketAddr,
+    token: Option<String>,
+    http: hyper_util::client::legacy::Client<
+        hyper_util::client::legacy::connect::HttpConnector,
+        http_body_util::Full<bytes::Bytes>,
+    >,
+}
+
+impl ControlClient {
+    /// A client for the lab at `addr`; `token` is the control token a non-loopback lab
+    /// prints at start (`--allow-remote`).
+    pub fn new(addr: SocketAddr, token: Option<String>) -> Self {
+        let http =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http();
+        Self { addr, token, http }
+    }
+
+    pub async fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
+        self.send(axum::http::Method::GET, path, None).await
+    }
+
+    pub async fn post_json(&self, path: &str, body: &str) -> anyhow::Result<(u16, String)> {
+        self.send(axum::http::Method::POST, path, Some(body)).await
+    }
+
+    async fn send(
+        &self,
+        method: axum::http::Method,
+        path: &str,
+        body: Option<&str>,
+    ) -> anyhow::Result<(u16, String)> {
+        use http_body_util::BodyExt;
+        let url = format!("http://{}{path}", self.addr);
+        let mut request = axum::http::Request::builder()
+            .method(method)
+            .uri(&url)
+            .header(header::CONTENT_TYPE, "application/json");
+        if let Some(token) = &self.token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = request.body(http_body_util::Full::new(bytes::Bytes::from(
+            body.unwrap_or_default().to_owned(),
+        )))?;
+        let response = tokio::time::timeout(Duration::from_secs(10), self.http.request(request))
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "the lab's control API at {url} did not answer within 10 s (is the lab busy, or is something else listening on {}?)",
+                    self.addr
+                )
+            })?
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot reach the lab's control API at {url}: {}. Is `wsdr lab` running? Start it with `wsdr lab`, or point at it with --lab HOST:PORT",
+                    root_cause(&e)
+                )
+            })?;
+        let status = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| anyhow::anyhow!("reading the answer from {url}: {e}"))?
+            .to_bytes();
+        Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+    }
+}
+
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+/// One POST to the lab at `addr` (no control token): status and body.
 pub async fn post_json(addr: SocketAddr, path: &str, body: &str) -> anyhow::Result<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await?;
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
-    Ok((status, body))
+    ControlClient::new(addr, None).post_json(path, body).await
 }

@@ -93,8 +93,9 @@ impl Metrics for LabMetrics {
         } else {
             Kind::ProbeFailed
         };
-        self.timeline.record(
+        self.timeline.record_in(
             kind,
+            &self.region,
             format!(
                 "canary datapoint {} for {}",
                 u8::from(point.healthy),

@@ -51,6 +51,9 @@ pub struct LabConfig {
     /// that a canary outside the lab (the canary Lambda under `cargo lambda watch`,
     /// `make invoke-local`) can mint tokens the lab's authorizer accepts.
     pub canary_secret: Option<String>,
+    /// Keep at most this many timeline entries (plus the key ones): set for a lab that runs
+    /// for hours (`wsdr lab`); drills keep everything they are judged on.
+    pub timeline_cap: Option<usize>,
 }
 
 impl Default for LabConfig {
@@ -70,8 +73,21 @@ impl Default for LabConfig {
             echo: false,
             store: crate::world::store::StoreKind::Memory,
             canary_secret: None,
+            timeline_cap: None,
         }
     }
+}
+
+/// What the lab can ask of the users a run attaches to it ([`Lab::attach_users`]), for the
+/// control room and `/metrics`: the lab itself knows sockets, not users.
+pub trait UsersView: Send + Sync {
+    /// Users in the run.
+    fn total(&self) -> usize;
+    /// Users whose app holds an open connection now.
+    fn online(&self) -> usize;
+    /// For each user restored (state read after a reconnect) at or after `since_ms` in
+    /// `region`: how long after `since_ms`, lab ms.
+    fn restored_since(&self, since_ms: f64, region: &str) -> Vec<f64>;
 }
 
 /// A fault to inject. Regions by index (0 primary, 1 secondary); durations and skews in AWS
@@ -181,6 +197,9 @@ pub struct Lab {
     pub store_faults: [Arc<FaultyStore>; 2],
     /// Writes a Region that never returned took with it.
     lost: std::sync::Mutex<Vec<Change>>,
+    /// The simulated users of a run, if one attached them.
+    /// Weak: the users hold the lab, and the lab must not keep them (or itself) alive.
+    users: std::sync::OnceLock<std::sync::Weak<dyn UsersView>>,
 }
 
 impl std::fmt::Debug for Lab {
@@ -230,6 +249,31 @@ pub struct Status {
     pub canary: Vec<bool>,
     /// The last system events (faults, probes failing, alarm, health check, DNS), oldest first.
     pub events: Vec<crate::world::timeline::Entry>,
+    /// Every key event of the run (fault, heal, alarms, health checks, DNS flips, notes),
+    /// oldest first: what the control room keeps on screen.
+    pub key_events: Vec<crate::world::timeline::Entry>,
+    /// The fault in force, if any: since when, and how the users are doing.
+    pub fault: Option<FaultStatus>,
+    /// The simulated users, when a run attached them (`wsdr lab --users N`, drills).
+    pub users: Option<UsersStatus>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultStatus {
+    /// What the last fault entry said.
+    pub detail: String,
+    pub since_lab_s: f64,
+    pub since_aws_s: f64,
+    /// Users restored in a Region other than the primary since the fault.
+    pub restored: Option<usize>,
+    /// The slowest of those restores so far, AWS seconds (the RTO so far).
+    pub rto_so_far_aws_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct UsersStatus {
+    pub total: usize,
+    pub online: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -242,6 +286,13 @@ pub struct RegionStatus {
     pub handshakes: u64,
     pub throttled_429: u64,
     pub integration_errors: u64,
+    /// Bids this Region answered `accepted`.
+    pub bids_accepted: u64,
+    /// This Region's canary datapoints, oldest first (true = healthy).
+    pub canary: Vec<bool>,
+    /// The Region's verdict alarm and its Route 53 health check.
+    pub alarm: AlarmState,
+    pub health_check_healthy: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -257,7 +308,11 @@ pub struct LinkStatus {
 impl Lab {
     pub async fn start(config: LabConfig) -> anyhow::Result<Self> {
         let scale = config.scale;
-        let timeline = Timeline::new(config.echo.then_some(scale.factor()));
+        let echo = config.echo.then_some(scale.factor());
+        let timeline = match config.timeline_cap {
+            Some(cap) => Timeline::bounded(echo, cap),
+            None => Timeline::new(echo),
+        };
         let user_secret = secret();
         let canary_secret = config.canary_secret.clone().unwrap_or_else(secret);
         let auth_env = [
@@ -386,6 +441,7 @@ impl Lab {
             clock,
             store_faults,
             lost: std::sync::Mutex::new(Vec::new()),
+            users: std::sync::OnceLock::new(),
         };
         lab.start_canaries(&canary_secret)?;
         lab.start_alarm();
@@ -758,7 +814,8 @@ impl Lab {
             regions: self
                 .regions
                 .iter()
-                .map(|r| RegionStatus {
+                .enumerate()
+                .map(|(i, r)| RegionStatus {
                     name: r.name.clone(),
                     url: r.url(),
                     down: r.faults.down.load(Ordering::SeqCst),
@@ -767,6 +824,26 @@ impl Lab {
                     handshakes: r.counters.handshakes.load(Ordering::Relaxed),
                     throttled_429: r.counters.throttled_429.load(Ordering::Relaxed),
                     integration_errors: r.counters.integration_errors.load(Ordering::Relaxed),
+                    bids_accepted: r.counters.bids_accepted.load(Ordering::Relaxed),
+                    canary: self
+                        .timeline
+                        .recent(6, |e| {
+                            matches!(e.kind, Kind::ProbeOk | Kind::ProbeFailed)
+                                && e.region.as_deref() == Some(r.name.as_str())
+                        })
+                        .iter()
+                        .map(|e| e.kind == Kind::ProbeOk)
+                        .collect(),
+                    alarm: if i == 0 {
+                        self.alarm.state()
+                    } else {
+                        self.secondary_alarm.state()
+                    },
+                    health_check_healthy: if i == 0 {
+                        self.resolver.primary_healthy()
+                    } else {
+                        self.resolver.secondary_healthy()
+                    },
                 })
                 .collect(),
             alarm: self.alarm.state(),
@@ -788,9 +865,13 @@ impl Lab {
                     applied: l.applied(),
                 })
                 .collect(),
+            // The primary's datapoints (the watcher's), as before; per Region in `regions`.
             canary: self
                 .timeline
-                .recent(6, |e| matches!(e.kind, Kind::ProbeOk | Kind::ProbeFailed))
+                .recent(6, |e| {
+                    matches!(e.kind, Kind::ProbeOk | Kind::ProbeFailed)
+                        && e.region.as_deref() == Some(names[0].as_str())
+                })
                 .iter()
                 .map(|e| e.kind == Kind::ProbeOk)
                 .collect(),
@@ -803,6 +884,58 @@ impl Lab {
                         | Kind::ClientMoved
                 )
             }),
+            key_events: self.timeline.key_entries(),
+            fault: self.fault_status(),
+            users: self.users().map(|u| UsersStatus {
+                total: u.total(),
+                online: u.online(),
+            }),
         }
+    }
+
+    /// Attach a run's users so the control room and `/metrics` can count them (once).
+    pub fn attach_users(&self, users: &Arc<dyn UsersView>) {
+        let _ = self.users.set(Arc::downgrade(users));
+    }
+
+    fn users(&self) -> Option<Arc<dyn UsersView>> {
+        self.users.get().and_then(std::sync::Weak::upgrade)
+    }
+
+    /// The fault in force: the last fault entry with no heal after it.
+    fn fault_status(&self) -> Option<FaultStatus> {
+        self.last_fault()
+            .filter(|(_, healed)| !healed)
+            .map(|(f, _)| f)
+    }
+
+    /// The last fault of the run, and whether a heal followed it.
+    pub fn last_fault(&self) -> Option<(FaultStatus, bool)> {
+        let key = self.timeline.key_entries();
+        let last_fault = key.iter().rposition(|e| e.kind == Kind::Fault)?;
+        let healed = key[last_fault..].iter().any(|e| e.kind == Kind::Heal);
+        let fault = &key[last_fault];
+        let since_lab_s = (self.timeline.elapsed().as_secs_f64() * 1000.0 - fault.at_ms) / 1000.0;
+        let restores: Option<Vec<f64>> = self.users().map(|u| {
+            self.config.regions[1..]
+                .iter()
+                .flat_map(|region| u.restored_since(fault.at_ms, region))
+                .collect()
+        });
+        Some((
+            FaultStatus {
+                detail: fault.detail.clone(),
+                since_lab_s,
+                since_aws_s: since_lab_s * self.config.scale.factor(),
+                restored: restores.as_ref().map(Vec::len),
+                rto_so_far_aws_s: restores.as_ref().and_then(|r| {
+                    r.iter()
+                        .copied()
+                        .reduce(f64::max)
+                        .map(|ms| ms / 1000.0 * self.config.scale.factor())
+                }),
+            },
+            healed,
+        ))
     }
 }

@@ -111,6 +111,8 @@ pub struct Counters {
     pub gone: AtomicU64,
     /// Bids whose connection the `ack-lost` fault cut after the commit.
     pub acks_lost: AtomicU64,
+    /// Bids answered `accepted` (the lab's stand-in for the app's own bid metric).
+    pub bids_accepted: AtomicU64,
 }
 
 enum Outbound {
@@ -357,7 +359,16 @@ impl Region {
             "isBase64Encoded": false,
         });
         match self.invoke(event).await {
-            Some((200, body, _)) => body,
+            Some((200, body, _)) => {
+                if route == "bid"
+                    && body
+                        .as_deref()
+                        .is_some_and(|b| b.contains(r#""status":"accepted""#))
+                {
+                    self.counters.bids_accepted.fetch_add(1, Ordering::Relaxed);
+                }
+                body
+            }
             _ => {
                 self.counters
                     .integration_errors

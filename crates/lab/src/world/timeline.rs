@@ -25,20 +25,72 @@ pub enum Kind {
     Note,
 }
 
+impl Kind {
+    /// What an operator follows a fault by: the fault, the heal, alarms, health checks, DNS
+    /// flips and notes. Kept for a whole run even when the rest of the timeline is trimmed.
+    pub fn is_key(self) -> bool {
+        matches!(
+            self,
+            Kind::Fault
+                | Kind::Heal
+                | Kind::Alarm
+                | Kind::AlarmOk
+                | Kind::HealthUnhealthy
+                | Kind::HealthHealthy
+                | Kind::DnsFlip
+                | Kind::Note
+        )
+    }
+
+    /// The kind's one name, as the JSON spells it (`alarm_ok`): the console uses it too.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Fault => "fault",
+            Kind::Heal => "heal",
+            Kind::ProbeFailed => "probe_failed",
+            Kind::ProbeOk => "probe_ok",
+            Kind::Alarm => "alarm",
+            Kind::AlarmOk => "alarm_ok",
+            Kind::HealthUnhealthy => "health_unhealthy",
+            Kind::HealthHealthy => "health_healthy",
+            Kind::DnsFlip => "dns_flip",
+            Kind::ClientDisconnected => "client_disconnected",
+            Kind::ClientRestored => "client_restored",
+            Kind::ClientMoved => "client_moved",
+            Kind::Note => "note",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Entry {
     /// Milliseconds since the lab started.
     pub at_ms: f64,
     pub kind: Kind,
     pub detail: String,
+    /// The Region the entry is about, when it is about one (canary datapoints).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
 }
 
+/// Key entries kept by a trimmed timeline (see [`Timeline::bounded`]).
+pub const KEY_ENTRIES_KEPT: usize = 2_000;
+
 /// A shared, append-only timeline. Optionally echoes entries as they happen (progress).
+/// Drills keep every entry (they are judged on them); a long-running lab keeps the last
+/// `cap` entries and, apart from them, the last [`KEY_ENTRIES_KEPT`] key ones.
 #[derive(Debug, Clone)]
 pub struct Timeline {
     start: Instant,
-    entries: Arc<Mutex<Vec<Entry>>>,
+    entries: Arc<Mutex<Entries>>,
     echo: Option<f64>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    all: std::collections::VecDeque<Entry>,
+    key: std::collections::VecDeque<Entry>,
+    cap: Option<usize>,
 }
 
 impl Timeline {
@@ -51,6 +103,40 @@ impl Timeline {
         }
     }
 
+    /// A timeline that keeps at most `cap` entries (the oldest go first), and the key ones
+    /// separately ([`Kind::is_key`]), so a lab that runs for days stays within bounds.
+    pub fn bounded(echo: Option<f64>, cap: usize) -> Self {
+        let timeline = Self::new(echo);
+        timeline.lock().cap = Some(cap.max(1));
+        timeline
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The key entries (faults, heals, alarms, health checks, DNS flips, notes), oldest
+    /// first: all of them, or the last [`KEY_ENTRIES_KEPT`] of a bounded timeline.
+    pub fn key_entries(&self) -> Vec<Entry> {
+        let entries = self.lock();
+        if entries.cap.is_some() {
+            entries.key.iter().cloned().collect()
+        } else {
+            entries
+                .all
+                .iter()
+                .filter(|e| e.kind.is_key())
+                .cloned()
+                .collect()
+        }
+    }
+
+    /// How many entries are held now (bounded timelines stay under their cap).
+    pub fn held(&self) -> usize {
+        let entries = self.lock();
+        entries.all.len() + entries.key.len()
+    }
+
     pub fn start(&self) -> Instant {
         self.start
     }
@@ -60,10 +146,20 @@ impl Timeline {
     }
 
     pub fn record(&self, kind: Kind, detail: impl Into<String>) {
+        self.push(kind, None, detail.into());
+    }
+
+    /// An entry about one Region.
+    pub fn record_in(&self, kind: Kind, region: &str, detail: impl Into<String>) {
+        self.push(kind, Some(region.to_owned()), detail.into());
+    }
+
+    fn push(&self, kind: Kind, region: Option<String>, detail: String) {
         let entry = Entry {
             at_ms: self.start.elapsed().as_secs_f64() * 1000.0,
             kind,
-            detail: detail.into(),
+            detail,
+            region,
         };
         if let Some(scale) = self.echo {
             if !matches!(
@@ -71,24 +167,34 @@ impl Timeline {
                 Kind::ProbeOk | Kind::ClientDisconnected | Kind::ClientRestored | Kind::ClientMoved
             ) {
                 println!(
-                    "  [{:>7.2} s lab | {:>6.0} s AWS] {:?}: {}",
+                    "  [{:>7.2} s lab | {:>6.0} s AWS] {}: {}",
                     entry.at_ms / 1000.0,
                     entry.at_ms / 1000.0 * scale,
-                    kind,
+                    kind.name(),
                     entry.detail
                 );
             }
         }
-        self.entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(entry);
+        let mut entries = self.lock();
+        if let Some(cap) = entries.cap {
+            if kind.is_key() {
+                entries.key.push_back(entry.clone());
+                if entries.key.len() > KEY_ENTRIES_KEPT {
+                    entries.key.pop_front();
+                }
+            }
+            if entries.all.len() >= cap {
+                entries.all.pop_front();
+            }
+        }
+        entries.all.push_back(entry);
     }
 
     /// The last `n` entries that `keep` accepts, oldest first, without copying the rest.
     pub fn recent(&self, n: usize, keep: impl Fn(&Entry) -> bool) -> Vec<Entry> {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let entries = self.lock();
         let mut picked: Vec<Entry> = entries
+            .all
             .iter()
             .rev()
             .filter(|e| keep(e))
@@ -99,11 +205,9 @@ impl Timeline {
         picked
     }
 
+    /// Every entry held, oldest first.
     pub fn entries(&self) -> Vec<Entry> {
-        self.entries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.lock().all.iter().cloned().collect()
     }
 
     /// The first entry of `kind` at or after `from_ms`.
@@ -113,5 +217,43 @@ impl Timeline {
             .filter(|e| e.kind == kind && e.at_ms >= from_ms)
             .map(|e| e.at_ms)
             .reduce(f64::min)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bounded_timeline_keeps_its_cap_and_every_recent_key_entry() {
+        let timeline = Timeline::bounded(None, 100);
+        timeline.record(Kind::Fault, "the fault");
+        for i in 0..10_000 {
+            timeline.record_in(Kind::ProbeOk, "us-east-1", format!("probe {i}"));
+        }
+        timeline.record(Kind::Heal, "the heal");
+        assert!(timeline.held() <= 100 + KEY_ENTRIES_KEPT);
+        assert_eq!(timeline.entries().len(), 100);
+        let key: Vec<Kind> = timeline.key_entries().iter().map(|e| e.kind).collect();
+        assert_eq!(
+            key,
+            [Kind::Fault, Kind::Heal],
+            "the fault outlives 10,000 probes"
+        );
+        for i in 0..(KEY_ENTRIES_KEPT + 10) {
+            timeline.record(Kind::Note, format!("note {i}"));
+        }
+        assert_eq!(timeline.key_entries().len(), KEY_ENTRIES_KEPT);
+    }
+
+    #[test]
+    fn an_unbounded_timeline_keeps_everything() {
+        let timeline = Timeline::new(None);
+        for i in 0..500 {
+            timeline.record(Kind::ClientRestored, format!("user {i}"));
+        }
+        timeline.record(Kind::DnsFlip, "flip");
+        assert_eq!(timeline.entries().len(), 501);
+        assert_eq!(timeline.key_entries().len(), 1);
     }
 }
