@@ -84,7 +84,7 @@ sam-validate:
 ## watch`, against DynamoDB Local and a local @connections/CloudWatch peer (needs cargo-lambda)
 invoke-local:
 	@command -v cargo-lambda >/dev/null || { echo "invoke-local needs cargo-lambda: pip install cargo-lambda==1.9.2 (docs/DEPLOY.md)"; exit 1; }
-	scripts/with-dynamodb-local.sh python3 scripts/invoke_local.py
+	bin="$$(scripts/python-tools.sh)"; scripts/with-dynamodb-local.sh "$$bin/python" scripts/invoke_local.py
 
 # ---------------------------------------------------------------- deployment (needs an AWS account)
 # Required: DOMAIN HOSTED_ZONE_ID CERT_ARN_PRIMARY CERT_ARN_SECONDARY JWT_ISSUER JWT_AUDIENCE

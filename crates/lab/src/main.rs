@@ -15,6 +15,9 @@ use wsdr_lab::{drill, DrillConfig, Lab, LabConfig, Scenario, TimeScale};
     about = "Multi-Region disaster recovery for API Gateway WebSocket APIs: lab and drills"
 )]
 struct Cli {
+    /// How log and timeline events are written (stderr): text for people, json for tools.
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: wsdr_lab::console::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -178,17 +181,9 @@ async fn main() {
 }
 
 async fn run() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            // The emulated Lambdas' own logs (their CloudWatch Logs) are off by default:
-            // injected faults make them log errors by design. RUST_LOG=ws_handler=info,... shows them.
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-                "error,wsdr_core=off,ws_handler=off,authorizer=off,canary=off".into()
-            }),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    wsdr_lab::console::init(cli.log_format);
+    match cli.command {
         Command::Drill {
             scenario,
             users,
@@ -248,6 +243,8 @@ async fn run() -> anyhow::Result<()> {
                 println!();
                 print!("{}", comparison.table());
                 comparison.write_json(&report)?;
+                // The chart path gets both runs on one chart.
+                comparison.write_svg(&chart)?;
                 let mut failed = comparison.dns_only.failed_checks.clone();
                 failed.extend(
                     comparison

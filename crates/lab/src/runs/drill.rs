@@ -175,6 +175,15 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         );
     }
     tokio::time::sleep(scale.secs(20.0)).await;
+    // Never heal before the alarm and DNS have had their chance: clients that moved on their
+    // own (client-assisted failover) may be back long before them, and a drill that healed
+    // first would report no detection, or a DNS flip after the heal.
+    if config.scenario != Scenario::Blip {
+        wait_for(scale.secs(600.0), || {
+            timeline.first(Kind::DnsFlip, fault_ms).is_some()
+        })
+        .await;
+    }
 
     // Heal and measure failback (the name resolving to the primary again).
     let heal_ms = timeline.elapsed().as_secs_f64() * 1000.0;
@@ -281,6 +290,8 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         })
         .collect();
     let restored = rtos.len();
+    let mut restores_aws_s: Vec<f64> = rtos.iter().map(|ms| ms * scale.factor() / 1000.0).collect();
+    restores_aws_s.sort_by(f64::total_cmp);
     let detection_ms = timeline.first(Kind::Alarm, fault_ms).map(|t| t - fault_ms);
     let dns_flip_ms = timeline
         .first(Kind::DnsFlip, fault_ms)
@@ -327,12 +338,9 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         time_scale: scale.factor(),
         restored,
         rto_ms: Percentiles::of(&rtos),
-        rto_aws_s: Percentiles::of(
-            &rtos
-                .iter()
-                .map(|ms| ms * scale.factor() / 1000.0)
-                .collect::<Vec<_>>(),
-        ),
+        rto_aws_s: Percentiles::of(&restores_aws_s),
+        restores_aws_s,
+        connections_aws: connections_per_region(&logs, fault_ms, scale.factor()),
         detection_ms,
         dns_flip_ms,
         failback_ms,
@@ -363,6 +371,46 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     };
     report.failed_checks = report.checks();
     Ok(report)
+}
+
+/// Users served by each Region over time: (AWS seconds since the fault, users) at every
+/// change. A user is served from a state restore until its next disconnect or restore.
+fn connections_per_region(
+    logs: &[UserRecord],
+    fault_ms: f64,
+    scale: f64,
+) -> BTreeMap<String, Vec<(f64, usize)>> {
+    let mut edges: Vec<(f64, String, i64)> = Vec::new();
+    for log in logs {
+        for (i, (start, region)) in log.restores.iter().enumerate() {
+            edges.push((*start, region.clone(), 1));
+            let next_restore = log.restores.get(i + 1).map(|r| r.0);
+            let disconnect = log.disconnects.iter().copied().find(|d| *d >= *start);
+            let end = match (disconnect, next_restore) {
+                (Some(d), Some(r)) => Some(d.min(r)),
+                (d, r) => d.or(r),
+            };
+            if let Some(end) = end {
+                edges.push((end, region.clone(), -1));
+            }
+        }
+    }
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.2.cmp(&b.2)));
+    let mut live: BTreeMap<String, i64> = BTreeMap::new();
+    let mut series: BTreeMap<String, Vec<(f64, usize)>> = BTreeMap::new();
+    for (at, region, delta) in edges {
+        let count = live.entry(region.clone()).or_default();
+        *count = (*count + delta).max(0);
+        let users = usize::try_from(*count).unwrap_or(0);
+        let point = ((at - fault_ms) * scale / 1000.0, users);
+        let points = series.entry(region).or_default();
+        // Edges at one instant (a restore ending where the next begins) make one step.
+        match points.last_mut() {
+            Some(last) if last.0 == point.0 => *last = point,
+            _ => points.push(point),
+        }
+    }
+    series
 }
 
 /// What clients split between Regions cost.

@@ -1,8 +1,7 @@
 //! The drill report: a table for people, JSON for machines, an SVG timeline for both.
 
 use crate::runs::drill::Scenario;
-use crate::world::timeline::{Entry, Kind};
-use plotters::prelude::*;
+use crate::world::timeline::Entry;
 use serde::Serialize;
 use std::path::Path;
 
@@ -46,6 +45,13 @@ pub struct Report {
     pub rto_ms: Percentiles,
     /// The same in AWS-equivalent seconds (lab time x time scale).
     pub rto_aws_s: Percentiles,
+    /// Every restored user's RTO, AWS-equivalent seconds, sorted (the chart's curve).
+    #[serde(default)]
+    pub restores_aws_s: Vec<f64>,
+    /// Users served by each Region over time: (AWS-equivalent seconds since the fault, users)
+    /// at every change (the chart's bottom panel).
+    #[serde(default)]
+    pub connections_aws: std::collections::BTreeMap<String, Vec<(f64, usize)>>,
     /// Fault -> alarm in ALARM, lab ms.
     pub detection_ms: Option<f64>,
     /// Fault -> the resolver answering the secondary, lab ms.
@@ -228,125 +234,105 @@ impl Report {
         let s = self.time_scale / 1000.0;
         let ms = |v: Option<f64>| {
             v.map_or("-".to_owned(), |v| {
-                format!("{v:>8.0} ms  = {:>6.1} s AWS", v * s)
+                format!("{:.0} ms lab = {:.1} s AWS", v, v * s)
             })
         };
-        let mut out = String::new();
-        out.push_str(&format!(
-            "drill report: scenario {}, {} clients, time scale {}\n",
-            self.scenario.name(),
-            self.clients,
-            self.time_scale
-        ));
-        out.push_str(&format!(
-            "  restored in secondary     {}/{}\n",
-            self.restored, self.clients
-        ));
-        out.push_str(&format!(
-            "  RTO p50                   {}\n",
-            ms(self.rto_ms.p50)
-        ));
-        out.push_str(&format!(
-            "  RTO p99                   {}\n",
-            ms(self.rto_ms.p99)
-        ));
-        out.push_str(&format!(
-            "  RTO max                   {}\n",
-            ms(self.rto_ms.max)
-        ));
-        out.push_str(&format!(
-            "  detection (alarm)         {}\n",
-            ms(self.detection_ms)
-        ));
-        out.push_str(&format!(
-            "  DNS flip                  {}\n",
-            ms(self.dns_flip_ms)
-        ));
-        out.push_str(&format!(
-            "  failback (DNS)            {}\n",
-            ms(self.failback_ms)
-        ));
+        let mut rows: Vec<(&str, String)> = vec![
+            (
+                "restored in secondary",
+                format!("{}/{}", self.restored, self.clients),
+            ),
+            ("RTO p50", ms(self.rto_ms.p50)),
+            ("RTO p99", ms(self.rto_ms.p99)),
+            ("RTO max", ms(self.rto_ms.max)),
+            ("detection (alarm)", ms(self.detection_ms)),
+            ("DNS flip", ms(self.dns_flip_ms)),
+            ("failback (DNS)", ms(self.failback_ms)),
+        ];
         if let Some(back) = self.users_back_on_primary {
-            out.push_str(&format!(
-                "  back on primary           {back}/{}, p50 {}, p99 {}\n",
-                self.clients,
-                ms(self.back_on_primary_ms.p50).trim(),
-                ms(self.back_on_primary_ms.p99).trim()
+            rows.push((
+                "back on primary",
+                format!(
+                    "{back}/{}, p50 {}, p99 {}",
+                    self.clients,
+                    ms(self.back_on_primary_ms.p50),
+                    ms(self.back_on_primary_ms.p99)
+                ),
             ));
         }
-        out.push_str(&format!(
-            "  DNS flips during fault    {}\n",
-            self.dns_flips_during_fault
-        ));
-        out.push_str(&format!(
-            "  acknowledged bids         {}\n",
-            self.acknowledged_bids
-        ));
-        out.push_str(&format!(
-            "  lost acknowledged bids    {}\n",
-            self.lost_acknowledged_bids
-        ));
+        rows.extend([
+            (
+                "DNS flips during fault",
+                self.dns_flips_during_fault.to_string(),
+            ),
+            ("acknowledged bids", self.acknowledged_bids.to_string()),
+            (
+                "lost acknowledged bids",
+                self.lost_acknowledged_bids.to_string(),
+            ),
+        ]);
         if self.scenario == Scenario::NeverReturns {
-            out.push_str(&format!(
-                "  lost with the Region      {} acknowledged bids (measured RPO)\n",
-                self.acknowledged_bids_lost_with_region
+            rows.push((
+                "lost with the Region",
+                format!(
+                    "{} acknowledged bids (measured RPO)",
+                    self.acknowledged_bids_lost_with_region
+                ),
             ));
         }
-        out.push_str(&format!(
-            "  duplicate bids            {}\n",
-            self.duplicate_bids
-        ));
-        out.push_str(&format!(
-            "  high bid consistent       {}\n",
-            self.high_bid_consistent
-        ));
-        out.push_str(&format!(
-            "  RPO window at fault       {} items, oldest {:.0} ms\n",
-            self.rpo_items_at_fault, self.rpo_oldest_ms_at_fault
-        ));
-        out.push_str(&format!("  regions converged         {}\n", self.converged));
-        out.push_str(&format!(
-            "  users disconnected        {} ({} disconnects during the fault)\n",
-            self.users_disconnected_during_fault, self.disconnects_during_fault
-        ));
-        out.push_str(&format!(
-            "  back on primary (ping-pong) {}\n",
-            self.returns_to_primary_during_fault
-        ));
+        rows.extend([
+            ("duplicate bids", self.duplicate_bids.to_string()),
+            ("high bid consistent", self.high_bid_consistent.to_string()),
+            (
+                "RPO window at fault",
+                format!(
+                    "{} items, oldest {:.0} ms",
+                    self.rpo_items_at_fault, self.rpo_oldest_ms_at_fault
+                ),
+            ),
+            ("regions converged", self.converged.to_string()),
+            (
+                "users disconnected",
+                format!(
+                    "{} ({} disconnects during the fault)",
+                    self.users_disconnected_during_fault, self.disconnects_during_fault
+                ),
+            ),
+            (
+                "back on primary (ping-pong)",
+                self.returns_to_primary_during_fault.to_string(),
+            ),
+        ]);
         if self.client_fallback {
-            out.push_str(&format!(
-                "  endpoint moves (clients)  {}\n",
-                self.endpoint_moves
-            ));
+            rows.push(("endpoint moves (clients)", self.endpoint_moves.to_string()));
         }
-        out.push_str(&format!(
-            "  split between Regions     {}\n",
-            ms(Some(self.split_ms))
-        ));
-        out.push_str(&format!(
-            "  accepted below other high {}\n",
-            self.accepted_below_other_region
-        ));
-        out.push_str(&format!(
-            "  history violations        {}\n",
-            self.violations.len()
-        ));
+        rows.extend([
+            ("split between Regions", ms(Some(self.split_ms))),
+            (
+                "accepted below other high",
+                self.accepted_below_other_region.to_string(),
+            ),
+            ("history violations", self.violations.len().to_string()),
+        ]);
         for v in &self.violations {
-            out.push_str(&format!(
-                "    {}\n",
-                serde_json::to_string(v).unwrap_or_default()
-            ));
+            rows.push(("", serde_json::to_string(v).unwrap_or_default()));
         }
         let failed = self.checks();
-        out.push_str(&format!(
-            "  verdict                   {}\n",
+        rows.push((
+            "verdict",
             if failed.is_empty() {
                 "PASS".to_owned()
             } else {
                 format!("FAIL: {}", failed.join("; "))
-            }
+            },
         ));
-        out
+        format!(
+            "drill report: scenario {}, {} clients, time scale {}\n{}\n",
+            self.scenario.name(),
+            self.clients,
+            self.time_scale,
+            two_columns(rows)
+        )
     }
 
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
@@ -357,73 +343,22 @@ impl Report {
         Ok(())
     }
 
-    /// A timeline chart: one lane per kind of event, x in AWS-equivalent seconds.
+    /// The drill chart (crate::runs::chart): users restored over time since the fault and
+    /// connections per Region, with the fault window and the events marked.
     pub fn write_svg(&self, path: &Path) -> anyhow::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let lanes: [(Kind, &str, RGBColor); 9] = [
-            (Kind::Fault, "fault", RED),
-            (Kind::Heal, "heal", GREEN),
-            (Kind::ProbeFailed, "probe failed", RGBColor(230, 120, 0)),
-            (Kind::Alarm, "alarm", RGBColor(180, 0, 0)),
-            (Kind::AlarmOk, "alarm ok", RGBColor(0, 130, 0)),
-            (Kind::HealthUnhealthy, "health check", RGBColor(120, 0, 120)),
-            (Kind::DnsFlip, "DNS flip", BLUE),
-            (
-                Kind::ClientDisconnected,
-                "client disconnect",
-                RGBColor(120, 120, 120),
-            ),
-            (
-                Kind::ClientRestored,
-                "client restored",
-                RGBColor(0, 110, 160),
-            ),
-        ];
-        let aws = |ms: f64| ms * self.time_scale / 1000.0;
-        let end = self
-            .timeline
-            .iter()
-            .map(|e| aws(e.at_ms))
-            .fold(1.0, f64::max);
-        let root = SVGBackend::new(path, (1100, 420)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!(
-                    "wsdr drill: {:?}, {} clients (AWS-equivalent seconds)",
-                    self.scenario, self.clients
-                ),
-                ("sans-serif", 18),
-            )
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(130)
-            .build_cartesian_2d(0f64..end * 1.02, -0.5f64..(lanes.len() as f64 - 0.5))?;
-        chart
-            .configure_mesh()
-            .x_desc("seconds (AWS-equivalent)")
-            .y_labels(lanes.len())
-            .y_label_formatter(&|y| {
-                let i = y.round() as usize;
-                lanes.get(i).map_or(String::new(), |l| l.1.to_owned())
-            })
-            .draw()?;
-        for (lane, (kind, _, color)) in lanes.iter().enumerate() {
-            let points: Vec<(f64, f64)> = self
-                .timeline
-                .iter()
-                .filter(|e| {
-                    e.kind == *kind
-                        || (*kind == Kind::HealthUnhealthy && e.kind == Kind::HealthHealthy)
-                })
-                .map(|e| (aws(e.at_ms), lane as f64))
-                .collect();
-            chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
-        }
-        root.present()?;
-        Ok(())
+        let (name, colour) = if self.client_fallback {
+            ("client-assisted", crate::runs::chart::CLIENT_ASSISTED)
+        } else {
+            ("DNS only", crate::runs::chart::DNS_ONLY)
+        };
+        crate::runs::chart::write(
+            path,
+            &[crate::runs::chart::Run {
+                report: self,
+                name,
+                colour,
+            }],
+        )
     }
 }
 
@@ -483,24 +418,28 @@ impl Comparison {
             row("endpoint moves", |r| r.endpoint_moves.to_string()),
             row("converged", |r| r.converged.to_string()),
         ];
-        let mut out = format!(
-            "comparison: scenario {}, {} clients, same seed\n  {:<28}{:>16}{:>18}\n",
-            self.scenario.name(),
-            d.clients,
-            "",
-            "DNS only",
-            "client-assisted"
-        );
+        let mut table = plain_table();
+        table.set_header(vec!["", "DNS only", "client-assisted"]);
         for (name, a, b) in rows {
-            out.push_str(&format!("  {name:<28}{a:>16}{b:>18}\n"));
+            table.add_row(vec![name.to_owned(), a, b]);
         }
-        out.push_str(&format!(
-            "  p99 RTO ratio               {}\n  verdict                     {}\n",
+        table.add_row(vec![
+            "p99 RTO ratio".to_owned(),
             self.p99_rto_ratio
                 .map_or("-".to_owned(), |r| format!("{r:.2} (target < 0.50)")),
-            if self.passed() { "PASS" } else { "FAIL" }
-        ));
-        out
+            String::new(),
+        ]);
+        table.add_row(vec![
+            "verdict".to_owned(),
+            verdict(&d.checks()),
+            verdict(&c.checks()),
+        ]);
+        right_align(&mut table, &[1, 2]);
+        format!(
+            "comparison: scenario {}, {} clients, same seed\n{table}\n",
+            self.scenario.name(),
+            d.clients
+        )
     }
 
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
@@ -509,5 +448,59 @@ impl Comparison {
         }
         std::fs::write(path, serde_json::to_vec_pretty(self)?)?;
         Ok(())
+    }
+
+    /// Both runs on one chart: two restored curves, the DNS-only run's events marked.
+    pub fn write_svg(&self, path: &Path) -> anyhow::Result<()> {
+        use crate::runs::chart::{Run, CLIENT_ASSISTED, DNS_ONLY};
+        crate::runs::chart::write(
+            path,
+            &[
+                Run {
+                    report: &self.dns_only,
+                    name: "DNS only",
+                    colour: DNS_ONLY,
+                },
+                Run {
+                    report: &self.client_assisted,
+                    name: "client-assisted",
+                    colour: CLIENT_ASSISTED,
+                },
+            ],
+        )
+    }
+}
+
+/// A borderless table for the console (comfy-table: its column widths, not hand padding).
+fn plain_table() -> comfy_table::Table {
+    let mut table = comfy_table::Table::new();
+    table
+        .load_style(comfy_table::presets::NOTHING)
+        .set_content_arrangement(comfy_table::ContentArrangement::Disabled);
+    table
+}
+
+fn right_align(table: &mut comfy_table::Table, columns: &[usize]) {
+    for index in columns {
+        if let Some(column) = table.column_mut(*index) {
+            column.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+    }
+}
+
+/// Name and value rows, the names in one column.
+fn two_columns(rows: Vec<(&str, String)>) -> comfy_table::Table {
+    let mut table = plain_table();
+    for (name, value) in rows {
+        table.add_row(vec![name.to_owned(), value]);
+    }
+    table
+}
+
+fn verdict(failed: &[String]) -> String {
+    if failed.is_empty() {
+        "PASS".to_owned()
+    } else {
+        format!("FAIL ({})", failed.len())
     }
 }

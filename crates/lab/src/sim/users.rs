@@ -629,8 +629,9 @@ fn on_event(
             record.served_by = Some(region.clone());
             drop(record);
             if narrate {
-                timeline.record(
+                timeline.record_in(
                     Kind::ClientRestored,
+                    &region,
                     format!("{sub} restored from {region}"),
                 );
             }
@@ -651,13 +652,20 @@ fn on_event(
             record.high_seen = record.high_seen.max(seen);
         }
         Event::Disconnected { reason } => {
+            // The Region that had this user, if it was connected with a state (the chart's
+            // connections per Region).
+            let lost_from = record.connected.then(|| record.served_by.clone()).flatten();
             if record.connected {
                 population.went_offline();
             }
             record.session_lost(at);
             drop(record);
             if narrate {
-                timeline.record(Kind::ClientDisconnected, format!("{sub}: {reason:?}"));
+                let detail = format!("{sub}: {reason:?}");
+                match &lost_from {
+                    Some(region) => timeline.record_in(Kind::ClientDisconnected, region, detail),
+                    None => timeline.record(Kind::ClientDisconnected, detail),
+                }
             }
         }
         Event::EndpointChanged {

@@ -76,7 +76,8 @@ pub struct Entry {
 /// Key entries kept by a trimmed timeline (see [`Timeline::bounded`]).
 pub const KEY_ENTRIES_KEPT: usize = 2_000;
 
-/// A shared, append-only timeline. Optionally echoes entries as they happen (progress).
+/// A shared, append-only timeline. Optionally echoes entries as they happen (progress), as
+/// `tracing` events with target `wsdr::timeline` (crate::console formats them).
 /// Drills keep every entry (they are judged on them); a long-running lab keeps the last
 /// `cap` entries and, apart from them, the last [`KEY_ENTRIES_KEPT`] key ones.
 #[derive(Debug, Clone)]
@@ -166,11 +167,13 @@ impl Timeline {
                 kind,
                 Kind::ProbeOk | Kind::ClientDisconnected | Kind::ClientRestored | Kind::ClientMoved
             ) {
-                println!(
-                    "  [{:>7.2} s lab | {:>6.0} s AWS] {}: {}",
-                    entry.at_ms / 1000.0,
-                    entry.at_ms / 1000.0 * scale,
-                    kind.name(),
+                tracing::info!(
+                    target: "wsdr::timeline",
+                    lab_s = entry.at_ms / 1000.0,
+                    aws_s = entry.at_ms / 1000.0 * scale,
+                    kind = kind.name(),
+                    region = entry.region.as_deref(),
+                    "{}",
                     entry.detail
                 );
             }
