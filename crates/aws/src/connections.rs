@@ -176,4 +176,35 @@ impl Connections for DynamoConnections {
         }
         Ok(())
     }
+
+    /// A scan of the connection records (`sk = META`) still live. The table is regional
+    /// and holds only this Region's connections and subscriptions, so a scan reads about
+    /// one item per connection and one per subscription.
+    async fn all(&self, now_ms: u64) -> Result<Vec<ConnectionId>> {
+        let now_secs = now_ms / 1000;
+        let mut pages = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression("#sk = :meta AND #expires > :now")
+            .projection_expression("#pk, #expires")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_names("#expires", EXPIRES_AT)
+            .expression_attribute_values(":meta", s("META"))
+            .expression_attribute_values(":now", n(now_secs))
+            .into_paginator()
+            .items()
+            .send();
+        let mut out = Vec::new();
+        while let Some(item) = pages.next().await {
+            let item = item.map_err(|e| classify(&e))?;
+            if let Some(Ok(id)) = item.get(PK).map(|v| v.as_s()) {
+                if let Ok(id) = ConnectionId::new(id.as_str()) {
+                    out.push(id);
+                }
+            }
+        }
+        Ok(out)
+    }
 }

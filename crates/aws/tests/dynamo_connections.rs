@@ -103,3 +103,37 @@ async fn connection_records_carry_a_ttl_in_epoch_seconds() {
     let expires: u64 = items[0]["expiresAt"].as_n().unwrap().parse().unwrap();
     assert_eq!(expires, NOW / 1000 + 9_000);
 }
+
+#[tokio::test]
+async fn all_lists_every_live_connection_once_and_skips_expired_and_subscriptions() {
+    let client = common::client();
+    let table = common::connections_table(&client).await;
+    let connections = DynamoConnections::new(client.clone(), &table, Duration::from_secs(9_000));
+    let user = UserId::new("carol").unwrap();
+    let auction = AuctionId::new("a1").unwrap();
+    connections
+        .register(&ConnectionId::new("old=").unwrap(), &user, NOW - 9_001_000)
+        .await
+        .unwrap();
+    // More than one scan page's worth is not needed to prove pagination (the SDK paginator
+    // does it); subscriptions must not be listed as connections.
+    for i in 0..40 {
+        let c = ConnectionId::new(format!("c{i}=")).unwrap();
+        connections.register(&c, &user, NOW).await.unwrap();
+        connections
+            .subscribe(&c, &user, &auction, NOW)
+            .await
+            .unwrap();
+    }
+    let mut all: Vec<String> = connections
+        .all(NOW)
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    all.sort();
+    let mut expected: Vec<String> = (0..40).map(|i| format!("c{i}=")).collect();
+    expected.sort();
+    assert_eq!(all, expected);
+}

@@ -2,7 +2,9 @@
 //! (bid, close) and reporting [`Event`]s. See docs/CLIENT.md for the state machine.
 
 use crate::backoff::Backoff;
-use crate::fallback::{Decision, EndpointPolicy, Fallback, ProbeResult};
+use crate::fallback::{Decision, EndpointPolicy, Fallback, ProbeResult, Target};
+use crate::heartbeat::{Broken, Heartbeat};
+use crate::moves::{Destination, MoveOrder, MoveRequest};
 use crate::transport::{connect, ConnectError, ConnectOptions, TokenPlacement, WsStream};
 use futures::future::BoxFuture;
 use futures::{SinkExt, StreamExt};
@@ -96,6 +98,17 @@ pub enum DisconnectReason {
     /// Client-assisted failover: the global name has been healthy long enough, so the
     /// client leaves its fallback Region for it (docs/CLIENT.md).
     Returning,
+    /// The server asked the client to move to another Region (`moveTo`), and it did.
+    Moved { to: String },
+}
+
+impl From<Broken> for DisconnectReason {
+    fn from(broken: Broken) -> Self {
+        match broken {
+            Broken::Failures(n) => DisconnectReason::HeartbeatFailures(n),
+            Broken::Silent => DisconnectReason::Silent,
+        }
+    }
 }
 
 impl DisconnectReason {
@@ -114,7 +127,9 @@ impl DisconnectReason {
                     status: 401 | 403 | 429
                 }
             ),
-            DisconnectReason::ClientClosed | DisconnectReason::Returning => false,
+            DisconnectReason::ClientClosed
+            | DisconnectReason::Returning
+            | DisconnectReason::Moved { .. } => false,
         }
     }
 }
@@ -176,8 +191,15 @@ pub enum Event {
     GaveUp {
         reason: String,
     },
-    /// Client-assisted failover moved the next connect to another endpoint: a Region's own
-    /// endpoint, or back to the global name.
+    /// The server asked this client to move (`moveTo`) and it will, after `after`: the
+    /// session then ends with [`DisconnectReason::Moved`] and the client reconnects at once.
+    MoveScheduled {
+        to: String,
+        after: Duration,
+        reason: String,
+    },
+    /// Client-assisted failover or a server-directed move sent the next connect to another
+    /// endpoint: a Region's own endpoint, or back to the global name.
     EndpointChanged {
         url: String,
         regional: bool,
@@ -348,6 +370,7 @@ impl ClientBuilder {
         };
         let runner = Runner {
             policy: self.config.fallback.clone().map(EndpointPolicy::new),
+            moving: None,
             config: self.config,
             events: event_tx,
             commands: command_rx,
@@ -480,6 +503,8 @@ struct Runner {
     outage_since: Option<Instant>,
     refused_token: Option<String>,
     policy: Option<EndpointPolicy>,
+    /// A server-directed move the current session will make.
+    moving: Option<MoveOrder>,
 }
 
 enum Flow {
@@ -522,7 +547,16 @@ impl Runner {
                 _ => None,
             };
             let returning = reason == DisconnectReason::Returning;
+            let moved_by_server = matches!(reason, DisconnectReason::Moved { .. });
             self.emit(Event::Disconnected { reason });
+            if moved_by_server {
+                if let Some(order) = self.moving.take() {
+                    self.follow(order);
+                }
+                // The server spread the moves over its window: reconnect at once.
+                self.attempt = 0;
+                continue;
+            }
             if let (Some(_), Some(policy)) = (moved, &self.policy) {
                 let url = policy.url(&self.global_url());
                 self.emit(Event::EndpointChanged {
@@ -624,6 +658,68 @@ impl Runner {
         match &self.config.url_provider {
             Some(provider) => provider(),
             None => self.config.url.clone(),
+        }
+    }
+
+    /// Point the next connect where a server-directed move goes.
+    fn follow(&mut self, order: MoveOrder) {
+        let global = self.global_url();
+        let (url, regional) = match (&order.destination, self.policy.as_mut()) {
+            (Destination::Regional(index), Some(policy)) => {
+                policy.move_to(Target::Regional(*index));
+                (policy.url(&global), true)
+            }
+            (_, Some(policy)) => {
+                policy.move_to(Target::Global);
+                (policy.url(&global), false)
+            }
+            (_, None) => (global, false),
+        };
+        self.emit(Event::EndpointChanged {
+            url,
+            regional,
+            reason: format!("the server moved this client to {}", order.to),
+        });
+    }
+
+    /// A `moveTo` frame: follow it (once per session) if its destination is known.
+    fn on_move_to(
+        &mut self,
+        serving_region: &str,
+        to: &str,
+        endpoint: Option<&str>,
+        window_ms: u64,
+        reason: String,
+    ) -> Option<Duration> {
+        if self.moving.is_some() {
+            return None;
+        }
+        let regions = self
+            .policy
+            .as_ref()
+            .map(|p| p.config().regions.clone())
+            .unwrap_or_default();
+        let request = MoveRequest {
+            serving_region,
+            to,
+            endpoint,
+            window: Duration::from_millis(window_ms),
+        };
+        match crate::moves::decide(request, &self.config.url, &regions, &mut self.rng) {
+            Ok(order) => {
+                let after = order.after;
+                self.emit(Event::MoveScheduled {
+                    to: order.to.clone(),
+                    after,
+                    reason,
+                });
+                self.moving = Some(order);
+                Some(after)
+            }
+            Err(ignored) => {
+                tracing::info!(?ignored, %to, "moveTo ignored");
+                None
+            }
         }
     }
 
@@ -771,22 +867,19 @@ impl Runner {
         let connected_at = Instant::now();
         let mut last_rx = Instant::now();
         let mut last_rx_wall = config.wall_clock.now_ms();
-        let mut failures = 0u32;
-        let mut outstanding = false;
-        // This heartbeat round already counted a failure (an error frame arrived).
-        let mut round_failed = false;
+        let mut heartbeat = Heartbeat::new(
+            config.heartbeat_interval,
+            config.heartbeat_timeout,
+            config.failure_threshold,
+        );
         let mut announced = false;
         let mut stable = false;
-        // After a heartbeat failure the next heartbeat goes out sooner (the confirmation
-        // probe), so two failures in a row are judged quickly while one lost pong on a healthy
-        // socket costs nothing.
-        let confirm_after = config
-            .heartbeat_timeout
-            .saturating_sub(config.heartbeat_interval)
-            .max(config.heartbeat_interval / 10)
-            .min(config.heartbeat_interval);
-        let heartbeat_due = tokio::time::sleep(config.heartbeat_interval);
+        let heartbeat_due = tokio::time::sleep(heartbeat.first_due());
         tokio::pin!(heartbeat_due);
+        // A server-directed move: armed by a `moveTo` frame.
+        self.moving = None;
+        let move_due = tokio::time::sleep(Duration::from_secs(86_400 * 365));
+        tokio::pin!(move_due);
         // Client-assisted failover: while on a Region's own endpoint, probe the global name.
         let recheck = self
             .policy
@@ -823,15 +916,9 @@ impl Runner {
                     match parse_server_frame(&text) {
                         Ok(ServerFrame::GatewayError { message }) => {
                             tracing::debug!(%message, "API Gateway error frame");
-                            // API Gateway's error frame does not say which request it answers:
-                            // count at most one failure per heartbeat round, so a bid and a
-                            // heartbeat failing together in one blip are one failure.
-                            if !round_failed {
-                                round_failed = true;
-                                failures += 1;
-                                heartbeat_due.as_mut().reset(Instant::now() + confirm_after);
+                            if let Some(confirm) = heartbeat.on_error_frame() {
+                                heartbeat_due.as_mut().reset(Instant::now() + confirm);
                             }
-                            outstanding = false;
                         }
                         Ok(ServerFrame::Message(message)) => {
                             if !announced {
@@ -840,18 +927,16 @@ impl Runner {
                                 self.emit(Event::Connected { region: message.region().to_owned() });
                             }
                             match message {
-                                ServerMessage::Pong { .. } => {
-                                    outstanding = false;
-                                    round_failed = false;
-                                    failures = 0;
+                                ServerMessage::Pong { .. } => heartbeat.on_pong(),
+                                ServerMessage::MoveTo { region, to, endpoint, window_ms, reason } => {
+                                    if let Some(after) = self.on_move_to(&region, &to, endpoint.as_deref(), window_ms, reason) {
+                                        move_due.as_mut().reset(Instant::now() + after);
+                                    }
                                 }
                                 ServerMessage::Error { code: ErrorCode::Internal, .. } => {
-                                    if !round_failed {
-                                        round_failed = true;
-                                        failures += 1;
-                                        heartbeat_due.as_mut().reset(Instant::now() + confirm_after);
+                                    if let Some(confirm) = heartbeat.on_error_frame() {
+                                        heartbeat_due.as_mut().reset(Instant::now() + confirm);
                                     }
-                                    outstanding = false;
                                 }
                                 other => self.on_message(other),
                             }
@@ -868,31 +953,20 @@ impl Runner {
                         }
                         Err(error) => tracing::debug!(%error, "unreadable frame ignored"),
                     }
-                    if failures >= config.failure_threshold {
-                        break DisconnectReason::HeartbeatFailures(failures);
+                    if let Some(broken) = heartbeat.broken() {
+                        break broken.into();
                     }
                 }
                 () = &mut heartbeat_due => {
-                    // Judged at each heartbeat: an unanswered heartbeat is a failure; two in a
-                    // row break the session. Silence beyond the timeout names the reason. A
-                    // wall clock that ran far ahead of the monotonic one means the machine
-                    // slept: the socket is presumed dead at once.
-                    let mono_silence = last_rx.elapsed().as_millis() as u64;
-                    let wall_silence = config.wall_clock.now_ms().saturating_sub(last_rx_wall);
-                    let timeout_ms = config.heartbeat_timeout.as_millis() as u64;
-                    if wall_silence > timeout_ms && wall_silence > mono_silence.saturating_add(timeout_ms) {
-                        break DisconnectReason::Silent;
-                    }
-                    if outstanding && !round_failed {
-                        failures += 1;
-                    }
-                    if failures >= config.failure_threshold {
-                        break if mono_silence > timeout_ms {
-                            DisconnectReason::Silent
-                        } else {
-                            DisconnectReason::HeartbeatFailures(failures)
-                        };
-                    }
+                    // The rule judges the round that ends here (crate::heartbeat).
+                    let silence = last_rx.elapsed();
+                    let wall_silence = Duration::from_millis(
+                        config.wall_clock.now_ms().saturating_sub(last_rx_wall),
+                    );
+                    let next = match heartbeat.on_due(silence, wall_silence) {
+                        Ok(next) => next,
+                        Err(broken) => break broken.into(),
+                    };
                     if ws.send(Message::text(ClientMessage::Heartbeat.to_json())).await.is_err() {
                         break DisconnectReason::Error("heartbeat send failed".into());
                     }
@@ -907,14 +981,15 @@ impl Runner {
                     if failed {
                         break DisconnectReason::Error("send failed".into());
                     }
-                    outstanding = true;
-                    round_failed = false;
-                    let next = if failures > 0 { confirm_after } else { config.heartbeat_interval };
                     heartbeat_due.as_mut().reset(Instant::now() + next);
                     if !stable && connected_at.elapsed() >= config.stable_after {
                         stable = true;
                         self.attempt = 0;
                     }
+                }
+                () = &mut move_due, if self.moving.is_some() => {
+                    let to = self.moving.as_ref().map(|m| m.to.clone()).unwrap_or_default();
+                    break DisconnectReason::Moved { to };
                 }
                 _ = recheck_ticker.tick(), if probe.is_none()
                     && self.policy.as_ref().is_some_and(EndpointPolicy::on_fallback) => {
@@ -1074,7 +1149,8 @@ impl Runner {
             ServerMessage::Error { code, message, .. } => {
                 tracing::warn!(%code, %message, "server error frame");
             }
-            ServerMessage::Pong { .. } => {}
+            // Both handled in the session loop (the heartbeat rule, the move timer).
+            ServerMessage::Pong { .. } | ServerMessage::MoveTo { .. } => {}
         }
     }
 

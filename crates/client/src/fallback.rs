@@ -123,6 +123,19 @@ impl EndpointPolicy {
         matches!(self.target, Target::Regional(_))
     }
 
+    /// Send the next connect to `target` because the server said so (`moveTo`): a planned
+    /// move, not a failure, so the failure count starts over. Moving to a Region's own
+    /// endpoint starts the recheck of the global name as a fallback would.
+    pub fn move_to(&mut self, target: Target) {
+        let target = match target {
+            Target::Regional(i) if i >= self.config.regions.len() => Target::Global,
+            other => other,
+        };
+        self.target = target;
+        self.failures = 0;
+        self.healthy_probes = 0;
+    }
+
     /// The URL of the next connect; `global` is what the global name resolves to now.
     pub fn url(&self, global: &str) -> String {
         match self.target {

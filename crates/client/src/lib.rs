@@ -12,6 +12,8 @@
 mod backoff;
 mod client;
 mod fallback;
+pub mod heartbeat;
+pub mod moves;
 pub mod transport;
 
 pub use backoff::Backoff;

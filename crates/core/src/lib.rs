@@ -13,6 +13,7 @@
 //! during a split converge to the same high bid (see docs/DATA_MODEL.md).
 
 mod error;
+pub mod evacuate;
 pub mod fanout;
 pub mod items;
 pub mod memory;
@@ -22,6 +23,7 @@ mod service;
 pub mod verdict;
 
 pub use error::Error;
+pub use evacuate::{evacuate, herd_window, Evacuation, EvacuationReport};
 pub use fanout::{FanoutConfig, FanoutReport};
 pub use model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, RegionSummary, UserId};
 pub use ports::{

@@ -376,6 +376,18 @@ impl Connections for MemoryConnections {
         }
         Ok(())
     }
+
+    async fn all(&self, now_ms: u64) -> Result<Vec<ConnectionId>> {
+        let registry = lock(&self.registry);
+        let mut live: Vec<ConnectionId> = registry
+            .connections
+            .iter()
+            .filter(|(_, entry)| entry.expires_at > now_ms)
+            .map(|(id, _)| id.clone())
+            .collect();
+        live.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        Ok(live)
+    }
 }
 
 /// A [`Notifier`] that records what it was asked to send, with scriptable failures.
@@ -510,5 +522,30 @@ impl Metrics for MemoryMetrics {
         }
         lock(&self.verdicts).push(point.clone());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod connection_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn all_lists_live_connections_only() {
+        let registry = MemoryConnections::new(1_000);
+        let user = UserId::new("u").expect("user");
+        for (id, at) in [("old", 0), ("a", 5_000), ("b", 5_000)] {
+            registry
+                .register(&ConnectionId::new(id).expect("id"), &user, at)
+                .await
+                .expect("register");
+        }
+        let all: Vec<String> = registry
+            .all(5_500)
+            .await
+            .expect("all")
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        assert_eq!(all, ["a", "b"]);
     }
 }

@@ -86,6 +86,9 @@ pub trait Connections: Send + Sync {
     async fn subscribers(&self, auction: &AuctionId, now_ms: u64) -> Result<Vec<ConnectionId>>;
     /// Forget a connection and its subscriptions. Removing an unknown one is not an error.
     async fn remove(&self, connection: &ConnectionId) -> Result<()>;
+    /// Every live connection of this Region (an evacuation tells each one to move). Records
+    /// past their expiry are ignored, as in [`Connections::subscribers`].
+    async fn all(&self, now_ms: u64) -> Result<Vec<ConnectionId>>;
 }
 
 /// Pushes a frame to one connection (`@connections` POST in AWS).

@@ -144,6 +144,22 @@ pub enum ServerMessage {
         message: String,
         region: String,
     },
+    /// The server asks the client to leave this Region for `to` (a planned evacuation, or a
+    /// failover decided outside this Region): reconnect at a uniformly random moment within
+    /// `windowMs`, to `endpoint` (a Region's own endpoint the client already knows) or, when
+    /// absent, to the Region's endpoint the client knows or else the global name; then
+    /// resync and replay as after any reconnect. A client ignores a destination it does not
+    /// already know, and old clients ignore the frame (unknown types are ignored).
+    #[serde(rename_all = "camelCase")]
+    MoveTo {
+        region: String,
+        to: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        endpoint: Option<String>,
+        window_ms: u64,
+        #[serde(default)]
+        reason: String,
+    },
 }
 
 impl ServerMessage {
@@ -154,7 +170,8 @@ impl ServerMessage {
             | ServerMessage::State { region, .. }
             | ServerMessage::BidResult { region, .. }
             | ServerMessage::BidUpdate { region, .. }
-            | ServerMessage::Error { region, .. } => region,
+            | ServerMessage::Error { region, .. }
+            | ServerMessage::MoveTo { region, .. } => region,
         }
     }
 

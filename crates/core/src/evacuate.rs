@@ -1,0 +1,187 @@
+//! Evacuating a Region: tell every connection it holds to move (`moveTo`), through that
+//! Region's own push path (`@connections` in AWS), paced so that the herd arrives at the
+//! destination at the rate its new-connection quota admits.
+//!
+//! Who runs it decides nothing here: a planned evacuation (maintenance, a game day) runs it
+//! after taking the Region out of DNS; an unplanned one after the failover verdict. It needs
+//! the evacuated Region's connection list and push path to still work, which holds when the
+//! Region's API Gateway works and its handler does not (the reference design's game day: the
+//! Lambda throttled). When the Region's table or API is gone, there is nobody to tell: the
+//! clients' heartbeat rule and DNS move them instead (docs/PROTOCOL.md, `moveTo`).
+
+use crate::fanout::{broadcast, FanoutConfig, FanoutReport};
+use crate::{Connections, Notifier, Result};
+use std::sync::Arc;
+use std::time::Duration;
+use wsdr_protocol::ServerMessage;
+
+/// What to evacuate, where to, and how fast.
+#[derive(Debug, Clone)]
+pub struct Evacuation {
+    /// The Region being evacuated (named in the frame as the serving Region).
+    pub from_region: String,
+    pub to_region: String,
+    /// The destination's own endpoint, if clients should use it rather than the global name.
+    pub endpoint: Option<String>,
+    /// Why, for the clients' logs ("maintenance", "failover").
+    pub reason: String,
+    /// New connections per second the destination admits (API Gateway: 500/s by default).
+    pub destination_quota_per_s: f64,
+    /// The shortest window, whatever the head count (a small herd still spreads a little).
+    pub min_window: Duration,
+    /// `@connections` posts per second at most (the push path's own limit).
+    pub posts_per_s: f64,
+    /// Posts in flight, retries and 410 handling, as for bid fan-out.
+    pub fanout: FanoutConfig,
+}
+
+impl Evacuation {
+    /// An evacuation with the defaults: the destination's default quota (500/s), a 2 s
+    /// minimum window, 500 posts per second.
+    pub fn new(from_region: impl Into<String>, to_region: impl Into<String>) -> Self {
+        Self {
+            from_region: from_region.into(),
+            to_region: to_region.into(),
+            endpoint: None,
+            reason: "evacuation".into(),
+            destination_quota_per_s: 500.0,
+            min_window: Duration::from_secs(2),
+            posts_per_s: 500.0,
+            fanout: FanoutConfig::default(),
+        }
+    }
+}
+
+/// The window over which `connections` clients must spread their reconnects so that they
+/// arrive at `quota_per_s` or less: `connections / quota`, at least `min`.
+pub fn herd_window(connections: usize, quota_per_s: f64, min: Duration) -> Duration {
+    if !(quota_per_s.is_finite() && quota_per_s > 0.0) {
+        return min;
+    }
+    Duration::from_secs_f64(connections as f64 / quota_per_s).max(min)
+}
+
+/// What an evacuation did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EvacuationReport {
+    /// Live connections listed in the evacuated Region.
+    pub connections: usize,
+    /// The window sent to every client, ms.
+    pub window_ms: u64,
+    /// The posts, as a fan-out reports them (delivered, gone, failed, retries).
+    pub posts: FanoutReport,
+}
+
+/// The `moveTo` frame an evacuation sends.
+pub fn move_frame(plan: &Evacuation, window: Duration) -> String {
+    ServerMessage::MoveTo {
+        region: plan.from_region.clone(),
+        to: plan.to_region.clone(),
+        endpoint: plan.endpoint.clone(),
+        window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+        reason: plan.reason.clone(),
+    }
+    .to_json()
+}
+
+/// List the Region's connections and tell each to move, in batches of one second's worth of
+/// posts. A connection that is gone (410) is removed, as in fan-out.
+pub async fn evacuate(
+    connections: &Arc<dyn Connections>,
+    notifier: &Arc<dyn Notifier>,
+    plan: &Evacuation,
+    now_ms: u64,
+) -> Result<EvacuationReport> {
+    let targets = connections.all(now_ms).await?;
+    let window = herd_window(targets.len(), plan.destination_quota_per_s, plan.min_window);
+    let frame = move_frame(plan, window);
+    let per_batch = if plan.posts_per_s.is_finite() && plan.posts_per_s >= 1.0 {
+        plan.posts_per_s as usize
+    } else {
+        1
+    };
+    let mut posts = FanoutReport::default();
+    let mut batches = targets.chunks(per_batch).peekable();
+    while let Some(batch) = batches.next() {
+        let started = tokio::time::Instant::now();
+        let report = broadcast(notifier, connections, batch, frame.as_bytes(), &plan.fanout).await;
+        posts.targets += report.targets;
+        posts.delivered += report.delivered;
+        posts.gone += report.gone;
+        posts.retries += report.retries;
+        posts.failed += report.failed;
+        if batches.peek().is_some() {
+            tokio::time::sleep_until(started + Duration::from_secs(1)).await;
+        }
+    }
+    Ok(EvacuationReport {
+        connections: targets.len(),
+        window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+        posts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{MemoryConnections, RecordingNotifier};
+    use crate::{ConnectionId, UserId};
+
+    #[test]
+    fn the_herd_window_is_the_head_count_over_the_quota() {
+        let min = Duration::from_secs(2);
+        assert_eq!(herd_window(10_000, 500.0, min), Duration::from_secs(20));
+        assert_eq!(
+            herd_window(100, 500.0, min),
+            min,
+            "a small herd: the minimum"
+        );
+        assert_eq!(
+            herd_window(100, 0.0, min),
+            min,
+            "no quota known: the minimum"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_live_connection_is_told_once_paced_per_second() {
+        let registry = Arc::new(MemoryConnections::default());
+        let user = UserId::new("u").expect("user");
+        for i in 0..25 {
+            registry
+                .register(
+                    &ConnectionId::new(format!("c{i}")).expect("id"),
+                    &user,
+                    1_000,
+                )
+                .await
+                .expect("register");
+        }
+        let notifier = Arc::new(RecordingNotifier::default());
+        let connections: Arc<dyn Connections> = registry.clone();
+        let push: Arc<dyn Notifier> = notifier.clone();
+        let plan = Evacuation {
+            posts_per_s: 10.0,
+            destination_quota_per_s: 5.0,
+            ..Evacuation::new("us-east-1", "us-west-2")
+        };
+        let started = tokio::time::Instant::now();
+        let report = evacuate(&connections, &push, &plan, 2_000)
+            .await
+            .expect("evacuated");
+        assert_eq!(report.connections, 25);
+        assert_eq!(report.posts.delivered, 25);
+        // 25 connections at 5 per second of quota: a 5 s window.
+        assert_eq!(report.window_ms, 5_000);
+        // Three batches of at most 10: two seconds of pacing between them.
+        assert_eq!(started.elapsed(), Duration::from_secs(2));
+        let sent = notifier.sent();
+        assert_eq!(sent.len(), 25);
+        let frame: serde_json::Value = serde_json::from_slice(&sent[0].1).expect("a JSON frame");
+        assert_eq!(frame["type"], "moveTo");
+        assert_eq!(frame["region"], "us-east-1");
+        assert_eq!(frame["to"], "us-west-2");
+        assert_eq!(frame["windowMs"], 5_000);
+        assert!(frame.get("endpoint").is_none());
+    }
+}
