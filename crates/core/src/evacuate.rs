@@ -62,7 +62,7 @@ pub fn herd_window(connections: usize, quota_per_s: f64, min: Duration) -> Durat
 }
 
 /// What an evacuation did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct EvacuationReport {
     /// Live connections listed in the evacuated Region.
     pub connections: usize,

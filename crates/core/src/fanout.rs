@@ -39,7 +39,7 @@ impl Default for FanoutConfig {
 }
 
 /// What a broadcast did, for logs and metrics.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct FanoutReport {
     pub targets: usize,
     pub delivered: usize,

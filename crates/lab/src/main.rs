@@ -144,6 +144,46 @@ enum Command {
         #[arg(long, env = "WSDR_LAB_CONTROL_TOKEN", hide_env_values = true)]
         control_token: Option<String>,
     },
+    /// Move every user off a Region of a running `wsdr lab`: take it out of DNS, wait for the
+    /// name to answer the other Region, then tell each connection to move (`moveTo`) paced
+    /// to the destination's quota. `wsdr service --in` puts it back afterwards.
+    Evacuate {
+        /// The Region to empty: 0 or primary, 1 or secondary, or its name.
+        #[arg(long, value_parser = cli::region)]
+        region: wsdr_lab::control::RegionRef,
+        /// Do not touch DNS first (a failover already decided: the name answers elsewhere).
+        #[arg(long)]
+        unplanned: bool,
+        /// Why, as the clients will see it.
+        #[arg(long)]
+        reason: Option<String>,
+        /// The lab's control API (host:port).
+        #[arg(long, default_value = "127.0.0.1:8787", value_parser = cli::address)]
+        lab: std::net::SocketAddr,
+        /// The control token a lab started with --allow-remote printed (or
+        /// WSDR_LAB_CONTROL_TOKEN).
+        #[arg(long, env = "WSDR_LAB_CONTROL_TOKEN", hide_env_values = true)]
+        control_token: Option<String>,
+    },
+    /// Take a Region of a running `wsdr lab` out of DNS, or put it back in.
+    Service {
+        /// The Region: 0 or primary, 1 or secondary, or its name.
+        #[arg(long, value_parser = cli::region)]
+        region: wsdr_lab::control::RegionRef,
+        /// Put it back in DNS.
+        #[arg(long = "in", conflicts_with = "out")]
+        back_in: bool,
+        /// Take it out of DNS.
+        #[arg(long)]
+        out: bool,
+        /// The lab's control API (host:port).
+        #[arg(long, default_value = "127.0.0.1:8787", value_parser = cli::address)]
+        lab: std::net::SocketAddr,
+        /// The control token a lab started with --allow-remote printed (or
+        /// WSDR_LAB_CONTROL_TOKEN).
+        #[arg(long, env = "WSDR_LAB_CONTROL_TOKEN", hide_env_values = true)]
+        control_token: Option<String>,
+    },
     /// Probe one WebSocket endpoint once (heartbeat + getState), like the canary.
     Probe {
         /// The WebSocket URL (wss://... or, against the lab, ws://127.0.0.1:PORT).
@@ -467,6 +507,32 @@ async fn run() -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         }
+        Command::Evacuate {
+            region,
+            unplanned,
+            reason,
+            lab,
+            control_token,
+        } => {
+            let body =
+                serde_json::json!({"region": region, "planned": !unplanned, "reason": reason})
+                    .to_string();
+            control_call(lab, control_token, "/api/evacuate", &body, "evacuate").await;
+        }
+        Command::Service {
+            region,
+            back_in,
+            out,
+            lab,
+            control_token,
+        } => {
+            if back_in == out {
+                eprintln!("wsdr service: say --in or --out");
+                std::process::exit(2);
+            }
+            let body = serde_json::json!({"region": region, "in_service": back_in}).to_string();
+            control_call(lab, control_token, "/api/service", &body, "service").await;
+        }
         Command::Probe {
             url,
             region,
@@ -503,4 +569,35 @@ async fn run() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// One control API call from the CLI: print the answer, or say what went wrong and exit 1.
+async fn control_call(
+    lab: std::net::SocketAddr,
+    token: Option<String>,
+    path: &str,
+    body: &str,
+    command: &str,
+) {
+    // An evacuation waits for DNS (a few TTLs) before it answers.
+    let client = wsdr_lab::control::ControlClient::new(lab, token)
+        .with_timeout(std::time::Duration::from_secs(900));
+    match client.post_json(path, body).await {
+        Ok((200, answer)) => println!("{answer}"),
+        Ok((status, answer)) => {
+            let hint = if status == 401 {
+                " (this lab wants its control token: --control-token or WSDR_LAB_CONTROL_TOKEN)"
+            } else {
+                ""
+            };
+            eprintln!(
+                "wsdr {command}: the lab at {lab} refused it (HTTP {status}): {answer}{hint}"
+            );
+            std::process::exit(1);
+        }
+        Err(error) => {
+            eprintln!("wsdr {command}: {error:#}");
+            std::process::exit(1);
+        }
+    }
 }

@@ -82,6 +82,18 @@ fn fault_kinds_and_regions_are_checked_by_the_cli() {
 }
 
 #[test]
+fn evacuate_and_service_check_their_region() {
+    refused(&["evacuate"], 2, &["--region"]);
+    refused(&["evacuate", "--region", "moon"], 2, &["us-east-1"]);
+    refused(&["service", "--region", "primary"], 2, &["--in or --out"]);
+    refused(
+        &["evacuate", "--region", "primary", "--lab", "127.0.0.1:1"],
+        1,
+        &["127.0.0.1:1", "wsdr lab"],
+    );
+}
+
+#[test]
 fn no_lab_running_names_the_address_and_the_fix() {
     // Port 1 on loopback: nothing listens there.
     refused(
@@ -116,7 +128,9 @@ fn version_and_help_on_every_flag() {
         String::from_utf8_lossy(&out.stdout).trim(),
         format!("wsdr {}", env!("CARGO_PKG_VERSION"))
     );
-    for command in ["drill", "chaos", "load", "lab", "fault", "probe"] {
+    for command in [
+        "drill", "chaos", "load", "lab", "fault", "evacuate", "service", "probe",
+    ] {
         let out = wsdr(&[command, "--help"]);
         assert!(out.status.success(), "{command} --help");
         let help = String::from_utf8_lossy(&out.stdout).into_owned();

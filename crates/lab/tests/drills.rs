@@ -329,3 +329,30 @@ async fn a_drill_at_aws_speed_runs_in_paused_time() {
         started.elapsed()
     );
 }
+
+/// A planned evacuation (no fault): the primary leaves DNS, every connection is told to move
+/// and does, nobody sees an error, nothing is throttled; then the same in reverse. Users
+/// who know the Regions' own endpoints go straight there; the others follow the name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planned_evacuation_moves_everyone_without_an_error_and_back() {
+    for client_fallback in [false, true] {
+        let report = drill::run(DrillConfig {
+            client_fallback,
+            ..config(Scenario::Evacuate)
+        })
+        .await
+        .unwrap();
+        let name = format!("evacuate, client fallback {client_fallback}");
+        assert!(report.passed(), "{name}: {:?}\n{}", report.failed_checks, report.table());
+        assert_eq!(report.restored, 10, "{name}");
+        assert_eq!(report.users_seeing_errors, 0, "{name}");
+        assert_eq!(report.throttled_handshakes_during_move, 0, "{name}");
+        assert_eq!(report.users_back_on_primary, Some(10), "{name}");
+        assert_eq!(report.detection_ms, None, "{name}: no fault, no alarm");
+        assert_eq!(report.lost_acknowledged_bids, 0, "{name}");
+        assert!(report
+            .timeline
+            .iter()
+            .any(|e| e.detail.contains("taken out of DNS")));
+    }
+}

@@ -8,6 +8,7 @@ use crate::sim::users::{wait_for, Behaviour, Population, UserRecord};
 use crate::world::lab::{Fault, Lab, LabConfig};
 use crate::world::timeline::Kind;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use wsdr_protocol::AuctionId;
 
@@ -33,6 +34,10 @@ pub enum Scenario {
     /// The primary lost for good with its replication backlog: the acknowledged bids it had
     /// not replicated are lost (the measured RPO); nothing else may be.
     NeverReturns,
+    /// No fault: a planned evacuation of the primary (out of DNS, then every connection
+    /// told to move, paced to the secondary's quota), then the same in reverse once it is
+    /// back. No user may see an error.
+    Evacuate,
 }
 
 impl Scenario {
@@ -46,6 +51,7 @@ impl Scenario {
             Self::Failback => "failback",
             Self::Blip => "blip",
             Self::NeverReturns => "never-returns",
+            Self::Evacuate => "evacuate",
         }
     }
 }
@@ -134,7 +140,14 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     // The fault.
     let rpo = lab.in_flight();
     let fault_ms = timeline.elapsed().as_secs_f64() * 1000.0;
+    let throttled_before = lab.regions[1]
+        .counters
+        .throttled_429
+        .load(Ordering::Relaxed);
     match config.scenario {
+        Scenario::Evacuate => {
+            lab.evacuate(0, true, "maintenance").await?;
+        }
         Scenario::Throttle | Scenario::Failback => lab.fault(Fault::Throttle(0)),
         Scenario::Down => lab.fault(Fault::Down(0)),
         Scenario::NeverReturns => lab.fault(Fault::NeverReturns(0)),
@@ -188,6 +201,15 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     // Heal and measure failback (the name resolving to the primary again).
     let heal_ms = timeline.elapsed().as_secs_f64() * 1000.0;
     lab.fault(Fault::Heal);
+    if config.scenario == Scenario::Evacuate {
+        // Maintenance over: the primary back in DNS.
+        lab.set_in_service(0, true);
+    }
+    let throttled_during_move = lab.regions[1]
+        .counters
+        .throttled_429
+        .load(Ordering::Relaxed)
+        - throttled_before;
     // A Region lost for good never takes traffic back.
     let failed_back = config.scenario != Scenario::NeverReturns
         && wait_for(scale.secs(900.0), || lab.resolver.answer() == 0).await;
@@ -199,13 +221,20 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     // Failback of the users: sockets stay where they are until they end. End them on the
     // secondary, as its 2-hour connection limit would, and time everyone's return.
     let mut back_on_primary = None;
-    if config.scenario == Scenario::Failback && failed_back {
+    let moves_back =
+        matches!(config.scenario, Scenario::Failback | Scenario::Evacuate) && failed_back;
+    if moves_back {
         let ended_ms = timeline.elapsed().as_secs_f64() * 1000.0;
-        timeline.record(
-            Kind::Note,
-            format!("{secondary}: every connection ended (the 2-hour limit, brought forward)"),
-        );
-        lab.regions[1].drop_all_sockets();
+        if config.scenario == Scenario::Evacuate {
+            // The same operation in reverse: DNS already answers the primary.
+            lab.evacuate(1, false, "maintenance over").await?;
+        } else {
+            timeline.record(
+                Kind::Note,
+                format!("{secondary}: every connection ended (the 2-hour limit, brought forward)"),
+            );
+            lab.regions[1].drop_all_sockets();
+        }
         wait_for(scale.secs(config.recovery_timeout_secs), || {
             all_restored_on(&lab.config.regions[0], ended_ms)
         })
@@ -366,6 +395,8 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         violations,
         timeline: timeline.entries(),
         users_back_on_primary: back_on_primary.as_ref().map(Vec::len),
+        users_seeing_errors: logs.iter().filter(|l| l.unplanned_disconnects > 0).count(),
+        throttled_handshakes_during_move: throttled_during_move as usize,
         back_on_primary_ms: Percentiles::of(back_on_primary.as_deref().unwrap_or_default()),
         failed_checks: Vec::new(),
     };

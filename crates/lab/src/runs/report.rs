@@ -107,6 +107,14 @@ pub struct Report {
     pub users_back_on_primary: Option<usize>,
     #[serde(default)]
     pub back_on_primary_ms: Percentiles,
+    /// Users whose session ended for a reason they would see as an error (anything but a
+    /// server-directed move, a planned return, or closing the app). `evacuate` requires 0.
+    #[serde(default)]
+    pub users_seeing_errors: usize,
+    /// Handshakes the secondary refused over its quota (429) between the fault (or the
+    /// evacuation) and the heal.
+    #[serde(default)]
+    pub throttled_handshakes_during_move: usize,
     /// Every check the drill failed, in words (empty: PASS). The same list the console's
     /// verdict line prints.
     #[serde(default)]
@@ -158,6 +166,18 @@ impl Report {
                     self.dns_flips_during_fault
                 ),
             );
+        } else if self.scenario == Scenario::Evacuate {
+            check(
+                self.users_seeing_errors == 0,
+                format!(
+                    "{} users saw an error during a planned evacuation",
+                    self.users_seeing_errors
+                ),
+            );
+            check(
+                self.restored == self.clients,
+                format!("moved to the secondary: {}/{}", self.restored, self.clients),
+            );
         } else {
             check(
                 self.detection_ms.is_some(),
@@ -171,7 +191,7 @@ impl Report {
                 ),
             );
         }
-        if self.scenario == Scenario::Failback {
+        if matches!(self.scenario, Scenario::Failback | Scenario::Evacuate) {
             check(
                 self.failback_ms.is_some(),
                 "DNS never failed back to the primary after the heal".into(),
@@ -260,6 +280,13 @@ impl Report {
                 ),
             ));
         }
+        if self.scenario == Scenario::Evacuate || self.throttled_handshakes_during_move > 0 {
+            rows.push((
+                "handshakes refused (429)",
+                self.throttled_handshakes_during_move.to_string(),
+            ));
+        }
+        rows.push(("users seeing errors", self.users_seeing_errors.to_string()));
         rows.extend([
             (
                 "DNS flips during fault",

@@ -197,6 +197,9 @@ pub struct UserRecord {
     pub restores: Vec<(f64, String)>,
     /// Lab ms of each lost session.
     pub disconnects: Vec<f64>,
+    /// Sessions that ended for a reason the user would see as an error: anything but a
+    /// server-directed move, a planned return, or the user closing the app.
+    pub unplanned_disconnects: u32,
     /// Endpoint changes made by client-assisted failover.
     pub moves: usize,
     /// The Region that served the last state, and the user's own bids in it:
@@ -652,6 +655,14 @@ fn on_event(
             record.high_seen = record.high_seen.max(seen);
         }
         Event::Disconnected { reason } => {
+            if !matches!(
+                reason,
+                wsdr_client::DisconnectReason::Moved { .. }
+                    | wsdr_client::DisconnectReason::Returning
+                    | wsdr_client::DisconnectReason::ClientClosed
+            ) {
+                record.unplanned_disconnects += 1;
+            }
             // The Region that had this user, if it was connected with a state (the chart's
             // connections per Region).
             let lost_from = record.connected.then(|| record.served_by.clone()).flatten();

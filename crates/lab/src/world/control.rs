@@ -8,6 +8,12 @@
 //!   control room (`web/`, compiled into the binary so the lab serves it from anywhere)
 //! - `GET  /api/status` -> [`crate::world::lab::Status`] as JSON
 //! - `GET  /metrics` -> the same in Prometheus text format ([`crate::world::prometheus`])
+//! - `POST /api/evacuate` with `{"region": 0|1|"<name>", "planned": true, "reason": "..."}`:
+//!   (planned) take the Region out of DNS and wait for the name to answer the other one, then
+//!   tell every connection to move (`moveTo`) paced to the destination's quota; answers the
+//!   evacuation report
+//! - `POST /api/service` with `{"region": ..., "in_service": true|false}`: a Region out of
+//!   DNS, or back in
 //! - `GET  /api/config` -> what the page needs: global name, Regions' own endpoints, scale
 //! - `GET  /api/token?sub=<user>` -> `{"token": ...}`: a lab user token (the lab's own issuer;
 //!   nothing like it exists in a deployment, where tokens come from the app's identity provider)
@@ -158,6 +164,8 @@ pub fn router(lab: Arc<Lab>) -> Router {
         .route("/api/token", get(token))
         .route("/api/status", get(status))
         .route("/api/fault", post(fault))
+        .route("/api/evacuate", post(evacuate))
+        .route("/api/service", post(service))
         .route("/metrics", get(metrics))
         .with_state(lab)
 }
@@ -280,6 +288,66 @@ async fn token(State(lab): State<Arc<Lab>>, Query(request): Query<TokenRequest>)
     Json(serde_json::json!({"token": lab.user_token(&request.sub)})).into_response()
 }
 
+/// `POST /api/evacuate`: tell every connection of a Region to move to the other one.
+#[derive(Debug, Deserialize)]
+pub struct EvacuateRequest {
+    #[serde(default)]
+    pub region: RegionRef,
+    /// Take the Region out of DNS first and wait for the name to answer the other one
+    /// (default true: a planned evacuation).
+    #[serde(default = "planned_by_default")]
+    pub planned: bool,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+fn planned_by_default() -> bool {
+    true
+}
+
+async fn evacuate(State(lab): State<Arc<Lab>>, Json(request): Json<EvacuateRequest>) -> Response {
+    let region = match request.region.resolve(&lab.config.regions) {
+        Ok(region) => region,
+        Err(message) => return (StatusCode::BAD_REQUEST, message).into_response(),
+    };
+    let reason = request.reason.unwrap_or_else(|| {
+        if request.planned {
+            "maintenance"
+        } else {
+            "failover"
+        }
+        .to_owned()
+    });
+    match lab.evacuate(region, request.planned, &reason).await {
+        Ok(report) => Json(serde_json::json!({
+            "region": lab.config.regions[region],
+            "to": lab.config.regions[1 - region],
+            "planned": request.planned,
+            "report": report,
+        }))
+        .into_response(),
+        Err(error) => (StatusCode::CONFLICT, format!("{error:#}")).into_response(),
+    }
+}
+
+/// `POST /api/service`: take a Region out of DNS (`in_service: false`) or put it back.
+#[derive(Debug, Deserialize)]
+pub struct ServiceRequest {
+    #[serde(default)]
+    pub region: RegionRef,
+    pub in_service: bool,
+}
+
+async fn service(State(lab): State<Arc<Lab>>, Json(request): Json<ServiceRequest>) -> Response {
+    match request.region.resolve(&lab.config.regions) {
+        Ok(region) => {
+            lab.set_in_service(region, request.in_service);
+            Json(lab.status()).into_response()
+        }
+        Err(message) => (StatusCode::BAD_REQUEST, message).into_response(),
+    }
+}
+
 async fn metrics(State(lab): State<Arc<Lab>>) -> Response {
     (
         [(
@@ -311,6 +379,7 @@ async fn fault(State(lab): State<Arc<Lab>>, Json(request): Json<FaultRequest>) -
 pub struct ControlClient {
     addr: SocketAddr,
     token: Option<String>,
+    timeout: Duration,
     http: hyper_util::client::legacy::Client<
         hyper_util::client::legacy::connect::HttpConnector,
         http_body_util::Full<bytes::Bytes>,
@@ -324,7 +393,18 @@ impl ControlClient {
         let http =
             hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
                 .build_http();
-        Self { addr, token, http }
+        Self {
+            addr,
+            token,
+            timeout: Duration::from_secs(10),
+            http,
+        }
+    }
+
+    /// How long to wait for an answer (default 10 s; an evacuation waits for DNS first).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 
     pub async fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
@@ -353,11 +433,12 @@ impl ControlClient {
         let request = request.body(http_body_util::Full::new(bytes::Bytes::from(
             body.unwrap_or_default().to_owned(),
         )))?;
-        let response = tokio::time::timeout(Duration::from_secs(10), self.http.request(request))
+        let response = tokio::time::timeout(self.timeout, self.http.request(request))
             .await
             .map_err(|_| {
                 anyhow::anyhow!(
-                    "the lab's control API at {url} did not answer within 10 s (is the lab busy, or is something else listening on {}?)",
+                    "the lab's control API at {url} did not answer within {:.0} s (is the lab busy, or is something else listening on {}?)",
+                    self.timeout.as_secs_f64(),
                     self.addr
                 )
             })?

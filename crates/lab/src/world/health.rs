@@ -264,6 +264,9 @@ pub struct Resolver {
     cached: Mutex<Option<(usize, Instant)>>,
     healthy_primary: Mutex<bool>,
     healthy_secondary: Mutex<bool>,
+    /// Regions taken out of DNS on purpose (a planned evacuation; ARC Region switch's
+    /// health check in AWS), whatever their alarm says.
+    out_of_service: Mutex<[bool; 2]>,
     timeline: Timeline,
     names: [String; 2],
 }
@@ -276,6 +279,7 @@ impl Resolver {
             cached: Mutex::new(None),
             healthy_primary: Mutex::new(true),
             healthy_secondary: Mutex::new(true),
+            out_of_service: Mutex::new([false; 2]),
             timeline,
             names,
         }
@@ -303,11 +307,29 @@ impl Resolver {
     /// secondary if healthy, else the primary ("if both are unhealthy, Route 53 responds as
     /// if both were healthy": it returns the primary).
     fn authoritative(&self) -> usize {
-        if self.primary_healthy() || !self.secondary_healthy() {
+        let out = *lock(&self.out_of_service);
+        let primary = self.primary_healthy() && !out[0];
+        let secondary = self.secondary_healthy() && !out[1];
+        if primary || !secondary {
             0
         } else {
             1
         }
+    }
+
+    /// Take a Region out of DNS (or put it back), as a calculated health check with a
+    /// Region switch child does in AWS (template.yaml, `FailoverControl`).
+    pub fn set_in_service(&self, region: usize, in_service: bool) {
+        if let Some(flag) = lock(&self.out_of_service).get_mut(region) {
+            *flag = !in_service;
+        }
+    }
+
+    pub fn in_service(&self, region: usize) -> bool {
+        !lock(&self.out_of_service)
+            .get(region)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Keep cached answers for `ttl` instead of the record's TTL (None: honour the TTL).

@@ -893,6 +893,94 @@ impl Lab {
         }
     }
 
+    /// Take a Region out of DNS (or put it back): a planned move's first step.
+    pub fn set_in_service(&self, region: usize, in_service: bool) {
+        self.resolver.set_in_service(region, in_service);
+        self.timeline.record(
+            Kind::Note,
+            format!(
+                "{} {} DNS (planned)",
+                self.config.regions[region],
+                if in_service {
+                    "back in"
+                } else {
+                    "taken out of"
+                }
+            ),
+        );
+    }
+
+    /// Tell every connection of Region `from` to move to the other Region (`moveTo`),
+    /// through `from`'s own `@connections` endpoint with the real SDK client, paced to the
+    /// destination's quota (wsdr_core::evacuate). `planned`: take `from` out of DNS first
+    /// and wait until the name answers the destination, so clients that follow the global
+    /// name land there; the move itself is planned, not a failure. `reason` goes to the
+    /// clients.
+    pub async fn evacuate(
+        &self,
+        from: usize,
+        planned: bool,
+        reason: &str,
+    ) -> anyhow::Result<wsdr_core::EvacuationReport> {
+        anyhow::ensure!(from < 2, "region must be 0 (primary) or 1 (secondary)");
+        let to = 1 - from;
+        let scale = self.config.scale;
+        if planned {
+            self.set_in_service(from, false);
+            let ttl = scale.lab(self.config.dns_ttl);
+            let flipped = crate::sim::users::wait_for(ttl * 3 + scale.secs(30.0), || {
+                self.resolver.answer() == to
+            })
+            .await;
+            anyhow::ensure!(
+                flipped,
+                "the name never answered {} after {} left DNS",
+                self.config.regions[to],
+                self.config.regions[from]
+            );
+        }
+        let region = &self.regions[from];
+        let sdk = wsdr_aws::SdkConfig::builder()
+            .behavior_version(wsdr_aws::BehaviorVersion::latest())
+            .region(wsdr_aws::Region::new(region.name.clone()))
+            .http_client(wsdr_aws::local::plain_http_client())
+            .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
+                wsdr_aws::Credentials::new("lab", "lab", None, None, "wsdr-lab"),
+            ))
+            .build();
+        let notifier: Arc<dyn wsdr_core::Notifier> = Arc::new(wsdr_aws::ApiGatewayNotifier::new(
+            &sdk,
+            &format!("http://{}/{}", region.addr, region.stage),
+        ));
+        let connections: Arc<dyn wsdr_core::Connections> = region.registry.clone();
+        // Lab seconds: the destination admits connect_rate per AWS second.
+        let plan = wsdr_core::Evacuation {
+            reason: reason.to_owned(),
+            destination_quota_per_s: self.config.connect_rate * scale.factor(),
+            min_window: scale.secs(2.0),
+            posts_per_s: 500.0 * scale.factor(),
+            ..wsdr_core::Evacuation::new(region.name.clone(), self.config.regions[to].clone())
+        };
+        self.timeline.record(
+            Kind::Note,
+            format!("evacuating {} to {}", region.name, self.config.regions[to]),
+        );
+        let report =
+            wsdr_core::evacuate(&connections, &notifier, &plan, region.clock.now_ms()).await?;
+        self.timeline.record(
+            Kind::Note,
+            format!(
+                "{}: {} connections told to move within {:.0} s AWS ({} gone, {} failed)",
+                region.name,
+                report.connections,
+                report.window_ms as f64 / 1000.0 * scale.factor(),
+                report.posts.gone,
+                report.posts.failed
+            ),
+        );
+        Ok(report)
+    }
+
     /// Attach a run's users so the control room and `/metrics` can count them (once).
     pub fn attach_users(&self, users: &Arc<dyn UsersView>) {
         let _ = self.users.set(Arc::downgrade(users));
