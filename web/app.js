@@ -157,6 +157,34 @@ async function main() {
     });
   }
 
+  $('evacuate').addEventListener('click', async () => {
+    setText('evacuate-result', 'taking the primary out of DNS, then moving its users…');
+    try {
+      const response = await api('/api/evacuate', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ region: 0, planned: true }),
+      });
+      const text = await response.text();
+      if (!response.ok) throw new Error(text);
+      const { report, to } = JSON.parse(text);
+      setText('evacuate-result', `${report.connections} connections told to move to ${to} (${report.posts.gone} gone, ${report.posts.failed} failed)`);
+    } catch (error) {
+      setText('evacuate-result', `evacuation failed: ${error.message ?? error}`);
+    }
+  });
+  $('restore-service').addEventListener('click', async () => {
+    const response = await api('/api/service', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ region: 0, in_service: true }),
+    }).catch(() => null);
+    setText('evacuate-result', response?.ok ? 'primary back in DNS' : 'the lab did not take it');
+  });
+  client.addEventListener('moveScheduled', ({ detail }) => {
+    setText('conn-state', `moving to ${detail.to} in ${(detail.afterMs / 1000).toFixed(1)} s (lab): ${detail.reason}`);
+  });
+
   const room = new ControlRoom();
   async function refresh() {
     try {

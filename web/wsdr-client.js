@@ -162,6 +162,43 @@ export class FallbackPolicy {
     this.failures = 0;
     this.healthyProbes = 0;
   }
+
+  /** A server-directed move: the next connect goes to `target` (null: the global name). */
+  moveTo(target) {
+    this.target = target !== null && target < this.regions.length ? target : null;
+    this.failures = 0;
+    this.healthyProbes = 0;
+  }
+}
+
+/** The longest moveTo window a client honours (AWS ms; divide by the lab's time scale). */
+export const MAX_MOVE_WINDOW_MS = 600000;
+
+/**
+ * Decide on a moveTo frame, as the Rust client does (crates/client/src/moves.rs): follow it
+ * only to a destination already known (the global name, or a configured Region endpoint of
+ * the named Region), at a uniformly random moment within the window.
+ * Returns { to, target, afterMs } (target: null = the global name, else a regions index)
+ * or { ignored: reason }.
+ */
+export function decideMove(frame, { servingRegion, globalUrl, regions = [], maxWindowMs = MAX_MOVE_WINDOW_MS }, random = Math.random) {
+  if (typeof frame.to !== 'string' || frame.to === servingRegion) return { ignored: 'already there' };
+  let target;
+  if (typeof frame.endpoint === 'string') {
+    if (frame.endpoint === globalUrl) {
+      target = null;
+    } else {
+      const index = regions.findIndex((r) => r.url === frame.endpoint);
+      if (index < 0) return { ignored: `unknown endpoint ${frame.endpoint}` };
+      if (regions[index].region !== frame.to) return { ignored: `endpoint of ${regions[index].region}` };
+      target = index;
+    }
+  } else {
+    const index = regions.findIndex((r) => r.region === frame.to);
+    target = index < 0 ? null : index;
+  }
+  const windowMs = Math.max(0, Math.min(Number(frame.windowMs) || 0, maxWindowMs));
+  return { to: frame.to, target, afterMs: random() * windowMs };
 }
 
 /** A 32-hex-digit bid id (the protocol wants 8-64 characters). */
@@ -309,6 +346,7 @@ export class AuctionClient extends EventTarget {
       ...(options.backoff ?? {}),
     };
     this.stableAfterMs = 30000 / scale;
+    this.maxMoveWindowMs = MAX_MOVE_WINDOW_MS / scale;
     this.connectTimeoutMs = Math.max(500, 10000 / scale);
     this.policy = options.regions?.length
       ? new FallbackPolicy({ regions: options.regions, recheckMs: 60000 / scale })
@@ -378,6 +416,8 @@ export class AuctionClient extends EventTarget {
       probing: false,
       connectedAt: 0,
       ended: false,
+      moving: null,
+      moveTimer: null,
     };
     this.session = session;
     const connectTimer = setTimeout(() => {
@@ -451,6 +491,20 @@ export class AuctionClient extends EventTarget {
       case 'pong':
         session.tracker.onPong();
         break;
+      case 'moveTo': {
+        if (session.moving) break;
+        const order = decideMove(frame, {
+          servingRegion: frame.region,
+          globalUrl: this.globalUrl,
+          regions: this.policy?.regions ?? [],
+          maxWindowMs: this.maxMoveWindowMs,
+        });
+        if (order.ignored) break;
+        session.moving = order;
+        this.emit('moveScheduled', { to: order.to, afterMs: order.afterMs, reason: frame.reason ?? '' });
+        session.moveTimer = setTimeout(() => this.move(order), order.afterMs);
+        break;
+      }
       case 'state': {
         const outageMs = this.outageSince === null ? null : Date.now() - this.outageSince;
         this.outageSince = null;
@@ -479,10 +533,26 @@ export class AuctionClient extends EventTarget {
   }
 
   /** End the current session; `failure` counts against the endpoint; reconnect unless closed. */
-  endSession(reason, failure = false, clean = false) {
+  /** Follow a server-directed move: point the next connect at it, end this session, and
+   * reconnect at once (the server already spread the moves over its window). */
+  move(order) {
+    const session = this.session;
+    if (!session || session.ended) return;
+    this.policy?.moveTo(order.target);
+    this.emit('endpoint', {
+      url: this.policy ? this.policy.url(this.globalUrl) : this.globalUrl,
+      regional: order.target !== null && Boolean(this.policy),
+      reason: `the server moved this client to ${order.to}`,
+    });
+    this.attempt = 0;
+    this.endSession(`moved to ${order.to}`, false, true, true);
+  }
+
+  endSession(reason, failure = false, clean = false, immediate = false) {
     const session = this.session;
     if (!session || session.ended) return;
     session.ended = true;
+    clearTimeout(session.moveTimer);
     clearTimeout(session.timer);
     clearInterval(session.recheck);
     try {
@@ -492,10 +562,10 @@ export class AuctionClient extends EventTarget {
     }
     if (this.closed) return;
     this.emit('disconnected', { reason });
-    this.failed(reason, failure, clean);
+    this.failed(reason, failure, clean, immediate);
   }
 
-  failed(reason, failure, clean = false) {
+  failed(reason, failure, clean = false, immediate = false) {
     if (this.closed) return;
     if (this.outageSince === null) this.outageSince = Date.now();
     if (failure && this.policy?.onFailure()) {
@@ -506,7 +576,7 @@ export class AuctionClient extends EventTarget {
       });
     }
     if (clean) this.attempt = 0;
-    const delayMs = backoffDelay(this.attempt, this.backoff);
+    const delayMs = immediate ? 0 : backoffDelay(this.attempt, this.backoff);
     this.attempt += 1;
     this.emit('status', { state: 'reconnecting', attempt: this.attempt, delayMs, reason });
     setTimeout(() => this.connect(), delayMs);

@@ -174,3 +174,24 @@ test('a lab with simulated users: the room counts them, times the fault, and goe
     child.kill('SIGTERM');
   }
 });
+
+test('a planned evacuation moves the page to the secondary without an error', async () => {
+  const { child, url } = await startLab();
+  try {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+    const errors = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.goto(`${url}/?user=dave&fallback=0`);
+    await page.waitForFunction(() => document.querySelector('#region-badge').textContent === 'us-east-1', null, { timeout: 60000 });
+    await page.getByRole('button', { name: 'Evacuate primary' }).click();
+    await page.waitForFunction(() => document.querySelector('#region-badge').textContent === 'us-west-2', null, { timeout: 60000 });
+    await page.waitForFunction(() => document.querySelector('#last-restore').textContent.includes('from us-west-2'));
+    await page.waitForFunction(() => /told to move to us-west-2/.test(document.querySelector('#evacuate-result').textContent));
+    assert.match(await page.locator('#conn-endpoint').textContent(), /global name/);
+    assert.ok(await page.locator('#key-events li', { hasText: 'taken out of DNS' }).count() > 0);
+    await page.screenshot({ path: path.join(shots, '6-evacuated.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  } finally {
+    child.kill('SIGTERM');
+  }
+});

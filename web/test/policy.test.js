@@ -1,7 +1,7 @@
 // Unit tests of the browser client's pure policy: backoff, heartbeat rule, fallback.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backoffDelay, HeartbeatTracker, FallbackPolicy, isInternalError, newBidId } from '../wsdr-client.js';
+import { backoffDelay, HeartbeatTracker, FallbackPolicy, isInternalError, newBidId, decideMove, MAX_MOVE_WINDOW_MS } from '../wsdr-client.js';
 
 test('full jitter stays inside [0, min(cap, base * 2^attempt)] and covers the window', () => {
   for (const [attempt, ceiling] of [[0, 2000], [1, 4000], [2, 8000], [3, 16000], [4, 20000], [40, 20000]]) {
@@ -102,4 +102,36 @@ test('fallback: DNS agreeing is adopted at once; returning needs a doubling stre
   p.onFailure();
   assert.equal(p.onProbe('us-west-2', 'us-west-2'), 'adopt-global');
   assert.equal(p.onFallback, false);
+});
+
+const GLOBAL = 'wss://auction.example.com';
+const REGIONS = [
+  { region: 'us-east-1', url: 'wss://use1.auction.example.com' },
+  { region: 'us-west-2', url: 'wss://usw2.auction.example.com' },
+];
+
+test('moveTo: a known Region goes to its own endpoint, else the global name', () => {
+  const at = (frame, regions = REGIONS) => decideMove({ region: 'us-east-1', windowMs: 20000, ...frame }, { servingRegion: 'us-east-1', globalUrl: GLOBAL, regions }, () => 0.5);
+  assert.deepEqual(at({ to: 'us-west-2' }), { to: 'us-west-2', target: 1, afterMs: 10000 });
+  assert.deepEqual(at({ to: 'us-west-2', endpoint: 'wss://usw2.auction.example.com' }), { to: 'us-west-2', target: 1, afterMs: 10000 });
+  assert.deepEqual(at({ to: 'us-west-2' }, []), { to: 'us-west-2', target: null, afterMs: 10000 });
+  assert.deepEqual(at({ to: 'us-west-2', endpoint: GLOBAL }, []), { to: 'us-west-2', target: null, afterMs: 10000 });
+});
+
+test('moveTo: unknown or mismatched destinations are ignored, and the window is capped', () => {
+  const at = (frame) => decideMove({ region: 'us-east-1', windowMs: 20000, ...frame }, { servingRegion: 'us-east-1', globalUrl: GLOBAL, regions: REGIONS }, () => 0.999);
+  assert.ok(at({ to: 'us-west-2', endpoint: 'wss://evil.example.net' }).ignored);
+  assert.ok(at({ to: 'us-west-2', endpoint: 'wss://use1.auction.example.com' }).ignored);
+  assert.ok(at({ to: 'us-east-1' }).ignored);
+  assert.ok(at({ to: 'us-west-2', windowMs: 86400000 }).afterMs <= MAX_MOVE_WINDOW_MS);
+});
+
+test('fallback policy follows a move and forgets its failures', () => {
+  const policy = new FallbackPolicy({ regions: REGIONS });
+  policy.onFailure();
+  policy.moveTo(1);
+  assert.equal(policy.url(GLOBAL), 'wss://usw2.auction.example.com');
+  assert.equal(policy.failures, 0);
+  policy.moveTo(null);
+  assert.equal(policy.url(GLOBAL), GLOBAL);
 });
