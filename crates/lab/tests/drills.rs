@@ -343,7 +343,12 @@ async fn a_planned_evacuation_moves_everyone_without_an_error_and_back() {
         .await
         .unwrap();
         let name = format!("evacuate, client fallback {client_fallback}");
-        assert!(report.passed(), "{name}: {:?}\n{}", report.failed_checks, report.table());
+        assert!(
+            report.passed(),
+            "{name}: {:?}\n{}",
+            report.failed_checks,
+            report.table()
+        );
         assert_eq!(report.restored, 10, "{name}");
         assert_eq!(report.users_seeing_errors, 0, "{name}");
         assert_eq!(report.throttled_handshakes_during_move, 0, "{name}");

@@ -70,6 +70,9 @@ pub enum Step {
     StickyDns { keep_secs: u64, secs: f64 },
     /// Every integration in `region` `ms` slower.
     Slow { region: usize, ms: u64, secs: f64 },
+    /// A planned evacuation of `from` (out of DNS, every connection told to move), then
+    /// back in service after `secs`.
+    Evacuate { from: usize, secs: f64 },
     /// Nothing.
     Calm { secs: f64 },
 }
@@ -77,7 +80,7 @@ pub enum Step {
 impl Step {
     fn draw(rng: &mut SmallRng) -> Self {
         let secs = |rng: &mut SmallRng, lo: f64, hi: f64| rng.random_range(lo..hi).round();
-        match rng.random_range(0..18) {
+        match rng.random_range(0..19) {
             0 => Step::Down {
                 secs: secs(rng, 30.0, 300.0),
             },
@@ -146,6 +149,10 @@ impl Step {
                 ms: rng.random_range(200..3_000),
                 secs: secs(rng, 30.0, 200.0),
             },
+            18 => Step::Evacuate {
+                from: rng.random_range(0..2),
+                secs: secs(rng, 30.0, 200.0),
+            },
             _ => Step::Calm {
                 secs: secs(rng, 5.0, 60.0),
             },
@@ -177,6 +184,7 @@ impl Step {
             Step::OneWay { .. } => vec!["one-way"],
             Step::StickyDns { .. } => vec!["sticky-dns", "down"],
             Step::Slow { .. } => vec!["slow"],
+            Step::Evacuate { .. } => vec!["evacuate"],
         }
     }
 }
@@ -557,6 +565,16 @@ async fn play(lab: &Lab, step: Step, scale: TimeScale) {
         Step::Slow { region, ms, secs } => {
             lab.fault(Fault::Slow { region, ms });
             sleep(secs).await;
+        }
+        Step::Evacuate { from, secs } => {
+            if let Err(error) = lab.evacuate(from, true, "maintenance").await {
+                lab.timeline.record(
+                    crate::world::timeline::Kind::Note,
+                    format!("evacuation failed: {error:#}"),
+                );
+            }
+            sleep(secs).await;
+            lab.set_in_service(from, true);
         }
         Step::Calm { secs } => sleep(secs).await,
     }
