@@ -6,7 +6,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: lab deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
+.PHONY: lab evacuate restore deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
 .PHONY: all test unit fmt fmt-check lint clippy template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
@@ -107,7 +107,7 @@ COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGI
 ## with (needs cargo-lambda and zig; see docs/DEPLOY.md)
 package:
 	@# zig from PyPI (docs/DEPLOY.md): cargo-zigbuild finds it through that venv's python3.
-	PATH="$(CURDIR)/.tools/zig/bin:$$PATH" cargo lambda build --release --arm64 --bin ws-handler --bin authorizer --bin canary --bin lambda-anchor
+	PATH="$(CURDIR)/.tools/zig/bin:$$PATH" cargo lambda build --release --arm64 --bin ws-handler --bin authorizer --bin canary --bin evacuator --bin lambda-anchor
 	@ls -l target/lambda/*/bootstrap
 
 # What a deploy builds first; SAM_BUILD=false deploys an existing .aws-sam/build as it is
@@ -132,6 +132,7 @@ deploy-secondary: deploy-vars
 	@out() { aws cloudformation describe-stacks --region $(PRIMARY_REGION) --stack-name wsdr-primary \
 	  --query "Stacks[0].Outputs[?OutputKey=='$$1'].OutputValue" --output text; }; \
 	api=$$(out ApiId); dom=$$(out RegionalDomainName); zone=$$(out RegionalHostedZoneId); \
+	conns=$$(out ConnectionsTableName); \
 	[ -n "$$api" ] && [ "$$api" != None ] || { echo "deploy the primary first (make deploy-primary)"; exit 1; }; \
 	stream=$$(aws dynamodb describe-table --region $(SECONDARY_REGION) --table-name $(STATE_TABLE_NAME) \
 	  --query Table.LatestStreamArn --output text); \
@@ -141,7 +142,49 @@ deploy-secondary: deploy-vars
 	  --parameter-overrides Role=secondary CertificateArn=$(CERT_ARN_SECONDARY) \
 	  $(if $(REGIONAL_NAME_SECONDARY),RegionalName=$(REGIONAL_NAME_SECONDARY)) $(COMMON_PARAMS) \
 	  PrimaryApiId=$$api PrimaryRegionalDomainName=$$dom PrimaryRegionalHostedZoneId=$$zone \
-	  StateTableStreamArn=$$stream $(REGION_SWITCH_PARAMS)
+	  PrimaryConnectionsTableName=$$conns StateTableStreamArn=$$stream $(REGION_SWITCH_PARAMS)
+
+# ---------------------------------------------------------------- planned evacuation
+# make evacuate FROM=primary|secondary: take that Region out of DNS (its failover record's
+# health check inverted), wait until Route 53's checkers all see it unhealthy (then the record
+# answers the other Region) and one TTL more, then
+# invoke the Region's evacuator (every connection told to move, paced to the other Region's
+# quota) and print its report. make restore FROM=... puts the Region back in DNS. For a
+# failover already decided by the alarm, KEEP_DNS=1 skips the DNS step (do not invert a check
+# that is already unhealthy). With FailoverControl=region-switch, run the Region switch plan
+# instead of the DNS step.
+FROM ?= primary
+DNS_TTL ?= 60
+from_region = $(if $(filter secondary,$(FROM)),$(SECONDARY_REGION),$(PRIMARY_REGION))
+to_region = $(if $(filter secondary,$(FROM)),$(PRIMARY_REGION),$(SECONDARY_REGION))
+health_check_output = $(if $(filter secondary,$(FROM)),SecondaryHealthCheckId,PrimaryHealthCheckId)
+secondary_out = $$(aws cloudformation describe-stacks --region $(SECONDARY_REGION) --stack-name wsdr-secondary \
+	--query "Stacks[0].Outputs[?OutputKey=='$(1)'].OutputValue" --output text)
+evacuate:
+	@[ -n "$(DOMAIN)" ] && [ -n "$(HOSTED_ZONE_ID)" ] || { echo "set DOMAIN and HOSTED_ZONE_ID (docs/DEPLOY.md)"; exit 1; }
+	@set -e; if [ -z "$(KEEP_DNS)" ]; then \
+	  check=$(call secondary_out,$(health_check_output)); \
+	  echo "taking $(from_region) out of DNS (health check $$check inverted)"; \
+	  aws route53 update-health-check --health-check-id "$$check" --inverted >/dev/null; \
+	  for i in $$(seq 1 60); do \
+	    status=$$(aws route53 get-health-check-status --health-check-id "$$check" \
+	      --query "HealthCheckObservations[].StatusReport.Status" --output text); \
+	    case "$$status" in *Success*) ;; *Failure*) break;; esac; \
+	    [ "$$i" = 60 ] && { echo "the health check still reports healthy after 10 minutes; make restore FROM=$(FROM)"; exit 1; }; \
+	    sleep 10; \
+	  done; \
+	  echo "Route 53 now answers $(to_region); waiting one TTL ($(DNS_TTL) s) for resolvers"; sleep $(DNS_TTL); \
+	fi
+	@fn=$$(aws cloudformation describe-stacks --region $(from_region) --stack-name wsdr-$(FROM) \
+	  --query "Stacks[0].Outputs[?OutputKey=='EvacuatorFunctionName'].OutputValue" --output text); \
+	aws lambda invoke --region $(from_region) --function-name "$$fn" --cli-binary-format raw-in-base64-out \
+	  --payload '{"to":"$(to_region)","reason":"$(or $(REASON),maintenance)"}' target/evacuation-report.json >/dev/null && \
+	cat target/evacuation-report.json && echo
+
+## restore: put a Region taken out by make evacuate back in DNS (its health check no longer inverted)
+restore:
+	aws route53 update-health-check --health-check-id $(call secondary_out,$(health_check_output)) --no-inverted >/dev/null
+	@echo "$(from_region) back in DNS once its health check reports healthy"
 
 # ---------------------------------------------------------------- optional: ARC Region switch
 # FAILOVER_CONTROL=region-switch (or alarm-and-region-switch) on deploy-secondary hands the

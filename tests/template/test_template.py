@@ -52,7 +52,10 @@ def test_functions_are_rust_on_arm64_with_tracing_and_json_logs(template):
     assert globals_["Handler"] == "bootstrap"
     assert globals_["Tracing"] == "Active"
     functions = resources(template, "AWS::Serverless::Function")
-    assert set(functions) == {"WsHandlerFunction", "AuthorizerFunction", "CanaryFunction", "PrimaryWatcherFunction"}
+    assert set(functions) == {
+        "WsHandlerFunction", "AuthorizerFunction", "CanaryFunction", "PrimaryWatcherFunction",
+        "EvacuatorFunction", "PrimaryEvacuatorFunction",
+    }
     for name, fn in functions.items():
         assert fn["Metadata"]["BuildMethod"] == "rust-cargolambda", name
         binary = fn["Metadata"]["BuildProperties"]["Binary"]
@@ -61,7 +64,7 @@ def test_functions_are_rust_on_arm64_with_tracing_and_json_logs(template):
 
 
 def test_env_vars_are_ones_the_binaries_read(template):
-    sources = {b: "".join(p.read_text() for p in (ROOT / "crates" / b / "src").glob("*.rs")) for b in ("ws-handler", "authorizer", "canary")}
+    sources = {b: "".join(p.read_text() for p in (ROOT / "crates" / b / "src").glob("*.rs")) for b in ("ws-handler", "authorizer", "canary", "evacuator")}
     for name, fn in resources(template, "AWS::Serverless::Function").items():
         binary = fn["Metadata"]["BuildProperties"]["Binary"]
         for var in fn["Properties"]["Environment"]["Variables"]:
@@ -483,3 +486,31 @@ def test_region_switch_role_is_assumed_by_region_switch_and_reads_only_the_zone(
     assert "hostedzone/${HostedZoneId}" in read["Resource"]["Fn::Sub"]
     assert invoke["Fn::If"][0] == "HasCustomAction"
     assert invoke["Fn::If"][1]["Resource"] == {"Ref": "CustomActionFunctionArn"}
+
+
+def test_evacuators_aim_at_one_regions_table_and_api_and_may_do_nothing_else(template):
+    res = template["Resources"]
+    own = res["EvacuatorFunction"]
+    assert "Condition" not in own, "every stack can empty its own Region"
+    env = own["Properties"]["Environment"]["Variables"]
+    assert env["TARGET_REGION"] == {"Ref": "AWS::Region"}
+    assert env["TARGET_CONNECTIONS_TABLE"] == {"Ref": "ConnectionsTable"}
+    assert "${WebSocketApi}.execute-api.${AWS::Region}" in env["TARGET_CALLBACK_URL"]["Fn::Sub"]
+    primary = res["PrimaryEvacuatorFunction"]
+    assert primary["Condition"] == "EvacuatesPrimary"
+    env = primary["Properties"]["Environment"]["Variables"]
+    assert env["TARGET_REGION"] == {"Ref": "PrimaryRegion"}
+    assert env["TARGET_CONNECTIONS_TABLE"] == {"Ref": "PrimaryConnectionsTableName"}
+    assert "${PrimaryApiId}.execute-api.${PrimaryRegion}" in env["TARGET_CALLBACK_URL"]["Fn::Sub"]
+    for name in ("EvacuatorFunction", "PrimaryEvacuatorFunction"):
+        props = res[name]["Properties"]
+        assert props["EventInvokeConfig"]["MaximumRetryAttempts"] == 0, name
+        assert "Events" not in props, f"{name} runs only when invoked"
+        statements = props["Policies"][0]["Statement"]
+        actions = sorted(a for st in statements for a in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"]))
+        assert actions == ["dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:Scan", "execute-api:ManageConnections"], name
+        post = next(st for st in statements if st["Action"] == "execute-api:ManageConnections")
+        assert post["Resource"]["Fn::Sub"].endswith("/POST/@connections/*"), name
+    assert template["Conditions"]["EvacuatesPrimary"] == {
+        "Fn::And": [{"Condition": "IsSecondary"}, {"Fn::Not": [{"Fn::Equals": [{"Ref": "PrimaryConnectionsTableName"}, "none"]}]}]
+    }

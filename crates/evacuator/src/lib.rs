@@ -1,0 +1,239 @@
+//! The evacuator: one invocation empties one Region. It lists that Region's live
+//! connections in its connections table and posts `moveTo` to each through that Region's
+//! `@connections` endpoint (wsdr_core::evacuate), paced to the destination's new-connection
+//! quota, and answers with the report.
+//!
+//! Configured for the Region it empties (`TARGET_*`), not for the Region it runs in: the stack
+//! in each Region runs one aimed at its own connections (a planned evacuation: the Region is
+//! healthy), and the secondary's stack can run one aimed at the primary (a failover decided
+//! outside the primary: its API and table still answer, its handler does not). The invoker
+//! takes the Region out of DNS first (`make evacuate`, docs/DEPLOY.md).
+
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+use wsdr_core::{Connections, Evacuation, EvacuationReport, Notifier};
+
+/// One setting missing or malformed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Env(#[from] wsdr_lambda::env::EnvError),
+    #[error("invalid request: {0}")]
+    Request(String),
+    #[error(transparent)]
+    Domain(#[from] wsdr_core::Error),
+}
+
+/// The evacuator's configuration, from its environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `TARGET_REGION`: the Region whose connections are moved (frames name it).
+    pub target_region: String,
+    /// `TARGET_AWS_REGION` (default `TARGET_REGION`): the AWS Region its table and API are
+    /// in, which the SDK clients sign for.
+    pub target_aws_region: String,
+    /// `TARGET_CONNECTIONS_TABLE`: that Region's connections table.
+    pub connections_table: String,
+    /// `TARGET_CALLBACK_URL`: that Region's execute-api stage URL (`@connections`).
+    pub callback_url: String,
+    /// `DESTINATION_QUOTA_PER_SECOND` (default 500): new connections per second the
+    /// destination admits (API Gateway's default account quota).
+    pub destination_quota_per_s: f64,
+    /// `POSTS_PER_SECOND` (default 500): `@connections` posts per second at most.
+    pub posts_per_s: f64,
+    /// `CONNECTION_TTL_SECONDS` (default 9000), as the handler writes records.
+    pub connection_ttl: Duration,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let env = wsdr_lambda::env::Env::new(get);
+        let callback_url = env.required("TARGET_CALLBACK_URL")?;
+        if !(callback_url.starts_with("https://") || callback_url.starts_with("http://")) {
+            return Err(wsdr_lambda::env::EnvError::Invalid {
+                name: "TARGET_CALLBACK_URL",
+                reason: "must be an http(s) URL (the execute-api stage URL)".into(),
+            }
+            .into());
+        }
+        let positive = |name: &'static str, default: u64| -> Result<f64, Error> {
+            match env.number(name, default)? {
+                0 => Err(wsdr_lambda::env::EnvError::Invalid {
+                    name,
+                    reason: "must be at least 1".into(),
+                }
+                .into()),
+                n => Ok(n as f64),
+            }
+        };
+        let target_region = env.required("TARGET_REGION")?;
+        Ok(Self {
+            target_aws_region: env
+                .get("TARGET_AWS_REGION")
+                .unwrap_or_else(|| target_region.clone()),
+            target_region,
+            connections_table: env.required("TARGET_CONNECTIONS_TABLE")?,
+            callback_url,
+            destination_quota_per_s: positive("DESTINATION_QUOTA_PER_SECOND", 500)?,
+            posts_per_s: positive("POSTS_PER_SECOND", 500)?,
+            connection_ttl: Duration::from_secs(env.number("CONNECTION_TTL_SECONDS", 9_000)?),
+        })
+    }
+}
+
+/// An invocation: where the users go, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Request {
+    /// The destination Region (as its frames name it).
+    pub to: String,
+    /// The destination's own endpoint, for clients that know it; absent: the global name.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// The answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Response {
+    pub region: String,
+    pub to: String,
+    pub connections: usize,
+    pub window_ms: u64,
+    pub delivered: usize,
+    pub gone: usize,
+    pub failed: usize,
+    pub retries: usize,
+}
+
+impl Response {
+    fn new(region: &str, to: &str, report: EvacuationReport) -> Self {
+        Self {
+            region: region.to_owned(),
+            to: to.to_owned(),
+            connections: report.connections,
+            window_ms: report.window_ms,
+            delivered: report.posts.delivered,
+            gone: report.posts.gone,
+            failed: report.posts.failed,
+            retries: report.posts.retries,
+        }
+    }
+}
+
+/// The evacuator with its adapters.
+pub struct Evacuator {
+    config: Config,
+    connections: Arc<dyn Connections>,
+    notifier: Arc<dyn Notifier>,
+    clock: Arc<dyn wsdr_core::Clock>,
+}
+
+impl std::fmt::Debug for Evacuator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Evacuator")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Evacuator {
+    pub fn new(
+        config: Config,
+        connections: Arc<dyn Connections>,
+        notifier: Arc<dyn Notifier>,
+        clock: Arc<dyn wsdr_core::Clock>,
+    ) -> Self {
+        Self {
+            config,
+            connections,
+            notifier,
+            clock,
+        }
+    }
+
+    /// The SDK adapters: the target Region's connections table and `@connections` endpoint,
+    /// signed for the target's AWS Region whichever Region this runs in.
+    pub fn from_aws(config: Config, sdk: &wsdr_aws::SdkConfig) -> Self {
+        let sdk = &sdk
+            .to_builder()
+            .region(wsdr_aws::Region::new(config.target_aws_region.clone()))
+            .build();
+        let connections = wsdr_aws::DynamoConnections::new(
+            wsdr_aws::dynamo_client(sdk),
+            &config.connections_table,
+            config.connection_ttl,
+        );
+        let notifier = wsdr_aws::ApiGatewayNotifier::new(sdk, &config.callback_url);
+        Self::new(
+            config,
+            Arc::new(connections),
+            Arc::new(notifier),
+            Arc::new(wsdr_core::SystemClock),
+        )
+    }
+
+    /// One evacuation.
+    pub async fn run(&self, request: Request) -> Result<Response, Error> {
+        if request.to.trim().is_empty() || request.to == self.config.target_region {
+            return Err(Error::Request(format!(
+                "`to` must name the other Region, not `{}`",
+                request.to
+            )));
+        }
+        if let Some(endpoint) = &request.endpoint {
+            if !(endpoint.starts_with("wss://") || endpoint.starts_with("ws://")) {
+                return Err(Error::Request(
+                    "`endpoint` must be a ws(s):// URL the clients were given".into(),
+                ));
+            }
+        }
+        let plan = Evacuation {
+            endpoint: request.endpoint.clone(),
+            reason: request.reason.unwrap_or_else(|| "maintenance".into()),
+            destination_quota_per_s: self.config.destination_quota_per_s,
+            posts_per_s: self.config.posts_per_s,
+            ..Evacuation::new(self.config.target_region.clone(), request.to.clone())
+        };
+        let report = wsdr_core::evacuate(
+            &self.connections,
+            &self.notifier,
+            &plan,
+            self.clock.now_ms(),
+        )
+        .await?;
+        tracing::info!(
+            region = %self.config.target_region,
+            to = %request.to,
+            connections = report.connections,
+            delivered = report.posts.delivered,
+            gone = report.posts.gone,
+            failed = report.posts.failed,
+            "evacuation done"
+        );
+        Ok(Response::new(
+            &self.config.target_region,
+            &request.to,
+            report,
+        ))
+    }
+
+    /// The Lambda entry point.
+    pub async fn handle(
+        &self,
+        event: lambda_runtime::LambdaEvent<serde_json::Value>,
+    ) -> Result<Response, lambda_runtime::Error> {
+        let request: Request = serde_json::from_value(event.payload)
+            .map_err(|e| lambda_runtime::Error::from(format!("invalid request: {e}")))?;
+        self.run(request)
+            .await
+            .map_err(|e| lambda_runtime::Error::from(e.to_string()))
+    }
+}

@@ -1,0 +1,180 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+//! The evacuator on its real adapters: a DynamoDB Local connections table (written by the
+//! handler's own adapter) and a local `@connections` endpoint called by the real
+//! `aws-sdk-apigatewaymanagement` client.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::Router;
+use evacuator::{Config, Evacuator, Request};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wsdr_core::{ConnectionId, Connections, SystemClock, UserId};
+
+#[derive(Clone, Default)]
+struct Callback {
+    posts: Arc<Mutex<Vec<(String, String)>>>,
+    gone: Arc<Mutex<HashSet<String>>>,
+}
+
+async fn post_to(
+    State(s): State<Callback>,
+    Path((_stage, id)): Path<(String, String)>,
+    body: String,
+) -> StatusCode {
+    if s.gone.lock().unwrap().contains(&id) {
+        return StatusCode::GONE;
+    }
+    s.posts.lock().unwrap().push((id, body));
+    StatusCode::OK
+}
+
+async fn callback_server(state: Callback) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = Router::new()
+        .route("/{stage}/@connections/{id}", post(post_to))
+        .with_state(state);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/prod")
+}
+
+fn dynamo_endpoint() -> String {
+    std::env::var("DYNAMODB_ENDPOINT").unwrap_or_else(|_| {
+        panic!("DYNAMODB_ENDPOINT is not set: run these tests with `make test`, which starts DynamoDB Local")
+    })
+}
+
+fn local_sdk() -> wsdr_aws::SdkConfig {
+    wsdr_aws::SdkConfig::builder()
+        .behavior_version(wsdr_aws::BehaviorVersion::latest())
+        .region(wsdr_aws::Region::new("us-west-2"))
+        .endpoint_url(dynamo_endpoint())
+        .http_client(wsdr_aws::local::plain_http_client())
+        .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
+            wsdr_aws::Credentials::new("local", "local", None, None, "test"),
+        ))
+        .build()
+}
+
+#[tokio::test]
+async fn every_live_connection_of_the_target_region_is_told_to_move_once() {
+    let client = wsdr_aws::local::dynamo_client(&dynamo_endpoint(), "us-east-1");
+    let table = format!(
+        "evacuate-{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    wsdr_aws::schema::create_connections_table(&client, &table)
+        .await
+        .unwrap();
+    // The handler's own adapter writes the records, as in AWS.
+    let records = wsdr_aws::DynamoConnections::new(client, &table, Duration::from_secs(9_000));
+    let now = wsdr_core::Clock::now_ms(&SystemClock);
+    let user = UserId::new("alice").unwrap();
+    for i in 0..12 {
+        records
+            .register(&ConnectionId::new(format!("c{i}=")).unwrap(), &user, now)
+            .await
+            .unwrap();
+    }
+    // One that expired by TTL but is not deleted yet: not told.
+    records
+        .register(&ConnectionId::new("old=").unwrap(), &user, now - 9_001_000)
+        .await
+        .unwrap();
+    let callback = Callback::default();
+    callback.gone.lock().unwrap().insert("c3=".into());
+    let url = callback_server(callback.clone()).await;
+    let env = HashMap::from([
+        ("TARGET_REGION", "us-east-1".to_owned()),
+        ("TARGET_CONNECTIONS_TABLE", table.clone()),
+        ("TARGET_CALLBACK_URL", url),
+        ("DESTINATION_QUOTA_PER_SECOND", "4".to_owned()),
+    ]);
+    let config = Config::from_lookup(|k| env.get(k).cloned()).unwrap();
+    // Runs "in" us-west-2, aimed at us-east-1: the clients sign for the target.
+    let evacuator = Evacuator::from_aws(config, &local_sdk());
+    let answer = evacuator
+        .run(Request {
+            to: "us-west-2".into(),
+            endpoint: None,
+            reason: Some("failover".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(answer.connections, 12);
+    assert_eq!(answer.delivered, 11);
+    assert_eq!(answer.gone, 1, "c3= answered 410");
+    assert_eq!(answer.window_ms, 3_000, "12 connections at 4 per second");
+    let posts = callback.posts.lock().unwrap().clone();
+    assert_eq!(posts.len(), 11);
+    let ids: HashSet<&str> = posts.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids.len(), 11, "each connection told once");
+    assert!(!ids.contains("old="));
+    let frame: serde_json::Value = serde_json::from_str(&posts[0].1).unwrap();
+    assert_eq!(frame["type"], "moveTo");
+    assert_eq!(frame["region"], "us-east-1");
+    assert_eq!(frame["to"], "us-west-2");
+    assert_eq!(frame["reason"], "failover");
+    // The gone connection's records were removed, as fan-out does.
+    let left = records.all(now).await.unwrap();
+    assert_eq!(left.len(), 11);
+}
+
+#[tokio::test]
+async fn bad_requests_and_settings_are_refused_with_a_reason() {
+    let env = HashMap::from([
+        ("TARGET_REGION", "us-east-1".to_owned()),
+        ("TARGET_CONNECTIONS_TABLE", "t".to_owned()),
+        ("TARGET_CALLBACK_URL", "ftp://nope".to_owned()),
+    ]);
+    let err = Config::from_lookup(|k| env.get(k).cloned()).unwrap_err();
+    assert!(err.to_string().contains("TARGET_CALLBACK_URL"), "{err}");
+    let env = HashMap::from([
+        ("TARGET_REGION", "us-east-1".to_owned()),
+        ("TARGET_CONNECTIONS_TABLE", "t".to_owned()),
+        (
+            "TARGET_CALLBACK_URL",
+            "https://x.execute-api.us-east-1.amazonaws.com/prod".to_owned(),
+        ),
+        ("POSTS_PER_SECOND", "0".to_owned()),
+    ]);
+    let err = Config::from_lookup(|k| env.get(k).cloned()).unwrap_err();
+    assert!(err.to_string().contains("POSTS_PER_SECOND"), "{err}");
+    let missing = Config::from_lookup(|_| None).unwrap_err();
+    assert!(
+        missing.to_string().contains("TARGET_CALLBACK_URL"),
+        "{missing}"
+    );
+
+    let env = HashMap::from([
+        ("TARGET_REGION", "us-east-1".to_owned()),
+        ("TARGET_CONNECTIONS_TABLE", "t".to_owned()),
+        ("TARGET_CALLBACK_URL", "http://127.0.0.1:1/prod".to_owned()),
+    ]);
+    let evacuator = Evacuator::new(
+        Config::from_lookup(|k| env.get(k).cloned()).unwrap(),
+        Arc::new(wsdr_core::memory::MemoryConnections::default()),
+        Arc::new(wsdr_core::memory::RecordingNotifier::default()),
+        Arc::new(SystemClock),
+    );
+    for (to, endpoint) in [
+        ("us-east-1", None),
+        ("", None),
+        ("us-west-2", Some("http://x")),
+    ] {
+        let request = Request {
+            to: to.into(),
+            endpoint: endpoint.map(str::to_owned),
+            reason: None,
+        };
+        assert!(evacuator.run(request).await.is_err(), "{to} {endpoint:?}");
+    }
+    // An unknown field in the invocation is an error, not silently dropped.
+    assert!(serde_json::from_str::<Request>(r#"{"to":"us-west-2","region":"x"}"#).is_err());
+}
