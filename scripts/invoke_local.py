@@ -224,6 +224,9 @@ def main():
         # authorizer and canary: keys by secret name, read at cold start as in AWS
         "JWT_ISSUER": ISSUER, "JWT_AUDIENCE": AUDIENCE, "JWT_ALGORITHMS": "HS256",
         "JWT_HS256_SECRET_ID": "wsdr/users", "CANARY_HS256_SECRET_ID": "wsdr/canary",
+        # evacuator: this Region's connections, through the local @connections peer
+        "TARGET_REGION": REGION, "TARGET_CONNECTIONS_TABLE": "wsdr-connections",
+        "TARGET_CALLBACK_URL": f"{peer_url}/prod",
         # canary
         "API_ID": API_ID,
         "PROBES_PER_RUN": "1", "PROBE_TIMEOUT_SECONDS": "2",
@@ -232,7 +235,7 @@ def main():
     })
     # Build first, so the first invoke does not wait on the compiler under cargo lambda's timeout.
     subprocess.run(["cargo", "build", "--quiet", "--bin", "ws-handler", "--bin", "authorizer",
-                    "--bin", "canary", "--bin", "wsdr"], cwd=ROOT, check=True)
+                    "--bin", "canary", "--bin", "evacuator", "--bin", "wsdr"], cwd=ROOT, check=True)
     # The canary's target: the lab's primary Region (API Gateway semantics in front of the real
     # authorizer and handler), which the lab can take down.
     lab, control, primary = start_lab(env)
@@ -290,6 +293,21 @@ def main():
               and body.get("code") == "unknown_action", err or body)
         reply, err = watch.invoke("ws-handler", event("disconnect.json"))
         check("ws-handler $disconnect", reply is not None and reply.get("statusCode") == 200,
+              err or reply)
+
+        # evacuator: a connection is open again; every live one is told to move (moveTo).
+        reply, err = watch.invoke("ws-handler", event("connect.json"))
+        before = len(Peer.seen)
+        reply, err = watch.invoke("evacuator", event("evacuate.json"))
+        moves = [json.loads(body) for path, body in Peer.seen[before:] if "/@connections/" in path]
+        check("evacuator moves every live connection",
+              reply is not None and reply.get("connections", 0) >= 1
+              and reply.get("delivered") == reply.get("connections")
+              and len(moves) == reply.get("connections")
+              and all(m.get("type") == "moveTo" and m.get("to") == "us-west-2"
+                      and m.get("region") == REGION for m in moves), err or (reply, moves))
+        reply, err = watch.invoke("evacuator", {"to": REGION})
+        check("evacuator refuses a move to its own Region", reply is None and "other Region" in (err or ""),
               err or reply)
 
         # authorizer: a valid user token is allowed on the exact method ARN; the placeholder is not.
