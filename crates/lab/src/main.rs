@@ -58,6 +58,10 @@ enum Command {
         /// failover (users also know the Regions' own endpoints), and compare.
         #[arg(long)]
         client_fallback: bool,
+        /// Once the failover decision has moved the name, tell the sessions still on the
+        /// primary to move (`moveTo` through its @connections endpoint).
+        #[arg(long)]
+        evacuate_on_failover: bool,
     },
     /// A chaos campaign: randomized fault schedules while users bid, each run checked by the
     /// history checker; exits non-zero on any violation (docs/RELIABILITY.md).
@@ -235,6 +239,7 @@ async fn run() -> anyhow::Result<()> {
             lag_ms,
             dynamodb,
             client_fallback,
+            evacuate_on_failover,
         } => {
             cli::ensure_writable(&report, "report")?;
             cli::ensure_writable(&chart, "chart")?;
@@ -252,6 +257,7 @@ async fn run() -> anyhow::Result<()> {
                     ..LabConfig::default()
                 },
                 progress: true,
+                evacuate_on_failover,
                 ..DrillConfig::default()
             };
             println!(

@@ -361,3 +361,34 @@ async fn a_planned_evacuation_moves_everyone_without_an_error_and_back() {
             .any(|e| e.detail.contains("taken out of DNS")));
     }
 }
+
+/// A slow primary: the users' heartbeats pass, the canary's probes do not. The failover
+/// decision moves the name, and the evacuator moves the sessions that would otherwise stay on
+/// the slow primary (without it, none moves: `wsdr drill --scenario slow` fails 0/N).
+/// Time scale 20: the lab's 500 ms floor on probe timeouts is then 10 s AWS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_evacuator_moves_sessions_that_a_slow_primary_keeps() {
+    let report = drill::run(DrillConfig {
+        evacuate_on_failover: true,
+        lab: LabConfig {
+            scale: TimeScale::new(20.0),
+            ..LabConfig::default()
+        },
+        ..config(Scenario::Slow)
+    })
+    .await
+    .unwrap();
+    assert!(
+        report.passed(),
+        "{:?}\n{}",
+        report.failed_checks,
+        report.table()
+    );
+    assert_eq!(report.restored, 10);
+    assert_eq!(report.users_seeing_errors, 0, "a move is not an error");
+    assert!(report.evacuate_on_failover);
+    assert!(report
+        .timeline
+        .iter()
+        .any(|e| e.detail.starts_with("evacuating us-east-1")));
+}

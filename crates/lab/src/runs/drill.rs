@@ -34,6 +34,10 @@ pub enum Scenario {
     /// The primary lost for good with its replication backlog: the acknowledged bids it had
     /// not replicated are lost (the measured RPO); nothing else may be.
     NeverReturns,
+    /// The primary slow (every integration 6 s slower): users' heartbeats still pass, the
+    /// canary's 5 s probes do not. The failover decision moves the name, but open sessions
+    /// stay on the slow primary unless the evacuator moves them (`--evacuate-on-failover`).
+    Slow,
     /// No fault: a planned evacuation of the primary (out of DNS, then every connection
     /// told to move, paced to the secondary's quota), then the same in reverse once it is
     /// back. No user may see an error.
@@ -52,6 +56,7 @@ impl Scenario {
             Self::Blip => "blip",
             Self::NeverReturns => "never-returns",
             Self::Evacuate => "evacuate",
+            Self::Slow => "slow",
         }
     }
 }
@@ -72,6 +77,9 @@ pub struct DrillConfig {
     pub progress: bool,
     /// Give the simulated users the Regions' own endpoints (client-assisted failover).
     pub client_fallback: bool,
+    /// Once the failover decision has moved the name, tell the connections still on the
+    /// primary to move (`moveTo`, [`Lab::start_failover_evacuator`]).
+    pub evacuate_on_failover: bool,
 }
 
 impl Default for DrillConfig {
@@ -86,6 +94,7 @@ impl Default for DrillConfig {
             recovery_timeout_secs: 900.0,
             progress: false,
             client_fallback: false,
+            evacuate_on_failover: false,
         }
     }
 }
@@ -94,6 +103,9 @@ impl Default for DrillConfig {
 pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     let scale = config.lab.scale;
     let lab = Arc::new(Lab::start(config.lab.clone()).await?);
+    if config.evacuate_on_failover {
+        lab.start_failover_evacuator();
+    }
     let secondary = lab.config.regions[1].clone();
     let timeline = lab.timeline.clone();
 
@@ -148,6 +160,10 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         Scenario::Evacuate => {
             lab.evacuate(0, true, "maintenance").await?;
         }
+        Scenario::Slow => lab.fault(Fault::Slow {
+            region: 0,
+            ms: 6_000,
+        }),
         Scenario::Throttle | Scenario::Failback => lab.fault(Fault::Throttle(0)),
         Scenario::Down => lab.fault(Fault::Down(0)),
         Scenario::NeverReturns => lab.fault(Fault::NeverReturns(0)),
@@ -396,6 +412,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         timeline: timeline.entries(),
         users_back_on_primary: back_on_primary.as_ref().map(Vec::len),
         users_seeing_errors: logs.iter().filter(|l| l.unplanned_disconnects > 0).count(),
+        evacuate_on_failover: config.evacuate_on_failover,
         throttled_handshakes_during_move: throttled_during_move as usize,
         back_on_primary_ms: Percentiles::of(back_on_primary.as_deref().unwrap_or_default()),
         failed_checks: Vec::new(),

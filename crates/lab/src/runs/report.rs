@@ -107,6 +107,10 @@ pub struct Report {
     pub users_back_on_primary: Option<usize>,
     #[serde(default)]
     pub back_on_primary_ms: Percentiles,
+    /// Whether an evacuator moved the sessions still on the primary once the name had
+    /// failed over (`--evacuate-on-failover`).
+    #[serde(default)]
+    pub evacuate_on_failover: bool,
     /// Users whose session ended for a reason they would see as an error (anything but a
     /// server-directed move, a planned return, or closing the app). `evacuate` requires 0.
     #[serde(default)]

@@ -893,6 +893,33 @@ impl Lab {
         }
     }
 
+    /// The unplanned path: once the failover decision has moved the name to the secondary
+    /// (the primary's health check unhealthy, the resolver answering the secondary), an
+    /// evacuator outside the primary tells the connections still on it to move, through the
+    /// primary's own `@connections` endpoint. Clients whose sessions stay up on a degraded
+    /// primary (slow, partly failing) then leave too; once per failover.
+    pub fn start_failover_evacuator(self: &Arc<Self>) {
+        let lab = Arc::downgrade(self);
+        let every = self.config.scale.secs(5.0);
+        self.owner.spawn(async move {
+            let mut evacuated = false;
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(lab) = lab.upgrade() else { return };
+                let failed_over = !lab.resolver.primary_healthy() && lab.resolver.answer() == 1;
+                if failed_over && !evacuated {
+                    evacuated = true;
+                    if let Err(error) = lab.evacuate(0, false, "failover").await {
+                        lab.timeline
+                            .record(Kind::Note, format!("evacuation failed: {error:#}"));
+                    }
+                } else if lab.resolver.primary_healthy() {
+                    evacuated = false;
+                }
+            }
+        });
+    }
+
     /// Take a Region out of DNS (or put it back): a planned move's first step.
     pub fn set_in_service(&self, region: usize, in_service: bool) {
         self.resolver.set_in_service(region, in_service);
