@@ -1,11 +1,10 @@
 //! One probe: connect, heartbeat, getState, each bounded by the probe's deadline.
 
-use futures::{SinkExt, StreamExt};
 use std::time::Duration;
 use tokio::time::Instant;
-use tokio_tungstenite::tungstenite::Message;
+use wsdr_client::exchange::{self, ExchangeError};
 use wsdr_client::{connect, ConnectError, ConnectOptions, WsStream};
-use wsdr_protocol::{parse_server_frame, AuctionId, ClientMessage, ServerFrame, ServerMessage};
+use wsdr_protocol::{AuctionId, ClientMessage, ServerMessage};
 
 /// What to probe.
 #[derive(Debug, Clone)]
@@ -85,27 +84,41 @@ async fn exchange(
     started: Instant,
     deadline: Instant,
 ) -> Result<ProbeSuccess, ProbeFailure> {
-    send(ws, &ClientMessage::Heartbeat).await?;
-    match next_frame(ws, deadline, Stage::Pong).await? {
-        ServerMessage::Pong { region, .. } => check_region(target, region)?,
-        other => return Err(ProbeFailure::WrongReply(describe(&other))),
-    }
+    // The heartbeat round trip the client's probe of the global name uses too.
+    let region = wsdr_client::exchange::heartbeat(ws, deadline)
+        .await
+        .map_err(|e| failure(e, Stage::Pong))?;
+    check_region(target, region)?;
     let heartbeat_ms = started.elapsed().as_secs_f64() * 1000.0;
-    send(
+    exchange::send(
         ws,
         &ClientMessage::GetState {
             auction_id: target.auction_id.clone(),
         },
     )
-    .await?;
-    match next_frame(ws, deadline, Stage::State).await? {
+    .await
+    .map_err(|e| failure(e, Stage::State))?;
+    match exchange::next_message(ws, deadline)
+        .await
+        .map_err(|e| failure(e, Stage::State))?
+    {
         ServerMessage::State { region, .. } => check_region(target, region)?,
-        other => return Err(ProbeFailure::WrongReply(describe(&other))),
+        other => return Err(ProbeFailure::WrongReply(exchange::describe(&other))),
     }
     Ok(ProbeSuccess {
         heartbeat_ms,
         total_ms: started.elapsed().as_secs_f64() * 1000.0,
     })
+}
+
+/// An exchange's failure, named by the stage the probe was in.
+fn failure(error: ExchangeError, stage: Stage) -> ProbeFailure {
+    match error {
+        ExchangeError::Timeout => ProbeFailure::Timeout(stage),
+        ExchangeError::Closed => ProbeFailure::Closed,
+        ExchangeError::GatewayError(message) => ProbeFailure::GatewayError(message),
+        ExchangeError::WrongReply(what) => ProbeFailure::WrongReply(what),
+    }
 }
 
 fn check_region(target: &ProbeTarget, region: String) -> Result<(), ProbeFailure> {
@@ -116,50 +129,5 @@ fn check_region(target: &ProbeTarget, region: String) -> Result<(), ProbeFailure
             expected: target.expected_region.clone(),
             got: region,
         })
-    }
-}
-
-fn describe(message: &ServerMessage) -> String {
-    match message {
-        ServerMessage::Error { code, message, .. } => format!("error frame {code}: {message}"),
-        other => format!(
-            "{} frame",
-            other.to_json().split('"').nth(3).unwrap_or("unknown")
-        ),
-    }
-}
-
-async fn send(ws: &mut WsStream, message: &ClientMessage) -> Result<(), ProbeFailure> {
-    ws.send(Message::text(message.to_json()))
-        .await
-        .map_err(|_| ProbeFailure::Closed)
-}
-
-/// The next frame of ours, skipping control frames and pushed `bidUpdate`s.
-async fn next_frame(
-    ws: &mut WsStream,
-    deadline: Instant,
-    stage: Stage,
-) -> Result<ServerMessage, ProbeFailure> {
-    loop {
-        let frame = match tokio::time::timeout_at(deadline, ws.next()).await {
-            Err(_) => return Err(ProbeFailure::Timeout(stage)),
-            Ok(None) | Ok(Some(Err(_))) => return Err(ProbeFailure::Closed),
-            Ok(Some(Ok(frame))) => frame,
-        };
-        let text = match frame {
-            Message::Text(text) => text,
-            Message::Close(_) => return Err(ProbeFailure::Closed),
-            Message::Binary(_) => return Err(ProbeFailure::WrongReply("binary frame".into())),
-            _ => continue,
-        };
-        match parse_server_frame(&text) {
-            Ok(ServerFrame::GatewayError { message }) => {
-                return Err(ProbeFailure::GatewayError(message))
-            }
-            Ok(ServerFrame::Message(ServerMessage::BidUpdate { .. })) => continue,
-            Ok(ServerFrame::Message(message)) => return Ok(message),
-            Err(e) => return Err(ProbeFailure::WrongReply(e.message)),
-        }
     }
 }

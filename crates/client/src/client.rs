@@ -739,23 +739,13 @@ impl Runner {
                 timeout,
                 ..ConnectOptions::default()
             };
+            // Connect, then the heartbeat round trip the canary's probe uses too.
             let exchange = async {
                 let mut ws = connect(&url, &options).await.ok()?;
-                ws.send(Message::text(ClientMessage::Heartbeat.to_json()))
-                    .await
-                    .ok()?;
-                let answer = loop {
-                    match ws.next().await? {
-                        Ok(Message::Text(text)) => break text,
-                        Ok(Message::Close(_)) | Err(_) => return None,
-                        Ok(_) => continue,
-                    }
-                };
+                let deadline = Instant::now() + timeout;
+                let region = crate::exchange::heartbeat(&mut ws, deadline).await.ok();
                 let _ = ws.send(Message::Close(None)).await;
-                match parse_server_frame(&answer) {
-                    Ok(ServerFrame::Message(ServerMessage::Pong { region, .. })) => Some(region),
-                    _ => None,
-                }
+                region
             };
             match tokio::time::timeout(timeout.saturating_mul(2), exchange).await {
                 Ok(Some(region)) => ProbeResult::Healthy(region),

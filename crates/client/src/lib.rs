@@ -11,6 +11,7 @@
 
 mod backoff;
 mod client;
+pub mod exchange;
 mod fallback;
 pub mod heartbeat;
 pub mod moves;

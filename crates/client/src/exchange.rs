@@ -1,0 +1,80 @@
+//! One request/answer on an open socket, bounded by a deadline: the heartbeat round trip the
+//! client's probe of the global name and the canary's probe share.
+
+use crate::transport::WsStream;
+use futures::{SinkExt, StreamExt};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::Message;
+use wsdr_protocol::{parse_server_frame, ClientMessage, ServerFrame, ServerMessage};
+
+/// Why an exchange got no usable answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExchangeError {
+    #[error("no answer before the deadline")]
+    Timeout,
+    #[error("connection closed before a reply")]
+    Closed,
+    /// API Gateway answered instead of our Lambda (integration failed or throttled).
+    #[error("API Gateway error frame: {0}")]
+    GatewayError(String),
+    #[error("unexpected reply: {0}")]
+    WrongReply(String),
+}
+
+/// Send one frame.
+pub async fn send(ws: &mut WsStream, message: &ClientMessage) -> Result<(), ExchangeError> {
+    ws.send(Message::text(message.to_json()))
+        .await
+        .map_err(|_| ExchangeError::Closed)
+}
+
+/// The next frame of ours before `deadline`, skipping control frames and what the server
+/// pushes unasked (`bidUpdate`, `moveTo`).
+pub async fn next_message(
+    ws: &mut WsStream,
+    deadline: Instant,
+) -> Result<ServerMessage, ExchangeError> {
+    loop {
+        let frame = match tokio::time::timeout_at(deadline, ws.next()).await {
+            Err(_) => return Err(ExchangeError::Timeout),
+            Ok(None) | Ok(Some(Err(_))) => return Err(ExchangeError::Closed),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let text = match frame {
+            Message::Text(text) => text,
+            Message::Close(_) => return Err(ExchangeError::Closed),
+            Message::Binary(_) => return Err(ExchangeError::WrongReply("binary frame".into())),
+            _ => continue,
+        };
+        match parse_server_frame(&text) {
+            Ok(ServerFrame::GatewayError { message }) => {
+                return Err(ExchangeError::GatewayError(message))
+            }
+            Ok(ServerFrame::Message(
+                ServerMessage::BidUpdate { .. } | ServerMessage::MoveTo { .. },
+            )) => continue,
+            Ok(ServerFrame::Message(message)) => return Ok(message),
+            Err(e) => return Err(ExchangeError::WrongReply(e.message)),
+        }
+    }
+}
+
+/// A heartbeat and its pong: the Region that answered.
+pub async fn heartbeat(ws: &mut WsStream, deadline: Instant) -> Result<String, ExchangeError> {
+    send(ws, &ClientMessage::Heartbeat).await?;
+    match next_message(ws, deadline).await? {
+        ServerMessage::Pong { region, .. } => Ok(region),
+        other => Err(ExchangeError::WrongReply(describe(&other))),
+    }
+}
+
+/// A frame in a few words, for failure messages.
+pub fn describe(message: &ServerMessage) -> String {
+    match message {
+        ServerMessage::Error { code, message, .. } => format!("error frame {code}: {message}"),
+        other => format!(
+            "{} frame",
+            other.to_json().split('"').nth(3).unwrap_or("unknown")
+        ),
+    }
+}
