@@ -392,3 +392,66 @@ async fn the_evacuator_moves_sessions_that_a_slow_primary_keeps() {
         .iter()
         .any(|e| e.detail.starts_with("evacuating us-east-1")));
 }
+
+/// A `moveTo` naming an endpoint the clients were never given, or the Region already
+/// serving them, moves nobody: users stay connected, with no reconnect and no error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_or_pointless_move_redirects_nobody() {
+    use std::sync::Arc;
+    use wsdr_lab::users::{wait_for, Behaviour, Population};
+    let lab = Arc::new(wsdr_lab::Lab::start(LabConfig::default()).await.unwrap());
+    let scale = lab.config.scale;
+    assert!(wait_for(scale.secs(600.0), || lab.resolver.answer() == 0).await);
+    let auction = wsdr_protocol::AuctionId::new("lot-1").unwrap();
+    // Half the users know the Regions' own endpoints, half only the global name.
+    let users =
+        Population::through_front_door(&lab, 6, &auction, Behaviour::honest(10.0), 5, |i| {
+            i % 2 == 0
+        });
+    assert!(wait_for(scale.secs(300.0), || users.all_connected()).await);
+    let primary = &lab.regions[0];
+    let sdk = wsdr_aws::SdkConfig::builder()
+        .behavior_version(wsdr_aws::BehaviorVersion::latest())
+        .region(wsdr_aws::Region::new("us-east-1"))
+        .http_client(wsdr_aws::local::plain_http_client())
+        .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
+            wsdr_aws::Credentials::new("t", "t", None, None, "test"),
+        ))
+        .build();
+    let notifier: Arc<dyn wsdr_core::Notifier> = Arc::new(wsdr_aws::ApiGatewayNotifier::new(
+        &sdk,
+        &format!("http://{}/{}", primary.addr, primary.stage),
+    ));
+    let connections: Arc<dyn wsdr_core::Connections> = primary.registry.clone();
+    for plan in [
+        wsdr_core::Evacuation {
+            endpoint: Some("ws://127.0.0.1:1/prod".into()),
+            min_window: std::time::Duration::ZERO,
+            ..wsdr_core::Evacuation::new("us-east-1", "us-west-2")
+        },
+        // The secondary's name with the primary's own endpoint: a mismatch.
+        wsdr_core::Evacuation {
+            endpoint: Some(lab.regions[0].url()),
+            min_window: std::time::Duration::ZERO,
+            ..wsdr_core::Evacuation::new("us-east-1", "us-west-2")
+        },
+        // A move to where they already are.
+        wsdr_core::Evacuation {
+            min_window: std::time::Duration::ZERO,
+            ..wsdr_core::Evacuation::new("us-east-1", "us-east-1")
+        },
+    ] {
+        let report = wsdr_core::evacuate(&connections, &notifier, &plan, primary.clock_now_ms())
+            .await
+            .unwrap();
+        assert_eq!(report.posts.delivered, 6, "{plan:?}");
+    }
+    tokio::time::sleep(scale.secs(120.0)).await;
+    for record in users.records() {
+        assert!(record.connected, "{record:?}");
+        assert_eq!(record.moves, 0, "nobody changed endpoint");
+        assert!(record.disconnects.is_empty(), "nobody reconnected");
+        assert_eq!(record.unplanned_disconnects, 0);
+    }
+    users.close().await;
+}

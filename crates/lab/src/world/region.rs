@@ -252,6 +252,11 @@ impl Region {
         Ok(region)
     }
 
+    /// This Region's clock now (epoch ms), as its handler reads it.
+    pub fn clock_now_ms(&self) -> u64 {
+        wsdr_core::Clock::now_ms(self.clock.as_ref())
+    }
+
     /// The Region's own WebSocket URL (its "execute-api" URL).
     pub fn url(&self) -> String {
         format!("ws://{}/{}", self.addr, self.stage)
