@@ -18,13 +18,17 @@ pub enum Policy {
     Wsdr,
     /// Exponential without jitter (what full jitter replaces).
     NoJitter,
+    /// wsdr's default clients, moved by the server instead of cut off: the primary stays
+    /// up, the name moves, and an evacuation tells every connection to move (`moveTo`) within
+    /// the herd window the quota needs (N / 500 s).
+    Evacuated,
 }
 
 impl Policy {
     pub fn backoff(self) -> Backoff {
         match self {
             Policy::Reference => Backoff::reference(),
-            Policy::Wsdr => Backoff::default(),
+            Policy::Wsdr | Policy::Evacuated => Backoff::default(),
             Policy::NoJitter => Backoff {
                 jitter: false,
                 ..Backoff::reference()
@@ -65,9 +69,24 @@ pub async fn run(users: usize, policy: Policy, scale: f64) -> anyhow::Result<Sto
     secondary.set_connect_rate(quota * scale);
     let before = secondary.counters.throttled_429.load(Ordering::Relaxed);
     let outage = wall_ms();
-    primary.faults.down.store(true, Ordering::SeqCst);
-    primary.drop_all_sockets();
-    child.say("flip").await?;
+    if policy == Policy::Evacuated {
+        // The name moves first (a planned move takes the Region out of DNS), then every
+        // connection is told to move, paced by the window the destination's quota needs.
+        child.say("flip").await?;
+        let plan = wsdr_core::Evacuation {
+            destination_quota_per_s: quota * scale,
+            min_window: Duration::from_secs_f64(2.0 / scale),
+            posts_per_s: 2_000.0 * scale,
+            ..wsdr_core::Evacuation::new("us-east-1", "us-west-2")
+        };
+        let connections: Arc<dyn wsdr_core::Connections> = primary.registry.clone();
+        let now = primary.clock_now_ms();
+        wsdr_core::evacuate(&connections, &primary.connections_notifier(), &plan, now).await?;
+    } else {
+        primary.faults.down.store(true, Ordering::SeqCst);
+        primary.drop_all_sockets();
+        child.say("flip").await?;
+    }
     let summary = child.expect("done", Duration::from_secs(900)).await?;
     let mut parts = summary.split_whitespace();
     let gave_up: usize = parts.next().and_then(|g| g.parse().ok()).unwrap_or(0);

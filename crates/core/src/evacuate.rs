@@ -37,7 +37,9 @@ pub struct Evacuation {
 
 impl Evacuation {
     /// An evacuation with the defaults: the destination's default quota (500/s), a 2 s
-    /// minimum window, 500 posts per second.
+    /// minimum window, 2,000 posts per second (a fifth of API Gateway's default account
+    /// throttle of 10,000 requests per second, which `@connections` calls share, and under
+    /// the 2,500 of the Regions with a lower default).
     pub fn new(from_region: impl Into<String>, to_region: impl Into<String>) -> Self {
         Self {
             from_region: from_region.into(),
@@ -46,7 +48,7 @@ impl Evacuation {
             reason: "evacuation".into(),
             destination_quota_per_s: 500.0,
             min_window: Duration::from_secs(2),
-            posts_per_s: 500.0,
+            posts_per_s: 2_000.0,
             fanout: FanoutConfig::default(),
         }
     }

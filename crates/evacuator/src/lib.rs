@@ -40,7 +40,8 @@ pub struct Config {
     /// `DESTINATION_QUOTA_PER_SECOND` (default 500): new connections per second the
     /// destination admits (API Gateway's default account quota).
     pub destination_quota_per_s: f64,
-    /// `POSTS_PER_SECOND` (default 500): `@connections` posts per second at most.
+    /// `POSTS_PER_SECOND` (default 2000): `@connections` posts per second at most (they count
+    /// against API Gateway's account throttle, 10,000 per second by default).
     pub posts_per_s: f64,
     /// `CONNECTION_TTL_SECONDS` (default 9000), as the handler writes records.
     pub connection_ttl: Duration,
@@ -80,7 +81,7 @@ impl Config {
             connections_table: env.required("TARGET_CONNECTIONS_TABLE")?,
             callback_url,
             destination_quota_per_s: positive("DESTINATION_QUOTA_PER_SECOND", 500)?,
-            posts_per_s: positive("POSTS_PER_SECOND", 500)?,
+            posts_per_s: positive("POSTS_PER_SECOND", 2_000)?,
             connection_ttl: Duration::from_secs(env.number("CONNECTION_TTL_SECONDS", 9_000)?),
         })
     }

@@ -410,18 +410,7 @@ async fn a_forged_or_pointless_move_redirects_nobody() {
         });
     assert!(wait_for(scale.secs(300.0), || users.all_connected()).await);
     let primary = &lab.regions[0];
-    let sdk = wsdr_aws::SdkConfig::builder()
-        .behavior_version(wsdr_aws::BehaviorVersion::latest())
-        .region(wsdr_aws::Region::new("us-east-1"))
-        .http_client(wsdr_aws::local::plain_http_client())
-        .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
-            wsdr_aws::Credentials::new("t", "t", None, None, "test"),
-        ))
-        .build();
-    let notifier: Arc<dyn wsdr_core::Notifier> = Arc::new(wsdr_aws::ApiGatewayNotifier::new(
-        &sdk,
-        &format!("http://{}/{}", primary.addr, primary.stage),
-    ));
+    let notifier = primary.connections_notifier();
     let connections: Arc<dyn wsdr_core::Connections> = primary.registry.clone();
     for plan in [
         wsdr_core::Evacuation {

@@ -967,25 +967,14 @@ impl Lab {
             );
         }
         let region = &self.regions[from];
-        let sdk = wsdr_aws::SdkConfig::builder()
-            .behavior_version(wsdr_aws::BehaviorVersion::latest())
-            .region(wsdr_aws::Region::new(region.name.clone()))
-            .http_client(wsdr_aws::local::plain_http_client())
-            .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
-                wsdr_aws::Credentials::new("lab", "lab", None, None, "wsdr-lab"),
-            ))
-            .build();
-        let notifier: Arc<dyn wsdr_core::Notifier> = Arc::new(wsdr_aws::ApiGatewayNotifier::new(
-            &sdk,
-            &format!("http://{}/{}", region.addr, region.stage),
-        ));
+        let notifier = region.connections_notifier();
         let connections: Arc<dyn wsdr_core::Connections> = region.registry.clone();
         // Lab seconds: the destination admits connect_rate per AWS second.
         let plan = wsdr_core::Evacuation {
             reason: reason.to_owned(),
             destination_quota_per_s: self.config.connect_rate * scale.factor(),
             min_window: scale.secs(2.0),
-            posts_per_s: 500.0 * scale.factor(),
+            posts_per_s: 2_000.0 * scale.factor(),
             ..wsdr_core::Evacuation::new(region.name.clone(), self.config.regions[to].clone())
         };
         self.timeline.record(

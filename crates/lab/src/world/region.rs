@@ -252,6 +252,23 @@ impl Region {
         Ok(region)
     }
 
+    /// A push path to this Region's connections through its own `@connections` endpoint,
+    /// with the real SDK client (what an evacuator outside the Region uses).
+    pub fn connections_notifier(&self) -> Arc<dyn wsdr_core::Notifier> {
+        let sdk = wsdr_aws::SdkConfig::builder()
+            .behavior_version(wsdr_aws::BehaviorVersion::latest())
+            .region(wsdr_aws::Region::new(self.name.clone()))
+            .http_client(wsdr_aws::local::plain_http_client())
+            .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
+                wsdr_aws::Credentials::new("lab", "lab", None, None, "wsdr-lab"),
+            ))
+            .build();
+        Arc::new(wsdr_aws::ApiGatewayNotifier::new(
+            &sdk,
+            &format!("http://{}/{}", self.addr, self.stage),
+        ))
+    }
+
     /// This Region's clock now (epoch ms), as its handler reads it.
     pub fn clock_now_ms(&self) -> u64 {
         wsdr_core::Clock::now_ms(self.clock.as_ref())
