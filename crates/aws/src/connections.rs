@@ -58,6 +58,21 @@ fn n(v: u64) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
 
+/// The connection an item names, if its record is still live: the filter expression already
+/// asks for that, and the check here keeps a reader honest whatever the query said.
+fn live_connection_id(
+    item: &HashMap<String, AttributeValue>,
+    now_secs: u64,
+) -> Option<ConnectionId> {
+    let live = item
+        .get(EXPIRES_AT)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_some_and(|exp| exp > now_secs);
+    let id = item.get(PK)?.as_s().ok()?;
+    live.then(|| ConnectionId::new(id.as_str()).ok()).flatten()
+}
+
 /// Retries of a batch delete's unprocessed items before giving up (TTL cleans up after).
 const UNPROCESSED_RETRIES: u32 = 3;
 
@@ -110,16 +125,7 @@ impl Connections for DynamoConnections {
         let mut out = Vec::new();
         while let Some(item) = pages.next().await {
             let item = item.map_err(|e| classify(&e))?;
-            let live = item
-                .get(EXPIRES_AT)
-                .and_then(|v| v.as_n().ok())
-                .and_then(|v| v.parse::<u64>().ok())
-                .is_some_and(|exp| exp > now_secs);
-            if let (true, Some(Ok(id))) = (live, item.get(PK).map(|v| v.as_s())) {
-                if let Ok(id) = ConnectionId::new(id.as_str()) {
-                    out.push(id);
-                }
-            }
+            out.extend(live_connection_id(&item, now_secs));
         }
         Ok(out)
     }
@@ -199,11 +205,7 @@ impl Connections for DynamoConnections {
         let mut out = Vec::new();
         while let Some(item) = pages.next().await {
             let item = item.map_err(|e| classify(&e))?;
-            if let Some(Ok(id)) = item.get(PK).map(|v| v.as_s()) {
-                if let Ok(id) = ConnectionId::new(id.as_str()) {
-                    out.push(id);
-                }
-            }
+            out.extend(live_connection_id(&item, now_secs));
         }
         Ok(out)
     }
