@@ -158,11 +158,16 @@ DNS_TTL ?= 60
 from_region = $(if $(filter secondary,$(FROM)),$(SECONDARY_REGION),$(PRIMARY_REGION))
 to_region = $(if $(filter secondary,$(FROM)),$(PRIMARY_REGION),$(SECONDARY_REGION))
 health_check_output = $(if $(filter secondary,$(FROM)),SecondaryHealthCheckId,PrimaryHealthCheckId)
+destination_check_output = $(if $(filter secondary,$(FROM)),PrimaryHealthCheckId,SecondaryHealthCheckId)
 secondary_out = $$(aws cloudformation describe-stacks --region $(SECONDARY_REGION) --stack-name wsdr-secondary \
 	--query "Stacks[0].Outputs[?OutputKey=='$(1)'].OutputValue" --output text)
 evacuate:
 	@[ -n "$(DOMAIN)" ] && [ -n "$(HOSTED_ZONE_ID)" ] || { echo "set DOMAIN and HOSTED_ZONE_ID (docs/DEPLOY.md)"; exit 1; }
 	@set -e; if [ -z "$(KEEP_DNS)" ]; then \
+	  dest=$(call secondary_out,$(destination_check_output)); \
+	  case "$$(aws route53 get-health-check-status --health-check-id "$$dest" \
+	    --query "HealthCheckObservations[].StatusReport.Status" --output text)" in \
+	    *Failure*) echo "$(to_region)'s health check is not healthy: Route 53 would keep answering $(from_region); nothing changed"; exit 1;; esac; \
 	  check=$(call secondary_out,$(health_check_output)); \
 	  echo "taking $(from_region) out of DNS (health check $$check inverted)"; \
 	  aws route53 update-health-check --health-check-id "$$check" --inverted >/dev/null; \

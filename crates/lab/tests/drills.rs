@@ -444,3 +444,19 @@ async fn a_forged_or_pointless_move_redirects_nobody() {
     }
     users.close().await;
 }
+
+/// A planned evacuation towards a Region DNS will not answer (it is unhealthy too) moves
+/// nobody and leaves the evacuated Region in DNS, with an error that says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evacuation_to_an_unhealthy_region_moves_nobody_and_restores_dns() {
+    use wsdr_lab::users::wait_for;
+    use wsdr_lab::Fault;
+    let lab = wsdr_lab::Lab::start(LabConfig::default()).await.unwrap();
+    let scale = lab.config.scale;
+    lab.fault(Fault::Down(1));
+    assert!(wait_for(scale.secs(900.0), || !lab.resolver.secondary_healthy()).await);
+    let err = lab.evacuate(0, true, "maintenance").await.unwrap_err();
+    assert!(format!("{err:#}").contains("nobody was moved"), "{err:#}");
+    assert!(lab.resolver.in_service(0), "the primary is back in DNS");
+    assert_eq!(lab.resolver.answer(), 0);
+}

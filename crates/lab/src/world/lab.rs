@@ -959,12 +959,18 @@ impl Lab {
                 self.resolver.answer() == to
             })
             .await;
-            anyhow::ensure!(
-                flipped,
-                "the name never answered {} after {} left DNS",
-                self.config.regions[to],
-                self.config.regions[from]
-            );
+            if !flipped {
+                // Nobody moves to a destination DNS will not send them to: put the Region
+                // back as it was.
+                self.set_in_service(from, true);
+                anyhow::bail!(
+                    "the name never answered {} after {} left DNS (is {} healthy?); {} is back in DNS and nobody was moved",
+                    self.config.regions[to],
+                    self.config.regions[from],
+                    self.config.regions[to],
+                    self.config.regions[from]
+                );
+            }
         }
         let region = &self.regions[from];
         let notifier = region.connections_notifier();
