@@ -491,27 +491,7 @@ async fn run() -> anyhow::Result<()> {
                 "from": from,
             })
             .to_string();
-            let client = wsdr_lab::control::ControlClient::new(lab, control_token);
-            let (status, answer) = match client.post_json("/api/fault", &body).await {
-                Ok(answer) => answer,
-                Err(error) => {
-                    eprintln!("wsdr fault: {error:#}");
-                    std::process::exit(1);
-                }
-            };
-            if status == 200 {
-                println!("{answer}");
-            } else {
-                let hint = if status == 401 {
-                    " (this lab wants its control token: --control-token or WSDR_LAB_CONTROL_TOKEN)"
-                } else {
-                    ""
-                };
-                eprintln!(
-                    "wsdr fault: the lab at {lab} refused it (HTTP {status}): {answer}{hint}"
-                );
-                std::process::exit(1);
-            }
+            control_call(lab, control_token, "/api/fault", &body, "fault").await;
         }
         Command::Evacuate {
             region,
