@@ -193,14 +193,7 @@ impl Region {
         let addr = listener.local_addr()?;
         let stage = "prod".to_owned();
         let callback = format!("http://{addr}/{stage}");
-        let sdk = wsdr_aws::SdkConfig::builder()
-            .behavior_version(wsdr_aws::BehaviorVersion::latest())
-            .region(wsdr_aws::Region::new(name.to_owned()))
-            .http_client(wsdr_aws::local::plain_http_client())
-            .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
-                wsdr_aws::Credentials::new("lab", "lab", None, None, "wsdr-lab"),
-            ))
-            .build();
+        let sdk = lab_sdk(name);
         let registry = Arc::new(MemoryConnections::default());
         let service = AuctionService::new(
             store.clone(),
@@ -255,16 +248,8 @@ impl Region {
     /// A push path to this Region's connections through its own `@connections` endpoint,
     /// with the real SDK client (what an evacuator outside the Region uses).
     pub fn connections_notifier(&self) -> Arc<dyn wsdr_core::Notifier> {
-        let sdk = wsdr_aws::SdkConfig::builder()
-            .behavior_version(wsdr_aws::BehaviorVersion::latest())
-            .region(wsdr_aws::Region::new(self.name.clone()))
-            .http_client(wsdr_aws::local::plain_http_client())
-            .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
-                wsdr_aws::Credentials::new("lab", "lab", None, None, "wsdr-lab"),
-            ))
-            .build();
         Arc::new(wsdr_aws::ApiGatewayNotifier::new(
-            &sdk,
+            &lab_sdk(&self.name),
             &format!("http://{}/{}", self.addr, self.stage),
         ))
     }
@@ -399,6 +384,19 @@ impl Region {
             }
         }
     }
+}
+
+/// The SDK configuration of a lab Region's clients: its Region name, plain HTTP to loopback,
+/// placeholder credentials (the lab's `@connections` endpoint checks none).
+fn lab_sdk(name: &str) -> wsdr_aws::SdkConfig {
+    wsdr_aws::SdkConfig::builder()
+        .behavior_version(wsdr_aws::BehaviorVersion::latest())
+        .region(wsdr_aws::Region::new(name.to_owned()))
+        .http_client(wsdr_aws::local::plain_http_client())
+        .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
+            wsdr_aws::Credentials::new("lab", "lab", None, None, "wsdr-lab"),
+        ))
+        .build()
 }
 
 /// API Gateway's route selection on `$request.body.action`: a known action's route, else
