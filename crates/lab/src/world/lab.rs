@@ -807,6 +807,8 @@ impl Lab {
 
     pub fn status(&self) -> Status {
         let names = &self.config.regions;
+        // Read once: the fault in force is derived from the same entries.
+        let key_events = self.timeline.key_entries();
         Status {
             lab_seconds: self.timeline.elapsed().as_secs_f64(),
             time_scale: self.config.scale.factor(),
@@ -884,8 +886,11 @@ impl Lab {
                         | Kind::ClientMoved
                 )
             }),
-            key_events: self.timeline.key_entries(),
-            fault: self.fault_status(),
+            fault: self
+                .last_fault_in(&key_events)
+                .filter(|(_, healed)| !healed)
+                .map(|(f, _)| f),
+            key_events,
             users: self.users().map(|u| UsersStatus {
                 total: u.total(),
                 online: u.online(),
@@ -1012,16 +1017,16 @@ impl Lab {
         self.users.get().and_then(std::sync::Weak::upgrade)
     }
 
-    /// The fault in force: the last fault entry with no heal after it.
-    fn fault_status(&self) -> Option<FaultStatus> {
-        self.last_fault()
-            .filter(|(_, healed)| !healed)
-            .map(|(f, _)| f)
-    }
-
     /// The last fault of the run, and whether a heal followed it.
     pub fn last_fault(&self) -> Option<(FaultStatus, bool)> {
-        let key = self.timeline.key_entries();
+        self.last_fault_in(&self.timeline.key_entries())
+    }
+
+    /// The same, from key entries already read (`Status::key_events`).
+    pub fn last_fault_in(
+        &self,
+        key: &[crate::world::timeline::Entry],
+    ) -> Option<(FaultStatus, bool)> {
         let last_fault = key.iter().rposition(|e| e.kind == Kind::Fault)?;
         let healed = key[last_fault..].iter().any(|e| e.kind == Kind::Heal);
         let fault = &key[last_fault];

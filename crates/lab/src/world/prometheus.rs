@@ -175,7 +175,7 @@ fn faults_and_users(out: &mut Exposition, lab: &Lab, status: &Status) {
         &[],
         f64::from(u8::from(status.fault.is_some())),
     );
-    if let Some((fault, _)) = lab.last_fault() {
+    if let Some((fault, _)) = lab.last_fault_in(&status.key_events) {
         out.family(
             "wsdr_lab_last_fault_age_seconds",
             "gauge",
