@@ -529,3 +529,20 @@ fn split_between_regions(
         accepted_below_other_region,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One vocabulary: the console's name, the CLI's value and the JSON report's are one.
+    #[test]
+    fn a_scenario_has_one_name_in_the_cli_the_json_and_the_console() {
+        use clap::ValueEnum;
+        for scenario in Scenario::value_variants() {
+            let cli = scenario.to_possible_value().expect("a CLI value");
+            let json = serde_json::to_value(scenario).expect("serializes");
+            assert_eq!(cli.get_name(), scenario.name());
+            assert_eq!(json, scenario.name());
+        }
+    }
+}

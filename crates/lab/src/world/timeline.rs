@@ -227,6 +227,28 @@ impl Timeline {
 mod tests {
     use super::*;
 
+    /// The console prints `Kind::name`, the JSON carries serde's name: they are one.
+    #[test]
+    fn a_kind_has_one_name_in_the_console_and_the_json() {
+        for kind in [
+            Kind::Fault,
+            Kind::Heal,
+            Kind::ProbeFailed,
+            Kind::ProbeOk,
+            Kind::Alarm,
+            Kind::AlarmOk,
+            Kind::HealthUnhealthy,
+            Kind::HealthHealthy,
+            Kind::DnsFlip,
+            Kind::ClientDisconnected,
+            Kind::ClientRestored,
+            Kind::ClientMoved,
+            Kind::Note,
+        ] {
+            assert_eq!(serde_json::to_value(kind).expect("serializes"), kind.name());
+        }
+    }
+
     #[test]
     fn a_bounded_timeline_keeps_its_cap_and_every_recent_key_entry() {
         let timeline = Timeline::bounded(None, 100);
