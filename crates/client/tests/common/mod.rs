@@ -60,6 +60,7 @@ pub struct FakeRegion {
     pub url: String,
     pub inner: Arc<Mutex<Inner>>,
     kill: broadcast::Sender<Kill>,
+    push: broadcast::Sender<String>,
 }
 
 impl FakeRegion {
@@ -78,7 +79,13 @@ impl FakeRegion {
             get_states: 0,
         }));
         let (kill, _) = broadcast::channel(16);
-        let region = FakeRegion { url, inner, kill };
+        let (push, _) = broadcast::channel(16);
+        let region = FakeRegion {
+            url,
+            inner,
+            kill,
+            push,
+        };
         let server = region.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
@@ -106,6 +113,11 @@ impl FakeRegion {
 
     pub fn kill_all(&self, how: Kill) {
         let _ = self.kill.send(how);
+    }
+
+    /// Send this frame to every open connection (as `@connections` would).
+    pub fn push_all(&self, frame: &str) {
+        let _ = self.push.send(frame.to_owned());
     }
 
     pub fn times_received(&self, bid_id: &str) -> u32 {
@@ -136,6 +148,7 @@ impl FakeRegion {
 
     async fn serve(&self, stream: tokio::net::TcpStream) {
         let mut killed = self.kill.subscribe();
+        let mut pushed = self.push.subscribe();
         let inner = self.inner.clone();
         let callback =
             move |request: &Request, response: Response| -> Result<Response, ErrorResponse> {
@@ -162,6 +175,9 @@ impl FakeRegion {
                         let _ = ws.send(Message::Close(Some(CloseFrame { code: CloseCode::from(code), reason: "".into() }))).await;
                     }
                     return; // dropping both halves closes the TCP connection
+                }
+                Ok(frame) = pushed.recv() => {
+                    if ws.send(Message::text(frame)).await.is_err() { return; }
                 }
                 Some(out) = rx.recv() => {
                     if ws.send(Message::text(out)).await.is_err() { return; }
