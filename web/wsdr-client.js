@@ -177,7 +177,8 @@ export const MAX_MOVE_WINDOW_MS = 600000;
 /**
  * Decide on a moveTo frame, as the Rust client does (crates/client/src/moves.rs): follow it
  * only to a destination already known (the global name, or a configured Region endpoint of
- * the named Region), at a uniformly random moment within the window.
+ * the named Region), after the frame's delay (afterMs: the client's slot in the herd) and at a
+ * uniformly random moment within the window; delay and window together are capped.
  * Returns { to, target, afterMs } (target: null = the global name, else a regions index)
  * or { ignored: reason }.
  */
@@ -197,8 +198,9 @@ export function decideMove(frame, { servingRegion, globalUrl, regions = [], maxW
     const index = regions.findIndex((r) => r.region === frame.to);
     target = index < 0 ? null : index;
   }
-  const windowMs = Math.max(0, Math.min(Number(frame.windowMs) || 0, maxWindowMs));
-  return { to: frame.to, target, afterMs: random() * windowMs };
+  const delayMs = Math.max(0, Math.min(Number(frame.afterMs) || 0, maxWindowMs));
+  const windowMs = Math.max(0, Math.min(Number(frame.windowMs) || 0, maxWindowMs - delayMs));
+  return { to: frame.to, target, afterMs: delayMs + random() * windowMs };
 }
 
 /** A 32-hex-digit bid id (the protocol wants 8-64 characters). */

@@ -124,6 +124,14 @@ test('moveTo: unknown or mismatched destinations are ignored, and the window is 
   assert.ok(at({ to: 'us-west-2', endpoint: 'wss://use1.auction.example.com' }).ignored);
   assert.ok(at({ to: 'us-east-1' }).ignored);
   assert.ok(at({ to: 'us-west-2', windowMs: 86400000 }).afterMs <= MAX_MOVE_WINDOW_MS);
+  assert.ok(at({ to: 'us-west-2', windowMs: 86400000, afterMs: 86400000 }).afterMs <= MAX_MOVE_WINDOW_MS);
+});
+
+test('moveTo: the delay (afterMs) comes before the window', () => {
+  const at = (random) => decideMove({ region: 'us-east-1', to: 'us-west-2', windowMs: 1000, afterMs: 12000 }, { servingRegion: 'us-east-1', globalUrl: GLOBAL, regions: REGIONS }, random);
+  assert.equal(at(() => 0).afterMs, 12000);
+  assert.equal(at(() => 0.5).afterMs, 12500);
+  assert.ok(at(() => 0.999).afterMs < 13000);
 });
 
 test('fallback policy follows a move and forgets its failures', () => {

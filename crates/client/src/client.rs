@@ -683,28 +683,16 @@ impl Runner {
     }
 
     /// A `moveTo` frame: follow it (once per session) if its destination is known.
-    fn on_move_to(
-        &mut self,
-        serving_region: &str,
-        to: &str,
-        endpoint: Option<&str>,
-        window_ms: u64,
-        reason: String,
-    ) -> Option<Duration> {
+    fn on_move_to(&mut self, request: MoveRequest<'_>, reason: String) -> Option<Duration> {
         if self.moving.is_some() {
             return None;
         }
+        let to = request.to;
         let regions = self
             .policy
             .as_ref()
             .map(|p| p.config().regions.clone())
             .unwrap_or_default();
-        let request = MoveRequest {
-            serving_region,
-            to,
-            endpoint,
-            window: Duration::from_millis(window_ms),
-        };
         match crate::moves::decide(request, &self.config.url, &regions, &mut self.rng) {
             Ok(order) => {
                 let after = order.after;
@@ -918,8 +906,15 @@ impl Runner {
                             }
                             match message {
                                 ServerMessage::Pong { .. } => heartbeat.on_pong(),
-                                ServerMessage::MoveTo { region, to, endpoint, window_ms, reason } => {
-                                    if let Some(after) = self.on_move_to(&region, &to, endpoint.as_deref(), window_ms, reason) {
+                                ServerMessage::MoveTo { region, to, endpoint, window_ms, after_ms, reason } => {
+                                    let request = MoveRequest {
+                                        serving_region: &region,
+                                        to: &to,
+                                        endpoint: endpoint.as_deref(),
+                                        delay: Duration::from_millis(after_ms),
+                                        window: Duration::from_millis(window_ms),
+                                    };
+                                    if let Some(after) = self.on_move_to(request, reason) {
                                         move_due.as_mut().reset(Instant::now() + after);
                                     }
                                 }

@@ -4,15 +4,16 @@
 //! A client follows a move only to a destination it already knows: the global name it was
 //! configured with, or one of the Regions' own endpoints it was given. A frame naming any
 //! other URL is ignored, so a forged or mistaken frame cannot send users somewhere new. The
-//! moment is uniformly random within the server's window, so a Region's whole population
-//! arrives at the destination at the rate the server planned for.
+//! moment is the server's delay (the client's slot in the herd) plus a uniformly random
+//! moment within the server's window, so a Region's whole population arrives at the
+//! destination at the rate the server planned for.
 
 use crate::fallback::RegionalEndpoint;
 use rand::Rng;
 use std::time::Duration;
 
-/// The longest window a client honours: beyond it a move would strand users on a Region
-/// being evacuated.
+/// The longest wait a client honours (delay and window together): beyond it a move would
+/// strand users on a Region being evacuated.
 pub const MAX_WINDOW: Duration = Duration::from_secs(600);
 
 /// Where a move goes.
@@ -51,6 +52,8 @@ pub struct MoveRequest<'a> {
     pub serving_region: &'a str,
     pub to: &'a str,
     pub endpoint: Option<&'a str>,
+    /// `afterMs`: wait this long before the window opens.
+    pub delay: Duration,
     pub window: Duration,
 }
 
@@ -87,11 +90,12 @@ pub fn decide(
             .position(|e| e.region == request.to)
             .map_or(Destination::Global, Destination::Regional),
     };
-    let window = request.window.min(MAX_WINDOW);
+    let delay = request.delay.min(MAX_WINDOW);
+    let window = request.window.min(MAX_WINDOW - delay);
     let after = if window.is_zero() {
-        Duration::ZERO
+        delay
     } else {
-        window.mul_f64(rng.random::<f64>())
+        delay + window.mul_f64(rng.random::<f64>())
     };
     Ok(MoveOrder {
         to: request.to.to_owned(),
@@ -126,6 +130,7 @@ mod tests {
             serving_region: "us-east-1",
             to,
             endpoint,
+            delay: Duration::ZERO,
             window: Duration::from_secs(window_s),
         }
     }
@@ -212,5 +217,35 @@ mod tests {
         assert!(order.after <= MAX_WINDOW);
         let order = decide(request("us-west-2", None, 0), GLOBAL, &[], &mut rng).expect("followed");
         assert_eq!(order.after, Duration::ZERO);
+    }
+
+    #[test]
+    fn the_delay_comes_before_the_window_and_both_together_are_capped() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        for _ in 0..1_000 {
+            let order = decide(
+                MoveRequest {
+                    delay: Duration::from_secs(12),
+                    ..request("us-west-2", None, 1)
+                },
+                GLOBAL,
+                &[],
+                &mut rng,
+            )
+            .expect("followed");
+            assert!(order.after >= Duration::from_secs(12), "{:?}", order.after);
+            assert!(order.after <= Duration::from_secs(13), "{:?}", order.after);
+        }
+        let order = decide(
+            MoveRequest {
+                delay: Duration::from_secs(86_400),
+                ..request("us-west-2", None, 86_400)
+            },
+            GLOBAL,
+            &[],
+            &mut rng,
+        )
+        .expect("followed");
+        assert!(order.after <= MAX_WINDOW);
     }
 }

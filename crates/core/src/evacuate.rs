@@ -68,26 +68,38 @@ pub fn herd_window(connections: usize, quota_per_s: f64, min: Duration) -> Durat
 pub struct EvacuationReport {
     /// Live connections listed in the evacuated Region.
     pub connections: usize,
-    /// The window sent to every client, ms.
+    /// The herd window: from the first frame to the last slot's close, ms.
     pub window_ms: u64,
+    /// Slots the herd was split into (one second's worth of the quota each).
+    pub slots: usize,
     /// The posts, as a fan-out reports them (delivered, gone, failed, retries).
     pub posts: FanoutReport,
 }
 
-/// The `moveTo` frame an evacuation sends.
-pub fn move_frame(plan: &Evacuation, window: Duration) -> String {
+/// The `moveTo` frame an evacuation sends to one slot: wait `delay`, then reconnect at a
+/// uniformly random moment within `window`.
+pub fn move_frame(plan: &Evacuation, delay: Duration, window: Duration) -> String {
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     ServerMessage::MoveTo {
         region: plan.from_region.clone(),
         to: plan.to_region.clone(),
         endpoint: plan.endpoint.clone(),
-        window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+        window_ms: ms(window),
+        after_ms: ms(delay),
         reason: plan.reason.clone(),
     }
     .to_json()
 }
 
-/// List the Region's connections and tell each to move, in batches of one second's worth of
-/// posts. A connection that is gone (410) is removed, as in fan-out.
+/// List the Region's connections and tell each to move.
+///
+/// The herd is cut into one-second slots of `quota` connections each (the last one
+/// shorter); slot `i` is told to wait until second `i` of the evacuation and then reconnect
+/// uniformly within its second. Frames go out faster than the quota admits (2,000 posts per
+/// second against 500 connections), so every client hears of the move early, yet arrivals
+/// follow the quota exactly instead of piling up at the end of the window, as they would if
+/// every client drew its moment from the whole window counted from its own frame. A
+/// connection that is gone (410) is removed, as in fan-out.
 pub async fn evacuate(
     connections: &Arc<dyn Connections>,
     notifier: &Arc<dyn Notifier>,
@@ -96,29 +108,46 @@ pub async fn evacuate(
 ) -> Result<EvacuationReport> {
     let targets = connections.all(now_ms).await?;
     let window = herd_window(targets.len(), plan.destination_quota_per_s, plan.min_window);
-    let frame = move_frame(plan, window);
-    let per_batch = if plan.posts_per_s.is_finite() && plan.posts_per_s >= 1.0 {
-        plan.posts_per_s as usize
+    let slot = Duration::from_secs(1).min(window);
+    // Connections per slot: the whole herd spread evenly over the window.
+    let per_slot = if window.is_zero() {
+        targets.len().max(1)
     } else {
-        1
+        ((targets.len() as f64 * slot.as_secs_f64() / window.as_secs_f64()).ceil() as usize).max(1)
     };
+    let posts_per_s = if plan.posts_per_s.is_finite() && plan.posts_per_s >= 1.0 {
+        plan.posts_per_s
+    } else {
+        1.0
+    };
+    let started = tokio::time::Instant::now();
     let mut posts = FanoutReport::default();
-    let mut batches = targets.chunks(per_batch).peekable();
-    while let Some(batch) = batches.next() {
-        let started = tokio::time::Instant::now();
-        let report = broadcast(notifier, connections, batch, frame.as_bytes(), &plan.fanout).await;
+    let mut posted = 0usize;
+    let mut slots = 0usize;
+    let mut groups = targets.chunks(per_slot).enumerate().peekable();
+    while let Some((index, group)) = groups.next() {
+        let opens = slot * u32::try_from(index).unwrap_or(u32::MAX);
+        let delay = opens.saturating_sub(started.elapsed());
+        let share = group.len() as f64 / per_slot as f64;
+        let frame = move_frame(plan, delay, slot.mul_f64(share));
+        let report = broadcast(notifier, connections, group, frame.as_bytes(), &plan.fanout).await;
         posts.targets += report.targets;
         posts.delivered += report.delivered;
         posts.gone += report.gone;
         posts.retries += report.retries;
         posts.failed += report.failed;
-        if batches.peek().is_some() {
-            tokio::time::sleep_until(started + Duration::from_secs(1)).await;
+        posted += group.len();
+        slots += 1;
+        if groups.peek().is_some() {
+            // The push path's own pace: `posts_per_s` at most.
+            let due = started + Duration::from_secs_f64(posted as f64 / posts_per_s);
+            tokio::time::sleep_until(due).await;
         }
     }
     Ok(EvacuationReport {
         connections: targets.len(),
         window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+        slots,
         posts,
     })
 }
@@ -175,15 +204,34 @@ mod tests {
         assert_eq!(report.posts.delivered, 25);
         // 25 connections at 5 per second of quota: a 5 s window.
         assert_eq!(report.window_ms, 5_000);
-        // Three batches of at most 10: two seconds of pacing between them.
+        // Five slots of five, posted at 10 per second: the last goes out after 2 s.
+        assert_eq!(report.slots, 5);
         assert_eq!(started.elapsed(), Duration::from_secs(2));
         let sent = notifier.sent();
         assert_eq!(sent.len(), 25);
-        let frame: serde_json::Value = serde_json::from_slice(&sent[0].1).expect("a JSON frame");
+        let frames: Vec<serde_json::Value> = sent
+            .iter()
+            .map(|(_, bytes)| serde_json::from_slice(bytes).expect("a JSON frame"))
+            .collect();
+        let frame = &frames[0];
         assert_eq!(frame["type"], "moveTo");
         assert_eq!(frame["region"], "us-east-1");
         assert_eq!(frame["to"], "us-west-2");
-        assert_eq!(frame["windowMs"], 5_000);
+        assert_eq!(frame["windowMs"], 1_000);
+        assert!(
+            frame.get("afterMs").is_none(),
+            "the first slot opens at once"
+        );
         assert!(frame.get("endpoint").is_none());
+        // Slot i (posted at i/2 s) opens at second i of the evacuation: each client's
+        // earliest moment, post time + delay, is the slot's start, so arrivals follow the
+        // quota (5 per second) whatever the posting pace.
+        for (i, frame) in frames.iter().enumerate() {
+            let slot = (i / 5) as u64;
+            let posted_ms = slot * 500;
+            let after = frame["afterMs"].as_u64().unwrap_or(0);
+            assert_eq!(posted_ms + after, slot * 1_000, "frame {i}: {frame}");
+            assert_eq!(frame["windowMs"], 1_000);
+        }
     }
 }

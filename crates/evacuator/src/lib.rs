@@ -108,6 +108,8 @@ pub struct Response {
     pub to: String,
     pub connections: usize,
     pub window_ms: u64,
+    /// One-second slots of the destination's quota the herd was cut into.
+    pub slots: usize,
     pub delivered: usize,
     pub gone: usize,
     pub failed: usize,
@@ -121,6 +123,7 @@ impl Response {
             to: to.to_owned(),
             connections: report.connections,
             window_ms: report.window_ms,
+            slots: report.slots,
             delivered: report.posts.delivered,
             gone: report.posts.gone,
             failed: report.posts.failed,

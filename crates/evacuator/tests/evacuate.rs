@@ -111,6 +111,7 @@ async fn every_live_connection_of_the_target_region_is_told_to_move_once() {
     assert_eq!(answer.delivered, 11);
     assert_eq!(answer.gone, 1, "c3= answered 410");
     assert_eq!(answer.window_ms, 3_000, "12 connections at 4 per second");
+    assert_eq!(answer.slots, 3, "one slot per second of the window");
     let posts = callback.posts.lock().unwrap().clone();
     assert_eq!(posts.len(), 11);
     let ids: HashSet<&str> = posts.iter().map(|(id, _)| id.as_str()).collect();

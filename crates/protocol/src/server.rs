@@ -146,7 +146,7 @@ pub enum ServerMessage {
     },
     /// The server asks the client to leave this Region for `to` (a planned evacuation, or a
     /// failover decided outside this Region): reconnect at a uniformly random moment within
-    /// `windowMs`, to `endpoint` (a Region's own endpoint the client already knows) or, when
+    /// `windowMs` after waiting `afterMs` (the client's slot in the herd), to `endpoint` (a Region's own endpoint the client already knows) or, when
     /// absent, to the Region's endpoint the client knows or else the global name; then
     /// resync and replay as after any reconnect. A client ignores a destination it does not
     /// already know, and old clients ignore the frame (unknown types are ignored).
@@ -157,9 +157,18 @@ pub enum ServerMessage {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         endpoint: Option<String>,
         window_ms: u64,
+        /// How long to wait before the window opens: the evacuation gives each group of
+        /// clients its own slot, so the herd arrives at the destination's quota however fast
+        /// the frames went out. Absent = 0.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        after_ms: u64,
         #[serde(default)]
         reason: String,
     },
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl ServerMessage {

@@ -997,10 +997,11 @@ impl Lab {
         self.timeline.record(
             Kind::Note,
             format!(
-                "{}: {} connections told to move within {:.0} s AWS ({} gone, {} failed)",
+                "{}: {} connections told to move within {:.0} s AWS, in {} slots ({} gone, {} failed)",
                 region.name,
                 report.connections,
                 report.window_ms as f64 / 1000.0 * scale.factor(),
+                report.slots,
                 report.posts.gone,
                 report.posts.failed
             ),
