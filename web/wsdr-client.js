@@ -4,7 +4,8 @@
 //   heartbeat or answered with an internal-error frame; 2 failed rounds in a row = broken;
 //   after one failure the confirmation heartbeat goes out after (timeout - interval);
 // - exponential backoff with full jitter (base 2 s, cap 20 s), widened to the herd window
-//   after a handshake the server refused for load;
+//   after a handshake the server refused for load; the first retry after an unplanned loss
+//   is drawn from the herd window the server advertises (herdWindowMs in state and pong);
 // - a fresh token for every connect, getState after every (re)connect, replay of unconfirmed
 //   bids with the same bidId;
 // - optional client-assisted failover: the Regions' own endpoints after 2 consecutive
@@ -13,13 +14,22 @@
 //
 // No framework, no build step: an ES module that browsers and node's test runner load as is.
 
-/** Full-jitter backoff: uniform(floor, min(cap, base * 2^attempt)), in ms. */
+/** The longest advertised herd window a client honours (as MAX_HERD_HINT in Rust). */
+export const MAX_HERD_HINT_MS = 600000;
+
+/**
+ * Full-jitter backoff: uniform(floor, min(cap, base * 2^attempt)), in ms. With
+ * `advertisedHerdMs` (the server's herd hint, honoured unless `herdHint: false`), the first
+ * retry (attempt 0) is drawn from at least that window, as in crates/client/src/backoff.rs.
+ */
 export function backoffDelay(attempt, options = {}, random = Math.random) {
   const base = options.baseMs ?? 2000;
   const cap = options.capMs ?? 20000;
   const floor = options.floorMs ?? 0;
   let ceiling = Math.max(Math.min(cap, base * 2 ** Math.min(attempt, 30)), floor);
-  if (options.throttled && options.herdWindowMs) ceiling = Math.max(ceiling, options.herdWindowMs);
+  const advertised = options.herdHint === false ? 0 : Math.min(Number(options.advertisedHerdMs) || 0, options.maxHerdHintMs ?? MAX_HERD_HINT_MS);
+  if (attempt === 0 && advertised > 0) ceiling = Math.max(ceiling, advertised);
+  if (options.throttled && options.herdWindowMs) ceiling = Math.max(ceiling, options.herdWindowMs, advertised);
   if (options.jitter === false) return ceiling;
   return floor + random() * (ceiling - floor);
 }
@@ -345,8 +355,11 @@ export class AuctionClient extends EventTarget {
       baseMs: 2000 / scale,
       capMs: 20000 / scale,
       herdWindowMs: 20000 / scale,
+      maxHerdHintMs: MAX_HERD_HINT_MS / scale,
       ...(options.backoff ?? {}),
     };
+    // The herd window the serving Region last advertised (ms), or null.
+    this.herdHintMs = null;
     this.stableAfterMs = 30000 / scale;
     this.maxMoveWindowMs = MAX_MOVE_WINDOW_MS / scale;
     this.connectTimeoutMs = Math.max(500, 10000 / scale);
@@ -492,6 +505,7 @@ export class AuctionClient extends EventTarget {
     switch (frame.type) {
       case 'pong':
         session.tracker.onPong();
+        this.herdHintMs = Number.isFinite(frame.herdWindowMs) ? frame.herdWindowMs : null;
         break;
       case 'moveTo': {
         if (session.moving) break;
@@ -508,6 +522,7 @@ export class AuctionClient extends EventTarget {
         break;
       }
       case 'state': {
+        this.herdHintMs = Number.isFinite(frame.herdWindowMs) ? frame.herdWindowMs : null;
         const outageMs = this.outageSince === null ? null : Date.now() - this.outageSince;
         this.outageSince = null;
         this.policy?.onRestored(frame.region);
@@ -578,7 +593,9 @@ export class AuctionClient extends EventTarget {
       });
     }
     if (clean) this.attempt = 0;
-    const delayMs = immediate ? 0 : backoffDelay(this.attempt, this.backoff);
+    // An unplanned loss may be the whole Region's: the first retry spreads over the herd hint.
+    const advertisedHerdMs = clean ? 0 : this.herdHintMs;
+    const delayMs = immediate ? 0 : backoffDelay(this.attempt, { ...this.backoff, advertisedHerdMs });
     this.attempt += 1;
     this.emit('status', { state: 'reconnecting', attempt: this.attempt, delayMs, reason });
     setTimeout(() => this.connect(), delayMs);

@@ -488,6 +488,25 @@ def test_region_switch_role_is_assumed_by_region_switch_and_reads_only_the_zone(
     assert invoke["Fn::If"][1]["Resource"] == {"Ref": "CustomActionFunctionArn"}
 
 
+def test_the_herd_hint_is_on_by_default_from_a_census_every_minute(template):
+    params = template["Parameters"]
+    assert params["HerdHint"]["Default"] == "on"
+    assert params["NewConnectionQuotaPerSecond"]["Default"] == 500
+    res = template["Resources"]
+    # The census runs only in the stack's own evacuator (it counts its own Region) ...
+    assert "Events" not in res["PrimaryEvacuatorFunction"]["Properties"], "the primary counts itself"
+    census = res["EvacuatorFunction"]["Properties"]["Events"]["Census"]
+    assert census["Type"] == "Schedule"
+    assert census["Properties"]["Schedule"] == "rate(1 minute)"
+    assert json.loads(census["Properties"]["Input"]) == {"census": True}
+    assert census["Properties"]["State"] == {"Fn::If": ["HerdHintOn", "ENABLED", "DISABLED"]}
+    # ... and the handler advertises it against the quota, or not at all.
+    handler = res["WsHandlerFunction"]["Properties"]
+    assert handler["Environment"]["Variables"]["HERD_HINT_QUOTA_PER_SECOND"] == {"Fn::If": ["HerdHintOn", {"Ref": "NewConnectionQuotaPerSecond"}, "0"]}
+    connections = next(st for st in handler["Policies"][0]["Statement"] if st["Sid"] == "ConnectionsTable")
+    assert "dynamodb:GetItem" in connections["Action"], "the handler reads the census item"
+
+
 def test_evacuators_aim_at_one_regions_table_and_api_and_may_do_nothing_else(template):
     res = template["Resources"]
     own = res["EvacuatorFunction"]
@@ -505,10 +524,13 @@ def test_evacuators_aim_at_one_regions_table_and_api_and_may_do_nothing_else(tem
     for name in ("EvacuatorFunction", "PrimaryEvacuatorFunction"):
         props = res[name]["Properties"]
         assert props["EventInvokeConfig"]["MaximumRetryAttempts"] == 0, name
-        assert "Events" not in props, f"{name} runs only when invoked"
+        assert props["Environment"]["Variables"]["DESTINATION_QUOTA_PER_SECOND"] == {"Ref": "NewConnectionQuotaPerSecond"}, name
         statements = props["Policies"][0]["Statement"]
         actions = sorted(a for st in statements for a in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"]))
-        assert actions == ["dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:Scan", "execute-api:ManageConnections"], name
+        expected = ["dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:Scan", "execute-api:ManageConnections"]
+        if name == "EvacuatorFunction":
+            expected = sorted(expected + ["dynamodb:PutItem"])
+        assert actions == expected, name
         post = next(st for st in statements if st["Action"] == "execute-api:ManageConnections")
         assert post["Resource"]["Fn::Sub"].endswith("/POST/@connections/*"), name
     assert template["Conditions"]["EvacuatesPrimary"] == {

@@ -1,7 +1,7 @@
 // Unit tests of the browser client's pure policy: backoff, heartbeat rule, fallback.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backoffDelay, HeartbeatTracker, FallbackPolicy, isInternalError, newBidId, decideMove, MAX_MOVE_WINDOW_MS } from '../wsdr-client.js';
+import { MAX_HERD_HINT_MS, backoffDelay, HeartbeatTracker, FallbackPolicy, isInternalError, newBidId, decideMove, MAX_MOVE_WINDOW_MS } from '../wsdr-client.js';
 
 test('full jitter stays inside [0, min(cap, base * 2^attempt)] and covers the window', () => {
   for (const [attempt, ceiling] of [[0, 2000], [1, 4000], [2, 8000], [3, 16000], [4, 20000], [40, 20000]]) {
@@ -142,4 +142,13 @@ test('fallback policy follows a move and forgets its failures', () => {
   assert.equal(policy.failures, 0);
   policy.moveTo(null);
   assert.equal(policy.url(GLOBAL), GLOBAL);
+});
+
+test('backoff: the first retry spreads over the advertised herd window, later ones double', () => {
+  assert.equal(backoffDelay(0, { advertisedHerdMs: 60000 }, () => 1), 60000);
+  assert.equal(backoffDelay(0, { advertisedHerdMs: 300 }, () => 1), 2000, 'a small hint changes nothing');
+  assert.equal(backoffDelay(1, { advertisedHerdMs: 60000 }, () => 1), 4000);
+  assert.equal(backoffDelay(0, { advertisedHerdMs: 60000, herdHint: false }, () => 1), 2000);
+  assert.equal(backoffDelay(0, { advertisedHerdMs: 1e12 }, () => 1), MAX_HERD_HINT_MS, 'capped');
+  assert.equal(backoffDelay(3, { throttled: true, herdWindowMs: 20000, advertisedHerdMs: 60000 }, () => 1), 60000);
 });

@@ -6,6 +6,10 @@
 //! |---|---|---|---|
 //! | connection | `<connectionId>` | `META` | userId, connectedAt, expiresAt |
 //! | subscription | `<connectionId>` | `SUB#<auctionId>` | auctionId (GSI `by-auction`), userId, expiresAt |
+//! | census | `#census` | `CENSUS` | connections, countedAt (ms): the last count of live connections |
+//!
+//! A connection id never starts with `#` (API Gateway's ids are base64 without it), so the
+//! census item can never collide with a connection, and `all` skips it by its sort key.
 
 use crate::classify::classify;
 use crate::schema::{AUCTION_ID, BY_AUCTION_INDEX, EXPIRES_AT, PK, SK};
@@ -14,7 +18,12 @@ use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 use std::time::Duration;
-use wsdr_core::{ConnectionId, Connections, Error, Result, UserId};
+use wsdr_core::{Census, ConnectionId, Connections, Error, Result, UserId};
+
+const CENSUS_PK: &str = "#census";
+const CENSUS_SK: &str = "CENSUS";
+const CENSUS_CONNECTIONS: &str = "connections";
+const CENSUS_COUNTED_AT: &str = "countedAt";
 use wsdr_protocol::AuctionId;
 
 /// [`Connections`] on a regional DynamoDB table with TTL.
@@ -208,5 +217,69 @@ impl Connections for DynamoConnections {
             out.extend(live_connection_id(&item, now_secs));
         }
         Ok(out)
+    }
+
+    async fn census(&self) -> Result<Option<Census>> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PK, s(CENSUS_PK))
+            .key(SK, s(CENSUS_SK))
+            .send()
+            .await
+            .map_err(|e| classify(&e))?
+            .item;
+        let number = |item: &HashMap<String, AttributeValue>, field: &str| {
+            item.get(field)
+                .and_then(|v| v.as_n().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        Ok(item.and_then(|item| {
+            Some(Census {
+                connections: number(&item, CENSUS_CONNECTIONS)?,
+                counted_at_ms: number(&item, CENSUS_COUNTED_AT)?,
+            })
+        }))
+    }
+
+    async fn take_census(&self, now_ms: u64) -> Result<Census> {
+        let now_secs = now_ms / 1000;
+        let mut connections = 0u64;
+        let mut start: Option<HashMap<String, AttributeValue>> = None;
+        loop {
+            // Select=COUNT: the pages carry counts, not items (the same read units as `all`).
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .select(aws_sdk_dynamodb::types::Select::Count)
+                .filter_expression("#sk = :meta AND #expires > :now")
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_names("#expires", EXPIRES_AT)
+                .expression_attribute_values(":meta", s("META"))
+                .expression_attribute_values(":now", n(now_secs))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| classify(&e))?;
+            connections += u64::try_from(page.count).unwrap_or(0);
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        let census = Census {
+            connections,
+            counted_at_ms: now_ms,
+        };
+        self.put(HashMap::from([
+            (PK.to_owned(), s(CENSUS_PK)),
+            (SK.to_owned(), s(CENSUS_SK)),
+            (CENSUS_CONNECTIONS.to_owned(), n(connections)),
+            (CENSUS_COUNTED_AT.to_owned(), n(now_ms)),
+        ]))
+        .await?;
+        Ok(census)
     }
 }

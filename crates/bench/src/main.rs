@@ -109,6 +109,7 @@ fn main() -> anyhow::Result<()> {
                 "Reference" => storm::Policy::Reference,
                 "NoJitter" => storm::Policy::NoJitter,
                 "Evacuated" => storm::Policy::Evacuated,
+                "Advertised" => storm::Policy::Advertised,
                 _ => storm::Policy::Wsdr,
             };
             runtime.block_on(storm::clients(
@@ -442,11 +443,13 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
     )?;
     writeln!(md, "|---|---|---|---|---|---|---|---|---|")?;
     let mut storm_ok = false;
+    let mut advertised_ok = false;
     let mut evacuated_ok = false;
     for policy in [
         storm::Policy::Reference,
         storm::Policy::Wsdr,
         storm::Policy::NoJitter,
+        storm::Policy::Advertised,
         storm::Policy::Evacuated,
     ] {
         let r = storm::run(users, policy, scale).await?;
@@ -471,15 +474,22 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
         if policy == storm::Policy::Wsdr {
             storm_ok = r.p99_s <= 1.25 * r.floor_s && r.restored == r.users && r.gave_up == 0;
         }
-        if policy == storm::Policy::Evacuated {
-            evacuated_ok = r.p99_s <= 1.25 * r.floor_s
+        if policy == storm::Policy::Advertised {
+            advertised_ok = r.p99_s <= 1.05 * r.floor_s
                 && r.restored == r.users
-                && (r.throttled_429 as f64) <= 0.05 * r.users as f64;
+                && r.gave_up == 0
+                && (r.throttled_429 as f64) < 0.05 * r.users as f64;
+        }
+        if policy == storm::Policy::Evacuated {
+            evacuated_ok = r.p99_s <= 1.1 * r.floor_s
+                && r.restored == r.users
+                && (r.throttled_429 as f64) < 0.05 * r.users as f64;
         }
     }
-    writeln!(md, "\nPolicies: *Reference* = full jitter, base 2 s, cap 20 s (the reference design). *Wsdr* = the same plus a herd window: after a handshake refused with 429 the next window is at least 20 s (= 10,000 clients / 500 per s), so the herd spreads over the time the quota needs instead of coming back in doubling waves. *NoJitter* = the same exponential delays without randomness. *Evacuated* = wsdr's clients moved by the server instead: the primary stays up, the name moves to the secondary, and an evacuation (`wsdr_core::evacuate`) posts `moveTo` to every connection through the primary's `@connections` endpoint, with a window of N / 500 s; each client reconnects at a random moment within it.\n")?;
-    writeln!(md, "Target: wsdr's default restores 99% within 1.25x the floor with nobody gone for good: **{}**.\n", verdict(storm_ok))?;
-    writeln!(md, "Target: a server-directed move (*Evacuated*) restores 99% within 1.25x the floor with handshakes refused (429) for at most 5% of users: **{}**.\n", verdict(evacuated_ok))?;
+    writeln!(md, "\nPolicies: *Reference* = full jitter, base 2 s, cap 20 s (the reference design). *Wsdr* = the same plus a herd window: after a handshake refused with 429 the next window is at least 20 s (= 10,000 clients / 500 per s), so the herd spreads over the time the quota needs instead of coming back in doubling waves. *NoJitter* = the same exponential delays without randomness. *Advertised* = wsdr's default: *Wsdr* plus the herd window the primary advertises in `state` and every `pong` (its connection census over the destination's quota: N / 500 s); the first retry after the loss is drawn from that whole window (the bench takes one census once the users are connected, then waits one heartbeat round). *Evacuated* = wsdr's clients moved by the server instead: the primary stays up, the name moves to the secondary, and an evacuation (`wsdr_core::evacuate`) posts `moveTo` to every connection through the primary's `@connections` endpoint at 2,000 per second, in one-second slots of the quota (`afterMs` + a 1 s `windowMs` each).\n")?;
+    writeln!(md, "Target: the client's own herd window (*Wsdr*) restores 99% within 1.25x the floor with nobody gone for good: **{}**.\n", verdict(storm_ok))?;
+    writeln!(md, "Target: with the advertised herd window (*Advertised*), 99% within 1.05x the floor and fewer than 0.05 handshakes refused (429) per user: **{}**.\n", verdict(advertised_ok))?;
+    writeln!(md, "Target: a server-directed move (*Evacuated*) restores 99% within 1.1x the floor with fewer than 0.05 handshakes refused per user: **{}**.\n", verdict(evacuated_ok))?;
 
     // 3. Handler cost.
     println!("handler cost ...");

@@ -14,8 +14,13 @@ use wsdr_protocol::AuctionId;
 pub enum Policy {
     /// The reference design: full jitter, base 2 s, cap 20 s.
     Reference,
-    /// wsdr's default: the same, plus a 20 s herd window after a 429.
+    /// The same, plus a 20 s herd window after a 429 (the client's own guess at the herd; wsdr's
+    /// policy without a server hint).
     Wsdr,
+    /// wsdr's default: the server advertises the herd window (its connection census over the
+    /// destination's quota, in `state` and every `pong`), and the first retry after the loss
+    /// is drawn from it.
+    Advertised,
     /// Exponential without jitter (what full jitter replaces).
     NoJitter,
     /// wsdr's default clients, moved by the server instead of cut off: the primary stays
@@ -28,7 +33,11 @@ impl Policy {
     pub fn backoff(self) -> Backoff {
         match self {
             Policy::Reference => Backoff::reference(),
-            Policy::Wsdr | Policy::Evacuated => Backoff::default(),
+            Policy::Wsdr => Backoff {
+                herd_hint: false,
+                ..Backoff::default()
+            },
+            Policy::Advertised | Policy::Evacuated => Backoff::default(),
             Policy::NoJitter => Backoff {
                 jitter: false,
                 ..Backoff::reference()
@@ -53,7 +62,16 @@ pub struct StormResult {
 
 pub async fn run(users: usize, policy: Policy, scale: f64) -> anyhow::Result<StormResult> {
     let quota = 500.0;
-    let primary = region("us-east-1", quotas(1e9, Duration::ZERO, 64)).await?;
+    let mut primary_quotas = quotas(1e9, Duration::ZERO, 64);
+    if policy == Policy::Advertised {
+        primary_quotas.herd_hint = Some(wsdr_core::HerdHint {
+            destination_quota_per_s: quota * scale,
+            max_census_age: Duration::from_secs_f64(300.0 / scale),
+            // Re-read at once: the bench takes one census and needs the next pong to carry it.
+            reuse_for: Duration::ZERO,
+        });
+    }
+    let primary = region("us-east-1", primary_quotas).await?;
     let secondary = region("us-west-2", quotas(1e9, Duration::ZERO, 64)).await?;
     let args = vec![
         "storm-clients".to_owned(),
@@ -66,6 +84,14 @@ pub async fn run(users: usize, policy: Policy, scale: f64) -> anyhow::Result<Sto
     ];
     let mut child = Child::spawn(&args)?;
     child.expect("ready", Duration::from_secs(600)).await?;
+    if policy == Policy::Advertised {
+        // The census the schedule would take, then one heartbeat round for every client to
+        // hear the hint in a pong.
+        wsdr_core::Connections::take_census(primary.registry.as_ref(), primary.clock_now_ms())
+            .await?;
+        child.say("hint").await?;
+        child.expect("hinted", Duration::from_secs(600)).await?;
+    }
     secondary.set_connect_rate(quota * scale);
     let before = secondary.counters.throttled_429.load(Ordering::Relaxed);
     let outage = wall_ms();
@@ -187,8 +213,15 @@ pub async fn clients(
     println!("ready");
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = stdin.next_line().await? {
-        if line.trim() == "flip" {
-            break;
+        match line.trim() {
+            "flip" => break,
+            "hint" => {
+                // Every client heartbeats once per interval: after one interval (and a
+                // margin) each has had a pong since the census.
+                tokio::time::sleep(Duration::from_secs_f64(31.0 / scale)).await;
+                println!("hinted");
+            }
+            _ => {}
         }
     }
     flipped.store(true, Ordering::SeqCst);

@@ -26,7 +26,16 @@ pub struct Backoff {
     /// Full jitter (default). `false` waits exactly the window's ceiling: the naive policy
     /// benchmarks compare against.
     pub jitter: bool,
+    /// Honour the herd window the server advertises in `state` (default): the first retry
+    /// after an unplanned loss is spread over it, and it widens the window after a 429. The
+    /// server knows the herd's size (its connection census) and the destination's quota;
+    /// the fixed `herd_window` is only a guess at them. `false`: ignore it.
+    pub herd_hint: bool,
 }
+
+/// The longest advertised herd window a client honours: a wrong or forged hint cannot keep
+/// a user away for longer.
+pub const MAX_HERD_HINT: Duration = Duration::from_secs(600);
 
 impl Default for Backoff {
     fn default() -> Self {
@@ -36,6 +45,7 @@ impl Default for Backoff {
             floor: Duration::ZERO,
             herd_window: Some(Duration::from_secs(20)),
             jitter: true,
+            herd_hint: true,
         }
     }
 }
@@ -54,6 +64,7 @@ impl Backoff {
     pub fn reference() -> Self {
         Self {
             herd_window: None,
+            herd_hint: false,
             ..Self::default()
         }
     }
@@ -67,6 +78,7 @@ impl Backoff {
             floor: d(self.floor),
             herd_window: self.herd_window.map(d),
             jitter: self.jitter,
+            herd_hint: self.herd_hint,
         }
     }
 
@@ -78,9 +90,33 @@ impl Backoff {
     /// Like [`Backoff::delay`]; `throttled` says the last attempt was refused with 429, which
     /// widens the window to at least `herd_window`.
     pub fn delay_after(&self, attempt: u32, throttled: bool, rng: &mut impl Rng) -> Duration {
+        self.delay_for(attempt, throttled, None, rng)
+    }
+
+    /// The delay before retry `attempt`, given the herd window the server advertised (if the
+    /// loss was unplanned and one was advertised): the first retry (`attempt` 0) is drawn
+    /// from the whole advertised window, so a Region's population cut off at once arrives at
+    /// the destination's quota instead of all in the first seconds; after a 429 the window is
+    /// at least the advertised one too. Later retries double as usual. Without a hint (or
+    /// with `herd_hint` off) this is [`Backoff::delay_after`].
+    pub fn delay_for(
+        &self,
+        attempt: u32,
+        throttled: bool,
+        advertised: Option<Duration>,
+        rng: &mut impl Rng,
+    ) -> Duration {
+        let advertised = advertised
+            .filter(|_| self.herd_hint)
+            .map(|w| w.min(MAX_HERD_HINT));
         let mut ceiling = self.ceiling(attempt);
-        if let (true, Some(herd)) = (throttled, self.herd_window) {
+        if let (0, Some(herd)) = (attempt, advertised) {
             ceiling = ceiling.max(herd);
+        }
+        if throttled {
+            for herd in [self.herd_window, advertised].into_iter().flatten() {
+                ceiling = ceiling.max(herd);
+            }
         }
         if !self.jitter {
             return ceiling;
@@ -88,5 +124,74 @@ impl Backoff {
         let high = ceiling.as_micros() as u64;
         let low = (self.floor.as_micros() as u64).min(high);
         Duration::from_micros(rng.random_range(low..=high))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::SeedableRng;
+
+    fn draws(
+        backoff: &Backoff,
+        attempt: u32,
+        throttled: bool,
+        advertised: Option<Duration>,
+    ) -> (Duration, Duration) {
+        let mut rng = SmallRng::seed_from_u64(11);
+        let mut low = Duration::MAX;
+        let mut high = Duration::ZERO;
+        for _ in 0..5_000 {
+            let d = backoff.delay_for(attempt, throttled, advertised, &mut rng);
+            low = low.min(d);
+            high = high.max(d);
+        }
+        (low, high)
+    }
+
+    #[test]
+    fn the_first_retry_spreads_over_the_advertised_herd_window() {
+        let backoff = Backoff::default();
+        let herd = Some(Duration::from_secs(60));
+        let (low, high) = draws(&backoff, 0, false, herd);
+        assert!(low < Duration::from_secs(1), "{low:?}");
+        assert!(high > Duration::from_secs(58), "{high:?}");
+        assert!(high <= Duration::from_secs(60), "{high:?}");
+        // Later retries double as usual: the hint is about the herd's first arrival.
+        let (_, high) = draws(&backoff, 1, false, herd);
+        assert!(high <= Duration::from_secs(4), "{high:?}");
+        // A 429 is evidence of the herd: the advertised window is the floor of the window.
+        let (_, high) = draws(&backoff, 3, true, herd);
+        assert!(high > Duration::from_secs(58), "{high:?}");
+    }
+
+    #[test]
+    fn a_small_hint_changes_nothing_and_a_huge_one_is_capped() {
+        let backoff = Backoff::default();
+        let (_, high) = draws(&backoff, 0, false, Some(Duration::from_millis(300)));
+        assert!(
+            high > Duration::from_millis(1_900),
+            "the 2 s base still applies: {high:?}"
+        );
+        let (_, high) = draws(&backoff, 0, false, Some(Duration::from_secs(86_400)));
+        assert!(high <= MAX_HERD_HINT, "{high:?}");
+    }
+
+    #[test]
+    fn without_herd_hint_the_advertised_window_is_ignored() {
+        let backoff = Backoff {
+            herd_hint: false,
+            ..Backoff::default()
+        };
+        let (_, high) = draws(&backoff, 0, false, Some(Duration::from_secs(60)));
+        assert!(high <= Duration::from_secs(2), "{high:?}");
+        let (_, high) = draws(
+            &Backoff::reference(),
+            0,
+            false,
+            Some(Duration::from_secs(60)),
+        );
+        assert!(high <= Duration::from_secs(2), "{high:?}");
     }
 }

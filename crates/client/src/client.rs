@@ -371,6 +371,7 @@ impl ClientBuilder {
         let runner = Runner {
             policy: self.config.fallback.clone().map(EndpointPolicy::new),
             moving: None,
+            herd_hint: None,
             config: self.config,
             events: event_tx,
             commands: command_rx,
@@ -505,6 +506,8 @@ struct Runner {
     policy: Option<EndpointPolicy>,
     /// A server-directed move the current session will make.
     moving: Option<MoveOrder>,
+    /// The herd window the server advertised in its last `state` reply.
+    herd_hint: Option<Duration>,
 }
 
 enum Flow {
@@ -578,6 +581,9 @@ impl Runner {
                 // smallest window (still jittered: a whole fleet is cut at the same time).
                 self.attempt = 0;
             }
+            // An unplanned loss may be the whole Region's: spread the first retry over the
+            // herd window the server advertised (crate::backoff).
+            let herd_hint = if going_away { None } else { self.herd_hint };
             if let Some(max) = self.config.max_attempts {
                 if self.attempt >= max {
                     self.emit(Event::GaveUp {
@@ -586,10 +592,10 @@ impl Runner {
                     return;
                 }
             }
-            let delay = self
-                .config
-                .backoff
-                .delay_after(self.attempt, throttled, &mut self.rng);
+            let delay =
+                self.config
+                    .backoff
+                    .delay_for(self.attempt, throttled, herd_hint, &mut self.rng);
             self.attempt = self.attempt.saturating_add(1);
             self.emit(Event::Reconnecting {
                 attempt: self.attempt,
@@ -905,7 +911,12 @@ impl Runner {
                                 self.emit(Event::Connected { region: message.region().to_owned() });
                             }
                             match message {
-                                ServerMessage::Pong { .. } => heartbeat.on_pong(),
+                                ServerMessage::Pong { herd_window_ms, .. } => {
+                                    heartbeat.on_pong();
+                                    // The Region's latest word: absent means it no longer
+                                    // knows its head count.
+                                    self.herd_hint = herd_window_ms.map(Duration::from_millis);
+                                }
                                 ServerMessage::MoveTo { region, to, endpoint, window_ms, after_ms, reason } => {
                                     let request = MoveRequest {
                                         serving_region: &region,
@@ -1056,7 +1067,9 @@ impl Runner {
                 region,
                 auction,
                 you,
+                herd_window_ms,
             } => {
+                self.herd_hint = herd_window_ms.map(Duration::from_millis);
                 let outage = self.outage_since.take().map(|t| t.elapsed());
                 if let Some(policy) = self.policy.as_mut() {
                     policy.on_restored(&region);

@@ -27,10 +27,10 @@ pub use evacuate::{evacuate, herd_window, Evacuation, EvacuationReport};
 pub use fanout::{FanoutConfig, FanoutReport};
 pub use model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, RegionSummary, UserId};
 pub use ports::{
-    BidCommit, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier, StateStore,
-    SystemClock, VerdictDatapoint,
+    BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier,
+    StateStore, SystemClock, VerdictDatapoint,
 };
-pub use service::{AuctionService, BidReason, Reply};
+pub use service::{AuctionService, BidReason, HerdHint, Reply};
 pub use verdict::FailoverRule;
 
 /// Result of every fallible domain operation.

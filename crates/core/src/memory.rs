@@ -9,8 +9,8 @@
 pub use crate::items::{Change, Item, ItemKey};
 use crate::model::{Auction, BidRecord, ConnectionId, RegionSummary, UserId};
 use crate::ports::{
-    BidCommit, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier, StateStore,
-    VerdictDatapoint,
+    BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier,
+    StateStore, VerdictDatapoint,
 };
 use crate::{Error, Result};
 use async_trait::async_trait;
@@ -267,6 +267,8 @@ struct ConnectionEntry {
 struct Registry {
     connections: HashMap<ConnectionId, ConnectionEntry>,
     subscribers: HashMap<AuctionId, HashSet<ConnectionId>>,
+    /// The last census taken, as DynamoDB's census item holds it.
+    census: Option<Census>,
 }
 
 /// An in-memory [`Connections`] registry with the same expiry rule as the DynamoDB one.
@@ -387,6 +389,24 @@ impl Connections for MemoryConnections {
             .collect();
         live.sort_by(|a, b| a.as_str().cmp(b.as_str()));
         Ok(live)
+    }
+
+    async fn census(&self) -> Result<Option<Census>> {
+        Ok(lock(&self.registry).census)
+    }
+
+    async fn take_census(&self, now_ms: u64) -> Result<Census> {
+        let mut registry = lock(&self.registry);
+        let census = Census {
+            connections: registry
+                .connections
+                .values()
+                .filter(|entry| entry.expires_at > now_ms)
+                .count() as u64,
+            counted_at_ms: now_ms,
+        };
+        registry.census = Some(census);
+        Ok(census)
     }
 }
 

@@ -89,6 +89,21 @@ pub trait Connections: Send + Sync {
     /// Every live connection of this Region (an evacuation tells each one to move). Records
     /// past their expiry are ignored, as in [`Connections::subscribers`].
     async fn all(&self, now_ms: u64) -> Result<Vec<ConnectionId>>;
+    /// The latest recorded count of this Region's live connections (one cheap read), or
+    /// `None` if none was ever taken. The herd hint in `state` replies is computed from it.
+    async fn census(&self) -> Result<Option<Census>>;
+    /// Count this Region's live connections now and record the count for
+    /// [`Connections::census`]. Costs a full read of the registry (a scan in DynamoDB): run it
+    /// on a schedule, never per request.
+    async fn take_census(&self, now_ms: u64) -> Result<Census>;
+}
+
+/// A count of a Region's live connections and when it was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Census {
+    pub connections: u64,
+    pub counted_at_ms: u64,
 }
 
 /// Pushes a frame to one connection (`@connections` POST in AWS).

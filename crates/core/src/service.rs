@@ -4,9 +4,10 @@ use crate::fanout::{broadcast, FanoutConfig, FanoutReport};
 use crate::model::{
     last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, RegionSummary, UserId,
 };
-use crate::ports::{BidCommit, Clock, CommitOutcome, Connections, Notifier, StateStore};
+use crate::ports::{BidCommit, Census, Clock, CommitOutcome, Connections, Notifier, StateStore};
 use crate::Result;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use wsdr_protocol::{
     limits, Amount, AuctionId, BidId, BidStatus, ClientMessage, ErrorCode, ProtocolError,
     ServerMessage, YouView,
@@ -73,6 +74,37 @@ impl Reply {
     }
 }
 
+/// What a Region advertises in its `state` replies so that its clients, if all cut off at
+/// once, come back at the rate the other Region admits: the herd window, the Region's live
+/// connections (its last census) over the destination's new-connection quota.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HerdHint {
+    /// New connections per second the other Region admits (API Gateway: 500/s by default).
+    pub destination_quota_per_s: f64,
+    /// A census older than this is ignored (its schedule stopped): no hint rather than a
+    /// wrong one.
+    pub max_census_age: Duration,
+    /// How long one instance reuses the census it read (one read per instance per period).
+    pub reuse_for: Duration,
+}
+
+impl Default for HerdHint {
+    fn default() -> Self {
+        Self {
+            destination_quota_per_s: 500.0,
+            max_census_age: Duration::from_secs(300),
+            reuse_for: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The census an instance read, and when (its clock, ms).
+#[derive(Debug, Default)]
+struct CensusCache {
+    read_at_ms: Option<u64>,
+    census: Option<Census>,
+}
+
 /// The real-time auction, over its ports. Cheap to clone; build one per cold start.
 #[derive(Clone)]
 pub struct AuctionService {
@@ -85,6 +117,8 @@ pub struct AuctionService {
     /// Auctions created on first use when missing (the demo's lots): no store call at cold
     /// start, one conditional put the first time a missing seeded auction is asked for.
     seeds: Arc<Vec<Auction>>,
+    /// The herd hint to advertise, if any, and the census it was last computed from.
+    herd: Option<(HerdHint, Arc<Mutex<CensusCache>>)>,
 }
 
 impl std::fmt::Debug for AuctionService {
@@ -112,7 +146,60 @@ impl AuctionService {
             region: region.into(),
             fanout: FanoutConfig::default(),
             seeds: Arc::default(),
+            herd: None,
         }
+    }
+
+    /// Advertise a herd window in `state` replies, from the Region's connection census.
+    pub fn with_herd_hint(mut self, hint: HerdHint) -> Self {
+        self.herd = Some((hint, Arc::default()));
+        self
+    }
+
+    /// The herd window to advertise: from the census this instance last read (read again
+    /// when older than `reuse_for`), if it is recent enough. A failed read is logged and
+    /// means no hint: a `state` reply never fails for it.
+    async fn herd_window_ms(&self) -> Option<u64> {
+        let (hint, cache) = self.herd.as_ref()?;
+        let now = self.clock.now_ms();
+        let reuse_ms = u64::try_from(hint.reuse_for.as_millis()).unwrap_or(u64::MAX);
+        let cached = {
+            let cache = cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            cache
+                .read_at_ms
+                .filter(|at| now.saturating_sub(*at) < reuse_ms)
+                .map(|_| cache.census)
+        };
+        let census = match cached {
+            Some(census) => census,
+            None => {
+                let census = match self.connections.census().await {
+                    Ok(census) => census,
+                    Err(error) => {
+                        tracing::warn!(%error, "connection census unreadable: no herd hint");
+                        None
+                    }
+                };
+                let mut cache = cache
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                cache.read_at_ms = Some(now);
+                cache.census = census;
+                census
+            }
+        }?;
+        let max_age_ms = u64::try_from(hint.max_census_age.as_millis()).unwrap_or(u64::MAX);
+        if now.saturating_sub(census.counted_at_ms) > max_age_ms {
+            return None;
+        }
+        let window = crate::herd_window(
+            usize::try_from(census.connections).unwrap_or(usize::MAX),
+            hint.destination_quota_per_s,
+            Duration::ZERO,
+        );
+        u64::try_from(window.as_millis()).ok()
     }
 
     /// Auctions to create, if missing, the first time one is asked for.
@@ -200,7 +287,7 @@ impl AuctionService {
         message: ClientMessage,
     ) -> Result<Reply> {
         match message {
-            ClientMessage::Heartbeat => Ok(Reply::only(self.pong())),
+            ClientMessage::Heartbeat => Ok(Reply::only(self.heartbeat().await)),
             ClientMessage::GetState { auction_id } => self
                 .get_state(connection, user, &auction_id)
                 .await
@@ -221,10 +308,13 @@ impl AuctionService {
         ServerMessage::error(error, &self.region)
     }
 
-    pub fn pong(&self) -> ServerMessage {
+    /// `heartbeat`: a pong, with the herd hint when one is configured (from this instance's
+    /// cached census: at most one read per instance per `reuse_for`).
+    pub async fn heartbeat(&self) -> ServerMessage {
         ServerMessage::Pong {
             region: self.region.clone(),
             ts: self.clock.now_ms(),
+            herd_window_ms: self.herd_window_ms().await,
         }
     }
 
@@ -250,10 +340,11 @@ impl AuctionService {
             .subscribe(connection, user, auction_id, self.clock.now_ms())
             .await?;
         // Read own bids generously: copies of one bid in several Regions fold into one entry.
-        let (summaries, copies) = tokio::join!(
+        let (summaries, copies, herd_window_ms) = tokio::join!(
             self.store.summaries(auction_id),
             self.store
                 .user_bids(auction_id, user, 2 * limits::OWN_BIDS_MAX),
+            self.herd_window_ms(),
         );
         let snapshot = AuctionSnapshot::merge(&summaries?);
         let bids = own_bids(&copies?, limits::OWN_BIDS_MAX);
@@ -265,6 +356,7 @@ impl AuctionService {
                 last_bid: last_bid(&bids),
                 bids,
             },
+            herd_window_ms,
         })
     }
 

@@ -266,6 +266,7 @@ async fn get_state_is_keyed_by_user_not_connection() {
         region,
         auction,
         you,
+        ..
     } = reply.message
     else {
         panic!("not state")
@@ -309,7 +310,8 @@ async fn heartbeat_answers_pong_with_region_and_time() {
         reply.message,
         ServerMessage::Pong {
             region: "us-east-1".into(),
-            ts: T0
+            ts: T0,
+            herd_window_ms: None,
         }
     );
 }
@@ -616,4 +618,69 @@ async fn seeded_auctions_are_created_on_first_use_not_at_start() {
             ..
         }
     ));
+}
+
+/// The herd window a `getState` reply advertises, if any.
+async fn advertised(service: &AuctionService, connection: &str) -> Option<u64> {
+    let reply = service
+        .handle_frame(
+            &conn(connection),
+            &user("alice"),
+            br#"{"action":"getState","auctionId":"a1"}"#,
+        )
+        .await;
+    let ServerMessage::State { herd_window_ms, .. } = reply.message else {
+        panic!("not state: {:?}", reply.message)
+    };
+    herd_window_ms
+}
+
+#[tokio::test]
+async fn state_advertises_the_herd_window_from_a_recent_census_only() {
+    use std::time::Duration;
+    use wsdr_core::{Connections, HerdHint};
+    let w = world().await;
+    let hint = HerdHint {
+        destination_quota_per_s: 5.0,
+        max_census_age: Duration::from_secs(300),
+        reuse_for: Duration::from_secs(60),
+    };
+    let service = w.service.clone().with_herd_hint(hint);
+    for i in 0..50 {
+        w.connections
+            .register(&conn(&format!("c{i}")), &user("u"), T0)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        advertised(&service, "c0").await,
+        None,
+        "no census taken yet: no hint"
+    );
+    assert_eq!(
+        advertised(&w.service, "c0").await,
+        None,
+        "no hint configured"
+    );
+    w.connections.take_census(T0).await.unwrap();
+    // The instance read "no census" a moment ago and reuses that for a minute.
+    assert_eq!(advertised(&service, "c0").await, None);
+    w.clock.advance(61_000);
+    // 50 connections at 5 per second: 10 s.
+    assert_eq!(advertised(&service, "c0").await, Some(10_000));
+    // More connections, counted again: the instance sees it only after its reuse period.
+    for i in 50..100 {
+        w.connections
+            .register(&conn(&format!("c{i}")), &user("u"), T0 + 61_000)
+            .await
+            .unwrap();
+    }
+    w.connections.take_census(T0 + 61_000).await.unwrap();
+    assert_eq!(advertised(&service, "c0").await, Some(10_000));
+    w.clock.advance(60_000);
+    assert_eq!(advertised(&service, "c0").await, Some(20_000));
+    // The census schedule stops: once the last count is older than 5 minutes, no hint
+    // rather than a stale one.
+    w.clock.advance(300_000);
+    assert_eq!(advertised(&service, "c0").await, None);
 }

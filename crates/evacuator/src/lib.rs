@@ -3,6 +3,11 @@
 //! `@connections` endpoint (wsdr_core::evacuate), paced to the destination's new-connection
 //! quota, and answers with the report.
 //!
+//! It also takes the Region's connection census (`{"census": true}`, every minute on a
+//! schedule): one count of the live connections, recorded in the connections table, from
+//! which the handler computes the herd window it advertises (wsdr_core::HerdHint). It is the
+//! function that already reads the whole connection list.
+//!
 //! Configured for the Region it empties (`TARGET_*`), not for the Region it runs in: the stack
 //! in each Region runs one aimed at its own connections (a planned evacuation: the Region is
 //! healthy), and the secondary's stack can run one aimed at the primary (a failover decided
@@ -100,7 +105,39 @@ pub struct Request {
     pub reason: Option<String>,
 }
 
-/// The answer.
+/// A census invocation: `{"census": true}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CensusRequest {
+    pub census: bool,
+}
+
+/// Any invocation the function takes.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Invocation {
+    Census(CensusRequest),
+    Evacuate(Request),
+}
+
+/// A census's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CensusResponse {
+    pub region: String,
+    pub connections: u64,
+    pub counted_at_ms: u64,
+}
+
+/// Any answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    Census(CensusResponse),
+    Evacuated(Response),
+}
+
+/// The answer to an evacuation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Response {
@@ -229,14 +266,45 @@ impl Evacuator {
         ))
     }
 
+    /// Count the target Region's live connections and record the count.
+    pub async fn census(&self) -> Result<CensusResponse, Error> {
+        let census = self.connections.take_census(self.clock.now_ms()).await?;
+        tracing::info!(
+            region = %self.config.target_region,
+            connections = census.connections,
+            "census taken"
+        );
+        Ok(CensusResponse {
+            region: self.config.target_region.clone(),
+            connections: census.connections,
+            counted_at_ms: census.counted_at_ms,
+        })
+    }
+
+    /// One invocation of either kind.
+    pub async fn invoke(&self, invocation: Invocation) -> Result<Answer, Error> {
+        match invocation {
+            Invocation::Census(CensusRequest { census: true }) => {
+                self.census().await.map(Answer::Census)
+            }
+            Invocation::Census(CensusRequest { census: false }) => Err(Error::Request(
+                "`census` must be true (or send an evacuation: `to`, `reason`)".into(),
+            )),
+            Invocation::Evacuate(request) => self.run(request).await.map(Answer::Evacuated),
+        }
+    }
+
     /// The Lambda entry point.
     pub async fn handle(
         &self,
         event: lambda_runtime::LambdaEvent<serde_json::Value>,
-    ) -> Result<Response, lambda_runtime::Error> {
-        let request: Request = serde_json::from_value(event.payload)
-            .map_err(|e| lambda_runtime::Error::from(format!("invalid request: {e}")))?;
-        self.run(request)
+    ) -> Result<Answer, lambda_runtime::Error> {
+        let invocation: Invocation = serde_json::from_value(event.payload).map_err(|e| {
+            lambda_runtime::Error::from(format!(
+                "invalid request: {e} (expected {{\"to\": \"<Region>\", \"reason\": \"...\"}} or {{\"census\": true}})"
+            ))
+        })?;
+        self.invoke(invocation)
             .await
             .map_err(|e| lambda_runtime::Error::from(e.to_string()))
     }

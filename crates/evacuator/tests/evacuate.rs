@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
-use evacuator::{Config, Evacuator, Request};
+use evacuator::{Answer, Config, Evacuator, Invocation, Request};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -125,6 +125,32 @@ async fn every_live_connection_of_the_target_region_is_told_to_move_once() {
     // The gone connection's records were removed, as fan-out does.
     let left = records.all(now).await.unwrap();
     assert_eq!(left.len(), 11);
+
+    // The census: no count recorded yet, then the live connections (not the expired one),
+    // which the handler's adapter reads back; the census item is no connection.
+    assert_eq!(records.census().await.unwrap(), None);
+    let invocation: Invocation = serde_json::from_str(r#"{"census": true}"#).unwrap();
+    let Answer::Census(census) = evacuator.invoke(invocation).await.unwrap() else {
+        panic!("a census answer")
+    };
+    assert_eq!(census.connections, 11);
+    assert_eq!(census.region, "us-east-1");
+    assert_eq!(
+        records.census().await.unwrap(),
+        Some(wsdr_core::Census {
+            connections: 11,
+            counted_at_ms: census.counted_at_ms
+        })
+    );
+    assert_eq!(records.all(now).await.unwrap().len(), 11);
+    let invocation: Invocation = serde_json::from_str(r#"{"census": false}"#).unwrap();
+    let err = evacuator.invoke(invocation).await.unwrap_err();
+    assert!(err.to_string().contains("census"), "{err}");
+    // An evacuation request still parses as one.
+    let invocation: Invocation =
+        serde_json::from_str(r#"{"to": "us-west-2", "reason": "x"}"#).unwrap();
+    assert!(matches!(invocation, Invocation::Evacuate(_)));
+    assert!(serde_json::from_str::<Invocation>(r#"{"census": true, "to": "x"}"#).is_err());
 }
 
 #[tokio::test]

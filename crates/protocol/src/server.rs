@@ -111,14 +111,27 @@ pub enum BidStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum ServerMessage {
+    #[serde(rename_all = "camelCase")]
     Pong {
         region: String,
         ts: u64,
+        /// The herd hint, as in `state`: refreshed on every heartbeat so that a client that
+        /// connected when the Region was quiet learns how many it would be sharing a
+        /// reconnect with. Absent when unknown.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        herd_window_ms: Option<u64>,
     },
+    #[serde(rename_all = "camelCase")]
     State {
         region: String,
         auction: AuctionView,
         you: YouView,
+        /// The herd hint: if this connection is lost together with the rest of the Region's,
+        /// spread the first reconnect uniformly over this many ms (the Region's connections
+        /// over the other Region's new-connection quota). Absent when the server does not
+        /// know its head count.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        herd_window_ms: Option<u64>,
     },
     #[serde(rename_all = "camelCase")]
     BidResult {

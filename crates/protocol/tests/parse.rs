@@ -111,7 +111,8 @@ fn server_frames_parse_ours_and_gateway_errors() {
         pong,
         ServerFrame::Message(ServerMessage::Pong {
             region: "us-east-1".into(),
-            ts: 5
+            ts: 5,
+            herd_window_ms: None,
         })
     );
     let gateway = parse_server_frame(

@@ -3,7 +3,7 @@
 use crate::{App, Config, Error};
 use std::sync::Arc;
 use wsdr_aws::{ApiGatewayNotifier, DynamoConnections, DynamoStateStore, SdkConfig};
-use wsdr_core::{AuctionService, FanoutConfig, SystemClock};
+use wsdr_core::{AuctionService, FanoutConfig, HerdHint, SystemClock};
 
 /// Build the handler on DynamoDB and API Gateway: clients built once per cold start, then
 /// the configured auctions created if absent (idempotent; safe in both Regions).
@@ -26,5 +26,12 @@ pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error
     })
     // Created on first use, not here: a cold start makes no network call.
     .with_seed_auctions(config.seed_auctions.clone());
+    let service = match config.herd_hint_quota_per_s {
+        Some(quota) => service.with_herd_hint(HerdHint {
+            destination_quota_per_s: quota,
+            ..HerdHint::default()
+        }),
+        None => service,
+    };
     Ok(App::new(service, &config.subprotocol))
 }

@@ -25,6 +25,10 @@ pub struct Config {
     /// `SEED_AUCTIONS` (default none): JSON array of auctions created, if absent, the first
     /// time one is asked for (never at cold start).
     pub seed_auctions: Vec<Auction>,
+    /// `HERD_HINT_QUOTA_PER_SECOND` (default 0 = off): the other Region's new-connection
+    /// quota. When set, `state` and `pong` replies advertise the herd window: this Region's
+    /// connection census (taken every minute by the evacuator) over this quota.
+    pub herd_hint_quota_per_s: Option<f64>,
 }
 
 /// One entry of `SEED_AUCTIONS`.
@@ -105,6 +109,10 @@ impl Config {
             connection_ttl: Duration::from_secs(number("CONNECTION_TTL_SECONDS", 9_000)?),
             subprotocol: get("SUBPROTOCOL").unwrap_or_else(|| "wsdr".into()),
             seed_auctions,
+            herd_hint_quota_per_s: match number("HERD_HINT_QUOTA_PER_SECOND", 0)? {
+                0 => None,
+                quota => Some(quota as f64),
+            },
         })
     }
 }

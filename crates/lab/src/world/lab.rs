@@ -54,6 +54,10 @@ pub struct LabConfig {
     /// Keep at most this many timeline entries (plus the key ones): set for a lab that runs
     /// for hours (`wsdr lab`); drills keep everything they are judged on.
     pub timeline_cap: Option<usize>,
+    /// Each Region counts its connections every minute and advertises the herd window
+    /// (its head count over the other Region's connect quota) in `state` replies
+    /// (default). `false`: no census, no hint (clients fall back on their own guess).
+    pub herd_hint: bool,
 }
 
 impl Default for LabConfig {
@@ -74,6 +78,7 @@ impl Default for LabConfig {
             store: crate::world::store::StoreKind::Memory,
             canary_secret: None,
             timeline_cap: None,
+            herd_hint: true,
         }
     }
 }
@@ -336,6 +341,11 @@ impl Lab {
             max_duration: scale.lab(config.max_duration),
             max_frame_bytes: wsdr_protocol::limits::MAX_FRAME_BYTES,
             max_message_bytes: wsdr_protocol::limits::MAX_MESSAGE_BYTES,
+            herd_hint: config.herd_hint.then(|| wsdr_core::HerdHint {
+                destination_quota_per_s: config.connect_rate * scale.factor(),
+                max_census_age: scale.lab(Duration::from_secs(300)),
+                reuse_for: scale.lab(Duration::from_secs(60)),
+            }),
         };
         let clock = LabClock::new();
         let clocks = [RegionClock::new(clock), RegionClock::new(clock)];
@@ -444,6 +454,9 @@ impl Lab {
             users: std::sync::OnceLock::new(),
         };
         lab.start_canaries(&canary_secret)?;
+        if lab.config.herd_hint {
+            lab.start_census();
+        }
         lab.start_alarm();
         lab.start_health_check();
         Ok(lab)
@@ -503,6 +516,28 @@ impl Lab {
             });
         }
         Ok(())
+    }
+
+    /// Each Region's connection census, every minute (in AWS: the evacuator function on a
+    /// schedule, `{"census": true}`), from which its handler computes the herd hint.
+    fn start_census(&mut self) {
+        let period = self.config.scale.secs(60.0);
+        for region in &self.regions {
+            let region = region.clone();
+            self.owner.spawn(async move {
+                let mut tick = tokio::time::interval(period);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                loop {
+                    tick.tick().await;
+                    let now = region.clock.now_ms();
+                    if let Err(error) =
+                        wsdr_core::Connections::take_census(region.registry.as_ref(), now).await
+                    {
+                        tracing::warn!(%error, region = %region.name, "census failed");
+                    }
+                }
+            });
+        }
     }
 
     fn start_alarm(&mut self) {

@@ -57,6 +57,8 @@ pub struct Quotas {
     pub max_duration: Duration,
     pub max_frame_bytes: usize,
     pub max_message_bytes: usize,
+    /// The herd window the handler advertises in `state` replies (lab units), if any.
+    pub herd_hint: Option<wsdr_core::HerdHint>,
 }
 
 /// Faults that can be injected into a Region.
@@ -206,6 +208,10 @@ impl Region {
             name,
         )
         .with_fanout(quotas.fanout.clone());
+        let service = match quotas.herd_hint {
+            Some(hint) => service.with_herd_hint(hint),
+            None => service,
+        };
         let region = Arc::new(Self {
             name: name.to_owned(),
             api_id: format!("lab{}", name.replace('-', "")),
