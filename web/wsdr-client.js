@@ -15,7 +15,7 @@
 // No framework, no build step: an ES module that browsers and node's test runner load as is.
 
 /** The longest advertised herd window a client honours (as MAX_HERD_HINT in Rust). */
-export const MAX_HERD_HINT_MS = 600000;
+export const MAX_HERD_HINT_MS = 3600000;
 
 /**
  * Full-jitter backoff: uniform(floor, min(cap, base * 2^attempt)), in ms. With
@@ -182,7 +182,7 @@ export class FallbackPolicy {
 }
 
 /** The longest moveTo window a client honours (AWS ms; divide by the lab's time scale). */
-export const MAX_MOVE_WINDOW_MS = 600000;
+export const MAX_MOVE_WINDOW_MS = 3600000;
 
 /**
  * Decide on a moveTo frame, as the Rust client does (crates/client/src/moves.rs): follow it

@@ -63,6 +63,68 @@ pub fn herd_window(connections: usize, quota_per_s: f64, min: Duration) -> Durat
     Duration::from_secs_f64(connections as f64 / quota_per_s).max(min)
 }
 
+/// How an evacuation cuts its herd: one-second slots of the destination's quota, and the
+/// posting pace. Pure, so that a simulation can follow the same schedule as [`evacuate`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlotPlan {
+    /// The herd window: connections / quota, at least the plan's minimum.
+    pub window: Duration,
+    /// One slot's length (1 s, or the whole window when shorter).
+    pub slot: Duration,
+    /// Connections per slot.
+    pub per_slot: usize,
+    /// `@connections` posts per second at most.
+    pub posts_per_s: f64,
+}
+
+impl SlotPlan {
+    pub fn new(connections: usize, plan: &Evacuation) -> Self {
+        let window = herd_window(connections, plan.destination_quota_per_s, plan.min_window);
+        let slot = Duration::from_secs(1).min(window);
+        // Connections per slot: the whole herd spread evenly over the window.
+        let per_slot = if window.is_zero() {
+            connections.max(1)
+        } else {
+            ((connections as f64 * slot.as_secs_f64() / window.as_secs_f64()).ceil() as usize)
+                .max(1)
+        };
+        let posts_per_s = if plan.posts_per_s.is_finite() && plan.posts_per_s >= 1.0 {
+            plan.posts_per_s
+        } else {
+            1.0
+        };
+        Self {
+            window,
+            slot,
+            per_slot,
+            posts_per_s,
+        }
+    }
+
+    /// When slot `index` opens, from the evacuation's start.
+    pub fn opens(&self, index: usize) -> Duration {
+        self.slot.mul_f64(index as f64)
+    }
+
+    /// The `afterMs` and `windowMs` a slot's frame carries when it is posted `elapsed` after
+    /// the start, for a slot of `size` connections.
+    pub fn frame_timing(
+        &self,
+        index: usize,
+        size: usize,
+        elapsed: Duration,
+    ) -> (Duration, Duration) {
+        let delay = self.opens(index).saturating_sub(elapsed);
+        let share = size as f64 / self.per_slot as f64;
+        (delay, self.slot.mul_f64(share))
+    }
+
+    /// When the posts of the first `posted` connections are done, at the posting pace.
+    pub fn posted_by(&self, posted: usize) -> Duration {
+        Duration::from_secs_f64(posted as f64 / self.posts_per_s)
+    }
+}
+
 /// What an evacuation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct EvacuationReport {
@@ -107,29 +169,15 @@ pub async fn evacuate(
     now_ms: u64,
 ) -> Result<EvacuationReport> {
     let targets = connections.all(now_ms).await?;
-    let window = herd_window(targets.len(), plan.destination_quota_per_s, plan.min_window);
-    let slot = Duration::from_secs(1).min(window);
-    // Connections per slot: the whole herd spread evenly over the window.
-    let per_slot = if window.is_zero() {
-        targets.len().max(1)
-    } else {
-        ((targets.len() as f64 * slot.as_secs_f64() / window.as_secs_f64()).ceil() as usize).max(1)
-    };
-    let posts_per_s = if plan.posts_per_s.is_finite() && plan.posts_per_s >= 1.0 {
-        plan.posts_per_s
-    } else {
-        1.0
-    };
+    let slots_plan = SlotPlan::new(targets.len(), plan);
     let started = tokio::time::Instant::now();
     let mut posts = FanoutReport::default();
     let mut posted = 0usize;
     let mut slots = 0usize;
-    let mut groups = targets.chunks(per_slot).enumerate().peekable();
+    let mut groups = targets.chunks(slots_plan.per_slot).enumerate().peekable();
     while let Some((index, group)) = groups.next() {
-        let opens = slot * u32::try_from(index).unwrap_or(u32::MAX);
-        let delay = opens.saturating_sub(started.elapsed());
-        let share = group.len() as f64 / per_slot as f64;
-        let frame = move_frame(plan, delay, slot.mul_f64(share));
+        let (delay, window) = slots_plan.frame_timing(index, group.len(), started.elapsed());
+        let frame = move_frame(plan, delay, window);
         let report = broadcast(notifier, connections, group, frame.as_bytes(), &plan.fanout).await;
         posts.targets += report.targets;
         posts.delivered += report.delivered;
@@ -140,13 +188,12 @@ pub async fn evacuate(
         slots += 1;
         if groups.peek().is_some() {
             // The push path's own pace: `posts_per_s` at most.
-            let due = started + Duration::from_secs_f64(posted as f64 / posts_per_s);
-            tokio::time::sleep_until(due).await;
+            tokio::time::sleep_until(started + slots_plan.posted_by(posted)).await;
         }
     }
     Ok(EvacuationReport {
         connections: targets.len(),
-        window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX),
+        window_ms: u64::try_from(slots_plan.window.as_millis()).unwrap_or(u64::MAX),
         slots,
         posts,
     })

@@ -23,7 +23,7 @@ mod service;
 pub mod verdict;
 
 pub use error::Error;
-pub use evacuate::{evacuate, herd_window, Evacuation, EvacuationReport};
+pub use evacuate::{evacuate, herd_window, Evacuation, EvacuationReport, SlotPlan};
 pub use fanout::{FanoutConfig, FanoutReport};
 pub use model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, RegionSummary, UserId};
 pub use ports::{
