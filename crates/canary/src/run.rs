@@ -60,6 +60,25 @@ impl Canary {
         }
     }
 
+    /// One probe with a fresh token, outside the minute's run (the fast verdict's rounds).
+    pub async fn probe_once(&self) -> Result<ProbeSuccess, ProbeFailure> {
+        let target = ProbeTarget {
+            url: self.config.target_url.clone(),
+            expected_region: self.config.expected_region.clone(),
+            auction_id: self.config.auction_id.clone(),
+            timeout: self.config.probe_timeout,
+        };
+        let token = self
+            .token()
+            .map_err(|error| ProbeFailure::WrongReply(format!("no token: {error}")))?;
+        let options = ConnectOptions {
+            token: Some(token),
+            placement: self.config.placement,
+            ..ConnectOptions::default()
+        };
+        probe(&target, &options).await
+    }
+
     /// Probe, fold, publish. `Err` only when the datapoint could not be published.
     pub async fn run_once(&self) -> Result<RunReport, Error> {
         let started_ms = self.clock.now_ms();

@@ -31,7 +31,7 @@ pub use ports::{
     StateStore, SystemClock, VerdictDatapoint,
 };
 pub use service::{AuctionService, BidReason, HerdHint, Reply};
-pub use verdict::FailoverRule;
+pub use verdict::{FailoverRule, FastVerdict};
 
 /// Result of every fallible domain operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -46,6 +46,71 @@ impl FailoverRule {
     }
 }
 
+/// The fast verdict, for Route 53 endpoint health checks (which poll every 10 s) instead of
+/// a one-minute alarm: probe rounds every few seconds from several vantage points (in AWS,
+/// the watcher in the other Region and the Region's own canary; a vantage point that sent no
+/// result in a round counts as failed there).
+///
+/// Fail over only when **every** vantage point has failed `fail_after` rounds in a row, so a
+/// fault between one vantage point and the Region (a network path, a broken watcher) can
+/// never fail a healthy Region over; serve again only when every vantage point has succeeded
+/// `recover_after` rounds in a row (slow failback, as with the minute rule). With rounds every
+/// 5 s, 3 and 12: a Region is failed over 15 s after it stops answering, and taken back after
+/// a healthy minute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FastVerdict {
+    fail_after: u32,
+    recover_after: u32,
+    serving: bool,
+    failed_in_a_row: Vec<u32>,
+    ok_in_a_row: Vec<u32>,
+}
+
+impl FastVerdict {
+    /// A verdict that starts serving, over `vantage_points` (at least one).
+    pub fn new(fail_after: u32, recover_after: u32, vantage_points: usize) -> Self {
+        let n = vantage_points.max(1);
+        Self {
+            fail_after: fail_after.max(1),
+            recover_after: recover_after.max(1),
+            serving: true,
+            failed_in_a_row: vec![0; n],
+            ok_in_a_row: vec![0; n],
+        }
+    }
+
+    /// Whether the Region serves.
+    pub fn serves(&self) -> bool {
+        self.serving
+    }
+
+    /// One round: each vantage point's probe (`None`: no result, a failure there). Returns
+    /// the new verdict when this round changed it.
+    pub fn round(&mut self, results: &[Option<bool>]) -> Option<bool> {
+        for (i, (failed, ok)) in self
+            .failed_in_a_row
+            .iter_mut()
+            .zip(self.ok_in_a_row.iter_mut())
+            .enumerate()
+        {
+            if results.get(i).copied().flatten() == Some(true) {
+                *ok = ok.saturating_add(1);
+                *failed = 0;
+            } else {
+                *failed = failed.saturating_add(1);
+                *ok = 0;
+            }
+        }
+        let before = self.serving;
+        if self.serving && self.failed_in_a_row.iter().all(|f| *f >= self.fail_after) {
+            self.serving = false;
+        } else if !self.serving && self.ok_in_a_row.iter().all(|o| *o >= self.recover_after) {
+            self.serving = true;
+        }
+        (self.serving != before).then_some(self.serving)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +175,60 @@ mod tests {
         assert!(FailoverRule::new(0, 6).is_err());
         assert!(FailoverRule::new(5, 4).is_err());
         assert!(FailoverRule::new(1, 1).is_ok());
+    }
+
+    fn rounds(verdict: &mut FastVerdict, pattern: &[[Option<bool>; 2]]) -> Vec<Option<bool>> {
+        pattern.iter().map(|r| verdict.round(r)).collect()
+    }
+
+    const OK: [Option<bool>; 2] = [Some(true), Some(true)];
+    const DOWN: [Option<bool>; 2] = [Some(false), Some(false)];
+    const ONE_VIEW_BAD: [Option<bool>; 2] = [Some(false), Some(true)];
+    const INSIDE_SILENT: [Option<bool>; 2] = [Some(false), None];
+
+    #[test]
+    fn fast_verdict_fails_over_after_every_vantage_point_failed_three_rounds() {
+        let mut v = FastVerdict::new(3, 12, 2);
+        assert_eq!(rounds(&mut v, &[OK, DOWN, DOWN]), [None, None, None]);
+        assert_eq!(v.round(&DOWN), Some(false));
+        assert!(!v.serves());
+        // A Region gone entirely: its own canary is silent too.
+        let mut v = FastVerdict::new(3, 12, 2);
+        assert_eq!(
+            rounds(&mut v, &[INSIDE_SILENT, INSIDE_SILENT, INSIDE_SILENT]),
+            [None, None, Some(false)]
+        );
+    }
+
+    #[test]
+    fn one_vantage_point_alone_never_fails_a_region_over() {
+        let mut v = FastVerdict::new(3, 12, 2);
+        for _ in 0..100 {
+            assert_eq!(v.round(&ONE_VIEW_BAD), None);
+        }
+        assert!(v.serves());
+        // A success anywhere breaks the streak: alternating views never add up.
+        let mut v = FastVerdict::new(3, 12, 2);
+        for _ in 0..50 {
+            assert_eq!(v.round(&[Some(false), Some(true)]), None);
+            assert_eq!(v.round(&[Some(true), Some(false)]), None);
+        }
+        assert!(v.serves());
+    }
+
+    #[test]
+    fn fast_verdict_fails_back_only_after_a_clean_streak_everywhere() {
+        let mut v = FastVerdict::new(3, 12, 2);
+        rounds(&mut v, &[DOWN, DOWN, DOWN]);
+        assert!(!v.serves());
+        // Eleven good rounds and a bad one: still failed over, and the count starts again.
+        for _ in 0..11 {
+            assert_eq!(v.round(&OK), None);
+        }
+        assert_eq!(v.round(&ONE_VIEW_BAD), None);
+        for _ in 0..11 {
+            assert_eq!(v.round(&OK), None);
+        }
+        assert_eq!(v.round(&OK), Some(true));
     }
 }

@@ -20,6 +20,7 @@ pub mod world {
     //! The two Regions and what stands between them and the users.
     pub mod clock;
     pub mod control;
+    pub mod fast;
     pub mod frontdoor;
     pub mod health;
     pub mod lab;

@@ -62,6 +62,15 @@ enum Command {
         /// primary to move (`moveTo` through its @connections endpoint).
         #[arg(long)]
         evacuate_on_failover: bool,
+        /// What the failover records' health checks read: the verdict alarm (one-minute
+        /// periods) or each Region's health endpoint (the fast verdict, polled every 10 s).
+        /// With `endpoint` the alarm path is timed beside it in the same run.
+        #[arg(long, value_enum, default_value = "alarm")]
+        health_check: wsdr_lab::world::fast::HealthCheckKind,
+        /// Run the fast path (fast verdict, health endpoints, endpoint checks) beside the
+        /// alarm, to time both, even when the alarm decides.
+        #[arg(long)]
+        fast_path: bool,
     },
     /// A chaos campaign: randomized fault schedules while users bid, each run checked by the
     /// history checker; exits non-zero on any violation (docs/RELIABILITY.md).
@@ -240,6 +249,8 @@ async fn run() -> anyhow::Result<()> {
             dynamodb,
             client_fallback,
             evacuate_on_failover,
+            health_check,
+            fast_path,
         } => {
             cli::ensure_writable(&report, "report")?;
             cli::ensure_writable(&chart, "chart")?;
@@ -254,6 +265,8 @@ async fn run() -> anyhow::Result<()> {
                     replication_lag: Duration::from_millis(lag_ms),
                     echo: true,
                     store: store_kind(dynamodb),
+                    health_check,
+                    fast: fast_path.then(Default::default),
                     ..LabConfig::default()
                 },
                 progress: true,

@@ -460,3 +460,84 @@ async fn an_evacuation_to_an_unhealthy_region_moves_nobody_and_restores_dns() {
     assert!(lab.resolver.in_service(0), "the primary is back in DNS");
     assert_eq!(lab.resolver.answer(), 0);
 }
+
+/// The fast path beside the alarm, in one run: the fast verdict (probe rounds every 5 s at
+/// two vantage points) fails the primary over within seconds, its health endpoint answers
+/// 503, the endpoint health check (every 10 s) moves DNS, and the alarm's check is timed
+/// alongside. With a 20 s TTL, DNS-only users are back within a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoint_health_checks_move_dns_minutes_before_the_alarm() {
+    use wsdr_lab::world::fast::HealthCheckKind;
+    let report = drill::run(DrillConfig {
+        lab: LabConfig {
+            scale: TimeScale::new(60.0),
+            dns_ttl: std::time::Duration::from_secs(20),
+            health_check: HealthCheckKind::Endpoint,
+            ..LabConfig::default()
+        },
+        ..config(Scenario::Throttle)
+    })
+    .await
+    .unwrap();
+    let table = report.table();
+    assert!(report.passed(), "{:?}\n{table}", report.failed_checks);
+    assert_eq!(report.health_check, HealthCheckKind::Endpoint);
+    let aws_s = |ms: Option<f64>| ms.expect("timed") * 60.0 / 1000.0;
+    let times = report.health_checks.clone().expect("both kinds timed");
+    let fast = aws_s(times.endpoint.detection_ms);
+    // Three failed rounds of 5 s at both vantage points; bounded by a few rounds more.
+    assert!(
+        (10.0..=40.0).contains(&fast),
+        "fast verdict at {fast} s\n{table}"
+    );
+    let endpoint = aws_s(times.endpoint.unhealthy_ms);
+    let alarm = aws_s(times.alarm.unhealthy_ms);
+    assert!(endpoint >= fast, "{table}");
+    assert!(
+        endpoint + 60.0 < alarm,
+        "endpoint {endpoint} s, alarm {alarm} s\n{table}"
+    );
+    assert!(
+        report.rto_aws_s.p99.expect("restored") < 60.0,
+        "RTO p99 under a minute\n{table}"
+    );
+    assert_eq!(report.lost_acknowledged_bids, 0, "{table}");
+    assert_eq!(report.duplicate_bids, 0, "{table}");
+}
+
+/// One vantage point that cannot see a healthy Region (a broken network path, a broken
+/// watcher) never fails it over; both failing does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_blind_vantage_point_never_fails_a_healthy_region_over() {
+    use std::sync::atomic::Ordering;
+    use wsdr_lab::world::timeline::Kind;
+    let lab = wsdr_lab::Lab::start(LabConfig {
+        scale: TimeScale::new(60.0),
+        fast: Some(Default::default()),
+        ..LabConfig::default()
+    })
+    .await
+    .unwrap();
+    lab.fast_faults.blind[0][0].store(true, Ordering::SeqCst);
+    // Two AWS minutes: 24 rounds with the outside view failing every one.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let fast_failovers = |lab: &wsdr_lab::Lab| {
+        lab.timeline
+            .entries()
+            .iter()
+            .filter(|e| matches!(e.kind, Kind::FastFailover | Kind::EndpointUnhealthy))
+            .count()
+    };
+    assert_eq!(fast_failovers(&lab), 0, "one view alone decided");
+    assert!(lab.regions[0].health_verdict.load(Ordering::SeqCst));
+    lab.fast_faults.blind[0][1].store(true, Ordering::SeqCst);
+    let failed_over = async {
+        while fast_failovers(&lab) < 2 {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(3), failed_over)
+        .await
+        .expect("both views failing: the verdict and the endpoint check follow");
+    assert!(!lab.regions[0].health_verdict.load(Ordering::SeqCst));
+}

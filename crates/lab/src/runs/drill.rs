@@ -1,7 +1,7 @@
 //! Failover drills: simulated users bidding through the front door while a scenario breaks
 //! the primary; then the checks and the report.
 
-use crate::runs::report::{Percentiles, Report};
+use crate::runs::report::{HealthCheckPath, HealthCheckTimes, Percentiles, Report};
 use crate::sim::history::{lost_acknowledged, Answer, Outcome, Violation};
 use crate::sim::judge::{judge, Judgement};
 use crate::sim::users::{wait_for, Behaviour, Population, UserRecord};
@@ -147,7 +147,15 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     })
     .await;
     anyhow::ensure!(connected, "not every user connected to the primary");
-    tokio::time::sleep(scale.secs(config.warm_bidding_secs)).await;
+    // The fault strikes at a seeded moment within one TTL: where it falls in the resolver's
+    // cache period decides how long the old answer lives on, and one shared resolver (the
+    // lab's) would otherwise give every run the same luck. Different seeds sample it.
+    let phase = {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(config.seed ^ 0x5eed_f00d);
+        rng.random::<f64>() * lab.config.dns_ttl.as_secs_f64()
+    };
+    tokio::time::sleep(scale.secs(config.warm_bidding_secs + phase)).await;
 
     // The fault.
     let rpo = lab.in_flight();
@@ -212,6 +220,14 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
             timeline.first(Kind::DnsFlip, fault_ms).is_some()
         })
         .await;
+        // Both kinds of health check timed side by side: let the slower one flip too.
+        if lab.fast_config().is_some() && config.scenario != Scenario::Evacuate {
+            wait_for(scale.secs(600.0), || {
+                timeline.first(Kind::HealthUnhealthy, fault_ms).is_some()
+                    && timeline.first(Kind::EndpointUnhealthy, fault_ms).is_some()
+            })
+            .await;
+        }
     }
 
     // Heal and measure failback (the name resolving to the primary again).
@@ -338,6 +354,17 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     let mut restores_aws_s: Vec<f64> = rtos.iter().map(|ms| ms * scale.factor() / 1000.0).collect();
     restores_aws_s.sort_by(f64::total_cmp);
     let detection_ms = timeline.first(Kind::Alarm, fault_ms).map(|t| t - fault_ms);
+    let since_fault = |kind: Kind| timeline.first(kind, fault_ms).map(|t| t - fault_ms);
+    let health_checks = lab.fast_config().map(|_| HealthCheckTimes {
+        alarm: HealthCheckPath {
+            detection_ms,
+            unhealthy_ms: since_fault(Kind::HealthUnhealthy),
+        },
+        endpoint: HealthCheckPath {
+            detection_ms: since_fault(Kind::FastFailover),
+            unhealthy_ms: since_fault(Kind::EndpointUnhealthy),
+        },
+    });
     let dns_flip_ms = timeline
         .first(Kind::DnsFlip, fault_ms)
         .map(|t| t - fault_ms);
@@ -387,6 +414,8 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         restores_aws_s,
         connections_aws: connections_per_region(&logs, fault_ms, scale.factor()),
         detection_ms,
+        health_check: lab.config.health_check,
+        health_checks,
         dns_flip_ms,
         failback_ms,
         dns_flips_during_fault: dns_flips,

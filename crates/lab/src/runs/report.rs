@@ -54,6 +54,14 @@ pub struct Report {
     pub connections_aws: std::collections::BTreeMap<String, Vec<(f64, usize)>>,
     /// Fault -> alarm in ALARM, lab ms.
     pub detection_ms: Option<f64>,
+    /// What moved DNS: `alarm` (the verdict alarm's health check) or `endpoint` (the health
+    /// endpoints' checks, from the fast verdict).
+    #[serde(default)]
+    pub health_check: crate::world::fast::HealthCheckKind,
+    /// Both kinds side by side, when the fast path ran (`--health-check endpoint` or
+    /// `--fast-path`): each one's detection and health check flip, lab ms from the fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_checks: Option<HealthCheckTimes>,
     /// Fault -> the resolver answering the secondary, lab ms.
     pub dns_flip_ms: Option<f64>,
     /// Heal -> the resolver answering the primary again, lab ms.
@@ -183,9 +191,22 @@ impl Report {
                 format!("moved to the secondary: {}/{}", self.restored, self.clients),
             );
         } else {
+            let detected = match self.health_check {
+                crate::world::fast::HealthCheckKind::Alarm => self.detection_ms.is_some(),
+                crate::world::fast::HealthCheckKind::Endpoint => self
+                    .health_checks
+                    .as_ref()
+                    .is_some_and(|h| h.endpoint.detection_ms.is_some()),
+            };
             check(
-                self.detection_ms.is_some(),
-                "the fault was never detected (no alarm)".into(),
+                detected,
+                format!(
+                    "the fault was never detected (no {})",
+                    match self.health_check {
+                        crate::world::fast::HealthCheckKind::Alarm => "alarm",
+                        crate::world::fast::HealthCheckKind::Endpoint => "fast verdict",
+                    }
+                ),
             );
             check(
                 self.restored == self.clients,
@@ -270,9 +291,19 @@ impl Report {
             ("RTO p99", ms(self.rto_ms.p99)),
             ("RTO max", ms(self.rto_ms.max)),
             ("detection (alarm)", ms(self.detection_ms)),
+        ];
+        if let Some(h) = &self.health_checks {
+            rows.push(("detection (fast verdict)", ms(h.endpoint.detection_ms)));
+            rows.push(("health check unhealthy (alarm)", ms(h.alarm.unhealthy_ms)));
+            rows.push((
+                "health check unhealthy (endpoint)",
+                ms(h.endpoint.unhealthy_ms),
+            ));
+        }
+        rows.extend([
             ("DNS flip", ms(self.dns_flip_ms)),
             ("failback (DNS)", ms(self.failback_ms)),
-        ];
+        ]);
         if let Some(back) = self.users_back_on_primary {
             rows.push((
                 "back on primary",
@@ -534,4 +565,21 @@ fn verdict(failed: &[String]) -> String {
     } else {
         format!("FAIL ({})", failed.len())
     }
+}
+
+/// One kind of health check's times in a drill, lab ms from the fault.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HealthCheckPath {
+    /// The decision: the alarm in ALARM, or the fast verdict failing the primary over.
+    pub detection_ms: Option<f64>,
+    /// The primary's health check turned unhealthy (Route 53 then answers the secondary;
+    /// resolvers follow within the TTL).
+    pub unhealthy_ms: Option<f64>,
+}
+
+/// Both kinds of health check, side by side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HealthCheckTimes {
+    pub alarm: HealthCheckPath,
+    pub endpoint: HealthCheckPath,
 }

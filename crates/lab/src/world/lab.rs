@@ -58,6 +58,12 @@ pub struct LabConfig {
     /// (its head count over the other Region's connect quota) in `state` replies
     /// (default). `false`: no census, no hint (clients fall back on their own guess).
     pub herd_hint: bool,
+    /// What the failover records' health checks read: the verdict alarm (default) or the
+    /// Regions' health endpoints (the fast verdict, polled every 10 s).
+    pub health_check: crate::world::fast::HealthCheckKind,
+    /// The fast path (fast verdict, health endpoints, endpoint checks). Always on with
+    /// `health_check: Endpoint`; with `Alarm` it runs beside it when set, for comparison.
+    pub fast: Option<crate::world::fast::FastConfig>,
 }
 
 impl Default for LabConfig {
@@ -79,6 +85,8 @@ impl Default for LabConfig {
             canary_secret: None,
             timeline_cap: None,
             herd_hint: true,
+            health_check: crate::world::fast::HealthCheckKind::Alarm,
+            fast: None,
         }
     }
 }
@@ -190,6 +198,8 @@ pub struct Lab {
     /// The secondary's own verdict alarm, behind the SECONDARY record's health check.
     pub secondary_alarm: Arc<Alarm>,
     pub health_checks: [Arc<HealthCheck>; 2],
+    /// The fast path's own faults (a blind vantage point).
+    pub fast_faults: Arc<crate::world::fast::FastFaults>,
     pub metrics: Arc<MetricsStore>,
     pub timeline: Timeline,
     pub front_door: SocketAddr,
@@ -443,6 +453,7 @@ impl Lab {
             alarm,
             secondary_alarm,
             health_checks,
+            fast_faults: Arc::default(),
             metrics,
             timeline,
             front_door,
@@ -459,6 +470,9 @@ impl Lab {
         }
         lab.start_alarm();
         lab.start_health_check();
+        if let Some(fast) = lab.fast_config() {
+            lab.start_fast_path(&canary_secret, &fast)?;
+        }
         Ok(lab)
     }
 
@@ -572,6 +586,8 @@ impl Lab {
     }
 
     fn start_health_check(&mut self) {
+        // With endpoint checks in charge, the alarm's checks are only timed (side by side).
+        let drives_dns = self.config.health_check == crate::world::fast::HealthCheckKind::Alarm;
         let checks = self.health_checks.clone();
         let resolver = self.resolver.clone();
         let timeline = self.timeline.clone();
@@ -582,8 +598,10 @@ impl Lab {
             loop {
                 tick.tick().await;
                 let healthy = [checks[0].poll(), checks[1].poll()];
-                resolver.set_primary_healthy(healthy[0]);
-                resolver.set_secondary_healthy(healthy[1]);
+                if drives_dns {
+                    resolver.set_primary_healthy(healthy[0]);
+                    resolver.set_secondary_healthy(healthy[1]);
+                }
                 for (i, name) in ["primary", "secondary"].iter().enumerate() {
                     if last[i] != Some(healthy[i]) {
                         if last[i].is_some() {
@@ -605,6 +623,131 @@ impl Lab {
                 }
             }
         });
+    }
+
+    /// The fast path's settings, when it runs.
+    pub fn fast_config(&self) -> Option<crate::world::fast::FastConfig> {
+        match (self.config.health_check, &self.config.fast) {
+            (_, Some(fast)) => Some(fast.clone()),
+            (crate::world::fast::HealthCheckKind::Endpoint, None) => Some(Default::default()),
+            (crate::world::fast::HealthCheckKind::Alarm, None) => None,
+        }
+    }
+
+    /// The fast path: per Region, probe rounds at two vantage points feeding a fast verdict
+    /// (replicated into the Region, where its health endpoint serves it), and a Route 53
+    /// endpoint health check polling that endpoint.
+    fn start_fast_path(
+        &mut self,
+        canary_secret: &str,
+        fast: &crate::world::fast::FastConfig,
+    ) -> anyhow::Result<()> {
+        use crate::world::fast::{self as fastpath, EndpointCheck};
+        let scale = self.config.scale;
+        let lag = scale.lab(self.config.replication_lag);
+        for (index, region) in self.regions.iter().enumerate() {
+            let config = canary::Config {
+                target_url: region.url(),
+                expected_region: region.name.clone(),
+                api_id: region.api_id.clone(),
+                metric_names: wsdr_aws::MetricNames::default(),
+                probes_per_run: 1,
+                probe_spacing: Duration::ZERO,
+                // The probe's own bound: under one round (the 500 ms floor as for the canary).
+                probe_timeout: scale
+                    .lab(fast.probe_interval)
+                    .max(Duration::from_millis(500)),
+                auction_id: AuctionId::new("canary")?,
+                secret: canary_secret.as_bytes().to_vec(),
+                issuer: "wsdr-canary".into(),
+                audience: AUDIENCE.into(),
+                placement: wsdr_client::TokenPlacement::QueryString,
+                verdict: None,
+            };
+            let prober = Arc::new(canary::Canary::new(
+                config,
+                Arc::new(wsdr_core::memory::MemoryMetrics::default()),
+                Arc::new(self.clock),
+            ));
+            let region = region.clone();
+            let faults = self.fast_faults.clone();
+            let timeline = self.timeline.clone();
+            let owner = self.owner.clone();
+            let period = scale.lab(fast.probe_interval);
+            let mut verdict = wsdr_core::FastVerdict::new(
+                fast.fail_after,
+                fast.recover_after,
+                fastpath::VANTAGE_POINTS.len(),
+            );
+            let name = if index == 0 { "primary" } else { "secondary" };
+            self.owner.spawn(async move {
+                let mut tick = tokio::time::interval(period);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                loop {
+                    tick.tick().await;
+                    let probe = |vantage: usize| {
+                        let prober = prober.clone();
+                        let blind = fastpath::blind(&faults, index, vantage);
+                        async move { Some(!blind && prober.probe_once().await.is_ok()) }
+                    };
+                    let (outside, inside) = tokio::join!(probe(0), probe(1));
+                    if let Some(serve) = verdict.round(&[outside, inside]) {
+                        let (kind, what) = if serve {
+                            (Kind::FastServe, "fast verdict -> serve")
+                        } else {
+                            (Kind::FastFailover, "fast verdict -> fail over")
+                        };
+                        fastpath::record(&timeline, index, name, kind, what);
+                        // The verdict reaches the Region's health endpoint by replication.
+                        let region = region.clone();
+                        owner.spawn(async move {
+                            tokio::time::sleep(lag).await;
+                            region.health_verdict.store(serve, Ordering::SeqCst);
+                        });
+                    }
+                }
+            });
+        }
+        let urls: Vec<SocketAddr> = self.regions.iter().map(|r| r.addr).collect();
+        let resolver = self.resolver.clone();
+        let timeline = self.timeline.clone();
+        let drives_dns = self.config.health_check == crate::world::fast::HealthCheckKind::Endpoint;
+        let interval = scale.lab(fast.check_interval);
+        let timeout = scale.secs(4.0).max(Duration::from_millis(500));
+        let threshold = fast.failure_threshold;
+        self.owner.spawn(async move {
+            let clients: Vec<crate::control::ControlClient> = urls
+                .iter()
+                .map(|addr| crate::control::ControlClient::new(*addr, None).with_timeout(timeout))
+                .collect();
+            let mut checks = [EndpointCheck::new(threshold), EndpointCheck::new(threshold)];
+            let mut last = [true, true];
+            let mut tick = tokio::time::interval(interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                tick.tick().await;
+                let (a, b) = tokio::join!(clients[0].get("/health"), clients[1].get("/health"));
+                let ok = [a, b].map(|r| matches!(r, Ok((200, _))));
+                for i in 0..2 {
+                    let healthy = checks[i].poll(ok[i]);
+                    if healthy != last[i] {
+                        last[i] = healthy;
+                        let name = if i == 0 { "primary" } else { "secondary" };
+                        let (kind, what) = if healthy {
+                            (Kind::EndpointHealthy, "endpoint health check healthy")
+                        } else {
+                            (Kind::EndpointUnhealthy, "endpoint health check unhealthy")
+                        };
+                        crate::world::fast::record(&timeline, i, name, kind, what);
+                    }
+                }
+                if drives_dns {
+                    resolver.set_primary_healthy(last[0]);
+                    resolver.set_secondary_healthy(last[1]);
+                }
+            }
+        });
+        Ok(())
     }
 
     /// The global name clients use.

@@ -144,6 +144,9 @@ pub struct Region {
     pub registry: Arc<MemoryConnections>,
     pub faults: Faults,
     pub counters: Counters,
+    /// The fast verdict on this Region as its health endpoint reads it (replicated into the
+    /// Region from the watcher outside it): `true` = serve.
+    pub health_verdict: std::sync::atomic::AtomicBool,
     quotas: Quotas,
     app: App,
     authorizer: Arc<Authorizer>,
@@ -221,6 +224,7 @@ impl Region {
             registry,
             faults: Faults::default(),
             counters: Counters::default(),
+            health_verdict: std::sync::atomic::AtomicBool::new(true),
             bucket: Mutex::new(Bucket {
                 tokens: quotas.connect_rate,
                 at: Instant::now(),
@@ -235,6 +239,7 @@ impl Region {
             clock,
         });
         let router = Router::new()
+            .route("/health", get(health_endpoint))
             .route("/{stage}", get(upgrade))
             .route(
                 "/{stage}/@connections/{id}",
@@ -249,6 +254,12 @@ impl Region {
             }
         });
         Ok(region)
+    }
+
+    /// The Region's health endpoint URL (the lab's stand-in for the `lambda_http` health
+    /// function behind its function URL).
+    pub fn health_url(&self) -> String {
+        format!("http://{}/health", self.addr)
     }
 
     /// A push path to this Region's connections through its own `@connections` endpoint,
@@ -751,5 +762,22 @@ async fn delete_connection(
             StatusCode::NO_CONTENT.into_response()
         }
         None => gone(),
+    }
+}
+
+/// `GET /health`: what a Route 53 endpoint health check reads. The Region's health function
+/// answers from the fast verdict recorded for it (no probe per request); a Region that is down
+/// answers nothing useful, here a 503.
+async fn health_endpoint(
+    State(region): State<Arc<Region>>,
+) -> (axum::http::StatusCode, &'static str) {
+    use std::sync::atomic::Ordering;
+    if region.faults.down.load(Ordering::SeqCst) {
+        return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "region down");
+    }
+    if region.health_verdict.load(Ordering::SeqCst) {
+        (axum::http::StatusCode::OK, "serve")
+    } else {
+        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "fail over")
     }
 }

@@ -23,6 +23,14 @@ pub enum Kind {
     /// Client-assisted failover moved a client to another endpoint.
     ClientMoved,
     Note,
+    /// The fast verdict (probe rounds every 5 s) says: fail the primary over.
+    FastFailover,
+    /// The fast verdict says: serve the primary again.
+    FastServe,
+    /// The primary's endpoint health check (its HTTPS health endpoint, polled every 10 s)
+    /// turned unhealthy.
+    EndpointUnhealthy,
+    EndpointHealthy,
 }
 
 impl Kind {
@@ -39,6 +47,10 @@ impl Kind {
                 | Kind::HealthHealthy
                 | Kind::DnsFlip
                 | Kind::Note
+                | Kind::FastFailover
+                | Kind::FastServe
+                | Kind::EndpointUnhealthy
+                | Kind::EndpointHealthy
         )
     }
 
@@ -58,6 +70,10 @@ impl Kind {
             Kind::ClientRestored => "client_restored",
             Kind::ClientMoved => "client_moved",
             Kind::Note => "note",
+            Kind::FastFailover => "fast_failover",
+            Kind::FastServe => "fast_serve",
+            Kind::EndpointUnhealthy => "endpoint_unhealthy",
+            Kind::EndpointHealthy => "endpoint_healthy",
         }
     }
 }

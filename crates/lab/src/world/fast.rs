@@ -1,0 +1,134 @@
+//! The fast failover path, beside the minute-by-minute alarm: a fast verdict from probe
+//! rounds every 5 s (AWS) at two vantage points per Region (`wsdr_core::FastVerdict`), served
+//! by each Region's health endpoint (`GET /health` on the Region's own address: 200 = serve,
+//! 503 = fail over), which a Route 53 *endpoint* health check polls every 10 s.
+//!
+//! Both paths always run when the fast path is on; `HealthCheckKind` says which one the
+//! failover records follow, and the other is timed alongside, so one drill reports both.
+
+use crate::world::timeline::{Kind, Timeline};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// What the failover records' health checks read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthCheckKind {
+    /// A `CLOUDWATCH_METRIC` check on the verdict alarm (one-minute periods; the reference
+    /// design's kind).
+    #[default]
+    Alarm,
+    /// An HTTPS endpoint check on the Region's health endpoint, every 10 s, which answers
+    /// from the fast verdict.
+    Endpoint,
+}
+
+impl HealthCheckKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            HealthCheckKind::Alarm => "alarm",
+            HealthCheckKind::Endpoint => "endpoint",
+        }
+    }
+}
+
+/// The fast path's settings, in AWS time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FastConfig {
+    /// Between probe rounds.
+    pub probe_interval: Duration,
+    /// Rounds failed at every vantage point before failing over.
+    pub fail_after: u32,
+    /// Rounds passed at every vantage point before serving again.
+    pub recover_after: u32,
+    /// Route 53 endpoint health check `RequestInterval` (10 or 30 s).
+    pub check_interval: Duration,
+    /// Route 53 `FailureThreshold`: consecutive results that change the check's status.
+    pub failure_threshold: u32,
+}
+
+impl Default for FastConfig {
+    fn default() -> Self {
+        Self {
+            probe_interval: Duration::from_secs(5),
+            fail_after: 3,
+            recover_after: 12,
+            check_interval: Duration::from_secs(10),
+            failure_threshold: 1,
+        }
+    }
+}
+
+/// The vantage points of one Region's fast verdict: the watcher outside it, and its own
+/// canary inside it.
+pub const VANTAGE_POINTS: [&str; 2] = ["outside", "inside"];
+
+/// Faults of the fast path's own (for tests: one vantage point that cannot see the Region).
+#[derive(Debug, Default)]
+pub struct FastFaults {
+    /// `[region][vantage point]`: that vantage point's probes fail.
+    pub blind: [[AtomicBool; 2]; 2],
+}
+
+/// An endpoint health check's status, with Route 53's failure threshold.
+#[derive(Debug, Clone)]
+pub struct EndpointCheck {
+    threshold: u32,
+    healthy: bool,
+    streak: u32,
+}
+
+impl EndpointCheck {
+    pub fn new(threshold: u32) -> Self {
+        Self {
+            threshold: threshold.max(1),
+            healthy: true,
+            streak: 0,
+        }
+    }
+
+    /// One poll's result; the check's status after it.
+    pub fn poll(&mut self, ok: bool) -> bool {
+        if ok == self.healthy {
+            self.streak = 0;
+        } else {
+            self.streak += 1;
+            if self.streak >= self.threshold {
+                self.healthy = ok;
+                self.streak = 0;
+            }
+        }
+        self.healthy
+    }
+}
+
+/// Record a change of the primary's fast verdict or endpoint check (the drill times the
+/// primary's); the secondary's go in as notes.
+pub fn record(timeline: &Timeline, region: usize, name: &str, kind: Kind, what: &str) {
+    let kind = if region == 0 { kind } else { Kind::Note };
+    timeline.record(kind, format!("{name}: {what}"));
+}
+
+/// Whether a vantage point is blind to a Region.
+pub fn blind(faults: &FastFaults, region: usize, vantage: usize) -> bool {
+    faults.blind[region][vantage].load(Ordering::SeqCst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endpoint_check_changes_after_threshold_results_in_a_row() {
+        let mut check = EndpointCheck::new(2);
+        assert!(check.poll(false), "one failure is not enough");
+        assert!(check.poll(true));
+        assert!(check.poll(false));
+        assert!(!check.poll(false), "two in a row");
+        assert!(!check.poll(true));
+        assert!(check.poll(true));
+        let mut check = EndpointCheck::new(1);
+        assert!(!check.poll(false));
+        assert!(check.poll(true));
+    }
+}
