@@ -229,7 +229,7 @@ destroy:
 ## demo: the main job: the lab with the default failover drill (50 users, reference game day).
 ## The `demo` profile and no DynamoDB/TLS features: the quickest cold build (docs/LAB.md).
 demo:
-	$(CARGO) run --quiet --profile demo -p wsdr-lab --no-default-features --bin wsdr -- drill --scenario throttle --users 50
+	$(CARGO) run --quiet --profile demo -p wsdr-lab --no-default-features --bin wsdr -- drill --scenario throttle --users 50 --fast-path
 
 ## lab: the long-running lab with the live auction and control room (http://127.0.0.1:8787/);
 ## LAB_ARGS="--users 20" adds simulated users. The binary stays at target/demo/wsdr.

@@ -59,9 +59,12 @@ enum Command {
         #[arg(long)]
         client_fallback: bool,
         /// Once the failover decision has moved the name, tell the sessions still on the
-        /// primary to move (`moveTo` through its @connections endpoint).
-        #[arg(long)]
+        /// primary to move (`moveTo` through its @connections endpoint). On by default.
+        #[arg(long, overrides_with = "no_evacuate_on_failover")]
         evacuate_on_failover: bool,
+        /// Turn server-directed moves off (for a side-by-side comparison).
+        #[arg(long, overrides_with = "evacuate_on_failover")]
+        no_evacuate_on_failover: bool,
         /// What the failover records' health checks read: the verdict alarm (one-minute
         /// periods) or each Region's health endpoint (the fast verdict, polled every 10 s).
         /// With `endpoint` the alarm path is timed beside it in the same run.
@@ -248,10 +251,12 @@ async fn run() -> anyhow::Result<()> {
             lag_ms,
             dynamodb,
             client_fallback,
-            evacuate_on_failover,
+            evacuate_on_failover: _,
+            no_evacuate_on_failover,
             health_check,
             fast_path,
         } => {
+            let evacuate_on_failover = !no_evacuate_on_failover;
             cli::ensure_writable(&report, "report")?;
             cli::ensure_writable(&chart, "chart")?;
             let started = std::time::Instant::now();

@@ -78,7 +78,7 @@ pub struct DrillConfig {
     /// Give the simulated users the Regions' own endpoints (client-assisted failover).
     pub client_fallback: bool,
     /// Once the failover decision has moved the name, tell the connections still on the
-    /// primary to move (`moveTo`, [`Lab::start_failover_evacuator`]).
+    /// primary to move (`moveTo`, [`Lab::start_failover_evacuator`]). On by default.
     pub evacuate_on_failover: bool,
 }
 
@@ -94,7 +94,7 @@ impl Default for DrillConfig {
             recovery_timeout_secs: 900.0,
             progress: false,
             client_fallback: false,
-            evacuate_on_failover: false,
+            evacuate_on_failover: true,
         }
     }
 }
