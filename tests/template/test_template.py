@@ -507,6 +507,32 @@ def test_the_herd_hint_is_on_by_default_from_a_census_every_minute(template):
     assert "dynamodb:GetItem" in connections["Action"], "the handler reads the census item"
 
 
+def test_the_verdict_alarm_evacuates_the_primary_after_waiting_for_dns(template):
+    res = template["Resources"]
+    rule = res["EvacuateOnFailoverRule"]
+    assert rule["Condition"] == "EvacuatesOnFailover"
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["source"] == ["aws.cloudwatch"]
+    assert pattern["resources"] == [{"Fn::GetAtt": ["PrimaryHealthAlarm", "Arn"]}]
+    assert pattern["detail"]["state"]["value"] == ["ALARM"], "only the failover decision, never its clearing"
+    (target,) = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": ["PrimaryEvacuatorFunction", "Arn"]}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
+    body = target["Input"]["Fn::Sub"]
+    # The input is an evacuation request the evacuator accepts (deny_unknown_fields).
+    sample = json.loads(body.replace("${AWS::Region}", "us-west-2").replace("${EvacuateWaitSeconds}", "120"))
+    assert set(sample) == {"to", "reason", "waitSeconds"}
+    source = (ROOT / "crates" / "evacuator" / "src" / "lib.rs").read_text()
+    assert "wait_seconds" in source and "deny_unknown_fields" in source
+    assert template["Parameters"]["EvacuateWaitSeconds"]["MaxValue"] <= 240, "the evacuator refuses longer waits"
+    permission = res["EvacuateOnFailoverPermission"]["Properties"]
+    assert permission["Principal"] == "events.amazonaws.com"
+    assert permission["SourceArn"] == {"Fn::GetAtt": ["EvacuateOnFailoverRule", "Arn"]}
+    condition = template["Conditions"]["EvacuatesOnFailover"]["Fn::And"]
+    assert {"Condition": "EvacuatesPrimary"} in condition
+    assert {"Fn::Not": [{"Condition": "RegionSwitchOnly"}]} in condition, "with a Region switch plan DNS follows the plan"
+
+
 def test_evacuators_aim_at_one_regions_table_and_api_and_may_do_nothing_else(template):
     res = template["Resources"]
     own = res["EvacuatorFunction"]

@@ -103,7 +103,16 @@ pub struct Request {
     pub endpoint: Option<String>,
     #[serde(default)]
     pub reason: Option<String>,
+    /// Wait this long before evacuating (at most [`MAX_WAIT_SECONDS`]): when the failover
+    /// alarm invokes the evacuator, Route 53's checkers and the resolvers' TTL need that
+    /// time before the global name answers the destination.
+    #[serde(default)]
+    pub wait_seconds: Option<u64>,
 }
+
+/// The longest wait an invocation may ask for: the function's 300 s timeout leaves a minute
+/// for the evacuation itself (10,000 connections are posted in 5 s).
+pub const MAX_WAIT_SECONDS: u64 = 240;
 
 /// A census invocation: `{"census": true}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -235,6 +244,18 @@ impl Evacuator {
                     "`endpoint` must be a ws(s):// URL the clients were given".into(),
                 ));
             }
+        }
+        match request.wait_seconds {
+            Some(wait) if wait > MAX_WAIT_SECONDS => {
+                return Err(Error::Request(format!(
+                    "`waitSeconds` must be at most {MAX_WAIT_SECONDS} (the function times out at 300 s)"
+                )))
+            }
+            Some(wait) if wait > 0 => {
+                tracing::info!(wait, to = %request.to, "waiting for DNS before evacuating");
+                tokio::time::sleep(Duration::from_secs(wait)).await;
+            }
+            _ => {}
         }
         let plan = Evacuation {
             endpoint: request.endpoint.clone(),

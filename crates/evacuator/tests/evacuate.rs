@@ -104,6 +104,7 @@ async fn every_live_connection_of_the_target_region_is_told_to_move_once() {
             to: "us-west-2".into(),
             endpoint: None,
             reason: Some("failover".into()),
+            wait_seconds: None,
         })
         .await
         .unwrap();
@@ -199,9 +200,54 @@ async fn bad_requests_and_settings_are_refused_with_a_reason() {
             to: to.into(),
             endpoint: endpoint.map(str::to_owned),
             reason: None,
+            wait_seconds: None,
         };
         assert!(evacuator.run(request).await.is_err(), "{to} {endpoint:?}");
     }
+    // A wait longer than the function's timeout allows is refused up front.
+    let request: Request =
+        serde_json::from_str(r#"{"to":"us-west-2","waitSeconds":241}"#).unwrap();
+    let err = evacuator.run(request).await.unwrap_err();
+    assert!(err.to_string().contains("waitSeconds"), "{err}");
     // An unknown field in the invocation is an error, not silently dropped.
     assert!(serde_json::from_str::<Request>(r#"{"to":"us-west-2","region":"x"}"#).is_err());
+}
+
+/// The failover alarm's invocation waits for DNS before it evacuates (paused time: the wait
+/// is the only thing between the invocation and the posts).
+#[tokio::test(start_paused = true)]
+async fn an_invocation_with_a_wait_evacuates_only_after_it() {
+    let env = HashMap::from([
+        ("TARGET_REGION", "us-east-1".to_owned()),
+        ("TARGET_CONNECTIONS_TABLE", "t".to_owned()),
+        ("TARGET_CALLBACK_URL", "http://127.0.0.1:1/prod".to_owned()),
+    ]);
+    let registry = Arc::new(wsdr_core::memory::MemoryConnections::default());
+    let now = wsdr_core::Clock::now_ms(&SystemClock);
+    registry
+        .register(
+            &ConnectionId::new("c1=").unwrap(),
+            &UserId::new("u").unwrap(),
+            now,
+        )
+        .await
+        .unwrap();
+    let notifier = Arc::new(wsdr_core::memory::RecordingNotifier::default());
+    let evacuator = Evacuator::new(
+        Config::from_lookup(|k| env.get(k).cloned()).unwrap(),
+        registry,
+        notifier.clone(),
+        Arc::new(SystemClock),
+    );
+    let request: Request =
+        serde_json::from_str(r#"{"to":"us-west-2","reason":"failover","waitSeconds":90}"#)
+            .unwrap();
+    let started = tokio::time::Instant::now();
+    let run = tokio::spawn(async move { evacuator.run(request).await });
+    tokio::time::sleep(Duration::from_secs(89)).await;
+    assert!(notifier.sent().is_empty(), "nobody told before the wait is over");
+    let answer = run.await.unwrap().unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(90));
+    assert_eq!(answer.delivered, 1);
+    assert_eq!(notifier.sent().len(), 1);
 }
