@@ -7,6 +7,7 @@
 //! | [`DynamoConnections`] | `Connections` | the regional connections table (TTL) |
 //! | [`ApiGatewayNotifier`] | `Notifier` | API Gateway `@connections` |
 //! | [`CloudWatchMetrics`] | `Metrics` | CloudWatch `PutMetricData` |
+//! | [`HealthRecords`] | (the fast verdict's records) | the global state table |
 //!
 //! Every SDK error is classified into `wsdr_core::Error` in one place ([`classify`]).
 //!
@@ -17,6 +18,8 @@
 mod classify;
 #[cfg(feature = "dynamodb")]
 mod connections;
+#[cfg(feature = "dynamodb")]
+pub mod health;
 /// Re-exported from `wsdr-lambda` (no SDK), where it lives.
 pub use wsdr_lambda::env;
 pub mod keys;
@@ -39,6 +42,8 @@ pub use wsdr_lambda::telemetry;
 pub use classify::classify;
 #[cfg(feature = "dynamodb")]
 pub use connections::DynamoConnections;
+#[cfg(feature = "dynamodb")]
+pub use health::{HealthRecords, Stamped};
 pub use metric_names::MetricNames;
 #[cfg(feature = "cloudwatch")]
 pub use metrics::{CloudWatchMetrics, STANDARD_RESOLUTION};

@@ -37,6 +37,32 @@ pub struct Config {
     /// (`VERDICT_METRIC_NAME`, default `FailoverVerdict`) computed from its own last N
     /// datapoints (wsdr_core::verdict).
     pub verdict: Option<wsdr_core::FailoverRule>,
+    /// Fast probe rounds for endpoint health checks (`FAST_PROBE_INTERVAL_SECONDS` > 0), or
+    /// none.
+    pub fast: Option<FastRounds>,
+}
+
+/// The fast path: every invocation also runs probe rounds every few seconds for most of its
+/// minute, records each round (`HealthLedger`, the state table), and, when it decides, the
+/// fast verdict (`wsdr_core::FastVerdict`) that the Region's health endpoint serves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FastRounds {
+    /// `FAST_PROBE_INTERVAL_SECONDS`: between rounds (1 to 30).
+    pub interval: Duration,
+    /// `FAST_WINDOW_SECONDS` (default 55): how long one invocation runs rounds (the next
+    /// one starts a minute after this one).
+    pub window: Duration,
+    /// `FAST_VANTAGE` (default `inside`): the name this canary's rounds are recorded under.
+    pub vantage: String,
+    /// `FAST_DECIDE_WITH`: with `FAST_DECIDES=true`, the other vantage points whose latest
+    /// rounds count with this one's (comma-separated; empty: this one alone).
+    pub decides: Option<Vec<String>>,
+    /// `FAST_FAIL_AFTER` (3) and `FAST_RECOVER_AFTER` (12): rounds in a row at every vantage
+    /// point.
+    pub fail_after: u32,
+    pub recover_after: u32,
+    /// `STATE_TABLE`: where the records go.
+    pub state_table: String,
 }
 
 impl Config {
@@ -91,6 +117,41 @@ impl Config {
             (Some(_), None) => return Err(Error::MissingVar("VERDICT_WINDOW")),
             (None, Some(_)) => return Err(Error::MissingVar("VERDICT_FAILOVER_DATAPOINTS")),
         };
+        let fast = match number("FAST_PROBE_INTERVAL_SECONDS", 0)? {
+            0 => None,
+            interval if interval > 30 => {
+                return Err(Error::InvalidVar {
+                    name: "FAST_PROBE_INTERVAL_SECONDS",
+                    reason: "must be 1 to 30 (0 or unset: no fast rounds)".into(),
+                })
+            }
+            interval => Some(FastRounds {
+                interval: Duration::from_secs(interval),
+                window: Duration::from_secs(number("FAST_WINDOW_SECONDS", 55)?.clamp(1, 840)),
+                vantage: get("FAST_VANTAGE").unwrap_or_else(|| "inside".into()),
+                decides: match get("FAST_DECIDES").as_deref() {
+                    None | Some("false") => None,
+                    Some("true") => Some(
+                        get("FAST_DECIDE_WITH")
+                            .unwrap_or_default()
+                            .split(',')
+                            .map(str::trim)
+                            .filter(|v| !v.is_empty())
+                            .map(str::to_owned)
+                            .collect(),
+                    ),
+                    Some(other) => {
+                        return Err(Error::InvalidVar {
+                            name: "FAST_DECIDES",
+                            reason: format!("`{other}`: use true or false"),
+                        })
+                    }
+                },
+                fail_after: number("FAST_FAIL_AFTER", 3)?.clamp(1, 100) as u32,
+                recover_after: number("FAST_RECOVER_AFTER", 12)?.clamp(1, 1000) as u32,
+                state_table: required("STATE_TABLE")?,
+            }),
+        };
         let defaults = MetricNames::default();
         Ok(Self {
             target_url: required("TARGET_URL")?,
@@ -114,6 +175,7 @@ impl Config {
             audience: required("JWT_AUDIENCE")?,
             placement,
             verdict,
+            fast,
         })
     }
 }

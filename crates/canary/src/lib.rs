@@ -15,14 +15,14 @@ mod probe;
 mod run;
 mod token;
 
-pub use config::Config;
+pub use config::{Config, FastRounds};
 pub use probe::{probe, ProbeFailure, ProbeSuccess, ProbeTarget, Stage};
 
 /// The probe stages, by name (`probe_stage::Pong`).
 pub mod probe_stage {
     pub use crate::probe::Stage::*;
 }
-pub use run::{fold, Canary, RunReport};
+pub use run::{fold, Canary, FastReport, RunReport};
 pub use token::mint_canary_token;
 
 /// Errors of the canary: configuration at cold start, publishing at run time.

@@ -6,7 +6,7 @@ use crate::{Config, Error};
 use serde::Serialize;
 use std::sync::Arc;
 use wsdr_client::ConnectOptions;
-use wsdr_core::{Clock, HealthDatapoint, Metrics};
+use wsdr_core::{Clock, FastVerdict, HealthDatapoint, HealthLedger, Metrics};
 
 /// What one run saw and published.
 #[derive(Debug, Clone, Serialize)]
@@ -41,6 +41,21 @@ pub struct Canary {
     config: Config,
     metrics: Arc<dyn Metrics>,
     clock: Arc<dyn Clock>,
+    /// Where fast rounds and verdicts are recorded (with `config.fast`).
+    ledger: Option<Arc<dyn HealthLedger>>,
+    /// The fast verdict, kept across warm invocations (a cold start resumes the recorded one).
+    fast_verdict: tokio::sync::Mutex<Option<FastVerdict>>,
+}
+
+/// What one invocation's fast rounds did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FastReport {
+    pub rounds: usize,
+    pub failed_rounds: usize,
+    /// The verdict after the last round, when this canary decides.
+    pub serves: Option<bool>,
+    /// Records that could not be written or read (each logged).
+    pub ledger_errors: usize,
 }
 
 impl std::fmt::Debug for Canary {
@@ -57,7 +72,94 @@ impl Canary {
             config,
             metrics,
             clock,
+            ledger: None,
+            fast_verdict: tokio::sync::Mutex::new(None),
         }
+    }
+
+    /// Record fast rounds and verdicts here (needed for `config.fast` to run).
+    pub fn with_health_ledger(mut self, ledger: Arc<dyn HealthLedger>) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
+    /// The fast rounds of one invocation: a probe every `interval` for `window`, each
+    /// recorded under this canary's vantage point; when it decides, each round also reads the
+    /// other vantage points' latest rounds (stale or missing: failed there), folds them into
+    /// the fast verdict and records it. Nothing to do without `config.fast` and a ledger.
+    pub async fn fast_rounds(&self) -> FastReport {
+        let (Some(fast), Some(ledger)) = (&self.config.fast, &self.ledger) else {
+            return FastReport::default();
+        };
+        let api_id = &self.config.api_id;
+        let mut report = FastReport::default();
+        let mut guard = self.fast_verdict.lock().await;
+        if let (None, Some(others)) = (&*guard, &fast.decides) {
+            // A cold start resumes the recorded verdict, if it is recent.
+            let recorded = match ledger.verdict(api_id).await {
+                Ok(v) => v,
+                Err(error) => {
+                    tracing::warn!(%error, "fast verdict unreadable at start");
+                    report.ledger_errors += 1;
+                    None
+                }
+            };
+            let serving = wsdr_core::endpoint_serves(
+                recorded,
+                self.clock.now_ms(),
+                u64::try_from(fast.window.as_millis()).unwrap_or(u64::MAX) + 60_000,
+            );
+            *guard = Some(
+                FastVerdict::new(fast.fail_after, fast.recover_after, 1 + others.len())
+                    .resuming(serving),
+            );
+        }
+        // A round recorded elsewhere counts if it is at most two rounds (and a replication
+        // second or so) old.
+        let fresh_ms = u64::try_from((fast.interval * 2).as_millis()).unwrap_or(u64::MAX) + 5_000;
+        let started = tokio::time::Instant::now();
+        let rounds =
+            ((fast.window.as_secs_f64() / fast.interval.as_secs_f64()).floor() as u32).max(1);
+        for round in 0..rounds {
+            tokio::time::sleep_until(started + fast.interval * round).await;
+            let ok = self.probe_once().await.is_ok();
+            report.rounds += 1;
+            if !ok {
+                report.failed_rounds += 1;
+            }
+            let now = self.clock.now_ms();
+            if let Err(error) = ledger.put_round(api_id, &fast.vantage, ok, now).await {
+                tracing::warn!(%error, "fast round not recorded");
+                report.ledger_errors += 1;
+            }
+            let (Some(others), Some(verdict)) = (&fast.decides, guard.as_mut()) else {
+                continue;
+            };
+            let mut results = vec![Some(ok)];
+            for other in others {
+                let seen = match ledger.round(api_id, other).await {
+                    Ok(seen) => seen,
+                    Err(error) => {
+                        tracing::warn!(%error, vantage = %other, "fast round unreadable");
+                        report.ledger_errors += 1;
+                        None
+                    }
+                };
+                results.push(
+                    seen.filter(|(_, at)| now.saturating_sub(*at) <= fresh_ms)
+                        .map(|(ok, _)| ok),
+                );
+            }
+            if let Some(serve) = verdict.round(&results) {
+                tracing::warn!(serve, api_id = %api_id, "fast verdict changed");
+            }
+            report.serves = Some(verdict.serves());
+            if let Err(error) = ledger.put_verdict(api_id, verdict.serves(), now).await {
+                tracing::warn!(%error, "fast verdict not recorded");
+                report.ledger_errors += 1;
+            }
+        }
+        report
     }
 
     /// One probe with a fresh token, outside the minute's run (the fast verdict's rounds).
@@ -186,7 +288,18 @@ impl Canary {
         &self,
         _event: lambda_runtime::LambdaEvent<aws_lambda_events::eventbridge::EventBridgeEvent>,
     ) -> Result<RunReport, lambda_runtime::Error> {
-        self.run_once().await.map_err(|e| {
+        // The minute's datapoint and, with the fast path, the minute's fast rounds, together.
+        let (run, fast) = tokio::join!(self.run_once(), self.fast_rounds());
+        if fast.rounds > 0 {
+            tracing::info!(
+                rounds = fast.rounds,
+                failed = fast.failed_rounds,
+                serves = ?fast.serves,
+                ledger_errors = fast.ledger_errors,
+                "fast rounds done"
+            );
+        }
+        run.map_err(|e| {
             tracing::error!(error = %e, "canary run failed");
             lambda_runtime::Error::from(e.to_string())
         })

@@ -27,11 +27,11 @@ pub use evacuate::{evacuate, herd_window, Evacuation, EvacuationReport, SlotPlan
 pub use fanout::{FanoutConfig, FanoutReport};
 pub use model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, RegionSummary, UserId};
 pub use ports::{
-    BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier,
-    StateStore, SystemClock, VerdictDatapoint,
+    BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, HealthLedger, Metrics,
+    Notifier, StateStore, SystemClock, VerdictDatapoint,
 };
 pub use service::{AuctionService, BidReason, HerdHint, Reply};
-pub use verdict::{FailoverRule, FastVerdict};
+pub use verdict::{endpoint_serves, FailoverRule, FastVerdict};
 
 /// Result of every fallible domain operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -410,6 +410,36 @@ impl Connections for MemoryConnections {
     }
 }
 
+/// An in-memory [`crate::HealthLedger`].
+#[derive(Debug, Default)]
+pub struct MemoryHealthLedger {
+    rounds: Mutex<HashMap<(String, String), (bool, u64)>>,
+    verdicts: Mutex<HashMap<String, (bool, u64)>>,
+}
+
+#[async_trait]
+impl crate::HealthLedger for MemoryHealthLedger {
+    async fn put_round(&self, api_id: &str, vantage: &str, ok: bool, at_ms: u64) -> Result<()> {
+        lock(&self.rounds).insert((api_id.to_owned(), vantage.to_owned()), (ok, at_ms));
+        Ok(())
+    }
+
+    async fn round(&self, api_id: &str, vantage: &str) -> Result<Option<(bool, u64)>> {
+        Ok(lock(&self.rounds)
+            .get(&(api_id.to_owned(), vantage.to_owned()))
+            .copied())
+    }
+
+    async fn put_verdict(&self, api_id: &str, serve: bool, at_ms: u64) -> Result<()> {
+        lock(&self.verdicts).insert(api_id.to_owned(), (serve, at_ms));
+        Ok(())
+    }
+
+    async fn verdict(&self, api_id: &str) -> Result<Option<(bool, u64)>> {
+        Ok(lock(&self.verdicts).get(api_id).copied())
+    }
+}
+
 /// A [`Notifier`] that records what it was asked to send, with scriptable failures.
 #[derive(Debug, Default)]
 pub struct RecordingNotifier {

@@ -106,6 +106,18 @@ pub struct Census {
     pub counted_at_ms: u64,
 }
 
+/// The fast verdict's shared records (the state table in AWS, readable from every Region):
+/// each vantage point's latest probe round, and the verdict on each API's Region.
+/// Timestamps are epoch ms by the writer's clock.
+#[async_trait]
+pub trait HealthLedger: Send + Sync {
+    async fn put_round(&self, api_id: &str, vantage: &str, ok: bool, at_ms: u64) -> Result<()>;
+    async fn round(&self, api_id: &str, vantage: &str) -> Result<Option<(bool, u64)>>;
+    /// `serve`: the API's Region should serve.
+    async fn put_verdict(&self, api_id: &str, serve: bool, at_ms: u64) -> Result<()>;
+    async fn verdict(&self, api_id: &str) -> Result<Option<(bool, u64)>>;
+}
+
 /// Pushes a frame to one connection (`@connections` POST in AWS).
 #[async_trait]
 pub trait Notifier: Send + Sync {

@@ -79,6 +79,13 @@ impl FastVerdict {
         }
     }
 
+    /// Start from a verdict already recorded (a watcher's cold start must not write "serve"
+    /// over a failover its previous instance decided).
+    pub fn resuming(mut self, serving: bool) -> Self {
+        self.serving = serving;
+        self
+    }
+
     /// Whether the Region serves.
     pub fn serves(&self) -> bool {
         self.serving
@@ -108,6 +115,17 @@ impl FastVerdict {
             self.serving = true;
         }
         (self.serving != before).then_some(self.serving)
+    }
+}
+
+/// What a Region's health endpoint answers from the latest fast verdict on it, recorded at
+/// `at_ms`: serve unless a verdict younger than `stale_after_ms` says fail over. A verdict
+/// that stopped coming (the watcher or its Region is gone) is no evidence against this
+/// Region; the Region itself being gone is what Route 53's checkers see as no answer at all.
+pub fn endpoint_serves(verdict: Option<(bool, u64)>, now_ms: u64, stale_after_ms: u64) -> bool {
+    match verdict {
+        Some((serve, at_ms)) if now_ms.saturating_sub(at_ms) <= stale_after_ms => serve,
+        _ => true,
     }
 }
 
@@ -229,6 +247,25 @@ mod tests {
         for _ in 0..11 {
             assert_eq!(v.round(&OK), None);
         }
+        assert_eq!(v.round(&OK), Some(true));
+    }
+
+    #[test]
+    fn the_endpoint_follows_a_fresh_verdict_and_serves_without_one() {
+        assert!(endpoint_serves(None, 100_000, 60_000));
+        assert!(!endpoint_serves(Some((false, 90_000)), 100_000, 60_000));
+        assert!(endpoint_serves(Some((true, 90_000)), 100_000, 60_000));
+        assert!(
+            endpoint_serves(Some((false, 30_000)), 100_000, 60_000),
+            "a stale failover verdict is no evidence"
+        );
+    }
+
+    #[test]
+    fn a_resumed_verdict_keeps_its_failover_until_the_region_recovers() {
+        let mut v = FastVerdict::new(3, 2, 2).resuming(false);
+        assert!(!v.serves());
+        assert_eq!(v.round(&OK), None);
         assert_eq!(v.round(&OK), Some(true));
     }
 }

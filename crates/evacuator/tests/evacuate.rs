@@ -205,8 +205,7 @@ async fn bad_requests_and_settings_are_refused_with_a_reason() {
         assert!(evacuator.run(request).await.is_err(), "{to} {endpoint:?}");
     }
     // A wait longer than the function's timeout allows is refused up front.
-    let request: Request =
-        serde_json::from_str(r#"{"to":"us-west-2","waitSeconds":241}"#).unwrap();
+    let request: Request = serde_json::from_str(r#"{"to":"us-west-2","waitSeconds":241}"#).unwrap();
     let err = evacuator.run(request).await.unwrap_err();
     assert!(err.to_string().contains("waitSeconds"), "{err}");
     // An unknown field in the invocation is an error, not silently dropped.
@@ -240,12 +239,14 @@ async fn an_invocation_with_a_wait_evacuates_only_after_it() {
         Arc::new(SystemClock),
     );
     let request: Request =
-        serde_json::from_str(r#"{"to":"us-west-2","reason":"failover","waitSeconds":90}"#)
-            .unwrap();
+        serde_json::from_str(r#"{"to":"us-west-2","reason":"failover","waitSeconds":90}"#).unwrap();
     let started = tokio::time::Instant::now();
     let run = tokio::spawn(async move { evacuator.run(request).await });
     tokio::time::sleep(Duration::from_secs(89)).await;
-    assert!(notifier.sent().is_empty(), "nobody told before the wait is over");
+    assert!(
+        notifier.sent().is_empty(),
+        "nobody told before the wait is over"
+    );
     let answer = run.await.unwrap().unwrap();
     assert!(started.elapsed() >= Duration::from_secs(90));
     assert_eq!(answer.delivered, 1);

@@ -503,6 +503,7 @@ impl Lab {
                     )
                     .map_err(|e| anyhow::anyhow!("failover rule: {e}"))?,
                 ),
+                fast: None,
             };
             let metrics = LabMetrics {
                 store: self.metrics.clone(),
@@ -663,6 +664,7 @@ impl Lab {
                 audience: AUDIENCE.into(),
                 placement: wsdr_client::TokenPlacement::QueryString,
                 verdict: None,
+                fast: None,
             };
             let prober = Arc::new(canary::Canary::new(
                 config,

@@ -1,0 +1,68 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+//! HealthRecords against DynamoDB Local: the fast verdict's records beside the auction items.
+
+mod common;
+
+use wsdr_aws::{HealthRecords, Stamped};
+
+#[tokio::test]
+async fn rounds_and_verdicts_round_trip_per_api_and_vantage_point() {
+    let client = common::client();
+    let table = common::state_table(&client).await;
+    let records = HealthRecords::new(client, &table);
+    assert_eq!(records.verdict("api1").await.unwrap(), None);
+    assert_eq!(records.round("api1", "inside").await.unwrap(), None);
+    let round = Stamped {
+        yes: false,
+        at_ms: 1_000,
+    };
+    records.put_round("api1", "inside", round).await.unwrap();
+    records
+        .put_round(
+            "api1",
+            "outside",
+            Stamped {
+                yes: true,
+                at_ms: 1_200,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(records.round("api1", "inside").await.unwrap(), Some(round));
+    assert_eq!(
+        records.round("api1", "outside").await.unwrap(),
+        Some(Stamped {
+            yes: true,
+            at_ms: 1_200
+        })
+    );
+    assert_eq!(records.round("api2", "inside").await.unwrap(), None);
+    records
+        .put_verdict(
+            "api1",
+            Stamped {
+                yes: false,
+                at_ms: 2_000,
+            },
+        )
+        .await
+        .unwrap();
+    records
+        .put_verdict(
+            "api1",
+            Stamped {
+                yes: true,
+                at_ms: 3_000,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        records.verdict("api1").await.unwrap(),
+        Some(Stamped {
+            yes: true,
+            at_ms: 3_000
+        }),
+        "the latest verdict"
+    );
+}
