@@ -18,13 +18,6 @@ use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 use wsdr_core::Result;
 
-/// A timestamped yes/no: a probe round's result, or a verdict's "serve".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamped {
-    pub yes: bool,
-    pub at_ms: u64,
-}
-
 /// The health records of the state table.
 #[derive(Debug, Clone)]
 pub struct HealthRecords {
@@ -40,21 +33,27 @@ impl HealthRecords {
         }
     }
 
-    async fn put(&self, api_id: &str, sk: String, field: &str, value: Stamped) -> Result<()> {
+    async fn put(
+        &self,
+        api_id: &str,
+        sk: String,
+        field: &str,
+        (yes, at_ms): (bool, u64),
+    ) -> Result<()> {
         self.client
             .put_item()
             .table_name(&self.table)
             .item(PK, AttributeValue::S(format!("HEALTH#{api_id}")))
             .item(SK, AttributeValue::S(sk))
-            .item(field, AttributeValue::Bool(value.yes))
-            .item("atMs", AttributeValue::N(value.at_ms.to_string()))
+            .item(field, AttributeValue::Bool(yes))
+            .item("atMs", AttributeValue::N(at_ms.to_string()))
             .send()
             .await
             .map_err(|e| classify(&e))?;
         Ok(())
     }
 
-    async fn get(&self, api_id: &str, sk: String, field: &str) -> Result<Option<Stamped>> {
+    async fn get(&self, api_id: &str, sk: String, field: &str) -> Result<Option<(bool, u64)>> {
         let item = self
             .client
             .get_item()
@@ -66,54 +65,31 @@ impl HealthRecords {
             .map_err(|e| classify(&e))?
             .item;
         Ok(item.and_then(|item: HashMap<String, AttributeValue>| {
-            Some(Stamped {
-                yes: *item.get(field)?.as_bool().ok()?,
-                at_ms: item.get("atMs")?.as_n().ok()?.parse().ok()?,
-            })
+            Some((
+                *item.get(field)?.as_bool().ok()?,
+                item.get("atMs")?.as_n().ok()?.parse().ok()?,
+            ))
         }))
-    }
-
-    /// Record a vantage point's latest probe round.
-    pub async fn put_round(&self, api_id: &str, vantage: &str, round: Stamped) -> Result<()> {
-        self.put(api_id, format!("ROUND#{vantage}"), "ok", round)
-            .await
-    }
-
-    /// A vantage point's latest probe round, if any was recorded.
-    pub async fn round(&self, api_id: &str, vantage: &str) -> Result<Option<Stamped>> {
-        self.get(api_id, format!("ROUND#{vantage}"), "ok").await
-    }
-
-    /// Record the fast verdict on the API's Region (`yes` = serve).
-    pub async fn put_verdict(&self, api_id: &str, verdict: Stamped) -> Result<()> {
-        self.put(api_id, "VERDICT".into(), "serve", verdict).await
-    }
-
-    /// The latest fast verdict on the API's Region, if any.
-    pub async fn verdict(&self, api_id: &str) -> Result<Option<Stamped>> {
-        self.get(api_id, "VERDICT".into(), "serve").await
     }
 }
 
 #[async_trait::async_trait]
 impl wsdr_core::HealthLedger for HealthRecords {
     async fn put_round(&self, api_id: &str, vantage: &str, ok: bool, at_ms: u64) -> Result<()> {
-        HealthRecords::put_round(self, api_id, vantage, Stamped { yes: ok, at_ms }).await
+        self.put(api_id, format!("ROUND#{vantage}"), "ok", (ok, at_ms))
+            .await
     }
 
     async fn round(&self, api_id: &str, vantage: &str) -> Result<Option<(bool, u64)>> {
-        Ok(HealthRecords::round(self, api_id, vantage)
-            .await?
-            .map(|s| (s.yes, s.at_ms)))
+        self.get(api_id, format!("ROUND#{vantage}"), "ok").await
     }
 
     async fn put_verdict(&self, api_id: &str, serve: bool, at_ms: u64) -> Result<()> {
-        HealthRecords::put_verdict(self, api_id, Stamped { yes: serve, at_ms }).await
+        self.put(api_id, "VERDICT".into(), "serve", (serve, at_ms))
+            .await
     }
 
     async fn verdict(&self, api_id: &str) -> Result<Option<(bool, u64)>> {
-        Ok(HealthRecords::verdict(self, api_id)
-            .await?
-            .map(|s| (s.yes, s.at_ms)))
+        self.get(api_id, "VERDICT".into(), "serve").await
     }
 }

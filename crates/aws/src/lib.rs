@@ -7,7 +7,7 @@
 //! | [`DynamoConnections`] | `Connections` | the regional connections table (TTL) |
 //! | [`ApiGatewayNotifier`] | `Notifier` | API Gateway `@connections` |
 //! | [`CloudWatchMetrics`] | `Metrics` | CloudWatch `PutMetricData` |
-//! | [`HealthRecords`] | (the fast verdict's records) | the global state table |
+//! | [`HealthRecords`] | `HealthLedger` | the global state table (the fast verdict's records) |
 //!
 //! Every SDK error is classified into `wsdr_core::Error` in one place ([`classify`]).
 //!
@@ -43,7 +43,7 @@ pub use classify::classify;
 #[cfg(feature = "dynamodb")]
 pub use connections::DynamoConnections;
 #[cfg(feature = "dynamodb")]
-pub use health::{HealthRecords, Stamped};
+pub use health::HealthRecords;
 pub use metric_names::MetricNames;
 #[cfg(feature = "cloudwatch")]
 pub use metrics::{CloudWatchMetrics, STANDARD_RESOLUTION};

@@ -3,7 +3,8 @@
 
 mod common;
 
-use wsdr_aws::{HealthRecords, Stamped};
+use wsdr_aws::HealthRecords;
+use wsdr_core::HealthLedger;
 
 #[tokio::test]
 async fn rounds_and_verdicts_round_trip_per_api_and_vantage_point() {
@@ -12,57 +13,28 @@ async fn rounds_and_verdicts_round_trip_per_api_and_vantage_point() {
     let records = HealthRecords::new(client, &table);
     assert_eq!(records.verdict("api1").await.unwrap(), None);
     assert_eq!(records.round("api1", "inside").await.unwrap(), None);
-    let round = Stamped {
-        yes: false,
-        at_ms: 1_000,
-    };
-    records.put_round("api1", "inside", round).await.unwrap();
     records
-        .put_round(
-            "api1",
-            "outside",
-            Stamped {
-                yes: true,
-                at_ms: 1_200,
-            },
-        )
+        .put_round("api1", "inside", false, 1_000)
         .await
         .unwrap();
-    assert_eq!(records.round("api1", "inside").await.unwrap(), Some(round));
+    records
+        .put_round("api1", "outside", true, 1_200)
+        .await
+        .unwrap();
+    assert_eq!(
+        records.round("api1", "inside").await.unwrap(),
+        Some((false, 1_000))
+    );
     assert_eq!(
         records.round("api1", "outside").await.unwrap(),
-        Some(Stamped {
-            yes: true,
-            at_ms: 1_200
-        })
+        Some((true, 1_200))
     );
     assert_eq!(records.round("api2", "inside").await.unwrap(), None);
-    records
-        .put_verdict(
-            "api1",
-            Stamped {
-                yes: false,
-                at_ms: 2_000,
-            },
-        )
-        .await
-        .unwrap();
-    records
-        .put_verdict(
-            "api1",
-            Stamped {
-                yes: true,
-                at_ms: 3_000,
-            },
-        )
-        .await
-        .unwrap();
+    records.put_verdict("api1", false, 2_000).await.unwrap();
+    records.put_verdict("api1", true, 3_000).await.unwrap();
     assert_eq!(
         records.verdict("api1").await.unwrap(),
-        Some(Stamped {
-            yes: true,
-            at_ms: 3_000
-        }),
+        Some((true, 3_000)),
         "the latest verdict"
     );
 }

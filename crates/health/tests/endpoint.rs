@@ -1,0 +1,93 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+//! The health endpoint on its real adapter: the fast verdict in a DynamoDB Local state table,
+//! read as the function reads it, answered as Route 53's checkers see it.
+
+use health::{Config, Health};
+use lambda_http::http::StatusCode;
+use std::collections::HashMap;
+use std::sync::Arc;
+use wsdr_core::memory::ManualClock;
+use wsdr_core::HealthLedger;
+
+const NOW: u64 = 1_767_225_600_000;
+
+fn dynamo_endpoint() -> String {
+    std::env::var("DYNAMODB_ENDPOINT").unwrap_or_else(|_| {
+        panic!("DYNAMODB_ENDPOINT is not set: run these tests with `make test`, which starts DynamoDB Local")
+    })
+}
+
+fn request(method: &str) -> lambda_http::Request {
+    lambda_http::http::Request::builder()
+        .method(method)
+        .uri("https://abc.lambda-url.us-east-1.on.aws/")
+        .body(lambda_http::Body::Empty)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_endpoint_answers_from_the_recorded_verdict() {
+    let client = wsdr_aws::local::dynamo_client(&dynamo_endpoint(), "us-east-1");
+    let table = format!(
+        "health-{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    wsdr_aws::schema::create_state_table(&client, &table)
+        .await
+        .unwrap();
+    let env = HashMap::from([
+        ("API_ID", "api1".to_owned()),
+        ("STATE_TABLE", table.clone()),
+    ]);
+    let config = Config::from_lookup(|k| env.get(k).cloned()).unwrap();
+    let records = Arc::new(wsdr_aws::HealthRecords::new(client.clone(), &table));
+    let clock = Arc::new(ManualClock::new(NOW));
+    let endpoint = Health::new(config, records.clone(), clock.clone());
+
+    // No verdict yet: serve.
+    assert_eq!(endpoint.answer().await, (StatusCode::OK, "serve"));
+    // The watcher fails the Region over.
+    records.put_verdict("api1", false, NOW).await.unwrap();
+    let response = endpoint.handle(request("GET")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    // Another API's verdict is not this one's.
+    records.put_verdict("api2", true, NOW).await.unwrap();
+    assert_eq!(endpoint.answer().await.0, StatusCode::SERVICE_UNAVAILABLE);
+    // The watcher stops: a minute later its failover is no evidence any more.
+    clock.advance(61_000);
+    assert_eq!(endpoint.answer().await, (StatusCode::OK, "serve"));
+    // Fresh again, and serve.
+    records
+        .put_verdict("api1", true, NOW + 61_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        endpoint.handle(request("HEAD")).await.unwrap().status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        endpoint.handle(request("POST")).await.unwrap().status(),
+        StatusCode::METHOD_NOT_ALLOWED
+    );
+
+    // This Region's table failing: 503, a Region that cannot read its table cannot serve.
+    let env = HashMap::from([
+        ("API_ID", "api1".to_owned()),
+        ("STATE_TABLE", "no-such-table".to_owned()),
+    ]);
+    let broken = Health::new(
+        Config::from_lookup(|k| env.get(k).cloned()).unwrap(),
+        Arc::new(wsdr_aws::HealthRecords::new(client, "no-such-table")),
+        clock,
+    );
+    assert_eq!(
+        broken.answer().await,
+        (StatusCode::SERVICE_UNAVAILABLE, "verdict unreadable")
+    );
+    // Settings are checked at cold start.
+    assert!(Config::from_lookup(|_| None).is_err());
+}
