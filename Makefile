@@ -107,7 +107,7 @@ COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGI
 ## with (needs cargo-lambda and zig; see docs/DEPLOY.md)
 package:
 	@# zig from PyPI (docs/DEPLOY.md): cargo-zigbuild finds it through that venv's python3.
-	PATH="$(CURDIR)/.tools/zig/bin:$$PATH" cargo lambda build --release --arm64 --bin ws-handler --bin authorizer --bin canary --bin evacuator --bin lambda-anchor
+	PATH="$(CURDIR)/.tools/zig/bin:$$PATH" cargo lambda build --release --arm64 --bin ws-handler --bin authorizer --bin canary --bin evacuator --bin health --bin lambda-anchor
 	@ls -l target/lambda/*/bootstrap
 
 # What a deploy builds first; SAM_BUILD=false deploys an existing .aws-sam/build as it is
@@ -132,7 +132,7 @@ deploy-secondary: deploy-vars
 	@out() { aws cloudformation describe-stacks --region $(PRIMARY_REGION) --stack-name wsdr-primary \
 	  --query "Stacks[0].Outputs[?OutputKey=='$$1'].OutputValue" --output text; }; \
 	api=$$(out ApiId); dom=$$(out RegionalDomainName); zone=$$(out RegionalHostedZoneId); \
-	conns=$$(out ConnectionsTableName); \
+	conns=$$(out ConnectionsTableName); health=$$(out HealthEndpointHost); \
 	[ -n "$$api" ] && [ "$$api" != None ] || { echo "deploy the primary first (make deploy-primary)"; exit 1; }; \
 	stream=$$(aws dynamodb describe-table --region $(SECONDARY_REGION) --table-name $(STATE_TABLE_NAME) \
 	  --query Table.LatestStreamArn --output text); \
@@ -142,7 +142,8 @@ deploy-secondary: deploy-vars
 	  --parameter-overrides Role=secondary CertificateArn=$(CERT_ARN_SECONDARY) \
 	  $(if $(REGIONAL_NAME_SECONDARY),RegionalName=$(REGIONAL_NAME_SECONDARY)) $(COMMON_PARAMS) \
 	  PrimaryApiId=$$api PrimaryRegionalDomainName=$$dom PrimaryRegionalHostedZoneId=$$zone \
-	  PrimaryConnectionsTableName=$$conns StateTableStreamArn=$$stream $(REGION_SWITCH_PARAMS)
+	  PrimaryConnectionsTableName=$$conns StateTableStreamArn=$$stream $(REGION_SWITCH_PARAMS) \
+	  $$([ -n "$$health" ] && [ "$$health" != None ] && echo PrimaryHealthEndpoint=$$health)
 
 # ---------------------------------------------------------------- planned evacuation
 # make evacuate FROM=primary|secondary: take that Region out of DNS (its failover record's

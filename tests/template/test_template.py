@@ -54,7 +54,7 @@ def test_functions_are_rust_on_arm64_with_tracing_and_json_logs(template):
     functions = resources(template, "AWS::Serverless::Function")
     assert set(functions) == {
         "WsHandlerFunction", "AuthorizerFunction", "CanaryFunction", "PrimaryWatcherFunction",
-        "EvacuatorFunction", "PrimaryEvacuatorFunction",
+        "EvacuatorFunction", "PrimaryEvacuatorFunction", "HealthFunction",
     }
     for name, fn in functions.items():
         assert fn["Metadata"]["BuildMethod"] == "rust-cargolambda", name
@@ -64,7 +64,7 @@ def test_functions_are_rust_on_arm64_with_tracing_and_json_logs(template):
 
 
 def test_env_vars_are_ones_the_binaries_read(template):
-    sources = {b: "".join(p.read_text() for p in (ROOT / "crates" / b / "src").glob("*.rs")) for b in ("ws-handler", "authorizer", "canary", "evacuator")}
+    sources = {b: "".join(p.read_text() for p in (ROOT / "crates" / b / "src").glob("*.rs")) for b in ("ws-handler", "authorizer", "canary", "evacuator", "health")}
     for name, fn in resources(template, "AWS::Serverless::Function").items():
         binary = fn["Metadata"]["BuildProperties"]["Binary"]
         for var in fn["Properties"]["Environment"]["Variables"]:
@@ -155,10 +155,15 @@ def test_failover_decision_lives_in_the_secondary(template):
     for check_name, alarm in (("PrimaryHealthCheck", "PrimaryHealthAlarm"), ("SecondaryHealthCheck", "RegionVerdictAlarm")):
         check = res[check_name]
         assert check["Condition"] == "IsSecondary"
-        config = check["Properties"]["HealthCheckConfig"]
+        condition, endpoint, config = check["Properties"]["HealthCheckConfig"]["Fn::If"]
+        assert condition == "EndpointChecks"
         assert config["Type"] == "CLOUDWATCH_METRIC"
         assert config["InsufficientDataHealthStatus"] == "LastKnownStatus", check_name
         assert config["AlarmIdentifier"] == {"Name": {"Ref": alarm}, "Region": {"Ref": "AWS::Region"}}
+        # The fast kind: Route 53's quickest endpoint check on the Region's health function.
+        assert endpoint["Type"] == "HTTPS" and endpoint["EnableSNI"] is True, check_name
+        assert (endpoint["RequestInterval"], endpoint["FailureThreshold"]) == (10, 1), check_name
+    assert res["PrimaryHealthCheck"]["Properties"]["HealthCheckConfig"]["Fn::If"][1]["FullyQualifiedDomainName"] == {"Ref": "PrimaryHealthEndpoint"}
 
 
 def health_check_by_failover_control(side):
@@ -217,7 +222,9 @@ def test_policies_are_scoped(template):
     assert "table/${StateTableName}" in state["Resource"]["Fn::Sub"]
     assert not any("Scan" in a or "DeleteTable" in a for s in handler for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
     for name in ("CanaryFunction", "PrimaryWatcherFunction"):
-        put, read, key = _statements(res[name])
+        records, put, read, key = _statements(res[name])
+        assert records["Action"] == ["dynamodb:GetItem", "dynamodb:PutItem"], "its fast rounds and verdict, nothing else"
+        assert records["Resource"]["Fn::Sub"].endswith(":table/${StateTableName}")
         assert put["Action"] == "cloudwatch:PutMetricData"
         assert put["Condition"] == {"StringEquals": {"cloudwatch:namespace": "App"}}
         assert read["Action"] == "cloudwatch:GetMetricData", "read-only, for the verdict"
@@ -505,6 +512,30 @@ def test_the_herd_hint_is_on_by_default_from_a_census_every_minute(template):
     assert handler["Environment"]["Variables"]["HERD_HINT_QUOTA_PER_SECOND"] == {"Fn::If": ["HerdHintOn", {"Ref": "NewConnectionQuotaPerSecond"}, "0"]}
     connections = next(st for st in handler["Policies"][0]["Statement"] if st["Sid"] == "ConnectionsTable")
     assert "dynamodb:GetItem" in connections["Action"], "the handler reads the census item"
+
+
+def test_endpoint_checks_read_a_fast_verdict_decided_with_two_views(template):
+    res = template["Resources"]
+    assert template["Parameters"]["HealthCheckType"]["Default"] == "alarm"
+    health = res["HealthFunction"]
+    assert health["Condition"] == "EndpointChecks"
+    assert health["Properties"]["FunctionUrlConfig"] == {"AuthType": "NONE"}, "Route 53's checkers do not sign"
+    (read,) = _statements(health)
+    assert read["Action"] == "dynamodb:GetItem", "one item read per request, nothing else"
+    env = health["Properties"]["Environment"]["Variables"]
+    assert env["API_ID"] == {"Ref": "WebSocketApi"}
+    own = res["CanaryFunction"]["Properties"]["Environment"]["Variables"]
+    watcher = res["PrimaryWatcherFunction"]["Properties"]["Environment"]["Variables"]
+    for env in (own, watcher):
+        assert env["FAST_PROBE_INTERVAL_SECONDS"] == {"Fn::If": ["EndpointChecks", {"Ref": "FastProbeIntervalSeconds"}, "0"]}
+        assert int(env["FAST_WINDOW_SECONDS"]) < 60, "one invocation's rounds end before the next one starts"
+    assert own["FAST_VANTAGE"] == "inside" and watcher["FAST_VANTAGE"] == "outside"
+    # The primary's verdict is decided outside it, with its own view.
+    assert watcher["FAST_DECIDES"] == "true" and watcher["FAST_DECIDE_WITH"] == "inside"
+    assert own["FAST_DECIDES"] == {"Fn::If": ["IsSecondary", "true", "false"]}
+    for name in ("CanaryFunction", "PrimaryWatcherFunction"):
+        assert int(res[name]["Properties"]["Timeout"]) > int(watcher["FAST_WINDOW_SECONDS"]), name
+    assert "HealthEndpointHost" in template["Outputs"]
 
 
 def test_the_verdict_alarm_evacuates_the_primary_after_waiting_for_dns(template):
