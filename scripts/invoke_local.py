@@ -235,7 +235,8 @@ def main():
     })
     # Build first, so the first invoke does not wait on the compiler under cargo lambda's timeout.
     subprocess.run(["cargo", "build", "--quiet", "--bin", "ws-handler", "--bin", "authorizer",
-                    "--bin", "canary", "--bin", "evacuator", "--bin", "wsdr"], cwd=ROOT, check=True)
+                    "--bin", "canary", "--bin", "evacuator", "--bin", "health", "--bin", "wsdr"],
+                   cwd=ROOT, check=True)
     # The canary's target: the lab's primary Region (API Gateway semantics in front of the real
     # authorizer and handler), which the lab can take down.
     lab, control, primary = start_lab(env)
@@ -308,6 +309,18 @@ def main():
                       and m.get("region") == REGION for m in moves), err or (reply, moves))
         reply, err = watch.invoke("evacuator", {"to": REGION})
         check("evacuator refuses a move to its own Region", reply is None and "other Region" in (err or ""),
+              err or reply)
+        # The census behind the herd hint: the live connections counted and recorded.
+        reply, err = watch.invoke("evacuator", {"census": True})
+        check("evacuator census counts the live connections",
+              reply is not None and reply.get("region") == REGION and reply.get("connections", 0) >= 1
+              and reply.get("countedAtMs", 0) > 0, err or reply)
+
+        # health: a Route 53 checker's request through the function URL; no fast verdict is
+        # recorded for this API, so the Region serves.
+        reply, err = watch.invoke("health", event("health-check.json"))
+        check("health endpoint serves without a verdict against its Region",
+              reply is not None and reply.get("statusCode") == 200 and reply.get("body") == "serve",
               err or reply)
 
         # authorizer: a valid user token is allowed on the exact method ARN; the placeholder is not.
