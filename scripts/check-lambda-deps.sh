@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Each Lambda links only the AWS service clients it calls (`cargo tree -e normal`): the
-# authorizer Secrets Manager (its keys, at cold start), the canary CloudWatch and Secrets
-# Manager, the handler and the evacuator DynamoDB and @connections. (aws-sdk-sts comes with
-# aws-config's credential chain.)
+# authorizer Secrets Manager (its keys, at cold start), the canary CloudWatch, Secrets Manager
+# and DynamoDB (its fast rounds, in the state table), the handler and the evacuator DynamoDB
+# and @connections, the health endpoint DynamoDB. (aws-sdk-sts comes with aws-config's
+# credential chain.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -21,7 +22,8 @@ check() {
   echo "$package: ${clients//$'\n'/ }"
 }
 check authorizer aws-sdk-secretsmanager aws-sdk-sts
-check canary aws-sdk-cloudwatch aws-sdk-secretsmanager aws-sdk-sts
+check canary aws-sdk-cloudwatch aws-sdk-secretsmanager aws-sdk-dynamodb aws-sdk-sts
 check ws-handler aws-sdk-dynamodb aws-sdk-apigatewaymanagement aws-sdk-sts
 check evacuator aws-sdk-dynamodb aws-sdk-apigatewaymanagement aws-sdk-sts
+check health aws-sdk-dynamodb aws-sdk-sts
 exit $status
