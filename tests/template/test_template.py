@@ -562,6 +562,28 @@ def test_the_verdict_alarm_evacuates_the_primary_after_waiting_for_dns(template)
     condition = template["Conditions"]["EvacuatesOnFailover"]["Fn::And"]
     assert {"Condition": "EvacuatesPrimary"} in condition
     assert {"Fn::Not": [{"Condition": "RegionSwitchOnly"}]} in condition, "with a Region switch plan DNS follows the plan"
+    assert {"Fn::Not": [{"Condition": "EndpointChecks"}]} in condition, "with endpoint checks the fast verdict triggers it"
+
+
+def test_a_fast_failover_evacuates_through_the_state_tables_stream(template):
+    res = template["Resources"]
+    mapping = res["FastFailoverEvacuation"]
+    assert mapping["Condition"] == "EvacuatesOnFastFailover"
+    props = mapping["Properties"]
+    assert props["FunctionName"] == {"Ref": "PrimaryEvacuatorFunction"}
+    assert props["EventSourceArn"] == {"Ref": "StateTableStreamArn"}
+    assert props["MaximumRetryAttempts"] == 0, "an evacuation is never repeated behind anyone's back"
+    (flt,) = props["FilterCriteria"]["Filters"]
+    pattern = json.loads(flt["Pattern"]["Fn::Sub"].replace("${PrimaryApiId}", "abc"))
+    assert pattern["dynamodb"]["Keys"] == {"pk": {"S": ["HEALTH#abc"]}, "sk": {"S": ["CHANGE"]}}
+    assert pattern["dynamodb"]["NewImage"] == {"serve": {"BOOL": [False]}}
+    env = res["PrimaryEvacuatorFunction"]["Properties"]["Environment"]["Variables"]
+    assert env["FAILOVER_TO"] == {"Ref": "AWS::Region"}
+    assert env["FAILOVER_WAIT_SECONDS"] == {"Ref": "EvacuateWaitSeconds"}
+    # The evacuator checks the record itself too (crates/evacuator: says_fail_over).
+    assert "says_fail_over" in (ROOT / "crates" / "evacuator" / "src" / "lib.rs").read_text()
+    condition = template["Conditions"]["EvacuatesOnFastFailover"]["Fn::And"]
+    assert {"Condition": "EndpointChecks"} in condition and {"Condition": "EvacuatesPrimary"} in condition
 
 
 def test_evacuators_aim_at_one_regions_table_and_api_and_may_do_nothing_else(template):
@@ -582,7 +604,7 @@ def test_evacuators_aim_at_one_regions_table_and_api_and_may_do_nothing_else(tem
         props = res[name]["Properties"]
         assert props["EventInvokeConfig"]["MaximumRetryAttempts"] == 0, name
         assert props["Environment"]["Variables"]["DESTINATION_QUOTA_PER_SECOND"] == {"Ref": "NewConnectionQuotaPerSecond"}, name
-        statements = props["Policies"][0]["Statement"]
+        statements = [st for st in props["Policies"][0]["Statement"] if "Fn::If" not in st]
         actions = sorted(a for st in statements for a in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"]))
         expected = ["dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:Scan", "execute-api:ManageConnections"]
         if name == "EvacuatorFunction":

@@ -84,8 +84,10 @@ def test_scheduled_canaries_have_no_retries_anywhere(output):
 
 
 def test_replicated_bids_stream_mapping_has_its_read_permissions(output):
-    (mapping,) = of_type(output, "AWS::Lambda::EventSourceMapping").values()
-    assert mapping["Properties"]["FunctionName"] == {"Ref": "WsHandlerFunction"}
+    (mapping,) = [
+        m for m in of_type(output, "AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"] == {"Ref": "WsHandlerFunction"}
+    ]
     role = output["Resources"]["WsHandlerFunctionRole"]["Properties"]
     arns = json.dumps(role.get("ManagedPolicyArns", []))
     assert "AWSLambdaDynamoDBExecutionRole" in arns, "the stream's GetRecords/GetShardIterator/DescribeStream/ListStreams"

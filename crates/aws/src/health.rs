@@ -6,10 +6,12 @@
 //! |---|---|---|---|
 //! | a vantage point's last probe round | `HEALTH#<apiId>` | `ROUND#<vantage>` | ok, atMs |
 //! | the fast verdict on the API's Region | `HEALTH#<apiId>` | `VERDICT` | serve, atMs |
+//! | the verdict's last change | `HEALTH#<apiId>` | `CHANGE` | serve, atMs |
 //!
 //! Last writer wins per item is exactly right for them: each has one writer, and only the
-//! latest matters. The table's stream filter passes `SUMMARY#` keys only, so these never
-//! wake the handler.
+//! latest matters. The handler's stream filter passes `SUMMARY#` keys only, so these never
+//! wake it; the evacuator's (in the secondary, `HealthCheckType=endpoint`) passes the
+//! primary's `CHANGE` items that say fail over.
 
 use crate::classify::classify;
 use crate::schema::{PK, SK};
@@ -91,5 +93,14 @@ impl wsdr_core::HealthLedger for HealthRecords {
 
     async fn verdict(&self, api_id: &str) -> Result<Option<(bool, u64)>> {
         self.get(api_id, "VERDICT".into(), "serve").await
+    }
+
+    async fn put_change(&self, api_id: &str, serve: bool, at_ms: u64) -> Result<()> {
+        self.put(api_id, "CHANGE".into(), "serve", (serve, at_ms))
+            .await
+    }
+
+    async fn last_change(&self, api_id: &str) -> Result<Option<(bool, u64)>> {
+        self.get(api_id, "CHANGE".into(), "serve").await
     }
 }

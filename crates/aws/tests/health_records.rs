@@ -37,4 +37,15 @@ async fn rounds_and_verdicts_round_trip_per_api_and_vantage_point() {
         Some((true, 3_000)),
         "the latest verdict"
     );
+    assert_eq!(records.last_change("api1").await.unwrap(), None);
+    records.put_change("api1", false, 2_000).await.unwrap();
+    assert_eq!(
+        records.last_change("api1").await.unwrap(),
+        Some((false, 2_000))
+    );
+    assert_eq!(
+        records.verdict("api1").await.unwrap(),
+        Some((true, 3_000)),
+        "a change is its own item"
+    );
 }

@@ -152,6 +152,11 @@ impl Canary {
             }
             if let Some(serve) = verdict.round(&results) {
                 tracing::warn!(serve, api_id = %api_id, "fast verdict changed");
+                // The change on its own record: the automatic evacuation listens to it.
+                if let Err(error) = ledger.put_change(api_id, serve, now).await {
+                    tracing::warn!(%error, "fast verdict change not recorded");
+                    report.ledger_errors += 1;
+                }
             }
             report.serves = Some(verdict.serves());
             if let Err(error) = ledger.put_verdict(api_id, verdict.serves(), now).await {

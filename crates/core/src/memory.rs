@@ -415,6 +415,7 @@ impl Connections for MemoryConnections {
 pub struct MemoryHealthLedger {
     rounds: Mutex<HashMap<(String, String), (bool, u64)>>,
     verdicts: Mutex<HashMap<String, (bool, u64)>>,
+    changes: Mutex<HashMap<String, (bool, u64)>>,
 }
 
 #[async_trait]
@@ -437,6 +438,15 @@ impl crate::HealthLedger for MemoryHealthLedger {
 
     async fn verdict(&self, api_id: &str) -> Result<Option<(bool, u64)>> {
         Ok(lock(&self.verdicts).get(api_id).copied())
+    }
+
+    async fn put_change(&self, api_id: &str, serve: bool, at_ms: u64) -> Result<()> {
+        lock(&self.changes).insert(api_id.to_owned(), (serve, at_ms));
+        Ok(())
+    }
+
+    async fn last_change(&self, api_id: &str) -> Result<Option<(bool, u64)>> {
+        Ok(lock(&self.changes).get(api_id).copied())
     }
 }
 

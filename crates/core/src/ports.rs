@@ -116,6 +116,11 @@ pub trait HealthLedger: Send + Sync {
     /// `serve`: the API's Region should serve.
     async fn put_verdict(&self, api_id: &str, serve: bool, at_ms: u64) -> Result<()>;
     async fn verdict(&self, api_id: &str) -> Result<Option<(bool, u64)>>;
+    /// Record that the verdict just changed (written on a change only, unlike the verdict
+    /// itself, which is rewritten every round): what acts on a failover listens to these.
+    async fn put_change(&self, api_id: &str, serve: bool, at_ms: u64) -> Result<()>;
+    /// The last change recorded, if any.
+    async fn last_change(&self, api_id: &str) -> Result<Option<(bool, u64)>>;
 }
 
 /// Pushes a frame to one connection (`@connections` POST in AWS).

@@ -8,6 +8,11 @@
 //! which the handler computes the herd window it advertises (wsdr_core::HerdHint). It is the
 //! function that already reads the whole connection list.
 //!
+//! The one aimed at the primary also takes a DynamoDB stream batch (`FAILOVER_TO`): with
+//! endpoint health checks the failover decision is the fast verdict, whose change to "fail
+//! over" reaches it through the state table's stream; it then waits `FAILOVER_WAIT_SECONDS`
+//! for Route 53 and the TTL and evacuates.
+//!
 //! Configured for the Region it empties (`TARGET_*`), not for the Region it runs in: the stack
 //! in each Region runs one aimed at its own connections (a planned evacuation: the Region is
 //! healthy), and the secondary's stack can run one aimed at the primary (a failover decided
@@ -50,6 +55,13 @@ pub struct Config {
     pub posts_per_s: f64,
     /// `CONNECTION_TTL_SECONDS` (default 9000), as the handler writes records.
     pub connection_ttl: Duration,
+    /// `FAILOVER_TO`: where a failover recorded in the state table's stream (the fast
+    /// verdict's `CHANGE` item saying fail over) sends the users. Unset: stream events are
+    /// refused.
+    pub failover_to: Option<String>,
+    /// `FAILOVER_WAIT_SECONDS` (default 90, at most 240): how long such an evacuation waits
+    /// for Route 53's endpoint check and the TTL.
+    pub failover_wait_seconds: u64,
 }
 
 impl Config {
@@ -88,6 +100,17 @@ impl Config {
             destination_quota_per_s: positive("DESTINATION_QUOTA_PER_SECOND", 500)?,
             posts_per_s: positive("POSTS_PER_SECOND", 2_000)?,
             connection_ttl: Duration::from_secs(env.number("CONNECTION_TTL_SECONDS", 9_000)?),
+            failover_to: env.get("FAILOVER_TO").filter(|v| !v.trim().is_empty()),
+            failover_wait_seconds: match env.number("FAILOVER_WAIT_SECONDS", 90)? {
+                wait if wait > MAX_WAIT_SECONDS => {
+                    return Err(wsdr_lambda::env::EnvError::Invalid {
+                        name: "FAILOVER_WAIT_SECONDS",
+                        reason: format!("must be at most {MAX_WAIT_SECONDS}"),
+                    }
+                    .into())
+                }
+                wait => wait,
+            },
         })
     }
 }
@@ -121,12 +144,36 @@ pub struct CensusRequest {
     pub census: bool,
 }
 
+/// A DynamoDB stream batch: the fast verdict's `CHANGE` items that the event source
+/// mapping's filter let through.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct StreamBatch {
+    #[serde(rename = "Records")]
+    pub records: Vec<serde_json::Value>,
+}
+
+impl StreamBatch {
+    /// Whether any record is a verdict change that says fail over (checked here too, not only
+    /// by the mapping's filter).
+    pub fn says_fail_over(&self) -> bool {
+        self.records.iter().any(|record| {
+            let image = &record["dynamodb"]["NewImage"];
+            image["sk"]["S"] == "CHANGE"
+                && image["pk"]["S"]
+                    .as_str()
+                    .is_some_and(|pk| pk.starts_with("HEALTH#"))
+                && image["serve"]["BOOL"] == false
+        })
+    }
+}
+
 /// Any invocation the function takes.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum Invocation {
     Census(CensusRequest),
     Evacuate(Request),
+    Stream(StreamBatch),
 }
 
 /// A census's answer.
@@ -144,6 +191,10 @@ pub struct CensusResponse {
 pub enum Answer {
     Census(CensusResponse),
     Evacuated(Response),
+    /// A stream batch with no failover in it.
+    Nothing {
+        nothing: String,
+    },
 }
 
 /// The answer to an evacuation.
@@ -312,6 +363,27 @@ impl Evacuator {
                 "`census` must be true (or send an evacuation: `to`, `reason`)".into(),
             )),
             Invocation::Evacuate(request) => self.run(request).await.map(Answer::Evacuated),
+            Invocation::Stream(batch) => {
+                let Some(to) = self.config.failover_to.clone() else {
+                    return Err(Error::Request(
+                        "a stream event, but FAILOVER_TO is not set".into(),
+                    ));
+                };
+                if !batch.says_fail_over() {
+                    return Ok(Answer::Nothing {
+                        nothing: "no failover in the batch".into(),
+                    });
+                }
+                tracing::warn!(region = %self.config.target_region, %to, "fast verdict: fail over");
+                self.run(Request {
+                    to,
+                    endpoint: None,
+                    reason: Some("failover".into()),
+                    wait_seconds: Some(self.config.failover_wait_seconds),
+                })
+                .await
+                .map(Answer::Evacuated)
+            }
         }
     }
 
@@ -322,7 +394,7 @@ impl Evacuator {
     ) -> Result<Answer, lambda_runtime::Error> {
         let invocation: Invocation = serde_json::from_value(event.payload).map_err(|e| {
             lambda_runtime::Error::from(format!(
-                "invalid request: {e} (expected {{\"to\": \"<Region>\", \"reason\": \"...\"}} or {{\"census\": true}})"
+                "invalid request: {e} (expected {{\"to\": \"<Region>\", \"reason\": \"...\"}}, {{\"census\": true}} or a DynamoDB stream batch)"
             ))
         })?;
         self.invoke(invocation)

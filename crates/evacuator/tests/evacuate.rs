@@ -252,3 +252,86 @@ async fn an_invocation_with_a_wait_evacuates_only_after_it() {
     assert_eq!(answer.delivered, 1);
     assert_eq!(notifier.sent().len(), 1);
 }
+
+fn stream_batch(serve: bool) -> serde_json::Value {
+    serde_json::json!({"Records": [{
+        "eventID": "1", "eventName": "MODIFY", "eventSource": "aws:dynamodb",
+        "awsRegion": "us-west-2",
+        "dynamodb": {
+            "Keys": {"pk": {"S": "HEALTH#abc123"}, "sk": {"S": "CHANGE"}},
+            "NewImage": {"pk": {"S": "HEALTH#abc123"}, "sk": {"S": "CHANGE"},
+                         "serve": {"BOOL": serve}, "atMs": {"N": "1767225600000"}},
+            "StreamViewType": "NEW_AND_OLD_IMAGES"
+        }
+    }]})
+}
+
+/// The fast path's trigger: the fast verdict's change record, through the state table's
+/// stream, evacuates the primary once the endpoint check and the TTL have had their time.
+#[tokio::test(start_paused = true)]
+async fn a_fast_failover_in_the_stream_evacuates_after_the_wait() {
+    let env = HashMap::from([
+        ("TARGET_REGION", "us-east-1".to_owned()),
+        ("TARGET_CONNECTIONS_TABLE", "t".to_owned()),
+        ("TARGET_CALLBACK_URL", "http://127.0.0.1:1/prod".to_owned()),
+        ("FAILOVER_TO", "us-west-2".to_owned()),
+        ("FAILOVER_WAIT_SECONDS", "60".to_owned()),
+    ]);
+    let registry = Arc::new(wsdr_core::memory::MemoryConnections::default());
+    let now = wsdr_core::Clock::now_ms(&SystemClock);
+    registry
+        .register(
+            &ConnectionId::new("c1=").unwrap(),
+            &UserId::new("u").unwrap(),
+            now,
+        )
+        .await
+        .unwrap();
+    let notifier = Arc::new(wsdr_core::memory::RecordingNotifier::default());
+    let evacuator = Evacuator::new(
+        Config::from_lookup(|k| env.get(k).cloned()).unwrap(),
+        registry,
+        notifier.clone(),
+        Arc::new(SystemClock),
+    );
+    // The verdict coming back: nothing to do.
+    let invocation: Invocation = serde_json::from_value(stream_batch(true)).unwrap();
+    assert!(matches!(
+        evacuator.invoke(invocation).await.unwrap(),
+        Answer::Nothing { .. }
+    ));
+    assert!(notifier.sent().is_empty());
+    // Fail over: the wait, then the move.
+    let started = tokio::time::Instant::now();
+    let invocation: Invocation = serde_json::from_value(stream_batch(false)).unwrap();
+    let Answer::Evacuated(answer) = evacuator.invoke(invocation).await.unwrap() else {
+        panic!("an evacuation")
+    };
+    assert!(started.elapsed() >= Duration::from_secs(60));
+    assert_eq!(answer.to, "us-west-2");
+    assert_eq!(answer.delivered, 1);
+    let frame: serde_json::Value = serde_json::from_slice(&notifier.sent()[0].1).unwrap();
+    assert_eq!(frame["reason"], "failover");
+
+    // Without FAILOVER_TO a stream event is refused, not guessed at.
+    let env = HashMap::from([
+        ("TARGET_REGION", "us-east-1".to_owned()),
+        ("TARGET_CONNECTIONS_TABLE", "t".to_owned()),
+        ("TARGET_CALLBACK_URL", "http://127.0.0.1:1/prod".to_owned()),
+    ]);
+    let unconfigured = Evacuator::new(
+        Config::from_lookup(|k| env.get(k).cloned()).unwrap(),
+        Arc::new(wsdr_core::memory::MemoryConnections::default()),
+        notifier,
+        Arc::new(SystemClock),
+    );
+    let invocation: Invocation = serde_json::from_value(stream_batch(false)).unwrap();
+    assert!(unconfigured.invoke(invocation).await.is_err());
+    let too_long = HashMap::from([
+        ("TARGET_REGION", "us-east-1".to_owned()),
+        ("TARGET_CONNECTIONS_TABLE", "t".to_owned()),
+        ("TARGET_CALLBACK_URL", "http://127.0.0.1:1/prod".to_owned()),
+        ("FAILOVER_WAIT_SECONDS", "241".to_owned()),
+    ]);
+    assert!(Config::from_lookup(|k| too_long.get(k).cloned()).is_err());
+}
