@@ -541,3 +541,38 @@ async fn one_blind_vantage_point_never_fails_a_healthy_region_over() {
         .expect("both views failing: the verdict and the endpoint check follow");
     assert!(!lab.regions[0].health_verdict.load(Ordering::SeqCst));
 }
+
+/// A status never contradicts itself: when it shows the name answering the secondary, the DNS
+/// flip that made it so is among its key events. With no users, only the status itself asks
+/// the resolver, so the first status after the flip is the one that records it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_that_shows_the_new_answer_shows_the_flip_too() {
+    use wsdr_lab::world::timeline::Kind;
+    let lab = wsdr_lab::Lab::start(LabConfig {
+        scale: TimeScale::new(60.0),
+        ..LabConfig::default()
+    })
+    .await
+    .unwrap();
+    // Steady: the alarm evaluated OK and the name answers the primary.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while lab.status().dns_answer.as_deref() != Some("us-east-1") || !lab.status().primary_healthy {
+        assert!(tokio::time::Instant::now() < deadline, "never steady");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    lab.fault(wsdr_lab::Fault::Throttle(0));
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let status = lab.status();
+        if status.dns_answer.as_deref() == Some("us-west-2") {
+            assert!(
+                status.key_events.iter().any(|e| e.kind == Kind::DnsFlip),
+                "{:?}",
+                status.key_events
+            );
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never failed over");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

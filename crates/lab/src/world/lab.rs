@@ -987,6 +987,10 @@ impl Lab {
 
     pub fn status(&self) -> Status {
         let names = &self.config.regions;
+        // The resolver first: reading its answer can record a DNS flip, which must then be
+        // among the key events of the same status (a page showing the new answer without
+        // the flip that produced it would be a status that contradicts itself).
+        let dns_answer = names[self.resolver.answer()].clone();
         // Read once: the fault in force is derived from the same entries.
         let key_events = self.timeline.key_entries();
         Status {
@@ -1033,7 +1037,7 @@ impl Lab {
             secondary_alarm: self.secondary_alarm.state(),
             secondary_healthy: self.resolver.secondary_healthy(),
             // A lookup like any client's: it honours the TTL (and records a flip when it sees one).
-            dns_answer: Some(names[self.resolver.answer()].clone()),
+            dns_answer: Some(dns_answer),
             replication: self
                 .links
                 .iter()
