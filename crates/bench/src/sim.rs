@@ -39,26 +39,6 @@ fn nanos(seconds: f64) -> u64 {
     (seconds * 1e9).round().max(0.0) as u64
 }
 
-/// The lab's new-connection quota: `rate` tokens per second, at most `rate` held.
-struct Bucket {
-    rate: f64,
-    tokens: f64,
-    at: f64,
-}
-
-impl Bucket {
-    fn take(&mut self, now: f64) -> bool {
-        self.tokens = (self.tokens + (now - self.at) * self.rate).min(self.rate);
-        self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
 /// N users on a primary that is lost at t = 0 (or evacuated from t = 0) while the name points
 /// at the secondary, whose quota is `quota_per_s`.
 pub fn run(users: usize, policy: Policy, quota_per_s: f64, seed: u64) -> SimResult {
@@ -101,16 +81,13 @@ pub fn run(users: usize, policy: Policy, quota_per_s: f64, seed: u64) -> SimResu
             due.push(Reverse((nanos(delay.as_secs_f64()), user)));
         }
     }
-    let mut bucket = Bucket {
-        rate: quota_per_s,
-        tokens: quota_per_s,
-        at: 0.0,
-    };
+    // The lab's own quota rule (a full bucket at the outage).
+    let mut bucket = wsdr_lab::world::region::QuotaBucket::full(quota_per_s, 0.0);
     let mut restored: Vec<f64> = Vec::with_capacity(users);
     let mut throttled = 0u64;
     while let Some(Reverse((at, user))) = due.pop() {
         let now = at as f64 / 1e9;
-        if bucket.take(now) {
+        if bucket.take(now, quota_per_s) {
             restored.push(now + RESTORE_LATENCY);
             continue;
         }

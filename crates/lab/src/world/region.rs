@@ -129,10 +129,37 @@ struct Socket {
     sub: String,
 }
 
-/// A token bucket for the new-connection quota.
-struct Bucket {
+/// A token bucket for the new-connection quota: `rate` tokens a second, at most one second's
+/// worth held. Time is the caller's (seconds since any origin it keeps), so the storm
+/// simulation (`wsdr-bench sim`) spends tokens by exactly the rule the lab enforces.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuotaBucket {
     tokens: f64,
-    at: Instant,
+    at_s: f64,
+}
+
+impl QuotaBucket {
+    /// A full bucket at time `at_s`.
+    pub fn full(rate: f64, at_s: f64) -> Self {
+        Self { tokens: rate, at_s }
+    }
+
+    /// Refill to `now_s` at `rate`, then take a token if there is one.
+    pub fn take(&mut self, now_s: f64, rate: f64) -> bool {
+        self.tokens = (self.tokens + (now_s - self.at_s).max(0.0) * rate).min(rate);
+        self.at_s = now_s;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Hold at most `rate` tokens (the quota lowered).
+    pub fn cap(&mut self, rate: f64) {
+        self.tokens = self.tokens.min(rate);
+    }
 }
 
 pub struct Region {
@@ -151,7 +178,9 @@ pub struct Region {
     app: App,
     authorizer: Arc<Authorizer>,
     sockets: Mutex<HashMap<String, Socket>>,
-    bucket: Mutex<Bucket>,
+    bucket: Mutex<QuotaBucket>,
+    /// The bucket's time origin.
+    born: Instant,
     /// The lab's owner: this Region's server, sockets and pushes end with it.
     owner: Owner,
     /// This Region's clock (its handler's, and its table's write stamps): may be skewed.
@@ -225,10 +254,8 @@ impl Region {
             faults: Faults::default(),
             counters: Counters::default(),
             health_verdict: std::sync::atomic::AtomicBool::new(true),
-            bucket: Mutex::new(Bucket {
-                tokens: quotas.connect_rate,
-                at: Instant::now(),
-            }),
+            bucket: Mutex::new(QuotaBucket::full(quotas.connect_rate, 0.0)),
+            born: Instant::now(),
             connect_rate: Mutex::new(quotas.connect_rate),
             quotas,
             app: App::new(service, "wsdr"),
@@ -299,23 +326,13 @@ impl Region {
     /// Change the new-connection quota (per lab second) at run time.
     pub fn set_connect_rate(&self, rate: f64) {
         *lock(&self.connect_rate) = rate;
-        let mut bucket = lock(&self.bucket);
-        bucket.tokens = bucket.tokens.min(rate);
+        lock(&self.bucket).cap(rate);
     }
 
     fn take_token(&self) -> bool {
         let rate = *lock(&self.connect_rate);
-        let mut bucket = lock(&self.bucket);
-        let now = Instant::now();
-        bucket.tokens =
-            (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(rate);
-        bucket.at = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
+        let now_s = self.born.elapsed().as_secs_f64();
+        lock(&self.bucket).take(now_s, rate)
     }
 
     fn method_arn(&self) -> String {
@@ -779,5 +796,29 @@ async fn health_endpoint(
         (axum::http::StatusCode::OK, "serve")
     } else {
         (axum::http::StatusCode::SERVICE_UNAVAILABLE, "fail over")
+    }
+}
+
+#[cfg(test)]
+mod quota_tests {
+    use super::QuotaBucket;
+
+    #[test]
+    fn the_bucket_holds_one_seconds_worth_and_refills_at_the_rate() {
+        let mut bucket = QuotaBucket::full(2.0, 0.0);
+        assert!(bucket.take(0.0, 2.0));
+        assert!(bucket.take(0.0, 2.0));
+        assert!(!bucket.take(0.0, 2.0), "burst spent");
+        assert!(bucket.take(0.5, 2.0), "one token after half a second");
+        assert!(!bucket.take(0.5, 2.0));
+        // A long pause refills one second's worth, no more.
+        assert!(bucket.take(100.0, 2.0));
+        assert!(bucket.take(100.0, 2.0));
+        assert!(!bucket.take(100.0, 2.0));
+        bucket.cap(0.5);
+        assert!(
+            !bucket.take(100.5, 0.5),
+            "lowered quota: at most half a token held"
+        );
     }
 }
