@@ -212,15 +212,17 @@ async fn bad_requests_and_settings_are_refused_with_a_reason() {
     assert!(serde_json::from_str::<Request>(r#"{"to":"us-west-2","region":"x"}"#).is_err());
 }
 
-/// The failover alarm's invocation waits for DNS before it evacuates (paused time: the wait
-/// is the only thing between the invocation and the posts).
-#[tokio::test(start_paused = true)]
-async fn an_invocation_with_a_wait_evacuates_only_after_it() {
-    let env = HashMap::from([
+/// An evacuator on the in-memory adapters, aimed at us-east-1 with these extra settings,
+/// holding one live connection; and what it posts.
+async fn memory_evacuator(
+    extra: &[(&'static str, &str)],
+) -> (Evacuator, Arc<wsdr_core::memory::RecordingNotifier>) {
+    let mut env = HashMap::from([
         ("TARGET_REGION", "us-east-1".to_owned()),
         ("TARGET_CONNECTIONS_TABLE", "t".to_owned()),
         ("TARGET_CALLBACK_URL", "http://127.0.0.1:1/prod".to_owned()),
     ]);
+    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
     let registry = Arc::new(wsdr_core::memory::MemoryConnections::default());
     let now = wsdr_core::Clock::now_ms(&SystemClock);
     registry
@@ -238,6 +240,14 @@ async fn an_invocation_with_a_wait_evacuates_only_after_it() {
         notifier.clone(),
         Arc::new(SystemClock),
     );
+    (evacuator, notifier)
+}
+
+/// The failover alarm's invocation waits for DNS before it evacuates (paused time: the wait
+/// is the only thing between the invocation and the posts).
+#[tokio::test(start_paused = true)]
+async fn an_invocation_with_a_wait_evacuates_only_after_it() {
+    let (evacuator, notifier) = memory_evacuator(&[]).await;
     let request: Request =
         serde_json::from_str(r#"{"to":"us-west-2","reason":"failover","waitSeconds":90}"#).unwrap();
     let started = tokio::time::Instant::now();
@@ -270,30 +280,11 @@ fn stream_batch(serve: bool) -> serde_json::Value {
 /// stream, evacuates the primary once the endpoint check and the TTL have had their time.
 #[tokio::test(start_paused = true)]
 async fn a_fast_failover_in_the_stream_evacuates_after_the_wait() {
-    let env = HashMap::from([
-        ("TARGET_REGION", "us-east-1".to_owned()),
-        ("TARGET_CONNECTIONS_TABLE", "t".to_owned()),
-        ("TARGET_CALLBACK_URL", "http://127.0.0.1:1/prod".to_owned()),
-        ("FAILOVER_TO", "us-west-2".to_owned()),
-        ("FAILOVER_WAIT_SECONDS", "60".to_owned()),
-    ]);
-    let registry = Arc::new(wsdr_core::memory::MemoryConnections::default());
-    let now = wsdr_core::Clock::now_ms(&SystemClock);
-    registry
-        .register(
-            &ConnectionId::new("c1=").unwrap(),
-            &UserId::new("u").unwrap(),
-            now,
-        )
-        .await
-        .unwrap();
-    let notifier = Arc::new(wsdr_core::memory::RecordingNotifier::default());
-    let evacuator = Evacuator::new(
-        Config::from_lookup(|k| env.get(k).cloned()).unwrap(),
-        registry,
-        notifier.clone(),
-        Arc::new(SystemClock),
-    );
+    let (evacuator, notifier) = memory_evacuator(&[
+        ("FAILOVER_TO", "us-west-2"),
+        ("FAILOVER_WAIT_SECONDS", "60"),
+    ])
+    .await;
     // The verdict coming back: nothing to do.
     let invocation: Invocation = serde_json::from_value(stream_batch(true)).unwrap();
     assert!(matches!(
