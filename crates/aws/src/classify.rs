@@ -36,6 +36,9 @@ where
             let detail = format!("{code} (HTTP {status}): {message}");
             if status == 410 || code == "GoneException" {
                 wsdr_core::Error::Gone
+            } else if code == "ReplicatedWriteConflictException" {
+                // MRSC: another Region is writing the item; nothing was written here.
+                wsdr_core::Error::WriteConflict(detail)
             } else if status == 429 || THROTTLING_CODES.contains(&code) {
                 wsdr_core::Error::Throttled(detail)
             } else if status >= 500 {

@@ -19,6 +19,9 @@ pub const SUMMARY_PREFIX: &str = "SUMMARY#";
 /// Partition key prefix of one bidder's bid copies in one auction (one partition per
 /// auction and bidder, so a hot auction's bids spread over many partitions).
 pub const BIDS_PREFIX: &str = "BIDS#";
+/// The sort key of a strong-mode auction's ledger head, in the auction's summary partition
+/// (`SUMMARY#<auctionId>`): upper case, so no Region name can be it.
+pub const LEDGER_SK: &str = "LEDGER";
 
 /// The bidder (a `sub`) as a key segment: `%` and `#` percent-encoded (a `sub` has no control
 /// characters, and after this no `#`).

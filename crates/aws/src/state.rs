@@ -24,7 +24,7 @@
 use crate::classify::classify;
 use crate::keys::{
     auction_of_bids_key, auction_of_key, bidder_segment, summary_of_keys, AUCTION_PREFIX,
-    BIDS_PREFIX, SUMMARY_PREFIX,
+    BIDS_PREFIX, LEDGER_SK, SUMMARY_PREFIX,
 };
 use crate::schema::{PK, SK};
 use async_trait::async_trait;
@@ -40,7 +40,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use wsdr_core::items::Item as StateItem;
 use wsdr_core::{
-    Auction, BidCommit, BidRecord, CommitOutcome, Error, RegionSummary, Result, StateStore, UserId,
+    Advance, Auction, BidCommit, BidRecord, CommitOutcome, Error, LastBid, LedgerHead,
+    RegionSummary, Result, StateStore, UserId,
 };
 use wsdr_protocol::{Amount, AuctionId, BidId};
 
@@ -84,6 +85,9 @@ pub struct DynamoStateStore {
     client: Client,
     table: String,
     io: Arc<IoCounts>,
+    /// The table is a multi-Region strongly consistent (MRSC) global table: bids go through
+    /// the ledger head (`head`/`advance`/`settle`).
+    strong: bool,
 }
 
 impl DynamoStateStore {
@@ -92,6 +96,45 @@ impl DynamoStateStore {
             client,
             table: table.into(),
             io: Arc::default(),
+            strong: false,
+        }
+    }
+
+    /// The same store on an MRSC table. Every read here is already `ConsistentRead` (on MRSC
+    /// that is the latest version in every Region). What changes is what a failure means: a
+    /// request that failed for a reason other than its own (timeout, 5xx, no connection) is
+    /// taken as this Region being unable to reach the quorum (`Error::NoQuorum`), so the
+    /// request goes to another Region: DynamoDB does not name isolation apart from other
+    /// server errors, and sending a bid elsewhere is always safe in strong mode (its bidId is
+    /// checked against the latest version everywhere).
+    pub fn strongly_consistent(mut self) -> Self {
+        self.strong = true;
+        self
+    }
+
+    fn require_strong(&self) -> Result<()> {
+        if self.strong {
+            Ok(())
+        } else {
+            Err(Error::Internal(
+                "strong-mode call on a store not marked strongly consistent".into(),
+            ))
+        }
+    }
+
+    fn fail<E>(
+        &self,
+        error: &aws_sdk_dynamodb::error::SdkError<
+            E,
+            aws_smithy_runtime_api::client::orchestrator::HttpResponse,
+        >,
+    ) -> Error
+    where
+        E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
+    {
+        match classify(error) {
+            Error::Transient(cause) if self.strong => Error::NoQuorum(cause),
+            other => other,
         }
     }
 
@@ -109,7 +152,7 @@ impl DynamoStateStore {
             .set_item(Some(to_item(item)))
             .send()
             .await
-            .map_err(|e| classify(&e))?;
+            .map_err(|e| self.fail(&e))?;
         self.io.wrote(1);
         Ok(())
     }
@@ -127,7 +170,7 @@ impl DynamoStateStore {
             .send();
         let mut out = Vec::new();
         while let Some(item) = pages.next().await {
-            let item = item.map_err(|e| classify(&e))?;
+            let item = item.map_err(|e| self.fail(&e))?;
             let pk = get_s(&item, PK)?.to_owned();
             let sk = get_s(&item, SK)?.to_owned();
             out.push(((pk.clone(), sk.clone()), parse_item(&pk, &sk, &item)?));
@@ -151,7 +194,7 @@ impl DynamoStateStore {
             .send();
         let mut bids = Vec::new();
         while let Some(item) = pages.next().await {
-            bids.push(parse_bid(auction, &item.map_err(|e| classify(&e))?)?);
+            bids.push(parse_bid(auction, &item.map_err(|e| self.fail(&e))?)?);
         }
         Ok(bids)
     }
@@ -185,7 +228,7 @@ impl DynamoStateStore {
             .send();
         let mut items = Vec::new();
         while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| classify(&e))?;
+            let page = page.map_err(|e| self.fail(&e))?;
             let got = page.items.unwrap_or_default();
             self.io.read(got.len() as u64);
             items.extend(got);
@@ -211,7 +254,7 @@ impl DynamoStateStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| classify(&e))?;
+            .map_err(|e| self.fail(&e))?;
         self.io.read(u64::from(out.item.is_some()));
         Ok(out.item)
     }
@@ -364,17 +407,67 @@ fn parse_summary(auction_id: &AuctionId, item: &Item) -> Result<RegionSummary> {
     })
 }
 
+/// A strong-mode ledger head: the summary's attributes (so a summaries query reads it as the
+/// one summary, labelled `global`) plus the newest accepted bid and its write id.
+fn head_item(auction: &AuctionId, head: &LedgerHead) -> Item {
+    let mut item = summary_item(auction, &head.summary);
+    item.insert(SK.into(), s(LEDGER_SK));
+    item.insert("type".into(), s("ledger"));
+    if let Some(last) = &head.last {
+        item.insert("lastBidId".into(), s(last.bid.bid_id.as_str()));
+        item.insert("lastBidder".into(), s(last.bid.bidder.as_str()));
+        item.insert("lastAmount".into(), n(last.bid.amount.get()));
+        item.insert("lastAt".into(), n(last.bid.at));
+        item.insert("lastRegion".into(), s(last.bid.region.clone()));
+        item.insert("lastWriteId".into(), s(last.write_id.clone()));
+    }
+    item
+}
+
+fn parse_head(auction_id: &AuctionId, item: &Item) -> Result<LedgerHead> {
+    let last = match item.get("lastBidId") {
+        None => None,
+        Some(_) => Some(LastBid {
+            bid: BidRecord {
+                auction_id: auction_id.clone(),
+                bid_id: BidId::new(get_s(item, "lastBidId")?)
+                    .map_err(|_| malformed("lastBidId"))?,
+                bidder: UserId::new(get_s(item, "lastBidder")?)
+                    .map_err(|_| malformed("lastBidder"))?,
+                amount: Amount::new(get_n(item, "lastAmount")?)
+                    .map_err(|_| malformed("lastAmount"))?,
+                at: get_n(item, "lastAt")?,
+                region: get_s(item, "lastRegion")?.to_owned(),
+            },
+            write_id: get_s(item, "lastWriteId")?.to_owned(),
+        }),
+    };
+    Ok(LedgerHead {
+        summary: parse_summary(auction_id, item)?,
+        last,
+    })
+}
+
 /// A domain item as a table item (without the lab's stamp).
 fn to_item(item: &StateItem) -> Item {
     match item {
         StateItem::Auction(auction) => auction_item(auction),
         StateItem::Bid { bid, write_id } => bid_item(bid, write_id),
         StateItem::Summary { auction, summary } => summary_item(auction, summary),
+        StateItem::Head { auction, head } => head_item(auction, head),
     }
 }
 
 /// Any item of the table back into the domain, by its key shape.
 fn parse_item(pk: &str, sk: &str, item: &Item) -> Result<StateItem> {
+    if sk == LEDGER_SK {
+        if let Some((id, _)) = summary_of_keys(pk, sk) {
+            return Ok(StateItem::Head {
+                head: parse_head(&id, item)?,
+                auction: id,
+            });
+        }
+    }
     if let Some((id, _region)) = summary_of_keys(pk, sk) {
         return Ok(StateItem::Summary {
             summary: parse_summary(&id, item)?,
@@ -440,7 +533,7 @@ impl StateStore for DynamoStateStore {
         match result {
             Ok(_) => Ok(true),
             Err(e) if is_conditional_check_failed(&e) => Ok(false),
-            Err(e) => Err(classify(&e)),
+            Err(e) => Err(self.fail(&e)),
         }
     }
 
@@ -520,7 +613,7 @@ impl StateStore for DynamoStateStore {
                 .and_then(|se| cancelled_outcome(se, commit))
             {
                 Some(outcome) => outcome,
-                None => Err(classify(&e)),
+                None => Err(self.fail(&e)),
             },
         }
     }
@@ -536,5 +629,72 @@ impl StateStore for DynamoStateStore {
             .iter()
             .map(|item| parse_bid(auction, item))
             .collect()
+    }
+
+    async fn head(&self, auction: &AuctionId) -> Result<Option<LedgerHead>> {
+        self.require_strong()?;
+        self.get(summaries_pk(auction), LEDGER_SK.into())
+            .await?
+            .map(|item| parse_head(auction, &item))
+            .transpose()
+    }
+
+    async fn advance(
+        &self,
+        auction: &AuctionId,
+        expected_accepted: u64,
+        next: &LedgerHead,
+    ) -> Result<Advance> {
+        self.require_strong()?;
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(head_item(auction, next)))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        put = if expected_accepted == 0 {
+            put.condition_expression("attribute_not_exists(pk)")
+        } else {
+            put.condition_expression("accepted = :expected")
+                .expression_attribute_values(":expected", n(expected_accepted))
+        };
+        let result = put.send().await;
+        self.io.wrote(1);
+        match result {
+            Ok(_) => Ok(Advance::Advanced),
+            Err(e) => match e.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                    // The SDK's retry of this very write after a lost answer finds its own
+                    // head: recognised by the write id.
+                    let current = failed.item().and_then(|old| old.get("lastWriteId"));
+                    let mine = next.last.as_ref().map(|l| s(l.write_id.clone()));
+                    Ok(if mine.is_some() && current == mine.as_ref() {
+                        Advance::Advanced
+                    } else {
+                        Advance::Moved
+                    })
+                }
+                _ => Err(self.fail(&e)),
+            },
+        }
+    }
+
+    async fn settle(&self, bid: &BidRecord, write_id: &str) -> Result<()> {
+        self.require_strong()?;
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(bid_item(bid, write_id)))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        self.io.wrote(1);
+        match result {
+            Ok(_) => Ok(()),
+            // Written before (by the accepting request or a later bid): the same item.
+            Err(e) if is_conditional_check_failed(&e) => Ok(()),
+            Err(e) => Err(self.fail(&e)),
+        }
     }
 }

@@ -225,10 +225,10 @@ async fn summary_merge_picks_the_same_high_bid_as_the_domain_rank() {
     assert_eq!(store.all_bids(&a1()).await.unwrap().len(), bids.len());
 }
 
-/// A TCP proxy in front of DynamoDB Local that forwards the first `TransactWriteItems`
-/// request, lets DynamoDB commit it, and then drops the connection without answering: the
+/// A TCP proxy in front of DynamoDB Local that forwards the first request containing
+/// `marker`, lets DynamoDB commit it, and then drops the connection without answering: the
 /// response is lost after the commit, and the SDK retries on its own.
-async fn lossy_proxy(upstream: String) -> (String, Arc<AtomicUsize>) {
+async fn lossy_proxy(upstream: String, marker: &'static str) -> (String, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let upstream = upstream
@@ -245,7 +245,7 @@ async fn lossy_proxy(upstream: String) -> (String, Arc<AtomicUsize>) {
             let upstream = upstream.clone();
             let dropped = seen.clone();
             tokio::spawn(async move {
-                let _ = relay(client, &upstream, &dropped).await;
+                let _ = relay(client, &upstream, &dropped, marker).await;
             });
         }
     });
@@ -280,6 +280,7 @@ async fn relay(
     mut client: tokio::net::TcpStream,
     upstream: &str,
     dropped: &AtomicUsize,
+    marker: &str,
 ) -> std::io::Result<()> {
     use tokio::io::AsyncWriteExt;
     let mut server = tokio::net::TcpStream::connect(upstream).await?;
@@ -288,8 +289,8 @@ async fn relay(
         let Some(response) = read_message(&mut server).await? else {
             return Ok(());
         };
-        let transact = String::from_utf8_lossy(&request).contains("TransactWriteItems");
-        if transact && dropped.fetch_add(1, Ordering::SeqCst) == 0 {
+        let marked = String::from_utf8_lossy(&request).contains(marker);
+        if marked && dropped.fetch_add(1, Ordering::SeqCst) == 0 {
             return Ok(()); // committed upstream; the caller never hears of it
         }
         client.write_all(&response).await?;
@@ -301,7 +302,7 @@ async fn relay(
 async fn sdk_retry_after_a_lost_commit_response_is_committed_once() {
     let direct = common::client();
     let table = common::state_table(&direct).await;
-    let (endpoint, dropped) = lossy_proxy(common::endpoint()).await;
+    let (endpoint, dropped) = lossy_proxy(common::endpoint(), "TransactWriteItems").await;
     let store = DynamoStateStore::new(
         wsdr_aws::local::dynamo_client(&endpoint, "us-east-1"),
         table.clone(),
@@ -335,4 +336,141 @@ async fn unreachable_table_is_a_classified_error_not_a_panic() {
         matches!(error, wsdr_core::Error::Internal(ref m) if m.contains("ResourceNotFoundException")),
         "{error:?}"
     );
+}
+
+// Strong mode on DynamoDB Local. DynamoDB Local is one Region, so it cannot show MRSC's
+// quorum; what it shows is the adapter's half of the contract: the ledger head is one
+// conditional put, a lost answer is recognised by the write id, copies are put once, and a
+// failure to reach the table is `NoQuorum` (go elsewhere), never a rejection.
+
+fn strong_service(store: Arc<DynamoStateStore>, region: &str) -> wsdr_core::AuctionService {
+    wsdr_core::AuctionService::new(
+        store,
+        Arc::new(wsdr_core::memory::MemoryConnections::default()),
+        Arc::new(wsdr_core::memory::RecordingNotifier::default()),
+        Arc::new(wsdr_core::SystemClock),
+        region,
+    )
+    .with_consistency(wsdr_core::Consistency::Strong)
+}
+
+async fn bid_status(
+    service: &wsdr_core::AuctionService,
+    who: &str,
+    amount: u64,
+    bid_id: &str,
+) -> wsdr_protocol::BidStatus {
+    let frame = format!(
+        r#"{{"action":"bid","auctionId":"a1","amount":{amount},"bidId":"{bid_id}"}}"#
+    );
+    let reply = service
+        .handle_frame(
+            &wsdr_core::ConnectionId::new(format!("c-{who}")).unwrap(),
+            &UserId::new(who).unwrap(),
+            frame.as_bytes(),
+        )
+        .await;
+    match reply.message {
+        wsdr_protocol::ServerMessage::BidResult { status, .. } => status,
+        other => panic!("expected a bidResult, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn strong_bids_from_two_regions_are_ordered_on_one_ledger_head() {
+    use wsdr_protocol::BidStatus;
+    let client = common::client();
+    let table = common::state_table(&client).await;
+    let store = Arc::new(DynamoStateStore::new(client, table).strongly_consistent());
+    let east = strong_service(store.clone(), "us-east-1");
+    let west = strong_service(store.clone(), "us-east-2");
+    east.ensure_auction(&auction("a1")).await.unwrap();
+    assert_eq!(bid_status(&east, "alice", 500, "bid-00000001").await, BidStatus::Accepted);
+    assert_eq!(bid_status(&west, "bob", 200, "bid-00000002").await, BidStatus::Rejected);
+    assert_eq!(bid_status(&west, "alice", 500, "bid-00000001").await, BidStatus::Duplicate);
+    assert_eq!(bid_status(&west, "bob", 505, "bid-00000003").await, BidStatus::Accepted);
+    let head = store.head(&a1()).await.unwrap().unwrap();
+    assert_eq!(head.summary.accepted, 2);
+    assert_eq!(head.summary.region, wsdr_core::LEDGER);
+    let last = head.last.unwrap();
+    assert_eq!((last.bid.amount.get(), last.bid.region.as_str()), (505, "us-east-2"));
+    // The summaries query reads the head as the one summary.
+    let summaries = store.summaries(&a1()).await.unwrap();
+    assert_eq!(summaries, vec![head.summary]);
+    let copies = store.all_bids(&a1()).await.unwrap();
+    assert_eq!(copies.len(), 2, "one copy per accepted bid: {copies:?}");
+    // The table's items read back as the domain's (the lab's dump uses this).
+    let dumped = store.dump().await.unwrap();
+    assert!(dumped
+        .iter()
+        .any(|item| matches!(item, wsdr_core::items::Item::Head { .. })));
+}
+
+#[tokio::test]
+async fn strong_sdk_retry_after_a_lost_advance_answer_is_advanced_once() {
+    let direct = common::client();
+    let table = common::state_table(&direct).await;
+    let (endpoint, dropped) = lossy_proxy(common::endpoint(), "\"LEDGER\"").await;
+    let store = DynamoStateStore::new(
+        wsdr_aws::local::dynamo_client(&endpoint, "us-east-1"),
+        table.clone(),
+    )
+    .strongly_consistent();
+    let first = bid("bid-00000001", "alice", 150, 10);
+    let next = wsdr_core::LedgerHead::empty().with_bid(&first, &token("adv"));
+    let outcome = store.advance(&a1(), 0, &next).await.unwrap();
+    assert!(
+        dropped.load(Ordering::SeqCst) >= 2,
+        "the first answer was dropped and the SDK retried"
+    );
+    assert_eq!(outcome, wsdr_core::Advance::Advanced);
+    // Another writer's head at the same version is a move, not ours.
+    let other = wsdr_core::LedgerHead::empty().with_bid(&first, &token("other"));
+    assert_eq!(
+        store.advance(&a1(), 0, &other).await.unwrap(),
+        wsdr_core::Advance::Moved
+    );
+    let check = DynamoStateStore::new(direct, table).strongly_consistent();
+    assert_eq!(check.head(&a1()).await.unwrap(), Some(next));
+}
+
+#[tokio::test]
+async fn strong_settle_writes_a_copy_once() {
+    let client = common::client();
+    let table = common::state_table(&client).await;
+    let store = DynamoStateStore::new(client, table).strongly_consistent();
+    let first = bid("bid-00000001", "alice", 150, 10);
+    store.settle(&first, "w1").await.unwrap();
+    let mut later = first.clone();
+    later.at = 99;
+    store.settle(&later, "w2").await.unwrap();
+    assert_eq!(store.all_bids(&a1()).await.unwrap(), vec![first]);
+}
+
+#[tokio::test]
+async fn strong_store_that_cannot_reach_its_table_answers_no_quorum() {
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let store = Arc::new(
+        DynamoStateStore::new(
+            wsdr_aws::local::dynamo_client(&endpoint, "us-east-1"),
+            "wsdr-state",
+        )
+        .strongly_consistent(),
+    );
+    let error = store.head(&a1()).await.unwrap_err();
+    assert!(matches!(error, wsdr_core::Error::NoQuorum(_)), "{error:?}");
+    let service = strong_service(store, "us-east-1");
+    assert_eq!(
+        bid_status(&service, "alice", 500, "bid-00000001").await,
+        wsdr_protocol::BidStatus::Redirect
+    );
+    // An eventual store never calls a failure "no quorum".
+    let eventual = DynamoStateStore::new(
+        wsdr_aws::local::dynamo_client(&endpoint, "us-east-1"),
+        "wsdr-state",
+    );
+    let error = eventual.auction(&a1()).await.unwrap_err();
+    assert!(matches!(error, wsdr_core::Error::Transient(_)), "{error:?}");
 }

@@ -16,11 +16,24 @@ pub enum Error {
     /// A bug or a misconfiguration; retrying will not help.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A strongly consistent (MRSC) table could not reach its quorum from this Region: the
+    /// request did not take effect here, and no retry in this Region will help until the
+    /// Region rejoins. Send the request to another Region.
+    #[error("no quorum: {0}")]
+    NoQuorum(String),
+    /// A strongly consistent (MRSC) table refused a write because a request in another
+    /// Region was modifying the same item (`ReplicatedWriteConflictException`). Nothing was
+    /// written; retry.
+    #[error("replicated write conflict: {0}")]
+    WriteConflict(String),
 }
 
 impl Error {
     /// Whether an operation that failed this way may succeed if tried again.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Throttled(_) | Error::Transient(_))
+        matches!(
+            self,
+            Error::Throttled(_) | Error::Transient(_) | Error::WriteConflict(_)
+        )
     }
 }

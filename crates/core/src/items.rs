@@ -2,7 +2,7 @@
 //! whole item under a key, stamped by the Region that wrote it. Adapters convert these to
 //! their storage; the lab's replicator ships them.
 
-use crate::model::{Auction, BidRecord, RegionSummary, UserId};
+use crate::model::{Auction, BidRecord, LedgerHead, RegionSummary, UserId};
 use wsdr_protocol::{AuctionId, BidId};
 
 /// One replicated item.
@@ -18,6 +18,11 @@ pub enum Item {
     Summary {
         auction: AuctionId,
         summary: RegionSummary,
+    },
+    /// Strong mode: the auction's ledger head (one per auction, written by every Region).
+    Head {
+        auction: AuctionId,
+        head: LedgerHead,
     },
 }
 
@@ -35,6 +40,7 @@ pub enum ItemKey {
         auction: AuctionId,
         region: String,
     },
+    Head(AuctionId),
 }
 
 impl Item {
@@ -51,6 +57,7 @@ impl Item {
                 auction: auction.clone(),
                 region: summary.region.clone(),
             },
+            Item::Head { auction, .. } => ItemKey::Head(auction.clone()),
         }
     }
 
@@ -59,7 +66,7 @@ impl Item {
         match self {
             Item::Auction(a) => &a.id,
             Item::Bid { bid, .. } => &bid.auction_id,
-            Item::Summary { auction, .. } => auction,
+            Item::Summary { auction, .. } | Item::Head { auction, .. } => auction,
         }
     }
 }

@@ -25,9 +25,12 @@ pub mod verdict;
 pub use error::Error;
 pub use evacuate::{evacuate, herd_window, Evacuation, EvacuationReport, SlotPlan};
 pub use fanout::{FanoutConfig, FanoutReport};
-pub use model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, RegionSummary, UserId};
+pub use model::{
+    Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency, LastBid, LedgerHead,
+    RegionSummary, UserId, LEDGER,
+};
 pub use ports::{
-    BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, HealthLedger, Metrics,
+    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, HealthLedger, Metrics,
     Notifier, StateStore, SystemClock, VerdictDatapoint,
 };
 pub use service::{AuctionService, BidReason, HerdHint, Reply};

@@ -7,9 +7,9 @@
 //! lagging, cuttable link between them.
 
 pub use crate::items::{Change, Item, ItemKey};
-use crate::model::{Auction, BidRecord, ConnectionId, RegionSummary, UserId};
+use crate::model::{Auction, BidRecord, ConnectionId, LedgerHead, RegionSummary, UserId};
 use crate::ports::{
-    BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier,
+    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier,
     StateStore, VerdictDatapoint,
 };
 use crate::{Error, Result};
@@ -189,6 +189,7 @@ impl StateStore for MemoryStateStore {
                 auction: a,
                 summary,
             } if a == auction => Some(summary.clone()),
+            Item::Head { auction: a, head } if a == auction => Some(head.summary.clone()),
             _ => None,
         }))
     }
@@ -252,6 +253,75 @@ impl StateStore for MemoryStateStore {
         });
         bids.truncate(limit);
         Ok(bids)
+    }
+
+    async fn head(&self, auction: &AuctionId) -> Result<Option<LedgerHead>> {
+        self.check_outage()?;
+        Ok(
+            match lock(&self.items).get(&ItemKey::Head(auction.clone())) {
+                Some(Change {
+                    item: Item::Head { head, .. },
+                    ..
+                }) => Some(head.clone()),
+                _ => None,
+            },
+        )
+    }
+
+    async fn advance(
+        &self,
+        auction: &AuctionId,
+        expected_accepted: u64,
+        next: &LedgerHead,
+    ) -> Result<Advance> {
+        self.check_outage()?;
+        {
+            let mut items = lock(&self.items);
+            let key = ItemKey::Head(auction.clone());
+            let current = match items.get(&key) {
+                Some(Change {
+                    item: Item::Head { head, .. },
+                    ..
+                }) => Some(head),
+                _ => None,
+            };
+            if current.map_or(0, |h| h.summary.accepted) != expected_accepted {
+                // This very write, tried again after its answer was lost?
+                let mine = current.and_then(|h| h.last.as_ref()).map(|l| &l.write_id)
+                    == next.last.as_ref().map(|l| &l.write_id);
+                return Ok(if mine && next.last.is_some() {
+                    Advance::Advanced
+                } else {
+                    Advance::Moved
+                });
+            }
+            let change = self.stamp(
+                Item::Head {
+                    auction: auction.clone(),
+                    head: next.clone(),
+                },
+                items.get(&key),
+            );
+            items.insert(key, change.clone());
+            self.publish(&change);
+        }
+        Ok(Advance::Advanced)
+    }
+
+    async fn settle(&self, bid: &BidRecord, write_id: &str) -> Result<()> {
+        self.check_outage()?;
+        let item = Item::Bid {
+            bid: bid.clone(),
+            write_id: write_id.to_owned(),
+        };
+        let mut items = lock(&self.items);
+        if items.contains_key(&item.key()) {
+            return Ok(());
+        }
+        let change = self.stamp(item, None);
+        items.insert(change.item.key(), change.clone());
+        self.publish(&change);
+        Ok(())
     }
 }
 

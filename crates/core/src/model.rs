@@ -232,6 +232,92 @@ impl AuctionSnapshot {
     }
 }
 
+/// How the state table replicates between Regions, and therefore how bids are decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Consistency {
+    /// Global Tables MREC (two Regions): each Region decides bids against what it has seen
+    /// and keeps its own summary; Regions converge (docs/DATA_MODEL.md).
+    #[default]
+    Eventual,
+    /// Global Tables MRSC (three Regions, or two and a witness): every bid is one conditional
+    /// write on the auction's ledger head, checked against the latest version everywhere; a
+    /// Region cut off from the quorum decides nothing.
+    Strong,
+}
+
+impl Consistency {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Consistency::Eventual => "eventual",
+            Consistency::Strong => "strong",
+        }
+    }
+}
+
+impl std::str::FromStr for Consistency {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "eventual" => Ok(Consistency::Eventual),
+            "strong" => Ok(Consistency::Strong),
+            other => Err(Error::BadRequest(format!(
+                "consistency must be `eventual` or `strong`, not `{other}`"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Consistency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The summary label of a strong-mode ledger head: in strong mode one summary serves every
+/// Region, so `versions` has this one entry.
+pub const LEDGER: &str = "global";
+
+/// The newest accepted bid of a strong-mode auction, as its ledger head records it, with the
+/// id of the write that accepted it. Its copy may not be written yet (the head is the one
+/// write that decides a bid); the next bid writes it before it may move the head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastBid {
+    pub bid: BidRecord,
+    pub write_id: String,
+}
+
+/// A strong-mode auction's single point of order: the summary of every accepted bid (its
+/// `accepted` is the ledger's length and the head's version) and the newest bid. Every
+/// accepted bid but the newest has its copy; every bid is decided by one conditional write
+/// of this item (docs/DATA_MODEL.md, "Strong mode").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerHead {
+    /// Region label [`LEDGER`].
+    pub summary: RegionSummary,
+    pub last: Option<LastBid>,
+}
+
+impl LedgerHead {
+    pub fn empty() -> Self {
+        Self {
+            summary: RegionSummary::empty(LEDGER),
+            last: None,
+        }
+    }
+
+    /// The head after `bid` is accepted by the write `write_id`.
+    pub fn with_bid(&self, bid: &BidRecord, write_id: &str) -> Self {
+        Self {
+            summary: self.summary.with_bid(bid),
+            last: Some(LastBid {
+                bid: bid.clone(),
+                write_id: write_id.to_owned(),
+            }),
+        }
+    }
+}
+
 /// The caller's own bids as `getState` shows them: copies of one bid (same bidId and amount,
 /// several Regions) folded into one entry, newest first, at most `limit`.
 pub fn own_bids(copies: &[BidRecord], limit: usize) -> Vec<OwnBidView> {

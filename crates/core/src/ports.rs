@@ -1,7 +1,9 @@
 //! The ports the domain needs, named by capability. Adapters: [`crate::memory`] here,
 //! DynamoDB and API Gateway in `wsdr-aws`.
 
-use crate::model::{Auction, AuctionSnapshot, BidRecord, ConnectionId, RegionSummary, UserId};
+use crate::model::{
+    Auction, AuctionSnapshot, BidRecord, ConnectionId, LedgerHead, RegionSummary, UserId,
+};
 use crate::Result;
 use async_trait::async_trait;
 use wsdr_protocol::{AuctionId, BidId};
@@ -33,6 +35,17 @@ pub enum CommitOutcome {
     /// The Region's summary moved since it was read (a concurrent bid here). Nothing was
     /// written: read again and decide again.
     Conflict,
+}
+
+/// What [`StateStore::advance`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Advance {
+    /// The head is now the one given (by this call, or by an earlier try of the same write:
+    /// the store recognises it by the last bid's write id).
+    Advanced,
+    /// The head was not what the caller read (another bid got there first): nothing was
+    /// written. Read again and decide again.
+    Moved,
 }
 
 /// Replicated application state (Global Tables in AWS): auctions, bid copies, and one summary
@@ -67,6 +80,42 @@ pub trait StateStore: Send + Sync {
         bidder: &UserId,
         limit: usize,
     ) -> Result<Vec<BidRecord>>;
+
+    // Strong mode (a multi-Region strongly consistent table): every read below and above is
+    // strongly consistent, every condition is checked against the latest version in every
+    // Region. A store on an eventually consistent table cannot order bids globally and
+    // refuses these (the defaults).
+
+    /// The auction's ledger head, if any bid was ever accepted.
+    async fn head(&self, auction: &AuctionId) -> Result<Option<LedgerHead>> {
+        let _ = auction;
+        Err(not_strong())
+    }
+    /// Replace the auction's head with `next` if it still has `expected_accepted` accepted
+    /// bids (0: no head yet). One conditional write: the single point where a bid is decided.
+    async fn advance(
+        &self,
+        auction: &AuctionId,
+        expected_accepted: u64,
+        next: &LedgerHead,
+    ) -> Result<Advance> {
+        let _ = (auction, expected_accepted, next);
+        Err(not_strong())
+    }
+    /// Write the copy of an accepted bid unless it exists (idempotent: any request may
+    /// write the copy of the head's last bid, the same item every time).
+    async fn settle(&self, bid: &BidRecord, write_id: &str) -> Result<()> {
+        let _ = (bid, write_id);
+        Err(not_strong())
+    }
+}
+
+fn not_strong() -> crate::Error {
+    crate::Error::Internal(
+        "strong mode needs a multi-Region strongly consistent table; this store is eventually \
+         consistent"
+            .into(),
+    )
 }
 
 /// The Region's own registry of live connections (not replicated).

@@ -2,9 +2,12 @@
 
 use crate::fanout::{broadcast, FanoutConfig, FanoutReport};
 use crate::model::{
-    last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, RegionSummary, UserId,
+    last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency,
+    LedgerHead, RegionSummary, UserId,
 };
-use crate::ports::{BidCommit, Census, Clock, CommitOutcome, Connections, Notifier, StateStore};
+use crate::ports::{
+    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, Notifier, StateStore,
+};
 use crate::Result;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,6 +24,19 @@ const COMMIT_ATTEMPTS: u32 = 12;
 enum BidFailure {
     BeforeCommit(crate::Error),
     AtCommit(crate::Error),
+}
+
+impl BidFailure {
+    /// Strong mode: this Region could not reach the table's quorum. Whatever the stage,
+    /// the bid is safe to send elsewhere (its bidId is checked against the latest version
+    /// everywhere), so the answer is a redirect, never a rejection.
+    fn no_quorum(&self) -> bool {
+        matches!(
+            self,
+            BidFailure::BeforeCommit(crate::Error::NoQuorum(_))
+                | BidFailure::AtCommit(crate::Error::NoQuorum(_))
+        )
+    }
 }
 
 /// A uniformly random number below `bound` (0 when `bound` is 0).
@@ -119,6 +135,8 @@ pub struct AuctionService {
     seeds: Arc<Vec<Auction>>,
     /// The herd hint to advertise, if any, and the census it was last computed from.
     herd: Option<(HerdHint, Arc<Mutex<CensusCache>>)>,
+    /// How bids are decided: per Region (eventual) or on the auction's ledger head (strong).
+    consistency: Consistency,
 }
 
 impl std::fmt::Debug for AuctionService {
@@ -147,7 +165,19 @@ impl AuctionService {
             fanout: FanoutConfig::default(),
             seeds: Arc::default(),
             herd: None,
+            consistency: Consistency::Eventual,
         }
+    }
+
+    /// Decide bids as the table allows: [`Consistency::Strong`] needs a store on a
+    /// multi-Region strongly consistent table (its `head`/`advance`/`settle`).
+    pub fn with_consistency(mut self, consistency: Consistency) -> Self {
+        self.consistency = consistency;
+        self
+    }
+
+    pub fn consistency(&self) -> Consistency {
+        self.consistency
     }
 
     /// Advertise a herd window in `state` replies, from the Region's connection census.
@@ -269,6 +299,10 @@ impl AuctionService {
         let action = message.action();
         match self.handle(connection, user, message).await {
             Ok(reply) => reply,
+            Err(crate::Error::NoQuorum(cause)) => {
+                tracing::warn!(%cause, action, "no quorum: the client is sent elsewhere");
+                Reply::only(self.no_quorum_frame())
+            }
             Err(error) => {
                 tracing::error!(%error, action, connection_id = %connection, user = %user, "request failed");
                 Reply::only(self.error_frame(&ProtocolError::new(
@@ -341,13 +375,21 @@ impl AuctionService {
             .await?;
         // Read own bids generously: copies of one bid in several Regions fold into one entry.
         let (summaries, copies, herd_window_ms) = tokio::join!(
-            self.store.summaries(auction_id),
+            self.read_summaries(auction_id),
             self.store
                 .user_bids(auction_id, user, 2 * limits::OWN_BIDS_MAX),
             self.herd_window_ms(),
         );
-        let snapshot = AuctionSnapshot::merge(&summaries?);
-        let bids = own_bids(&copies?, limits::OWN_BIDS_MAX);
+        let (summaries, newest) = summaries?;
+        let mut copies = copies?;
+        // Strong mode: the newest accepted bid may not have its copy yet.
+        if let Some(last) = newest.filter(|l| l.bidder == *user) {
+            if !copies.iter().any(|c| c.bid_id == last.bid_id) {
+                copies.push(last);
+            }
+        }
+        let snapshot = AuctionSnapshot::merge(&summaries);
+        let bids = own_bids(&copies, limits::OWN_BIDS_MAX);
         Ok(ServerMessage::State {
             region: self.region.clone(),
             auction: snapshot.view(&auction),
@@ -360,6 +402,33 @@ impl AuctionService {
         })
     }
 
+    /// The auction's summaries as this Region reads them, and (strong mode) the newest
+    /// accepted bid, whose copy may not be written yet.
+    async fn read_summaries(
+        &self,
+        auction_id: &AuctionId,
+    ) -> Result<(Vec<RegionSummary>, Option<BidRecord>)> {
+        match self.consistency {
+            Consistency::Eventual => Ok((self.store.summaries(auction_id).await?, None)),
+            Consistency::Strong => {
+                let head = self.store.head(auction_id).await?;
+                Ok(match head {
+                    Some(head) => (vec![head.summary], head.last.map(|l| l.bid)),
+                    None => (Vec::new(), None),
+                })
+            }
+        }
+    }
+
+    /// The error frame of a strong-mode Region cut off from its table's quorum: the client
+    /// goes to another Region (docs/PROTOCOL.md).
+    fn no_quorum_frame(&self) -> ServerMessage {
+        self.error_frame(&ProtocolError::new(
+            ErrorCode::NoQuorum,
+            "this Region cannot reach its table's quorum; connect to another Region",
+        ))
+    }
+
     /// `bid`: idempotent by (bidder, bidId). Never an anonymous error: every outcome, a store
     /// failure included, is a `bidResult` for this bidId.
     pub async fn bid(
@@ -370,11 +439,22 @@ impl AuctionService {
         amount: Amount,
         bid_id: &BidId,
     ) -> Result<Reply> {
-        match self
-            .try_bid(connection, user, auction_id, amount, bid_id)
-            .await
-        {
+        let outcome = match self.consistency {
+            Consistency::Eventual => {
+                self.try_bid(connection, user, auction_id, amount, bid_id)
+                    .await
+            }
+            Consistency::Strong => {
+                self.try_bid_strong(connection, user, auction_id, amount, bid_id)
+                    .await
+            }
+        };
+        match outcome {
             Ok(reply) => Ok(reply),
+            Err(failure) if failure.no_quorum() => {
+                tracing::warn!(%bid_id, user = %user, "bid not decided: no quorum here; redirected");
+                Ok(self.bid_result(bid_id, Ok(BidStatus::Redirect)))
+            }
             Err(BidFailure::BeforeCommit(error)) => {
                 tracing::error!(%error, %bid_id, user = %user, "bid failed before its write");
                 Ok(self.bid_result(bid_id, Err(BidReason::Unavailable)))
@@ -487,11 +567,110 @@ impl AuctionService {
         ))))
     }
 
+    /// The strong-mode bid: one conditional write of the auction's ledger head decides it,
+    /// checked against the latest version in every Region (docs/DATA_MODEL.md, "Strong
+    /// mode"). Before moving the head, the head's last bid gets its copy: so every accepted
+    /// bid but the newest has one, and a replay is found in the copies or in the head.
+    async fn try_bid_strong(
+        &self,
+        connection: &ConnectionId,
+        user: &UserId,
+        auction_id: &AuctionId,
+        amount: Amount,
+        bid_id: &BidId,
+    ) -> Result<Reply, BidFailure> {
+        use BidFailure::{AtCommit, BeforeCommit};
+        let Some(auction) = self.find_auction(auction_id).await.map_err(BeforeCommit)? else {
+            return Ok(self.bid_result(bid_id, Err(BidReason::UnknownAuction)));
+        };
+        for attempt in 0..COMMIT_ATTEMPTS {
+            let head = self
+                .store
+                .head(auction_id)
+                .await
+                .map_err(BeforeCommit)?
+                .unwrap_or_else(LedgerHead::empty);
+            if let Some(last) = &head.last {
+                self.store
+                    .settle(&last.bid, &last.write_id)
+                    .await
+                    .map_err(BeforeCommit)?;
+            }
+            // Every accepted bid now has its copy: the copies answer a replay.
+            let copies = self
+                .store
+                .bid_copies(auction_id, user, bid_id)
+                .await
+                .map_err(BeforeCommit)?;
+            if let Some(reply) = self.replay_answer(bid_id, amount, &copies) {
+                return Ok(reply);
+            }
+            let now = self.clock.now_ms();
+            if !auction.is_open(now) {
+                return Ok(self.bid_result(bid_id, Err(BidReason::AuctionClosed)));
+            }
+            let high = head.summary.high.as_ref();
+            if amount.get() < auction.minimum_next_bid(high) {
+                let reason = if high.is_none() {
+                    BidReason::BelowStartingPrice
+                } else {
+                    BidReason::TooLow
+                };
+                return Ok(self.bid_result(bid_id, Err(reason)));
+            }
+            let bid = BidRecord {
+                auction_id: auction_id.clone(),
+                bid_id: bid_id.clone(),
+                bidder: user.clone(),
+                amount,
+                at: now,
+                region: self.region.clone(),
+            };
+            let write_id = self.write_id();
+            let next = head.with_bid(&bid, &write_id);
+            match self
+                .store
+                .advance(auction_id, head.summary.accepted, &next)
+                .await
+            {
+                Ok(Advance::Advanced) => {
+                    // Decided. The copy is written now or by the next bid, whichever comes
+                    // first; a failure here changes nothing for this answer.
+                    if let Err(error) = self.store.settle(&bid, &write_id).await {
+                        tracing::warn!(%error, %bid_id, "copy of an accepted bid deferred to the next bid");
+                    }
+                    let after = AuctionSnapshot::merge(std::iter::once(&next.summary));
+                    let fanout = match self.announce(Some(connection), auction_id, &after).await {
+                        Ok(report) => Some(report),
+                        Err(error) => {
+                            tracing::warn!(%error, %bid_id, "broadcast after an accepted bid failed");
+                            None
+                        }
+                    };
+                    return Ok(Reply {
+                        message: self.bid_result(bid_id, Ok(BidStatus::Accepted)).message,
+                        fanout,
+                    });
+                }
+                // Another bid moved the head first, or a request in another Region was
+                // writing it (nothing written either way): decide again on fresh state.
+                Ok(Advance::Moved) | Err(crate::Error::WriteConflict(_)) => {
+                    let pause = rand_below(1 + (2u64 << attempt.min(6)));
+                    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                }
+                Err(error) => return Err(AtCommit(error)),
+            }
+        }
+        Err(BeforeCommit(crate::Error::Transient(format!(
+            "the auction's ledger head kept moving ({COMMIT_ATTEMPTS} tries)"
+        ))))
+    }
+
     /// Bids arrived by replication changed the auction (in AWS: the table's stream showed
     /// another Region's summary; in the lab: the replicator applied one). Push the merged
     /// state to every subscriber in this Region.
     pub async fn announce_replicated(&self, auction_id: &AuctionId) -> Result<FanoutReport> {
-        let summaries = self.store.summaries(auction_id).await?;
+        let (summaries, _) = self.read_summaries(auction_id).await?;
         let snapshot = AuctionSnapshot::merge(&summaries);
         self.announce(None, auction_id, &snapshot).await
     }

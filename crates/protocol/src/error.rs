@@ -16,6 +16,9 @@ pub enum ErrorCode {
     Unauthorized,
     /// Something failed on our side; details are in the server log, not the frame.
     Internal,
+    /// Strong mode only: this Region is cut off from the table's quorum and can answer
+    /// nothing consistent; connect to another Region (docs/PROTOCOL.md).
+    NoQuorum,
 }
 
 impl ErrorCode {
@@ -28,6 +31,7 @@ impl ErrorCode {
             ErrorCode::TooLarge => "too_large",
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::Internal => "internal",
+            ErrorCode::NoQuorum => "no_quorum",
         }
     }
 }

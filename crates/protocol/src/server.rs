@@ -105,6 +105,10 @@ pub enum BidStatus {
     /// The Region could not tell whether it recorded the bid (a store failure during the
     /// write). Replaying it with the same bidId is safe; `getState` tells if it stands.
     Unknown,
+    /// Strong mode only: this Region cannot decide bids now (cut off from the table's
+    /// quorum; `reason` is `no_quorum`). Not a rejection: nothing was decided here. Send the
+    /// same bid, same bidId, to another Region; it answers as if this one was never asked.
+    Redirect,
 }
 
 /// A frame the server sends.

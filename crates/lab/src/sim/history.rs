@@ -22,6 +22,9 @@ pub enum Answer {
     Unknown,
     /// Queued while offline and dropped unsent by the client (too old): never sent anywhere.
     Expired,
+    /// Strong mode: the Region could not reach its table's quorum and decided nothing
+    /// (`redirect`); the client sends the bid to another Region.
+    Redirected,
 }
 
 /// One bid as a client made it.

@@ -715,6 +715,7 @@ fn on_event(
                 BidStatus::Duplicate => Answer::Duplicate,
                 BidStatus::Rejected => Answer::Rejected,
                 BidStatus::Unknown => Answer::Unknown,
+                BidStatus::Redirect => Answer::Redirected,
             };
             let mut ops = lock(&population.ops);
             if let Some(op) = ops.get_mut(&(sub.clone(), bid_id.as_str().to_owned())) {
