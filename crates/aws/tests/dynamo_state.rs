@@ -360,9 +360,8 @@ async fn bid_status(
     amount: u64,
     bid_id: &str,
 ) -> wsdr_protocol::BidStatus {
-    let frame = format!(
-        r#"{{"action":"bid","auctionId":"a1","amount":{amount},"bidId":"{bid_id}"}}"#
-    );
+    let frame =
+        format!(r#"{{"action":"bid","auctionId":"a1","amount":{amount},"bidId":"{bid_id}"}}"#);
     let reply = service
         .handle_frame(
             &wsdr_core::ConnectionId::new(format!("c-{who}")).unwrap(),
@@ -385,15 +384,30 @@ async fn strong_bids_from_two_regions_are_ordered_on_one_ledger_head() {
     let east = strong_service(store.clone(), "us-east-1");
     let west = strong_service(store.clone(), "us-east-2");
     east.ensure_auction(&auction("a1")).await.unwrap();
-    assert_eq!(bid_status(&east, "alice", 500, "bid-00000001").await, BidStatus::Accepted);
-    assert_eq!(bid_status(&west, "bob", 200, "bid-00000002").await, BidStatus::Rejected);
-    assert_eq!(bid_status(&west, "alice", 500, "bid-00000001").await, BidStatus::Duplicate);
-    assert_eq!(bid_status(&west, "bob", 505, "bid-00000003").await, BidStatus::Accepted);
+    assert_eq!(
+        bid_status(&east, "alice", 500, "bid-00000001").await,
+        BidStatus::Accepted
+    );
+    assert_eq!(
+        bid_status(&west, "bob", 200, "bid-00000002").await,
+        BidStatus::Rejected
+    );
+    assert_eq!(
+        bid_status(&west, "alice", 500, "bid-00000001").await,
+        BidStatus::Duplicate
+    );
+    assert_eq!(
+        bid_status(&west, "bob", 505, "bid-00000003").await,
+        BidStatus::Accepted
+    );
     let head = store.head(&a1()).await.unwrap().unwrap();
     assert_eq!(head.summary.accepted, 2);
     assert_eq!(head.summary.region, wsdr_core::LEDGER);
     let last = head.last.unwrap();
-    assert_eq!((last.bid.amount.get(), last.bid.region.as_str()), (505, "us-east-2"));
+    assert_eq!(
+        (last.bid.amount.get(), last.bid.region.as_str()),
+        (505, "us-east-2")
+    );
     // The summaries query reads the head as the one summary.
     let summaries = store.summaries(&a1()).await.unwrap();
     assert_eq!(summaries, vec![head.summary]);

@@ -91,6 +91,7 @@ pub fn quotas(connect_rate: f64, post_latency: Duration, concurrency: usize) -> 
         max_frame_bytes: 32 * 1024,
         max_message_bytes: 128 * 1024,
         herd_hint: None,
+        consistency: wsdr_core::Consistency::Eventual,
     }
 }
 

@@ -100,6 +100,10 @@ pub enum DisconnectReason {
     Returning,
     /// The server asked the client to move to another Region (`moveTo`), and it did.
     Moved { to: String },
+    /// Strong mode: the Region could not reach its table's quorum (a `redirect` bid answer
+    /// or a `no_quorum` error): the client goes to another Region and resends its
+    /// unanswered bids there (same bidIds).
+    Redirected { from: String },
 }
 
 impl From<Broken> for DisconnectReason {
@@ -129,7 +133,8 @@ impl DisconnectReason {
             ),
             DisconnectReason::ClientClosed
             | DisconnectReason::Returning
-            | DisconnectReason::Moved { .. } => false,
+            | DisconnectReason::Moved { .. }
+            | DisconnectReason::Redirected { .. } => false,
         }
     }
 }
@@ -381,6 +386,7 @@ impl ClientBuilder {
             views: HashMap::new(),
             user_id: None,
             resend: Vec::new(),
+            redirected_from: None,
             queued: VecDeque::new(),
             attempt: 0,
             outage_since: None,
@@ -498,6 +504,9 @@ struct Runner {
     user_id: Option<String>,
     /// Frames to send as soon as the session loop can (resends of `unknown` bids).
     resend: Vec<String>,
+    /// Set when the serving Region said it cannot reach its quorum: the session ends and
+    /// the client goes elsewhere.
+    redirected_from: Option<String>,
     /// Made while offline, not yet sent.
     queued: VecDeque<QueuedBid>,
     attempt: u32,
@@ -551,7 +560,29 @@ impl Runner {
             };
             let returning = reason == DisconnectReason::Returning;
             let moved_by_server = matches!(reason, DisconnectReason::Moved { .. });
+            let redirected = match &reason {
+                DisconnectReason::Redirected { from } => Some(from.clone()),
+                _ => None,
+            };
             self.emit(Event::Disconnected { reason });
+            if let Some(from) = redirected {
+                // Another Region's own endpoint at once, if the app gave the client any;
+                // otherwise the global name, after the usual backoff (the failover decision
+                // moves it: the canary's quorum probe fails in such a Region).
+                let global = self.global_url();
+                if let Some(policy) = self.policy.as_mut() {
+                    if policy.redirect_from(&from).is_some() {
+                        let url = policy.url(&global);
+                        self.emit(Event::EndpointChanged {
+                            url,
+                            regional: true,
+                            reason: format!("{from} cannot reach its table's quorum"),
+                        });
+                        self.attempt = 0;
+                        continue;
+                    }
+                }
+            }
             if moved_by_server {
                 if let Some(order) = self.moving.take() {
                     self.follow(order);
@@ -934,7 +965,13 @@ impl Runner {
                                         heartbeat_due.as_mut().reset(Instant::now() + confirm);
                                     }
                                 }
+                                ServerMessage::Error { code: ErrorCode::NoQuorum, region, .. } => {
+                                    self.redirected_from = Some(region);
+                                }
                                 other => self.on_message(other),
+                            }
+                            if let Some(from) = self.redirected_from.take() {
+                                break DisconnectReason::Redirected { from };
                             }
                             let mut failed = false;
                             for frame in std::mem::take(&mut self.resend) {
@@ -1122,6 +1159,18 @@ impl Runner {
                 region,
             } => {
                 let position = self.unconfirmed.iter().position(|p| p.bid_id == bid_id);
+                if status == BidStatus::Redirect {
+                    // Nothing was decided: the bid stays unanswered, and goes (same bidId) to
+                    // the Region the client moves to.
+                    self.redirected_from = Some(region.clone());
+                    self.emit(Event::BidResult {
+                        bid_id,
+                        status,
+                        reason,
+                        region,
+                    });
+                    return;
+                }
                 if let Some(pending) = position.map(|i| self.unconfirmed.remove(i)) {
                     // A replay rejected by a Region that may not have seen the first copy yet
                     // (too_low, closed...), or an unknown outcome: not final. A rejection of a

@@ -136,6 +136,24 @@ impl EndpointPolicy {
         self.healthy_probes = 0;
     }
 
+    /// Strong mode: `region` cannot decide anything (no quorum). Go at once to the first
+    /// other Region's own endpoint, in preference order. Returns the new target, or `None`
+    /// if the policy knows no other Region.
+    pub fn redirect_from(&mut self, region: &str) -> Option<Target> {
+        let index = self
+            .config
+            .regions
+            .iter()
+            .position(|e| e.region != region)?;
+        if self.target == Target::Global {
+            self.returns = self.returns.saturating_add(1);
+        }
+        self.target = Target::Regional(index);
+        self.failures = 0;
+        self.healthy_probes = 0;
+        Some(self.target.clone())
+    }
+
     /// The URL of the next connect; `global` is what the global name resolves to now.
     pub fn url(&self, global: &str) -> String {
         match self.target {

@@ -9,8 +9,8 @@
 pub use crate::items::{Change, Item, ItemKey};
 use crate::model::{Auction, BidRecord, ConnectionId, LedgerHead, RegionSummary, UserId};
 use crate::ports::{
-    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics, Notifier,
-    StateStore, VerdictDatapoint,
+    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics,
+    Notifier, StateStore, VerdictDatapoint,
 };
 use crate::{Error, Result};
 use async_trait::async_trait;

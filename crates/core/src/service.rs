@@ -2,8 +2,8 @@
 
 use crate::fanout::{broadcast, FanoutConfig, FanoutReport};
 use crate::model::{
-    last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency,
-    LedgerHead, RegionSummary, UserId,
+    last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency, LedgerHead,
+    RegionSummary, UserId,
 };
 use crate::ports::{
     Advance, BidCommit, Census, Clock, CommitOutcome, Connections, Notifier, StateStore,

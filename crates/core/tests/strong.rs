@@ -100,7 +100,9 @@ impl StateStore for RegionView {
     ) -> wsdr_core::Result<Advance> {
         self.gate()?;
         if take(&self.faults.conflicts) {
-            return Err(Error::WriteConflict("being modified in another Region".into()));
+            return Err(Error::WriteConflict(
+                "being modified in another Region".into(),
+            ));
         }
         let outcome = self.table.advance(auction, expected_accepted, next).await?;
         if take(&self.faults.lose_advance_answer) {
@@ -297,7 +299,11 @@ async fn a_lost_answer_is_unknown_and_the_resend_anywhere_is_a_duplicate() {
 async fn a_region_without_quorum_redirects_and_never_rejects() {
     let w = world().await;
     assert_eq!(bid(&w, 1, "bob", 500, "b0").await.0, BidStatus::Accepted);
-    w.regions[0].view.faults.isolated.store(true, Ordering::SeqCst);
+    w.regions[0]
+        .view
+        .faults
+        .isolated
+        .store(true, Ordering::SeqCst);
     // Even a bid that would be too low is not judged: nothing can be decided here.
     assert_eq!(
         bid(&w, 0, "alice", 100, "b1").await.0,
@@ -311,14 +317,22 @@ async fn a_region_without_quorum_redirects_and_never_rejects() {
     }
     // The same bid in the majority Region is decided there, once.
     assert_eq!(bid(&w, 1, "alice", 700, "b2").await.0, BidStatus::Accepted);
-    w.regions[0].view.faults.isolated.store(false, Ordering::SeqCst);
+    w.regions[0]
+        .view
+        .faults
+        .isolated
+        .store(false, Ordering::SeqCst);
     assert_eq!(bid(&w, 0, "alice", 700, "b2").await.0, BidStatus::Duplicate);
 }
 
 #[tokio::test]
 async fn a_replicated_write_conflict_is_decided_again_not_failed() {
     let w = world().await;
-    w.regions[0].view.faults.conflicts.store(3, Ordering::SeqCst);
+    w.regions[0]
+        .view
+        .faults
+        .conflicts
+        .store(3, Ordering::SeqCst);
     assert_eq!(bid(&w, 0, "alice", 500, "b1").await.0, BidStatus::Accepted);
 }
 
@@ -349,14 +363,21 @@ async fn racing_bids_in_both_regions_are_ordered_once_and_strictly_rise() {
     assert_eq!(status, BidStatus::Accepted);
     let auction_id = AuctionId::new("a1").unwrap();
     let mut copies = w.table.all_bids(&auction_id);
-    assert_eq!(copies.len(), accepted.len() + 1, "one copy per accepted bid");
+    assert_eq!(
+        copies.len(),
+        accepted.len() + 1,
+        "one copy per accepted bid"
+    );
     let head = w.table.head(&auction_id).await.unwrap().unwrap();
     assert_eq!(head.summary.accepted as usize, accepted.len() + 1);
     // In acceptance order (the copies' clock is frozen, so order by amount), every
     // accepted bid beat the one before by the increment: no bid below an acknowledged one.
     copies.sort_by_key(|c| c.amount);
     for pair in copies.windows(2) {
-        assert!(pair[1].amount.get() >= pair[0].amount.get() + 10, "{pair:?}");
+        assert!(
+            pair[1].amount.get() >= pair[0].amount.get() + 10,
+            "{pair:?}"
+        );
     }
     for (who, amount, bid_id) in accepted {
         assert!(copies.iter().any(|c| c.bidder.as_str() == who

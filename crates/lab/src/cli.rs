@@ -229,3 +229,21 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// `--consistency` of `wsdr drill` and `wsdr chaos`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConsistencyArg {
+    /// Global Tables MREC: two Regions, each deciding against what it has seen.
+    Eventual,
+    /// Global Tables MRSC: the two Regions' replicas and a witness; bids ordered once.
+    Strong,
+}
+
+impl From<ConsistencyArg> for wsdr_core::Consistency {
+    fn from(arg: ConsistencyArg) -> Self {
+        match arg {
+            ConsistencyArg::Eventual => wsdr_core::Consistency::Eventual,
+            ConsistencyArg::Strong => wsdr_core::Consistency::Strong,
+        }
+    }
+}

@@ -24,6 +24,7 @@ pub mod world {
     pub mod frontdoor;
     pub mod health;
     pub mod lab;
+    pub mod mrsc;
     pub mod owner;
     pub mod prometheus;
     pub mod region;

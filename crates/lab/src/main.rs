@@ -74,6 +74,15 @@ enum Command {
         /// alarm, to time both, even when the alarm decides.
         #[arg(long)]
         fast_path: bool,
+        /// The state table's mode: `eventual` (two Regions, MREC) or `strong` (MRSC: the
+        /// two Regions' replicas and a witness; bids ordered once, a Region without quorum
+        /// redirects).
+        #[arg(long, value_enum, default_value = "eventual")]
+        consistency: cli::ConsistencyArg,
+        /// Run the scenario in both modes with the same seed and compare (RTO, bid latency,
+        /// bids accepted below another Region's, acknowledged bids lost, winners).
+        #[arg(long, conflicts_with = "client_fallback")]
+        compare_consistency: bool,
     },
     /// A chaos campaign: randomized fault schedules while users bid, each run checked by the
     /// history checker; exits non-zero on any violation (docs/RELIABILITY.md).
@@ -96,6 +105,10 @@ enum Command {
         /// Runs in flight at once, each with its own lab (seeds do not depend on it).
         #[arg(long, default_value = "1", value_parser = cli::at_least_one)]
         parallel: usize,
+        /// The state table's mode: `eventual` (two Regions, MREC) or `strong` (MRSC: the
+        /// two Regions' replicas and a witness).
+        #[arg(long, value_enum, default_value = "eventual")]
+        consistency: cli::ConsistencyArg,
     },
     /// Many concurrent connections bidding for a while: lost bids, memory growth, stuck
     /// connections (docs/RELIABILITY.md).
@@ -255,6 +268,8 @@ async fn run() -> anyhow::Result<()> {
             no_evacuate_on_failover,
             health_check,
             fast_path,
+            consistency,
+            compare_consistency,
         } => {
             let evacuate_on_failover = !no_evacuate_on_failover;
             cli::ensure_writable(&report, "report")?;
@@ -272,6 +287,11 @@ async fn run() -> anyhow::Result<()> {
                     store: store_kind(dynamodb),
                     health_check,
                     fast: fast_path.then(Default::default),
+                    consistency: if compare_consistency {
+                        wsdr_core::Consistency::Eventual
+                    } else {
+                        consistency.into()
+                    },
                     ..LabConfig::default()
                 },
                 progress: true,
@@ -286,7 +306,31 @@ async fn run() -> anyhow::Result<()> {
             println!();
             print!("{}", result.table());
             result.write_svg(&chart)?;
-            let failed = if client_fallback {
+            let failed = if compare_consistency {
+                println!("\nwsdr drill: the same scenario and seed, strong consistency (MRSC)");
+                let mut strong_config = config.clone();
+                strong_config.lab.consistency = wsdr_core::Consistency::Strong;
+                let strong = drill::run(strong_config).await?;
+                println!();
+                print!("{}", strong.table());
+                let comparison = wsdr_lab::runs::report::ConsistencyComparison {
+                    scenario,
+                    eventual: result,
+                    strong,
+                };
+                println!();
+                print!("{}", comparison.table());
+                comparison.write_json(&report)?;
+                let mut failed = comparison.eventual.failed_checks.clone();
+                failed.extend(
+                    comparison
+                        .strong
+                        .failed_checks
+                        .iter()
+                        .map(|c| format!("strong: {c}")),
+                );
+                failed
+            } else if client_fallback {
                 println!("\nwsdr drill: the same scenario and seed, with client-assisted failover");
                 let assisted = drill::run(DrillConfig {
                     client_fallback: true,
@@ -342,10 +386,12 @@ async fn run() -> anyhow::Result<()> {
             time_scale,
             report,
             parallel,
+            consistency,
         } => {
             cli::ensure_writable(&report, "report")?;
             println!(
-                "wsdr chaos: seed {seed}, {runs} runs, {users} users each, time scale {time_scale}, {parallel} at once"
+                "wsdr chaos: seed {seed}, {runs} runs, {users} users each, time scale {time_scale}, {parallel} at once, {} consistency",
+                wsdr_core::Consistency::from(consistency)
             );
             let result = wsdr_lab::chaos::campaign(wsdr_lab::chaos::ChaosConfig {
                 seed,
@@ -354,6 +400,7 @@ async fn run() -> anyhow::Result<()> {
                 scale: TimeScale::new(time_scale),
                 progress: true,
                 parallel,
+                consistency: consistency.into(),
             })
             .await?;
             if let Some(dir) = report.parent() {

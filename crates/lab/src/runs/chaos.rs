@@ -73,6 +73,9 @@ pub enum Step {
     /// A planned evacuation of `from` (out of DNS, every connection told to move), then
     /// back in service after `secs`.
     Evacuate { from: usize, secs: f64 },
+    /// `region`'s table replica cut off from every other member (strong mode: no quorum
+    /// there; eventual mode: replication cut both ways), its API still serving.
+    Isolate { region: usize, secs: f64 },
     /// Nothing.
     Calm { secs: f64 },
 }
@@ -80,7 +83,7 @@ pub enum Step {
 impl Step {
     fn draw(rng: &mut SmallRng) -> Self {
         let secs = |rng: &mut SmallRng, lo: f64, hi: f64| rng.random_range(lo..hi).round();
-        match rng.random_range(0..19) {
+        match rng.random_range(0..20) {
             0 => Step::Down {
                 secs: secs(rng, 30.0, 300.0),
             },
@@ -153,6 +156,10 @@ impl Step {
                 from: rng.random_range(0..2),
                 secs: secs(rng, 30.0, 200.0),
             },
+            19 => Step::Isolate {
+                region: rng.random_range(0..2),
+                secs: secs(rng, 30.0, 300.0),
+            },
             _ => Step::Calm {
                 secs: secs(rng, 5.0, 60.0),
             },
@@ -185,6 +192,7 @@ impl Step {
             Step::StickyDns { .. } => vec!["sticky-dns", "down"],
             Step::Slow { .. } => vec!["slow"],
             Step::Evacuate { .. } => vec!["evacuate"],
+            Step::Isolate { .. } => vec!["isolate"],
         }
     }
 }
@@ -200,6 +208,8 @@ pub struct ChaosConfig {
     pub progress: bool,
     /// Runs in flight at once (each its own lab; seeds do not depend on it).
     pub parallel: usize,
+    /// The state table's mode for every run.
+    pub consistency: wsdr_core::Consistency,
 }
 
 impl Default for ChaosConfig {
@@ -211,6 +221,7 @@ impl Default for ChaosConfig {
             scale: TimeScale::new(300.0),
             progress: false,
             parallel: 1,
+            consistency: wsdr_core::Consistency::Eventual,
         }
     }
 }
@@ -244,6 +255,8 @@ pub struct RunReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct CampaignReport {
     pub seed: u64,
+    /// `eventual` or `strong`.
+    pub consistency: String,
     pub runs: usize,
     pub users_per_run: usize,
     pub time_scale: f64,
@@ -282,6 +295,7 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
     let started = std::time::Instant::now();
     let mut report = CampaignReport {
         seed: config.seed,
+        consistency: config.consistency.to_string(),
         runs: config.runs,
         users_per_run: config.users,
         time_scale: config.scale.factor(),
@@ -395,6 +409,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     let lab = Arc::new(
         Lab::start(LabConfig {
             scale,
+            consistency: config.consistency,
             ..LabConfig::default()
         })
         .await?,
@@ -575,6 +590,10 @@ async fn play(lab: &Lab, step: Step, scale: TimeScale) {
             }
             sleep(secs).await;
             lab.set_in_service(from, true);
+        }
+        Step::Isolate { region, secs } => {
+            lab.fault(Fault::Isolate(region));
+            sleep(secs).await;
         }
         Step::Calm { secs } => sleep(secs).await,
     }

@@ -42,6 +42,11 @@ pub enum Scenario {
     /// told to move, paced to the secondary's quota), then the same in reverse once it is
     /// back. No user may see an error.
     Evacuate,
+    /// The primary's table replica cut off from the other Regions, its API still serving.
+    /// Strong mode: the primary has no quorum, answers bids `redirect`, its canary's state
+    /// read fails and the name moves. Eventual mode: a replication partition nobody detects
+    /// (the primary keeps serving; users do not move).
+    Isolate,
 }
 
 impl Scenario {
@@ -57,6 +62,7 @@ impl Scenario {
             Self::NeverReturns => "never-returns",
             Self::Evacuate => "evacuate",
             Self::Slow => "slow",
+            Self::Isolate => "isolate",
         }
     }
 }
@@ -175,6 +181,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         Scenario::Throttle | Scenario::Failback => lab.fault(Fault::Throttle(0)),
         Scenario::Down => lab.fault(Fault::Down(0)),
         Scenario::NeverReturns => lab.fault(Fault::NeverReturns(0)),
+        Scenario::Isolate => lab.fault(Fault::Isolate(0)),
         Scenario::Partition => {
             lab.fault(Fault::Partition);
             lab.fault(Fault::Throttle(0));
@@ -373,7 +380,28 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         .iter()
         .filter(|e| e.kind == Kind::DnsFlip && e.at_ms >= fault_ms && e.at_ms < heal_ms)
         .count();
-    let split = split_between_regions(&logs, &accepted, fault_ms, heal_ms);
+    let mut split = split_between_regions(&logs, &accepted, fault_ms, heal_ms);
+    if let Some(cluster) = &lab.mrsc {
+        // Strong mode: the table's own order is the truth (answers can arrive out of it).
+        split.accepted_below_other_region =
+            below_an_earlier_bid(&cluster.accepted_in_order(&auction));
+    }
+    // Bids answered on the connection they were sent on (not queued offline, not resent
+    // after a reconnect): the time the Region took to decide, plus the round trip.
+    let bid_latency_aws_ms: Vec<f64> = ops
+        .iter()
+        .filter_map(|op| {
+            op.answers
+                .first()
+                .filter(|a| !a.3)
+                .map(|a| (a.0 - op.invoked_ms) * scale.factor())
+        })
+        .collect();
+    let redirected_bids = ops
+        .iter()
+        .flat_map(|op| &op.answers)
+        .filter(|a| a.1 == Answer::Redirected)
+        .count();
     let primary = &lab.config.regions[0];
     let disconnects_in_fault = |l: &UserRecord| {
         l.disconnects
@@ -445,6 +473,14 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         throttled_handshakes_during_move: throttled_during_move as usize,
         back_on_primary_ms: Percentiles::of(back_on_primary.as_deref().unwrap_or_default()),
         failed_checks: Vec::new(),
+        consistency: lab.config.consistency.to_string(),
+        bid_latency_aws_ms: Percentiles::of(&bid_latency_aws_ms),
+        redirected_bids,
+        no_quorum_refusals: lab
+            .mrsc
+            .as_ref()
+            .map(|c| c.refused().into_iter().take(2).collect())
+            .unwrap_or_default(),
     };
     report.failed_checks = report.checks();
     Ok(report)
@@ -500,6 +536,20 @@ struct Split {
     /// and then saw the higher bid arrive by replication. Correctness holds (the high bid is
     /// derived); this is the freshness price of the split.
     accepted_below_other_region: usize,
+}
+
+/// Bids the table took below (or equal to) one it had taken before: in the table's own
+/// order, each accepted bid must beat every earlier one.
+fn below_an_earlier_bid(in_order: &[(u64, String)]) -> usize {
+    let mut best: Option<u64> = None;
+    let mut below = 0;
+    for (amount, _) in in_order {
+        if best.is_some_and(|b| *amount <= b) {
+            below += 1;
+        }
+        best = Some(best.map_or(*amount, |b| b.max(*amount)));
+    }
+    below
 }
 
 /// A user is served by a Region from a state restore there until its next disconnect.
@@ -562,6 +612,15 @@ fn split_between_regions(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bid_taken_after_a_higher_one_is_counted() {
+        let order = |amounts: &[u64]| -> Vec<(u64, String)> {
+            amounts.iter().map(|a| (*a, "r".to_owned())).collect()
+        };
+        assert_eq!(below_an_earlier_bid(&order(&[100, 110, 120])), 0);
+        assert_eq!(below_an_earlier_bid(&order(&[100, 130, 120, 140, 140])), 2);
+    }
 
     /// One vocabulary: the console's name, the CLI's value and the JSON report's are one.
     #[test]

@@ -131,6 +131,18 @@ pub struct Report {
     /// verdict line prints.
     #[serde(default)]
     pub failed_checks: Vec<String>,
+    /// The state table's mode: `eventual` (MREC) or `strong` (MRSC).
+    pub consistency: String,
+    /// Invoke to first answer of every bid, AWS-equivalent milliseconds (lab ms x time
+    /// scale; docs/DRILL_REPORT.md says what that resolution means).
+    #[serde(default)]
+    pub bid_latency_aws_ms: Percentiles,
+    /// Bid answers `redirect` (strong mode: a Region without quorum decided nothing).
+    #[serde(default)]
+    pub redirected_bids: usize,
+    /// Strong mode: table requests refused for want of a quorum, per serving Region.
+    #[serde(default)]
+    pub no_quorum_refusals: Vec<u64>,
 }
 
 impl Report {
@@ -152,6 +164,23 @@ impl Report {
             self.clients > 0,
             "no users: a drill with nobody connected measures nothing".into(),
         );
+        if self.consistency == "strong" {
+            // What strong mode promises (docs/DATA_MODEL.md, "Strong mode").
+            check(
+                self.accepted_below_other_region == 0,
+                format!(
+                    "strong mode accepted {} bids below one already acknowledged",
+                    self.accepted_below_other_region
+                ),
+            );
+            check(
+                self.acknowledged_bids_lost_with_region == 0,
+                format!(
+                    "strong mode lost {} acknowledged bids with a Region",
+                    self.acknowledged_bids_lost_with_region
+                ),
+            );
+        }
         if self.scenario == Scenario::Blip {
             check(
                 self.restored == 0,
@@ -368,6 +397,25 @@ impl Report {
         if self.client_fallback {
             rows.push(("endpoint moves (clients)", self.endpoint_moves.to_string()));
         }
+        rows.push(("consistency", self.consistency.clone()));
+        rows.push((
+            "bid latency (AWS)",
+            format!(
+                "p50 {}, p99 {}",
+                self.bid_latency_aws_ms
+                    .p50
+                    .map_or("-".into(), |v| format!("{v:.0} ms")),
+                self.bid_latency_aws_ms
+                    .p99
+                    .map_or("-".into(), |v| format!("{v:.0} ms"))
+            ),
+        ));
+        if self.redirected_bids > 0 || self.consistency == "strong" {
+            rows.push((
+                "bids redirected (no quorum)",
+                self.redirected_bids.to_string(),
+            ));
+        }
         rows.extend([
             ("split between Regions", ms(Some(self.split_ms))),
             (
@@ -421,6 +469,77 @@ impl Report {
                 colour,
             }],
         )
+    }
+}
+
+/// The same scenario and seed with the table in each mode (`wsdr drill --compare-consistency`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsistencyComparison {
+    pub scenario: Scenario,
+    pub eventual: Report,
+    pub strong: Report,
+}
+
+impl ConsistencyComparison {
+    pub fn passed(&self) -> bool {
+        self.eventual.passed() && self.strong.passed()
+    }
+
+    pub fn table(&self) -> String {
+        let aws_s = |r: &Report, v: Option<f64>| {
+            v.map_or("-".to_owned(), |v| {
+                format!("{:.1} s", v * r.time_scale / 1000.0)
+            })
+        };
+        let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.0} ms"));
+        let (e, s) = (&self.eventual, &self.strong);
+        let row =
+            |name: &'static str, value: &dyn Fn(&Report) -> String| (name, value(e), value(s));
+        let rows: Vec<(&str, String, String)> = vec![
+            row("RTO p50 (AWS)", &|r| aws_s(r, r.rto_ms.p50)),
+            row("RTO p99 (AWS)", &|r| aws_s(r, r.rto_ms.p99)),
+            row("restored", &|r| format!("{}/{}", r.restored, r.clients)),
+            row("bid latency p50 (AWS)", &|r| ms(r.bid_latency_aws_ms.p50)),
+            row("bid latency p99 (AWS)", &|r| ms(r.bid_latency_aws_ms.p99)),
+            row("acknowledged bids", &|r| r.acknowledged_bids.to_string()),
+            row("accepted below other high", &|r| {
+                r.accepted_below_other_region.to_string()
+            }),
+            row("acknowledged lost with a Region", &|r| {
+                r.acknowledged_bids_lost_with_region.to_string()
+            }),
+            row("lost acknowledged bids", &|r| {
+                r.lost_acknowledged_bids.to_string()
+            }),
+            row("same winner everywhere", &|r| {
+                r.high_bid_consistent.to_string()
+            }),
+            row("bids redirected", &|r| r.redirected_bids.to_string()),
+        ];
+        let mut table = plain_table();
+        table.set_header(vec!["", "eventual (MREC)", "strong (MRSC)"]);
+        for (name, a, b) in rows {
+            table.add_row(vec![name.to_owned(), a, b]);
+        }
+        table.add_row(vec![
+            "verdict".to_owned(),
+            verdict(&e.checks()),
+            verdict(&s.checks()),
+        ]);
+        right_align(&mut table, &[1, 2]);
+        format!(
+            "comparison: scenario {}, {} clients, same seed\n{table}\n",
+            self.scenario.name(),
+            e.clients
+        )
+    }
+
+    pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, serde_json::to_vec_pretty(self)?)?;
+        Ok(())
     }
 }
 

@@ -121,6 +121,7 @@ pub fn parse_fault(request: &FaultRequest, names: &[String]) -> Result<Fault, St
             region,
             ms: non_negative_ms()?,
         }),
+        "isolate" => Ok(Fault::Isolate(region)),
         "heal" => Ok(Fault::Heal),
         other => Err(format!(
             "unknown fault `{other}`: {}, heal",

@@ -64,6 +64,15 @@ pub struct LabConfig {
     /// The fast path (fast verdict, health endpoints, endpoint checks). Always on with
     /// `health_check: Endpoint`; with `Alarm` it runs beside it when set, for comparison.
     pub fast: Option<crate::world::fast::FastConfig>,
+    /// The state table's mode: eventual (MREC, the two Regions' tables replicate) or strong
+    /// (MRSC: the two Regions' replicas and a third member decide by quorum).
+    pub consistency: wsdr_core::Consistency,
+    /// Strong mode's third member: its Region, and whether it is a witness (default) or a
+    /// full replica (no application is deployed there either way).
+    pub third_member: (String, crate::world::mrsc::MemberKind),
+    /// Strong mode: what one strongly consistent request costs across Regions, AWS time
+    /// (AWS publishes no figure; docs/DATA_MODEL.md states the assumption).
+    pub strong_request_cost: Duration,
 }
 
 impl Default for LabConfig {
@@ -87,6 +96,9 @@ impl Default for LabConfig {
             herd_hint: true,
             health_check: crate::world::fast::HealthCheckKind::Alarm,
             fast: None,
+            consistency: wsdr_core::Consistency::Eventual,
+            third_member: ("us-east-2".into(), crate::world::mrsc::MemberKind::Witness),
+            strong_request_cost: Duration::from_millis(30),
         }
     }
 }
@@ -137,6 +149,10 @@ pub enum Fault {
     StickyDns(Duration),
     /// Every integration in the Region takes this much longer.
     Slow { region: usize, ms: u64 },
+    /// The Region's table replica cut off from every other member (its API still serves).
+    /// Strong mode: the Region has no quorum and decides nothing. Eventual mode: its
+    /// replication cut both ways (a partition).
+    Isolate(usize),
     /// Everything back to normal (a Region that never returns stays gone).
     Heal,
 }
@@ -159,6 +175,7 @@ impl Fault {
             Fault::OneWay { .. } => "one-way",
             Fault::StickyDns(_) => "sticky-dns",
             Fault::Slow { .. } => "slow",
+            Fault::Isolate(_) => "isolate",
             Fault::Heal => "heal",
         }
     }
@@ -180,6 +197,7 @@ pub const FAULT_KINDS: &[&str] = &[
     "one-way",
     "sticky-dns",
     "slow",
+    "isolate",
 ];
 
 pub const USER_ISSUER: &str = "https://lab.wsdr.local";
@@ -204,6 +222,8 @@ pub struct Lab {
     pub timeline: Timeline,
     pub front_door: SocketAddr,
     user_secret: String,
+    /// Strong mode's MRSC table (its members, quorum, faults); `None` in eventual mode.
+    pub mrsc: Option<Arc<crate::world::mrsc::Cluster>>,
     /// Every task and listener of this lab: cancelled when the lab is dropped.
     owner: Owner,
     /// The lab's one clock (tokio's, as epoch ms); each Region's clock is built on it.
@@ -271,6 +291,11 @@ pub struct Status {
     pub fault: Option<FaultStatus>,
     /// The simulated users, when a run attached them (`wsdr lab --users N`, drills).
     pub users: Option<UsersStatus>,
+    /// `eventual` or `strong`.
+    pub consistency: String,
+    /// Strong mode: the MRSC table's members (the serving Regions' replicas, then the third
+    /// member), each with whether it reaches a quorum now.
+    pub table_members: Option<Vec<crate::world::mrsc::MemberStatus>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -356,11 +381,40 @@ impl Lab {
                 max_census_age: scale.lab(Duration::from_secs(300)),
                 reuse_for: scale.lab(Duration::from_secs(60)),
             }),
+            consistency: config.consistency,
         };
         let clock = LabClock::new();
         let clocks = [RegionClock::new(clock), RegionClock::new(clock)];
-        let [east, west] =
-            crate::world::store::open(&config.store, &config.regions, &clocks).await?;
+        let (mrsc, [east, west]) = match config.consistency {
+            wsdr_core::Consistency::Eventual => (
+                None,
+                crate::world::store::open(&config.store, &config.regions, &clocks).await?,
+            ),
+            wsdr_core::Consistency::Strong => {
+                anyhow::ensure!(
+                    matches!(config.store, crate::world::store::StoreKind::Memory),
+                    "strong mode runs on the lab's in-memory MRSC table; DynamoDB Local has no \
+                     multi-Region mode to stand on"
+                );
+                let cluster = crate::world::mrsc::Cluster::new(
+                    vec![
+                        (
+                            config.regions[0].clone(),
+                            crate::world::mrsc::MemberKind::Replica,
+                        ),
+                        (
+                            config.regions[1].clone(),
+                            crate::world::mrsc::MemberKind::Replica,
+                        ),
+                        config.third_member.clone(),
+                    ],
+                    scale.lab(config.strong_request_cost),
+                    clocks[0].clone(),
+                );
+                let stores: [Arc<dyn ReplicaStore>; 2] = [cluster.member(0), cluster.member(1)];
+                (Some(cluster), stores)
+            }
+        };
         let store_faults = [
             Arc::new(FaultyStore::new(east)),
             Arc::new(FaultyStore::new(west)),
@@ -454,6 +508,7 @@ impl Lab {
             secondary_alarm,
             health_checks,
             fast_faults: Arc::default(),
+            mrsc,
             metrics,
             timeline,
             front_door,
@@ -775,7 +830,21 @@ impl Lab {
 
     pub fn fault(&self, fault: Fault) {
         let names = &self.config.regions;
+        if let Some(cluster) = &self.mrsc {
+            self.strong_fault(cluster, fault);
+        }
         match fault {
+            Fault::Isolate(r) => {
+                // The Region's replication both ways (eventual), or its table member (strong,
+                // above): in both modes the pushes between the Regions stop too.
+                for link in &self.links {
+                    link.set_cut(true);
+                }
+                self.timeline.record(
+                    Kind::Fault,
+                    format!("{}: table replica cut off from the other Regions", names[r]),
+                );
+            }
             Fault::Down(r) => {
                 self.regions[r].faults.down.store(true, Ordering::SeqCst);
                 self.regions[r].drop_all_sockets();
@@ -933,6 +1002,30 @@ impl Lab {
         }
     }
 
+    /// What a fault does to strong mode's MRSC table, on top of what it does to the Regions.
+    fn strong_fault(&self, cluster: &crate::world::mrsc::Cluster, fault: Fault) {
+        match fault {
+            Fault::Down(r) | Fault::NeverReturns(r) => cluster.set_down(r, true),
+            Fault::Partition | Fault::OneWay { .. } => cluster.set_cut(0, 1, true),
+            Fault::Isolate(r) => cluster.set_isolated(r, true),
+            // Replication lag has no MRSC counterpart: a slower cross-Region path makes every
+            // request slower instead.
+            Fault::Lag(lag) => cluster.set_cost(
+                self.config
+                    .scale
+                    .lab(lag.max(self.config.strong_request_cost)),
+            ),
+            Fault::Heal => {
+                cluster.heal();
+                cluster.set_cost(self.config.scale.lab(self.config.strong_request_cost));
+                for r in self.gone() {
+                    cluster.set_down(r, true);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Regions lost for good (`never-returns`).
     pub fn gone(&self) -> Vec<usize> {
         (0..2)
@@ -1079,6 +1172,8 @@ impl Lab {
                 total: u.total(),
                 online: u.online(),
             }),
+            consistency: self.config.consistency.to_string(),
+            table_members: self.mrsc.as_ref().map(|c| c.status()),
         }
     }
 

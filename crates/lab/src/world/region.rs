@@ -59,6 +59,8 @@ pub struct Quotas {
     pub max_message_bytes: usize,
     /// The herd window the handler advertises in `state` replies (lab units), if any.
     pub herd_hint: Option<wsdr_core::HerdHint>,
+    /// How the handler decides bids (strong mode needs the MRSC table).
+    pub consistency: wsdr_core::Consistency,
 }
 
 /// Faults that can be injected into a Region.
@@ -202,10 +204,18 @@ impl Region {
     /// A write replicated into this Region: another Region's summary changed, so push the
     /// merged state here (the stream handler's path, off the replication task).
     pub fn on_replicated(&self, change: &wsdr_core::items::Change) {
-        let wsdr_core::items::Item::Summary { auction, summary } = &change.item else {
-            return;
+        let keys = match &change.item {
+            wsdr_core::items::Item::Summary { auction, summary } => {
+                vec![(auction.clone(), summary.region.clone())]
+            }
+            // Strong mode: the head names the Region that accepted its last bid (the
+            // template's stream filter reads the same attribute, `lastRegion`).
+            wsdr_core::items::Item::Head { auction, head } => match &head.last {
+                Some(last) => vec![(auction.clone(), last.bid.region.clone())],
+                None => return,
+            },
+            _ => return,
         };
-        let keys = vec![(auction.clone(), summary.region.clone())];
         let app = self.app.clone();
         self.owner.spawn(async move {
             app.on_replicated_summaries(&keys).await;
@@ -239,7 +249,8 @@ impl Region {
             clock.clone(),
             name,
         )
-        .with_fanout(quotas.fanout.clone());
+        .with_fanout(quotas.fanout.clone())
+        .with_consistency(quotas.consistency);
         let service = match quotas.herd_hint {
             Some(hint) => service.with_herd_hint(hint),
             None => service,

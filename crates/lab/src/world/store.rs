@@ -398,6 +398,26 @@ impl StateStore for FaultyStore {
         self.check()?;
         self.inner.user_bids(auction, bidder, limit).await
     }
+
+    async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::LedgerHead>> {
+        self.check()?;
+        self.inner.head(auction).await
+    }
+
+    async fn advance(
+        &self,
+        auction: &AuctionId,
+        expected_accepted: u64,
+        next: &wsdr_core::LedgerHead,
+    ) -> wsdr_core::Result<wsdr_core::Advance> {
+        self.check()?;
+        self.inner.advance(auction, expected_accepted, next).await
+    }
+
+    async fn settle(&self, bid: &BidRecord, write_id: &str) -> wsdr_core::Result<()> {
+        self.check()?;
+        self.inner.settle(bid, write_id).await
+    }
 }
 
 #[async_trait]

@@ -1,0 +1,552 @@
+//! Global Tables in multi-Region strong consistency (MRSC), for strong mode: three members
+//! (two serving Regions' replicas and a witness, or three replicas), and the rules the
+//! handler must live with (docs/DATA_MODEL.md, "Strong mode", cites AWS for each):
+//!
+//! - a write succeeds only if its Region reaches a quorum (itself and one other member,
+//!   a witness counts) at the start *and* at the end of its write; otherwise `NoQuorum` and
+//!   nothing is written;
+//! - a condition is checked against the latest version (one linearizable table);
+//! - a write to an item another Region is writing at that moment fails with the retryable
+//!   `ReplicatedWriteConflictException` (`Error::WriteConflict`), nothing written;
+//! - every read is strongly consistent (the handler never reads otherwise in strong mode),
+//!   so it too needs the quorum;
+//! - each request pays a configurable cross-Region cost (AWS publishes no figure).
+//!
+//! Kinder than AWS, on purpose and written in docs/LAB.md: one authoritative table stands
+//! for the members' copies (nothing the handler does can observe a replica's own copy,
+//! since it never reads eventually consistently), and a Region lost for good loses nothing
+//! (an acknowledged write is on a quorum, and one lost member leaves a quorum).
+
+use crate::world::store::ReplicaStore;
+use async_trait::async_trait;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use wsdr_core::items::{Change, Item, ItemKey};
+use wsdr_core::memory::MemoryStateStore;
+use wsdr_core::{
+    Advance, Auction, BidCommit, BidRecord, CommitOutcome, Error, LedgerHead, RegionSummary,
+    StateStore, UserId,
+};
+use wsdr_protocol::{AuctionId, BidId};
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What a member of the table is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberKind {
+    /// A full replica: a Region's application reads and writes it.
+    Replica,
+    /// Stores the replicated log for the quorum; serves no reads or writes.
+    Witness,
+}
+
+/// One member's state, for status and tests.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MemberStatus {
+    pub region: String,
+    pub kind: MemberKind,
+    pub down: bool,
+    pub quorum: bool,
+}
+
+/// The MRSC table shared by the members.
+pub struct Cluster {
+    table: MemoryStateStore,
+    members: Vec<(String, MemberKind)>,
+    down: Vec<AtomicBool>,
+    /// Unordered pairs of members that cannot reach each other.
+    cut: Mutex<BTreeSet<(usize, usize)>>,
+    /// Items being written now, by which member, and how many of its writes.
+    writing: Mutex<HashMap<ItemKey, (usize, u32)>>,
+    /// The cross-Region cost of one request, lab µs.
+    cost_us: AtomicU64,
+    /// Writes and reads refused for want of a quorum, per member.
+    refused: Vec<AtomicU64>,
+    /// Writes refused as replicated write conflicts.
+    conflicts: AtomicU64,
+    /// Every ledger head written, in the order the table took them: (auction, amount of
+    /// the bid it accepted, the Region that accepted it). The drill's truth for "accepted
+    /// below a bid another Region had already acknowledged".
+    order: Mutex<Vec<(AuctionId, u64, u64, String)>>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("members", &self.members)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cluster {
+    /// `members`: the serving Regions first (their indexes are the lab's Region indexes),
+    /// then the third member. `cost`: one request's cross-Region cost, lab time.
+    pub fn new(
+        members: Vec<(String, MemberKind)>,
+        cost: Duration,
+        clock: Arc<dyn wsdr_core::Clock>,
+    ) -> Arc<Self> {
+        let n = members.len();
+        Arc::new(Self {
+            table: MemoryStateStore::new("mrsc", clock),
+            down: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            refused: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            members,
+            cut: Mutex::default(),
+            writing: Mutex::default(),
+            cost_us: AtomicU64::new(cost.as_micros() as u64),
+            conflicts: AtomicU64::new(0),
+            order: Mutex::default(),
+        })
+    }
+
+    /// A serving Region's view of the table.
+    pub fn member(self: &Arc<Self>, index: usize) -> Arc<MrscMember> {
+        Arc::new(MrscMember {
+            cluster: self.clone(),
+            index,
+            feeds: Mutex::default(),
+        })
+    }
+
+    pub fn set_down(&self, member: usize, down: bool) {
+        if let Some(flag) = self.down.get(member) {
+            flag.store(down, Ordering::SeqCst);
+        }
+    }
+
+    /// Cut (or mend) the path between two members.
+    pub fn set_cut(&self, a: usize, b: usize, cut: bool) {
+        let pair = (a.min(b), a.max(b));
+        let mut pairs = lock(&self.cut);
+        if cut {
+            pairs.insert(pair);
+        } else {
+            pairs.remove(&pair);
+        }
+    }
+
+    /// Cut (or mend) a member from every other one.
+    pub fn set_isolated(&self, member: usize, isolated: bool) {
+        for other in 0..self.members.len() {
+            if other != member {
+                self.set_cut(member, other, isolated);
+            }
+        }
+    }
+
+    /// Every member up and every path mended (a member lost for good is set down again by
+    /// the caller).
+    pub fn heal(&self) {
+        lock(&self.cut).clear();
+        for flag in &self.down {
+            flag.store(false, Ordering::SeqCst);
+        }
+    }
+
+    pub fn set_cost(&self, cost: Duration) {
+        self.cost_us
+            .store(cost.as_micros() as u64, Ordering::SeqCst);
+    }
+
+    fn cost(&self) -> Duration {
+        Duration::from_micros(self.cost_us.load(Ordering::SeqCst))
+    }
+
+    /// Whether `member` reaches a majority of the members (itself included).
+    pub fn has_quorum(&self, member: usize) -> bool {
+        if self
+            .down
+            .get(member)
+            .is_none_or(|d| d.load(Ordering::SeqCst))
+        {
+            return false;
+        }
+        let cut = lock(&self.cut);
+        let reachable = (0..self.members.len())
+            .filter(|&other| {
+                other == member
+                    || (!self.down[other].load(Ordering::SeqCst)
+                        && !cut.contains(&(member.min(other), member.max(other))))
+            })
+            .count();
+        reachable * 2 > self.members.len()
+    }
+
+    pub fn status(&self) -> Vec<MemberStatus> {
+        self.members
+            .iter()
+            .enumerate()
+            .map(|(i, (region, kind))| MemberStatus {
+                region: region.clone(),
+                kind: *kind,
+                down: self.down[i].load(Ordering::SeqCst),
+                quorum: self.has_quorum(i),
+            })
+            .collect()
+    }
+
+    /// Requests refused for want of a quorum, per member.
+    pub fn refused(&self) -> Vec<u64> {
+        self.refused
+            .iter()
+            .map(|r| r.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Bids accepted on `auction` in the order the table took them: (amount, Region).
+    pub fn accepted_in_order(&self, auction: &AuctionId) -> Vec<(u64, String)> {
+        let mut taken: Vec<(u64, u64, String)> = lock(&self.order)
+            .iter()
+            .filter(|(a, ..)| a == auction)
+            .map(|(_, seq, amount, region)| (*seq, *amount, region.clone()))
+            .collect();
+        // By the head's version: two writes through one member may log out of turn.
+        taken.sort_by_key(|(seq, ..)| *seq);
+        taken
+            .into_iter()
+            .map(|(_, amount, region)| (amount, region))
+            .collect()
+    }
+
+    pub fn conflicts(&self) -> u64 {
+        self.conflicts.load(Ordering::Relaxed)
+    }
+
+    fn quorum(&self, member: usize) -> wsdr_core::Result<()> {
+        if self.has_quorum(member) {
+            return Ok(());
+        }
+        if let Some(r) = self.refused.get(member) {
+            r.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(Error::NoQuorum(format!(
+            "{} cannot reach a majority of the table's members (lab)",
+            self.members
+                .get(member)
+                .map_or("?", |(name, _)| name.as_str())
+        )))
+    }
+
+    /// A strongly consistent read: the quorum, then the cross-Region cost.
+    async fn read(&self, member: usize) -> wsdr_core::Result<()> {
+        self.quorum(member)?;
+        tokio::time::sleep(self.cost()).await;
+        self.quorum(member)
+    }
+
+    /// Run one write of `key` from `member`: refused without a quorum (before or after its
+    /// cross-Region round), refused as a conflict while another member writes the item.
+    async fn write<T>(
+        &self,
+        member: usize,
+        key: ItemKey,
+        apply: impl std::future::Future<Output = wsdr_core::Result<T>>,
+    ) -> wsdr_core::Result<T> {
+        self.quorum(member)?;
+        {
+            let mut writing = lock(&self.writing);
+            match writing.get_mut(&key) {
+                Some((writer, _)) if *writer != member => {
+                    self.conflicts.fetch_add(1, Ordering::Relaxed);
+                    return Err(Error::WriteConflict(
+                        "the item is being modified by a request in another Region (lab)".into(),
+                    ));
+                }
+                Some((_, count)) => *count += 1,
+                None => {
+                    writing.insert(key.clone(), (member, 1));
+                }
+            }
+        }
+        tokio::time::sleep(self.cost()).await;
+        let result = match self.quorum(member) {
+            Ok(()) => apply.await,
+            Err(error) => Err(error),
+        };
+        let mut writing = lock(&self.writing);
+        if let Some((_, count)) = writing.get_mut(&key) {
+            *count -= 1;
+            if *count == 0 {
+                writing.remove(&key);
+            }
+        }
+        result
+    }
+}
+
+/// One serving Region's replica of the MRSC table, as its handler sees it.
+pub struct MrscMember {
+    cluster: Arc<Cluster>,
+    index: usize,
+    /// Ledger heads written through this member: the lab ships them to the other Region as
+    /// its stream would show them (pushes), after the link's lag.
+    feeds: Mutex<Vec<mpsc::UnboundedSender<Change>>>,
+}
+
+impl std::fmt::Debug for MrscMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MrscMember")
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MrscMember {
+    pub fn cluster(&self) -> &Arc<Cluster> {
+        &self.cluster
+    }
+}
+
+#[async_trait]
+impl StateStore for MrscMember {
+    async fn put_auction_if_absent(&self, auction: &Auction) -> wsdr_core::Result<bool> {
+        let key = ItemKey::Auction(auction.id.clone());
+        self.cluster
+            .write(
+                self.index,
+                key,
+                self.cluster.table.put_auction_if_absent(auction),
+            )
+            .await
+    }
+
+    async fn auction(&self, id: &AuctionId) -> wsdr_core::Result<Option<Auction>> {
+        self.cluster.read(self.index).await?;
+        self.cluster.table.auction(id).await
+    }
+
+    async fn bid_copies(
+        &self,
+        auction: &AuctionId,
+        bidder: &UserId,
+        bid_id: &BidId,
+    ) -> wsdr_core::Result<Vec<BidRecord>> {
+        self.cluster.read(self.index).await?;
+        self.cluster.table.bid_copies(auction, bidder, bid_id).await
+    }
+
+    async fn summaries(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<RegionSummary>> {
+        self.cluster.read(self.index).await?;
+        self.cluster.table.summaries(auction).await
+    }
+
+    async fn commit_bid(&self, _commit: &BidCommit) -> wsdr_core::Result<CommitOutcome> {
+        // MRSC tables have no transactions (docs/DATA_MODEL.md): the eventual-mode bid
+        // cannot run here.
+        Err(Error::Internal(
+            "TransactWriteItems is not supported on an MRSC table (lab)".into(),
+        ))
+    }
+
+    async fn user_bids(
+        &self,
+        auction: &AuctionId,
+        bidder: &UserId,
+        limit: usize,
+    ) -> wsdr_core::Result<Vec<BidRecord>> {
+        self.cluster.read(self.index).await?;
+        self.cluster.table.user_bids(auction, bidder, limit).await
+    }
+
+    async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<LedgerHead>> {
+        self.cluster.read(self.index).await?;
+        self.cluster.table.head(auction).await
+    }
+
+    async fn advance(
+        &self,
+        auction: &AuctionId,
+        expected_accepted: u64,
+        next: &LedgerHead,
+    ) -> wsdr_core::Result<Advance> {
+        let key = ItemKey::Head(auction.clone());
+        let outcome = self
+            .cluster
+            .write(self.index, key, async {
+                let outcome = self
+                    .cluster
+                    .table
+                    .advance(auction, expected_accepted, next)
+                    .await?;
+                if let (Advance::Advanced, Some(last)) = (&outcome, &next.last) {
+                    if next.summary.accepted == expected_accepted + 1 {
+                        lock(&self.cluster.order).push((
+                            auction.clone(),
+                            next.summary.accepted,
+                            last.bid.amount.get(),
+                            last.bid.region.clone(),
+                        ));
+                    }
+                }
+                Ok(outcome)
+            })
+            .await?;
+        if outcome == Advance::Advanced {
+            let change = Change {
+                item: Item::Head {
+                    auction: auction.clone(),
+                    head: next.clone(),
+                },
+                written_at: 0,
+                writer: self
+                    .cluster
+                    .members
+                    .get(self.index)
+                    .map(|m| m.0.clone())
+                    .unwrap_or_default(),
+            };
+            lock(&self.feeds).retain(|feed| feed.send(change.clone()).is_ok());
+        }
+        Ok(outcome)
+    }
+
+    async fn settle(&self, bid: &BidRecord, write_id: &str) -> wsdr_core::Result<()> {
+        let key = Item::Bid {
+            bid: bid.clone(),
+            write_id: write_id.to_owned(),
+        }
+        .key();
+        self.cluster
+            .write(self.index, key, self.cluster.table.settle(bid, write_id))
+            .await
+    }
+}
+
+#[async_trait]
+impl ReplicaStore for MrscMember {
+    fn change_feed(&self) -> mpsc::UnboundedReceiver<Change> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        lock(&self.feeds).push(tx);
+        rx
+    }
+
+    /// The data is already everywhere (the quorum wrote it): a shipped head only tells this
+    /// Region's stream that the auction moved, for the push.
+    async fn apply_replicated(&self, change: &Change) -> wsdr_core::Result<bool> {
+        Ok(matches!(change.item, Item::Head { .. }))
+    }
+
+    async fn dump(&self) -> wsdr_core::Result<Vec<Change>> {
+        Ok(self.cluster.table.dump())
+    }
+
+    /// Every accepted bid: the copies, and the ledger head's last bid (which may not have its
+    /// copy yet: the head is what decided it).
+    async fn all_bids(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<BidRecord>> {
+        let mut bids = self.cluster.table.all_bids(auction);
+        if let Some(last) = self.cluster.table.head(auction).await?.and_then(|h| h.last) {
+            if !bids
+                .iter()
+                .any(|b| b.bidder == last.bid.bidder && b.bid_id == last.bid.bid_id)
+            {
+                bids.push(last.bid);
+            }
+        }
+        Ok(bids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use wsdr_core::memory::ManualClock;
+
+    fn cluster() -> Arc<Cluster> {
+        Cluster::new(
+            vec![
+                ("us-east-1".into(), MemberKind::Replica),
+                ("us-west-2".into(), MemberKind::Replica),
+                ("us-east-2".into(), MemberKind::Witness),
+            ],
+            Duration::from_millis(20),
+            Arc::new(ManualClock::new(1_000)),
+        )
+    }
+
+    fn head(amount: u64, write_id: &str) -> LedgerHead {
+        let bid = BidRecord {
+            auction_id: AuctionId::new("a1").unwrap(),
+            bid_id: BidId::new("bid-00000001").unwrap(),
+            bidder: UserId::new("alice").unwrap(),
+            amount: wsdr_protocol::Amount::new(amount).unwrap(),
+            at: 1,
+            region: "us-east-1".into(),
+        };
+        LedgerHead::empty().with_bid(&bid, write_id)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_member_needs_a_majority_and_the_witness_counts() {
+        let c = cluster();
+        assert!(c.has_quorum(0) && c.has_quorum(1));
+        // The two replicas split: each still reaches the witness.
+        c.set_cut(0, 1, true);
+        assert!(c.has_quorum(0) && c.has_quorum(1));
+        // The witness lost too: nobody has a majority.
+        c.set_down(2, true);
+        assert!(!c.has_quorum(0) && !c.has_quorum(1));
+        c.heal();
+        c.set_isolated(0, true);
+        assert!(!c.has_quorum(0) && c.has_quorum(1));
+        let a1 = AuctionId::new("a1").unwrap();
+        let east = c.member(0);
+        assert!(matches!(
+            east.advance(&a1, 0, &head(100, "w1")).await,
+            Err(Error::NoQuorum(_))
+        ));
+        assert!(matches!(east.head(&a1).await, Err(Error::NoQuorum(_))));
+        assert_eq!(
+            c.member(1).advance(&a1, 0, &head(100, "w2")).await.unwrap(),
+            Advance::Advanced
+        );
+        assert_eq!(c.refused()[0], 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_member_cut_off_during_its_write_writes_nothing() {
+        let c = cluster();
+        let a1 = AuctionId::new("a1").unwrap();
+        let east = c.member(0);
+        let write = tokio::spawn({
+            let east = east.clone();
+            let a1 = a1.clone();
+            async move { east.advance(&a1, 0, &head(100, "w1")).await }
+        });
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        c.set_isolated(0, true);
+        assert!(matches!(write.await.unwrap(), Err(Error::NoQuorum(_))));
+        c.heal();
+        assert_eq!(east.head(&a1).await.unwrap(), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn concurrent_writes_of_one_item_from_two_regions_conflict() {
+        let c = cluster();
+        let a1 = AuctionId::new("a1").unwrap();
+        let (east, west) = (c.member(0), c.member(1));
+        let first = tokio::spawn({
+            let a1 = a1.clone();
+            async move { east.advance(&a1, 0, &head(100, "w1")).await }
+        });
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert!(matches!(
+            west.advance(&a1, 0, &head(200, "w2")).await,
+            Err(Error::WriteConflict(_))
+        ));
+        assert_eq!(first.await.unwrap().unwrap(), Advance::Advanced);
+        // Afterwards the condition, checked against the latest version, refuses the stale one.
+        assert_eq!(
+            west.advance(&a1, 0, &head(200, "w2")).await.unwrap(),
+            Advance::Moved
+        );
+        assert_eq!(c.conflicts(), 1);
+    }
+}

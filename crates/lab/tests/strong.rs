@@ -1,0 +1,110 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+//! Strong mode in the lab: the MRSC table (two Regions' replicas and a witness) under the real
+//! handler, reached by real clients through each Region's own URL.
+
+use std::sync::Arc;
+use std::time::Duration;
+use wsdr_client::{ClientBuilder, Event, StaticToken};
+use wsdr_lab::{Fault, Lab, LabConfig, TimeScale};
+use wsdr_protocol::{Amount, AuctionId, BidStatus};
+
+async fn strong_lab() -> Arc<Lab> {
+    Arc::new(
+        Lab::start(LabConfig {
+            scale: TimeScale::new(60.0),
+            consistency: wsdr_core::Consistency::Strong,
+            ..LabConfig::default()
+        })
+        .await
+        .unwrap(),
+    )
+}
+
+/// A client on one Region's own URL, following `lot-1`.
+fn client(
+    lab: &Lab,
+    region: usize,
+    sub: &str,
+) -> (
+    wsdr_client::Client,
+    tokio::sync::mpsc::UnboundedReceiver<Event>,
+) {
+    ClientBuilder::new(lab.regions[region].url())
+        .token_provider(Arc::new(StaticToken(lab.user_token(sub))))
+        .subscribe(AuctionId::new("lot-1").unwrap())
+        .seed(1)
+        .start()
+}
+
+async fn next_result(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+) -> (BidStatus, Option<String>, String) {
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
+            .await
+            .expect("an answer within 10 s")
+            .expect("the client runs");
+        if let Event::BidResult {
+            status,
+            reason,
+            region,
+            ..
+        } = event
+        {
+            return (status, reason, region);
+        }
+    }
+}
+
+async fn restored(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) -> String {
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
+            .await
+            .expect("a state within 10 s")
+            .expect("the client runs");
+        if let Event::StateRestored { region, .. } = event {
+            return region;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_regions_order_bids_on_one_ledger_and_a_minority_region_redirects() {
+    let lab = strong_lab().await;
+    let (alice, mut alice_events) = client(&lab, 0, "alice");
+    let (bob, mut bob_events) = client(&lab, 1, "bob");
+    assert_eq!(restored(&mut alice_events).await, "us-east-1");
+    assert_eq!(restored(&mut bob_events).await, "us-west-2");
+    let lot = AuctionId::new("lot-1").unwrap();
+
+    alice
+        .bid(lot.clone(), Amount::new(200_000).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(next_result(&mut alice_events).await.0, BidStatus::Accepted);
+    // Below alice's acknowledged bid in the other Region: MREC could accept it; MRSC never.
+    bob.bid(lot.clone(), Amount::new(150_000).unwrap())
+        .await
+        .unwrap();
+    let (status, reason, _) = next_result(&mut bob_events).await;
+    assert_eq!(
+        (status, reason.as_deref()),
+        (BidStatus::Rejected, Some("too_low"))
+    );
+
+    // The primary's replica cut off from the secondary and the witness.
+    lab.fault(Fault::Isolate(0));
+    alice
+        .bid(lot.clone(), Amount::new(300_000).unwrap())
+        .await
+        .unwrap();
+    let (status, _, region) = next_result(&mut alice_events).await;
+    assert_eq!(
+        (status, region.as_str()),
+        (BidStatus::Redirect, "us-east-1")
+    );
+    let members = lab.status().table_members.unwrap();
+    assert!(!members[0].quorum && members[1].quorum && members[2].quorum);
+    lab.fault(Fault::Heal);
+    drop((alice, bob));
+}
