@@ -36,6 +36,8 @@ pub enum FaultKind {
     StickyDns,
     /// Every frame in the Region takes --ms longer.
     Slow,
+    /// The Region's table replica cut off from the other Regions (strong mode: no quorum).
+    Isolate,
     /// End every fault.
     Heal,
 }

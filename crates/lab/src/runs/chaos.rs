@@ -445,9 +445,15 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         ops,
         records,
         lost,
-        violations,
+        mut violations,
         ..
     } = judge(&lab, &users, &auction, scale.secs(30.0)).await?;
+    if let Some(cluster) = &lab.mrsc {
+        let count = crate::sim::history::below_an_earlier_bid(&cluster.accepted_in_order(&auction));
+        if count > 0 {
+            violations.push(Violation::AcceptedBelowEarlierBid { count });
+        }
+    }
     let rpo_lost_acknowledged = lost_acknowledged(&ops, &regions, &lost);
     let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
     for kind in schedule.iter().flat_map(Step::kinds) {

@@ -2,7 +2,7 @@
 //! the primary; then the checks and the report.
 
 use crate::runs::report::{HealthCheckPath, HealthCheckTimes, Percentiles, Report};
-use crate::sim::history::{lost_acknowledged, Answer, Outcome, Violation};
+use crate::sim::history::{below_an_earlier_bid, lost_acknowledged, Answer, Outcome, Violation};
 use crate::sim::judge::{judge, Judgement};
 use crate::sim::users::{wait_for, Behaviour, Population, UserRecord};
 use crate::world::lab::{Fault, Lab, LabConfig};
@@ -536,20 +536,6 @@ struct Split {
     /// and then saw the higher bid arrive by replication. Correctness holds (the high bid is
     /// derived); this is the freshness price of the split.
     accepted_below_other_region: usize,
-}
-
-/// Bids the table took below (or equal to) one it had taken before: in the table's own
-/// order, each accepted bid must beat every earlier one.
-fn below_an_earlier_bid(in_order: &[(u64, String)]) -> usize {
-    let mut best: Option<u64> = None;
-    let mut below = 0;
-    for (amount, _) in in_order {
-        if best.is_some_and(|b| *amount <= b) {
-            below += 1;
-        }
-        best = Some(best.map_or(*amount, |b| b.max(*amount)));
-    }
-    below
 }
 
 /// A user is served by a Region from a state restore there until its next disconnect.

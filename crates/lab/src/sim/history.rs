@@ -58,7 +58,9 @@ impl Op {
         {
             Outcome::Ok
         } else if self.answers.iter().any(|a| a.1 == Answer::Expired)
-            || (self.answers.len() == 1 && !self.answers[0].3)
+            || (self.answers.len() == 1
+                && self.answers[0].1 == Answer::Rejected
+                && !self.answers[0].3)
         {
             Outcome::Fail
         } else {
@@ -160,6 +162,11 @@ pub enum Violation {
         bid_id: String,
         region: String,
     },
+    /// Strong mode: in the table's own order, bids taken at or below a bid taken before
+    /// them (one Region accepted below what another had already acknowledged).
+    AcceptedBelowEarlierBid {
+        count: usize,
+    },
     /// The high bid the Region serves is not the one the ledger's rule picks from its
     /// records (amount, then earliest copy, then bidder, then bidId): a wrong amount, or the
     /// wrong winner among equal amounts.
@@ -230,6 +237,20 @@ impl Violation {
             _ => None,
         }
     }
+}
+
+/// Bids taken at or below an earlier one, in the order a strongly consistent table took
+/// them ((amount, Region) each): in strong mode each accepted bid must beat every earlier one.
+pub fn below_an_earlier_bid(in_order: &[(u64, String)]) -> usize {
+    let mut best: Option<u64> = None;
+    let mut below = 0;
+    for (amount, _) in in_order {
+        if best.is_some_and(|b| *amount <= b) {
+            below += 1;
+        }
+        best = Some(best.map_or(*amount, |b| b.max(*amount)));
+    }
+    below
 }
 
 /// Bid copies (bidder, bid id, amount) a Region that never came back took with it: the only
@@ -778,6 +799,13 @@ mod tests {
         assert_eq!(acked_later.outcome(), Outcome::Ok);
         let never_sent = op("a", "b1", 100, &[(Answer::Expired, true)]);
         assert_eq!(never_sent.outcome(), Outcome::Fail);
+        // Neither an unknown outcome nor a redirect decides anything.
+        for answer in [Answer::Unknown, Answer::Redirected] {
+            assert_eq!(
+                op("a", "b1", 100, &[(answer, false)]).outcome(),
+                Outcome::Unknown
+            );
+        }
     }
 
     #[test]
