@@ -9,8 +9,13 @@ use wsdr_core::{AuctionService, FanoutConfig, HerdHint, SystemClock};
 /// the configured auctions created if absent (idempotent; safe in both Regions).
 pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error> {
     let dynamo = wsdr_aws::dynamo_client(sdk);
+    let state = DynamoStateStore::new(dynamo.clone(), &config.state_table);
+    let state = match config.consistency {
+        wsdr_core::Consistency::Eventual => state,
+        wsdr_core::Consistency::Strong => state.strongly_consistent(),
+    };
     let service = AuctionService::new(
-        Arc::new(DynamoStateStore::new(dynamo.clone(), &config.state_table)),
+        Arc::new(state),
         Arc::new(DynamoConnections::new(
             dynamo,
             &config.connections_table,
@@ -25,7 +30,8 @@ pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error
         ..FanoutConfig::default()
     })
     // Created on first use, not here: a cold start makes no network call.
-    .with_seed_auctions(config.seed_auctions.clone());
+    .with_seed_auctions(config.seed_auctions.clone())
+    .with_consistency(config.consistency);
     let service = match config.herd_hint_quota_per_s {
         Some(quota) => service.with_herd_hint(HerdHint {
             destination_quota_per_s: quota,

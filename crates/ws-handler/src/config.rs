@@ -29,6 +29,9 @@ pub struct Config {
     /// quota. When set, `state` and `pong` replies advertise the herd window: this Region's
     /// connection census (taken every minute by the evacuator) over this quota.
     pub herd_hint_quota_per_s: Option<f64>,
+    /// `CONSISTENCY` (default `eventual`): `strong` when the state table is a multi-Region
+    /// strongly consistent (MRSC) global table; bids then go through its ledger head.
+    pub consistency: wsdr_core::Consistency,
 }
 
 /// One entry of `SEED_AUCTIONS`.
@@ -112,6 +115,15 @@ impl Config {
             herd_hint_quota_per_s: match number("HERD_HINT_QUOTA_PER_SECOND", 0)? {
                 0 => None,
                 quota => Some(quota as f64),
+            },
+            consistency: match get("CONSISTENCY") {
+                None => wsdr_core::Consistency::Eventual,
+                Some(value) => value
+                    .parse()
+                    .map_err(|e: wsdr_core::Error| Error::InvalidVar {
+                        name: "CONSISTENCY",
+                        reason: e.to_string(),
+                    })?,
             },
         })
     }

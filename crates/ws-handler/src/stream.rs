@@ -26,10 +26,21 @@ pub fn summary_keys(event: &Value) -> Vec<(AuctionId, String)> {
         .iter()
         .filter(|r| r.get("eventSource").and_then(Value::as_str) == Some("aws:dynamodb"))
         .filter_map(|r| {
-            let keys = r.get("dynamodb")?.get("Keys")?;
+            let record = r.get("dynamodb")?;
+            let keys = record.get("Keys")?;
             let pk = keys.get("pk")?.get("S")?.as_str()?;
             let sk = keys.get("sk")?.get("S")?.as_str()?;
             let (auction, region) = wsdr_aws::keys::summary_of_keys(pk, sk)?;
+            if sk == wsdr_aws::keys::LEDGER_SK {
+                // Strong mode: one head for every Region; the Region that moved it is the
+                // one that accepted its last bid (and pushed it there already).
+                let last = record
+                    .get("NewImage")?
+                    .get("lastRegion")?
+                    .get("S")?
+                    .as_str()?;
+                return Some((auction, last.to_owned()));
+            }
             Some((auction, region.to_owned()))
         })
         .collect()

@@ -18,6 +18,10 @@ struct World {
 }
 
 async fn world(region: &str) -> World {
+    world_with(region, &[]).await
+}
+
+async fn world_with(region: &str, extra: &[(&'static str, &str)]) -> World {
     let client = dynamo_client(&dynamo_endpoint(), "us-east-1");
     let state_table = unique("state");
     let connections_table = unique("connections");
@@ -29,7 +33,7 @@ async fn world(region: &str) -> World {
         .unwrap();
     let callback = CallbackServer::default();
     let url = callback.start().await;
-    let env = HashMap::from([
+    let mut env = HashMap::from([
         ("STATE_TABLE", state_table.clone()),
         ("CONNECTIONS_TABLE", connections_table.clone()),
         ("WS_CALLBACK_URL", url),
@@ -40,6 +44,7 @@ async fn world(region: &str) -> World {
                 .to_owned(),
         ),
     ]);
+    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
     let config = Config::from_lookup(|k| env.get(k).cloned()).unwrap();
     let sdk = local_sdk();
     let app = app_from_aws(&config, &sdk).await.unwrap();
@@ -190,4 +195,60 @@ async fn missing_table_gives_internal_frame_and_refused_handshake() {
         !b["message"].as_str().unwrap().contains("does-not-exist"),
         "no internal detail in frames"
     );
+}
+
+#[tokio::test]
+async fn strong_mode_decides_a_bid_on_the_ledger_head() {
+    let w = world_with("us-east-1", &[("CONSISTENCY", "strong")]).await;
+    join(&w, "alice=", "alice").await;
+    join(&w, "bob=", "bob").await;
+    let reply = alice_bids(&w).await;
+    assert_eq!(reply["status"], "accepted", "{reply}");
+    assert_eq!(w.callback.posted_to(), ["bob="]);
+    let head = w
+        .client
+        .get_item()
+        .table_name(&w.state_table)
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S("SUMMARY#lot-1".into()),
+        )
+        .key(
+            "sk",
+            aws_sdk_dynamodb::types::AttributeValue::S("LEDGER".into()),
+        )
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap();
+    let head = head.item().expect("the ledger head");
+    assert_eq!(
+        head["accepted"],
+        aws_sdk_dynamodb::types::AttributeValue::N("1".into())
+    );
+    assert_eq!(
+        head["lastRegion"],
+        aws_sdk_dynamodb::types::AttributeValue::S("us-east-1".into())
+    );
+    // The same bid again is a duplicate; a lower one is too low.
+    assert_eq!(alice_bids(&w).await["status"], "duplicate");
+    let low = br#"{"action":"bid","auctionId":"lot-1","amount":110000,"bidId":"bob-bid-001"}"#;
+    let reply = body(&w.app.respond(message("bid", "bob=", "bob", low)).await);
+    assert_eq!(
+        (reply["status"].as_str(), reply["reason"].as_str()),
+        (Some("rejected"), Some("too_low"))
+    );
+}
+
+#[test]
+fn an_unknown_consistency_is_refused_at_cold_start() {
+    let env = HashMap::from([
+        ("STATE_TABLE", "t".to_owned()),
+        ("CONNECTIONS_TABLE", "c".to_owned()),
+        ("WS_CALLBACK_URL", "http://127.0.0.1:9/prod".to_owned()),
+        ("REGION_LABEL", "us-east-1".to_owned()),
+        ("CONSISTENCY", "linearizable".to_owned()),
+    ]);
+    let error = Config::from_lookup(|k| env.get(k).cloned()).unwrap_err();
+    assert!(error.to_string().contains("CONSISTENCY"), "{error}");
 }

@@ -90,3 +90,24 @@ async fn api_gateway_events_still_route_through_handle_any() {
     assert_eq!(answer["statusCode"], 200);
     assert!(answer["body"].as_str().unwrap().contains("\"pong\""));
 }
+
+#[test]
+fn a_strong_mode_ledger_head_names_the_region_that_moved_it() {
+    let mut event: serde_json::Value = serde_json::from_str(STREAM).unwrap();
+    let record = &mut event["Records"][0]["dynamodb"];
+    record["Keys"]["pk"]["S"] = "SUMMARY#lot-1".into();
+    record["Keys"]["sk"]["S"] = "LEDGER".into();
+    record["NewImage"]["lastRegion"] = serde_json::json!({ "S": "us-east-2" });
+    let keys = ws_handler::stream::summary_keys(&event);
+    assert_eq!(keys[0].1, "us-east-2");
+    // A head without its last bid's Region says nothing to push on.
+    event["Records"][0]["dynamodb"]["NewImage"]
+        .as_object_mut()
+        .unwrap()
+        .remove("lastRegion");
+    let keys = ws_handler::stream::summary_keys(&event);
+    assert!(
+        keys.iter().all(|(_, region)| region != "LEDGER"),
+        "{keys:?}"
+    );
+}
