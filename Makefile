@@ -96,6 +96,7 @@ invoke-local:
 #           EXTRA_PARAMS (more Key=Value overrides for both stacks, e.g. AlarmTopicArn=...),
 #           CFN_ROLE_ARN (a CloudFormation service role that makes the changes).
 PRIMARY_REGION ?= us-east-1
+CONSISTENCY ?= eventual
 SECONDARY_REGION ?= us-west-2
 STATE_TABLE_NAME ?= wsdr-state
 SAM ?= sam
@@ -104,7 +105,7 @@ COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGI
 	JwtAudience=$(JWT_AUDIENCE) $(if $(JWT_JWKS_URL),JwtJwksUrl=$(JWT_JWKS_URL)) \
 	$(if $(JWT_ALGORITHMS),JwtAlgorithms=$(JWT_ALGORITHMS)) \
 	$(if $(USER_HS256_SECRET_NAME),UserHs256SecretName=$(USER_HS256_SECRET_NAME)) \
-	CanarySecretName=$(CANARY_SECRET_NAME) $(EXTRA_PARAMS)
+	CanarySecretName=$(CANARY_SECRET_NAME) Consistency=$(CONSISTENCY) $(EXTRA_PARAMS)
 
 ## package: the three arm64 bootstraps, and the cold-start anchor `make bench` compares them
 ## with (needs cargo-lambda and zig; see docs/DEPLOY.md)

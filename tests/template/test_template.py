@@ -81,9 +81,14 @@ def test_state_table_is_a_global_table_with_both_replicas(template):
     assert table["Type"] == "AWS::DynamoDB::GlobalTable"
     assert table["Condition"] == "IsPrimary", "only the primary stack creates it"
     props = table["Properties"]
-    regions = [r["Region"] for r in props["Replicas"]]
+    replicas = props["Replicas"][:2]
+    regions = [r["Region"] for r in replicas]
     assert regions == [{"Ref": "PrimaryRegion"}, {"Ref": "SecondaryRegion"}]
-    for replica in props["Replicas"]:
+    # Strong mode's third replica, only when asked for.
+    third = props["Replicas"][2]["Fn::If"]
+    assert third[0] == "StrongWithThirdReplica" and third[2] == {"Ref": "AWS::NoValue"}
+    replicas.append(third[1])
+    for replica in replicas:
         assert replica["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
         assert replica["DeletionProtectionEnabled"] == {"Ref": "DeletionProtection"}
     assert props["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
@@ -282,9 +287,15 @@ def test_replicated_bids_are_pushed_from_each_regions_own_stream(template):
     }
     assert props["StartingPosition"] == "LATEST"
     (flt,) = props["FilterCriteria"]["Filters"]
-    pattern = json.loads(flt["Pattern"]["Fn::Sub"].replace("${AWS::Region}", "us-west-2"))
+    condition, strong, eventual = flt["Pattern"]["Fn::If"]
+    assert condition == "IsStrong"
+    pattern = json.loads(eventual["Fn::Sub"].replace("${AWS::Region}", "us-west-2"))
     assert pattern["dynamodb"]["Keys"]["pk"]["S"] == [{"prefix": "SUMMARY#"}]
     assert pattern["dynamodb"]["NewImage"]["region"]["S"] == [{"anything-but": ["us-west-2"]}]
+    # Strong mode: the one ledger head, moved by another Region (its `lastRegion`).
+    pattern = json.loads(strong["Fn::Sub"].replace("${AWS::Region}", "us-west-2"))
+    assert pattern["dynamodb"]["Keys"]["sk"]["S"] == ["LEDGER"]
+    assert pattern["dynamodb"]["NewImage"]["lastRegion"]["S"] == [{"anything-but": ["us-west-2"]}]
     rule = template["Rules"]["SecondaryNeedsThePrimary"]["Assertions"][0]["Assert"]["Fn::And"]
     assert any("StateTableStreamArn" in json.dumps(a) for a in rule)
     # The bid transaction is authorised by its actions: PutItem on the state table.
@@ -615,3 +626,43 @@ def test_evacuators_aim_at_one_regions_table_and_api_and_may_do_nothing_else(tem
     assert template["Conditions"]["EvacuatesPrimary"] == {
         "Fn::And": [{"Condition": "IsSecondary"}, {"Fn::Not": [{"Fn::Equals": [{"Ref": "PrimaryConnectionsTableName"}, "none"]}]}]
     }
+
+
+def test_strong_mode_is_one_parameter_with_its_third_member(template):
+    params = template["Parameters"]
+    assert params["Consistency"]["AllowedValues"] == ["eventual", "strong"]
+    assert params["Consistency"]["Default"] == "eventual"
+    assert params["ThirdRegionRole"]["AllowedValues"] == ["witness", "replica"]
+    props = template["Resources"]["StateTable"]["Properties"]
+    assert props["MultiRegionConsistency"] == {"Fn::If": ["IsStrong", "STRONG", {"Ref": "AWS::NoValue"}]}
+    assert props["GlobalTableWitnesses"]["Fn::If"][0] == "StrongWithWitness"
+    assert props["GlobalTableWitnesses"]["Fn::If"][1] == [{"Region": {"Ref": "ThirdRegion"}}]
+    env = template["Resources"]["WsHandlerFunction"]["Properties"]["Environment"]["Variables"]
+    assert env["CONSISTENCY"] == {"Ref": "Consistency"}
+    rule = template["Rules"]["StrongModeRegionsFormAnMrscSet"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "Consistency"}, "strong"]}
+    assert "us-east-2" in json.dumps(rule)
+
+
+@pytest.mark.parametrize("role", ["witness", "replica"])
+def test_cfn_lint_passes_with_the_strong_mode_parameters_set(tmp_path, role):
+    """cfn-lint resolves conditions from the parameters' defaults: a copy whose defaults are
+    strong mode's is linted as a strong-mode deployment would be."""
+    import subprocess
+    import sys
+
+    text = (ROOT / "template.yaml").read_text()
+    text = text.replace(
+        "  Consistency:\n    Type: String\n    Default: eventual",
+        "  Consistency:\n    Type: String\n    Default: strong",
+    )
+    text = text.replace(
+        "  ThirdRegionRole:\n    Type: String\n    Default: witness",
+        f"  ThirdRegionRole:\n    Type: String\n    Default: {role}",
+    )
+    assert "Default: strong" in text
+    strong = tmp_path / "template-strong.yaml"
+    strong.write_text(text)
+    lint = pathlib.Path(sys.executable).parent / "cfn-lint"
+    result = subprocess.run([str(lint), str(strong)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

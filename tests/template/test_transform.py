@@ -22,7 +22,7 @@ class NoManagedPolicies:
         return {}
 
 
-def translated(role, region):
+def translated(role, region, extra=None):
     tpl, matches = decode(str(ROOT / "template.yaml"))
     assert not matches, matches
     tpl = copy.deepcopy(tpl)
@@ -39,6 +39,7 @@ def translated(role, region):
         "JwtAudience": "app",
         "JwtJwksUrl": "https://idp.example/jwks",
         "CanarySecretName": "wsdr/canary",
+        **(extra or {}),
         "AWS::Region": region,
         "AWS::StackName": f"wsdr-{role}",
         **PSEUDO,
@@ -99,3 +100,71 @@ def test_functions_keep_the_globals(output):
         assert props["Runtime"] == "provided.al2023", name
         assert props["Architectures"] == ["arm64"], name
         assert props["TracingConfig"] == {"Mode": "Active"}, name
+
+
+def resolved(out, params):
+    """What CloudFormation makes of the transform's output for these parameters: conditions
+    evaluated, `Fn::If` chosen, `AWS::NoValue` dropped, parameter `Ref`s replaced (the
+    transform leaves all of that to CloudFormation)."""
+    values = {k: v.get("Default") for k, v in out["Parameters"].items()}
+    values.update(params)
+    no_value = object()
+
+    def condition(expr):
+        if isinstance(expr, dict):
+            (fn, args), = expr.items()
+            if fn == "Condition":
+                return condition(out["Conditions"][args])
+            if fn == "Fn::Equals":
+                return value(args[0]) == value(args[1])
+            if fn == "Fn::Not":
+                return not condition(args[0])
+            if fn == "Fn::And":
+                return all(condition(a) for a in args)
+            if fn == "Fn::Or":
+                return any(condition(a) for a in args)
+        raise AssertionError(f"unexpected condition {expr}")
+
+    def value(v):
+        if isinstance(v, dict) and len(v) == 1:
+            (fn, args), = v.items()
+            if fn == "Ref" and args == "AWS::NoValue":
+                return no_value
+            if fn == "Ref" and args in values:
+                return values[args]
+            if fn == "Fn::If":
+                return value(args[1] if condition(out["Conditions"][args[0]]) else args[2])
+        if isinstance(v, dict):
+            kept = {k: value(x) for k, x in v.items()}
+            return {k: x for k, x in kept.items() if x is not no_value}
+        if isinstance(v, list):
+            return [x for x in (value(x) for x in v) if x is not no_value]
+        return v
+
+    return value(out["Resources"])
+
+
+@pytest.mark.parametrize("third", ["witness", "replica"])
+def test_strong_mode_creates_an_mrsc_table_with_its_third_member(third):
+    params = {"Role": "primary", "Consistency": "strong", "ThirdRegionRole": third}
+    out = translated("primary", "us-east-1", params)
+    resources = resolved(out, params)
+    table = resources["StateTable"]["Properties"]
+    assert table["MultiRegionConsistency"] == "STRONG"
+    regions = [r["Region"] for r in table["Replicas"]]
+    if third == "witness":
+        assert table["GlobalTableWitnesses"] == [{"Region": "us-east-2"}]
+        assert regions == ["us-east-1", "us-west-2"]
+    else:
+        assert "GlobalTableWitnesses" not in table
+        assert regions == ["us-east-1", "us-west-2", "us-east-2"]
+    handler = resources["WsHandlerFunction"]["Properties"]["Environment"]["Variables"]
+    assert handler["CONSISTENCY"] == "strong"
+
+
+def test_eventual_mode_table_is_unchanged_by_the_strong_mode_parameters():
+    params = {"Role": "primary"}
+    table = resolved(translated("primary", "us-east-1", params), params)["StateTable"]["Properties"]
+    assert "MultiRegionConsistency" not in table
+    assert "GlobalTableWitnesses" not in table
+    assert [r["Region"] for r in table["Replicas"]] == ["us-east-1", "us-west-2"]
