@@ -173,6 +173,18 @@ export class FallbackPolicy {
     this.healthyProbes = 0;
   }
 
+  /** Strong mode: `region` cannot reach its table's quorum. The next connect goes at once to
+   * the first other Region's own endpoint; false if none is known. */
+  redirectFrom(region) {
+    const index = this.regions.findIndex((r) => r.region !== region);
+    if (index < 0) return false;
+    if (this.target === null) this.fallbacks += 1;
+    this.target = index;
+    this.failures = 0;
+    this.healthyProbes = 0;
+    return true;
+  }
+
   /** A server-directed move: the next connect goes to `target` (null: the global name). */
   moveTo(target) {
     this.target = target !== null && target < this.regions.length ? target : null;
@@ -264,9 +276,12 @@ export class BidBook {
     });
   }
 
-  /** A bidResult: returns the bid's amount and whether the answer is doubtful. */
+  /** A bidResult: returns the bid's amount and whether the answer is doubtful. A `redirect`
+   * (strong mode, no quorum there) decided nothing: the bid stays unconfirmed, to be sent
+   * again (same bidId) wherever the client connects next. */
   onResult(frame, now) {
     const bid = this.unconfirmed.get(frame.bidId);
+    if (frame.status === 'redirect') return { amount: bid?.amount ?? null, doubtful: false };
     this.unconfirmed.delete(frame.bidId);
     if (!bid) return { amount: null, doubtful: false };
     const replayedAndRejected = frame.status === 'rejected' && bid.sends > 1 && frame.reason !== 'bid_id_reused';
@@ -542,10 +557,33 @@ export class AuctionClient extends EventTarget {
         // The bidder gets no bidUpdate for its own bid: the amount travels with the result.
         const { amount, doubtful } = this.book.onResult(frame, Date.now());
         this.emit('bidResult', { ...frame, amount, doubtful });
+        if (frame.status === 'redirect') this.redirect(frame.region);
         break;
       }
+      case 'error':
+        if (frame.code === 'no_quorum') this.redirect(frame.region);
+        break;
       default:
         break;
+    }
+  }
+
+  /** Strong mode: the serving Region cannot reach its table's quorum. Go to another Region's
+   * own endpoint at once if one is configured (else the global name, after the backoff); the
+   * unanswered bids go with the client. */
+  redirect(region) {
+    const session = this.session;
+    if (!session || session.ended) return;
+    if (this.policy?.redirectFrom(region)) {
+      this.emit('endpoint', {
+        url: this.policy.url(this.globalUrl),
+        regional: true,
+        reason: `${region} cannot reach its table's quorum`,
+      });
+      this.attempt = 0;
+      this.endSession(`redirected from ${region}`, false, true, true);
+    } else {
+      this.endSession(`redirected from ${region}`, false);
     }
   }
 

@@ -67,3 +67,15 @@ test('dominates compares version vectors per Region', () => {
   assert.ok(!dominates({ a: 2 }, { a: 1, b: 1 }));
   assert.ok(dominates({}, {}));
 });
+
+test('a redirect decides nothing: the bid stays unconfirmed and goes out again on the next session', () => {
+  const book = new BidBook();
+  book.add('b9', '{"action":"bid"}', 500, true);
+  const r = book.onResult({ bidId: 'b9', status: 'redirect', reason: 'no_quorum', region: 'us-east-1' }, 0);
+  assert.equal(r.doubtful, false);
+  assert.equal(r.amount, 500);
+  assert.deepEqual(book.replay(), ['{"action":"bid"}']);
+  // Its answer in the other Region settles it as usual.
+  assert.equal(book.onResult({ bidId: 'b9', status: 'duplicate' }, 0).doubtful, false);
+  assert.deepEqual(book.replay(), []);
+});

@@ -152,3 +152,16 @@ test('backoff: the first retry spreads over the advertised herd window, later on
   assert.equal(backoffDelay(0, { advertisedHerdMs: 1e12 }, () => 1), MAX_HERD_HINT_MS, 'capped');
   assert.equal(backoffDelay(3, { throttled: true, herdWindowMs: 20000, advertisedHerdMs: 60000 }, () => 1), 60000);
 });
+
+test('a redirect sends the next connect to another Region at once, or nowhere if none is known', () => {
+  const regions = [
+    { region: 'us-east-1', url: 'wss://east' },
+    { region: 'us-west-2', url: 'wss://west' },
+  ];
+  const p = new FallbackPolicy({ regions });
+  assert.equal(p.redirectFrom('us-east-1'), true);
+  assert.equal(p.url('wss://global'), 'wss://west');
+  assert.equal(p.redirectFrom('us-west-2'), true);
+  assert.equal(p.url('wss://global'), 'wss://east');
+  assert.equal(new FallbackPolicy({ regions: [] }).redirectFrom('us-east-1'), false);
+});

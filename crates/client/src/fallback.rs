@@ -274,6 +274,17 @@ mod tests {
     }
 
     #[test]
+    fn a_redirect_moves_at_once_to_another_region() {
+        let mut p = policy();
+        assert_eq!(p.redirect_from("east"), Some(Target::Regional(1)));
+        assert_eq!(p.url("ws://global"), "ws://west");
+        assert_eq!(p.redirect_from("west"), Some(Target::Regional(0)));
+        let mut none = EndpointPolicy::new(Fallback::new(Vec::new()));
+        assert_eq!(none.redirect_from("east"), None);
+        assert_eq!(none.url("ws://global"), "ws://global");
+    }
+
+    #[test]
     fn one_failure_never_moves_two_move_to_the_other_region() {
         let mut p = policy();
         p.on_restored("east");

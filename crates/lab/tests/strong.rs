@@ -29,8 +29,17 @@ fn client(
     wsdr_client::Client,
     tokio::sync::mpsc::UnboundedReceiver<Event>,
 ) {
+    let endpoints = lab
+        .regions
+        .iter()
+        .map(|r| wsdr_client::RegionalEndpoint {
+            region: r.name.clone(),
+            url: r.url(),
+        })
+        .collect();
     ClientBuilder::new(lab.regions[region].url())
         .token_provider(Arc::new(StaticToken(lab.user_token(sub))))
+        .fallback(wsdr_client::Fallback::new(endpoints))
         .subscribe(AuctionId::new("lot-1").unwrap())
         .seed(1)
         .start()
