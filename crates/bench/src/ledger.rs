@@ -35,11 +35,21 @@ struct Prepared {
     seq: usize,
 }
 
-async fn prepare(endpoint: &str, prior: usize) -> anyhow::Result<Prepared> {
+async fn prepare(
+    endpoint: &str,
+    prior: usize,
+    consistency: wsdr_core::Consistency,
+) -> anyhow::Result<Prepared> {
     let client = wsdr_aws::local::dynamo_client(endpoint, "us-east-1");
     let table = format!("bench-ledger-{:08x}", rand::random::<u32>());
     wsdr_aws::schema::create_state_table(&client, &table).await?;
-    let store = Arc::new(DynamoStateStore::new(client, table));
+    let strong = consistency == wsdr_core::Consistency::Strong;
+    let store = DynamoStateStore::new(client, table);
+    let store = Arc::new(if strong {
+        store.strongly_consistent()
+    } else {
+        store
+    });
     let auction = AuctionId::new("lot-1")?;
     store
         .put_auction_if_absent(&Auction {
@@ -52,6 +62,7 @@ async fn prepare(endpoint: &str, prior: usize) -> anyhow::Result<Prepared> {
         .await?;
     // History, written straight through the store (as the service would, without its reads).
     let mut summary = RegionSummary::empty("us-east-1");
+    let mut head = wsdr_core::LedgerHead::empty();
     for i in 0..prior {
         let bid = BidRecord {
             auction_id: auction.clone(),
@@ -61,6 +72,20 @@ async fn prepare(endpoint: &str, prior: usize) -> anyhow::Result<Prepared> {
             at: i as u64,
             region: "us-east-1".into(),
         };
+        if strong {
+            let write_id = format!("prior-{i:08}-{:08x}", rand::random::<u32>());
+            let next = head.with_bid(&bid, &write_id);
+            let outcome = store
+                .advance(&auction, head.summary.accepted, &next)
+                .await?;
+            anyhow::ensure!(
+                outcome == wsdr_core::Advance::Advanced,
+                "history bid {i}: {outcome:?}"
+            );
+            store.settle(&bid, &write_id).await?;
+            head = next;
+            continue;
+        }
         let next = summary.with_bid(&bid);
         let outcome = store
             .commit_bid(&BidCommit {
@@ -82,7 +107,8 @@ async fn prepare(endpoint: &str, prior: usize) -> anyhow::Result<Prepared> {
         Arc::new(RecordingNotifier::default()),
         Arc::new(SystemClock),
         "us-east-1",
-    );
+    )
+    .with_consistency(consistency);
     Ok(Prepared {
         prior,
         store,
@@ -151,10 +177,11 @@ pub async fn run_all(
     endpoint: &str,
     priors: &[usize],
     bids: usize,
+    consistency: wsdr_core::Consistency,
 ) -> anyhow::Result<Vec<LedgerCost>> {
     let mut prepared = Vec::new();
     for prior in priors {
-        prepared.push(prepare(endpoint, *prior).await?);
+        prepared.push(prepare(endpoint, *prior, consistency).await?);
     }
     // Warm-up round, not recorded.
     for p in &mut prepared {
