@@ -83,6 +83,10 @@ enum Command {
         /// bids accepted below another Region's, acknowledged bids lost, winners).
         #[arg(long, conflicts_with = "client_fallback")]
         compare_consistency: bool,
+        /// Strong mode: what one strongly consistent request costs across Regions, AWS
+        /// milliseconds (AWS publishes no figure; the default is an assumption).
+        #[arg(long, default_value_t = 30)]
+        strong_cost_ms: u64,
     },
     /// A chaos campaign: randomized fault schedules while users bid, each run checked by the
     /// history checker; exits non-zero on any violation (docs/RELIABILITY.md).
@@ -147,6 +151,9 @@ enum Command {
         /// Mean AWS seconds between one simulated user's bids (above 0).
         #[arg(long, default_value = "20", value_parser = cli::positive_secs)]
         bid_every: f64,
+        /// The state table's mode: `eventual` (MREC) or `strong` (MRSC with a witness).
+        #[arg(long, value_enum, default_value = "eventual")]
+        consistency: cli::ConsistencyArg,
     },
     /// Inject a fault into a running `wsdr lab` through its control API.
     Fault {
@@ -270,6 +277,7 @@ async fn run() -> anyhow::Result<()> {
             fast_path,
             consistency,
             compare_consistency,
+            strong_cost_ms,
         } => {
             let evacuate_on_failover = !no_evacuate_on_failover;
             cli::ensure_writable(&report, "report")?;
@@ -292,6 +300,7 @@ async fn run() -> anyhow::Result<()> {
                     } else {
                         consistency.into()
                     },
+                    strong_request_cost: Duration::from_millis(strong_cost_ms),
                     ..LabConfig::default()
                 },
                 progress: true,
@@ -476,6 +485,7 @@ async fn run() -> anyhow::Result<()> {
             allow_remote,
             users,
             bid_every,
+            consistency,
         } => {
             let control_token = if cli::is_loopback(&listen) {
                 None
@@ -497,6 +507,7 @@ async fn run() -> anyhow::Result<()> {
                     canary_secret: std::env::var("WSDR_LAB_CANARY_SECRET").ok(),
                     // Runs for hours: the timeline keeps the recent past and every key event.
                     timeline_cap: Some(50_000),
+                    consistency: consistency.into(),
                     ..LabConfig::default()
                 })
                 .await?,

@@ -453,6 +453,11 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         if count > 0 {
             violations.push(Violation::AcceptedBelowEarlierBid { count });
         }
+        violations.extend(crate::sim::history::acknowledged_without_quorum(
+            &ops,
+            &lab.config.regions,
+            |region, from, to| lab.lacked_quorum_throughout(region, from, to),
+        ));
     }
     let rpo_lost_acknowledged = lost_acknowledged(&ops, &regions, &lost);
     let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();

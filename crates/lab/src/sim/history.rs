@@ -167,6 +167,13 @@ pub enum Violation {
     AcceptedBelowEarlierBid {
         count: usize,
     },
+    /// Strong mode: a Region answered `accepted` or `duplicate` for a bid it received and
+    /// answered while it had no quorum the whole time.
+    AcknowledgedWithoutQuorum {
+        bidder: String,
+        bid_id: String,
+        region: String,
+    },
     /// The high bid the Region serves is not the one the ledger's rule picks from its
     /// records (amount, then earliest copy, then bidder, then bidId): a wrong amount, or the
     /// wrong winner among equal amounts.
@@ -233,10 +240,40 @@ impl Violation {
             Violation::AcknowledgedBidMissing { bidder, bid_id, .. }
             | Violation::AcknowledgedBidAltered { bidder, bid_id, .. }
             | Violation::UnexplainedRecord { bidder, bid_id, .. }
-            | Violation::RejectedBidPresent { bidder, bid_id, .. } => Some((bidder, bid_id)),
+            | Violation::RejectedBidPresent { bidder, bid_id, .. }
+            | Violation::AcknowledgedWithoutQuorum { bidder, bid_id, .. } => Some((bidder, bid_id)),
             _ => None,
         }
     }
+}
+
+/// Acknowledgements no Region may have given: the Region had no quorum for the whole time
+/// between the bid's invoke and that answer (`lacked(region, from_ms, to_ms)`). Only answers
+/// without a reconnect since the invoke count: the bid was sent to that Region then.
+pub fn acknowledged_without_quorum(
+    ops: &[Op],
+    regions: &[String],
+    lacked: impl Fn(usize, f64, f64) -> bool,
+) -> Vec<Violation> {
+    let mut found = Vec::new();
+    for op in ops {
+        for (at, answer, region, reconnected) in &op.answers {
+            if *reconnected || !matches!(answer, Answer::Accepted | Answer::Duplicate) {
+                continue;
+            }
+            let Some(index) = regions.iter().position(|r| r == region) else {
+                continue;
+            };
+            if lacked(index, op.invoked_ms, *at) {
+                found.push(Violation::AcknowledgedWithoutQuorum {
+                    bidder: op.user.clone(),
+                    bid_id: op.bid_id.clone(),
+                    region: region.clone(),
+                });
+            }
+        }
+    }
+    found
 }
 
 /// Bids taken at or below an earlier one, in the order a strongly consistent table took
@@ -777,6 +814,30 @@ mod tests {
         assert!(v
             .iter()
             .any(|x| matches!(x, Violation::BidCountWrong { .. })));
+    }
+
+    #[test]
+    fn an_acknowledgement_from_a_region_without_quorum_throughout_is_reported() {
+        let regions = vec!["e".to_owned(), "w".to_owned()];
+        let mut acked = op("a", "b1", 100, &[(Answer::Accepted, false)]);
+        acked.invoked_ms = 10.0;
+        acked.answers[0].0 = 20.0;
+        acked.answers[0].2 = "e".into();
+        // "e" lacked quorum from 5 to 30 ms.
+        let lacked = |r: usize, from: f64, to: f64| r == 0 && from >= 5.0 && to < 30.0;
+        assert_eq!(
+            acknowledged_without_quorum(std::slice::from_ref(&acked), &regions, lacked).len(),
+            1
+        );
+        // Invoked before the loss: it may have been decided with the quorum.
+        acked.invoked_ms = 1.0;
+        assert!(acknowledged_without_quorum(&[acked.clone()], &regions, lacked).is_empty());
+        // A redirect, or an answer after a reconnect, is not such an acknowledgement.
+        acked.invoked_ms = 10.0;
+        acked.answers[0].1 = Answer::Redirected;
+        assert!(acknowledged_without_quorum(&[acked.clone()], &regions, lacked).is_empty());
+        acked.answers[0] = (20.0, Answer::Accepted, "e".into(), true);
+        assert!(acknowledged_without_quorum(&[acked], &regions, lacked).is_empty());
     }
 
     #[test]

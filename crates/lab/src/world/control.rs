@@ -261,6 +261,9 @@ async fn config(State(lab): State<Arc<Lab>>) -> Response {
         "regions": regions,
         "time_scale": lab.config.scale.factor(),
         "auction": "lot-1",
+        // Strong mode: the table's third member (no URL: it serves nothing).
+        "consistency": lab.config.consistency.as_str(),
+        "table_members": lab.mrsc.as_ref().map(|c| c.status()),
     }))
     .into_response()
 }

@@ -224,6 +224,10 @@ pub struct Lab {
     user_secret: String,
     /// Strong mode's MRSC table (its members, quorum, faults); `None` in eventual mode.
     pub mrsc: Option<Arc<crate::world::mrsc::Cluster>>,
+    /// Strong mode: every change of the serving Regions' quorum, as (lab ms before the
+    /// change, lab ms after it, each serving Region's quorum after it), for the checker's
+    /// "a Region without quorum acknowledged nothing".
+    quorum_log: std::sync::Mutex<Vec<(f64, f64, Vec<bool>)>>,
     /// Every task and listener of this lab: cancelled when the lab is dropped.
     owner: Owner,
     /// The lab's one clock (tokio's, as epoch ms); each Region's clock is built on it.
@@ -508,6 +512,11 @@ impl Lab {
             secondary_alarm,
             health_checks,
             fast_faults: Arc::default(),
+            quorum_log: std::sync::Mutex::new(
+                mrsc.iter()
+                    .map(|c| (0.0, 0.0, (0..2).map(|r| c.has_quorum(r)).collect()))
+                    .collect(),
+            ),
             mrsc,
             metrics,
             timeline,
@@ -831,7 +840,11 @@ impl Lab {
     pub fn fault(&self, fault: Fault) {
         let names = &self.config.regions;
         if let Some(cluster) = &self.mrsc {
+            let before = self.timeline.elapsed().as_secs_f64() * 1000.0;
             self.strong_fault(cluster, fault);
+            let after = self.timeline.elapsed().as_secs_f64() * 1000.0;
+            let quorum = (0..2).map(|r| cluster.has_quorum(r)).collect();
+            lock(&self.quorum_log).push((before, after, quorum));
         }
         match fault {
             Fault::Isolate(r) => {
@@ -1024,6 +1037,17 @@ impl Lab {
             }
             _ => {}
         }
+    }
+
+    /// Strong mode: whether `region` certainly had no quorum for the whole of
+    /// [`from_ms`, `to_ms`] (lab ms on the timeline): from after a change that left it
+    /// without one to before the next change. Always false in eventual mode.
+    pub fn lacked_quorum_throughout(&self, region: usize, from_ms: f64, to_ms: f64) -> bool {
+        let log = lock(&self.quorum_log);
+        log.iter().enumerate().any(|(i, (_, after, quorum))| {
+            let until = log.get(i + 1).map_or(f64::INFINITY, |next| next.0);
+            !quorum.get(region).copied().unwrap_or(true) && *after <= from_ms && to_ms < until
+        })
     }
 
     /// Regions lost for good (`never-returns`).
