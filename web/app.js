@@ -280,6 +280,9 @@ class ControlRoom {
         ['Bids accepted', String(region.bids_accepted)],
         [`Replication to ${link.to}`, replication],
       ];
+      // Strong mode: whether this Region's replica reaches the MRSC table's quorum.
+      const member = status.table_members?.[i];
+      if (member) rows.push(['Table quorum', member.quorum ? 'yes' : 'no (bids redirected)']);
       return el('article', {
         class: 'card',
         'data-region': region.name,
