@@ -29,13 +29,13 @@ browser-test:
 	$(CARGO) build -p wsdr-lab --bin wsdr
 	cd tests/browser && node --test
 
-## chaos-short: 50 randomized failover runs on the eventual table and 30 on the strong one,
+## chaos-short: 50 randomized failover runs on the eventual table and 20 on the strong one,
 ## every history checked (a few minutes)
 CHAOS_SEED ?= 1
 chaos-short:
 	$(CARGO) build -p wsdr-lab --bin wsdr
 	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 50 --report target/wsdr/chaos-short.json
-	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 30 --consistency strong --report target/wsdr/chaos-short-strong.json
+	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 20 --consistency strong --report target/wsdr/chaos-short-strong.json
 
 ## chaos: the long campaign (1,000 runs; figures in docs/RELIABILITY.md)
 chaos:
