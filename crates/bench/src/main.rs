@@ -716,7 +716,8 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Section: bid cost against the auction's history (docs/DATA_MODEL.md's O(1) claim).
+/// Section: bid cost against the auction's history (docs/DATA_MODEL.md's O(1) claim), in
+/// both consistency modes.
 async fn ledger_section(md: &mut String, quick: bool) -> anyhow::Result<()> {
     use std::fmt::Write as _;
     writeln!(md, "### Bid cost against the auction's history\n")?;
@@ -728,66 +729,43 @@ async fn ledger_section(md: &mut String, quick: bool) -> anyhow::Result<()> {
         return Ok(());
     };
     let bids = if quick { 60 } else { 300 };
-    println!("ledger cost ...");
-    let rows = ledger::run_all(
-        &endpoint,
-        &[10, 1_000, 10_000],
-        bids,
-        wsdr_core::Consistency::Eventual,
-    )
-    .await?;
-    writeln!(md, "`AuctionService::bid` on DynamoDB Local through `DynamoStateStore`, {bids} rising bids one after another on an auction that already holds N bids, in 5 interleaved rounds across the three auctions after a warm-up round; item reads and writes as DynamoDB bills them (items returned by queries and gets, items put by the transaction).\n")?;
-    writeln!(
-        md,
-        "| prior bids | p50 | p99 | requests / bid | items read / bid | items written / bid |"
-    )?;
-    writeln!(md, "|---|---|---|---|---|---|")?;
-    for r in &rows {
+    for (consistency, intro, label) in [
+        (
+            wsdr_core::Consistency::Eventual,
+            format!("`AuctionService::bid` on DynamoDB Local through `DynamoStateStore`, {bids} rising bids one after another on an auction that already holds N bids, in 5 interleaved rounds across the three auctions after a warm-up round; item reads and writes as DynamoDB bills them (items returned by queries and gets, items put by the transaction)."),
+            "Target",
+        ),
+        (
+            wsdr_core::Consistency::Strong,
+            "Strong mode (`Consistency::Strong`: the ledger head's conditional put, the copies' put-if-absent), the same way. DynamoDB Local is one Region: this is the requests' count and the code's own cost, without MRSC's cross-Region round trips (docs/DATA_MODEL.md states the lab's assumption for those).".to_owned(),
+            "Target (strong)",
+        ),
+    ] {
+        println!("ledger cost, {consistency} ...");
+        let rows = ledger::run_all(&endpoint, &[10, 1_000, 10_000], bids, consistency).await?;
+        writeln!(md, "{intro}\n")?;
         writeln!(
             md,
-            "| {} | {:.0} us | {:.0} us | {:.2} | {:.2} | {:.2} |",
-            r.prior_bids,
-            r.p50_us,
-            r.p99_us,
-            r.requests_per_bid,
-            r.items_read_per_bid,
-            r.items_written_per_bid
+            "| prior bids | p50 | p99 | requests / bid | items read / bid | items written / bid |"
         )?;
+        writeln!(md, "|---|---|---|---|---|---|")?;
+        for r in &rows {
+            writeln!(
+                md,
+                "| {} | {:.0} us | {:.0} us | {:.2} | {:.2} | {:.2} |",
+                r.prior_bids,
+                r.p50_us,
+                r.p99_us,
+                r.requests_per_bid,
+                r.items_read_per_bid,
+                r.items_written_per_bid
+            )?;
+        }
+        let (first, last) = (&rows[0], &rows[rows.len() - 1]);
+        let ratio = last.p50_us / first.p50_us;
+        let ok =
+            ratio <= 1.3 && (last.items_read_per_bid - first.items_read_per_bid).abs() < 0.01;
+        writeln!(md, "\n{label}: p50 at 10,000 prior bids within 1.3x of p50 at 10 ({ratio:.2}x here) and the same item reads per bid: **{}**.\n", verdict(ok))?;
     }
-    let (first, last) = (&rows[0], &rows[rows.len() - 1]);
-    let ratio = last.p50_us / first.p50_us;
-    let ok = ratio <= 1.3 && (last.items_read_per_bid - first.items_read_per_bid).abs() < 0.01;
-    writeln!(md, "\nTarget: p50 at 10,000 prior bids within 1.3x of p50 at 10 ({ratio:.2}x here) and the same item reads per bid: **{}**.\n", verdict(ok))?;
-
-    println!("ledger cost, strong mode ...");
-    let strong = ledger::run_all(
-        &endpoint,
-        &[10, 1_000, 10_000],
-        bids,
-        wsdr_core::Consistency::Strong,
-    )
-    .await?;
-    writeln!(md, "Strong mode (`Consistency::Strong`: the ledger head's conditional put, the copies' put-if-absent), the same way. DynamoDB Local is one Region: this is the requests' count and the code's own cost, without MRSC's cross-Region round trips (docs/DATA_MODEL.md states the lab's assumption for those).\n")?;
-    writeln!(
-        md,
-        "| prior bids | p50 | p99 | requests / bid | items read / bid | items written / bid |"
-    )?;
-    writeln!(md, "|---|---|---|---|---|---|")?;
-    for r in &strong {
-        writeln!(
-            md,
-            "| {} | {:.0} us | {:.0} us | {:.2} | {:.2} | {:.2} |",
-            r.prior_bids,
-            r.p50_us,
-            r.p99_us,
-            r.requests_per_bid,
-            r.items_read_per_bid,
-            r.items_written_per_bid
-        )?;
-    }
-    let (first, last) = (&strong[0], &strong[strong.len() - 1]);
-    let ratio = last.p50_us / first.p50_us;
-    let ok = ratio <= 1.3 && (last.items_read_per_bid - first.items_read_per_bid).abs() < 0.01;
-    writeln!(md, "\nTarget (strong): p50 at 10,000 prior bids within 1.3x of p50 at 10 ({ratio:.2}x here) and the same item reads per bid: **{}**.\n", verdict(ok))?;
     Ok(())
 }

@@ -48,6 +48,25 @@ fn rand_below(bound: u64) -> u64 {
     rand::rng().random_range(0..bound)
 }
 
+/// A short randomised pause after losing a race for the summary or the head, so that racing
+/// writers spread out: up to 2 ms after the first loss, doubling to 128 ms.
+async fn pause_before_deciding_again(attempt: u32) {
+    let pause = rand_below(1 + (2u64 << attempt.min(6)));
+    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+}
+
+/// Why `amount` cannot be accepted against `high` (the rule both consistency modes apply).
+fn too_low(auction: &Auction, amount: Amount, high: Option<&BidRecord>) -> Option<BidReason> {
+    if amount.get() >= auction.minimum_next_bid(high) {
+        return None;
+    }
+    Some(if high.is_none() {
+        BidReason::BelowStartingPrice
+    } else {
+        BidReason::TooLow
+    })
+}
+
 /// Why a bid was rejected: the `reason` of a rejected `bidResult`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BidReason {
@@ -499,12 +518,7 @@ impl AuctionService {
                 .await
                 .map_err(BeforeCommit)?;
             let before = AuctionSnapshot::merge(&summaries);
-            if amount.get() < auction.minimum_next_bid(before.high_bid.as_ref()) {
-                let reason = if before.high_bid.is_none() {
-                    BidReason::BelowStartingPrice
-                } else {
-                    BidReason::TooLow
-                };
+            if let Some(reason) = too_low(&auction, amount, before.high_bid.as_ref()) {
                 return Ok(self.bid_result(bid_id, Err(reason)));
             }
             let own = summaries
@@ -537,28 +551,15 @@ impl AuctionService {
                             .filter(|s| s.region != self.region)
                             .chain(std::iter::once(&commit.summary)),
                     );
-                    // The bid is recorded: from here on nothing may turn the answer into an
-                    // error. A failed broadcast is logged; subscribers resync on reconnect.
-                    let fanout = match self.announce(Some(connection), auction_id, &after).await {
-                        Ok(report) => Some(report),
-                        Err(error) => {
-                            tracing::warn!(%error, %bid_id, "broadcast after an accepted bid failed");
-                            None
-                        }
-                    };
-                    return Ok(Reply {
-                        message: self.bid_result(bid_id, Ok(BidStatus::Accepted)).message,
-                        fanout,
-                    });
+                    return Ok(self.accepted(connection, auction_id, bid_id, &after).await);
                 }
                 CommitOutcome::Exists(existing) => {
                     return Ok(self.replay_result(amount, &existing));
                 }
                 CommitOutcome::Conflict => {
                     // Another bid in this Region moved the summary: decide again on fresh
-                    // state, after a short randomised pause so racing writers spread out.
-                    let pause = rand_below(1 + (2u64 << attempt.min(6)));
-                    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                    // state.
+                    pause_before_deciding_again(attempt).await;
                 }
             }
         }
@@ -609,13 +610,7 @@ impl AuctionService {
             if !auction.is_open(now) {
                 return Ok(self.bid_result(bid_id, Err(BidReason::AuctionClosed)));
             }
-            let high = head.summary.high.as_ref();
-            if amount.get() < auction.minimum_next_bid(high) {
-                let reason = if high.is_none() {
-                    BidReason::BelowStartingPrice
-                } else {
-                    BidReason::TooLow
-                };
+            if let Some(reason) = too_low(&auction, amount, head.summary.high.as_ref()) {
                 return Ok(self.bid_result(bid_id, Err(reason)));
             }
             let bid = BidRecord {
@@ -640,23 +635,12 @@ impl AuctionService {
                         tracing::warn!(%error, %bid_id, "copy of an accepted bid deferred to the next bid");
                     }
                     let after = AuctionSnapshot::merge(std::iter::once(&next.summary));
-                    let fanout = match self.announce(Some(connection), auction_id, &after).await {
-                        Ok(report) => Some(report),
-                        Err(error) => {
-                            tracing::warn!(%error, %bid_id, "broadcast after an accepted bid failed");
-                            None
-                        }
-                    };
-                    return Ok(Reply {
-                        message: self.bid_result(bid_id, Ok(BidStatus::Accepted)).message,
-                        fanout,
-                    });
+                    return Ok(self.accepted(connection, auction_id, bid_id, &after).await);
                 }
                 // Another bid moved the head first, or a request in another Region was
                 // writing it (nothing written either way): decide again on fresh state.
                 Ok(Advance::Moved) | Err(crate::Error::WriteConflict(_)) => {
-                    let pause = rand_below(1 + (2u64 << attempt.min(6)));
-                    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                    pause_before_deciding_again(attempt).await;
                 }
                 Err(error) => return Err(AtCommit(error)),
             }
@@ -664,6 +648,29 @@ impl AuctionService {
         Err(BeforeCommit(crate::Error::Transient(format!(
             "the auction's ledger head kept moving ({COMMIT_ATTEMPTS} tries)"
         ))))
+    }
+
+    /// The answer to a recorded bid, after pushing the auction's new state to its other
+    /// subscribers. From here on nothing may turn the answer into an error: a failed
+    /// broadcast is logged (subscribers resync on reconnect).
+    async fn accepted(
+        &self,
+        connection: &ConnectionId,
+        auction_id: &AuctionId,
+        bid_id: &BidId,
+        after: &AuctionSnapshot,
+    ) -> Reply {
+        let fanout = match self.announce(Some(connection), auction_id, after).await {
+            Ok(report) => Some(report),
+            Err(error) => {
+                tracing::warn!(%error, %bid_id, "broadcast after an accepted bid failed");
+                None
+            }
+        };
+        Reply {
+            message: self.bid_result(bid_id, Ok(BidStatus::Accepted)).message,
+            fanout,
+        }
     }
 
     /// Bids arrived by replication changed the auction (in AWS: the table's stream showed

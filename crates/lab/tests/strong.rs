@@ -8,11 +8,11 @@ use wsdr_client::{ClientBuilder, Event, StaticToken};
 use wsdr_lab::{Fault, Lab, LabConfig, TimeScale};
 use wsdr_protocol::{Amount, AuctionId, BidStatus};
 
-async fn strong_lab() -> Arc<Lab> {
+async fn lab_in(consistency: wsdr_core::Consistency) -> Arc<Lab> {
     Arc::new(
         Lab::start(LabConfig {
             scale: TimeScale::new(60.0),
-            consistency: wsdr_core::Consistency::Strong,
+            consistency,
             ..LabConfig::default()
         })
         .await
@@ -79,7 +79,7 @@ async fn restored(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) -> S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_regions_order_bids_on_one_ledger_and_a_minority_region_redirects() {
-    let lab = strong_lab().await;
+    let lab = lab_in(wsdr_core::Consistency::Strong).await;
     let (alice, mut alice_events) = client(&lab, 0, "alice");
     let (bob, mut bob_events) = client(&lab, 1, "bob");
     assert_eq!(restored(&mut alice_events).await, "us-east-1");
@@ -189,15 +189,7 @@ async fn in_a_partition_eventual_accepts_below_the_other_region_and_strong_refus
         wsdr_core::Consistency::Eventual,
         wsdr_core::Consistency::Strong,
     ] {
-        let lab = Arc::new(
-            Lab::start(LabConfig {
-                scale: TimeScale::new(60.0),
-                consistency,
-                ..LabConfig::default()
-            })
-            .await
-            .unwrap(),
-        );
+        let lab = lab_in(consistency).await;
         let (alice, mut alice_events) = client(&lab, 0, "alice");
         let (bob, mut bob_events) = client(&lab, 1, "bob");
         restored(&mut alice_events).await;
