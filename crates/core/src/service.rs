@@ -458,15 +458,19 @@ impl AuctionService {
         amount: Amount,
         bid_id: &BidId,
     ) -> Result<Reply> {
-        let outcome = match self.consistency {
-            Consistency::Eventual => {
-                self.try_bid(connection, user, auction_id, amount, bid_id)
-                    .await
-            }
-            Consistency::Strong => {
-                self.try_bid_strong(connection, user, auction_id, amount, bid_id)
-                    .await
-            }
+        let outcome = match self.find_auction(auction_id).await {
+            Err(error) => Err(BidFailure::BeforeCommit(error)),
+            Ok(None) => Ok(self.bid_result(bid_id, Err(BidReason::UnknownAuction))),
+            Ok(Some(auction)) => match self.consistency {
+                Consistency::Eventual => {
+                    self.try_bid(connection, user, &auction, amount, bid_id)
+                        .await
+                }
+                Consistency::Strong => {
+                    self.try_bid_strong(connection, user, &auction, amount, bid_id)
+                        .await
+                }
+            },
         };
         match outcome {
             Ok(reply) => Ok(reply),
@@ -489,14 +493,12 @@ impl AuctionService {
         &self,
         connection: &ConnectionId,
         user: &UserId,
-        auction_id: &AuctionId,
+        auction: &Auction,
         amount: Amount,
         bid_id: &BidId,
     ) -> Result<Reply, BidFailure> {
         use BidFailure::{AtCommit, BeforeCommit};
-        let Some(auction) = self.find_auction(auction_id).await.map_err(BeforeCommit)? else {
-            return Ok(self.bid_result(bid_id, Err(BidReason::UnknownAuction)));
-        };
+        let auction_id = &auction.id;
         // A replay (in any Region's copy we hold) answers from the copy: check order matters,
         // a replay must answer `duplicate` even if the auction has since moved past it.
         let copies = self
@@ -518,7 +520,7 @@ impl AuctionService {
                 .await
                 .map_err(BeforeCommit)?;
             let before = AuctionSnapshot::merge(&summaries);
-            if let Some(reason) = too_low(&auction, amount, before.high_bid.as_ref()) {
+            if let Some(reason) = too_low(auction, amount, before.high_bid.as_ref()) {
                 return Ok(self.bid_result(bid_id, Err(reason)));
             }
             let own = summaries
@@ -576,14 +578,12 @@ impl AuctionService {
         &self,
         connection: &ConnectionId,
         user: &UserId,
-        auction_id: &AuctionId,
+        auction: &Auction,
         amount: Amount,
         bid_id: &BidId,
     ) -> Result<Reply, BidFailure> {
         use BidFailure::{AtCommit, BeforeCommit};
-        let Some(auction) = self.find_auction(auction_id).await.map_err(BeforeCommit)? else {
-            return Ok(self.bid_result(bid_id, Err(BidReason::UnknownAuction)));
-        };
+        let auction_id = &auction.id;
         for attempt in 0..COMMIT_ATTEMPTS {
             let head = self
                 .store
@@ -610,7 +610,7 @@ impl AuctionService {
             if !auction.is_open(now) {
                 return Ok(self.bid_result(bid_id, Err(BidReason::AuctionClosed)));
             }
-            if let Some(reason) = too_low(&auction, amount, head.summary.high.as_ref()) {
+            if let Some(reason) = too_low(auction, amount, head.summary.high.as_ref()) {
                 return Ok(self.bid_result(bid_id, Err(reason)));
             }
             let bid = BidRecord {
