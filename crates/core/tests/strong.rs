@@ -44,7 +44,10 @@ struct RegionView {
 }
 
 impl RegionView {
-    fn gate(&self) -> wsdr_core::Result<()> {
+    /// Every call yields first, so that concurrent bids interleave at every request as
+    /// they would across Regions.
+    async fn gate(&self) -> wsdr_core::Result<()> {
+        tokio::task::yield_now().await;
         if self.faults.isolated.load(Ordering::SeqCst) {
             return Err(Error::NoQuorum("isolated (test)".into()));
         }
@@ -55,11 +58,11 @@ impl RegionView {
 #[async_trait]
 impl StateStore for RegionView {
     async fn put_auction_if_absent(&self, auction: &Auction) -> wsdr_core::Result<bool> {
-        self.gate()?;
+        self.gate().await?;
         self.table.put_auction_if_absent(auction).await
     }
     async fn auction(&self, id: &AuctionId) -> wsdr_core::Result<Option<Auction>> {
-        self.gate()?;
+        self.gate().await?;
         self.table.auction(id).await
     }
     async fn bid_copies(
@@ -68,15 +71,15 @@ impl StateStore for RegionView {
         bidder: &UserId,
         bid_id: &BidId,
     ) -> wsdr_core::Result<Vec<BidRecord>> {
-        self.gate()?;
+        self.gate().await?;
         self.table.bid_copies(auction, bidder, bid_id).await
     }
     async fn summaries(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<RegionSummary>> {
-        self.gate()?;
+        self.gate().await?;
         self.table.summaries(auction).await
     }
     async fn commit_bid(&self, commit: &BidCommit) -> wsdr_core::Result<CommitOutcome> {
-        self.gate()?;
+        self.gate().await?;
         self.table.commit_bid(commit).await
     }
     async fn user_bids(
@@ -85,11 +88,11 @@ impl StateStore for RegionView {
         bidder: &UserId,
         limit: usize,
     ) -> wsdr_core::Result<Vec<BidRecord>> {
-        self.gate()?;
+        self.gate().await?;
         self.table.user_bids(auction, bidder, limit).await
     }
     async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<LedgerHead>> {
-        self.gate()?;
+        self.gate().await?;
         self.table.head(auction).await
     }
     async fn advance(
@@ -98,7 +101,7 @@ impl StateStore for RegionView {
         expected_accepted: u64,
         next: &LedgerHead,
     ) -> wsdr_core::Result<Advance> {
-        self.gate()?;
+        self.gate().await?;
         if take(&self.faults.conflicts) {
             return Err(Error::WriteConflict(
                 "being modified in another Region".into(),
@@ -111,7 +114,7 @@ impl StateStore for RegionView {
         Ok(outcome)
     }
     async fn settle(&self, bid: &BidRecord, write_id: &str) -> wsdr_core::Result<()> {
-        self.gate()?;
+        self.gate().await?;
         {
             let mut no_copy = self.faults.no_copy_for.lock().unwrap();
             if let Some(i) = no_copy.iter().position(|b| b == bid.bid_id.as_str()) {
@@ -384,4 +387,54 @@ async fn racing_bids_in_both_regions_are_ordered_once_and_strictly_rise() {
             && c.amount.get() == amount
             && c.bid_id.as_str() == format!("bid-{bid_id:0>8}")));
     }
+}
+
+#[tokio::test]
+async fn one_bid_id_raced_with_two_amounts_in_two_regions_stands_once() {
+    let w = Arc::new(world().await);
+    let (a, b) = tokio::join!(
+        bid(&w, 0, "alice", 500, "b1"),
+        bid(&w, 1, "alice", 900, "b1")
+    );
+    let statuses = [a.0, b.0];
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == BidStatus::Accepted)
+            .count(),
+        1,
+        "{a:?} {b:?}"
+    );
+    let loser = if a.0 == BidStatus::Accepted { &b } else { &a };
+    assert_eq!(
+        (loser.0, loser.1.as_deref()),
+        (BidStatus::Rejected, Some("bid_id_reused"))
+    );
+    bid(&w, 0, "closer", 1_000_000, "last").await;
+    let mine: Vec<_> = w
+        .table
+        .all_bids(&AuctionId::new("a1").unwrap())
+        .into_iter()
+        .filter(|c| c.bidder.as_str() == "alice")
+        .collect();
+    assert_eq!(mine.len(), 1, "one copy of alice's b1: {mine:?}");
+}
+
+#[tokio::test]
+async fn a_bid_id_reused_by_another_user_is_their_own_bid() {
+    let w = world().await;
+    assert_eq!(bid(&w, 0, "alice", 500, "b1").await.0, BidStatus::Accepted);
+    // Mallory saw alice's bidId in a push and sends it in the other Region.
+    assert_eq!(
+        bid(&w, 1, "mallory", 600, "b1").await.0,
+        BidStatus::Accepted
+    );
+    bid(&w, 0, "closer", 1_000_000, "last").await;
+    let copies = w.table.all_bids(&AuctionId::new("a1").unwrap());
+    let alice = copies
+        .iter()
+        .find(|c| c.bidder.as_str() == "alice")
+        .unwrap();
+    assert_eq!(alice.amount.get(), 500, "alice's bid is untouched");
+    assert!(copies.iter().any(|c| c.bidder.as_str() == "mallory"));
 }
