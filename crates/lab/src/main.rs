@@ -330,15 +330,11 @@ async fn run() -> anyhow::Result<()> {
                 println!();
                 print!("{}", comparison.table());
                 comparison.write_json(&report)?;
-                let mut failed = comparison.eventual.failed_checks.clone();
-                failed.extend(
-                    comparison
-                        .strong
-                        .failed_checks
-                        .iter()
-                        .map(|c| format!("strong: {c}")),
-                );
-                failed
+                both_runs_failures(
+                    &comparison.eventual.failed_checks,
+                    &comparison.strong.failed_checks,
+                    "strong",
+                )
             } else if client_fallback {
                 println!("\nwsdr drill: the same scenario and seed, with client-assisted failover");
                 let assisted = drill::run(DrillConfig {
@@ -362,15 +358,11 @@ async fn run() -> anyhow::Result<()> {
                 comparison.write_json(&report)?;
                 // The chart path gets both runs on one chart.
                 comparison.write_svg(&chart)?;
-                let mut failed = comparison.dns_only.failed_checks.clone();
-                failed.extend(
-                    comparison
-                        .client_assisted
-                        .failed_checks
-                        .iter()
-                        .map(|c| format!("client-assisted: {c}")),
-                );
-                failed
+                both_runs_failures(
+                    &comparison.dns_only.failed_checks,
+                    &comparison.client_assisted.failed_checks,
+                    "client-assisted",
+                )
             } else {
                 result.write_json(&report)?;
                 result.failed_checks.clone()
@@ -662,4 +654,14 @@ async fn control_call(
             std::process::exit(1);
         }
     }
+}
+
+/// The failed checks of a compared pair of drills: the first run's as they are, the second's
+/// prefixed with its name.
+fn both_runs_failures(first: &[String], second: &[String], second_name: &str) -> Vec<String> {
+    first
+        .iter()
+        .cloned()
+        .chain(second.iter().map(|c| format!("{second_name}: {c}")))
+        .collect()
 }

@@ -65,6 +65,25 @@ async fn next_result(
     }
 }
 
+/// Alice bids 200,000 on lot-1 and is accepted; then Bob bids 150,000 in his Region: his
+/// answer (status, reason).
+async fn alice_high_then_bob_lower(
+    alice: &wsdr_client::Client,
+    alice_events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+    bob: &wsdr_client::Client,
+    bob_events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+) -> (BidStatus, Option<String>) {
+    let lot = AuctionId::new("lot-1").unwrap();
+    alice
+        .bid(lot.clone(), Amount::new(200_000).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(next_result(alice_events).await.0, BidStatus::Accepted);
+    bob.bid(lot, Amount::new(150_000).unwrap()).await.unwrap();
+    let (status, reason, _) = next_result(bob_events).await;
+    (status, reason)
+}
+
 async fn restored(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) -> String {
     loop {
         let event = tokio::time::timeout(Duration::from_secs(10), events.recv())
@@ -86,16 +105,9 @@ async fn both_regions_order_bids_on_one_ledger_and_a_minority_region_redirects()
     assert_eq!(restored(&mut bob_events).await, "us-west-2");
     let lot = AuctionId::new("lot-1").unwrap();
 
-    alice
-        .bid(lot.clone(), Amount::new(200_000).unwrap())
-        .await
-        .unwrap();
-    assert_eq!(next_result(&mut alice_events).await.0, BidStatus::Accepted);
     // Below alice's acknowledged bid in the other Region: MREC could accept it; MRSC never.
-    bob.bid(lot.clone(), Amount::new(150_000).unwrap())
-        .await
-        .unwrap();
-    let (status, reason, _) = next_result(&mut bob_events).await;
+    let (status, reason) =
+        alice_high_then_bob_lower(&alice, &mut alice_events, &bob, &mut bob_events).await;
     assert_eq!(
         (status, reason.as_deref()),
         (BidStatus::Rejected, Some("too_low"))
@@ -195,16 +207,8 @@ async fn in_a_partition_eventual_accepts_below_the_other_region_and_strong_refus
         restored(&mut alice_events).await;
         restored(&mut bob_events).await;
         lab.fault(Fault::Partition);
-        let lot = AuctionId::new("lot-1").unwrap();
-        alice
-            .bid(lot.clone(), Amount::new(200_000).unwrap())
-            .await
-            .unwrap();
-        assert_eq!(next_result(&mut alice_events).await.0, BidStatus::Accepted);
-        bob.bid(lot.clone(), Amount::new(150_000).unwrap())
-            .await
-            .unwrap();
-        let (status, reason, _) = next_result(&mut bob_events).await;
+        let (status, reason) =
+            alice_high_then_bob_lower(&alice, &mut alice_events, &bob, &mut bob_events).await;
         match consistency {
             wsdr_core::Consistency::Eventual => assert_eq!(status, BidStatus::Accepted),
             wsdr_core::Consistency::Strong => {

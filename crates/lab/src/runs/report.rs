@@ -446,11 +446,7 @@ impl Report {
     }
 
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(path, serde_json::to_vec_pretty(self)?)?;
-        Ok(())
+        write_pretty_json(path, self)
     }
 
     /// The drill chart (crate::runs::chart): users restored over time since the fault and
@@ -535,11 +531,7 @@ impl ConsistencyComparison {
     }
 
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(path, serde_json::to_vec_pretty(self)?)?;
-        Ok(())
+        write_pretty_json(path, self)
     }
 }
 
@@ -624,11 +616,7 @@ impl Comparison {
     }
 
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(path, serde_json::to_vec_pretty(self)?)?;
-        Ok(())
+        write_pretty_json(path, self)
     }
 
     /// Both runs on one chart: two restored curves, the DNS-only run's events marked.
@@ -701,4 +689,13 @@ pub struct HealthCheckPath {
 pub struct HealthCheckTimes {
     pub alarm: HealthCheckPath,
     pub endpoint: HealthCheckPath,
+}
+
+/// A report as pretty JSON at `path`, creating its folder.
+fn write_pretty_json(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, serde_json::to_vec_pretty(value)?)?;
+    Ok(())
 }
