@@ -37,7 +37,19 @@ pub async fn judge(
     users.set_bidding(false);
     tokio::time::sleep(drain).await;
     let converged = settle(lab).await;
-    let regions = final_states(lab, auction).await?;
+    // A bid still in flight when bidding stopped can commit after the drain: strong mode's
+    // decisions take several cross-Region requests and its retry pauses are real
+    // milliseconds (up to 128 ms, 38 AWS seconds at time scale 300). Wait for the stores to
+    // stay unchanged for longer than one pause (bounded) before taking the final views.
+    let mut regions = final_states(lab, auction).await?;
+    for _ in 0..25 {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let again = final_states(lab, auction).await?;
+        if again == regions {
+            break;
+        }
+        regions = again;
+    }
     let converged_high = regions.first().and_then(|r| r.high.as_ref().map(|h| h.2));
     let mut ends = users
         .final_views(|_| converged_high, scale.secs(60.0), scale.secs(300.0))
