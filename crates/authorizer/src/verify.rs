@@ -7,6 +7,7 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use std::collections::HashMap;
+use wsdr_protocol::limits::PROBE_SUBJECT_PREFIX;
 
 /// Tokens longer than this are refused before any parsing (8 KB, as large as API Gateway's
 /// whole authorizer result may be).
@@ -41,9 +42,18 @@ pub enum DenyReason {
     WrongAudience,
     #[error("token has no usable sub")]
     MissingSub,
+    /// A canary-issuer token whose `sub` is not `canary:*`: the canary secret names probe
+    /// identities only, never a user.
+    #[error("canary token names a subject outside canary:*")]
+    CanarySubjectNotProbe,
+    /// A user-issuer token whose `sub` is in the probes' reserved `canary:*` namespace: the
+    /// two issuers' subjects can never be the same principal.
+    #[error("user token names a subject in the reserved canary:* namespace")]
+    ReservedSubject,
 }
 
-/// A verified caller.
+/// A verified caller: the principal is (issuer, subject). Subjects of the canary issuer are
+/// exactly the `canary:*` ones, so a subject alone names at most one principal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
     pub sub: String,
@@ -175,6 +185,11 @@ impl Verifier {
             .sub
             .filter(|s| !s.is_empty() && s.len() <= 255 && !s.chars().any(char::is_control))
             .ok_or(DenyReason::MissingSub)?;
+        match (issuer.canary, sub.starts_with(PROBE_SUBJECT_PREFIX)) {
+            (true, false) => return Err(DenyReason::CanarySubjectNotProbe),
+            (false, true) => return Err(DenyReason::ReservedSubject),
+            _ => {}
+        }
         Ok(Identity {
             sub,
             issuer: data.claims.iss,

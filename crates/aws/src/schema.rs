@@ -12,6 +12,12 @@ use aws_sdk_dynamodb::Client;
 pub const PK: &str = "pk";
 /// Sort key attribute of both tables.
 pub const SK: &str = "sk";
+/// State table: the GSI that lists one bidder's bid copies in one auction newest first
+/// (`pk` as the table's, sort key [`BID_AT`]); sparse: only bid copies carry `at`.
+pub const BY_TIME_INDEX: &str = "by-time";
+/// State table: a bid copy's acceptance time (epoch ms, a number), sort key of
+/// [`BY_TIME_INDEX`].
+pub const BID_AT: &str = "at";
 /// Connections table: TTL attribute (epoch seconds).
 pub const EXPIRES_AT: &str = "expiresAt";
 /// Connections table: the GSI that finds an auction's subscribed connections.
@@ -35,16 +41,35 @@ fn attribute(name: &str) -> Result<AttributeDefinition, wsdr_core::Error> {
         .map_err(|e| wsdr_core::Error::Internal(e.to_string()))
 }
 
-/// The global state table: `pk`/`sk`, on-demand.
+/// The global state table: `pk`/`sk`, on-demand, GSI `by-time` on `pk`/`at`.
 pub async fn create_state_table(client: &Client, name: &str) -> Result<(), wsdr_core::Error> {
+    let by_time = GlobalSecondaryIndex::builder()
+        .index_name(BY_TIME_INDEX)
+        .key_schema(key(PK, KeyType::Hash)?)
+        .key_schema(key(BID_AT, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .map_err(|e| wsdr_core::Error::Internal(e.to_string()))?;
     client
         .create_table()
         .table_name(name)
         .billing_mode(BillingMode::PayPerRequest)
         .attribute_definitions(attribute(PK)?)
         .attribute_definitions(attribute(SK)?)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(BID_AT)
+                .attribute_type(ScalarAttributeType::N)
+                .build()
+                .map_err(|e| wsdr_core::Error::Internal(e.to_string()))?,
+        )
         .key_schema(key(PK, KeyType::Hash)?)
         .key_schema(key(SK, KeyType::Range)?)
+        .global_secondary_indexes(by_time)
         .send()
         .await
         .map_err(|e| classify(&e))?;

@@ -5,6 +5,8 @@
 //! |---|---|---|---|---|
 //! | auction | `AUCTION#<id>` | `META` | item, startingPrice, minIncrement, closesAt? | any (identical seeds) |
 //! | bid copy | `BIDS#<id>#<bidder>` | `<bidId>#<region>` | bidId, bidder, amount, at, region, writeId | its Region |
+//!
+//! GSI `by-time` (`pk`, `at`) lists one bidder's copies newest first, whatever their bidIds.
 //! | summary | `SUMMARY#<id>` | `<region>` | region, accepted, high* | its Region |
 //!
 //! `<bidder>` is the `sub` with `%` and `#` percent-encoded, so a partition key names exactly one
@@ -26,7 +28,7 @@ use crate::keys::{
     auction_of_bids_key, auction_of_key, bidder_segment, summary_of_keys, AUCTION_PREFIX,
     BIDS_PREFIX, LEDGER_SK, SUMMARY_PREFIX,
 };
-use crate::schema::{PK, SK};
+use crate::schema::{BID_AT, BY_TIME_INDEX, PK, SK};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
@@ -102,11 +104,12 @@ impl DynamoStateStore {
 
     /// The same store on an MRSC table. Every read here is already `ConsistentRead` (on MRSC
     /// that is the latest version in every Region). What changes is what a failure means: a
-    /// request that failed for a reason other than its own (timeout, 5xx, no connection) is
-    /// taken as this Region being unable to reach the quorum (`Error::NoQuorum`), so the
-    /// request goes to another Region: DynamoDB does not name isolation apart from other
-    /// server errors, and sending a bid elsewhere is always safe in strong mode (its bidId is
-    /// checked against the latest version everywhere).
+    /// read, or a write that decides nothing (a copy's settle), that failed for a reason
+    /// other than its own (timeout, 5xx, no connection) is taken as this Region being unable
+    /// to reach the quorum (`Error::NoQuorum`), so the request goes to another Region:
+    /// DynamoDB does not name isolation apart from other server errors. The write that
+    /// decides a bid (`advance`) is different: after such a failure it may have committed,
+    /// so it stays `Transient` and the bid is answered `unknown` (see `fail_write`).
     pub fn strongly_consistent(mut self) -> Self {
         self.strong = true;
         self
@@ -136,6 +139,26 @@ impl DynamoStateStore {
             Error::Transient(cause) if self.strong => Error::NoQuorum(cause),
             other => other,
         }
+    }
+
+    /// A failed write that decides a bid (the ledger head's). Unlike a read, a write whose
+    /// request timed out, got a 5xx or lost its connection may still have committed: DynamoDB
+    /// documents `InternalServerError` as "the request may or may not have succeeded", and a
+    /// timeout says nothing about the server's side. Those stay `Transient`, which the
+    /// service answers `unknown`; only answers that say the request was refused
+    /// (`ConditionalCheckFailed`, `ReplicatedWriteConflictException`, throttling, validation)
+    /// prove nothing was written.
+    fn fail_write<E>(
+        &self,
+        error: &aws_sdk_dynamodb::error::SdkError<
+            E,
+            aws_smithy_runtime_api::client::orchestrator::HttpResponse,
+        >,
+    ) -> Error
+    where
+        E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
+    {
+        classify(error)
     }
 
     /// Item reads and writes so far (benchmarks).
@@ -353,7 +376,7 @@ fn bid_item(bid: &BidRecord, write_id: &str) -> Item {
         ("bidId".into(), s(bid.bid_id.as_str())),
         ("bidder".into(), s(bid.bidder.as_str())),
         ("amount".into(), n(bid.amount.get())),
-        ("at".into(), n(bid.at)),
+        (BID_AT.into(), n(bid.at)),
         ("region".into(), s(bid.region.clone())),
         ("writeId".into(), s(write_id)),
     ])
@@ -618,17 +641,42 @@ impl StateStore for DynamoStateStore {
         }
     }
 
-    async fn user_bids(
+    async fn newest_user_bids(
         &self,
         auction: &AuctionId,
         bidder: &UserId,
         limit: usize,
     ) -> Result<Vec<BidRecord>> {
-        self.query_partition(bids_pk(auction, bidder), "", Some(limit))
-            .await?
-            .iter()
-            .map(|item| parse_bid(auction, item))
-            .collect()
+        // The GSI, newest first: the base table's sort key is bidId order, which says nothing
+        // of time. GSI reads are eventually consistent (within the Region), like everything
+        // replication brings; settlement uses point reads on the table instead.
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(BY_TIME_INDEX)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(bids_pk(auction, bidder)))
+            .scan_index_forward(false)
+            .limit(limit.clamp(1, 1000) as i32)
+            .into_paginator()
+            .send();
+        let mut bids = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| self.fail(&e))?;
+            let got = page.items.unwrap_or_default();
+            self.io.read(got.len() as u64);
+            for item in &got {
+                bids.push(parse_bid(auction, item)?);
+            }
+            if bids.len() >= limit {
+                break;
+            }
+        }
+        // Equal times come back in no documented order: the port's order breaks the tie.
+        bids.sort_by(|a, b| (b.at, &b.bid_id, &b.region).cmp(&(a.at, &a.bid_id, &a.region)));
+        bids.truncate(limit);
+        Ok(bids)
     }
 
     async fn head(&self, auction: &AuctionId) -> Result<Option<LedgerHead>> {
@@ -674,7 +722,7 @@ impl StateStore for DynamoStateStore {
                         Advance::Moved
                     })
                 }
-                _ => Err(self.fail(&e)),
+                _ => Err(self.fail_write(&e)),
             },
         }
     }

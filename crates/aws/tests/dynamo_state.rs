@@ -152,7 +152,11 @@ async fn commit_against_a_moved_summary_is_a_conflict_and_writes_nothing() {
         CommitOutcome::Conflict
     );
     let bob = UserId::new("bob").unwrap();
-    assert!(store.user_bids(&a1(), &bob, 10).await.unwrap().is_empty());
+    assert!(store
+        .newest_user_bids(&a1(), &bob, 10)
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(store.summaries(&a1()).await.unwrap(), vec![s1]);
 }
 
@@ -183,7 +187,7 @@ async fn bidder_key_segment_cannot_alias_another_bidder() {
     }
     for b in [&tricky, &plain, &percent] {
         assert_eq!(
-            store.user_bids(&a1(), &b.bidder, 10).await.unwrap(),
+            store.newest_user_bids(&a1(), &b.bidder, 10).await.unwrap(),
             vec![b.clone()]
         );
     }

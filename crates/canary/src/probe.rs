@@ -94,6 +94,7 @@ async fn exchange(
         ws,
         &ClientMessage::GetState {
             auction_id: target.auction_id.clone(),
+            bid_ids: Vec::new(),
         },
     )
     .await

@@ -19,10 +19,30 @@ use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use wsdr_protocol::{
-    dominates, merge_versions, parse_server_frame, Amount, AuctionId, AuctionView, BidId,
-    BidStatus, ClientMessage, ErrorCode, HighBidView, ServerFrame, ServerMessage, Versions,
+    dominates, higher_bid, merge_versions, parse_server_frame, Amount, AuctionId, AuctionView,
+    BidId, BidStatus, ClientMessage, ErrorCode, HighBidView, ServerFrame, ServerMessage, Versions,
     YouView,
 };
+
+/// The client's view of one auction: the least view that has seen every frame it got.
+/// Versions are per-Region counters and the high bid a max register, so two views merge
+/// element-wise, in any order, to the same result: a push that arrives late cannot take the
+/// view backwards, and two incomparable pushes combine instead of replacing each other.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct AuctionViewState {
+    versions: Versions,
+    high: Option<HighBidView>,
+}
+
+impl AuctionViewState {
+    /// Fold a pushed view in; returns whether anything changed.
+    fn merge(&mut self, versions: &Versions, high: Option<&HighBidView>) -> bool {
+        let before = self.clone();
+        merge_versions(&mut self.versions, versions);
+        self.high = higher_bid(self.high.take(), high.cloned());
+        *self != before
+    }
+}
 
 /// Supplies a token for every (re)connect. `refresh` is true after the server refused the
 /// previous token (401/403): return a *new* one, or the client gives up rather than loop.
@@ -384,6 +404,7 @@ impl ClientBuilder {
             unconfirmed: Vec::new(),
             doubtful: Vec::new(),
             views: HashMap::new(),
+            heartbeats_sent: 0,
             user_id: None,
             resend: Vec::new(),
             redirected_from: None,
@@ -498,8 +519,11 @@ struct Runner {
     unconfirmed: Vec<PendingBid>,
     /// Answered, but not finally: see [`DoubtfulBid`].
     doubtful: Vec<DoubtfulBid>,
-    /// The freshest version vector seen per auction (stale pushes are dropped).
-    views: HashMap<AuctionId, Versions>,
+    /// The merged view per auction (stale pushes change nothing and are not reported).
+    views: HashMap<AuctionId, AuctionViewState>,
+    /// Heartbeats sent: each names the next watched auction in turn, so every watched
+    /// auction's version comes back within `auctions` heartbeats.
+    heartbeats_sent: usize,
     /// The user as the server names them (from the first `state`).
     user_id: Option<String>,
     /// Frames to send as soon as the session loop can (resends of `unknown` bids).
@@ -838,15 +862,10 @@ impl Runner {
     async fn session(&mut self, mut ws: WsStream) -> DisconnectReason {
         let mut outgoing: Vec<String> = Vec::new();
         for auction_id in &self.config.auctions {
-            outgoing.push(
-                ClientMessage::GetState {
-                    auction_id: auction_id.clone(),
-                }
-                .to_json(),
-            );
+            outgoing.push(self.state_request(auction_id));
         }
         if self.config.auctions.is_empty() {
-            outgoing.push(ClientMessage::Heartbeat.to_json());
+            outgoing.push(ClientMessage::Heartbeat { auction_id: None }.to_json());
         }
         for pending in &mut self.unconfirmed {
             pending.sends += 1;
@@ -942,11 +961,14 @@ impl Runner {
                                 self.emit(Event::Connected { region: message.region().to_owned() });
                             }
                             match message {
-                                ServerMessage::Pong { herd_window_ms, .. } => {
+                                ServerMessage::Pong { herd_window_ms, auction_id, versions, .. } => {
                                     heartbeat.on_pong();
                                     // The Region's latest word: absent means it no longer
                                     // knows its head count.
                                     self.herd_hint = herd_window_ms.map(Duration::from_millis);
+                                    if let (Some(auction_id), Some(versions)) = (auction_id, versions) {
+                                        self.on_pong_versions(&auction_id, &versions);
+                                    }
                                 }
                                 ServerMessage::MoveTo { region, to, endpoint, window_ms, after_ms, reason } => {
                                     let request = MoveRequest {
@@ -1000,7 +1022,8 @@ impl Runner {
                         Ok(next) => next,
                         Err(broken) => break broken.into(),
                     };
-                    if ws.send(Message::text(ClientMessage::Heartbeat.to_json())).await.is_err() {
+                    let beat = self.next_heartbeat();
+                    if ws.send(Message::text(beat)).await.is_err() {
                         break DisconnectReason::Error("heartbeat send failed".into());
                     }
                     // Uncertain bids: look again (getState lists the user's standing bids).
@@ -1053,7 +1076,7 @@ impl Runner {
                     Some(Command::Resync) => {
                         let mut failed = false;
                         for auction_id in &config.auctions {
-                            let frame = ClientMessage::GetState { auction_id: auction_id.clone() }.to_json();
+                            let frame = self.state_request(auction_id);
                             if ws.send(Message::text(frame)).await.is_err() {
                                 failed = true;
                                 break;
@@ -1114,8 +1137,13 @@ impl Runner {
                 // An explicit read replaces the view, even one that looks older: after a
                 // Region is lost for good, the survivor's view is the truth.
                 tracing::debug!(%region, versions = ?auction.versions, high = ?auction.high_bid.as_ref().map(|h| h.amount), "state");
-                self.views
-                    .insert(auction.id.clone(), auction.versions.clone());
+                self.views.insert(
+                    auction.id.clone(),
+                    AuctionViewState {
+                        versions: auction.versions.clone(),
+                        high: auction.high_bid.clone(),
+                    },
+                );
                 self.user_id = Some(you.user_id.clone());
                 self.settle_from_state(&region, &auction, &you);
                 self.emit(Event::StateRestored {
@@ -1129,27 +1157,29 @@ impl Runner {
                 region,
                 auction_id,
                 high_bid,
-                bid_count,
-                version,
                 versions,
+                ..
             } => {
                 let known = self.views.entry(auction_id.clone()).or_default();
-                if *known != versions && dominates(known, &versions) {
-                    tracing::debug!(%auction_id, ?versions, view = ?known, "stale push ignored");
+                if !known.merge(&versions, high_bid.as_ref()) {
+                    tracing::debug!(%auction_id, ?versions, view = ?known.versions, "stale push ignored");
                     return;
                 }
-                merge_versions(known, &versions);
-                tracing::debug!(%auction_id, %region, ?versions, high = ?high_bid.as_ref().map(|h| h.amount), "push");
+                let merged = known.clone();
+                tracing::debug!(%auction_id, %region, versions = ?merged.versions, high = ?merged.high.as_ref().map(|h| h.amount), "push");
                 if let Some(high) = &high_bid {
                     self.settle_if_mine(&region, &auction_id, high);
                 }
+                // The merged view, not the push: a push built from an older read must not
+                // show a lower high bid than one already shown.
+                let total: u64 = merged.versions.values().sum();
                 self.emit(Event::StateUpdated {
                     region,
                     auction_id,
-                    high_bid,
-                    bid_count,
-                    version,
-                    versions,
+                    high_bid: merged.high,
+                    bid_count: total,
+                    version: total,
+                    versions: merged.versions,
                 })
             }
             ServerMessage::BidResult {
@@ -1201,15 +1231,68 @@ impl Runner {
         }
     }
 
-    /// Settle uncertain bids of this auction against the user's standing bids.
+    /// The `getState` for one auction, naming the uncertain bids of it (at most
+    /// [`wsdr_protocol::limits::SETTLE_BIDS_MAX`], the oldest doubts first): the answer says
+    /// for each whether it stands, however many bids the user has.
+    fn state_request(&self, auction_id: &AuctionId) -> String {
+        let mut bid_ids: Vec<BidId> = Vec::new();
+        for doubt in self
+            .doubtful
+            .iter()
+            .filter(|d| d.bid.auction_id == *auction_id)
+        {
+            if bid_ids.len() == wsdr_protocol::limits::SETTLE_BIDS_MAX {
+                break;
+            }
+            if !bid_ids.contains(&doubt.bid.bid_id) {
+                bid_ids.push(doubt.bid.bid_id.clone());
+            }
+        }
+        ClientMessage::GetState {
+            auction_id: auction_id.clone(),
+            bid_ids,
+        }
+        .to_json()
+    }
+
+    /// The next heartbeat frame, naming the watched auctions in turn.
+    fn next_heartbeat(&mut self) -> String {
+        let auctions = &self.config.auctions;
+        let auction_id =
+            (!auctions.is_empty()).then(|| auctions[self.heartbeats_sent % auctions.len()].clone());
+        self.heartbeats_sent = self.heartbeats_sent.wrapping_add(1);
+        ClientMessage::Heartbeat { auction_id }.to_json()
+    }
+
+    /// A pong's version vector for a watched auction: if the Region has seen bids this
+    /// client's view has not (a push lost or still on its way), resync that auction now.
+    fn on_pong_versions(&mut self, auction_id: &AuctionId, versions: &Versions) {
+        let behind = self
+            .views
+            .get(auction_id)
+            .is_none_or(|view| !dominates(&view.versions, versions));
+        if behind {
+            tracing::debug!(%auction_id, ?versions, "pong shows a newer view: resync");
+            let frame = self.state_request(auction_id);
+            self.resend.push(frame);
+        }
+    }
+
+    /// Settle uncertain bids of this auction against the user's standing bids: the bids the
+    /// request named (`you.settled`, a point read each), else the newest ones (`you.bids`,
+    /// from servers that predate `bidIds`).
     fn settle_from_state(&mut self, region: &str, auction: &AuctionView, you: &YouView) {
         let mut still = Vec::new();
         for doubt in std::mem::take(&mut self.doubtful) {
+            let named = you.settled.iter().any(|s| {
+                s.stands && s.bid_id == doubt.bid.bid_id && s.amount == Some(doubt.bid.amount)
+            });
             let listed = doubt.bid.auction_id == auction.id
-                && you
-                    .bids
-                    .iter()
-                    .any(|b| b.bid_id == doubt.bid.bid_id && b.amount == doubt.bid.amount);
+                && (named
+                    || you
+                        .bids
+                        .iter()
+                        .any(|b| b.bid_id == doubt.bid.bid_id && b.amount == doubt.bid.amount));
             if listed {
                 self.emit(Event::BidSettled {
                     bid_id: doubt.bid.bid_id,
@@ -1267,14 +1350,10 @@ impl Runner {
             self.doubtful.iter().map(|d| &d.bid.auction_id).collect();
         auctions.sort();
         auctions.dedup();
+        let auctions: Vec<AuctionId> = auctions.into_iter().cloned().collect();
         auctions
-            .into_iter()
-            .map(|auction_id| {
-                ClientMessage::GetState {
-                    auction_id: auction_id.clone(),
-                }
-                .to_json()
-            })
+            .iter()
+            .map(|auction_id| self.state_request(auction_id))
             .collect()
     }
 }

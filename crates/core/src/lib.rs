@@ -26,7 +26,7 @@ pub use error::Error;
 pub use evacuate::{evacuate, herd_window, Evacuation, EvacuationReport, SlotPlan};
 pub use fanout::{FanoutConfig, FanoutReport};
 pub use model::{
-    Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency, LastBid, LedgerHead,
+    Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency, LastBid, LedgerHead, Principal,
     RegionSummary, UserId, LEDGER,
 };
 pub use ports::{

@@ -238,7 +238,7 @@ impl StateStore for MemoryStateStore {
         Ok(CommitOutcome::Committed)
     }
 
-    async fn user_bids(
+    async fn newest_user_bids(
         &self,
         auction: &AuctionId,
         bidder: &UserId,
@@ -251,6 +251,7 @@ impl StateStore for MemoryStateStore {
             }
             _ => None,
         });
+        bids.sort_by(|a, b| (b.at, &b.bid_id, &b.region).cmp(&(a.at, &a.bid_id, &a.region)));
         bids.truncate(limit);
         Ok(bids)
     }

@@ -43,6 +43,63 @@ impl std::fmt::Display for UserId {
     }
 }
 
+/// Who sent a frame, as the authorizer verified it: the principal is (issuer, subject).
+/// A user's state is keyed by their subject; a probe (the canary) may check liveness and read
+/// an auction's public state, but never reads or writes anyone's bids. The two cannot share a
+/// key: probe subjects are exactly the `canary:*` ones (the authorizer enforces it for both
+/// issuers, and [`Principal::from_authorizer`] checks it again).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Principal {
+    User(UserId),
+    Probe(UserId),
+}
+
+impl Principal {
+    /// The principal from the authorizer's context: its `sub` and its `canary` flag. A flag
+    /// and a subject that disagree (a probe flag on a user's subject, or a `canary:*` subject
+    /// without the flag) name no principal: refused rather than guessed.
+    pub fn from_authorizer(sub: &str, probe: bool) -> Result<Self, Error> {
+        let id = UserId::new(sub)?;
+        match (
+            probe,
+            sub.starts_with(wsdr_protocol::limits::PROBE_SUBJECT_PREFIX),
+        ) {
+            (false, false) => Ok(Principal::User(id)),
+            (true, true) => Ok(Principal::Probe(id)),
+            _ => Err(Error::BadRequest(
+                "the identity's issuer and subject disagree (probe subjects are canary:*)".into(),
+            )),
+        }
+    }
+
+    /// The subject, for logs and connection records.
+    pub fn subject(&self) -> &UserId {
+        match self {
+            Principal::User(id) | Principal::Probe(id) => id,
+        }
+    }
+
+    /// The user whose state this principal may read and write, if any.
+    pub fn user(&self) -> Option<&UserId> {
+        match self {
+            Principal::User(id) => Some(id),
+            Principal::Probe(_) => None,
+        }
+    }
+}
+
+impl From<&UserId> for Principal {
+    fn from(user: &UserId) -> Self {
+        Principal::User(user.clone())
+    }
+}
+
+impl From<UserId> for Principal {
+    fn from(user: UserId) -> Self {
+        Principal::User(user)
+    }
+}
+
 /// An API Gateway connection id. Regional: it means nothing in the other Region.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ConnectionId(String);

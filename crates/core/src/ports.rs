@@ -73,8 +73,10 @@ pub trait StateStore: Send + Sync {
     async fn snapshot(&self, auction: &AuctionId) -> Result<AuctionSnapshot> {
         Ok(AuctionSnapshot::merge(&self.summaries(auction).await?))
     }
-    /// `bidder`'s bid copies in the auction, at most `limit` items.
-    async fn user_bids(
+    /// `bidder`'s newest bid copies in the auction: ordered by the accepting Region's `at`,
+    /// newest first (ties by bidId, then Region, descending), at most `limit` items. Newest
+    /// by time whatever the bidIds, so a user with many bids still sees their latest.
+    async fn newest_user_bids(
         &self,
         auction: &AuctionId,
         bidder: &UserId,

@@ -3,7 +3,7 @@
 use crate::fanout::{broadcast, FanoutConfig, FanoutReport};
 use crate::model::{
     last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency, LedgerHead,
-    RegionSummary, UserId,
+    Principal, RegionSummary, UserId,
 };
 use crate::ports::{
     Advance, BidCommit, Census, Clock, CommitOutcome, Connections, Notifier, StateStore,
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wsdr_protocol::{
     limits, Amount, AuctionId, BidId, BidStatus, ClientMessage, ErrorCode, ProtocolError,
-    ServerMessage, YouView,
+    ServerMessage, SettledBidView, Versions, YouView,
 };
 
 /// How many times a bid is decided again when a concurrent bid in this Region moved the
@@ -76,7 +76,11 @@ pub enum BidReason {
     TooLow,
     /// The caller already used this bidId for a different amount.
     BidIdReused,
-    /// The store failed before anything was written: nothing was recorded; try again.
+    /// The caller is a probe (the canary): it may not bid as anyone.
+    Forbidden,
+    /// Not a rejection (answered with status `unknown`): the store failed before anything
+    /// was written, or the bid kept losing races; nothing was recorded by this request.
+    /// Send it again, same bidId.
     Unavailable,
 }
 
@@ -88,6 +92,7 @@ impl BidReason {
             BidReason::BelowStartingPrice => "below_starting_price",
             BidReason::TooLow => "too_low",
             BidReason::BidIdReused => "bid_id_reused",
+            BidReason::Forbidden => "forbidden",
             BidReason::Unavailable => "unavailable",
         }
     }
@@ -308,15 +313,17 @@ impl AuctionService {
     pub async fn handle_frame(
         &self,
         connection: &ConnectionId,
-        user: &UserId,
+        caller: impl Into<Principal>,
         frame: &[u8],
     ) -> Reply {
+        let caller = caller.into();
         let message = match wsdr_protocol::parse_client_message(frame) {
             Ok(message) => message,
             Err(error) => return Reply::only(self.error_frame(&error)),
         };
         let action = message.action();
-        match self.handle(connection, user, message).await {
+        let user = caller.subject().clone();
+        match self.handle(connection, &caller, message).await {
             Ok(reply) => reply,
             Err(crate::Error::NoQuorum(cause)) => {
                 tracing::warn!(%cause, action, "no quorum: the client is sent elsewhere");
@@ -332,26 +339,45 @@ impl AuctionService {
         }
     }
 
-    /// One parsed client frame from `user` on `connection`.
+    /// One parsed client frame from `caller` on `connection`. A probe may send heartbeats
+    /// and read auctions; it never reads or writes anyone's bids.
     pub async fn handle(
         &self,
         connection: &ConnectionId,
-        user: &UserId,
+        caller: &Principal,
         message: ClientMessage,
     ) -> Result<Reply> {
-        match message {
-            ClientMessage::Heartbeat => Ok(Reply::only(self.heartbeat().await)),
-            ClientMessage::GetState { auction_id } => self
-                .get_state(connection, user, &auction_id)
+        match (message, caller) {
+            (ClientMessage::Heartbeat { auction_id }, _) => {
+                Ok(Reply::only(self.heartbeat_watching(auction_id).await))
+            }
+            (
+                ClientMessage::GetState {
+                    auction_id,
+                    bid_ids,
+                },
+                Principal::User(user),
+            ) => self
+                .get_state_settling(connection, user, &auction_id, &bid_ids)
                 .await
                 .map(Reply::only),
-            ClientMessage::Bid {
-                auction_id,
-                amount,
-                bid_id,
-            } => {
+            (ClientMessage::GetState { auction_id, .. }, Principal::Probe(probe)) => {
+                self.probe_state(probe, &auction_id).await.map(Reply::only)
+            }
+            (
+                ClientMessage::Bid {
+                    auction_id,
+                    amount,
+                    bid_id,
+                },
+                Principal::User(user),
+            ) => {
                 self.bid(connection, user, &auction_id, amount, &bid_id)
                     .await
+            }
+            (ClientMessage::Bid { bid_id, .. }, Principal::Probe(probe)) => {
+                tracing::warn!(user = %probe, %bid_id, "a probe identity tried to bid: refused");
+                Ok(self.bid_result(&bid_id, Err(BidReason::Forbidden)))
             }
         }
     }
@@ -364,11 +390,60 @@ impl AuctionService {
     /// `heartbeat`: a pong, with the herd hint when one is configured (from this instance's
     /// cached census: at most one read per instance per `reuse_for`).
     pub async fn heartbeat(&self) -> ServerMessage {
+        self.heartbeat_watching(None).await
+    }
+
+    /// `heartbeat` naming the auction the client watches: the pong also carries that
+    /// auction's version vector as this Region sees it (one read of its summaries, or its
+    /// ledger head), so a client that missed a push learns it is behind within one
+    /// heartbeat. The pong is a liveness answer first: if the read fails it goes without
+    /// versions (logged), never as an error.
+    pub async fn heartbeat_watching(&self, auction_id: Option<AuctionId>) -> ServerMessage {
+        let (herd_window_ms, versions) = tokio::join!(self.herd_window_ms(), async {
+            let auction_id = auction_id.as_ref()?;
+            match self.read_summaries(auction_id).await {
+                Ok((summaries, _)) => Some(AuctionSnapshot::merge(&summaries).versions),
+                Err(error) => {
+                    tracing::warn!(%error, %auction_id, "pong without versions: summaries unreadable");
+                    None
+                }
+            }
+        });
+        let versions: Option<Versions> = versions;
         ServerMessage::Pong {
             region: self.region.clone(),
             ts: self.clock.now_ms(),
-            herd_window_ms: self.herd_window_ms().await,
+            herd_window_ms,
+            auction_id: versions.as_ref().and(auction_id),
+            versions,
         }
+    }
+
+    /// `getState` from a probe: the auction's public state only, no subscription, and a
+    /// `you` with no bids (a probe has none and may read nobody's).
+    async fn probe_state(&self, probe: &UserId, auction_id: &AuctionId) -> Result<ServerMessage> {
+        let Some(auction) = self.find_auction(auction_id).await? else {
+            return Ok(self.unknown_auction_frame(auction_id));
+        };
+        let (summaries, _) = self.read_summaries(auction_id).await?;
+        Ok(ServerMessage::State {
+            region: self.region.clone(),
+            auction: AuctionSnapshot::merge(&summaries).view(&auction),
+            you: YouView {
+                user_id: probe.as_str().to_owned(),
+                last_bid: None,
+                bids: Vec::new(),
+                settled: Vec::new(),
+            },
+            herd_window_ms: None,
+        })
+    }
+
+    fn unknown_auction_frame(&self, auction_id: &AuctionId) -> ServerMessage {
+        self.error_frame(&ProtocolError::new(
+            ErrorCode::InvalidField,
+            format!("no auction `{auction_id}`"),
+        ))
     }
 
     /// `getState`: the auction as this Region sees it, and the caller's own standing bids.
@@ -379,11 +454,23 @@ impl AuctionService {
         user: &UserId,
         auction_id: &AuctionId,
     ) -> Result<ServerMessage> {
+        self.get_state_settling(connection, user, auction_id, &[])
+            .await
+    }
+
+    /// `getState` naming bids the caller is unsure of (`bidIds`): besides the state, each
+    /// gets a point read of its copies (and, in strong mode, a look at the ledger head's
+    /// newest bid, whose copy may not be written yet), so the answer holds however many
+    /// bids the user has. Cost: one query per named bid, at most [`limits::SETTLE_BIDS_MAX`].
+    pub async fn get_state_settling(
+        &self,
+        connection: &ConnectionId,
+        user: &UserId,
+        auction_id: &AuctionId,
+        bid_ids: &[BidId],
+    ) -> Result<ServerMessage> {
         let Some(auction) = self.find_auction(auction_id).await? else {
-            return Ok(self.error_frame(&ProtocolError::new(
-                ErrorCode::InvalidField,
-                format!("no auction `{auction_id}`"),
-            )));
+            return Ok(self.unknown_auction_frame(auction_id));
         };
         // Subscribe first, then read: an update applied after the subscription is pushed to
         // this connection, one applied before it is in what we read. Read in parallel, the
@@ -392,15 +479,38 @@ impl AuctionService {
         self.connections
             .subscribe(connection, user, auction_id, self.clock.now_ms())
             .await?;
-        // Read own bids generously: copies of one bid in several Regions fold into one entry.
-        let (summaries, copies, herd_window_ms) = tokio::join!(
+        // The newest copies by time: copies of one bid in several Regions fold into one
+        // entry, so read enough copies for OWN_BIDS_MAX bids even if each has two.
+        let bid_ids = &bid_ids[..bid_ids.len().min(limits::SETTLE_BIDS_MAX)];
+        let (summaries, copies, named, herd_window_ms) = tokio::join!(
             self.read_summaries(auction_id),
             self.store
-                .user_bids(auction_id, user, 2 * limits::OWN_BIDS_MAX),
+                .newest_user_bids(auction_id, user, 2 * limits::OWN_BIDS_MAX),
+            futures::future::try_join_all(
+                bid_ids
+                    .iter()
+                    .map(|bid_id| self.store.bid_copies(auction_id, user, bid_id))
+            ),
             self.herd_window_ms(),
         );
         let (summaries, newest) = summaries?;
         let mut copies = copies?;
+        let named = named?;
+        let settled = bid_ids
+            .iter()
+            .zip(named)
+            .map(|(bid_id, mut found)| {
+                if let Some(last) = newest
+                    .as_ref()
+                    .filter(|l| l.bidder == *user && l.bid_id == *bid_id)
+                {
+                    if !found.iter().any(|c| c.region == last.region) {
+                        found.push(last.clone());
+                    }
+                }
+                settled_view(bid_id, &found)
+            })
+            .collect();
         // Strong mode: the newest accepted bid may not have its copy yet.
         if let Some(last) = newest.filter(|l| l.bidder == *user) {
             if !copies.iter().any(|c| c.bid_id == last.bid_id) {
@@ -416,6 +526,7 @@ impl AuctionService {
                 user_id: user.as_str().to_owned(),
                 last_bid: last_bid(&bids),
                 bids,
+                settled,
             },
             herd_window_ms,
         })
@@ -479,8 +590,11 @@ impl AuctionService {
                 Ok(self.bid_result(bid_id, Ok(BidStatus::Redirect)))
             }
             Err(BidFailure::BeforeCommit(error)) => {
+                // Nothing was written, but this is no rejection: the bid may be sent again
+                // (same bidId) and may win. `unknown` makes every client, old ones included,
+                // settle it and resend it.
                 tracing::error!(%error, %bid_id, user = %user, "bid failed before its write");
-                Ok(self.bid_result(bid_id, Err(BidReason::Unavailable)))
+                Ok(self.undecided(bid_id, BidReason::Unavailable))
             }
             Err(BidFailure::AtCommit(error)) => {
                 tracing::error!(%error, %bid_id, user = %user, "bid write failed: outcome unknown");
@@ -592,10 +706,16 @@ impl AuctionService {
                 .map_err(BeforeCommit)?
                 .unwrap_or_else(LedgerHead::empty);
             if let Some(last) = &head.last {
-                self.store
-                    .settle(&last.bid, &last.write_id)
-                    .await
-                    .map_err(BeforeCommit)?;
+                match self.store.settle(&last.bid, &last.write_id).await {
+                    Ok(()) => {}
+                    // Another Region is writing the same copy (it read the same head): it is
+                    // the same item either way. Decide again on fresh state.
+                    Err(crate::Error::WriteConflict(_)) => {
+                        pause_before_deciding_again(attempt).await;
+                        continue;
+                    }
+                    Err(error) => return Err(BeforeCommit(error)),
+                }
             }
             // Every accepted bid now has its copy: the copies answer a replay.
             let copies = self
@@ -740,6 +860,17 @@ impl AuctionService {
         }
     }
 
+    /// A bid this request did not decide, for `reason`: status `unknown` (send it again, same
+    /// bidId), never `rejected`.
+    fn undecided(&self, bid_id: &BidId, reason: BidReason) -> Reply {
+        Reply::only(ServerMessage::BidResult {
+            bid_id: bid_id.clone(),
+            status: BidStatus::Unknown,
+            reason: Some(reason.as_str().to_owned()),
+            region: self.region.clone(),
+        })
+    }
+
     fn bid_result(&self, bid_id: &BidId, outcome: Result<BidStatus, BidReason>) -> Reply {
         let (status, reason) = match outcome {
             Ok(status) => (status, None),
@@ -751,5 +882,18 @@ impl AuctionService {
             reason,
             region: self.region.clone(),
         })
+    }
+}
+
+/// The answer for one named bidId from the copies a point read found (any Region's).
+fn settled_view(bid_id: &BidId, copies: &[BidRecord]) -> SettledBidView {
+    let mut regions: Vec<String> = copies.iter().map(|c| c.region.clone()).collect();
+    regions.sort();
+    regions.dedup();
+    SettledBidView {
+        bid_id: bid_id.clone(),
+        stands: !copies.is_empty(),
+        amount: copies.first().map(|c| c.amount),
+        regions,
     }
 }

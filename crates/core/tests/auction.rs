@@ -312,6 +312,8 @@ async fn heartbeat_answers_pong_with_region_and_time() {
             region: "us-east-1".into(),
             ts: T0,
             herd_window_ms: None,
+            auction_id: None,
+            versions: None,
         }
     );
 }
@@ -398,7 +400,7 @@ async fn store_outage_answers_the_bid_by_its_id_without_leaking_detail() {
         panic!("not a bidResult: {text}")
     };
     assert_eq!(bid_id.as_str(), "bid-a-0001");
-    assert_eq!(status, BidStatus::Rejected);
+    assert_eq!(status, BidStatus::Unknown);
     assert_eq!(reason.as_deref(), Some("unavailable"));
     assert!(!text.contains("10.0.0.7"));
     // getState is not a bid: it still answers an internal error frame, without detail.

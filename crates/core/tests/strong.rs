@@ -82,14 +82,14 @@ impl StateStore for RegionView {
         self.gate().await?;
         self.table.commit_bid(commit).await
     }
-    async fn user_bids(
+    async fn newest_user_bids(
         &self,
         auction: &AuctionId,
         bidder: &UserId,
         limit: usize,
     ) -> wsdr_core::Result<Vec<BidRecord>> {
         self.gate().await?;
-        self.table.user_bids(auction, bidder, limit).await
+        self.table.newest_user_bids(auction, bidder, limit).await
     }
     async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<LedgerHead>> {
         self.gate().await?;

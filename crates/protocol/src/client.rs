@@ -2,7 +2,7 @@
 
 use crate::error::{ErrorCode, ProtocolError};
 use crate::ids::{Amount, AuctionId, BidId};
-use crate::limits::{MAX_MESSAGE_BYTES, MAX_NESTING_DEPTH};
+use crate::limits::{MAX_MESSAGE_BYTES, MAX_NESTING_DEPTH, SETTLE_BIDS_MAX};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,11 +12,23 @@ use std::collections::hash_map::{Entry, HashMap};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "action", rename_all = "camelCase")]
 pub enum ClientMessage {
-    /// Application-level liveness probe; answered with `pong`.
-    Heartbeat,
-    /// Ask for the current state of an auction and of the caller's own bids in it.
+    /// Application-level liveness probe; answered with `pong`. With `auctionId` (the
+    /// auction the client watches), the pong carries that auction's version vector, so a
+    /// client whose view fell behind (a lost or reordered push) resyncs within one heartbeat.
     #[serde(rename_all = "camelCase")]
-    GetState { auction_id: AuctionId },
+    Heartbeat {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auction_id: Option<AuctionId>,
+    },
+    /// Ask for the current state of an auction and of the caller's own bids in it. `bidIds`
+    /// (at most [`SETTLE_BIDS_MAX`]) names bids the client is unsure of: the answer says for
+    /// each whether it stands (`you.settled`), by a point read, however many bids the user has.
+    #[serde(rename_all = "camelCase")]
+    GetState {
+        auction_id: AuctionId,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        bid_ids: Vec<BidId>,
+    },
     /// Place a bid. `bid_id` is made by the client and makes the bid idempotent.
     #[serde(rename_all = "camelCase")]
     Bid {
@@ -30,7 +42,7 @@ impl ClientMessage {
     /// The `action` value, which is also the API Gateway route key.
     pub fn action(&self) -> &'static str {
         match self {
-            ClientMessage::Heartbeat => "heartbeat",
+            ClientMessage::Heartbeat { .. } => "heartbeat",
             ClientMessage::GetState { .. } => "getState",
             ClientMessage::Bid { .. } => "bid",
         }
@@ -86,9 +98,12 @@ pub fn parse_client_message(bytes: &[u8]) -> Result<ClientMessage, ProtocolError
         Some(_) => return Err(ProtocolError::invalid_field("`action` must be a string")),
     };
     match action {
-        "heartbeat" => Ok(ClientMessage::Heartbeat),
+        "heartbeat" => Ok(ClientMessage::Heartbeat {
+            auction_id: object.optional_auction_id()?,
+        }),
         "getState" => Ok(ClientMessage::GetState {
             auction_id: object.auction_id()?,
+            bid_ids: object.bid_ids()?,
         }),
         "bid" => Ok(ClientMessage::Bid {
             auction_id: object.auction_id()?,
@@ -172,6 +187,47 @@ impl TopLevel {
 
     fn bid_id(&self) -> Result<BidId, ProtocolError> {
         BidId::new(self.string("bidId")?)
+    }
+
+    /// `auctionId` if present (a heartbeat's watched auction); `null` counts as absent.
+    fn optional_auction_id(&self) -> Result<Option<AuctionId>, ProtocolError> {
+        match self.get("auctionId") {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.auction_id().map(Some),
+        }
+    }
+
+    /// `bidIds`: absent or an array of at most [`SETTLE_BIDS_MAX`] valid bidIds; repeats
+    /// are folded (each is one point read on the server).
+    fn bid_ids(&self) -> Result<Vec<BidId>, ProtocolError> {
+        let items = match self.get("bidIds") {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(Value::Array(items)) => items,
+            Some(_) => {
+                return Err(ProtocolError::invalid_field(
+                    "`bidIds` must be an array of bidIds",
+                ))
+            }
+        };
+        if items.len() > SETTLE_BIDS_MAX {
+            return Err(ProtocolError::invalid_field(format!(
+                "`bidIds` names {} bids; at most {SETTLE_BIDS_MAX} per getState",
+                items.len()
+            )));
+        }
+        let mut ids: Vec<BidId> = Vec::with_capacity(items.len());
+        for item in items {
+            let Value::String(text) = item else {
+                return Err(ProtocolError::invalid_field(
+                    "`bidIds` must be an array of bidIds",
+                ));
+            };
+            let id = BidId::new(text)?;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
     }
 
     fn amount(&self) -> Result<Amount, ProtocolError> {

@@ -21,3 +21,12 @@ pub const MAX_NESTING_DEPTH: usize = 8;
 /// Most own bids a `state` frame lists (`you.bids`), newest first: ~100 bytes each keeps the
 /// frame well inside API Gateway's 32 KB frame size.
 pub const OWN_BIDS_MAX: usize = 100;
+
+/// Most bidIds one `getState` may ask about (`bidIds`): each costs the server one point read,
+/// so a request stays bounded whatever the caller has bid.
+pub const SETTLE_BIDS_MAX: usize = 32;
+
+/// The subject prefix of every probe (canary) identity and of no user's: the authorizer
+/// admits canary-issuer tokens only with it and user-issuer tokens only without it, so a
+/// subject names exactly one principal across both issuers.
+pub const PROBE_SUBJECT_PREFIX: &str = "canary:";

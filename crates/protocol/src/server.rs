@@ -39,6 +39,30 @@ pub fn merge_versions(into: &mut Versions, other: &Versions) {
     }
 }
 
+impl HighBidView {
+    /// Whether `self` is the higher bid of the two, by the order the server picks the high
+    /// bid with (higher amount; then the earlier copy; then bidder, then bidId, the smaller
+    /// first). High bids are max registers: merging two views of one auction keeps the
+    /// higher, whichever arrived last.
+    pub fn outranks(&self, other: &HighBidView) -> bool {
+        self.amount
+            .cmp(&other.amount)
+            .then_with(|| other.at.cmp(&self.at))
+            .then_with(|| other.bidder.cmp(&self.bidder))
+            .then_with(|| other.bid_id.cmp(&self.bid_id))
+            == std::cmp::Ordering::Greater
+    }
+}
+
+/// The higher of two optional high bids (see [`HighBidView::outranks`]).
+pub fn higher_bid(a: Option<HighBidView>, b: Option<HighBidView>) -> Option<HighBidView> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.outranks(&a) { b } else { a }),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
 /// An auction as a client sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -89,6 +113,28 @@ pub struct YouView {
     /// against this list.
     #[serde(default)]
     pub bids: Vec<OwnBidView>,
+    /// The answer for each bidId the `getState` named (`bidIds`), in that order: whether the
+    /// serving Region holds a copy of that bid of the caller's. Absent when none was named.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<SettledBidView>,
+}
+
+/// Whether one bid the client asked about stands, by a point read of its copies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SettledBidView {
+    pub bid_id: BidId,
+    /// The serving Region holds a copy of this bid (its own or a replicated one). `false`
+    /// is final in strong mode; in eventual mode a copy accepted elsewhere may still be on
+    /// its way (docs/PROTOCOL.md).
+    pub stands: bool,
+    /// The amount of the standing bid (compare it with the amount sent: a different one
+    /// means the bidId was used for another bid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount: Option<Amount>,
+    /// The Regions whose copy the serving Region holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<String>,
 }
 
 /// What the server did with a bid.
@@ -124,6 +170,12 @@ pub enum ServerMessage {
         /// reconnect with. Absent when unknown.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         herd_window_ms: Option<u64>,
+        /// The auction the heartbeat named (`auctionId`), echoed with its version vector as
+        /// this Region sees it: a client whose view does not dominate it resyncs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auction_id: Option<AuctionId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        versions: Option<Versions>,
     },
     #[serde(rename_all = "camelCase")]
     State {

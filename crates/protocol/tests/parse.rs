@@ -26,12 +26,12 @@ fn hostile_frames_give_documented_error_codes() {
 fn valid_frames_parse_to_messages() {
     assert_eq!(
         parse_client_message(br#"{"action":"heartbeat"}"#).unwrap(),
-        ClientMessage::Heartbeat
+        ClientMessage::Heartbeat { auction_id: None }
     );
     let state =
         parse_client_message(br#" {"action":"getState","auctionId":"lot-42:a.b"} "#).unwrap();
     assert!(
-        matches!(state, ClientMessage::GetState { ref auction_id } if auction_id.as_str() == "lot-42:a.b")
+        matches!(state, ClientMessage::GetState { ref auction_id, .. } if auction_id.as_str() == "lot-42:a.b")
     );
     let bid = parse_client_message(
         br#"{"action":"bid","auctionId":"a1","amount":1000000000000,"bidId":"3f2b8c1e-9d4a-4b7e-a1c2-0e5f6a7b8c9d","extra":{"ignored":[1,2]}}"#,
@@ -59,7 +59,7 @@ fn message_at_the_size_limit_is_accepted() {
     assert_eq!(frame.len(), MAX_MESSAGE_BYTES);
     assert_eq!(
         parse_client_message(&frame).unwrap(),
-        ClientMessage::Heartbeat
+        ClientMessage::Heartbeat { auction_id: None }
     );
     frame.insert(frame.len() - 2, b'x');
     assert_eq!(
@@ -113,6 +113,8 @@ fn server_frames_parse_ours_and_gateway_errors() {
             region: "us-east-1".into(),
             ts: 5,
             herd_window_ms: None,
+            auction_id: None,
+            versions: None,
         })
     );
     let gateway = parse_server_frame(

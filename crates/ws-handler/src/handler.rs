@@ -5,11 +5,13 @@ use aws_lambda_events::encodings::Body;
 use aws_lambda_events::http::{HeaderMap, HeaderValue};
 use lambda_runtime::LambdaEvent;
 use tracing::Instrument;
-use wsdr_core::{AuctionService, ConnectionId, UserId};
+use wsdr_core::{AuctionService, ConnectionId, Principal};
 use wsdr_protocol::{ErrorCode, ProtocolError};
 
 /// Authorizer context key that carries the user id (the token's `sub`).
 pub const SUB_CONTEXT_KEY: &str = "sub";
+/// Authorizer context key that says the identity is a probe's (the canary issuer's).
+pub const CANARY_CONTEXT_KEY: &str = "canary";
 
 /// The handler: the auction service plus what `$connect` needs.
 #[derive(Debug, Clone)]
@@ -78,9 +80,9 @@ impl App {
             }
             return status(200);
         }
-        let user = user_from_context(request);
+        let user = principal_from_context(request);
         if let Some(user) = &user {
-            tracing::Span::current().record("user", user.as_str());
+            tracing::Span::current().record("user", user.subject().as_str());
         }
         if route == "$connect" {
             return self.connect(request, &connection, user.as_ref()).await;
@@ -102,7 +104,7 @@ impl App {
             (Some(body), false) => body.as_bytes(),
             (None, false) => b"",
         };
-        let reply = self.service.handle_frame(&connection, &user, body).await;
+        let reply = self.service.handle_frame(&connection, user, body).await;
         if let Some(fanout) = &reply.fanout {
             tracing::info!(
                 targets = fanout.targets,
@@ -120,14 +122,14 @@ impl App {
         &self,
         request: &ApiGatewayWebsocketProxyRequest,
         connection: &ConnectionId,
-        user: Option<&UserId>,
+        user: Option<&Principal>,
     ) -> ApiGatewayProxyResponse {
         let Some(user) = user else {
             // Only reachable if the route has no authorizer: refuse rather than serve anonymously.
             tracing::warn!("$connect without an authorizer identity");
             return status(401);
         };
-        if let Err(error) = self.service.connect(connection, user).await {
+        if let Err(error) = self.service.connect(connection, user.subject()).await {
             // Refuse the handshake: the client retries with backoff, and the canary sees a
             // Region whose tables are unreachable.
             tracing::error!(%error, "could not register connection");
@@ -157,13 +159,25 @@ fn status(code: i64) -> ApiGatewayProxyResponse {
     response
 }
 
-/// The user id from the REQUEST authorizer's context (`sub`, else `principalId`).
-fn user_from_context(request: &ApiGatewayWebsocketProxyRequest) -> Option<UserId> {
+/// The principal from the REQUEST authorizer's context: `sub` (else `principalId`) and the
+/// `canary` flag. A context whose flag and subject disagree names nobody (logged): the
+/// frame is answered `unauthorized`, never served as a guess.
+fn principal_from_context(request: &ApiGatewayWebsocketProxyRequest) -> Option<Principal> {
     let fields = &request.request_context.authorizer.fields;
-    [SUB_CONTEXT_KEY, "principalId"]
+    let sub = [SUB_CONTEXT_KEY, "principalId"]
         .iter()
-        .find_map(|key| fields.get(*key).and_then(|v| v.as_str()))
-        .and_then(|s| UserId::new(s).ok())
+        .find_map(|key| fields.get(*key).and_then(|v| v.as_str()))?;
+    // API Gateway hands context values on as strings; a boolean is accepted too.
+    let probe = fields
+        .get(CANARY_CONTEXT_KEY)
+        .is_some_and(|v| v.as_str() == Some("true") || v.as_bool() == Some(true));
+    match Principal::from_authorizer(sub, probe) {
+        Ok(principal) => Some(principal),
+        Err(error) => {
+            tracing::warn!(%error, "authorizer context names no principal");
+            None
+        }
+    }
 }
 
 /// The subprotocols a client offered (`Sec-WebSocket-Protocol: wsdr, <token>`).

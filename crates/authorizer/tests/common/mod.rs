@@ -312,6 +312,36 @@ pub fn attacks() -> Vec<(&'static str, String, DenyReason)> {
             ),
             DenyReason::WrongIssuer,
         ),
+        (
+            "canary issuer naming a user's sub",
+            sign(
+                Algorithm::HS256,
+                None,
+                &hs(CANARY_SECRET.as_bytes()),
+                &json!({ "sub": "user-alice", "iss": "wsdr-canary", "aud": AUDIENCE, "exp": now() + 60 }),
+            ),
+            DenyReason::CanarySubjectNotProbe,
+        ),
+        (
+            "canary issuer naming a sub that only looks like a probe",
+            sign(
+                Algorithm::HS256,
+                None,
+                &hs(CANARY_SECRET.as_bytes()),
+                &json!({ "sub": "Canary:us-east-1", "iss": "wsdr-canary", "aud": AUDIENCE, "exp": now() + 60 }),
+            ),
+            DenyReason::CanarySubjectNotProbe,
+        ),
+        (
+            "user issuer naming a probe's sub",
+            sign(
+                Algorithm::RS256,
+                Some("rsa-1"),
+                &rsa(RSA_PRIVATE),
+                &with_claim("sub", "canary:us-east-1".into()),
+            ),
+            DenyReason::ReservedSubject,
+        ),
         ("oversized token", oversized, DenyReason::TooLarge),
         ("garbage", "this is not a jwt".into(), DenyReason::Malformed),
         (

@@ -345,14 +345,17 @@ impl StateStore for MrscMember {
         ))
     }
 
-    async fn user_bids(
+    async fn newest_user_bids(
         &self,
         auction: &AuctionId,
         bidder: &UserId,
         limit: usize,
     ) -> wsdr_core::Result<Vec<BidRecord>> {
         self.cluster.read(self.index).await?;
-        self.cluster.table.user_bids(auction, bidder, limit).await
+        self.cluster
+            .table
+            .newest_user_bids(auction, bidder, limit)
+            .await
     }
 
     async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<LedgerHead>> {

@@ -192,13 +192,13 @@ impl StateStore for DynamoReplica {
         Ok(outcome)
     }
 
-    async fn user_bids(
+    async fn newest_user_bids(
         &self,
         auction: &AuctionId,
         bidder: &wsdr_core::UserId,
         limit: usize,
     ) -> wsdr_core::Result<Vec<BidRecord>> {
-        self.store.user_bids(auction, bidder, limit).await
+        self.store.newest_user_bids(auction, bidder, limit).await
     }
 }
 
@@ -389,14 +389,14 @@ impl StateStore for FaultyStore {
         self.inner.commit_bid(commit).await
     }
 
-    async fn user_bids(
+    async fn newest_user_bids(
         &self,
         auction: &AuctionId,
         bidder: &wsdr_core::UserId,
         limit: usize,
     ) -> wsdr_core::Result<Vec<BidRecord>> {
         self.check()?;
-        self.inner.user_bids(auction, bidder, limit).await
+        self.inner.newest_user_bids(auction, bidder, limit).await
     }
 
     async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::LedgerHead>> {
