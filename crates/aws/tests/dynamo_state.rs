@@ -492,3 +492,60 @@ async fn strong_store_that_cannot_reach_its_table_answers_no_quorum() {
     let error = eventual.auction(&a1()).await.unwrap_err();
     assert!(matches!(error, wsdr_core::Error::Transient(_)), "{error:?}");
 }
+
+#[tokio::test]
+async fn strong_head_write_whose_answer_is_lost_is_unknown_not_no_quorum() {
+    use aws_sdk_dynamodb::config::retry::RetryConfig;
+    let direct = common::client();
+    let table = common::state_table(&direct).await;
+    // Only the head's put carries `lastWriteId`: the reads before it pass.
+    let (endpoint, dropped) = lossy_proxy(common::endpoint(), "lastWriteId").await;
+    let no_retries = aws_sdk_dynamodb::Client::from_conf(
+        wsdr_aws::local::dynamo_client(&endpoint, "us-east-1")
+            .config()
+            .to_builder()
+            .retry_config(RetryConfig::disabled())
+            .build(),
+    );
+    let store = Arc::new(DynamoStateStore::new(no_retries, table.clone()).strongly_consistent());
+    let service = strong_service(store, "us-east-1");
+    service.ensure_auction(&auction("a1")).await.unwrap();
+    // The head write committed and its answer was lost: the bid may stand, so the answer
+    // is `unknown` (settle, resend), not `redirect` ("decided nothing").
+    assert_eq!(
+        bid_status(&service, "alice", 500, "bid-00000001").await,
+        wsdr_protocol::BidStatus::Unknown
+    );
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    let check = DynamoStateStore::new(direct, table).strongly_consistent();
+    let head = check.head(&a1()).await.unwrap().unwrap();
+    assert_eq!(head.summary.accepted, 1, "it did commit");
+}
+
+#[tokio::test]
+async fn newest_user_bids_are_newest_by_time_whatever_the_bid_ids() {
+    let client = common::client();
+    let table = common::state_table(&client).await;
+    let store = DynamoStateStore::new(client, table);
+    let mut summary = RegionSummary::empty("us-east-1");
+    for i in 0..240u64 {
+        // bidIds in no relation to time.
+        let id = format!("bid-{:016x}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let copy = bid(&id, "alice", 100 + i, 1_000 + i);
+        let next = summary.with_bid(&copy);
+        let outcome = store
+            .commit_bid(&commit(&copy, &token(&format!("w{i}")), i, next.clone()))
+            .await
+            .unwrap();
+        assert_eq!(outcome, CommitOutcome::Committed);
+        summary = next;
+    }
+    let newest = store
+        .newest_user_bids(&a1(), &UserId::new("alice").unwrap(), 200)
+        .await
+        .unwrap();
+    assert_eq!(newest.len(), 200);
+    assert_eq!(newest[0].amount.get(), 339, "the newest first");
+    assert!(newest.windows(2).all(|p| p[0].at > p[1].at));
+    assert_eq!(newest[199].amount.get(), 140);
+}

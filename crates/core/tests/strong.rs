@@ -27,6 +27,9 @@ struct Faults {
     /// The first `settle` of each of these bidIds fails (a copy left for the next bid to
     /// write).
     no_copy_for: std::sync::Mutex<Vec<String>>,
+    /// `settle` answers `ReplicatedWriteConflictException` without writing, this many times
+    /// (another Region writing the same copy: both read the same head).
+    settle_conflicts: AtomicU32,
     /// Every call fails with no quorum while set.
     isolated: std::sync::atomic::AtomicBool,
 }
@@ -115,6 +118,11 @@ impl StateStore for RegionView {
     }
     async fn settle(&self, bid: &BidRecord, write_id: &str) -> wsdr_core::Result<()> {
         self.gate().await?;
+        if take(&self.faults.settle_conflicts) {
+            return Err(Error::WriteConflict(
+                "the copy is being written in another Region".into(),
+            ));
+        }
         {
             let mut no_copy = self.faults.no_copy_for.lock().unwrap();
             if let Some(i) = no_copy.iter().position(|b| b == bid.bid_id.as_str()) {
@@ -337,6 +345,52 @@ async fn a_replicated_write_conflict_is_decided_again_not_failed() {
         .conflicts
         .store(3, Ordering::SeqCst);
     assert_eq!(bid(&w, 0, "alice", 500, "b1").await.0, BidStatus::Accepted);
+}
+
+#[tokio::test]
+async fn a_conflict_on_the_previous_bids_copy_is_decided_again_not_rejected() {
+    let w = world().await;
+    assert_eq!(bid(&w, 0, "alice", 500, "b1").await.0, BidStatus::Accepted);
+    // The next bid first writes alice's copy; another Region is writing the same copy.
+    fail_copy(&w, 0, "b1");
+    w.regions[1]
+        .view
+        .faults
+        .settle_conflicts
+        .store(3, Ordering::SeqCst);
+    assert_eq!(
+        bid(&w, 1, "bob", 600, "b2").await,
+        (BidStatus::Accepted, None),
+        "a retryable conflict is decided again, never answered as a rejection"
+    );
+}
+
+#[tokio::test]
+async fn racing_bids_whose_copy_writes_conflict_are_all_decided() {
+    let w = Arc::new(world().await);
+    for region in &w.regions {
+        region
+            .view
+            .faults
+            .settle_conflicts
+            .store(20, Ordering::SeqCst);
+    }
+    let mut tasks = Vec::new();
+    for i in 0..30u64 {
+        let w = w.clone();
+        tasks.push(tokio::spawn(async move {
+            let who = format!("user{}", i % 5);
+            bid(&w, (i % 2) as usize, &who, 100 + 10 * i, &format!("r{i}")).await
+        }));
+    }
+    for task in tasks {
+        let (status, reason) = task.await.unwrap();
+        assert!(
+            status == BidStatus::Accepted
+                || (status == BidStatus::Rejected && reason.as_deref() == Some("too_low")),
+            "every racing bid is decided: {status:?} {reason:?}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -177,3 +177,86 @@ async fn hostile_frames_through_the_handler_get_error_frames_and_change_nothing(
     }
     assert_eq!(w.store.dump(), before);
 }
+
+/// A message event whose authorizer context carries `sub` and the `canary` flag as the
+/// authorizer writes them (strings).
+fn as_identity(
+    route: &str,
+    sub: &str,
+    canary: &str,
+    body: &str,
+) -> aws_lambda_events::apigw::ApiGatewayWebsocketProxyRequest {
+    let mut value =
+        serde_json::to_value(message(route, "probe-conn=", sub, body.as_bytes())).unwrap();
+    value["requestContext"]["authorizer"]["canary"] = canary.into();
+    serde_json::from_value(value).unwrap()
+}
+
+#[tokio::test]
+async fn a_canary_identity_naming_a_victim_reads_and_writes_nothing() {
+    let w = world().await;
+    let placed = body(&w.app.respond(event(BID)).await);
+    assert_eq!(placed["status"], "accepted", "{placed}");
+    let bids_before = w.store.all_bids(&AuctionId::new("lot-1").unwrap());
+    // A canary-issuer identity that names the victim: no principal at all.
+    for (route, frame) in [
+        ("getState", r#"{"action":"getState","auctionId":"lot-1"}"#),
+        (
+            "bid",
+            r#"{"action":"bid","auctionId":"lot-1","amount":900000,"bidId":"bid-spoofed-1"}"#,
+        ),
+    ] {
+        let reply = body(
+            &w.app
+                .respond(as_identity(route, "user-alice", "true", frame))
+                .await,
+        );
+        assert_eq!(reply["type"], "error", "{route}: {reply}");
+        assert_eq!(reply["code"], "unauthorized", "{route}: {reply}");
+    }
+    // The canary's own identity: heartbeat and the auction's public state, nobody's bids.
+    let state = body(
+        &w.app
+            .respond(as_identity(
+                "getState",
+                "canary:us-east-1",
+                "true",
+                r#"{"action":"getState","auctionId":"lot-1","bidIds":["bid-00000001"]}"#,
+            ))
+            .await,
+    );
+    assert_eq!(state["type"], "state", "{state}");
+    assert_eq!(state["you"]["bids"], serde_json::json!([]));
+    assert!(state["you"].get("settled").is_none(), "{state}");
+    let refused = body(
+        &w.app
+            .respond(as_identity(
+                "bid",
+                "canary:us-east-1",
+                "true",
+                r#"{"action":"bid","auctionId":"lot-1","amount":900000,"bidId":"bid-probe-01"}"#,
+            ))
+            .await,
+    );
+    assert_eq!(
+        (refused["status"].as_str(), refused["reason"].as_str()),
+        (Some("rejected"), Some("forbidden"))
+    );
+    // A probe subject without the flag is no principal either.
+    let reply = body(
+        &w.app
+            .respond(as_identity(
+                "getState",
+                "canary:us-east-1",
+                "false",
+                r#"{"action":"getState","auctionId":"lot-1"}"#,
+            ))
+            .await,
+    );
+    assert_eq!(reply["code"], "unauthorized", "{reply}");
+    assert_eq!(
+        w.store.all_bids(&AuctionId::new("lot-1").unwrap()),
+        bids_before,
+        "nothing written"
+    );
+}
