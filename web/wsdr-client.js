@@ -245,6 +245,25 @@ export function dominates(a, b) {
   return Object.entries(b ?? {}).every(([region, count]) => (a?.[region] ?? 0) >= count);
 }
 
+/** Whether high bid `a` outranks `b`, by the server's order: higher amount; then the earlier
+ * copy; then bidder, then bidId, the smaller first. */
+export function outranks(a, b) {
+  if (a.amount !== b.amount) return a.amount > b.amount;
+  if (a.at !== b.at) return a.at < b.at;
+  if (a.bidder !== b.bidder) return a.bidder < b.bidder;
+  return a.bidId < b.bidId;
+}
+
+/** The higher of two optional high bids (a max register: merge order does not matter). */
+export function higherBid(a, b) {
+  if (!a) return b ?? null;
+  if (!b) return a;
+  return outranks(b, a) ? b : a;
+}
+
+/** Most bidIds one getState may name (`bidIds`), as the server enforces. */
+export const SETTLE_BIDS_MAX = 32;
+
 /**
  * The client's book of its own bids, free of timers and sockets (docs/CLIENT.md):
  * - sent, unanswered bids are replayed after every reconnect (same bidId);
@@ -252,7 +271,9 @@ export function dominates(a, b) {
  *   `unknown` answer is doubtful: settled as standing when a `state` lists it in `you.bids`
  *   (or a push shows it as the high bid), resent when an `unknown` one is not listed, and
  *   settled as not standing after `settleWindowMs`;
- * - pushes whose version vector is dominated by the last view are stale and dropped.
+ * - pushes merge into the view element-wise (per-Region counts and the high bid are max
+ *   registers): a late or reordered push cannot take the view backwards, and one that adds
+ *   nothing is stale and dropped.
  */
 export class BidBook {
   constructor({ settleWindowMs = 120000 } = {}) {
@@ -260,7 +281,20 @@ export class BidBook {
     this.unconfirmed = new Map(); // bidId -> { frame, amount, sends }
     this.doubtful = new Map(); // bidId -> { frame, amount, since, unknown }
     this.versions = null;
+    this.high = null;
     this.userId = null;
+  }
+
+  /** The getState frame for `auctionId`, naming the doubtful bids (the oldest first, at most
+   * SETTLE_BIDS_MAX): the answer says for each whether it stands, by a point read. */
+  stateRequest(auctionId) {
+    const bidIds = [...this.doubtful.keys()].slice(0, SETTLE_BIDS_MAX);
+    return JSON.stringify(bidIds.length ? { action: 'getState', auctionId, bidIds } : { action: 'getState', auctionId });
+  }
+
+  /** Whether a pong's version vector shows bids this view has not seen (resync then). */
+  behind(versions) {
+    return !dominates(this.versions ?? {}, versions ?? {});
   }
 
   /** A new bid; `sentNow` when it goes out on the open session at once. */
@@ -295,8 +329,10 @@ export class BidBook {
   /** A state frame: settles listed bids; returns { settled, resend }. */
   onState(frame) {
     this.versions = frame.auction?.versions ?? null;
+    this.high = frame.auction?.highBid ?? null;
     this.userId = frame.you?.userId ?? this.userId;
     const listed = new Set((frame.you?.bids ?? []).map((b) => `${b.bidId}/${b.amount}`));
+    for (const s of frame.you?.settled ?? []) if (s.stands) listed.add(`${s.bidId}/${s.amount}`);
     const settled = [];
     const resend = [];
     for (const [bidId, doubt] of this.doubtful) {
@@ -312,23 +348,26 @@ export class BidBook {
     return { settled, resend };
   }
 
-  /** A pushed bidUpdate: returns { stale, settled }. */
+  /** A pushed bidUpdate: returns { stale, settled, view } (view: the merged update). */
   onUpdate(frame) {
     const versions = frame.versions ?? {};
-    if (this.versions && dominates(this.versions, versions) && !dominates(versions, this.versions)) {
-      return { stale: true, settled: [] };
-    }
     const merged = { ...(this.versions ?? {}) };
     for (const [region, count] of Object.entries(versions)) merged[region] = Math.max(merged[region] ?? 0, count);
+    const high = higherBid(this.high, frame.highBid ?? null);
+    const changed = !dominates(this.versions ?? {}, merged) || high !== this.high;
+    if (this.versions && !changed) return { stale: true, settled: [], view: null };
     this.versions = merged;
+    this.high = high;
+    const total = Object.values(merged).reduce((sum, n) => sum + n, 0);
+    const view = { ...frame, highBid: high, versions: merged, bidCount: total, version: total };
     const settled = [];
-    const high = frame.highBid;
-    const doubt = high && high.bidder === this.userId ? this.doubtful.get(high.bidId) : null;
-    if (doubt && doubt.amount === high.amount) {
-      this.doubtful.delete(high.bidId);
-      settled.push({ bidId: high.bidId, stands: true, region: frame.region });
+    const pushed = frame.highBid;
+    const doubt = pushed && pushed.bidder === this.userId ? this.doubtful.get(pushed.bidId) : null;
+    if (doubt && doubt.amount === pushed.amount) {
+      this.doubtful.delete(pushed.bidId);
+      settled.push({ bidId: pushed.bidId, stands: true, region: frame.region });
     }
-    return { stale: false, settled };
+    return { stale: false, settled, view };
   }
 
   /** At a heartbeat: doubtful bids past the window settle as not standing. */
@@ -457,7 +496,7 @@ export class AuctionClient extends EventTarget {
       clearTimeout(connectTimer);
       session.open = true;
       session.connectedAt = Date.now();
-      ws.send(JSON.stringify({ action: 'getState', auctionId: this.auctionId }));
+      ws.send(this.book.stateRequest(this.auctionId));
       for (const frame of this.book.replay()) ws.send(frame);
       this.schedule(this.heartbeat.intervalMs);
       if (this.policy) {
@@ -489,10 +528,11 @@ export class AuctionClient extends EventTarget {
       this.endSession(verdict.reason, true);
       return;
     }
-    this.ws.send(JSON.stringify({ action: 'heartbeat' }));
+    // Naming the watched auction: the pong carries its versions, so a missed push shows.
+    this.ws.send(JSON.stringify({ action: 'heartbeat', auctionId: this.auctionId }));
     // Doubtful bids: settle the expired ones, look again at the rest.
     for (const settled of this.book.expire(Date.now())) this.emit('bidSettled', settled);
-    if (this.book.doubtful.size > 0) this.ws.send(JSON.stringify({ action: 'getState', auctionId: this.auctionId }));
+    if (this.book.doubtful.size > 0) this.ws.send(this.book.stateRequest(this.auctionId));
     this.schedule(verdict.nextInMs);
     if (Date.now() - session.connectedAt >= this.stableAfterMs) this.attempt = 0;
   }
@@ -521,6 +561,10 @@ export class AuctionClient extends EventTarget {
       case 'pong':
         session.tracker.onPong();
         this.herdHintMs = Number.isFinite(frame.herdWindowMs) ? frame.herdWindowMs : null;
+        // The Region has seen bids this view has not (a push lost or still on its way).
+        if (frame.auctionId === this.auctionId && frame.versions && this.book.behind(frame.versions)) {
+          this.ws.send(this.book.stateRequest(this.auctionId));
+        }
         break;
       case 'moveTo': {
         if (session.moving) break;
@@ -548,8 +592,8 @@ export class AuctionClient extends EventTarget {
         break;
       }
       case 'bidUpdate': {
-        const { stale, settled } = this.book.onUpdate(frame);
-        if (!stale) this.emit('update', frame);
+        const { stale, settled, view } = this.book.onUpdate(frame);
+        if (!stale) this.emit('update', view);
         for (const s of settled) this.emit('bidSettled', s);
         break;
       }

@@ -93,6 +93,11 @@ def test_state_table_is_a_global_table_with_both_replicas(template):
         assert replica["DeletionProtectionEnabled"] == {"Ref": "DeletionProtection"}
     assert props["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
     assert [k["AttributeName"] for k in props["KeySchema"]] == ["pk", "sk"]
+    # A bidder's copies newest first: the table's sort key is bidId order, not time.
+    (by_time,) = props["GlobalSecondaryIndexes"]
+    assert by_time["IndexName"] == "by-time"
+    assert [(k["AttributeName"], k["KeyType"]) for k in by_time["KeySchema"]] == [("pk", "HASH"), ("at", "RANGE")]
+    assert {"AttributeName": "at", "AttributeType": "N"} in props["AttributeDefinitions"]
 
 
 def test_connections_table_has_ttl_and_auction_index(template):
@@ -224,7 +229,9 @@ def test_policies_are_scoped(template):
     manage = next(s for s in handler if s["Action"] == "execute-api:ManageConnections")
     assert "${WebSocketApi}/${StageName}/POST/@connections/*" in manage["Resource"]["Fn::Sub"]
     state = next(s for s in handler if s["Sid"] == "StateTable")
-    assert "table/${StateTableName}" in state["Resource"]["Fn::Sub"]
+    state_arns = [r["Fn::Sub"] for r in state["Resource"]]
+    assert state_arns[0].endswith("table/${StateTableName}")
+    assert state_arns[1].endswith("table/${StateTableName}/index/by-time"), "getState's newest bids"
     assert not any("Scan" in a or "DeleteTable" in a for s in handler for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
     for name in ("CanaryFunction", "PrimaryWatcherFunction"):
         records, put, read, key = _statements(res[name])

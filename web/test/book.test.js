@@ -59,7 +59,57 @@ test('a pushed high bid that is the doubtful bid settles it; a stale push is dro
     versions: { 'us-east-1': 4, 'us-west-2': 2 },
     highBid: { bidId: 'b4', bidder: 'alice', amount: 400, at: 5 },
   });
-  assert.deepEqual(fresh, { stale: false, settled: [{ bidId: 'b4', stands: true, region: 'us-west-2' }] });
+  assert.equal(fresh.stale, false);
+  assert.deepEqual(fresh.settled, [{ bidId: 'b4', stands: true, region: 'us-west-2' }]);
+  assert.equal(fresh.view.highBid.amount, 400);
+});
+
+test('incomparable pushes merge element-wise: a late push never shows a lower high bid', () => {
+  const book = new BidBook();
+  book.onState(state([], { A: 1, B: 1 }));
+  // {A:1,B:2} with high 700 arrives first; the local push {A:2,B:1} with 600 (read before it) after.
+  const first = book.onUpdate({ region: 'B', versions: { A: 1, B: 2 }, highBid: { bidId: 'x7', bidder: 'bob', amount: 700, at: 9 } });
+  assert.equal(first.view.highBid.amount, 700);
+  const late = book.onUpdate({ region: 'A', versions: { A: 2, B: 1 }, highBid: { bidId: 'x6', bidder: 'carol', amount: 600, at: 8 } });
+  assert.equal(late.stale, false, 'it adds A:2');
+  assert.deepEqual(late.view.versions, { A: 2, B: 2 });
+  assert.equal(late.view.highBid.amount, 700, 'the higher bid stays');
+  assert.equal(late.view.bidCount, 4);
+  assert.equal(book.onUpdate({ region: 'A', versions: { A: 2, B: 1 }, highBid: null }).stale, true);
+});
+
+test('a pong whose versions the view does not dominate asks for a resync naming the doubtful bids', () => {
+  const book = new BidBook();
+  book.onState(state([], { A: 3 }));
+  assert.equal(book.behind({ A: 3 }), false);
+  assert.equal(book.behind({ A: 3, B: 1 }), true);
+  book.add('b1', 'f1', 100, true);
+  book.replay();
+  book.onResult({ bidId: 'b1', status: 'unknown', reason: 'unavailable' }, 0);
+  assert.deepEqual(JSON.parse(book.stateRequest('lot-1')), { action: 'getState', auctionId: 'lot-1', bidIds: ['b1'] });
+  assert.deepEqual(JSON.parse(new BidBook().stateRequest('lot-1')), { action: 'getState', auctionId: 'lot-1' });
+});
+
+test('a bid named in you.settled settles however long the user\'s bid list is', () => {
+  const book = new BidBook();
+  book.add('b1', 'f1', 100, true);
+  book.replay();
+  book.onResult({ bidId: 'b1', status: 'unknown' }, 0);
+  const frame = state([], { A: 1 });
+  frame.you.settled = [{ bidId: 'b1', stands: true, amount: 100, regions: ['A'] }];
+  const { settled, resend } = book.onState(frame);
+  assert.deepEqual(settled.map((s) => [s.bidId, s.stands]), [['b1', true]]);
+  assert.deepEqual(resend, []);
+});
+
+test('an unknown/unavailable answer is never final: not standing, it is sent again', () => {
+  const book = new BidBook();
+  book.add('b2', 'f2', 100, true);
+  book.replay();
+  assert.equal(book.onResult({ bidId: 'b2', status: 'unknown', reason: 'unavailable' }, 0).doubtful, true);
+  const frame = state([], { A: 1 });
+  frame.you.settled = [{ bidId: 'b2', stands: false }];
+  assert.deepEqual(book.onState(frame).resend, ['f2']);
 });
 
 test('dominates compares version vectors per Region', () => {
