@@ -1021,6 +1021,9 @@ impl Lab {
             Fault::Down(r) | Fault::NeverReturns(r) => cluster.set_down(r, true),
             Fault::Partition | Fault::OneWay { .. } => cluster.set_cut(0, 1, true),
             Fault::Isolate(r) => cluster.set_isolated(r, true),
+            // The head write commits, then its answer is lost (a timeout or a 5xx after the
+            // commit): the bid must be `unknown`, never `redirect`.
+            Fault::AckLost { region, percent } => cluster.set_lost_answers(region, percent),
             // Replication lag has no MRSC counterpart: a slower cross-Region path makes every
             // request slower instead.
             Fault::Lag(lag) => cluster.set_cost(

@@ -10,7 +10,13 @@
 //!   `ReplicatedWriteConflictException` (`Error::WriteConflict`), nothing written;
 //! - every read is strongly consistent (the handler never reads otherwise in strong mode),
 //!   so it too needs the quorum;
-//! - each request pays a configurable cross-Region cost (AWS publishes no figure).
+//! - each request pays a configurable cross-Region cost (AWS publishes no figure);
+//! - a write to an item that another member wrote less than one replication window ago
+//!   (twice the cross-Region cost after that write ended) also conflicts: AWS names
+//!   concurrency by its own replication, not by our request's span;
+//! - `ack-lost` in strong mode also loses the answer of that share of head writes *after*
+//!   they committed (a timeout or a 5xx after the commit): the handler must answer `unknown`,
+//!   never `redirect`.
 //!
 //! Kinder than AWS, on purpose and written in docs/LAB.md: one authoritative table stands
 //! for the members' copies (nothing the handler does can observe a replica's own copy,
@@ -64,6 +70,11 @@ pub struct Cluster {
     cut: Mutex<BTreeSet<(usize, usize)>>,
     /// Items being written now, by which member, and how many of its writes.
     writing: Mutex<HashMap<ItemKey, (usize, u32)>>,
+    /// The last member that finished writing each item, and when (lab instant): a write
+    /// from another member within the replication window after it conflicts too.
+    written: Mutex<HashMap<ItemKey, (usize, tokio::time::Instant)>>,
+    /// Per member: the share (percent) of head writes whose answer is lost after the commit.
+    lost_answers: Vec<std::sync::atomic::AtomicU8>,
     /// The cross-Region cost of one request, lab µs.
     cost_us: AtomicU64,
     /// Writes and reads refused for want of a quorum, per member.
@@ -100,6 +111,10 @@ impl Cluster {
             members,
             cut: Mutex::default(),
             writing: Mutex::default(),
+            written: Mutex::default(),
+            lost_answers: (0..n)
+                .map(|_| std::sync::atomic::AtomicU8::new(0))
+                .collect(),
             cost_us: AtomicU64::new(cost.as_micros() as u64),
             conflicts: AtomicU64::new(0),
             order: Mutex::default(),
@@ -141,9 +156,28 @@ impl Cluster {
         }
     }
 
+    /// Lose the answer of `percent` of `member`'s head writes after they commit.
+    pub fn set_lost_answers(&self, member: usize, percent: u8) {
+        if let Some(share) = self.lost_answers.get(member) {
+            share.store(percent.min(100), Ordering::SeqCst);
+        }
+    }
+
+    /// Whether this committed head write's answer is lost (the `ack-lost` share).
+    fn answer_lost(&self, member: usize) -> bool {
+        let percent = self
+            .lost_answers
+            .get(member)
+            .map_or(0, |p| p.load(Ordering::Relaxed));
+        percent > 0 && rand::random_range(0..100u8) < percent
+    }
+
     /// Every member up and every path mended (a member lost for good is set down again by
     /// the caller).
     pub fn heal(&self) {
+        for share in &self.lost_answers {
+            share.store(0, Ordering::SeqCst);
+        }
         lock(&self.cut).clear();
         for flag in &self.down {
             flag.store(false, Ordering::SeqCst);
@@ -250,6 +284,17 @@ impl Cluster {
         apply: impl std::future::Future<Output = wsdr_core::Result<T>>,
     ) -> wsdr_core::Result<T> {
         self.quorum(member)?;
+        let window = self.cost() * 2;
+        let recent_other = lock(&self.written)
+            .get(&key)
+            .is_some_and(|(writer, at)| *writer != member && at.elapsed() < window);
+        if recent_other {
+            self.conflicts.fetch_add(1, Ordering::Relaxed);
+            return Err(Error::WriteConflict(
+                "the item was modified in another Region within the replication window (lab)"
+                    .into(),
+            ));
+        }
         {
             let mut writing = lock(&self.writing);
             match writing.get_mut(&key) {
@@ -277,6 +322,10 @@ impl Cluster {
                 writing.remove(&key);
             }
         }
+        drop(writing);
+        if result.is_ok() {
+            lock(&self.written).insert(key, (member, tokio::time::Instant::now()));
+        }
         result
     }
 }
@@ -301,6 +350,24 @@ impl std::fmt::Debug for MrscMember {
 impl MrscMember {
     pub fn cluster(&self) -> &Arc<Cluster> {
         &self.cluster
+    }
+
+    /// Ship a head this member wrote to the other Region's feed, as its stream would.
+    fn push_head(&self, auction: &AuctionId, next: &LedgerHead) {
+        let change = Change {
+            item: Item::Head {
+                auction: auction.clone(),
+                head: next.clone(),
+            },
+            written_at: 0,
+            writer: self
+                .cluster
+                .members
+                .get(self.index)
+                .map(|m| m.0.clone())
+                .unwrap_or_default(),
+        };
+        lock(&self.feeds).retain(|feed| feed.send(change.clone()).is_ok());
     }
 }
 
@@ -391,21 +458,16 @@ impl StateStore for MrscMember {
                 Ok(outcome)
             })
             .await?;
+        if outcome == Advance::Advanced && self.cluster.answer_lost(self.index) {
+            // Committed on the quorum; the answer never comes back. The push still goes out
+            // (the stream shows the write).
+            self.push_head(auction, next);
+            return Err(Error::Transient(
+                "the head write timed out after it committed (lab, ack-lost)".into(),
+            ));
+        }
         if outcome == Advance::Advanced {
-            let change = Change {
-                item: Item::Head {
-                    auction: auction.clone(),
-                    head: next.clone(),
-                },
-                written_at: 0,
-                writer: self
-                    .cluster
-                    .members
-                    .get(self.index)
-                    .map(|m| m.0.clone())
-                    .unwrap_or_default(),
-            };
-            lock(&self.feeds).retain(|feed| feed.send(change.clone()).is_ok());
+            self.push_head(auction, next);
         }
         Ok(outcome)
     }
@@ -545,11 +607,17 @@ mod tests {
             Err(Error::WriteConflict(_))
         ));
         assert_eq!(first.await.unwrap().unwrap(), Advance::Advanced);
+        // Within the replication window after that write, still a conflict.
+        assert!(matches!(
+            west.advance(&a1, 0, &head(200, "w2")).await,
+            Err(Error::WriteConflict(_))
+        ));
         // Afterwards the condition, checked against the latest version, refuses the stale one.
+        tokio::time::sleep(c.cost() * 2).await;
         assert_eq!(
             west.advance(&a1, 0, &head(200, "w2")).await.unwrap(),
             Advance::Moved
         );
-        assert_eq!(c.conflicts(), 1);
+        assert_eq!(c.conflicts(), 2);
     }
 }

@@ -647,6 +647,10 @@ async fn serve_socket(
     let (mut sink, mut stream) = socket.split();
     let mut last_active = Instant::now();
     let mut aborted = false;
+    // API Gateway invokes the integration once per message, concurrently: two frames of one
+    // connection can be handled at the same time and answered in either order. Each text
+    // frame is handled in its own task; answers come back here to be written.
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Option<Option<String>>>();
     loop {
         let idle = last_active + region.quotas.idle_timeout;
         let max = connected_at + region.quotas.max_duration;
@@ -661,22 +665,32 @@ async fn serve_socket(
                 }
                 Some(Outbound::Abort) | None => { aborted = true; break; }
             },
+            done = done_rx.recv() => match done {
+                Some(Some(Some(reply))) => {
+                    if sink.send(Message::Text(reply.into())).await.is_err() { break; }
+                }
+                Some(Some(None)) => {}
+                // `ack-lost` cut the connection after a bid's commit.
+                Some(None) | None => { aborted = true; break; }
+            },
             frame = stream.next() => match frame {
                 Some(Ok(Message::Text(text))) => {
                     last_active = Instant::now();
-                    let reply = region.on_message(&connection_id, &authorizer, text.as_str()).await;
-                    // `ack-lost`: the bid is committed, then the connection dies before the
-                    // answer is written: the path where a replay lands in the other Region.
-                    if route_key(text.as_str()) == "bid"
-                        && chance(region.faults.ack_lost_percent.load(Ordering::Relaxed))
-                    {
-                        region.counters.acks_lost.fetch_add(1, Ordering::Relaxed);
-                        aborted = true;
-                        break;
-                    }
-                    if let Some(reply) = reply {
-                        if sink.send(Message::Text(reply.into())).await.is_err() { break; }
-                    }
+                    let (region, connection_id, authorizer, done) =
+                        (region.clone(), connection_id.clone(), authorizer.clone(), done_tx.clone());
+                    tokio::spawn(async move {
+                        let reply = region.on_message(&connection_id, &authorizer, text.as_str()).await;
+                        // `ack-lost`: the bid is committed, then the connection dies before the
+                        // answer is written: the path where a replay lands in the other Region.
+                        if route_key(text.as_str()) == "bid"
+                            && chance(region.faults.ack_lost_percent.load(Ordering::Relaxed))
+                        {
+                            region.counters.acks_lost.fetch_add(1, Ordering::Relaxed);
+                            let _ = done.send(None);
+                            return;
+                        }
+                        let _ = done.send(Some(reply));
+                    });
                 }
                 Some(Ok(Message::Binary(_))) => {
                     last_active = Instant::now();

@@ -1,5 +1,9 @@
 //! Global Tables (MREC) replication between the two Regions' stores: each local write is
 //! shipped on its own after a configurable lag and applied with per-item last-writer-wins.
+//! Nothing orders two different items (AWS: "items are replicated individually"; a
+//! transaction's items are not replicated together): each write waits its own share of the
+//! lag, between half and one and a half times it, so a bid's summary often arrives before
+//! its copy. Versions of one item that arrive out of turn are settled by last writer wins.
 //! A link can be cut (partition, or the source Region down); what it holds then is the data
 //! at risk (the RPO window) until it heals.
 
@@ -19,7 +23,8 @@ pub type AppliedHook = Arc<dyn Fn(&Change) + Send + Sync>;
 /// One direction of replication.
 #[derive(Clone)]
 pub struct Link {
-    pending: Arc<Mutex<VecDeque<(Instant, Change)>>>,
+    /// Each write with when it was queued and its share of the lag (0.5 to 1.5).
+    pending: Arc<Mutex<VecDeque<(Instant, f64, Change)>>>,
     lag_us: Arc<AtomicU64>,
     cut: Arc<AtomicBool>,
     applied: Arc<AtomicU64>,
@@ -61,10 +66,11 @@ impl Link {
         let queue = link.pending.clone();
         owner.spawn(async move {
             while let Some(change) = feed.recv().await {
-                queue
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push_back((Instant::now(), change));
+                queue.lock().unwrap_or_else(|p| p.into_inner()).push_back((
+                    Instant::now(),
+                    rand::random_range(0.5..1.5),
+                    change,
+                ));
             }
         });
         let worker = link.clone();
@@ -78,8 +84,9 @@ impl Link {
         link
     }
 
-    /// Apply every write that has waited out the lag, in order. A write the target could
-    /// not take (DynamoDB Local busy) stays at the head and is retried on the next tick.
+    /// Apply every write that has waited out its share of the lag, in any order between
+    /// items. A write the target could not take (DynamoDB Local busy) stays queued and is
+    /// retried on the next tick.
     async fn deliver(&self, to: &dyn ReplicaStore) {
         loop {
             if self.cut.load(Ordering::SeqCst) {
@@ -88,11 +95,12 @@ impl Link {
             let lag = Duration::from_micros(self.lag_us.load(Ordering::Relaxed));
             let next = {
                 let queue = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-                match queue.front() {
-                    Some((at, change)) if at.elapsed() >= lag => change.clone(),
-                    _ => return,
-                }
+                queue
+                    .iter()
+                    .position(|(at, share, _)| at.elapsed() >= lag.mul_f64(*share))
+                    .and_then(|i| queue.get(i).map(|(_, _, change)| (i, change.clone())))
             };
+            let Some((index, next)) = next else { return };
             match to.apply_replicated(&next).await {
                 Err(_) => return,
                 Ok(true) => {
@@ -102,10 +110,12 @@ impl Link {
                 }
                 Ok(false) => {}
             }
-            self.pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .pop_front();
+            {
+                // Only this worker removes items, and new ones go to the back: `index`
+                // still names `next`.
+                let mut queue = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+                queue.remove(index);
+            }
             self.applied.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -130,7 +140,7 @@ impl Link {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .drain(..)
-            .map(|(_, change)| change)
+            .map(|(_, _, change)| change)
             .collect()
     }
 
@@ -148,7 +158,7 @@ impl Link {
             items: queue.len(),
             oldest_ms: queue
                 .front()
-                .map_or(0.0, |(at, _)| at.elapsed().as_secs_f64() * 1000.0),
+                .map_or(0.0, |(at, _, _)| at.elapsed().as_secs_f64() * 1000.0),
         }
     }
 
