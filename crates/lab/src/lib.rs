@@ -36,6 +36,7 @@ pub mod world {
 
 pub mod sim {
     //! Simulated users and the checker that judges what they were told.
+    pub mod attackers;
     pub mod history;
     pub mod judge;
     pub mod users;

@@ -53,6 +53,11 @@ pub struct Inner {
     /// (bidId, amount) listed in `you.bids` of every `state` (copies seen by replication).
     pub listed: Vec<(String, u64)>,
     pub get_states: u32,
+    /// The auction's version vector: sent in `state` frames and in pongs to heartbeats
+    /// that name the auction.
+    pub versions: Option<serde_json::Value>,
+    /// Every `getState` frame received, as sent.
+    pub get_state_frames: Vec<serde_json::Value>,
 }
 
 #[derive(Clone)]
@@ -77,6 +82,8 @@ impl FakeRegion {
             tokens: Vec::new(),
             listed: Vec::new(),
             get_states: 0,
+            versions: None,
+            get_state_frames: Vec::new(),
         }));
         let (kill, _) = broadcast::channel(16);
         let (push, _) = broadcast::channel(16);
@@ -136,6 +143,18 @@ impl FakeRegion {
             .unwrap()
             .listed
             .push((bid_id.to_owned(), amount));
+    }
+
+    /// The auction's version vector and high bid from now on (another Region's bid
+    /// arrived, say), without pushing anything.
+    pub fn set_view(&self, versions: serde_json::Value, high: Option<(u64, &str)>) {
+        let mut state = self.inner.lock().unwrap();
+        state.versions = Some(versions);
+        state.high = high.map(|(amount, id)| (amount, id.to_owned()));
+    }
+
+    pub fn get_state_frames(&self) -> Vec<serde_json::Value> {
+        self.inner.lock().unwrap().get_state_frames.clone()
     }
 
     pub fn get_states(&self) -> u32 {
@@ -215,7 +234,12 @@ impl FakeRegion {
                 });
                 None
             }
-            (_, "heartbeat") => Some(format!(r#"{{"type":"pong","region":"{region}","ts":1}}"#)),
+            (_, "heartbeat") => Some(match (frame["auctionId"].as_str(), &state.versions) {
+                (Some(auction), Some(versions)) => format!(
+                    r#"{{"type":"pong","region":"{region}","ts":1,"auctionId":"{auction}","versions":{versions}}}"#
+                ),
+                _ => format!(r#"{{"type":"pong","region":"{region}","ts":1}}"#),
+            }),
             (_, "getState") => {
                 let high = match &state.high {
                     Some((amount, id)) => {
@@ -225,6 +249,11 @@ impl FakeRegion {
                 };
                 let count = state.bids.len();
                 state.get_states += 1;
+                state.get_state_frames.push(frame.clone());
+                let versions = state
+                    .versions
+                    .clone()
+                    .unwrap_or_else(|| serde_json::json!({}));
                 let bids: Vec<String> = state
                     .listed
                     .iter()
@@ -236,7 +265,7 @@ impl FakeRegion {
                     .collect();
                 let bids = bids.join(",");
                 Some(format!(
-                    r#"{{"type":"state","region":"{region}","auction":{{"id":"lot-1","item":"x","highBid":{high},"bidCount":{count},"version":{count}}},"you":{{"userId":"u","lastBid":null,"bids":[{bids}]}}}}"#
+                    r#"{{"type":"state","region":"{region}","auction":{{"id":"lot-1","item":"x","highBid":{high},"bidCount":{count},"version":{count},"versions":{versions}}},"you":{{"userId":"u","lastBid":null,"bids":[{bids}]}}}}"#
                 ))
             }
             (mode @ (Mode::RejectBids | Mode::UnknownBids), "bid") => {

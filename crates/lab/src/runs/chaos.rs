@@ -400,6 +400,9 @@ pub fn describe(run: &RunReport) -> String {
     out
 }
 
+/// Bids of the chaos campaign's prolific user: more copies than one 200-item page.
+const PROLIFIC_BIDS: usize = 210;
+
 async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result<RunReport> {
     let scale = config.scale;
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -421,6 +424,17 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     anyhow::ensure!(steady, "run {run}: the lab never reached steady state");
 
     let auction = AuctionId::new("lot-1")?;
+    // The prolific user first, alone on its own lot, before any fault: hundreds of bids.
+    let started = std::time::Instant::now();
+    let mut attacks = crate::sim::attackers::prolific(
+        &lab,
+        "prolific-user",
+        &AuctionId::new("lot-2")?,
+        PROLIFIC_BIDS,
+        scale.secs(30.0),
+    )
+    .await;
+    tracing::debug!(elapsed = ?started.elapsed(), "prolific user done");
     // Half the users have client-assisted failover.
     let users = Population::through_front_door(
         &lab,
@@ -431,6 +445,10 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         |i| i % 2 == 1,
     );
     tokio::time::sleep(scale.secs(30.0)).await;
+    // The impostor, once users have bids to steal: user 0 is the victim.
+    attacks.extend(
+        crate::sim::attackers::impostor(&lab, &users.spec(0).sub, &auction, scale.secs(30.0)).await,
+    );
 
     for step in &schedule {
         play(&lab, *step, scale).await;
@@ -448,7 +466,13 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         mut violations,
         ..
     } = judge(&lab, &users, &auction, scale.secs(30.0)).await?;
+    violations.extend(attacks);
+    violations.extend(users.retryable_rejections());
     if let Some(cluster) = &lab.mrsc {
+        violations.extend(crate::sim::history::redirected_but_decided(
+            &ops,
+            &cluster.accepted_by(&auction),
+        ));
         let count = crate::sim::history::below_an_earlier_bid(&cluster.accepted_in_order(&auction));
         if count > 0 {
             violations.push(Violation::AcceptedBelowEarlierBid { count });

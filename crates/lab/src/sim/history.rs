@@ -127,6 +127,10 @@ pub struct UserEnd {
     pub high_before_resync: Option<Option<u64>>,
     /// Pushes its client reported that were strictly older than the view it already had.
     pub views_backwards: u32,
+    /// Pushes its client reported with a lower high bid than the one it showed before
+    /// (with no state read between): a late push replaced a newer view.
+    #[serde(default)]
+    pub highs_lowered: u32,
     /// The Region that served its final state, and the user's own bids in that state
     /// (`you.bids`: (bidId, amount), newest first) and `you.lastBid`.
     pub served_by: Option<String>,
@@ -224,6 +228,43 @@ pub enum Violation {
         missing: Vec<String>,
         unexplained: Vec<String>,
     },
+    /// A canary-issuer token naming a user's subject was admitted by a Region's authorizer
+    /// (docs/AUTH.md: canary tokens are `canary:*` principals only).
+    ImpostorAdmitted {
+        region: String,
+        sub: String,
+    },
+    /// A probe identity read a user's bids, or had a bid accepted (`what` says which).
+    ProbeActedAsUser {
+        region: String,
+        what: String,
+    },
+    /// A bid answered `rejected` for a reason that is not final (a retryable failure): the
+    /// clients drop a rejected bid, so it may have been one that would have won.
+    RetryableRejected {
+        bidder: String,
+        bid_id: String,
+        region: String,
+        reason: String,
+    },
+    /// A client showed a lower high bid after a push than before it.
+    HighWentDown {
+        user: String,
+        times: u32,
+    },
+    /// Strong mode: a Region answered `redirect` ("decided nothing") for a bid that its own
+    /// head write accepted.
+    RedirectedButDecided {
+        bidder: String,
+        bid_id: String,
+        region: String,
+    },
+    /// `you.settled` in a `getState` naming a bid is not what the Region holds for it.
+    SettledWrong {
+        user: String,
+        region: String,
+        bid_id: String,
+    },
     /// `you.lastBid` is not the user's latest bid in the serving Region's records.
     LastBidWrong {
         user: String,
@@ -241,7 +282,9 @@ impl Violation {
             | Violation::AcknowledgedBidAltered { bidder, bid_id, .. }
             | Violation::UnexplainedRecord { bidder, bid_id, .. }
             | Violation::RejectedBidPresent { bidder, bid_id, .. }
-            | Violation::AcknowledgedWithoutQuorum { bidder, bid_id, .. } => Some((bidder, bid_id)),
+            | Violation::AcknowledgedWithoutQuorum { bidder, bid_id, .. }
+            | Violation::RetryableRejected { bidder, bid_id, .. }
+            | Violation::RedirectedButDecided { bidder, bid_id, .. } => Some((bidder, bid_id)),
             _ => None,
         }
     }
@@ -266,6 +309,34 @@ pub fn acknowledged_without_quorum(
             };
             if lacked(index, op.invoked_ms, *at) {
                 found.push(Violation::AcknowledgedWithoutQuorum {
+                    bidder: op.user.clone(),
+                    bid_id: op.bid_id.clone(),
+                    region: region.clone(),
+                });
+            }
+        }
+    }
+    found
+}
+
+/// Strong mode: `redirect` answers from a Region whose own head write accepted that very bid
+/// (`accepted_by`: (bidder, bidId, accepting Region) of every head write the table took). A
+/// redirect says nothing was decided there; a write that may have committed is `unknown`.
+pub fn redirected_but_decided(
+    ops: &[Op],
+    accepted_by: &[(String, String, String)],
+) -> Vec<Violation> {
+    let taken: std::collections::BTreeSet<(&str, &str, &str)> = accepted_by
+        .iter()
+        .map(|(b, i, r)| (b.as_str(), i.as_str(), r.as_str()))
+        .collect();
+    let mut found = Vec::new();
+    for op in ops {
+        for (_, answer, region, _) in &op.answers {
+            if *answer == Answer::Redirected
+                && taken.contains(&(op.user.as_str(), op.bid_id.as_str(), region.as_str()))
+            {
+                found.push(Violation::RedirectedButDecided {
                     bidder: op.user.clone(),
                     bid_id: op.bid_id.clone(),
                     region: region.clone(),
@@ -443,6 +514,12 @@ pub fn check(
                 times: user.views_backwards,
             });
         }
+        if user.highs_lowered > 0 {
+            violations.push(Violation::HighWentDown {
+                user: user.user.clone(),
+                times: user.highs_lowered,
+            });
+        }
         if let Some(pushed) = user.high_before_resync {
             if pushed != actual {
                 violations.push(Violation::PushMissed {
@@ -486,7 +563,7 @@ pub fn own_bids_in(state: &FinalState, user: &str) -> Vec<(u64, String, u64)> {
 
 /// `you.bids` and `you.lastBid` of the user's final state against the serving Region's
 /// records (a Region lost for good served nobody's final state).
-fn check_own_bids(user: &UserEnd, regions: &[FinalState], violations: &mut Vec<Violation>) {
+pub fn check_own_bids(user: &UserEnd, regions: &[FinalState], violations: &mut Vec<Violation>) {
     let Some(state) = user
         .served_by
         .as_ref()
@@ -671,6 +748,7 @@ mod tests {
             high_seen: high,
             high_before_resync: Some(high),
             views_backwards: 0,
+            highs_lowered: 0,
             served_by: None,
             own_bids: Vec::new(),
             last_bid: None,

@@ -6,7 +6,7 @@
 //! timer, may reuse someone else's bidId, may close the app right after sending a bid (before
 //! its answer) and open it again a little later, as a new session that knows nothing of it.
 
-use crate::sim::history::{Answer, BidKey, Op, UserEnd};
+use crate::sim::history::{Answer, BidKey, Op, UserEnd, Violation};
 use crate::world::lab::Lab;
 use crate::world::owner::Owner;
 use crate::world::scale::TimeScale;
@@ -191,6 +191,10 @@ pub struct UserRecord {
     pub versions: Versions,
     /// Pushes the client reported that were strictly older than the view it had.
     pub views_backwards: u32,
+    /// The high bid amount the client last showed (a state's, then each push's), and how
+    /// many pushes showed a lower one than that.
+    shown_high: Option<u64>,
+    pub highs_lowered: u32,
     /// (connected with a view, high bid seen) just before the forced final resync.
     pub before_resync: Option<(bool, Option<u64>)>,
     /// (lab ms, Region) of each state restore.
@@ -255,6 +259,8 @@ pub struct Population {
     owner: Owner,
     online: AtomicUsize,
     peak: AtomicUsize,
+    /// Rejections whose reason was not final, as violations.
+    retryable_rejections: Mutex<Vec<Violation>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -287,6 +293,7 @@ impl Population {
             owner: Owner::new(),
             online: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
+            retryable_rejections: Mutex::default(),
         });
         for index in 0..population.users.len() {
             let task = run_user(
@@ -382,6 +389,11 @@ impl Population {
     }
 
     /// Every bid made so far, with its answers.
+    /// Bids rejected for a reason that is not final, as violations.
+    pub fn retryable_rejections(&self) -> Vec<Violation> {
+        lock(&self.retryable_rejections).clone()
+    }
+
     pub fn ops(&self) -> Vec<Op> {
         lock(&self.ops).values().cloned().collect()
     }
@@ -432,6 +444,7 @@ impl Population {
                     high_seen: r.high_seen,
                     high_before_resync: was_connected.then_some(pushed),
                     views_backwards: r.views_backwards,
+                    highs_lowered: r.highs_lowered,
                     served_by: r.served_by.clone(),
                     own_bids: r.own_bids.clone(),
                     last_bid: r.last_bid.clone(),
@@ -593,6 +606,16 @@ fn next_amount(
     Some((amount, stolen))
 }
 
+/// The rejection reasons that are final (docs/PROTOCOL.md, `bidResult`).
+const FINAL_REJECTIONS: &[&str] = &[
+    "unknown_auction",
+    "auction_closed",
+    "below_starting_price",
+    "too_low",
+    "bid_id_reused",
+    "forbidden",
+];
+
 fn on_event(
     population: &Population,
     index: usize,
@@ -619,6 +642,7 @@ fn on_event(
             record.connected = true;
             record.resynced = true;
             record.high_seen = auction.high_bid.map(|h| h.amount.get());
+            record.shown_high = record.high_seen;
             record.versions = auction.versions;
             record.restores.push((at, region.clone()));
             record.own_bids = you
@@ -652,6 +676,11 @@ fn on_event(
             }
             wsdr_protocol::merge_versions(&mut record.versions, &versions);
             let seen = high_bid.map(|h| h.amount.get());
+            // Nor show a lower high bid than it showed: high bids are max registers.
+            if seen < record.shown_high {
+                record.highs_lowered += 1;
+            }
+            record.shown_high = seen;
             record.high_seen = record.high_seen.max(seen);
         }
         Event::Disconnected { reason } => {
@@ -707,9 +736,23 @@ fn on_event(
             bid_id,
             status,
             region,
-            ..
+            reason,
         } => {
             let replayed = record.replayed_since_invoke(bid_id.as_str());
+            // A rejection is final for the clients: only a reason that sending the bid again
+            // cannot change may come with one.
+            if status == BidStatus::Rejected
+                && !reason
+                    .as_deref()
+                    .is_some_and(|r| FINAL_REJECTIONS.contains(&r))
+            {
+                lock(&population.retryable_rejections).push(Violation::RetryableRejected {
+                    bidder: sub.clone(),
+                    bid_id: bid_id.as_str().to_owned(),
+                    region: region.clone(),
+                    reason: reason.clone().unwrap_or_default(),
+                });
+            }
             let answer = match status {
                 BidStatus::Accepted => Answer::Accepted,
                 BidStatus::Duplicate => Answer::Duplicate,

@@ -222,6 +222,8 @@ pub struct Lab {
     pub timeline: Timeline,
     pub front_door: SocketAddr,
     user_secret: String,
+    /// The canary issuer's secret: the chaos campaign's attackers hold it (a leaked secret).
+    canary_secret: String,
     /// Strong mode's MRSC table (its members, quorum, faults); `None` in eventual mode.
     pub mrsc: Option<Arc<crate::world::mrsc::Cluster>>,
     /// Strong mode: every change of the serving Regions' quorum, as (lab ms before the
@@ -460,6 +462,8 @@ impl Lab {
             for (id, item, price, increment) in [
                 ("lot-1", "1959 Fender Stratocaster", 100_000, 1_000),
                 ("canary", "canary probe", 1, 1),
+                // The chaos campaign's prolific bidder bids here alone, hundreds of times.
+                ("lot-2", "box of 500 guitar picks", 1, 1),
             ] {
                 region
                     .service()
@@ -522,6 +526,7 @@ impl Lab {
             timeline,
             front_door,
             user_secret,
+            canary_secret: canary_secret.clone(),
             owner,
             clock,
             store_faults,
@@ -829,6 +834,19 @@ impl Lab {
             .unwrap_or(0);
         let claims = serde_json::json!({"sub": sub, "iss": USER_ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 3600});
         jsonwebtoken::EncodingKey::from_secret(self.user_secret.as_bytes())
+            .and_then(|key| jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key))
+            .unwrap_or_default()
+    }
+
+    /// A token of the canary issuer naming `sub` (a probe's `canary:*`, or, as an attacker
+    /// holding a leaked canary secret would try, a user's).
+    pub fn probe_token(&self, sub: &str) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let claims = serde_json::json!({"sub": sub, "iss": "wsdr-canary", "aud": AUDIENCE, "iat": now, "exp": now + 60});
+        jsonwebtoken::EncodingKey::from_secret(self.canary_secret.as_bytes())
             .and_then(|key| jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key))
             .unwrap_or_default()
     }

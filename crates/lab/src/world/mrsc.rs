@@ -84,8 +84,12 @@ pub struct Cluster {
     /// Every ledger head written, in the order the table took them: (auction, amount of
     /// the bid it accepted, the Region that accepted it). The drill's truth for "accepted
     /// below a bid another Region had already acknowledged".
-    order: Mutex<Vec<(AuctionId, u64, u64, String)>>,
+    order: Mutex<Vec<TakenBid>>,
 }
+
+/// One head write the table took: (auction, the head's version, amount, accepting Region,
+/// bidder, bidId).
+type TakenBid = (AuctionId, u64, u64, String, String, String);
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -239,13 +243,24 @@ impl Cluster {
         let mut taken: Vec<(u64, u64, String)> = lock(&self.order)
             .iter()
             .filter(|(a, ..)| a == auction)
-            .map(|(_, seq, amount, region)| (*seq, *amount, region.clone()))
+            .map(|(_, seq, amount, region, ..)| (*seq, *amount, region.clone()))
             .collect();
         // By the head's version: two writes through one member may log out of turn.
         taken.sort_by_key(|(seq, ..)| *seq);
         taken
             .into_iter()
             .map(|(_, amount, region)| (amount, region))
+            .collect()
+    }
+
+    /// Every bid a head write accepted on `auction`: (bidder, bidId, accepting Region).
+    pub fn accepted_by(&self, auction: &AuctionId) -> Vec<(String, String, String)> {
+        lock(&self.order)
+            .iter()
+            .filter(|(a, ..)| a == auction)
+            .map(|(_, _, _, region, bidder, bid_id)| {
+                (bidder.clone(), bid_id.clone(), region.clone())
+            })
             .collect()
     }
 
@@ -452,6 +467,8 @@ impl StateStore for MrscMember {
                             next.summary.accepted,
                             last.bid.amount.get(),
                             last.bid.region.clone(),
+                            last.bid.bidder.as_str().to_owned(),
+                            last.bid.bid_id.as_str().to_owned(),
                         ));
                     }
                 }

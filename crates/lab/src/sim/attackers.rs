@@ -1,0 +1,231 @@
+//! The hostile clients the chaos campaign runs beside its users, each the attack of an
+//! outside review that once broke a documented guarantee:
+//! - an **impostor** holding the (leaked) canary secret mints a canary-issuer token naming a
+//!   real user and tries to read their bids and bid as them; and, with a real probe subject,
+//!   tries the same as a probe;
+//! - a **prolific** user bids hundreds of times (more copies than one page of any list), and
+//!   its newest bid must still be its `lastBid`, its `bids` the newest, and every named bid
+//!   settle by its `you.settled`.
+//!
+//! Each returns the violations it saw; a connection refused where it must be refused is a
+//! pass, not an error.
+
+use crate::sim::history::Violation;
+use crate::world::lab::Lab;
+use std::time::Duration;
+use tokio::time::Instant;
+use wsdr_client::exchange::{next_message, send};
+use wsdr_client::{connect, ConnectOptions, WsStream};
+use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, ClientMessage, ServerMessage};
+
+async fn open(url: &str, token: String) -> Option<WsStream> {
+    connect(
+        url,
+        &ConnectOptions {
+            token: Some(token),
+            ..ConnectOptions::default()
+        },
+    )
+    .await
+    .ok()
+}
+
+/// Send one frame and wait (bounded) for its answer.
+async fn ask(
+    ws: &mut WsStream,
+    message: &ClientMessage,
+    within: Duration,
+) -> Option<ServerMessage> {
+    send(ws, message).await.ok()?;
+    next_message(ws, Instant::now() + within).await.ok()
+}
+
+/// The impostor's attacks on every Region: a canary-issuer token naming `victim` must be
+/// refused at the handshake; a real probe subject may connect, read public state, and
+/// nothing of anyone's bids, and its bid must be rejected.
+pub async fn impostor(
+    lab: &Lab,
+    victim: &str,
+    auction: &AuctionId,
+    within: Duration,
+) -> Vec<Violation> {
+    let mut found = Vec::new();
+    for region in &lab.regions {
+        let url = region.url();
+        let name = region.name.clone();
+        if let Some(mut ws) = open(&url, lab.probe_token(victim)).await {
+            found.push(Violation::ImpostorAdmitted {
+                region: name.clone(),
+                sub: victim.to_owned(),
+            });
+            let state = ClientMessage::GetState {
+                auction_id: auction.clone(),
+                bid_ids: Vec::new(),
+            };
+            if let Some(ServerMessage::State { you, .. }) = ask(&mut ws, &state, within).await {
+                if !you.bids.is_empty() {
+                    found.push(Violation::ProbeActedAsUser {
+                        region: name.clone(),
+                        what: format!("read {} of {victim}'s bids", you.bids.len()),
+                    });
+                }
+            }
+        }
+        let probe = format!("{}attacker", wsdr_protocol::limits::PROBE_SUBJECT_PREFIX);
+        let Some(mut ws) = open(&url, lab.probe_token(&probe)).await else {
+            continue; // the Region is down: nothing to attack
+        };
+        let state = ClientMessage::GetState {
+            auction_id: auction.clone(),
+            bid_ids: Vec::new(),
+        };
+        if let Some(ServerMessage::State { you, .. }) = ask(&mut ws, &state, within).await {
+            if !you.bids.is_empty() || you.user_id != probe {
+                found.push(Violation::ProbeActedAsUser {
+                    region: name.clone(),
+                    what: format!(
+                        "a probe's state names {} with {} bids",
+                        you.user_id,
+                        you.bids.len()
+                    ),
+                });
+            }
+        }
+        let Ok(bid_id) = BidId::new(format!("probe-bid-{}", name.replace('-', ""))) else {
+            continue;
+        };
+        let Ok(amount) = Amount::new(wsdr_protocol::limits::MAX_AMOUNT) else {
+            continue;
+        };
+        let bid = ClientMessage::Bid {
+            auction_id: auction.clone(),
+            amount,
+            bid_id,
+        };
+        if let Some(ServerMessage::BidResult { status, .. }) = ask(&mut ws, &bid, within).await {
+            if status != BidStatus::Rejected {
+                found.push(Violation::ProbeActedAsUser {
+                    region: name.clone(),
+                    what: format!("a probe's bid was answered {status:?}"),
+                });
+            }
+        }
+    }
+    found
+}
+
+/// The prolific user: `bids` bids in a row on `auction` (which nobody else bids on) in the
+/// first Region, each one above the last, then a `getState` naming its first, a middle and
+/// its last bid, and one it never made. Only acknowledged bids are judged; a Region that
+/// stops answering ends the attack early.
+pub async fn prolific(
+    lab: &Lab,
+    sub: &str,
+    auction: &AuctionId,
+    bids: usize,
+    within: Duration,
+) -> Vec<Violation> {
+    let region = &lab.regions[0];
+    let Some(mut ws) = open(&region.url(), lab.user_token(sub)).await else {
+        return Vec::new();
+    };
+    let mut acknowledged: Vec<(BidId, u64)> = Vec::new();
+    for i in 0..bids {
+        // bidIds in no relation to time: the table's own order is bidId order.
+        let Ok(bid_id) = BidId::new(format!(
+            "pro-{:016x}",
+            (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        )) else {
+            continue;
+        };
+        let amount = acknowledged.last().map_or(1, |(_, a)| a + 1);
+        let Ok(value) = Amount::new(amount) else {
+            break;
+        };
+        let bid = ClientMessage::Bid {
+            auction_id: auction.clone(),
+            amount: value,
+            bid_id: bid_id.clone(),
+        };
+        match ask(&mut ws, &bid, within).await {
+            Some(ServerMessage::BidResult {
+                status: BidStatus::Accepted | BidStatus::Duplicate,
+                ..
+            }) => acknowledged.push((bid_id, amount)),
+            Some(_) => {}
+            None => break,
+        }
+    }
+    let (Some(first), Some(last)) = (acknowledged.first(), acknowledged.last()) else {
+        return Vec::new();
+    };
+    let middle = &acknowledged[acknowledged.len() / 2];
+    let Ok(never) = BidId::new("pro-never-sent") else {
+        return Vec::new();
+    };
+    let named = vec![
+        first.0.clone(),
+        middle.0.clone(),
+        last.0.clone(),
+        never.clone(),
+    ];
+    let state = ClientMessage::GetState {
+        auction_id: auction.clone(),
+        bid_ids: named.clone(),
+    };
+    let Some(ServerMessage::State { you, region, .. }) = ask(&mut ws, &state, within).await else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    // The truth is the Region's own copies, in the order the port defines (newest `at`
+    // first, then bidId): bids made within one lab millisecond tie on `at`.
+    let Ok(states) = crate::sim::history::final_states(lab, auction).await else {
+        return found;
+    };
+    let seen = crate::sim::history::UserEnd {
+        user: sub.to_owned(),
+        auction: auction.as_str().to_owned(),
+        connected: true,
+        high_seen: None,
+        high_before_resync: None,
+        views_backwards: 0,
+        highs_lowered: 0,
+        served_by: Some(
+            lab.config
+                .regions
+                .first()
+                .cloned()
+                .unwrap_or_else(|| region.clone()),
+        ),
+        own_bids: you
+            .bids
+            .iter()
+            .map(|b| (b.bid_id.as_str().to_owned(), b.amount.get()))
+            .collect(),
+        last_bid: you
+            .last_bid
+            .as_ref()
+            .map(|b| (b.bid_id.as_str().to_owned(), b.amount.get())),
+    };
+    crate::sim::history::check_own_bids(&seen, &states, &mut found);
+    for id in &named {
+        let expected = acknowledged
+            .iter()
+            .find(|(a, _)| a == id)
+            .map(|(_, amount)| *amount);
+        let answer = you.settled.iter().find(|s| &s.bid_id == id);
+        let right = match (expected, answer) {
+            (Some(amount), Some(s)) => s.stands && s.amount.map(Amount::get) == Some(amount),
+            (None, Some(s)) => !s.stands,
+            (_, None) => false,
+        };
+        if !right {
+            found.push(Violation::SettledWrong {
+                user: sub.to_owned(),
+                region: region.clone(),
+                bid_id: id.as_str().to_owned(),
+            });
+        }
+    }
+    found
+}
