@@ -402,6 +402,8 @@ pub fn describe(run: &RunReport) -> String {
 
 /// Bids of the chaos campaign's prolific user: more copies than one 200-item page.
 const PROLIFIC_BIDS: usize = 210;
+/// Bids each of the two racers places, one racer per Region, on the prolific user's lot.
+const RACING_BIDS: usize = 30;
 
 async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result<RunReport> {
     let scale = config.scale;
@@ -435,6 +437,16 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     )
     .await;
     tracing::debug!(elapsed = ?started.elapsed(), "prolific user done");
+    // Then two racers on the same lot, one in each Region.
+    attacks.extend(
+        crate::sim::attackers::racers(
+            &lab,
+            &AuctionId::new("lot-2")?,
+            RACING_BIDS,
+            scale.secs(30.0),
+        )
+        .await,
+    );
     // Half the users have client-assisted failover.
     let users = Population::through_front_door(
         &lab,

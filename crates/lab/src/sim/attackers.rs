@@ -229,3 +229,66 @@ pub async fn prolific(
     }
     found
 }
+
+/// Two users racing on `auction` (which the others do not bid on), one connected to each
+/// Region's own endpoint, `per_region` bids each, amounts from one rising counter: in strong
+/// mode both Regions write the same ledger head and the same copies at once. Every answer
+/// must be a decision or a resendable `unknown`: a `rejected` whose reason sending again
+/// could change is a bid the clients would drop.
+pub async fn racers(
+    lab: &Lab,
+    auction: &AuctionId,
+    per_region: usize,
+    within: Duration,
+) -> Vec<Violation> {
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1_000_000));
+    let race = |index: usize| {
+        let next = next.clone();
+        async move {
+            let region = &lab.regions[index];
+            let sub = format!("racer-{index}");
+            let mut found = Vec::new();
+            let Some(mut ws) = open(&region.url(), lab.user_token(&sub)).await else {
+                return found;
+            };
+            for i in 0..per_region {
+                let amount = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let (Ok(bid_id), Ok(value)) = (
+                    BidId::new(format!("race-{index}-{i:04}")),
+                    Amount::new(amount),
+                ) else {
+                    continue;
+                };
+                let bid = ClientMessage::Bid {
+                    auction_id: auction.clone(),
+                    amount: value,
+                    bid_id: bid_id.clone(),
+                };
+                match ask(&mut ws, &bid, within).await {
+                    Some(ServerMessage::BidResult {
+                        status: BidStatus::Rejected,
+                        reason,
+                        region,
+                        ..
+                    }) if !reason
+                        .as_deref()
+                        .is_some_and(|r| crate::sim::users::FINAL_REJECTIONS.contains(&r)) =>
+                    {
+                        found.push(Violation::RetryableRejected {
+                            bidder: sub.clone(),
+                            bid_id: bid_id.as_str().to_owned(),
+                            region,
+                            reason: reason.unwrap_or_default(),
+                        });
+                    }
+                    Some(_) => {}
+                    None => break,
+                }
+            }
+            found
+        }
+    };
+    let (mut a, b) = tokio::join!(race(0), race(1));
+    a.extend(b);
+    a
+}

@@ -607,7 +607,7 @@ fn next_amount(
 }
 
 /// The rejection reasons that are final (docs/PROTOCOL.md, `bidResult`).
-const FINAL_REJECTIONS: &[&str] = &[
+pub const FINAL_REJECTIONS: &[&str] = &[
     "unknown_auction",
     "auction_closed",
     "below_starting_price",
