@@ -1,0 +1,110 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+//! The outside review's attacks through the lab, in both consistency modes: a leaked canary
+//! secret used as a victim and as a probe, a user with hundreds of bids, racing bids from
+//! both Regions, and a watcher whose push never comes.
+
+use std::sync::Arc;
+use std::time::Duration;
+use wsdr_client::{ClientBuilder, Event, StaticToken};
+use wsdr_core::Consistency;
+use wsdr_lab::sim::attackers;
+use wsdr_lab::{Fault, Lab, LabConfig, TimeScale};
+use wsdr_protocol::{Amount, AuctionId, BidStatus};
+
+async fn lab_in(consistency: Consistency) -> Arc<Lab> {
+    Arc::new(
+        Lab::start(LabConfig {
+            scale: TimeScale::new(60.0),
+            consistency,
+            ..LabConfig::default()
+        })
+        .await
+        .unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_attackers_break_nothing_in_either_mode() {
+    for consistency in [Consistency::Eventual, Consistency::Strong] {
+        let lab = lab_in(consistency).await;
+        let lot1 = AuctionId::new("lot-1").unwrap();
+        let lot2 = AuctionId::new("lot-2").unwrap();
+        let within = Duration::from_secs(5);
+        let mut found = attackers::impostor(&lab, "alice", &lot1, within).await;
+        found.extend(attackers::prolific(&lab, "prolific", &lot2, 210, within).await);
+        found.extend(attackers::racers(&lab, &lot2, 20, within).await);
+        assert!(found.is_empty(), "{consistency}: {found:#?}");
+    }
+}
+
+/// A client on one Region's own URL following `lot-1`, with a one-second heartbeat (a
+/// minute of AWS time at this lab's scale).
+fn watcher(
+    lab: &Lab,
+    region: usize,
+    sub: &str,
+) -> (
+    wsdr_client::Client,
+    tokio::sync::mpsc::UnboundedReceiver<Event>,
+) {
+    ClientBuilder::new(lab.regions[region].url())
+        .token_provider(Arc::new(StaticToken(lab.user_token(sub))))
+        .subscribe(AuctionId::new("lot-1").unwrap())
+        .heartbeat(Duration::from_secs(1), Duration::from_secs(3))
+        .seed(3)
+        .start()
+}
+
+/// The high bid the watcher shows next, from a push or a state.
+async fn shown_high(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+    wanted: u64,
+    within: Duration,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.recv()).await else {
+            return false;
+        };
+        let high = match event {
+            Event::StateRestored { auction, .. } => auction.high_bid.map(|h| h.amount.get()),
+            Event::StateUpdated { high_bid, .. } => high_bid.map(|h| h.amount.get()),
+            _ => continue,
+        };
+        if high == Some(wanted) {
+            return true;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_whose_push_never_comes_shows_the_bid_within_a_heartbeat() {
+    let lab = lab_in(Consistency::Strong).await;
+    let (_watching, mut watched) = watcher(&lab, 1, "watcher");
+    let (bidder, mut bids) = watcher(&lab, 0, "bidder");
+    // Both have their first state.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The Regions' path is cut both ways: the witness still makes a quorum for each, so the
+    // bid is decided, but the push that would carry it to the other Region never leaves.
+    lab.fault(Fault::Partition);
+    bidder
+        .bid(
+            AuctionId::new("lot-1").unwrap(),
+            Amount::new(250_000).unwrap(),
+        )
+        .await
+        .unwrap();
+    let answer = loop {
+        match tokio::time::timeout(Duration::from_secs(5), bids.recv()).await {
+            Ok(Some(Event::BidResult { status, .. })) => break status,
+            Ok(Some(_)) => continue,
+            other => panic!("no answer: {other:?}"),
+        }
+    };
+    assert_eq!(answer, BidStatus::Accepted);
+    // One heartbeat interval (1 s) plus a round trip, with slack for a busy machine.
+    assert!(
+        shown_high(&mut watched, 250_000, Duration::from_secs(3)).await,
+        "the watcher never showed the bid: its pong should have sent it to getState"
+    );
+}
