@@ -198,3 +198,128 @@ pub async fn run_all(
     }
     Ok(prepared.into_iter().map(Prepared::cost).collect())
 }
+
+/// What one `getState` costs for a user with `own_bids` bids that names `named` of them.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SettleCost {
+    pub own_bids: usize,
+    pub named: usize,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub requests: f64,
+    pub items_read: f64,
+}
+
+/// `getState` (eventual mode, DynamoDB Local) for one user holding each number of bids in
+/// `owns`, naming each number of them in `named` (`bidIds`), `reps` times each, interleaved.
+pub async fn settle_costs(
+    endpoint: &str,
+    owns: &[usize],
+    named: &[usize],
+    reps: usize,
+) -> anyhow::Result<Vec<SettleCost>> {
+    let user = UserId::new("bench-user")?;
+    let connection = ConnectionId::new("bench-conn")?;
+    let mut worlds = Vec::new();
+    for &own in owns {
+        let client = wsdr_aws::local::dynamo_client(endpoint, "us-east-1");
+        let table = format!("bench-settle-{:08x}", rand::random::<u32>());
+        wsdr_aws::schema::create_state_table(&client, &table).await?;
+        let store = Arc::new(DynamoStateStore::new(client, table));
+        let auction = AuctionId::new("lot-1")?;
+        store
+            .put_auction_if_absent(&Auction {
+                id: auction.clone(),
+                item: "bench".into(),
+                starting_price: Amount::new(1)?,
+                min_increment: 1,
+                closes_at: None,
+            })
+            .await?;
+        let mut summary = RegionSummary::empty("us-east-1");
+        let mut ids = Vec::new();
+        for i in 0..own {
+            // bidIds in no relation to time, as a client's UUIDs are.
+            let bid_id = BidId::new(format!(
+                "b-{:016x}",
+                (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ))?;
+            let bid = BidRecord {
+                auction_id: auction.clone(),
+                bid_id: bid_id.clone(),
+                bidder: user.clone(),
+                amount: Amount::new(1 + i as u64)?,
+                at: 1_000 + i as u64,
+                region: "us-east-1".into(),
+            };
+            let next = summary.with_bid(&bid);
+            let outcome = store
+                .commit_bid(&BidCommit {
+                    bid,
+                    write_id: format!("own-{i:08}-{:08x}", rand::random::<u32>()),
+                    expected_accepted: summary.accepted,
+                    summary: next.clone(),
+                })
+                .await?;
+            anyhow::ensure!(outcome == CommitOutcome::Committed, "bid {i}: {outcome:?}");
+            summary = next;
+            ids.push(bid_id);
+        }
+        let service = AuctionService::new(
+            store.clone(),
+            Arc::new(MemoryConnections::default()),
+            Arc::new(RecordingNotifier::default()),
+            Arc::new(SystemClock),
+            "us-east-1",
+        );
+        worlds.push((own, store, service, auction, ids));
+    }
+    let mut rows: Vec<(usize, usize, Vec<f64>, (u64, u64))> = Vec::new();
+    for (own, ..) in &worlds {
+        for k in named {
+            rows.push((*own, *k, Vec::new(), (0, 0)));
+        }
+    }
+    // One warm-up pass, then `reps` passes, each over every (own, named) pair.
+    for pass in 0..=reps {
+        for row in rows.iter_mut() {
+            let Some((_, store, service, auction, ids)) = worlds.iter().find(|w| w.0 == row.0)
+            else {
+                continue;
+            };
+            let names: Vec<BidId> = ids.iter().rev().step_by(3).take(row.1).cloned().collect();
+            let before = store.io().get();
+            let start = Instant::now();
+            let state = service
+                .get_state_settling(&connection, &user, auction, &names)
+                .await?;
+            let elapsed = start.elapsed().as_secs_f64() * 1e6;
+            let after = store.io().get();
+            if let ServerMessage::State { you, .. } = &state {
+                anyhow::ensure!(
+                    you.settled.len() == names.len() && you.settled.iter().all(|s| s.stands),
+                    "every named bid stands"
+                );
+            }
+            if pass > 0 {
+                row.2.push(elapsed);
+                row.3 .0 += after.0 - before.0;
+                row.3 .1 += after.1 - before.1;
+            }
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .map(|(own, named, mut samples, (requests, items))| {
+            samples.sort_by(f64::total_cmp);
+            SettleCost {
+                own_bids: own,
+                named,
+                p50_us: percentile(&samples, 0.5),
+                p99_us: percentile(&samples, 0.99),
+                requests: requests as f64 / reps.max(1) as f64,
+                items_read: items as f64 / reps.max(1) as f64,
+            }
+        })
+        .collect())
+}

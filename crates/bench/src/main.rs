@@ -82,6 +82,12 @@ enum Command {
         #[arg(long)]
         strong: bool,
     },
+    /// What a `getState` naming uncertain bids costs against the user's bid count (needs
+    /// DYNAMODB_ENDPOINT): prints the BENCHMARKS.md section.
+    Settle {
+        #[arg(long)]
+        quick: bool,
+    },
     #[command(hide = true)]
     FanoutClients {
         url: String,
@@ -160,6 +166,12 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }),
         Command::All { output, quick } => runtime.block_on(all(output, quick)),
+        Command::Settle { quick } => runtime.block_on(async {
+            let mut md = String::new();
+            settle_section(&mut md, quick).await?;
+            print!("{md}");
+            Ok(())
+        }),
         Command::Ledger {
             prior,
             bids,
@@ -617,6 +629,7 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
     }
     writeln!(md)?;
     ledger_section(&mut md, quick).await?;
+    settle_section(&mut md, quick).await?;
     writeln!(md, "Each function's release binary started against a local Lambda Runtime API: ready = process start to its first `GET /runtime/invocation/next`, the median of {READY_ROUNDS} cold starts taken in rounds interleaved with the **anchor** (`crates/anchor`: `lambda_runtime` and an echo, built the same way), after one warm-up round, before the other benchmarks load the machine. An absolute ready time on a shared 2-core machine varies several-fold from run to run with the page cache and the neighbours; the ratio to the anchor measured beside it does not, so the target is on the ratio. Peak RSS (VmHWM) after serving the invocations. Size is the deployable bootstrap: arm64 from `make package` when cargo-lambda is installed, else the host build.\n")?;
     writeln!(
         md,
@@ -713,6 +726,53 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
 
     std::fs::write(&output, md)?;
     println!("wrote {}", output.display());
+    Ok(())
+}
+
+/// Section: what a `getState` that names uncertain bids costs, against how many bids the
+/// user has (the settlement's O(k) claim, docs/PROTOCOL.md `you.settled`).
+async fn settle_section(md: &mut String, quick: bool) -> anyhow::Result<()> {
+    use std::fmt::Write as _;
+    writeln!(
+        md,
+        "### Settlement cost against the user's own bids
+"
+    )?;
+    let Ok(endpoint) = std::env::var("DYNAMODB_ENDPOINT") else {
+        writeln!(
+            md,
+            "(DynamoDB Local not running: set DYNAMODB_ENDPOINT, as `make bench` does.)\n"
+        )?;
+        return Ok(());
+    };
+    let reps = if quick { 20 } else { 100 };
+    println!("settlement cost ...");
+    let rows = ledger::settle_costs(&endpoint, &[10, 300, 2_000], &[0, 8, 32], reps).await?;
+    writeln!(md, "`AuctionService::get_state_settling` on DynamoDB Local through `DynamoStateStore`: one user holding N bids (bidIds in no relation to time), a `getState` naming k of them (`bidIds`), {reps} times each after a warm-up pass, interleaved. Requests and items read as DynamoDB bills them: the auction, the summaries, the newest copies (the `by-time` index, one page of at most 200) and one point query per named bid.\n")?;
+    writeln!(
+        md,
+        "| own bids | named | p50 | p99 | requests | items read |"
+    )?;
+    writeln!(md, "|---|---|---|---|---|---|")?;
+    for r in &rows {
+        writeln!(
+            md,
+            "| {} | {} | {:.0} us | {:.0} us | {:.1} | {:.1} |",
+            r.own_bids, r.named, r.p50_us, r.p99_us, r.requests, r.items_read
+        )?;
+    }
+    let requests_flat = [0usize, 8, 32].iter().all(|k| {
+        let same: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.named == *k)
+            .map(|r| r.requests)
+            .collect();
+        same.windows(2).all(|w| (w[0] - w[1]).abs() < 0.01)
+    });
+    let bounded = rows
+        .iter()
+        .all(|r| r.items_read <= 2.0 + 200.0 + r.named as f64 + 0.01);
+    writeln!(md, "\nTarget: requests per `getState` the same whatever the user's bid count, and items read at most 2 + 200 + k: **{}**.\n", verdict(requests_flat && bounded))?;
     Ok(())
 }
 

@@ -15,10 +15,10 @@ use crate::world::lab::Lab;
 use std::time::Duration;
 use tokio::time::Instant;
 use wsdr_client::exchange::{next_message, send};
-use wsdr_client::{connect, ConnectOptions, WsStream};
+use wsdr_client::{connect, ConnectError, ConnectOptions, WsStream};
 use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, ClientMessage, ServerMessage};
 
-async fn open(url: &str, token: String) -> Option<WsStream> {
+async fn try_open(url: &str, token: String) -> Result<WsStream, ConnectError> {
     connect(
         url,
         &ConnectOptions {
@@ -27,7 +27,10 @@ async fn open(url: &str, token: String) -> Option<WsStream> {
         },
     )
     .await
-    .ok()
+}
+
+async fn open(url: &str, token: String) -> Option<WsStream> {
+    try_open(url, token).await.ok()
 }
 
 /// Send one frame and wait (bounded) for its answer.
@@ -53,7 +56,17 @@ pub async fn impostor(
     for region in &lab.regions {
         let url = region.url();
         let name = region.name.clone();
-        if let Some(mut ws) = open(&url, lab.probe_token(victim)).await {
+        // The authorizer must refuse it (403). A 401 is the handler's `$connect` refusing an
+        // identity the authorizer let through: the second line of defence held, the first
+        // did not (docs/AUTH.md says the authorizer refuses). Other failures say nothing.
+        let attempt = try_open(&url, lab.probe_token(victim)).await;
+        if matches!(attempt, Err(ConnectError::Refused { status: 401 })) {
+            found.push(Violation::ImpostorAdmitted {
+                region: name.clone(),
+                sub: victim.to_owned(),
+            });
+        }
+        if let Ok(mut ws) = attempt {
             found.push(Violation::ImpostorAdmitted {
                 region: name.clone(),
                 sub: victim.to_owned(),
@@ -288,7 +301,163 @@ pub async fn racers(
             found
         }
     };
-    let (mut a, b) = tokio::join!(race(0), race(1));
-    a.extend(b);
-    a
+    // A watcher in each Region: pushes of both Regions' bids reach it in any order.
+    let mut watchers: Vec<_> = (0..lab.regions.len())
+        .map(|i| watch(lab, auction, i))
+        .collect();
+    // Some pushes are throttled and retried with backoff, so they arrive late and out of
+    // order, as `@connections` under load delivers them.
+    for region in 0..lab.regions.len() {
+        lab.fault(crate::world::lab::Fault::ConnectionsThrottle {
+            region,
+            percent: 40,
+        });
+    }
+    let (mut found, b) = tokio::join!(race(0), race(1));
+    found.extend(b);
+    lab.fault(crate::world::lab::Fault::Heal);
+    if lab.mrsc.is_some() {
+        // Strong mode: a bid whose push cannot leave its Region (the path between the
+        // Regions cut; the witness keeps a quorum on both sides). The other Region's watcher
+        // must still show it within a heartbeat and a round trip: its pong says it is behind.
+        found.extend(
+            unpushed_bid(
+                lab,
+                auction,
+                &mut watchers[1],
+                next.fetch_add(1, std::sync::atomic::Ordering::SeqCst),
+                within,
+            )
+            .await,
+        );
+    }
+    for (i, (client, events)) in watchers.iter_mut().enumerate() {
+        let lowered = highs_lowered(events);
+        if lowered > 0 {
+            found.push(Violation::HighWentDown {
+                user: format!("watcher-{i}"),
+                times: lowered,
+            });
+        }
+        let _ = client.close();
+    }
+    found
+}
+
+type Watcher = (
+    wsdr_client::Client,
+    tokio::sync::mpsc::UnboundedReceiver<wsdr_client::Event>,
+);
+
+/// A client following `auction` on Region `index`'s own endpoint, with the users' heartbeat.
+fn watch(lab: &Lab, auction: &AuctionId, index: usize) -> Watcher {
+    let scale = lab.config.scale;
+    wsdr_client::ClientBuilder::new(lab.regions[index].url())
+        .token_provider(std::sync::Arc::new(wsdr_client::StaticToken(
+            lab.user_token(&format!("watcher-{index}")),
+        )))
+        .subscribe(auction.clone())
+        .heartbeat(scale.secs(30.0), scale.secs(35.0))
+        .seed(index as u64 + 7)
+        .start()
+}
+
+/// Pushes (since the watcher's last state) that showed a lower high bid than the one shown
+/// before them: what a client that lets a late push replace its view shows.
+fn highs_lowered(events: &mut tokio::sync::mpsc::UnboundedReceiver<wsdr_client::Event>) -> u32 {
+    let mut shown: Option<u64> = None;
+    let mut lowered = 0;
+    while let Ok(event) = events.try_recv() {
+        match event {
+            wsdr_client::Event::StateRestored { auction, .. } => {
+                shown = auction.high_bid.map(|h| h.amount.get());
+            }
+            wsdr_client::Event::StateUpdated { high_bid, .. } => {
+                let high = high_bid.map(|h| h.amount.get());
+                if high < shown {
+                    lowered += 1;
+                }
+                shown = high;
+            }
+            _ => {}
+        }
+    }
+    lowered
+}
+
+/// Strong mode: cut the path between the Regions, bid `amount` in the first, and wait a
+/// heartbeat interval and a round trip for the second Region's watcher to show it.
+async fn unpushed_bid(
+    lab: &Lab,
+    auction: &AuctionId,
+    watcher: &mut Watcher,
+    amount: u64,
+    within: Duration,
+) -> Vec<Violation> {
+    let mut found = Vec::new();
+    let (Ok(bid_id), Ok(value)) = (BidId::new("race-unpushed"), Amount::new(amount)) else {
+        return found;
+    };
+    // Whatever the watcher saw so far is not this test's business (`highs_lowered` reads it
+    // after): keep its events, look only at what follows.
+    let Some(mut ws) = open(&lab.regions[0].url(), lab.user_token("racer-0")).await else {
+        return found;
+    };
+    let mut before = Vec::new();
+    while let Ok(event) = watcher.1.try_recv() {
+        before.push(event);
+    }
+    lab.fault(crate::world::lab::Fault::Partition);
+    let bid = ClientMessage::Bid {
+        auction_id: auction.clone(),
+        amount: value,
+        bid_id,
+    };
+    let accepted = matches!(
+        ask(&mut ws, &bid, within).await,
+        Some(ServerMessage::BidResult {
+            status: BidStatus::Accepted,
+            ..
+        })
+    );
+    if accepted {
+        // One heartbeat interval (30 s AWS) plus a round trip, with room for a busy machine.
+        let deadline = Instant::now() + lab.config.scale.secs(45.0);
+        let mut shown = false;
+        while !shown {
+            let Ok(Some(event)) = tokio::time::timeout_at(deadline, watcher.1.recv()).await else {
+                break;
+            };
+            let high = match &event {
+                wsdr_client::Event::StateRestored { auction, .. } => {
+                    auction.high_bid.as_ref().map(|h| h.amount.get())
+                }
+                wsdr_client::Event::StateUpdated { high_bid, .. } => {
+                    high_bid.as_ref().map(|h| h.amount.get())
+                }
+                _ => None,
+            };
+            shown = high == Some(amount);
+            before.push(event);
+        }
+        if !shown {
+            found.push(Violation::PushMissed {
+                user: "watcher-1".into(),
+                pushed: None,
+                actual: Some(amount),
+            });
+        }
+    }
+    lab.fault(crate::world::lab::Fault::Heal);
+    // Hand the events back for `highs_lowered`, in order.
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for event in before {
+        let _ = tx.send(event);
+    }
+    while let Ok(event) = watcher.1.try_recv() {
+        let _ = tx.send(event);
+    }
+    // The watcher's own channel stays with its client; later events are not needed.
+    watcher.1 = rx;
+    found
 }
