@@ -339,7 +339,7 @@ pub async fn racers(
                 times: lowered,
             });
         }
-        let _ = client.close();
+        client.close();
     }
     found
 }
