@@ -274,7 +274,9 @@ pub async fn settle_costs(
         );
         worlds.push((own, store, service, auction, ids));
     }
-    let mut rows: Vec<(usize, usize, Vec<f64>, (u64, u64))> = Vec::new();
+    // (own bids, named, samples, (requests, items read)).
+    type Row = (usize, usize, Vec<f64>, (u64, u64));
+    let mut rows: Vec<Row> = Vec::new();
     for (own, ..) in &worlds {
         for k in named {
             rows.push((*own, *k, Vec::new(), (0, 0)));
