@@ -747,7 +747,7 @@ async fn settle_section(md: &mut String, quick: bool) -> anyhow::Result<()> {
     };
     let reps = if quick { 20 } else { 100 };
     println!("settlement cost ...");
-    let rows = ledger::settle_costs(&endpoint, &[10, 300, 2_000], &[0, 8, 32], reps).await?;
+    let rows = ledger::settle_costs(&endpoint, &[50, 300, 2_000], &[0, 8, 32], reps).await?;
     writeln!(md, "`AuctionService::get_state_settling` on DynamoDB Local through `DynamoStateStore`: one user holding N bids (bidIds in no relation to time), a `getState` naming k of them (`bidIds`), {reps} times each after a warm-up pass, interleaved. Requests and items read as DynamoDB bills them: the auction, the summaries, the newest copies (the `by-time` index, one page of at most 200) and one point query per named bid.\n")?;
     writeln!(
         md,
