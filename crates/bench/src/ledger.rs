@@ -291,7 +291,13 @@ pub async fn settle_costs(
             };
             // `named` distinct bids spread over the user's history, newest to oldest.
             let step = (ids.len() / row.1.max(1)).max(1);
-            let names: Vec<BidId> = ids.iter().rev().step_by(step).take(row.1).cloned().collect();
+            let names: Vec<BidId> = ids
+                .iter()
+                .rev()
+                .step_by(step)
+                .take(row.1)
+                .cloned()
+                .collect();
             let before = store.io().get();
             let start = Instant::now();
             let state = service

@@ -247,7 +247,10 @@ pub async fn prolific(
 /// Region's own endpoint, `per_region` bids each, amounts from one rising counter: in strong
 /// mode both Regions write the same ledger head and the same copies at once. Every answer
 /// must be a decision or a resendable `unknown`: a `rejected` whose reason sending again
-/// could change is a bid the clients would drop.
+/// could change is a bid the clients would drop. A watcher in each Region follows the lot:
+/// no push may lower the high bid it shows; then (strong mode) a bid whose push cannot leave
+/// its Region must still reach the other Region's watcher within a heartbeat, and (both
+/// modes, healed) a bid must reach it as a push.
 pub async fn racers(
     lab: &Lab,
     auction: &AuctionId,
@@ -301,9 +304,8 @@ pub async fn racers(
             found
         }
     };
-    // A watcher in each Region: pushes of both Regions' bids reach it in any order.
-    let mut watchers: Vec<_> = (0..lab.regions.len())
-        .map(|i| watch(lab, auction, i))
+    let mut watchers: Vec<Watcher> = (0..lab.regions.len())
+        .map(|i| Watcher::start(lab, auction, i))
         .collect();
     // Some pushes are throttled and retried with backoff, so they arrive late and out of
     // order, as `@connections` under load delivers them.
@@ -316,98 +318,152 @@ pub async fn racers(
     let (mut found, b) = tokio::join!(race(0), race(1));
     found.extend(b);
     lab.fault(crate::world::lab::Fault::Heal);
+    let amount = || next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     if lab.mrsc.is_some() {
-        // Strong mode: a bid whose push cannot leave its Region (the path between the
-        // Regions cut; the witness keeps a quorum on both sides). The other Region's watcher
-        // must still show it within a heartbeat and a round trip: its pong says it is behind.
+        // Strong mode: the path between the Regions cut (the witness keeps a quorum on both
+        // sides), so the push cannot leave the first Region; the other Region's watcher must
+        // still show the bid within a heartbeat and a round trip: its pong says it is behind.
+        lab.fault(crate::world::lab::Fault::Partition);
         found.extend(
-            unpushed_bid(
+            bid_reaches(
                 lab,
                 auction,
                 &mut watchers[1],
-                next.fetch_add(1, std::sync::atomic::Ordering::SeqCst),
+                "race-unpushed",
+                amount(),
+                false,
                 within,
             )
             .await,
         );
+        lab.fault(crate::world::lab::Fault::Heal);
     }
-    for (i, (client, events)) in watchers.iter_mut().enumerate() {
-        let lowered = highs_lowered(events);
+    // Healed, nothing throttled: the bid reaches the other Region's watcher as a push
+    // (replicated, then announced there), not only by its pong's resync.
+    found.extend(
+        bid_reaches(
+            lab,
+            auction,
+            &mut watchers[1],
+            "race-pushed",
+            amount(),
+            true,
+            within,
+        )
+        .await,
+    );
+    for (i, watcher) in watchers.iter_mut().enumerate() {
+        watcher.drain();
+        let lowered = watcher.highs_lowered();
         if lowered > 0 {
             found.push(Violation::HighWentDown {
                 user: format!("watcher-{i}"),
                 times: lowered,
             });
         }
-        client.close();
+        watcher.client.close();
     }
     found
 }
 
-type Watcher = (
-    wsdr_client::Client,
-    tokio::sync::mpsc::UnboundedReceiver<wsdr_client::Event>,
-);
-
-/// A client following `auction` on Region `index`'s own endpoint, with the users' heartbeat.
-fn watch(lab: &Lab, auction: &AuctionId, index: usize) -> Watcher {
-    let scale = lab.config.scale;
-    wsdr_client::ClientBuilder::new(lab.regions[index].url())
-        .token_provider(std::sync::Arc::new(wsdr_client::StaticToken(
-            lab.user_token(&format!("watcher-{index}")),
-        )))
-        .subscribe(auction.clone())
-        .heartbeat(scale.secs(30.0), scale.secs(35.0))
-        .seed(index as u64 + 7)
-        .start()
+/// A client following one auction on one Region's own endpoint, and every event it gave.
+struct Watcher {
+    client: wsdr_client::Client,
+    events: tokio::sync::mpsc::UnboundedReceiver<wsdr_client::Event>,
+    log: Vec<wsdr_client::Event>,
 }
 
-/// Pushes (since the watcher's last state) that showed a lower high bid than the one shown
-/// before them: what a client that lets a late push replace its view shows.
-fn highs_lowered(events: &mut tokio::sync::mpsc::UnboundedReceiver<wsdr_client::Event>) -> u32 {
-    let mut shown: Option<u64> = None;
-    let mut lowered = 0;
-    while let Ok(event) = events.try_recv() {
-        match event {
-            wsdr_client::Event::StateRestored { auction, .. } => {
-                shown = auction.high_bid.map(|h| h.amount.get());
-            }
-            wsdr_client::Event::StateUpdated { high_bid, .. } => {
-                let high = high_bid.map(|h| h.amount.get());
-                if high < shown {
-                    lowered += 1;
-                }
-                shown = high;
-            }
-            _ => {}
+impl Watcher {
+    /// With the users' heartbeat.
+    fn start(lab: &Lab, auction: &AuctionId, index: usize) -> Self {
+        let scale = lab.config.scale;
+        let (client, events) = wsdr_client::ClientBuilder::new(lab.regions[index].url())
+            .token_provider(std::sync::Arc::new(wsdr_client::StaticToken(
+                lab.user_token(&format!("watcher-{index}")),
+            )))
+            .subscribe(auction.clone())
+            .heartbeat(scale.secs(30.0), scale.secs(35.0))
+            .seed(index as u64 + 7)
+            .start();
+        Self {
+            client,
+            events,
+            log: Vec::new(),
         }
     }
-    lowered
+
+    fn drain(&mut self) {
+        while let Ok(event) = self.events.try_recv() {
+            self.log.push(event);
+        }
+    }
+
+    /// Wait until an event shows `amount` as the high bid (a push only, if `push_only`).
+    async fn shows(&mut self, amount: u64, push_only: bool, deadline: Instant) -> bool {
+        loop {
+            let Ok(Some(event)) = tokio::time::timeout_at(deadline, self.events.recv()).await
+            else {
+                return false;
+            };
+            let high = match &event {
+                wsdr_client::Event::StateRestored { auction, .. } if !push_only => {
+                    auction.high_bid.as_ref().map(|h| h.amount.get())
+                }
+                wsdr_client::Event::StateUpdated { high_bid, .. } => {
+                    high_bid.as_ref().map(|h| h.amount.get())
+                }
+                _ => None,
+            };
+            self.log.push(event);
+            if high == Some(amount) {
+                return true;
+            }
+        }
+    }
+
+    /// Pushes (since the last state) that showed a lower high bid than the one shown before
+    /// them: what a client that lets a late push replace its view shows.
+    fn highs_lowered(&self) -> u32 {
+        let mut shown: Option<u64> = None;
+        let mut lowered = 0;
+        for event in &self.log {
+            match event {
+                wsdr_client::Event::StateRestored { auction, .. } => {
+                    shown = auction.high_bid.as_ref().map(|h| h.amount.get());
+                }
+                wsdr_client::Event::StateUpdated { high_bid, .. } => {
+                    let high = high_bid.as_ref().map(|h| h.amount.get());
+                    if high < shown {
+                        lowered += 1;
+                    }
+                    shown = high;
+                }
+                _ => {}
+            }
+        }
+        lowered
+    }
 }
 
-/// Strong mode: cut the path between the Regions, bid `amount` in the first, and wait a
-/// heartbeat interval and a round trip for the second Region's watcher to show it.
-async fn unpushed_bid(
+/// Bid `amount` as `racer-0` in the first Region; if accepted, the watcher must show it
+/// within a heartbeat interval (30 s AWS) plus room for a round trip and a busy machine:
+/// as a push (`push_only`), or by any frame.
+async fn bid_reaches(
     lab: &Lab,
     auction: &AuctionId,
     watcher: &mut Watcher,
+    bid_id: &str,
     amount: u64,
+    push_only: bool,
     within: Duration,
 ) -> Vec<Violation> {
-    let mut found = Vec::new();
-    let (Ok(bid_id), Ok(value)) = (BidId::new("race-unpushed"), Amount::new(amount)) else {
-        return found;
+    let (Ok(bid_id), Ok(value)) = (BidId::new(bid_id), Amount::new(amount)) else {
+        return Vec::new();
     };
-    // Whatever the watcher saw so far is not this test's business (`highs_lowered` reads it
-    // after): keep its events, look only at what follows.
     let Some(mut ws) = open(&lab.regions[0].url(), lab.user_token("racer-0")).await else {
-        return found;
+        return Vec::new();
     };
-    let mut before = Vec::new();
-    while let Ok(event) = watcher.1.try_recv() {
-        before.push(event);
-    }
-    lab.fault(crate::world::lab::Fault::Partition);
+    watcher.drain();
     let bid = ClientMessage::Bid {
         auction_id: auction.clone(),
         amount: value,
@@ -420,44 +476,13 @@ async fn unpushed_bid(
             ..
         })
     );
-    if accepted {
-        // One heartbeat interval (30 s AWS) plus a round trip, with room for a busy machine.
-        let deadline = Instant::now() + lab.config.scale.secs(45.0);
-        let mut shown = false;
-        while !shown {
-            let Ok(Some(event)) = tokio::time::timeout_at(deadline, watcher.1.recv()).await else {
-                break;
-            };
-            let high = match &event {
-                wsdr_client::Event::StateRestored { auction, .. } => {
-                    auction.high_bid.as_ref().map(|h| h.amount.get())
-                }
-                wsdr_client::Event::StateUpdated { high_bid, .. } => {
-                    high_bid.as_ref().map(|h| h.amount.get())
-                }
-                _ => None,
-            };
-            shown = high == Some(amount);
-            before.push(event);
-        }
-        if !shown {
-            found.push(Violation::PushMissed {
-                user: "watcher-1".into(),
-                pushed: None,
-                actual: Some(amount),
-            });
-        }
+    let deadline = Instant::now() + lab.config.scale.secs(45.0);
+    if !accepted || watcher.shows(amount, push_only, deadline).await {
+        return Vec::new();
     }
-    lab.fault(crate::world::lab::Fault::Heal);
-    // Hand the events back for `highs_lowered`, in order.
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    for event in before {
-        let _ = tx.send(event);
-    }
-    while let Ok(event) = watcher.1.try_recv() {
-        let _ = tx.send(event);
-    }
-    // The watcher's own channel stays with its client; later events are not needed.
-    watcher.1 = rx;
-    found
+    vec![Violation::PushMissed {
+        user: "watcher-1".into(),
+        pushed: None,
+        actual: Some(amount),
+    }]
 }
