@@ -108,3 +108,64 @@ async fn a_watcher_whose_push_never_comes_shows_the_bid_within_a_heartbeat() {
         "the watcher never showed the bid: its pong should have sent it to getState"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_committed_head_write_whose_answer_is_lost_is_unknown_and_settles_as_standing() {
+    let lab = lab_in(Consistency::Strong).await;
+    let cluster = lab.mrsc.clone().expect("strong mode has an MRSC table");
+    // Every head write through the first Region commits, then its answer is lost.
+    cluster.set_lost_answers(0, 100);
+    let (client, mut events) = ClientBuilder::new(lab.regions[0].url())
+        .token_provider(Arc::new(StaticToken(lab.user_token("alice"))))
+        .subscribe(AuctionId::new("lot-1").unwrap())
+        .heartbeat(Duration::from_secs(1), Duration::from_secs(3))
+        .seed(9)
+        .start();
+    let bid_id = client
+        .bid(
+            AuctionId::new("lot-1").unwrap(),
+            Amount::new(300_000).unwrap(),
+        )
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let mut answered = None;
+    let mut settled = None;
+    while settled.is_none() {
+        let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.recv()).await else {
+            break;
+        };
+        match event {
+            Event::BidResult {
+                bid_id: id, status, ..
+            } if id == bid_id && answered.is_none() => {
+                answered = Some(status);
+                // The next heartbeat's getState names it.
+                cluster.set_lost_answers(0, 0);
+            }
+            Event::BidSettled {
+                bid_id: id, stands, ..
+            } if id == bid_id => settled = Some(stands),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        answered,
+        Some(BidStatus::Unknown),
+        "the write may have committed: not a redirect"
+    );
+    assert_eq!(
+        settled,
+        Some(true),
+        "it did commit, and settles as standing"
+    );
+    let taken = cluster.accepted_by(&AuctionId::new("lot-1").unwrap());
+    assert_eq!(
+        taken
+            .iter()
+            .filter(|(bidder, ..)| bidder == "alice")
+            .count(),
+        1,
+        "decided once: {taken:?}"
+    );
+}
