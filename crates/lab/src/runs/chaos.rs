@@ -400,6 +400,13 @@ pub fn describe(run: &RunReport) -> String {
     out
 }
 
+/// How long an attacker waits for one answer: 30 s AWS, but never under 5 s of real time
+/// (at time scale 300, 30 s AWS is 100 ms, which a loaded 2-core machine can miss; an
+/// attacker that gives up early judges nothing, and waiting longer cannot hide a violation).
+fn attack_wait(scale: TimeScale) -> Duration {
+    scale.secs(30.0).max(Duration::from_secs(5))
+}
+
 /// Bids of the chaos campaign's prolific user: more copies than one 200-item page.
 const PROLIFIC_BIDS: usize = 210;
 /// Bids each of the two racers places, one racer per Region, on the prolific user's lot.
@@ -433,7 +440,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         "prolific-user",
         &AuctionId::new("lot-2")?,
         PROLIFIC_BIDS,
-        scale.secs(30.0),
+        attack_wait(scale),
     )
     .await;
     tracing::debug!(elapsed = ?started.elapsed(), "prolific user done");
@@ -459,7 +466,8 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     tokio::time::sleep(scale.secs(30.0)).await;
     // The impostor, once users have bids to steal: user 0 is the victim.
     attacks.extend(
-        crate::sim::attackers::impostor(&lab, &users.spec(0).sub, &auction, scale.secs(30.0)).await,
+        crate::sim::attackers::impostor(&lab, &users.spec(0).sub, &auction, attack_wait(scale))
+            .await,
     );
 
     for step in &schedule {

@@ -476,7 +476,12 @@ async fn bid_reaches(
             ..
         })
     );
-    let deadline = Instant::now() + lab.config.scale.secs(45.0);
+    // Pushes only: the push goes out at once, so waiting longer hides nothing a pong could
+    // bring instead. Any frame: the bound is a heartbeat (30 s AWS) and a round trip. Both
+    // get at least 5 s of real time: at time scale 300, 45 s AWS is 150 ms, which a loaded
+    // machine can miss (a mutant without the fix still never shows it: the partition holds
+    // until after the wait).
+    let deadline = Instant::now() + lab.config.scale.secs(45.0).max(Duration::from_secs(5));
     if !accepted || watcher.shows(amount, push_only, deadline).await {
         return Vec::new();
     }
