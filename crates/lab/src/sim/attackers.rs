@@ -398,15 +398,21 @@ impl Watcher {
         }
     }
 
-    /// Wait until an event shows `amount` as the high bid (a push only, if `push_only`).
+    /// Wait until an event shows `amount` as the high bid (a push only, if `push_only`; but
+    /// a watcher whose session broke meanwhile, as a starved heartbeat can make it, had no
+    /// socket to push to, and its reconnect's state counts).
     async fn shows(&mut self, amount: u64, push_only: bool, deadline: Instant) -> bool {
+        let mut reconnected = false;
         loop {
             let Ok(Some(event)) = tokio::time::timeout_at(deadline, self.events.recv()).await
             else {
                 return false;
             };
+            if matches!(event, wsdr_client::Event::Disconnected { .. }) {
+                reconnected = true;
+            }
             let high = match &event {
-                wsdr_client::Event::StateRestored { auction, .. } if !push_only => {
+                wsdr_client::Event::StateRestored { auction, .. } if !push_only || reconnected => {
                     auction.high_bid.as_ref().map(|h| h.amount.get())
                 }
                 wsdr_client::Event::StateUpdated { high_bid, .. } => {

@@ -72,7 +72,11 @@ pub async fn judge(
     // A Region lost for good is not checked: what it took with it is the RPO, and the
     // checker is told exactly which bid copies those are.
     let lost = lost_with_regions(lab);
-    let violations = check(&ops, &regions, converged, &ends, &lost);
+    let mut violations = check(&ops, &regions, converged, &ends, &lost);
+    crate::sim::history::excuse_lost_summaries(
+        &mut violations,
+        crate::sim::history::lost_summaries(lab),
+    );
     Ok(Judgement {
         converged,
         regions,
