@@ -709,12 +709,28 @@ pub fn lost_summaries(lab: &crate::world::lab::Lab) -> usize {
         .count()
 }
 
-/// Drop the `bid_count_wrong` a lost Region's undelivered summaries explain (see
-/// [`lost_summaries`]): a count below the copies by at most that many.
+/// Drop what a lost Region's undelivered summaries explain (see [`lost_summaries`] and
+/// docs/DATA_MODEL.md, "After a Region is lost for good"): a `bid_count_wrong` below the
+/// copies by at most that many, and a `high_bid_wrong` whose served high is *below* the one
+/// the records pick (the higher copy arrived without the summary that would name it). With
+/// no summary lost, nothing is excused.
 pub fn excuse_lost_summaries(violations: &mut Vec<Violation>, lost_summaries: usize) {
+    if lost_summaries == 0 {
+        return;
+    }
     violations.retain(|v| match v {
         Violation::BidCountWrong { count, copies, .. } => {
             !(*count < *copies as u64 && count + lost_summaries as u64 >= *copies as u64)
+        }
+        Violation::HighBidWrong {
+            expected, actual, ..
+        } => {
+            let below = match (expected, actual) {
+                (Some(e), Some(a)) => a.2 < e.2,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            !below
         }
         _ => true,
     });
@@ -738,6 +754,18 @@ mod tests {
         let mut none = vec![wrong(114, 115)];
         excuse_lost_summaries(&mut none, 0);
         assert_eq!(none.len(), 1);
+        let high = |expected: u64, actual: u64| Violation::HighBidWrong {
+            region: "us-west-2".into(),
+            expected: Some(("a".into(), "b1".into(), expected)),
+            actual: Some(("b".into(), "b2".into(), actual)),
+        };
+        let mut highs = vec![high(500, 400), high(400, 500)];
+        excuse_lost_summaries(&mut highs, 2);
+        assert_eq!(
+            highs,
+            vec![high(400, 500)],
+            "only a served high below the records'"
+        );
     }
 
     fn op(user: &str, id: &str, amount: u64, answers: &[(Answer, bool)]) -> Op {
