@@ -331,27 +331,15 @@ pub async fn racers(
                 &mut watchers[1],
                 "race-unpushed",
                 amount(),
-                false,
                 within,
             )
             .await,
         );
         lab.fault(crate::world::lab::Fault::Heal);
     }
-    // Healed, nothing throttled: the bid reaches the other Region's watcher as a push
-    // (replicated, then announced there), not only by its pong's resync.
-    found.extend(
-        bid_reaches(
-            lab,
-            auction,
-            &mut watchers[1],
-            "race-pushed",
-            amount(),
-            true,
-            within,
-        )
-        .await,
-    );
+    // Healed, nothing throttled: the bid reaches a subscriber in the other Region as a push
+    // (replicated, then announced there), not only by a pong's resync.
+    found.extend(pushed_across(lab, auction, amount(), within).await);
     for (i, watcher) in watchers.iter_mut().enumerate() {
         watcher.drain();
         let lowered = watcher.highs_lowered();
@@ -364,6 +352,74 @@ pub async fn racers(
         watcher.client.close();
     }
     found
+}
+
+/// Bid `amount` as `racer-0` in the first Region, with a bare subscriber in the second: a
+/// socket that sent `getState` and nothing else (no heartbeat, so no pong can resync it).
+/// Only a pushed `bidUpdate` can show it the bid.
+async fn pushed_across(
+    lab: &Lab,
+    auction: &AuctionId,
+    amount: u64,
+    within: Duration,
+) -> Vec<Violation> {
+    let (Ok(bid_id), Ok(value)) = (BidId::new("race-pushed"), Amount::new(amount)) else {
+        return Vec::new();
+    };
+    let (Some(mut bidder), Some(mut subscriber)) = (
+        open(&lab.regions[0].url(), lab.user_token("racer-0")).await,
+        open(&lab.regions[1].url(), lab.user_token("watcher-bare")).await,
+    ) else {
+        return Vec::new();
+    };
+    let subscribe = ClientMessage::GetState {
+        auction_id: auction.clone(),
+        bid_ids: Vec::new(),
+    };
+    if !matches!(
+        ask(&mut subscriber, &subscribe, within).await,
+        Some(ServerMessage::State { .. })
+    ) {
+        return Vec::new();
+    }
+    let bid = ClientMessage::Bid {
+        auction_id: auction.clone(),
+        amount: value,
+        bid_id,
+    };
+    if !matches!(
+        ask(&mut bidder, &bid, within).await,
+        Some(ServerMessage::BidResult {
+            status: BidStatus::Accepted,
+            ..
+        })
+    ) {
+        return Vec::new();
+    }
+    // The push goes out once the bid's summary is replicated: milliseconds. The socket sends
+    // nothing, so the lab's idle timeout (10 min AWS) ends the wait at the latest.
+    let deadline = Instant::now() + within;
+    while let Ok(Some(Ok(frame))) =
+        tokio::time::timeout_at(deadline, futures::StreamExt::next(&mut subscriber)).await
+    {
+        let Ok(text) = frame.into_text() else {
+            continue;
+        };
+        if let Ok(wsdr_protocol::ServerFrame::Message(ServerMessage::BidUpdate {
+            high_bid: Some(high),
+            ..
+        })) = wsdr_protocol::parse_server_frame(&text)
+        {
+            if high.amount.get() == amount {
+                return Vec::new();
+            }
+        }
+    }
+    vec![Violation::PushMissed {
+        user: "watcher-bare".into(),
+        pushed: None,
+        actual: Some(amount),
+    }]
 }
 
 /// A client following one auction on one Region's own endpoint, and every event it gave.
@@ -398,21 +454,15 @@ impl Watcher {
         }
     }
 
-    /// Wait until an event shows `amount` as the high bid (a push only, if `push_only`; but
-    /// a watcher whose session broke meanwhile, as a starved heartbeat can make it, had no
-    /// socket to push to, and its reconnect's state counts).
-    async fn shows(&mut self, amount: u64, push_only: bool, deadline: Instant) -> bool {
-        let mut reconnected = false;
+    /// Wait until an event shows `amount` as the high bid.
+    async fn shows(&mut self, amount: u64, deadline: Instant) -> bool {
         loop {
             let Ok(Some(event)) = tokio::time::timeout_at(deadline, self.events.recv()).await
             else {
                 return false;
             };
-            if matches!(event, wsdr_client::Event::Disconnected { .. }) {
-                reconnected = true;
-            }
             let high = match &event {
-                wsdr_client::Event::StateRestored { auction, .. } if !push_only || reconnected => {
+                wsdr_client::Event::StateRestored { auction, .. } => {
                     auction.high_bid.as_ref().map(|h| h.amount.get())
                 }
                 wsdr_client::Event::StateUpdated { high_bid, .. } => {
@@ -452,15 +502,13 @@ impl Watcher {
 }
 
 /// Bid `amount` as `racer-0` in the first Region; if accepted, the watcher must show it
-/// within a heartbeat interval (30 s AWS) plus room for a round trip and a busy machine:
-/// as a push (`push_only`), or by any frame.
+/// within a heartbeat interval (30 s AWS) plus room for a round trip and a busy machine.
 async fn bid_reaches(
     lab: &Lab,
     auction: &AuctionId,
     watcher: &mut Watcher,
     bid_id: &str,
     amount: u64,
-    push_only: bool,
     within: Duration,
 ) -> Vec<Violation> {
     let (Ok(bid_id), Ok(value)) = (BidId::new(bid_id), Amount::new(amount)) else {
@@ -482,13 +530,11 @@ async fn bid_reaches(
             ..
         })
     );
-    // Pushes only: the push goes out at once, so waiting longer hides nothing a pong could
-    // bring instead. Any frame: the bound is a heartbeat (30 s AWS) and a round trip. Both
-    // get at least 5 s of real time: at time scale 300, 45 s AWS is 150 ms, which a loaded
-    // machine can miss (a mutant without the fix still never shows it: the partition holds
-    // until after the wait).
+    // The bound is a heartbeat (30 s AWS) and a round trip; at least 5 s of real time: at
+    // time scale 300, 45 s AWS is 150 ms, which a loaded machine can miss (without the pong's
+    // resync it is never shown: the partition holds until after the wait).
     let deadline = Instant::now() + lab.config.scale.secs(45.0).max(Duration::from_secs(5));
-    if !accepted || watcher.shows(amount, push_only, deadline).await {
+    if !accepted || watcher.shows(amount, deadline).await {
         return Vec::new();
     }
     vec![Violation::PushMissed {
