@@ -109,7 +109,7 @@ impl DynamoStateStore {
     /// to reach the quorum (`Error::NoQuorum`), so the request goes to another Region:
     /// DynamoDB does not name isolation apart from other server errors. The write that
     /// decides a bid (`advance`) is different: after such a failure it may have committed,
-    /// so it stays `Transient` and the bid is answered `unknown` (see `fail_write`).
+    /// so it stays `Transient` and the bid is answered `unknown` (see `advance`).
     pub fn strongly_consistent(mut self) -> Self {
         self.strong = true;
         self
@@ -141,27 +141,6 @@ impl DynamoStateStore {
         }
     }
 
-    /// A failed write that decides a bid (the ledger head's). Unlike a read, a write whose
-    /// request timed out, got a 5xx or lost its connection may still have committed: DynamoDB
-    /// documents `InternalServerError` as "the request may or may not have succeeded", and a
-    /// timeout says nothing about the server's side. Those stay `Transient`, which the
-    /// service answers `unknown`; only answers that say the request was refused
-    /// (`ConditionalCheckFailed`, `ReplicatedWriteConflictException`, throttling, validation)
-    /// prove nothing was written.
-    fn fail_write<E>(
-        &self,
-        error: &aws_sdk_dynamodb::error::SdkError<
-            E,
-            aws_smithy_runtime_api::client::orchestrator::HttpResponse,
-        >,
-    ) -> Error
-    where
-        E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
-    {
-        classify(error)
-    }
-
-    /// Item reads and writes so far (benchmarks).
     pub fn io(&self) -> &IoCounts {
         &self.io
     }
@@ -722,7 +701,14 @@ impl StateStore for DynamoStateStore {
                         Advance::Moved
                     })
                 }
-                _ => Err(self.fail_write(&e)),
+                // A failed write that decides a bid: unlike a read, a write whose request
+                // timed out, got a 5xx or lost its connection may still have committed
+                // (DynamoDB documents `InternalServerError` as "the request may or may not
+                // have succeeded"). Those stay `Transient`, which the service answers
+                // `unknown`, never `NoQuorum` (`redirect`); only answers that say the request
+                // was refused (conditional check, replicated write conflict, throttling,
+                // validation) prove nothing was written.
+                _ => Err(classify(&e)),
             },
         }
     }

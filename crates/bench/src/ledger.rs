@@ -35,15 +35,15 @@ struct Prepared {
     seq: usize,
 }
 
-async fn prepare(
+/// A fresh state table on DynamoDB Local holding one open auction, `lot-1`.
+async fn bench_table(
     endpoint: &str,
-    prior: usize,
-    consistency: wsdr_core::Consistency,
-) -> anyhow::Result<Prepared> {
+    prefix: &str,
+    strong: bool,
+) -> anyhow::Result<(Arc<DynamoStateStore>, AuctionId)> {
     let client = wsdr_aws::local::dynamo_client(endpoint, "us-east-1");
-    let table = format!("bench-ledger-{:08x}", rand::random::<u32>());
+    let table = format!("{prefix}-{:08x}", rand::random::<u32>());
     wsdr_aws::schema::create_state_table(&client, &table).await?;
-    let strong = consistency == wsdr_core::Consistency::Strong;
     let store = DynamoStateStore::new(client, table);
     let store = Arc::new(if strong {
         store.strongly_consistent()
@@ -60,6 +60,16 @@ async fn prepare(
             closes_at: None,
         })
         .await?;
+    Ok((store, auction))
+}
+
+async fn prepare(
+    endpoint: &str,
+    prior: usize,
+    consistency: wsdr_core::Consistency,
+) -> anyhow::Result<Prepared> {
+    let strong = consistency == wsdr_core::Consistency::Strong;
+    let (store, auction) = bench_table(endpoint, "bench-ledger", strong).await?;
     // History, written straight through the store (as the service would, without its reads).
     let mut summary = RegionSummary::empty("us-east-1");
     let mut head = wsdr_core::LedgerHead::empty();
@@ -222,20 +232,7 @@ pub async fn settle_costs(
     let connection = ConnectionId::new("bench-conn")?;
     let mut worlds = Vec::new();
     for &own in owns {
-        let client = wsdr_aws::local::dynamo_client(endpoint, "us-east-1");
-        let table = format!("bench-settle-{:08x}", rand::random::<u32>());
-        wsdr_aws::schema::create_state_table(&client, &table).await?;
-        let store = Arc::new(DynamoStateStore::new(client, table));
-        let auction = AuctionId::new("lot-1")?;
-        store
-            .put_auction_if_absent(&Auction {
-                id: auction.clone(),
-                item: "bench".into(),
-                starting_price: Amount::new(1)?,
-                min_increment: 1,
-                closes_at: None,
-            })
-            .await?;
+        let (store, auction) = bench_table(endpoint, "bench-settle", false).await?;
         let mut summary = RegionSummary::empty("us-east-1");
         let mut ids = Vec::new();
         for i in 0..own {

@@ -363,13 +363,8 @@ async fn pushed_across(
     amount: u64,
     within: Duration,
 ) -> Vec<Violation> {
-    let (Ok(bid_id), Ok(value)) = (BidId::new("race-pushed"), Amount::new(amount)) else {
-        return Vec::new();
-    };
-    let (Some(mut bidder), Some(mut subscriber)) = (
-        open(&lab.regions[0].url(), lab.user_token("racer-0")).await,
-        open(&lab.regions[1].url(), lab.user_token("watcher-bare")).await,
-    ) else {
+    let Some(mut subscriber) = open(&lab.regions[1].url(), lab.user_token("watcher-bare")).await
+    else {
         return Vec::new();
     };
     let subscribe = ClientMessage::GetState {
@@ -382,18 +377,7 @@ async fn pushed_across(
     ) {
         return Vec::new();
     }
-    let bid = ClientMessage::Bid {
-        auction_id: auction.clone(),
-        amount: value,
-        bid_id,
-    };
-    if !matches!(
-        ask(&mut bidder, &bid, within).await,
-        Some(ServerMessage::BidResult {
-            status: BidStatus::Accepted,
-            ..
-        })
-    ) {
+    if !racer_bid(lab, auction, "race-pushed", amount, within).await {
         return Vec::new();
     }
     // The push goes out once the bid's summary is replicated: milliseconds. The socket sends
@@ -511,25 +495,8 @@ async fn bid_reaches(
     amount: u64,
     within: Duration,
 ) -> Vec<Violation> {
-    let (Ok(bid_id), Ok(value)) = (BidId::new(bid_id), Amount::new(amount)) else {
-        return Vec::new();
-    };
-    let Some(mut ws) = open(&lab.regions[0].url(), lab.user_token("racer-0")).await else {
-        return Vec::new();
-    };
     watcher.drain();
-    let bid = ClientMessage::Bid {
-        auction_id: auction.clone(),
-        amount: value,
-        bid_id,
-    };
-    let accepted = matches!(
-        ask(&mut ws, &bid, within).await,
-        Some(ServerMessage::BidResult {
-            status: BidStatus::Accepted,
-            ..
-        })
-    );
+    let accepted = racer_bid(lab, auction, bid_id, amount, within).await;
     // The bound is a heartbeat (30 s AWS) and a round trip; at least 5 s of real time: at
     // time scale 300, 45 s AWS is 150 ms, which a loaded machine can miss (without the pong's
     // resync it is never shown: the partition holds until after the wait).
@@ -542,4 +509,33 @@ async fn bid_reaches(
         pushed: None,
         actual: Some(amount),
     }]
+}
+
+/// One bid of `amount` as `racer-0` in the first Region, on its own connection: whether it
+/// was accepted.
+async fn racer_bid(
+    lab: &Lab,
+    auction: &AuctionId,
+    bid_id: &str,
+    amount: u64,
+    within: Duration,
+) -> bool {
+    let (Ok(bid_id), Ok(amount)) = (BidId::new(bid_id), Amount::new(amount)) else {
+        return false;
+    };
+    let Some(mut ws) = open(&lab.regions[0].url(), lab.user_token("racer-0")).await else {
+        return false;
+    };
+    let bid = ClientMessage::Bid {
+        auction_id: auction.clone(),
+        amount,
+        bid_id,
+    };
+    matches!(
+        ask(&mut ws, &bid, within).await,
+        Some(ServerMessage::BidResult {
+            status: BidStatus::Accepted,
+            ..
+        })
+    )
 }
