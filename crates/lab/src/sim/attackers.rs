@@ -43,6 +43,22 @@ async fn ask(
     next_message(ws, Instant::now() + within).await.ok()
 }
 
+/// Send one bid and wait (bounded) for the answer.
+async fn bid(
+    ws: &mut WsStream,
+    auction: &AuctionId,
+    bid_id: BidId,
+    amount: Amount,
+    within: Duration,
+) -> Option<ServerMessage> {
+    let message = ClientMessage::Bid {
+        auction_id: auction.clone(),
+        amount,
+        bid_id,
+    };
+    ask(ws, &message, within).await
+}
+
 /// The impostor's attacks on every Region: a canary-issuer token naming `victim` must be
 /// refused at the handshake; a real probe subject may connect, read public state, and
 /// nothing of anyone's bids, and its bid must be rejected.
@@ -110,12 +126,9 @@ pub async fn impostor(
         let Ok(amount) = Amount::new(wsdr_protocol::limits::MAX_AMOUNT) else {
             continue;
         };
-        let bid = ClientMessage::Bid {
-            auction_id: auction.clone(),
-            amount,
-            bid_id,
-        };
-        if let Some(ServerMessage::BidResult { status, .. }) = ask(&mut ws, &bid, within).await {
+        if let Some(ServerMessage::BidResult { status, .. }) =
+            bid(&mut ws, auction, bid_id, amount, within).await
+        {
             if status != BidStatus::Rejected {
                 found.push(Violation::ProbeActedAsUser {
                     region: name.clone(),
@@ -155,12 +168,7 @@ pub async fn prolific(
         let Ok(value) = Amount::new(amount) else {
             break;
         };
-        let bid = ClientMessage::Bid {
-            auction_id: auction.clone(),
-            amount: value,
-            bid_id: bid_id.clone(),
-        };
-        match ask(&mut ws, &bid, within).await {
+        match bid(&mut ws, auction, bid_id.clone(), value, within).await {
             Some(ServerMessage::BidResult {
                 status: BidStatus::Accepted | BidStatus::Duplicate,
                 ..
@@ -275,12 +283,7 @@ pub async fn racers(
                 ) else {
                     continue;
                 };
-                let bid = ClientMessage::Bid {
-                    auction_id: auction.clone(),
-                    amount: value,
-                    bid_id: bid_id.clone(),
-                };
-                match ask(&mut ws, &bid, within).await {
+                match bid(&mut ws, auction, bid_id.clone(), value, within).await {
                     Some(ServerMessage::BidResult {
                         status: BidStatus::Rejected,
                         reason,
@@ -526,13 +529,8 @@ async fn racer_bid(
     let Some(mut ws) = open(&lab.regions[0].url(), lab.user_token("racer-0")).await else {
         return false;
     };
-    let bid = ClientMessage::Bid {
-        auction_id: auction.clone(),
-        amount,
-        bid_id,
-    };
     matches!(
-        ask(&mut ws, &bid, within).await,
+        bid(&mut ws, auction, bid_id, amount, within).await,
         Some(ServerMessage::BidResult {
             status: BidStatus::Accepted,
             ..
