@@ -66,14 +66,49 @@ struct Claims {
     #[serde(default)]
     sub: Option<String>,
     iss: String,
+    /// Checked here against [`Verifier`]'s clock, not by jsonwebtoken (which reads the system
+    /// clock): a simulation's tokens live on the simulation's clock.
+    #[serde(default)]
+    exp: Option<serde_json::Value>,
+    #[serde(default)]
+    nbf: Option<serde_json::Value>,
+}
+
+/// Seconds since the Unix epoch, as a [`Verifier`] reads them.
+pub type NowSecs = std::sync::Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// The system clock, in seconds.
+pub fn system_now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// A time claim as jsonwebtoken reads one: a non-negative integer, anything else malformed.
+fn time_claim(value: Option<&serde_json::Value>) -> Result<Option<u64>, DenyReason> {
+    match value {
+        None => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or(DenyReason::Malformed),
+    }
 }
 
 /// Verifies tokens against the configured issuers.
-#[derive(Debug)]
 pub struct Verifier {
     issuers: Vec<TrustedIssuer>,
     jwks: HashMap<String, JwksCache>,
     leeway_secs: u64,
+    now_secs: NowSecs,
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier")
+            .field("issuers", &self.issuers)
+            .field("jwks", &self.jwks)
+            .field("leeway_secs", &self.leeway_secs)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Verifier {
@@ -91,7 +126,13 @@ impl Verifier {
             issuers: config.issuers.clone(),
             jwks,
             leeway_secs: config.leeway.as_secs(),
+            now_secs: std::sync::Arc::new(system_now_secs),
         }
+    }
+
+    /// Judge `exp` and `nbf` by this clock instead of the system's (a simulation's clock).
+    pub fn set_clock(&mut self, now_secs: NowSecs) {
+        self.now_secs = now_secs;
     }
 
     /// Verify a token. Every path returns; nothing here can panic on input.
@@ -162,8 +203,11 @@ impl Verifier {
         validation.set_issuer(&[issuer.issuer.as_str()]);
         validation.set_audience(&[issuer.audience.as_str()]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        validation.validate_exp = true;
-        validation.validate_nbf = true;
+        // Presence is required above; the times are judged below, by this verifier's clock,
+        // with jsonwebtoken's own rule (expired when exp < now - leeway, not yet valid when
+        // nbf > now + leeway).
+        validation.validate_exp = false;
+        validation.validate_nbf = false;
         validation.leeway = self.leeway_secs;
         let data = decode::<Claims>(token, key, &validation).map_err(|e| match e.kind() {
             ErrorKind::ExpiredSignature => DenyReason::Expired,
@@ -180,6 +224,16 @@ impl Verifier {
             | ErrorKind::InvalidEcdsaKey => DenyReason::KeyAlgorithmMismatch,
             _ => DenyReason::Malformed,
         })?;
+        let now = (self.now_secs)();
+        let exp = time_claim(data.claims.exp.as_ref())?.ok_or(DenyReason::Malformed)?;
+        if exp < now.saturating_sub(self.leeway_secs) {
+            return Err(DenyReason::Expired);
+        }
+        if let Some(nbf) = time_claim(data.claims.nbf.as_ref())? {
+            if nbf > now.saturating_add(self.leeway_secs) {
+                return Err(DenyReason::NotYetValid);
+            }
+        }
         let sub = data
             .claims
             .sub

@@ -9,27 +9,72 @@ use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
 use aws_smithy_runtime_api::client::result::ConnectorError;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::body::SdkBody;
-use hyper_util::client::legacy::connect::HttpConnector as TcpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use std::time::Duration;
+use wsdr_net::hyper::Connector as NetConnector;
+use wsdr_net::Network;
 
 /// A plain-HTTP client for the SDK (HTTP/1.1 over a pooled hyper client, no TLS), for
 /// loopback endpoints. The lab's quickest build has no TLS stack at all: aws-lc and the SDK's
 /// HTTPS client were a third of its cold compile (docs/LAB.md).
 pub fn plain_http_client() -> SharedHttpClient {
-    let mut tcp = TcpConnector::new();
-    // Small frames to loopback peers: without it a post can wait for a delayed ACK.
-    tcp.set_nodelay(true);
+    plain_http_client_on(Network::Tcp)
+}
+
+/// [`plain_http_client`] over `network` (a simulation's in-memory network).
+pub fn plain_http_client_on(network: Network) -> SharedHttpClient {
     SharedHttpClient::new(PlainHttpClient {
-        pool: Client::builder(TokioExecutor::new()).build(tcp),
+        pool: Client::builder(TokioExecutor::new()).build(NetConnector::new(network)),
     })
+}
+
+/// Milliseconds since the Unix epoch, from whatever clock the caller keeps.
+pub type NowMs = std::sync::Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// The SDK configuration of a client of a loopback peer (the lab's `@connections` endpoint):
+/// its Region name, plain HTTP over `network`, placeholder credentials (the peer checks none),
+/// and, when given, the caller's clock for signing and the SDK's own timers, so that a
+/// simulation's SDK calls read no system clock.
+pub fn local_sdk_config(
+    region: &str,
+    network: Network,
+    now_ms: Option<NowMs>,
+) -> aws_types::SdkConfig {
+    let builder = aws_types::SdkConfig::builder()
+        .behavior_version(crate::BehaviorVersion::latest())
+        .region(aws_types::region::Region::new(region.to_owned()))
+        .http_client(plain_http_client_on(network))
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(
+                aws_credential_types::Credentials::new("local", "local", None, None, "wsdr-local"),
+            ),
+        );
+    match now_ms {
+        Some(now_ms) => builder.time_source(CallerClock(now_ms)).build(),
+        None => builder.build(),
+    }
+}
+
+/// The SDK's time source on the caller's clock.
+struct CallerClock(NowMs);
+
+impl std::fmt::Debug for CallerClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallerClock")
+    }
+}
+
+impl aws_types::sdk_config::TimeSource for CallerClock {
+    fn now(&self) -> std::time::SystemTime {
+        std::time::UNIX_EPOCH + Duration::from_millis((self.0)())
+    }
 }
 
 /// One connection pool for every operation; each operation's timeouts ride on its connector.
 #[derive(Debug, Clone)]
 struct PlainHttpClient {
-    pool: Client<TcpConnector, SdkBody>,
+    pool: Client<NetConnector, SdkBody>,
 }
 
 impl HttpClient for PlainHttpClient {
@@ -53,7 +98,7 @@ impl HttpClient for PlainHttpClient {
 
 #[derive(Debug)]
 struct PlainHttpConnector {
-    pool: Client<TcpConnector, SdkBody>,
+    pool: Client<NetConnector, SdkBody>,
     limit: Option<Duration>,
 }
 

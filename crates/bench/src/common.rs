@@ -60,9 +60,12 @@ pub async fn region(name: &str, quotas: Quotas) -> anyhow::Result<Arc<Region>> {
         store,
         authorizer().await?,
         quotas,
-        Timeline::new(None),
-        wsdr_lab::owner::Owner::new(),
         clock,
+        wsdr_lab::world::env::Shared {
+            timeline: Timeline::new(None),
+            owner: wsdr_lab::owner::Owner::new(),
+            environment: wsdr_lab::world::env::Environment::real(),
+        },
     )
     .await?;
     region

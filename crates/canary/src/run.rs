@@ -45,6 +45,8 @@ pub struct Canary {
     ledger: Option<Arc<dyn HealthLedger>>,
     /// The fast verdict, kept across warm invocations (a cold start resumes the recorded one).
     fast_verdict: tokio::sync::Mutex<Option<FastVerdict>>,
+    /// Where probes connect: TCP, or a simulation's in-memory network.
+    network: wsdr_net::Network,
 }
 
 /// What one invocation's fast rounds did.
@@ -74,7 +76,14 @@ impl Canary {
             clock,
             ledger: None,
             fast_verdict: tokio::sync::Mutex::new(None),
+            network: wsdr_net::Network::Tcp,
         }
+    }
+
+    /// Probe over `network` instead of the operating system's TCP (the lab's simulations).
+    pub fn with_network(mut self, network: wsdr_net::Network) -> Self {
+        self.network = network;
+        self
     }
 
     /// Record fast rounds and verdicts here (needed for `config.fast` to run).
@@ -181,6 +190,7 @@ impl Canary {
         let options = ConnectOptions {
             token: Some(token),
             placement: self.config.placement,
+            network: self.network.clone(),
             ..ConnectOptions::default()
         };
         probe(&target, &options).await
@@ -206,6 +216,7 @@ impl Canary {
                     let options = ConnectOptions {
                         token: Some(token),
                         placement: self.config.placement,
+                        network: self.network.clone(),
                         ..ConnectOptions::default()
                     };
                     probe(&target, &options).await

@@ -268,6 +268,8 @@ pub struct ClientConfig {
     /// How long an uncertain bid is watched for (re-read with `getState` at every heartbeat)
     /// before it is settled as not standing.
     pub settle_window: Duration,
+    /// Where connections go: TCP (default), or a simulation's in-memory network.
+    pub network: wsdr_net::Network,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -310,6 +312,7 @@ impl ClientBuilder {
                 wall_clock: Arc::new(SystemWallClock),
                 url_provider: None,
                 fallback: None,
+                network: wsdr_net::Network::Tcp,
             },
         }
     }
@@ -381,6 +384,12 @@ impl ClientBuilder {
         self
     }
 
+    /// Connect over `network` instead of the operating system's TCP (the lab's simulations).
+    pub fn network(mut self, network: wsdr_net::Network) -> Self {
+        self.config.network = network;
+        self
+    }
+
     pub fn config(&self) -> &ClientConfig {
         &self.config
     }
@@ -389,9 +398,14 @@ impl ClientBuilder {
     pub fn start(self) -> (Client, mpsc::UnboundedReceiver<Event>) {
         let (command_tx, command_rx) = mpsc::unbounded_channel();
         let (event_tx, event_rx) = mpsc::unbounded_channel();
-        let rng = match self.config.seed {
-            Some(seed) => SmallRng::seed_from_u64(seed),
-            None => SmallRng::from_os_rng(),
+        // Two streams from one seed: the runner's (jitter, moves) and the handle's (bid ids),
+        // so that a seeded client draws the same ids whatever its timers did.
+        let (rng, ids) = match self.config.seed {
+            Some(seed) => (
+                SmallRng::seed_from_u64(seed),
+                SmallRng::seed_from_u64(seed ^ BID_ID_STREAM),
+            ),
+            None => (SmallRng::from_os_rng(), SmallRng::from_os_rng()),
         };
         let runner = Runner {
             policy: self.config.fallback.clone().map(EndpointPolicy::new),
@@ -417,6 +431,7 @@ impl ClientBuilder {
         (
             Client {
                 commands: command_tx,
+                ids: Arc::new(std::sync::Mutex::new(ids)),
             },
             event_rx,
         )
@@ -439,14 +454,19 @@ enum Command {
 #[derive(Debug, Clone)]
 pub struct Client {
     commands: mpsc::UnboundedSender<Command>,
+    /// Where fresh bid ids come from (seeded with the client, else from the OS).
+    ids: Arc<std::sync::Mutex<SmallRng>>,
 }
+
+/// Mixed into a client's seed for its bid-id stream.
+const BID_ID_STREAM: u64 = 0x6269_6469_6473_0001;
 
 impl Client {
     /// Bid with a fresh bid id. `Ok` means sent (or queued while offline); the verdict
     /// arrives as [`Event::BidResult`].
     pub async fn bid(&self, auction_id: AuctionId, amount: Amount) -> Result<BidId, ClientError> {
-        let bid_id = BidId::new(format!("{:032x}", rand::rng().random::<u128>()))
-            .map_err(|_| ClientError::Stopped)?;
+        let id: u128 = self.ids.lock().unwrap_or_else(|p| p.into_inner()).random();
+        let bid_id = BidId::new(format!("{id:032x}")).map_err(|_| ClientError::Stopped)?;
         self.bid_with_id(auction_id, amount, bid_id).await
     }
 
@@ -667,6 +687,7 @@ impl Runner {
         let until = Instant::now() + delay;
         loop {
             tokio::select! {
+                biased;
                 _ = tokio::time::sleep_until(until) => return Flow::Continue,
                 command = self.commands.recv() => {
                     if let Flow::Stop = self.offline_command(command) {
@@ -778,6 +799,7 @@ impl Runner {
         let tokens = self.config.token_provider.clone();
         let placement = self.config.placement;
         let timeout = self.config.connect_timeout;
+        let network = self.config.network.clone();
         Box::pin(async move {
             let Ok(token) = tokens.token(false).await else {
                 return ProbeResult::Failed;
@@ -786,6 +808,7 @@ impl Runner {
                 token: (!token.is_empty()).then_some(token),
                 placement,
                 timeout,
+                network,
                 ..ConnectOptions::default()
             };
             // Connect, then the heartbeat round trip the canary's probe uses too.
@@ -824,6 +847,7 @@ impl Runner {
             token: (!token.is_empty()).then(|| token.clone()),
             placement: self.config.placement,
             timeout: self.config.connect_timeout,
+            network: self.config.network.clone(),
             ..ConnectOptions::default()
         };
         let url = match &self.policy {
@@ -834,6 +858,7 @@ impl Runner {
         tokio::pin!(connecting);
         loop {
             tokio::select! {
+                biased;
                 result = &mut connecting => {
                     return match result {
                         Ok(ws) => {
@@ -927,6 +952,7 @@ impl Runner {
 
         let reason = loop {
             tokio::select! {
+                biased;
                 frame = ws.next() => {
                     let text = match frame {
                         None => break DisconnectReason::Closed { code: None },

@@ -1,15 +1,15 @@
 //! One WebSocket connection, with failures classified by the layer that failed.
 
 use std::time::Duration;
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderValue, Uri};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use wsdr_net::{DialError, Network, Stream};
 
 /// An open WebSocket.
-pub type WsStream = WebSocketStream<MaybeTlsStream<TcpStream>>;
+pub type WsStream = WebSocketStream<MaybeTlsStream<Stream>>;
 
 /// Why a connection could not be opened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,6 +63,8 @@ pub struct ConnectOptions {
     pub timeout: Duration,
     /// Largest message accepted from the server.
     pub max_message_bytes: usize,
+    /// Where connections go: TCP (default), or a simulation's in-memory network.
+    pub network: Network,
 }
 
 impl Default for ConnectOptions {
@@ -73,6 +75,7 @@ impl Default for ConnectOptions {
             subprotocol: "wsdr".into(),
             timeout: Duration::from_secs(10),
             max_message_bytes: 1024 * 1024,
+            network: Network::Tcp,
         }
     }
 }
@@ -90,7 +93,7 @@ type Handshake = Result<
 #[cfg(feature = "tls")]
 async fn tls_handshake(
     request: tokio_tungstenite::tungstenite::handshake::client::Request,
-    stream: TcpStream,
+    stream: Stream,
     config: WebSocketConfig,
 ) -> Result<Handshake, ConnectError> {
     use std::sync::{Arc, OnceLock};
@@ -128,7 +131,7 @@ fn no_tls() -> ConnectError {
 #[cfg(not(feature = "tls"))]
 async fn tls_handshake(
     _request: tokio_tungstenite::tungstenite::handshake::client::Request,
-    _stream: TcpStream,
+    _stream: Stream,
     _config: WebSocketConfig,
 ) -> Result<Handshake, ConnectError> {
     Err(no_tls())
@@ -182,26 +185,14 @@ async fn connect_inner(url: &str, options: &ConnectOptions) -> Result<WsStream, 
         .to_owned();
     let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
 
-    let addresses: Vec<_> = tokio::net::lookup_host((host.as_str(), port))
+    let stream = options
+        .network
+        .connect(&host, port)
         .await
-        .map_err(|e| ConnectError::Dns(e.to_string()))?
-        .collect();
-    if addresses.is_empty() {
-        return Err(ConnectError::Dns(format!("{host} has no address")));
-    }
-    let mut last_error = String::new();
-    let mut stream = None;
-    for address in addresses {
-        match TcpStream::connect(address).await {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
-            Err(e) => last_error = format!("{address}: {e}"),
-        }
-    }
-    let stream = stream.ok_or(ConnectError::Tcp(last_error))?;
-    let _ = stream.set_nodelay(true);
+        .map_err(|e| match e {
+            DialError::Lookup(detail) => ConnectError::Dns(detail),
+            DialError::Connect(detail) => ConnectError::Tcp(detail),
+        })?;
 
     let mut request = uri
         .into_client_request()

@@ -7,9 +7,8 @@
 //! 410 Gone removes *that target's* connection record (never the sender's).
 
 use crate::model::ConnectionId;
-use crate::ports::{Connections, Notifier};
+use crate::ports::{Connections, Entropy, Notifier, ThreadEntropy};
 use crate::Error;
-use rand::Rng;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
@@ -25,6 +24,8 @@ pub struct FanoutConfig {
     pub retry_base: Duration,
     /// Upper bound of one retry wait (default 1 s).
     pub retry_cap: Duration,
+    /// Where the retry jitter comes from (default: the thread's RNG).
+    pub jitter: Arc<dyn Entropy>,
 }
 
 impl Default for FanoutConfig {
@@ -34,6 +35,7 @@ impl Default for FanoutConfig {
             max_retries: 4,
             retry_base: Duration::from_millis(50),
             retry_cap: Duration::from_secs(1),
+            jitter: Arc::new(ThreadEntropy),
         }
     }
 }
@@ -137,7 +139,12 @@ async fn deliver(
                 return Delivery::Gone { retries };
             }
             Err(error) if error.is_retryable() && retries < config.max_retries as usize => {
-                let delay = full_jitter(config.retry_base, config.retry_cap, retries as u32);
+                let delay = full_jitter(
+                    config.jitter.as_ref(),
+                    config.retry_base,
+                    config.retry_cap,
+                    retries as u32,
+                );
                 retries += 1;
                 tokio::time::sleep(delay).await;
             }
@@ -150,10 +157,10 @@ async fn deliver(
 }
 
 /// A delay drawn uniformly from `[0, min(cap, base * 2^attempt)]`.
-pub fn full_jitter(base: Duration, cap: Duration, attempt: u32) -> Duration {
+pub fn full_jitter(entropy: &dyn Entropy, base: Duration, cap: Duration, attempt: u32) -> Duration {
     let ceiling = base
         .saturating_mul(2u32.saturating_pow(attempt.min(31)))
         .min(cap);
     let ceiling_ms = ceiling.as_millis() as u64;
-    Duration::from_millis(rand::rng().random_range(0..=ceiling_ms))
+    Duration::from_millis(entropy.below(ceiling_ms.saturating_add(1)))
 }

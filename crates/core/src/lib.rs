@@ -30,8 +30,9 @@ pub use model::{
     RegionSummary, UserId, LEDGER,
 };
 pub use ports::{
-    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, HealthLedger,
-    Metrics, Notifier, StateStore, SystemClock, VerdictDatapoint,
+    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, Entropy, HealthDatapoint,
+    HealthLedger, Metrics, Notifier, SeededEntropy, StateStore, SystemClock, ThreadEntropy,
+    VerdictDatapoint,
 };
 pub use service::{AuctionService, BidReason, HerdHint, Reply};
 pub use verdict::{endpoint_serves, FailoverRule, FastVerdict};

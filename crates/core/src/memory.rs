@@ -14,7 +14,7 @@ use crate::ports::{
 };
 use crate::{Error, Result};
 use async_trait::async_trait;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
@@ -331,13 +331,13 @@ struct ConnectionEntry {
     #[allow(dead_code)]
     user: UserId,
     expires_at: u64,
-    auctions: HashSet<AuctionId>,
+    auctions: BTreeSet<AuctionId>,
 }
 
 #[derive(Debug, Default)]
 struct Registry {
-    connections: HashMap<ConnectionId, ConnectionEntry>,
-    subscribers: HashMap<AuctionId, HashSet<ConnectionId>>,
+    connections: BTreeMap<ConnectionId, ConnectionEntry>,
+    subscribers: BTreeMap<AuctionId, BTreeSet<ConnectionId>>,
     /// The last census taken, as DynamoDB's census item holds it.
     census: Option<Census>,
 }
@@ -389,7 +389,7 @@ impl Connections for MemoryConnections {
             .or_insert_with(|| ConnectionEntry {
                 user: user.clone(),
                 expires_at,
-                auctions: HashSet::new(),
+                auctions: BTreeSet::new(),
             });
         Ok(())
     }
@@ -409,7 +409,7 @@ impl Connections for MemoryConnections {
             .or_insert_with(|| ConnectionEntry {
                 user: user.clone(),
                 expires_at: now_ms.saturating_add(ttl),
-                auctions: HashSet::new(),
+                auctions: BTreeSet::new(),
             })
             .auctions
             .insert(auction.clone());
@@ -484,9 +484,9 @@ impl Connections for MemoryConnections {
 /// An in-memory [`crate::HealthLedger`].
 #[derive(Debug, Default)]
 pub struct MemoryHealthLedger {
-    rounds: Mutex<HashMap<(String, String), (bool, u64)>>,
-    verdicts: Mutex<HashMap<String, (bool, u64)>>,
-    changes: Mutex<HashMap<String, (bool, u64)>>,
+    rounds: Mutex<BTreeMap<(String, String), (bool, u64)>>,
+    verdicts: Mutex<BTreeMap<String, (bool, u64)>>,
+    changes: Mutex<BTreeMap<String, (bool, u64)>>,
 }
 
 #[async_trait]
@@ -525,8 +525,8 @@ impl crate::HealthLedger for MemoryHealthLedger {
 #[derive(Debug, Default)]
 pub struct RecordingNotifier {
     sent: Mutex<Vec<(ConnectionId, Vec<u8>)>>,
-    gone: Mutex<HashSet<ConnectionId>>,
-    throttle_first: Mutex<HashMap<ConnectionId, u32>>,
+    gone: Mutex<BTreeSet<ConnectionId>>,
+    throttle_first: Mutex<BTreeMap<ConnectionId, u32>>,
 }
 
 impl RecordingNotifier {

@@ -239,3 +239,53 @@ impl Clock for SystemClock {
             .unwrap_or(0)
     }
 }
+
+/// Where the domain's random choices come from: retry pauses after a lost race, fan-out
+/// jitter. The default is the thread's RNG; a simulation passes a [`SeededEntropy`] so that a
+/// run is a function of its seed.
+pub trait Entropy: Send + Sync + std::fmt::Debug {
+    /// A number drawn uniformly from `[0, bound)`; 0 when `bound` is 0.
+    fn below(&self, bound: u64) -> u64;
+}
+
+/// The thread's RNG (the default everywhere outside a simulation).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ThreadEntropy;
+
+impl Entropy for ThreadEntropy {
+    fn below(&self, bound: u64) -> u64 {
+        use rand::Rng;
+        if bound == 0 {
+            return 0;
+        }
+        rand::rng().random_range(0..bound)
+    }
+}
+
+/// A seeded stream of draws, shared by everything that holds it. Its sequence is fixed by
+/// the seed; which caller gets which draw is fixed by the order of calls, so it replays only
+/// where that order does (one thread, a deterministic scheduler).
+#[derive(Debug)]
+pub struct SeededEntropy(std::sync::Mutex<rand::rngs::SmallRng>);
+
+impl SeededEntropy {
+    pub fn new(seed: u64) -> Self {
+        use rand::SeedableRng;
+        Self(std::sync::Mutex::new(rand::rngs::SmallRng::seed_from_u64(
+            seed,
+        )))
+    }
+}
+
+impl Entropy for SeededEntropy {
+    fn below(&self, bound: u64) -> u64 {
+        use rand::Rng;
+        if bound == 0 {
+            return 0;
+        }
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .random_range(0..bound)
+    }
+}

@@ -39,19 +39,10 @@ impl BidFailure {
     }
 }
 
-/// A uniformly random number below `bound` (0 when `bound` is 0).
-fn rand_below(bound: u64) -> u64 {
-    use rand::Rng;
-    if bound == 0 {
-        return 0;
-    }
-    rand::rng().random_range(0..bound)
-}
-
 /// A short randomised pause after losing a race for the summary or the head, so that racing
 /// writers spread out: up to 2 ms after the first loss, doubling to 128 ms.
-async fn pause_before_deciding_again(attempt: u32) {
-    let pause = rand_below(1 + (2u64 << attempt.min(6)));
+async fn pause_before_deciding_again(entropy: &dyn crate::ports::Entropy, attempt: u32) {
+    let pause = entropy.below(1 + (2u64 << attempt.min(6)));
     tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
 }
 
@@ -161,6 +152,8 @@ pub struct AuctionService {
     herd: Option<(HerdHint, Arc<Mutex<CensusCache>>)>,
     /// How bids are decided: per Region (eventual) or on the auction's ledger head (strong).
     consistency: Consistency,
+    /// Retry pauses, fan-out jitter and write ids.
+    entropy: Arc<dyn crate::ports::Entropy>,
 }
 
 impl std::fmt::Debug for AuctionService {
@@ -190,7 +183,15 @@ impl AuctionService {
             seeds: Arc::default(),
             herd: None,
             consistency: Consistency::Eventual,
+            entropy: Arc::new(crate::ports::ThreadEntropy),
         }
+    }
+
+    /// Draw retry pauses and fan-out jitter from `entropy` (default: the thread's RNG).
+    pub fn with_entropy(mut self, entropy: Arc<dyn crate::ports::Entropy>) -> Self {
+        self.fanout.jitter = entropy.clone();
+        self.entropy = entropy;
+        self
     }
 
     /// Decide bids as the table allows: [`Consistency::Strong`] needs a store on a
@@ -275,8 +276,12 @@ impl AuctionService {
         self.store.auction(id).await
     }
 
+    /// Broadcast as `fanout` says; its jitter is the service's entropy.
     pub fn with_fanout(mut self, fanout: FanoutConfig) -> Self {
-        self.fanout = fanout;
+        self.fanout = FanoutConfig {
+            jitter: self.entropy.clone(),
+            ..fanout
+        };
         self
     }
 
@@ -675,7 +680,7 @@ impl AuctionService {
                 CommitOutcome::Conflict => {
                     // Another bid in this Region moved the summary: decide again on fresh
                     // state.
-                    pause_before_deciding_again(attempt).await;
+                    pause_before_deciding_again(self.entropy.as_ref(), attempt).await;
                 }
             }
         }
@@ -711,7 +716,7 @@ impl AuctionService {
                     // Another Region is writing the same copy (it read the same head): it is
                     // the same item either way. Decide again on fresh state.
                     Err(crate::Error::WriteConflict(_)) => {
-                        pause_before_deciding_again(attempt).await;
+                        pause_before_deciding_again(self.entropy.as_ref(), attempt).await;
                         continue;
                     }
                     Err(error) => return Err(BeforeCommit(error)),
@@ -760,7 +765,7 @@ impl AuctionService {
                 // Another bid moved the head first, or a request in another Region was
                 // writing it (nothing written either way): decide again on fresh state.
                 Ok(Advance::Moved) | Err(crate::Error::WriteConflict(_)) => {
-                    pause_before_deciding_again(attempt).await;
+                    pause_before_deciding_again(self.entropy.as_ref(), attempt).await;
                 }
                 Err(error) => return Err(AtCommit(error)),
             }
@@ -849,7 +854,11 @@ impl AuctionService {
 
     /// A fresh id for one bid attempt (the store recognises its own write by it).
     fn write_id(&self) -> String {
-        format!("{:016x}{:016x}", rand_below(u64::MAX), rand_below(u64::MAX))
+        format!(
+            "{:016x}{:016x}",
+            self.entropy.below(u64::MAX),
+            self.entropy.below(u64::MAX)
+        )
     }
 
     fn replay_result(&self, amount: Amount, existing: &BidRecord) -> Reply {

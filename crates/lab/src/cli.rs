@@ -249,3 +249,21 @@ impl From<ConsistencyArg> for wsdr_core::Consistency {
         }
     }
 }
+
+/// `--clock` of `wsdr chaos`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClockArg {
+    /// A deterministic simulation: a run is a function of its seed and replays exactly.
+    Simulated,
+    /// The time-scaled real world (real sockets and sleeps; `--time-scale` applies).
+    Real,
+}
+
+impl From<ClockArg> for crate::chaos::Clock {
+    fn from(arg: ClockArg) -> Self {
+        match arg {
+            ClockArg::Simulated => crate::chaos::Clock::Simulated,
+            ClockArg::Real => crate::chaos::Clock::Real,
+        }
+    }
+}

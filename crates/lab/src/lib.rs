@@ -20,6 +20,7 @@ pub mod world {
     //! The two Regions and what stands between them and the users.
     pub mod clock;
     pub mod control;
+    pub mod env;
     pub mod fast;
     pub mod frontdoor;
     pub mod health;
@@ -49,6 +50,7 @@ pub mod runs {
     pub mod drill;
     pub mod load;
     pub mod report;
+    pub mod sim;
 }
 
 // The paths outside tools and tests have used since the first release.

@@ -100,7 +100,8 @@ enum Command {
         /// Users per run (at least 1).
         #[arg(long, default_value = "8", value_parser = cli::at_least_one)]
         users: usize,
-        /// One lab second stands for this many AWS seconds (above 0).
+        /// With `--clock real`: one lab second stands for this many AWS seconds (above 0).
+        /// A simulated run is always at scale 1: its clock costs nothing.
         #[arg(long, default_value = "300", value_parser = cli::time_scale)]
         time_scale: f64,
         /// Where the JSON report goes; checked before the campaign runs.
@@ -109,6 +110,18 @@ enum Command {
         /// Runs in flight at once, each with its own lab (seeds do not depend on it).
         #[arg(long, default_value = "1", value_parser = cli::at_least_one)]
         parallel: usize,
+        /// `simulated` (default): each run is a deterministic simulation, a function of its
+        /// seed; `real`: the time-scaled real world, as `wsdr lab` runs.
+        #[arg(long, value_enum, default_value = "simulated")]
+        clock: cli::ClockArg,
+        /// Replay the one run whose seed is given (as a run's line or a violation prints
+        /// it) and print its digest; `--seed` and `--runs` are then ignored.
+        #[arg(long)]
+        replay: Option<u64>,
+        /// With `--replay`: print the run's full history (the lines its digest is taken
+        /// over). In a campaign: keep each run's history in the report.
+        #[arg(long)]
+        history: bool,
         /// The state table's mode: `eventual` (two Regions, MREC) or `strong` (MRSC: the
         /// two Regions' replicas and a witness).
         #[arg(long, value_enum, default_value = "eventual")]
@@ -388,22 +401,53 @@ async fn run() -> anyhow::Result<()> {
             report,
             parallel,
             consistency,
+            clock,
+            replay,
+            history,
         } => {
-            cli::ensure_writable(&report, "report")?;
-            println!(
-                "wsdr chaos: seed {seed}, {runs} runs, {users} users each, time scale {time_scale}, {parallel} at once, {} consistency",
-                wsdr_core::Consistency::from(consistency)
-            );
-            let result = wsdr_lab::chaos::campaign(wsdr_lab::chaos::ChaosConfig {
+            let config = wsdr_lab::chaos::ChaosConfig {
                 seed,
                 runs,
                 users,
                 scale: TimeScale::new(time_scale),
+                clock: clock.into(),
+                keep_history: history,
                 progress: true,
                 parallel,
                 consistency: consistency.into(),
-            })
-            .await?;
+            };
+            if let Some(seed) = replay {
+                let run = wsdr_lab::chaos::replay(seed, config).await?;
+                if history {
+                    for line in &run.history {
+                        println!("{line}");
+                    }
+                }
+                println!(
+                    "replay seed {seed}: digest {}, {} faults, {} bids ({} acknowledged, {} unknown), {} violations",
+                    run.digest,
+                    run.faults,
+                    run.bids_invoked,
+                    run.bids_acknowledged,
+                    run.bids_unknown,
+                    run.violations.len()
+                );
+                if !run.violations.is_empty() {
+                    eprintln!("{}", wsdr_lab::chaos::describe(&run));
+                    std::process::exit(1);
+                }
+                return Ok(());
+            }
+            cli::ensure_writable(&report, "report")?;
+            let clock_note = match config.clock {
+                wsdr_lab::chaos::Clock::Simulated => "simulated clock".to_owned(),
+                wsdr_lab::chaos::Clock::Real => format!("real clock, time scale {time_scale}"),
+            };
+            println!(
+                "wsdr chaos: seed {seed}, {runs} runs, {users} users each, {clock_note}, {parallel} at once, {} consistency",
+                wsdr_core::Consistency::from(consistency)
+            );
+            let result = wsdr_lab::chaos::campaign(config).await?;
             if let Some(dir) = report.parent() {
                 std::fs::create_dir_all(dir)?;
             }

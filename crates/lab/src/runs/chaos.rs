@@ -197,13 +197,36 @@ impl Step {
     }
 }
 
+/// How a run keeps time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Clock {
+    /// A deterministic simulation (crate::runs::sim): one thread, tokio's paused clock, an
+    /// in-memory network, every draw from the run's seed; AWS time at scale 1. A run is a
+    /// function of its seed, and costs only its CPU time.
+    Simulated,
+    /// The time-scaled real world: real loopback sockets and real sleeps, the machine's
+    /// scheduler and RNG (what `wsdr lab` runs on).
+    Real,
+}
+
+/// Each table request's service time in a simulated run, AWS time: DynamoDB's single-digit
+/// milliseconds, so that concurrent invocations interleave at every request as they do on
+/// the service (a simulation spends no time on CPU work).
+pub const SIMULATED_STORE_SERVICE_TIME: (Duration, Duration) =
+    (Duration::from_millis(2), Duration::from_millis(9));
+
 /// Campaign settings.
 #[derive(Debug, Clone)]
 pub struct ChaosConfig {
     pub seed: u64,
     pub runs: usize,
     pub users: usize,
+    /// The real clock's time scale (a simulated run is always at scale 1).
     pub scale: TimeScale,
+    pub clock: Clock,
+    /// Keep each run's full history in its report (`--history`).
+    pub keep_history: bool,
     /// Print one line per run.
     pub progress: bool,
     /// Runs in flight at once (each its own lab; seeds do not depend on it).
@@ -219,6 +242,8 @@ impl Default for ChaosConfig {
             runs: 50,
             users: 8,
             scale: TimeScale::new(300.0),
+            clock: Clock::Simulated,
+            keep_history: false,
             progress: false,
             parallel: 1,
             consistency: wsdr_core::Consistency::Eventual,
@@ -230,8 +255,12 @@ impl Default for ChaosConfig {
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
     pub run: usize,
-    /// Reproduce with `wsdr chaos --seed <seed> --runs 1`.
+    /// Replay with `wsdr chaos --replay <seed>` (and the same mode and users).
     pub seed: u64,
+    /// `eventual` or `strong`.
+    pub consistency: String,
+    pub users: usize,
+    pub clock: Clock,
     pub schedule: Vec<Step>,
     pub faults: usize,
     pub bids_invoked: usize,
@@ -249,6 +278,12 @@ pub struct RunReport {
     pub lost_copies: usize,
     /// Apps closed by their users with a bid unanswered.
     pub closed_mid_bid: usize,
+    /// A digest of the run's history (its schedule, every operation, the lab's timeline,
+    /// the Regions' final states and the violations): a simulated run replays to the same.
+    pub digest: String,
+    /// The history the digest was taken over, one JSON line each (with `--history`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<String>,
 }
 
 /// The campaign's figures (docs/RELIABILITY.md).
@@ -257,6 +292,8 @@ pub struct CampaignReport {
     pub seed: u64,
     /// `eventual` or `strong`.
     pub consistency: String,
+    /// `simulated` or `real`.
+    pub clock: Clock,
     pub runs: usize,
     pub users_per_run: usize,
     pub time_scale: f64,
@@ -296,6 +333,7 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
     let mut report = CampaignReport {
         seed: config.seed,
         consistency: config.consistency.to_string(),
+        clock: config.clock,
         runs: config.runs,
         users_per_run: config.users,
         time_scale: config.scale.factor(),
@@ -321,7 +359,7 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
     while done < config.runs {
         while next < config.runs && in_flight.len() < config.parallel.max(1) {
             let (config, i) = (config.clone(), next);
-            in_flight.spawn(async move { run_once(i, run_seed(config.seed, i), &config).await });
+            in_flight.spawn(async move { run(i, run_seed(config.seed, i), config).await });
             next += 1;
         }
         let Some(joined) = in_flight.join_next().await else {
@@ -340,9 +378,10 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         report.holdings_peak.tasks = report.holdings_peak.tasks.max(run.holdings_after.tasks);
         if config.progress {
             println!(
-                "run {:>4} seed {:>20}: {} faults, {} bids ({} acknowledged, {} unknown), fds {} tasks {}, {}",
+                "run {:>4} seed {:>20} digest {}: {} faults, {} bids ({} acknowledged, {} unknown), fds {} tasks {}, {}",
                 i,
                 seed,
+                run.digest,
                 run.faults,
                 run.bids_invoked,
                 run.bids_acknowledged,
@@ -380,9 +419,10 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
 /// A failing run, for people.
 pub fn describe(run: &RunReport) -> String {
     let mut out = format!(
-        "VIOLATION in run {} — reproduce with: wsdr chaos --seed {} --runs 1\n  schedule: {}\n",
+        "VIOLATION in run {} (digest {}) — replay with: {}\n  schedule: {}\n",
         run.run,
-        run.seed,
+        run.digest,
+        replay_command(run),
         serde_json::to_string(&run.schedule).unwrap_or_default()
     );
     for v in &run.violations {
@@ -400,11 +440,15 @@ pub fn describe(run: &RunReport) -> String {
     out
 }
 
-/// How long an attacker waits for one answer: 30 s AWS, but never under 5 s of real time
-/// (at time scale 300, 30 s AWS is 100 ms, which a loaded 2-core machine can miss; an
-/// attacker that gives up early judges nothing, and waiting longer cannot hide a violation).
-fn attack_wait(scale: TimeScale) -> Duration {
-    scale.secs(30.0).max(Duration::from_secs(5))
+/// How long an attacker waits for one answer: 30 s AWS; on the real clock never under 5 s
+/// of real time (at time scale 300, 30 s AWS is 100 ms, which a loaded 2-core machine can
+/// miss; an attacker that gives up early judges nothing, and waiting longer cannot hide a
+/// violation). A simulated run is at scale 1 and never starved.
+fn attack_wait(scale: TimeScale, clock: Clock) -> Duration {
+    match clock {
+        Clock::Simulated => scale.secs(30.0),
+        Clock::Real => scale.secs(30.0).max(Duration::from_secs(5)),
+    }
 }
 
 /// Bids of the chaos campaign's prolific user: more copies than one 200-item page.
@@ -412,16 +456,59 @@ const PROLIFIC_BIDS: usize = 210;
 /// Bids each of the two racers places, one racer per Region, on the prolific user's lot.
 const RACING_BIDS: usize = 30;
 
+/// The command that replays `run` on its own (simulated runs replay exactly).
+pub fn replay_command(run: &RunReport) -> String {
+    format!(
+        "wsdr chaos --replay {} --consistency {} --users {}{}",
+        run.seed,
+        run.consistency,
+        run.users,
+        if run.clock == Clock::Real {
+            " --clock real"
+        } else {
+            ""
+        }
+    )
+}
+
+/// One run on the campaign's clock.
+async fn run(run: usize, seed: u64, config: Arc<ChaosConfig>) -> anyhow::Result<RunReport> {
+    match config.clock {
+        Clock::Simulated => {
+            crate::runs::sim::simulate(
+                seed,
+                move || async move { run_once(run, seed, &config).await },
+            )
+            .await
+        }
+        Clock::Real => run_once(run, seed, &config).await,
+    }
+}
+
+/// Replay one run by its seed (`wsdr chaos --replay SEED`).
+pub async fn replay(seed: u64, config: ChaosConfig) -> anyhow::Result<RunReport> {
+    run(0, seed, Arc::new(config)).await
+}
+
 async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result<RunReport> {
-    let scale = config.scale;
     let mut rng = SmallRng::seed_from_u64(seed);
     let schedule: Vec<Step> = (0..rng.random_range(2..5))
         .map(|_| Step::draw(&mut rng))
         .collect();
+    let (scale, environment, store_service_time) = match config.clock {
+        Clock::Simulated => (
+            TimeScale::new(1.0),
+            crate::world::env::Environment::simulated(seed),
+            Some(SIMULATED_STORE_SERVICE_TIME),
+        ),
+        Clock::Real => (config.scale, crate::world::env::Environment::real(), None),
+    };
     let lab = Arc::new(
         Lab::start(LabConfig {
             scale,
             consistency: config.consistency,
+            environment,
+            store_service_time,
             ..LabConfig::default()
         })
         .await?,
@@ -440,7 +527,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         "prolific-user",
         &AuctionId::new("lot-2")?,
         PROLIFIC_BIDS,
-        attack_wait(scale),
+        attack_wait(scale, config.clock),
     )
     .await;
     tracing::debug!(elapsed = ?started.elapsed(), "prolific user done");
@@ -466,8 +553,13 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     tokio::time::sleep(scale.secs(30.0)).await;
     // The impostor, once users have bids to steal: user 0 is the victim.
     attacks.extend(
-        crate::sim::attackers::impostor(&lab, &users.spec(0).sub, &auction, attack_wait(scale))
-            .await,
+        crate::sim::attackers::impostor(
+            &lab,
+            &users.spec(0).sub,
+            &auction,
+            attack_wait(scale, config.clock),
+        )
+        .await,
     );
 
     for step in &schedule {
@@ -518,10 +610,30 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         })
         .collect();
     let closed_mid_bid = records.iter().map(|r| r.closed_mid_bid as usize).sum();
+    let history = history_lines(
+        &schedule,
+        &ops,
+        &lab.timeline.entries(),
+        &regions,
+        &violations,
+    );
+    let mut digest = crate::runs::sim::Digest::default();
+    for line in &history {
+        digest.line(line);
+    }
     use crate::sim::history::Outcome;
     Ok(RunReport {
         run,
         seed,
+        consistency: config.consistency.to_string(),
+        users: config.users,
+        clock: config.clock,
+        digest: digest.hex(),
+        history: if config.keep_history {
+            history
+        } else {
+            Vec::new()
+        },
         faults: schedule.iter().map(Step::faults).sum(),
         schedule,
         bids_invoked: ops.len(),
@@ -538,6 +650,29 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         lost_copies: lost.len(),
         closed_mid_bid,
     })
+}
+
+/// A run's history as JSON lines, in a fixed order: the schedule, every operation, the lab's
+/// timeline, the Regions' final states, the violations.
+fn history_lines(
+    schedule: &[Step],
+    ops: &[Op],
+    timeline: &[crate::world::timeline::Entry],
+    regions: &[crate::sim::history::FinalState],
+    violations: &[Violation],
+) -> Vec<String> {
+    fn line(kind: &str, value: &impl Serialize) -> String {
+        format!(
+            "{kind} {}",
+            serde_json::to_string(value).unwrap_or_else(|e| format!("unserializable: {e}"))
+        )
+    }
+    let mut lines = vec![line("schedule", &schedule)];
+    lines.extend(ops.iter().map(|op| line("op", op)));
+    lines.extend(timeline.iter().map(|entry| line("timeline", entry)));
+    lines.extend(regions.iter().map(|region| line("final", region)));
+    lines.extend(violations.iter().map(|v| line("violation", v)));
+    lines
 }
 
 async fn play(lab: &Lab, step: Step, scale: TimeScale) {

@@ -18,19 +18,20 @@ use wsdr_client::exchange::{next_message, send};
 use wsdr_client::{connect, ConnectError, ConnectOptions, WsStream};
 use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, ClientMessage, ServerMessage};
 
-async fn try_open(url: &str, token: String) -> Result<WsStream, ConnectError> {
+async fn try_open(lab: &Lab, url: &str, token: String) -> Result<WsStream, ConnectError> {
     connect(
         url,
         &ConnectOptions {
             token: Some(token),
+            network: lab.config.environment.network.clone(),
             ..ConnectOptions::default()
         },
     )
     .await
 }
 
-async fn open(url: &str, token: String) -> Option<WsStream> {
-    try_open(url, token).await.ok()
+async fn open(lab: &Lab, url: &str, token: String) -> Option<WsStream> {
+    try_open(lab, url, token).await.ok()
 }
 
 /// Send one frame and wait (bounded) for its answer.
@@ -75,7 +76,7 @@ pub async fn impostor(
         // The authorizer must refuse it (403). A 401 is the handler's `$connect` refusing an
         // identity the authorizer let through: the second line of defence held, the first
         // did not (docs/AUTH.md says the authorizer refuses). Other failures say nothing.
-        let attempt = try_open(&url, lab.probe_token(victim)).await;
+        let attempt = try_open(lab, &url, lab.probe_token(victim)).await;
         if matches!(attempt, Err(ConnectError::Refused { status: 401 })) {
             found.push(Violation::ImpostorAdmitted {
                 region: name.clone(),
@@ -101,7 +102,7 @@ pub async fn impostor(
             }
         }
         let probe = format!("{}attacker", wsdr_protocol::limits::PROBE_SUBJECT_PREFIX);
-        let Some(mut ws) = open(&url, lab.probe_token(&probe)).await else {
+        let Some(mut ws) = open(lab, &url, lab.probe_token(&probe)).await else {
             continue; // the Region is down: nothing to attack
         };
         let state = ClientMessage::GetState {
@@ -152,7 +153,7 @@ pub async fn prolific(
     within: Duration,
 ) -> Vec<Violation> {
     let region = &lab.regions[0];
-    let Some(mut ws) = open(&region.url(), lab.user_token(sub)).await else {
+    let Some(mut ws) = open(lab, &region.url(), lab.user_token(sub)).await else {
         return Vec::new();
     };
     let mut acknowledged: Vec<(BidId, u64)> = Vec::new();
@@ -272,7 +273,7 @@ pub async fn racers(
             let region = &lab.regions[index];
             let sub = format!("racer-{index}");
             let mut found = Vec::new();
-            let Some(mut ws) = open(&region.url(), lab.user_token(&sub)).await else {
+            let Some(mut ws) = open(lab, &region.url(), lab.user_token(&sub)).await else {
                 return found;
             };
             for i in 0..per_region {
@@ -366,7 +367,8 @@ async fn pushed_across(
     amount: u64,
     within: Duration,
 ) -> Vec<Violation> {
-    let Some(mut subscriber) = open(&lab.regions[1].url(), lab.user_token("watcher-bare")).await
+    let Some(mut subscriber) =
+        open(lab, &lab.regions[1].url(), lab.user_token("watcher-bare")).await
     else {
         return Vec::new();
     };
@@ -426,6 +428,7 @@ impl Watcher {
             )))
             .subscribe(auction.clone())
             .heartbeat(scale.secs(30.0), scale.secs(35.0))
+            .network(lab.config.environment.network.clone())
             .seed(index as u64 + 7)
             .start();
         Self {
@@ -526,7 +529,7 @@ async fn racer_bid(
     let (Ok(bid_id), Ok(amount)) = (BidId::new(bid_id), Amount::new(amount)) else {
         return false;
     };
-    let Some(mut ws) = open(&lab.regions[0].url(), lab.user_token("racer-0")).await else {
+    let Some(mut ws) = open(lab, &lab.regions[0].url(), lab.user_token("racer-0")).await else {
         return false;
     };
     matches!(

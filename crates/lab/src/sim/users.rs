@@ -14,7 +14,7 @@ use crate::world::timeline::Kind;
 use futures::future::BoxFuture;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -62,11 +62,22 @@ pub fn user_client(
             max: 4,
             max_age: scale.secs(30.0),
         })
+        .wall_clock(Arc::new(LabWallClock(lab.clock)))
+        .network(lab.config.environment.network.clone())
         .seed(seed);
     if fallback {
         builder = builder.fallback(Fallback::new(regional_endpoints(lab)).scaled(scale.factor()));
     }
     builder
+}
+
+/// The lab's clock as a client's wall clock (a simulated run's starts at a fixed epoch).
+struct LabWallClock(crate::world::clock::LabClock);
+
+impl wsdr_client::WallClock for LabWallClock {
+    fn now_ms(&self) -> u64 {
+        wsdr_core::Clock::now_ms(&self.0)
+    }
 }
 
 /// Each Region's own endpoint, in preference order.
@@ -82,14 +93,16 @@ pub fn regional_endpoints(lab: &Lab) -> Vec<RegionalEndpoint> {
         .collect()
 }
 
-/// Poll `check` every 5 ms until it holds or `within` passes; its last answer.
+/// Poll `check` until it holds or `within` passes; its last answer. It polls every
+/// thousandth of `within`, never more often than every 5 ms (a simulated run at time scale 1
+/// waits many AWS minutes; polling at a fixed 5 ms would be most of its cost).
 ///
 /// `within` counts only time the lab was given: when the process is starved of CPU (a loaded
 /// CI machine, steal time), a lab second at a high time scale passes without the lab running,
 /// and a liveness deadline would measure the machine, not the system. So each poll that wakes
 /// late adds its lateness back to the deadline, up to ten times `within` in all.
 pub async fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    const POLL: Duration = Duration::from_millis(5);
+    let poll = (within / 1000).max(Duration::from_millis(5));
     // Timer slack on a healthy machine; lateness beyond it is time the lab did not get.
     const SLACK: Duration = Duration::from_millis(2);
     let start = Instant::now();
@@ -103,8 +116,8 @@ pub async fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool
         if polled >= deadline {
             return false;
         }
-        tokio::time::sleep(POLL).await;
-        let late = Instant::now().saturating_duration_since(polled + POLL);
+        tokio::time::sleep(poll).await;
+        let late = Instant::now().saturating_duration_since(polled + poll);
         if late > SLACK {
             deadline = (deadline + late).min(hard_stop);
         }
@@ -254,7 +267,7 @@ pub struct Population {
     lab: Arc<Lab>,
     users: Vec<SimUser>,
     /// Keyed by (bidder, bidId): a bidId is scoped to its bidder.
-    ops: Mutex<HashMap<BidKey, Op>>,
+    ops: Mutex<BTreeMap<BidKey, Op>>,
     bidding: watch::Sender<bool>,
     owner: Owner,
     online: AtomicUsize,
@@ -526,6 +539,7 @@ async fn run_user(
         loop {
             let on = *bidding.borrow();
             tokio::select! {
+                biased;
                 changed = bidding.changed() => {
                     if changed.is_err() { return; }
                     if *bidding.borrow() {

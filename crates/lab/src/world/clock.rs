@@ -17,8 +17,13 @@ pub struct LabClock {
 
 impl LabClock {
     pub fn new() -> Self {
+        Self::at(wsdr_core::SystemClock.now_ms())
+    }
+
+    /// A clock that reads `epoch_ms` now (a simulation's fixed start).
+    pub fn at(epoch_ms: u64) -> Self {
         Self {
-            base_ms: wsdr_core::SystemClock.now_ms(),
+            base_ms: epoch_ms,
             start: Instant::now(),
         }
     }

@@ -385,7 +385,7 @@ pub struct ControlClient {
     token: Option<String>,
     timeout: Duration,
     http: hyper_util::client::legacy::Client<
-        hyper_util::client::legacy::connect::HttpConnector,
+        wsdr_net::hyper::Connector,
         http_body_util::Full<bytes::Bytes>,
     >,
 }
@@ -396,13 +396,21 @@ impl ControlClient {
     pub fn new(addr: SocketAddr, token: Option<String>) -> Self {
         let http =
             hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build_http();
+                .build(wsdr_net::hyper::Connector::new(wsdr_net::Network::Tcp));
         Self {
             addr,
             token,
             timeout: Duration::from_secs(10),
             http,
         }
+    }
+
+    /// Reach the lab over `network` (a simulated world's in-memory network).
+    pub fn on_network(mut self, network: wsdr_net::Network) -> Self {
+        self.http =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build(wsdr_net::hyper::Connector::new(network));
+        self
     }
 
     /// How long to wait for an answer (default 10 s; an evacuation waits for DNS first).

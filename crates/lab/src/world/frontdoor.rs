@@ -1,4 +1,4 @@
-//! The one global name: a TCP front door that sends each new connection to the Region the
+//! The one global name: a front door that sends each new connection to the Region the
 //! resolver answers (Route 53 failover records behind a caching resolver). Established
 //! connections stay where they are, as they do with DNS.
 
@@ -6,26 +6,27 @@ use crate::world::health::Resolver;
 use crate::world::owner::Owner;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::net::{TcpListener, TcpStream};
+use wsdr_net::Network;
 
-/// Start the front door; returns its address.
+/// Start the front door on `network`; returns its address.
 pub async fn start(
     resolver: Arc<Resolver>,
     targets: [SocketAddr; 2],
     owner: &Owner,
+    network: &Network,
 ) -> anyhow::Result<SocketAddr> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let mut listener = network.bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let addr = listener.local_addr()?;
     let connections = owner.clone();
+    let network = network.clone();
     owner.spawn(async move {
         while let Ok((mut inbound, _)) = listener.accept().await {
             let target = targets[resolver.answer()];
+            let network = network.clone();
             connections.spawn(async move {
-                let _ = inbound.set_nodelay(true);
-                let Ok(mut outbound) = TcpStream::connect(target).await else {
+                let Ok(mut outbound) = network.connect_addr(target).await else {
                     return;
                 };
-                let _ = outbound.set_nodelay(true);
                 let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
             });
         }

@@ -13,7 +13,6 @@ use crate::world::scale::TimeScale;
 use crate::world::store::{FaultyStore, ReplicaStore, StoreFailure};
 use crate::world::timeline::{Kind, Timeline};
 use authorizer::Authorizer;
-use rand::Rng;
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -73,6 +72,13 @@ pub struct LabConfig {
     /// Strong mode: what one strongly consistent request costs across Regions, AWS time
     /// (AWS publishes no figure; docs/DATA_MODEL.md states the assumption).
     pub strong_request_cost: Duration,
+    /// What the world runs on: real loopback TCP, the thread's RNG and the system clock
+    /// (default), or a simulation's in-memory network, seeded draws and fixed epoch.
+    pub environment: crate::world::env::Environment,
+    /// Each table request of a handler takes a time drawn uniformly from this range (AWS
+    /// time), so that concurrent invocations interleave at their requests. `None` (default):
+    /// the real-time lab's own CPU time interleaves them; a simulation has none and sets it.
+    pub store_service_time: Option<(Duration, Duration)>,
 }
 
 impl Default for LabConfig {
@@ -99,6 +105,8 @@ impl Default for LabConfig {
             consistency: wsdr_core::Consistency::Eventual,
             third_member: ("us-east-2".into(), crate::world::mrsc::MemberKind::Witness),
             strong_request_cost: Duration::from_millis(30),
+            environment: crate::world::env::Environment::real(),
+            store_service_time: None,
         }
     }
 }
@@ -264,12 +272,9 @@ fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn secret() -> String {
-    format!(
-        "{:032x}{:032x}",
-        rand::rng().random::<u128>(),
-        rand::rng().random::<u128>()
-    )
+/// A 64-hex-digit secret drawn from the world's entropy.
+fn secret(entropy: &dyn wsdr_core::Entropy) -> String {
+    crate::world::env::hex(entropy, 64)
 }
 
 /// Status for the control API and the control room.
@@ -359,8 +364,12 @@ impl Lab {
             Some(cap) => Timeline::bounded(echo, cap),
             None => Timeline::new(echo),
         };
-        let user_secret = secret();
-        let canary_secret = config.canary_secret.clone().unwrap_or_else(secret);
+        let env = config.environment.clone();
+        let user_secret = secret(env.entropy.as_ref());
+        let canary_secret = config
+            .canary_secret
+            .clone()
+            .unwrap_or_else(|| secret(env.entropy.as_ref()));
         let auth_env = [
             ("JWT_ISSUER", USER_ISSUER.to_owned()),
             ("JWT_AUDIENCE", AUDIENCE.to_owned()),
@@ -373,7 +382,16 @@ impl Lab {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.clone())
         })?;
-        let authorizer = Arc::new(Authorizer::new(&auth_config).await);
+        let clock = match env.epoch_ms {
+            Some(epoch_ms) => LabClock::at(epoch_ms),
+            None => LabClock::new(),
+        };
+        // Token times judged by the lab's clock (a simulation's starts at a fixed epoch).
+        let authorizer = Arc::new(
+            Authorizer::new(&auth_config)
+                .await
+                .with_clock(Arc::new(move || clock.now_ms() / 1000)),
+        );
         let quotas = Quotas {
             connect_rate: config.connect_rate * scale.factor(),
             post_latency: Duration::ZERO,
@@ -389,12 +407,17 @@ impl Lab {
             }),
             consistency: config.consistency,
         };
-        let clock = LabClock::new();
         let clocks = [RegionClock::new(clock), RegionClock::new(clock)];
         let (mrsc, [east, west]) = match config.consistency {
             wsdr_core::Consistency::Eventual => (
                 None,
-                crate::world::store::open(&config.store, &config.regions, &clocks).await?,
+                crate::world::store::open(
+                    &config.store,
+                    &config.regions,
+                    &clocks,
+                    env.entropy.as_ref(),
+                )
+                .await?,
             ),
             wsdr_core::Consistency::Strong => {
                 anyhow::ensure!(
@@ -416,31 +439,51 @@ impl Lab {
                     ],
                     scale.lab(config.strong_request_cost),
                     clocks[0].clone(),
+                    env.entropy.clone(),
                 );
                 let stores: [Arc<dyn ReplicaStore>; 2] = [cluster.member(0), cluster.member(1)];
                 (Some(cluster), stores)
             }
         };
+        let service_time = config
+            .store_service_time
+            .map(|(low, high)| (scale.lab(low), scale.lab(high)));
         let store_faults = [
-            Arc::new(FaultyStore::new(east)),
-            Arc::new(FaultyStore::new(west)),
+            Arc::new(FaultyStore::new(east, env.entropy.clone(), service_time)),
+            Arc::new(FaultyStore::new(west, env.entropy.clone(), service_time)),
         ];
         let stores: [Arc<dyn ReplicaStore>; 2] = [store_faults[0].clone(), store_faults[1].clone()];
         let lag = scale.lab(config.replication_lag);
         let owner = Owner::new();
         let links = [
-            Link::start(stores[0].as_ref(), stores[1].clone(), lag, &owner),
-            Link::start(stores[1].as_ref(), stores[0].clone(), lag, &owner),
+            Link::start(
+                stores[0].as_ref(),
+                stores[1].clone(),
+                lag,
+                &owner,
+                env.entropy.clone(),
+            ),
+            Link::start(
+                stores[1].as_ref(),
+                stores[0].clone(),
+                lag,
+                &owner,
+                env.entropy.clone(),
+            ),
         ];
+        let shared = crate::world::env::Shared {
+            timeline: timeline.clone(),
+            owner: owner.clone(),
+            environment: env.clone(),
+        };
         let regions = [
             Region::start(
                 &config.regions[0],
                 stores[0].clone(),
                 authorizer.clone(),
                 quotas.clone(),
-                timeline.clone(),
-                owner.clone(),
                 clocks[0].clone(),
+                shared.clone(),
             )
             .await?,
             Region::start(
@@ -448,9 +491,8 @@ impl Lab {
                 stores[1].clone(),
                 authorizer,
                 quotas,
-                timeline.clone(),
-                owner.clone(),
                 clocks[1].clone(),
+                shared.clone(),
             )
             .await?,
         ];
@@ -505,8 +547,13 @@ impl Lab {
             Arc::new(HealthCheck::new(secondary_alarm.clone())),
         ];
         let metrics = Arc::new(MetricsStore::new(clock.now_ms(), period));
-        let front_door =
-            frontdoor::start(resolver.clone(), [regions[0].addr, regions[1].addr], &owner).await?;
+        let front_door = frontdoor::start(
+            resolver.clone(),
+            [regions[0].addr, regions[1].addr],
+            &owner,
+            &env.network,
+        )
+        .await?;
         let mut lab = Self {
             config,
             regions,
@@ -579,11 +626,10 @@ impl Lab {
                 timeline: self.timeline.clone(),
                 region: region.name.clone(),
             };
-            let canary = Arc::new(canary::Canary::new(
-                config,
-                Arc::new(metrics),
-                Arc::new(self.clock),
-            ));
+            let canary = Arc::new(
+                canary::Canary::new(config, Arc::new(metrics), Arc::new(self.clock))
+                    .with_network(self.config.environment.network.clone()),
+            );
             let start = self.timeline.start();
             let runs = self.owner.clone();
             self.owner.spawn(async move {
@@ -735,11 +781,14 @@ impl Lab {
                 verdict: None,
                 fast: None,
             };
-            let prober = Arc::new(canary::Canary::new(
-                config,
-                Arc::new(wsdr_core::memory::MemoryMetrics::default()),
-                Arc::new(self.clock),
-            ));
+            let prober = Arc::new(
+                canary::Canary::new(
+                    config,
+                    Arc::new(wsdr_core::memory::MemoryMetrics::default()),
+                    Arc::new(self.clock),
+                )
+                .with_network(self.config.environment.network.clone()),
+            );
             let region = region.clone();
             let faults = self.fast_faults.clone();
             let timeline = self.timeline.clone();
@@ -786,10 +835,15 @@ impl Lab {
         let interval = scale.lab(fast.check_interval);
         let timeout = scale.secs(4.0).max(Duration::from_millis(500));
         let threshold = fast.failure_threshold;
+        let network = self.config.environment.network.clone();
         self.owner.spawn(async move {
             let clients: Vec<crate::control::ControlClient> = urls
                 .iter()
-                .map(|addr| crate::control::ControlClient::new(*addr, None).with_timeout(timeout))
+                .map(|addr| {
+                    crate::control::ControlClient::new(*addr, None)
+                        .with_timeout(timeout)
+                        .on_network(network.clone())
+                })
                 .collect();
             let mut checks = [EndpointCheck::new(threshold), EndpointCheck::new(threshold)];
             let mut last = [true, true];
@@ -828,10 +882,7 @@ impl Lab {
 
     /// A fresh user token (HS256, one hour).
     pub fn user_token(&self, sub: &str) -> String {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let now = self.clock.now_ms() / 1000;
         let claims = serde_json::json!({"sub": sub, "iss": USER_ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 3600});
         jsonwebtoken::EncodingKey::from_secret(self.user_secret.as_bytes())
             .and_then(|key| jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key))
@@ -841,10 +892,7 @@ impl Lab {
     /// A token of the canary issuer naming `sub` (a probe's `canary:*`, or, as an attacker
     /// holding a leaked canary secret would try, a user's).
     pub fn probe_token(&self, sub: &str) -> String {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let now = self.clock.now_ms() / 1000;
         let claims = serde_json::json!({"sub": sub, "iss": "wsdr-canary", "aud": AUDIENCE, "iat": now, "exp": now + 60});
         jsonwebtoken::EncodingKey::from_secret(self.canary_secret.as_bytes())
             .and_then(|key| jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key))

@@ -64,6 +64,8 @@ pub struct MemberStatus {
 /// The MRSC table shared by the members.
 pub struct Cluster {
     table: MemoryStateStore,
+    /// The `ack-lost` share's coin flips.
+    entropy: Arc<dyn wsdr_core::Entropy>,
     members: Vec<(String, MemberKind)>,
     down: Vec<AtomicBool>,
     /// Unordered pairs of members that cannot reach each other.
@@ -106,9 +108,11 @@ impl Cluster {
         members: Vec<(String, MemberKind)>,
         cost: Duration,
         clock: Arc<dyn wsdr_core::Clock>,
+        entropy: Arc<dyn wsdr_core::Entropy>,
     ) -> Arc<Self> {
         let n = members.len();
         Arc::new(Self {
+            entropy,
             table: MemoryStateStore::new("mrsc", clock),
             down: (0..n).map(|_| AtomicBool::new(false)).collect(),
             refused: (0..n).map(|_| AtomicU64::new(0)).collect(),
@@ -173,7 +177,7 @@ impl Cluster {
             .lost_answers
             .get(member)
             .map_or(0, |p| p.load(Ordering::Relaxed));
-        percent > 0 && rand::random_range(0..100u8) < percent
+        crate::world::env::chance(self.entropy.as_ref(), percent)
     }
 
     /// Every member up and every path mended (a member lost for good is set down again by
@@ -550,6 +554,7 @@ mod tests {
             ],
             Duration::from_millis(20),
             Arc::new(ManualClock::new(1_000)),
+            Arc::new(wsdr_core::SeededEntropy::new(1)),
         )
     }
 

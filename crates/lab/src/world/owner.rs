@@ -26,6 +26,7 @@ impl Owner {
         let token = self.token.clone();
         self.tracker.spawn(async move {
             tokio::select! {
+                biased;
                 () = token.cancelled() => {}
                 () = task => {}
             }

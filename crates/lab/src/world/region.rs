@@ -10,6 +10,7 @@
 //! `aws-sdk-apigatewaymanagement` client.
 
 use crate::world::clock::RegionClock;
+use crate::world::env::gateway_id;
 use crate::world::owner::Owner;
 use crate::world::store::ReplicaStore;
 use crate::world::timeline::Timeline;
@@ -26,9 +27,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use futures::{SinkExt, StreamExt};
-use rand::Rng;
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -95,11 +95,6 @@ impl Faults {
         self.disconnect_dropped.store(false, Ordering::SeqCst);
         self.slow_us.store(0, Ordering::SeqCst);
     }
-}
-
-/// True with probability `percent`/100.
-fn chance(percent: u8) -> bool {
-    percent > 0 && rand::random_range(0..100u8) < percent
 }
 
 /// Counters for reports and benchmarks.
@@ -179,7 +174,13 @@ pub struct Region {
     quotas: Quotas,
     app: App,
     authorizer: Arc<Authorizer>,
-    sockets: Mutex<HashMap<String, Socket>>,
+    /// By connection id: an ordered map, so that a Region going down drops its sockets in
+    /// the same order in every replay.
+    sockets: Mutex<BTreeMap<String, Socket>>,
+    /// Connection ids, request ids and the faults' coin flips.
+    entropy: Arc<dyn wsdr_core::Entropy>,
+    /// Where this Region's endpoints listen, and its `@connections` clients connect.
+    network: wsdr_net::Network,
     bucket: Mutex<QuotaBucket>,
     /// The bucket's time origin.
     born: Instant,
@@ -229,15 +230,23 @@ impl Region {
         store: Arc<dyn ReplicaStore>,
         authorizer: Arc<Authorizer>,
         quotas: Quotas,
-        timeline: Timeline,
-        owner: Owner,
         clock: Arc<RegionClock>,
+        shared: crate::world::env::Shared,
     ) -> anyhow::Result<Arc<Self>> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let crate::world::env::Shared {
+            timeline,
+            owner,
+            environment: env,
+        } = shared;
+        let env = &env;
+        let listener = env
+            .network
+            .bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await?;
         let addr = listener.local_addr()?;
         let stage = "prod".to_owned();
         let callback = format!("http://{addr}/{stage}");
-        let sdk = lab_sdk(name);
+        let sdk = lab_sdk(name, &env.network, &clock);
         let registry = Arc::new(MemoryConnections::default());
         let service = AuctionService::new(
             store.clone(),
@@ -249,6 +258,7 @@ impl Region {
             clock.clone(),
             name,
         )
+        .with_entropy(env.entropy.clone())
         .with_fanout(quotas.fanout.clone())
         .with_consistency(quotas.consistency);
         let service = match quotas.herd_hint {
@@ -272,6 +282,8 @@ impl Region {
             app: App::new(service, "wsdr"),
             authorizer,
             sockets: Mutex::default(),
+            entropy: env.entropy.clone(),
+            network: env.network.clone(),
             timeline,
             owner,
             clock,
@@ -287,7 +299,7 @@ impl Region {
             )
             .with_state(region.clone());
         region.owner.clone().spawn(async move {
-            if let Err(error) = axum::serve(listener, router).await {
+            if let Err(error) = axum::serve(NetListener(listener), router).await {
                 tracing::error!(%error, "region server stopped");
             }
         });
@@ -304,7 +316,7 @@ impl Region {
     /// with the real SDK client (what an evacuator outside the Region uses).
     pub fn connections_notifier(&self) -> Arc<dyn wsdr_core::Notifier> {
         Arc::new(wsdr_aws::ApiGatewayNotifier::new(
-            &lab_sdk(&self.name),
+            &lab_sdk(&self.name, &self.network, &self.clock),
             &format!("http://{}/{}", self.addr, self.stage),
         ))
     }
@@ -368,7 +380,7 @@ impl Region {
             "stage": self.stage,
             "connectedAt": now,
             "requestTimeEpoch": now,
-            "requestId": random_id(),
+            "requestId": gateway_id(self.entropy.as_ref()),
             "domainName": format!("{}.execute-api.{}.amazonaws.com", self.api_id, self.name),
             "connectionId": connection_id,
             "apiId": self.api_id,
@@ -402,7 +414,7 @@ impl Region {
             self.counters
                 .integration_errors
                 .fetch_add(1, Ordering::Relaxed);
-            return Some(gateway_error(connection_id));
+            return Some(self.gateway_error(connection_id));
         }
         let route = route_key(text);
         let event = json!({
@@ -425,23 +437,51 @@ impl Region {
                 self.counters
                     .integration_errors
                     .fetch_add(1, Ordering::Relaxed);
-                Some(gateway_error(connection_id))
+                Some(self.gateway_error(connection_id))
             }
         }
     }
 }
 
-/// The SDK configuration of a lab Region's clients: its Region name, plain HTTP to loopback,
-/// placeholder credentials (the lab's `@connections` endpoint checks none).
-fn lab_sdk(name: &str) -> wsdr_aws::SdkConfig {
-    wsdr_aws::SdkConfig::builder()
-        .behavior_version(wsdr_aws::BehaviorVersion::latest())
-        .region(wsdr_aws::Region::new(name.to_owned()))
-        .http_client(wsdr_aws::local::plain_http_client())
-        .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
-            wsdr_aws::Credentials::new("lab", "lab", None, None, "wsdr-lab"),
-        ))
-        .build()
+/// The SDK configuration of a lab Region's clients: its Region name, plain HTTP on the lab's
+/// network, placeholder credentials (the lab's `@connections` endpoint checks none), and the
+/// Region's clock for signing and the SDK's own timers.
+fn lab_sdk(
+    name: &str,
+    network: &wsdr_net::Network,
+    clock: &Arc<RegionClock>,
+) -> wsdr_aws::SdkConfig {
+    let clock = clock.clone();
+    wsdr_aws::local::local_sdk_config(
+        name,
+        network.clone(),
+        Some(Arc::new(move || clock.now_ms())),
+    )
+}
+
+/// The lab's listener as axum serves it (either network).
+struct NetListener(wsdr_net::Listener);
+
+impl axum::serve::Listener for NetListener {
+    type Io = wsdr_net::Stream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match self.0.accept().await {
+                Ok(accepted) => return accepted,
+                Err(error) => {
+                    // A closed in-memory network never accepts again; TCP errors (EMFILE) pass.
+                    tracing::debug!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.0.local_addr()
+    }
 }
 
 /// API Gateway's route selection on `$request.body.action`: a known action's route, else
@@ -466,13 +506,14 @@ pub fn authorizer_request(
     method_arn: &str,
     stage: &str,
     api_id: &str,
+    request_id: &str,
 ) -> Option<ApiGatewayCustomAuthorizerRequestTypeRequest> {
     let auth_event = json!({
         "type": "REQUEST",
         "methodArn": method_arn,
         "headers": header_map_value(headers),
         "queryStringParameters": query,
-        "requestContext": {"routeKey": "$connect", "eventType": "CONNECT", "requestId": random_id(), "stage": stage, "apiId": api_id},
+        "requestContext": {"routeKey": "$connect", "eventType": "CONNECT", "requestId": request_id, "stage": stage, "apiId": api_id},
     });
     serde_json::from_value(auth_event).ok()
 }
@@ -505,19 +546,16 @@ impl wsdr_core::Notifier for SharedClientNotifier {
     }
 }
 
-/// An id shaped like API Gateway's (`L0SM9cOFvHcCIhw=`).
-fn random_id() -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut rng = rand::rng();
-    let mut id: String = (0..15)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect();
-    id.push('=');
-    id
-}
+impl Region {
+    /// API Gateway's answer to a message whose integration failed.
+    fn gateway_error(&self, connection_id: &str) -> String {
+        json!({"message": "Internal server error", "connectionId": connection_id, "requestId": gateway_id(self.entropy.as_ref())}).to_string()
+    }
 
-fn gateway_error(connection_id: &str) -> String {
-    json!({"message": "Internal server error", "connectionId": connection_id, "requestId": random_id()}).to_string()
+    /// True with probability `percent`/100, drawn from this Region's entropy.
+    fn chance(&self, percent: u8) -> bool {
+        crate::world::env::chance(self.entropy.as_ref(), percent)
+    }
 }
 
 async fn upgrade(
@@ -542,7 +580,7 @@ async fn upgrade(
         )
             .into_response();
     }
-    let connection_id = random_id();
+    let connection_id = gateway_id(region.entropy.as_ref());
     // The REQUEST authorizer, as API Gateway calls it.
     let Some(auth_request) = authorizer_request(
         &headers,
@@ -550,6 +588,7 @@ async fn upgrade(
         &region.method_arn(),
         &region.stage,
         &region.api_id,
+        &gateway_id(region.entropy.as_ref()),
     ) else {
         return StatusCode::BAD_REQUEST.into_response();
     };
@@ -655,6 +694,7 @@ async fn serve_socket(
         let idle = last_active + region.quotas.idle_timeout;
         let max = connected_at + region.quotas.max_duration;
         tokio::select! {
+            biased;
             out = rx.recv() => match out {
                 Some(Outbound::Frame(text)) => {
                     if sink.send(Message::Text(text.into())).await.is_err() { break; }
@@ -683,7 +723,7 @@ async fn serve_socket(
                         // `ack-lost`: the bid is committed, then the connection dies before the
                         // answer is written: the path where a replay lands in the other Region.
                         if route_key(text.as_str()) == "bid"
-                            && chance(region.faults.ack_lost_percent.load(Ordering::Relaxed))
+                            && region.chance(region.faults.ack_lost_percent.load(Ordering::Relaxed))
                         {
                             region.counters.acks_lost.fetch_add(1, Ordering::Relaxed);
                             let _ = done.send(None);
@@ -742,7 +782,7 @@ async fn post_to_connection(
     body: Bytes,
 ) -> Response {
     region.counters.posts.fetch_add(1, Ordering::Relaxed);
-    if chance(
+    if region.chance(
         region
             .faults
             .connections_throttle_percent

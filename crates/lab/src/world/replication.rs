@@ -20,6 +20,17 @@ use wsdr_core::memory::Change;
 /// with it, as the stream handler does in AWS).
 pub type AppliedHook = Arc<dyn Fn(&Change) + Send + Sync>;
 
+/// How soon a link tries again after its target refused a write.
+const RETRY_AFTER_REFUSAL: Duration = Duration::from_millis(2);
+
+/// What one delivery pass ended with.
+enum Delivered {
+    /// Nothing more is due; the next write falls due then (`None`: nothing queued, or cut).
+    Idle(Option<Instant>),
+    /// The target refused a write.
+    Refused,
+}
+
 /// One direction of replication.
 #[derive(Clone)]
 pub struct Link {
@@ -29,6 +40,8 @@ pub struct Link {
     cut: Arc<AtomicBool>,
     applied: Arc<AtomicU64>,
     on_applied: Arc<OnceLock<AppliedHook>>,
+    /// Woken when something the worker waits on changes: a new write, the lag, a heal.
+    changed: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for Link {
@@ -48,12 +61,14 @@ pub struct InFlight {
 }
 
 impl Link {
-    /// Start shipping `from`'s writes to `to`.
+    /// Start shipping `from`'s writes to `to`; each write's share of the lag is drawn from
+    /// `entropy`.
     pub fn start(
         from: &dyn ReplicaStore,
         to: Arc<dyn ReplicaStore>,
         lag: Duration,
         owner: &Owner,
+        entropy: Arc<dyn wsdr_core::Entropy>,
     ) -> Self {
         let link = Self {
             pending: Arc::default(),
@@ -61,48 +76,73 @@ impl Link {
             cut: Arc::default(),
             applied: Arc::default(),
             on_applied: Arc::default(),
+            changed: Arc::default(),
         };
         let mut feed = from.change_feed();
-        let queue = link.pending.clone();
+        let (queue, changed) = (link.pending.clone(), link.changed.clone());
         owner.spawn(async move {
             while let Some(change) = feed.recv().await {
+                let share = crate::world::env::uniform(entropy.as_ref(), 0.5, 1.5);
                 queue.lock().unwrap_or_else(|p| p.into_inner()).push_back((
                     Instant::now(),
-                    rand::random_range(0.5..1.5),
+                    share,
                     change,
                 ));
+                changed.notify_one();
             }
         });
         let worker = link.clone();
         owner.spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_millis(2));
             loop {
-                tick.tick().await;
-                worker.deliver(to.as_ref()).await;
+                // Sleep until the next write is due, or something changes; nothing polls, so
+                // an idle link costs nothing however long the run.
+                let wake = match worker.deliver(to.as_ref()).await {
+                    Delivered::Idle(next) => next,
+                    // The target refused (DynamoDB Local busy): try again shortly.
+                    Delivered::Refused => Some(Instant::now() + RETRY_AFTER_REFUSAL),
+                };
+                let changed = worker.changed.notified();
+                match wake {
+                    Some(at) => {
+                        tokio::select! {
+                            biased;
+                            () = changed => {}
+                            () = tokio::time::sleep_until(at) => {}
+                        }
+                    }
+                    None => changed.await,
+                }
             }
         });
         link
     }
 
     /// Apply every write that has waited out its share of the lag, in any order between
-    /// items. A write the target could not take (DynamoDB Local busy) stays queued and is
-    /// retried on the next tick.
-    async fn deliver(&self, to: &dyn ReplicaStore) {
+    /// items. A write the target could not take (DynamoDB Local busy) stays queued.
+    async fn deliver(&self, to: &dyn ReplicaStore) -> Delivered {
         loop {
             if self.cut.load(Ordering::SeqCst) {
-                return;
+                return Delivered::Idle(None);
             }
             let lag = Duration::from_micros(self.lag_us.load(Ordering::Relaxed));
-            let next = {
+            let (next, due) = {
                 let queue = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-                queue
+                let now = Instant::now();
+                let next = queue
                     .iter()
-                    .position(|(at, share, _)| at.elapsed() >= lag.mul_f64(*share))
-                    .and_then(|i| queue.get(i).map(|(_, _, change)| (i, change.clone())))
+                    .position(|(at, share, _)| *at + lag.mul_f64(*share) <= now)
+                    .and_then(|i| queue.get(i).map(|(_, _, change)| (i, change.clone())));
+                let due = queue
+                    .iter()
+                    .map(|(at, share, _)| *at + lag.mul_f64(*share))
+                    .min();
+                (next, due)
             };
-            let Some((index, next)) = next else { return };
+            let Some((index, next)) = next else {
+                return Delivered::Idle(due);
+            };
             match to.apply_replicated(&next).await {
-                Err(_) => return,
+                Err(_) => return Delivered::Refused,
                 Ok(true) => {
                     if let Some(hook) = self.on_applied.get() {
                         hook(&next);
@@ -127,6 +167,7 @@ impl Link {
 
     pub fn set_lag(&self, lag: Duration) {
         self.lag_us.store(lag.as_micros() as u64, Ordering::Relaxed);
+        self.changed.notify_one();
     }
 
     pub fn lag(&self) -> Duration {
@@ -146,6 +187,7 @@ impl Link {
 
     pub fn set_cut(&self, cut: bool) {
         self.cut.store(cut, Ordering::SeqCst);
+        self.changed.notify_one();
     }
 
     pub fn is_cut(&self) -> bool {

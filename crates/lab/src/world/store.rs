@@ -7,6 +7,7 @@
 use crate::world::clock::RegionClock;
 use async_trait::async_trait;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 #[cfg(feature = "dynamodb")]
 use wsdr_aws::DynamoStateStore;
@@ -260,6 +261,8 @@ pub async fn open(
     kind: &StoreKind,
     regions: &[String; 2],
     clocks: &[Arc<RegionClock>; 2],
+    #[cfg_attr(not(feature = "dynamodb"), allow(unused_variables))]
+    entropy: &dyn wsdr_core::Entropy,
 ) -> anyhow::Result<[Arc<dyn ReplicaStore>; 2]> {
     match kind {
         StoreKind::Memory => Ok([
@@ -274,7 +277,7 @@ pub async fn open(
         #[cfg(feature = "dynamodb")]
         StoreKind::Dynamo { endpoint } => {
             // One lab, one set of tables: several labs may share a DynamoDB Local.
-            let lab_id = format!("{:08x}", rand::random::<u32>());
+            let lab_id = crate::world::env::hex(entropy, 8);
             let mut stores: Vec<Arc<dyn ReplicaStore>> = Vec::new();
             for (region, clock) in regions.iter().zip(clocks) {
                 let client = wsdr_aws::local::dynamo_client(endpoint, region);
@@ -309,6 +312,13 @@ pub enum StoreFailure {
 pub struct FaultyStore {
     inner: Arc<dyn ReplicaStore>,
     failure: std::sync::Mutex<Option<StoreFailure>>,
+    /// The throttle's coin flips, and each request's service time.
+    entropy: Arc<dyn wsdr_core::Entropy>,
+    /// Each request of the handler waits a time drawn uniformly from this range (lab time)
+    /// before it reaches the table, so that two invocations' requests interleave as they do
+    /// on DynamoDB (a simulation has no CPU time to interleave them). `None`: no wait (the
+    /// real-time lab, whose own CPU time interleaves them).
+    service_time: Option<(Duration, Duration)>,
 }
 
 impl std::fmt::Debug for FaultyStore {
@@ -320,10 +330,16 @@ impl std::fmt::Debug for FaultyStore {
 }
 
 impl FaultyStore {
-    pub fn new(inner: Arc<dyn ReplicaStore>) -> Self {
+    pub fn new(
+        inner: Arc<dyn ReplicaStore>,
+        entropy: Arc<dyn wsdr_core::Entropy>,
+        service_time: Option<(Duration, Duration)>,
+    ) -> Self {
         Self {
             inner,
             failure: std::sync::Mutex::new(None),
+            entropy,
+            service_time,
         }
     }
 
@@ -331,7 +347,13 @@ impl FaultyStore {
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = failure;
     }
 
-    fn check(&self) -> wsdr_core::Result<()> {
+    /// One request's way to the table: its service time, then the injected failure if any.
+    async fn check(&self) -> wsdr_core::Result<()> {
+        if let Some((low, high)) = self.service_time {
+            let span = high.saturating_sub(low).as_micros() as u64;
+            let wait = low + Duration::from_micros(self.entropy.below(span + 1));
+            tokio::time::sleep(wait).await;
+        }
         let failure = *self.failure.lock().unwrap_or_else(|p| p.into_inner());
         match failure {
             None => Ok(()),
@@ -339,7 +361,7 @@ impl FaultyStore {
                 "the table is unreachable (lab store-outage)".into(),
             )),
             Some(StoreFailure::Throttle { percent }) => {
-                if rand::random_range(0..100u8) < percent {
+                if crate::world::env::chance(self.entropy.as_ref(), percent) {
                     Err(wsdr_core::Error::Throttled(
                         "ProvisionedThroughputExceededException (lab store-throttle)".into(),
                     ))
@@ -354,12 +376,12 @@ impl FaultyStore {
 #[async_trait]
 impl StateStore for FaultyStore {
     async fn put_auction_if_absent(&self, auction: &wsdr_core::Auction) -> wsdr_core::Result<bool> {
-        self.check()?;
+        self.check().await?;
         self.inner.put_auction_if_absent(auction).await
     }
 
     async fn auction(&self, id: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::Auction>> {
-        self.check()?;
+        self.check().await?;
         self.inner.auction(id).await
     }
 
@@ -369,7 +391,7 @@ impl StateStore for FaultyStore {
         bidder: &wsdr_core::UserId,
         bid_id: &wsdr_protocol::BidId,
     ) -> wsdr_core::Result<Vec<BidRecord>> {
-        self.check()?;
+        self.check().await?;
         self.inner.bid_copies(auction, bidder, bid_id).await
     }
 
@@ -377,7 +399,7 @@ impl StateStore for FaultyStore {
         &self,
         auction: &AuctionId,
     ) -> wsdr_core::Result<Vec<wsdr_core::RegionSummary>> {
-        self.check()?;
+        self.check().await?;
         self.inner.summaries(auction).await
     }
 
@@ -385,7 +407,7 @@ impl StateStore for FaultyStore {
         &self,
         commit: &wsdr_core::BidCommit,
     ) -> wsdr_core::Result<wsdr_core::CommitOutcome> {
-        self.check()?;
+        self.check().await?;
         self.inner.commit_bid(commit).await
     }
 
@@ -395,12 +417,12 @@ impl StateStore for FaultyStore {
         bidder: &wsdr_core::UserId,
         limit: usize,
     ) -> wsdr_core::Result<Vec<BidRecord>> {
-        self.check()?;
+        self.check().await?;
         self.inner.newest_user_bids(auction, bidder, limit).await
     }
 
     async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::LedgerHead>> {
-        self.check()?;
+        self.check().await?;
         self.inner.head(auction).await
     }
 
@@ -410,12 +432,12 @@ impl StateStore for FaultyStore {
         expected_accepted: u64,
         next: &wsdr_core::LedgerHead,
     ) -> wsdr_core::Result<wsdr_core::Advance> {
-        self.check()?;
+        self.check().await?;
         self.inner.advance(auction, expected_accepted, next).await
     }
 
     async fn settle(&self, bid: &BidRecord, write_id: &str) -> wsdr_core::Result<()> {
-        self.check()?;
+        self.check().await?;
         self.inner.settle(bid, write_id).await
     }
 }
