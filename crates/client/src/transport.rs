@@ -11,6 +11,9 @@ use wsdr_net::{DialError, Network, Stream};
 /// An open WebSocket.
 pub type WsStream = WebSocketStream<MaybeTlsStream<Stream>>;
 
+/// Bytes one read from the socket may take.
+const READ_BUFFER_BYTES: usize = 8 * 1024;
+
 /// Why a connection could not be opened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConnectError {
@@ -204,7 +207,12 @@ async fn connect_inner(url: &str, options: &ConnectOptions) -> Result<WsStream, 
             .headers_mut()
             .insert("Sec-WebSocket-Protocol", value);
     }
-    let config = WebSocketConfig::default().max_message_size(Some(options.max_message_bytes));
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(options.max_message_bytes))
+        // tungstenite zeroes this much of its buffer before every read (128 KiB by
+        // default); wsdr's frames are under 1 KiB, and a longer message still arrives over
+        // several reads.
+        .read_buffer_size(READ_BUFFER_BYTES);
     let handshake = if secure {
         tls_handshake(request, stream, config).await?
     } else {

@@ -8,6 +8,11 @@ use wsdr_lab::cli;
 use wsdr_lab::report::Comparison;
 use wsdr_lab::{drill, DrillConfig, Lab, LabConfig, Scenario, TimeScale};
 
+/// A simulated chaos run is mostly small allocations (the SDK's requests, frames, JSON);
+/// glibc's malloc was a fifth of its profile.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "wsdr",
@@ -87,6 +92,11 @@ enum Command {
         /// milliseconds (AWS publishes no figure; the default is an assumption).
         #[arg(long, default_value_t = 30)]
         strong_cost_ms: u64,
+        /// `real` (default): the time-scaled real world, narrated as it happens; `simulated`:
+        /// a deterministic simulation at AWS time (`--time-scale` ignored), a function of
+        /// the seed and settings, done in seconds (the report's `digest` replays).
+        #[arg(long, value_enum, default_value = "real")]
+        clock: cli::ClockArg,
     },
     /// A chaos campaign: randomized fault schedules while users bid, each run checked by the
     /// history checker; exits non-zero on any violation (docs/RELIABILITY.md).
@@ -291,7 +301,21 @@ async fn run() -> anyhow::Result<()> {
             consistency,
             compare_consistency,
             strong_cost_ms,
+            clock,
         } => {
+            let simulated = clock == cli::ClockArg::Simulated;
+            anyhow::ensure!(
+                !(simulated && dynamodb.is_some()),
+                "a simulated drill runs on the lab's in-memory tables: DynamoDB Local is a real \
+                 peer on a real clock (drop --dynamodb or --clock simulated)"
+            );
+            let run_drill = |config: DrillConfig| async move {
+                if simulated {
+                    drill::run_simulated(config).await
+                } else {
+                    drill::run(config).await
+                }
+            };
             let evacuate_on_failover = !no_evacuate_on_failover;
             cli::ensure_writable(&report, "report")?;
             cli::ensure_writable(&chart, "chart")?;
@@ -320,11 +344,18 @@ async fn run() -> anyhow::Result<()> {
                 evacuate_on_failover,
                 ..DrillConfig::default()
             };
-            println!(
-                "wsdr drill: scenario {}, {users} users, time scale {time_scale} (1 lab s = {time_scale} AWS s)",
-                scenario.name()
-            );
-            let result = drill::run(config.clone()).await?;
+            if simulated {
+                println!(
+                    "wsdr drill: scenario {}, {users} users, simulated clock (AWS time; seed {seed})",
+                    scenario.name()
+                );
+            } else {
+                println!(
+                    "wsdr drill: scenario {}, {users} users, time scale {time_scale} (1 lab s = {time_scale} AWS s)",
+                    scenario.name()
+                );
+            }
+            let result = run_drill(config.clone()).await?;
             println!();
             print!("{}", result.table());
             result.write_svg(&chart)?;
@@ -332,7 +363,7 @@ async fn run() -> anyhow::Result<()> {
                 println!("\nwsdr drill: the same scenario and seed, strong consistency (MRSC)");
                 let mut strong_config = config.clone();
                 strong_config.lab.consistency = wsdr_core::Consistency::Strong;
-                let strong = drill::run(strong_config).await?;
+                let strong = run_drill(strong_config).await?;
                 println!();
                 print!("{}", strong.table());
                 let comparison = wsdr_lab::runs::report::ConsistencyComparison {
@@ -350,7 +381,7 @@ async fn run() -> anyhow::Result<()> {
                 )
             } else if client_fallback {
                 println!("\nwsdr drill: the same scenario and seed, with client-assisted failover");
-                let assisted = drill::run(DrillConfig {
+                let assisted = run_drill(DrillConfig {
                     client_fallback: true,
                     ..config
                 })

@@ -481,9 +481,37 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
             .as_ref()
             .map(|c| c.refused().into_iter().take(2).collect())
             .unwrap_or_default(),
+        clock: if lab.config.environment.is_simulated() {
+            "simulated".into()
+        } else {
+            "real".into()
+        },
+        digest: String::new(),
     };
     report.failed_checks = report.checks();
+    let mut digest = crate::runs::sim::Digest::default();
+    digest.add(serde_json::to_string(&report)?.as_bytes());
+    report.digest = digest.hex();
     Ok(report)
+}
+
+impl DrillConfig {
+    /// The same drill as a deterministic simulation: AWS time at scale 1, the in-memory
+    /// network, every draw from the seed, DynamoDB-like table service times
+    /// (crate::runs::sim). The lab's store stays as configured (DynamoDB Local is a real
+    /// peer: a drill on it is not a simulation).
+    pub fn simulated(mut self) -> Self {
+        self.lab.scale = crate::world::scale::TimeScale::new(1.0);
+        self.lab.environment = crate::world::env::Environment::simulated(self.seed);
+        self.lab.store_service_time = Some(crate::runs::chaos::SIMULATED_STORE_SERVICE_TIME);
+        self
+    }
+}
+
+/// Run one drill as a deterministic simulation on its own thread ([`DrillConfig::simulated`]).
+pub async fn run_simulated(config: DrillConfig) -> anyhow::Result<Report> {
+    let config = config.simulated();
+    crate::runs::sim::simulate(config.seed, move || run(config)).await
 }
 
 /// Users served by each Region over time: (AWS seconds since the fault, users) at every

@@ -143,6 +143,12 @@ pub struct Report {
     /// Strong mode: table requests refused for want of a quorum, per serving Region.
     #[serde(default)]
     pub no_quorum_refusals: Vec<u64>,
+    /// `simulated` (a deterministic simulation: the report is a function of the seed and
+    /// configuration) or `real` (the time-scaled real world).
+    pub clock: String,
+    /// A digest of every other field of this report: two simulated drills with the same
+    /// seed and settings print the same.
+    pub digest: String,
 }
 
 impl Report {

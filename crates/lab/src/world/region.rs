@@ -635,7 +635,10 @@ async fn upgrade(
                 .map(str::to_owned);
             let mut ws = ws
                 .max_message_size(region.quotas.max_message_bytes)
-                .max_frame_size(region.quotas.max_frame_bytes);
+                .max_frame_size(region.quotas.max_frame_bytes)
+                // tungstenite zeroes this much of its buffer before every read (128 KiB by
+                // default): most of a busy lab's CPU went there.
+                .read_buffer_size(8 * 1024);
             if let Some(protocol) = echo {
                 ws = ws.protocols([protocol]);
             }
