@@ -267,3 +267,10 @@ impl From<ClockArg> for crate::chaos::Clock {
         }
     }
 }
+
+/// `--schedule`: a chaos schedule as JSON (`[{"fault":"down","secs":60.0}, ...]`).
+pub fn schedule(text: &str) -> Result<Vec<crate::chaos::Step>, String> {
+    serde_json::from_str(text).map_err(|e| {
+        format!("{e}: a JSON list of steps, as a run's report prints them (e.g. [{{\"fault\":\"down\",\"secs\":60.0}}])")
+    })
+}

@@ -132,6 +132,14 @@ enum Command {
         /// over). In a campaign: keep each run's history in the report.
         #[arg(long)]
         history: bool,
+        /// With `--replay`: play this schedule (JSON, as a run's report or a violation prints
+        /// it) instead of the one the seed draws; everything else still follows the seed.
+        #[arg(long, requires = "replay", value_parser = cli::schedule)]
+        schedule: Option<Vec<wsdr_lab::chaos::Step>>,
+        /// With `--replay`: if the run fails, drop faults one at a time while it still fails,
+        /// and print the fewest that do, with the command that replays them.
+        #[arg(long, requires = "replay")]
+        shrink: bool,
         /// The state table's mode: `eventual` (two Regions, MREC) or `strong` (MRSC: the
         /// two Regions' replicas and a witness).
         #[arg(long, value_enum, default_value = "eventual")]
@@ -435,6 +443,8 @@ async fn run() -> anyhow::Result<()> {
             clock,
             replay,
             history,
+            schedule,
+            shrink,
         } => {
             let config = wsdr_lab::chaos::ChaosConfig {
                 seed,
@@ -446,9 +456,14 @@ async fn run() -> anyhow::Result<()> {
                 progress: true,
                 parallel,
                 consistency: consistency.into(),
+                schedule,
             };
             if let Some(seed) = replay {
-                let run = wsdr_lab::chaos::replay(seed, config).await?;
+                let run = if shrink {
+                    wsdr_lab::chaos::shrink(seed, config).await?
+                } else {
+                    wsdr_lab::chaos::replay(seed, config).await?
+                };
                 if history {
                     for line in &run.history {
                         println!("{line}");
@@ -464,6 +479,13 @@ async fn run() -> anyhow::Result<()> {
                     run.violations.len()
                 );
                 if !run.violations.is_empty() {
+                    if shrink {
+                        println!(
+                            "shrunk to {} step(s): {}",
+                            run.schedule.len(),
+                            serde_json::to_string(&run.schedule)?
+                        );
+                    }
                     eprintln!("{}", wsdr_lab::chaos::describe(&run));
                     std::process::exit(1);
                 }

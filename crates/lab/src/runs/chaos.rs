@@ -19,7 +19,7 @@ use std::time::Duration;
 use wsdr_protocol::AuctionId;
 
 /// One step of a run's fault schedule (durations in AWS seconds).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "fault", rename_all = "snake_case")]
 pub enum Step {
     /// The primary down (sockets dropped, handshakes refused, its replication stalled).
@@ -227,6 +227,9 @@ pub struct ChaosConfig {
     pub clock: Clock,
     /// Keep each run's full history in its report (`--history`).
     pub keep_history: bool,
+    /// Play this schedule instead of the one the seed draws (`--schedule`, and shrinking);
+    /// everything else still follows the seed.
+    pub schedule: Option<Vec<Step>>,
     /// Print one line per run.
     pub progress: bool,
     /// Runs in flight at once (each its own lab; seeds do not depend on it).
@@ -244,6 +247,7 @@ impl Default for ChaosConfig {
             scale: TimeScale::new(300.0),
             clock: Clock::Simulated,
             keep_history: false,
+            schedule: None,
             progress: false,
             parallel: 1,
             consistency: wsdr_core::Consistency::Eventual,
@@ -458,17 +462,20 @@ const RACING_BIDS: usize = 30;
 
 /// The command that replays `run` on its own (simulated runs replay exactly).
 pub fn replay_command(run: &RunReport) -> String {
-    format!(
-        "wsdr chaos --replay {} --consistency {} --users {}{}",
-        run.seed,
-        run.consistency,
-        run.users,
-        if run.clock == Clock::Real {
-            " --clock real"
-        } else {
-            ""
-        }
-    )
+    let mut command = format!(
+        "wsdr chaos --replay {} --consistency {} --users {}",
+        run.seed, run.consistency, run.users
+    );
+    if run.clock == Clock::Real {
+        command.push_str(" --clock real");
+    }
+    if run.schedule != drawn_schedule(run.seed) {
+        command.push_str(&format!(
+            " --schedule '{}'",
+            serde_json::to_string(&run.schedule).unwrap_or_default()
+        ));
+    }
+    command
 }
 
 /// One run on the campaign's clock.
@@ -490,11 +497,74 @@ pub async fn replay(seed: u64, config: ChaosConfig) -> anyhow::Result<RunReport>
     run(0, seed, Arc::new(config)).await
 }
 
-async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result<RunReport> {
+/// The fault schedule a run's seed draws.
+pub fn drawn_schedule(seed: u64) -> Vec<Step> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let schedule: Vec<Step> = (0..rng.random_range(2..5))
+    (0..rng.random_range(2..5))
         .map(|_| Step::draw(&mut rng))
-        .collect();
+        .collect()
+}
+
+/// The fewest steps of `schedule` that still fail: drop one step at a time, keeping each drop
+/// after which `fails` still holds, until no single step can go (a local minimum: every
+/// step left is needed). `fails` runs the candidate schedule; each call is one replay.
+pub async fn shrink_schedule<F, Fut>(schedule: Vec<Step>, mut fails: F) -> Vec<Step>
+where
+    F: FnMut(Vec<Step>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let mut current = schedule;
+    let mut i = 0;
+    while i < current.len() {
+        let mut candidate = current.clone();
+        candidate.remove(i);
+        if fails(candidate.clone()).await {
+            current = candidate;
+        } else {
+            i += 1;
+        }
+    }
+    current
+}
+
+/// Replay `seed` and, if it fails, shrink its schedule ([`shrink_schedule`]); the last
+/// failing run (the shrunk one), or the passing replay.
+pub async fn shrink(seed: u64, config: ChaosConfig) -> anyhow::Result<RunReport> {
+    let config = Arc::new(config);
+    let first = run(0, seed, config.clone()).await?;
+    if first.violations.is_empty() {
+        return Ok(first);
+    }
+    let last = std::sync::Mutex::new(first.clone());
+    let minimal = shrink_schedule(first.schedule.clone(), |candidate| {
+        let mut config = (*config).clone();
+        config.schedule = Some(candidate);
+        let last = &last;
+        async move {
+            match run(0, seed, Arc::new(config)).await {
+                Ok(report) if !report.violations.is_empty() => {
+                    *last.lock().unwrap_or_else(|p| p.into_inner()) = report;
+                    true
+                }
+                _ => false,
+            }
+        }
+    })
+    .await;
+    let last = last.into_inner().unwrap_or_else(|p| p.into_inner());
+    // The last failing candidate is the minimal schedule unless nothing could be dropped.
+    Ok(if last.schedule == minimal {
+        last
+    } else {
+        first
+    })
+}
+
+async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result<RunReport> {
+    let schedule = config
+        .schedule
+        .clone()
+        .unwrap_or_else(|| drawn_schedule(seed));
     let (scale, environment, store_service_time) = match config.clock {
         Clock::Simulated => (
             TimeScale::new(1.0),
@@ -788,4 +858,41 @@ async fn play(lab: &Lab, step: Step, scale: TimeScale) {
         Step::Calm { secs } => sleep(secs).await,
     }
     lab.fault(Fault::Heal);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn shrinking_keeps_exactly_the_steps_the_failure_needs() {
+        let schedule = vec![
+            Step::Calm { secs: 10.0 },
+            Step::Down { secs: 60.0 },
+            Step::Partition { secs: 30.0 },
+            Step::Skew {
+                region: 1,
+                ms: 500,
+                secs: 20.0,
+            },
+            Step::Throttle { secs: 90.0 },
+        ];
+        // Fails when a down and a throttle are both in the schedule.
+        let fails = |candidate: Vec<Step>| async move {
+            candidate.iter().any(|s| matches!(s, Step::Down { .. }))
+                && candidate.iter().any(|s| matches!(s, Step::Throttle { .. }))
+        };
+        let minimal = shrink_schedule(schedule, fails).await;
+        assert_eq!(
+            minimal,
+            vec![Step::Down { secs: 60.0 }, Step::Throttle { secs: 90.0 }]
+        );
+    }
+
+    #[test]
+    fn a_schedule_round_trips_through_its_json() {
+        let schedule = drawn_schedule(7);
+        let text = serde_json::to_string(&schedule).unwrap_or_default();
+        assert_eq!(crate::cli::schedule(&text), Ok(schedule));
+    }
 }
