@@ -84,6 +84,7 @@ pub async fn region(name: &str, quotas: Quotas) -> anyhow::Result<Arc<Region>> {
 pub fn quotas(connect_rate: f64, post_latency: Duration, concurrency: usize) -> Quotas {
     Quotas {
         connect_rate,
+        connect_burst: connect_rate,
         post_latency,
         fanout: wsdr_core::FanoutConfig {
             concurrency,

@@ -87,7 +87,7 @@ pub fn run(users: usize, policy: Policy, quota_per_s: f64, seed: u64) -> SimResu
     let mut throttled = 0u64;
     while let Some(Reverse((at, user))) = due.pop() {
         let now = at as f64 / 1e9;
-        if bucket.take(now, quota_per_s) {
+        if bucket.take(now, quota_per_s, quota_per_s) {
             restored.push(now + RESTORE_LATENCY);
             continue;
         }

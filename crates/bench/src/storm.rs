@@ -92,7 +92,7 @@ pub async fn run(users: usize, policy: Policy, scale: f64) -> anyhow::Result<Sto
         child.say("hint").await?;
         child.expect("hinted", Duration::from_secs(600)).await?;
     }
-    secondary.set_connect_rate(quota * scale);
+    secondary.set_connect_rate(quota * scale, quota);
     let before = secondary.counters.throttled_429.load(Ordering::Relaxed);
     let outage = wall_ms();
     if policy == Policy::Evacuated {

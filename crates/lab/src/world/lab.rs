@@ -394,6 +394,7 @@ impl Lab {
         );
         let quotas = Quotas {
             connect_rate: config.connect_rate * scale.factor(),
+            connect_burst: config.connect_rate,
             post_latency: Duration::ZERO,
             fanout: wsdr_core::FanoutConfig::default(),
             idle_timeout: scale.lab(config.idle_timeout),

@@ -48,6 +48,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct Quotas {
     /// New connections per lab second (500/s in AWS, times the time scale).
     pub connect_rate: f64,
+    /// New connections the quota lets through at once: one AWS second's worth (500), at any
+    /// time scale.
+    pub connect_burst: f64,
     /// Service time of one `@connections` call (0 in drills; benchmarks set an in-Region
     /// round trip so that one-by-one and concurrent fan-out compare as they would in AWS).
     pub post_latency: Duration,
@@ -126,9 +129,10 @@ struct Socket {
     sub: String,
 }
 
-/// A token bucket for the new-connection quota: `rate` tokens a second, at most one second's
-/// worth held. Time is the caller's (seconds since any origin it keeps), so the storm
-/// simulation (`wsdr-bench sim`) spends tokens by exactly the rule the lab enforces.
+/// A token bucket for the new-connection quota: `rate` tokens a second of the caller's time,
+/// at most `depth` held (one AWS second's worth: the burst does not grow with the lab's time
+/// scale). Time is the caller's (seconds since any origin it keeps), so the storm simulation
+/// (`wsdr-bench sim`) spends tokens by exactly the rule the lab enforces.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct QuotaBucket {
     tokens: f64,
@@ -136,14 +140,17 @@ pub struct QuotaBucket {
 }
 
 impl QuotaBucket {
-    /// A full bucket at time `at_s`.
-    pub fn full(rate: f64, at_s: f64) -> Self {
-        Self { tokens: rate, at_s }
+    /// A full bucket (`depth` tokens) at time `at_s`.
+    pub fn full(depth: f64, at_s: f64) -> Self {
+        Self {
+            tokens: depth,
+            at_s,
+        }
     }
 
-    /// Refill to `now_s` at `rate`, then take a token if there is one.
-    pub fn take(&mut self, now_s: f64, rate: f64) -> bool {
-        self.tokens = (self.tokens + (now_s - self.at_s).max(0.0) * rate).min(rate);
+    /// Refill to `now_s` at `rate`, holding at most `depth`, then take a token if there is one.
+    pub fn take(&mut self, now_s: f64, rate: f64, depth: f64) -> bool {
+        self.tokens = (self.tokens + (now_s - self.at_s).max(0.0) * rate).min(depth);
         self.at_s = now_s;
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
@@ -153,9 +160,9 @@ impl QuotaBucket {
         }
     }
 
-    /// Hold at most `rate` tokens (the quota lowered).
-    pub fn cap(&mut self, rate: f64) {
-        self.tokens = self.tokens.min(rate);
+    /// Hold at most `depth` tokens (the quota lowered).
+    pub fn cap(&mut self, depth: f64) {
+        self.tokens = self.tokens.min(depth);
     }
 }
 
@@ -188,7 +195,8 @@ pub struct Region {
     owner: Owner,
     /// This Region's clock (its handler's, and its table's write stamps): may be skewed.
     pub clock: Arc<RegionClock>,
-    connect_rate: Mutex<f64>,
+    /// (new connections per lab second, tokens held at most).
+    connect_rate: Mutex<(f64, f64)>,
     timeline: Timeline,
 }
 
@@ -275,9 +283,9 @@ impl Region {
             faults: Faults::default(),
             counters: Counters::default(),
             health_verdict: std::sync::atomic::AtomicBool::new(true),
-            bucket: Mutex::new(QuotaBucket::full(quotas.connect_rate, 0.0)),
+            bucket: Mutex::new(QuotaBucket::full(quotas.connect_burst, 0.0)),
             born: Instant::now(),
-            connect_rate: Mutex::new(quotas.connect_rate),
+            connect_rate: Mutex::new((quotas.connect_rate, quotas.connect_burst)),
             quotas,
             app: App::new(service, "wsdr"),
             authorizer,
@@ -346,16 +354,17 @@ impl Region {
         }
     }
 
-    /// Change the new-connection quota (per lab second) at run time.
-    pub fn set_connect_rate(&self, rate: f64) {
-        *lock(&self.connect_rate) = rate;
-        lock(&self.bucket).cap(rate);
+    /// Change the new-connection quota at run time: `rate` per lab second, `burst` tokens
+    /// held at most (one AWS second's worth).
+    pub fn set_connect_rate(&self, rate: f64, burst: f64) {
+        *lock(&self.connect_rate) = (rate, burst);
+        lock(&self.bucket).cap(burst);
     }
 
     fn take_token(&self) -> bool {
-        let rate = *lock(&self.connect_rate);
+        let (rate, burst) = *lock(&self.connect_rate);
         let now_s = self.born.elapsed().as_secs_f64();
-        lock(&self.bucket).take(now_s, rate)
+        lock(&self.bucket).take(now_s, rate, burst)
     }
 
     fn method_arn(&self) -> String {
@@ -872,21 +881,36 @@ mod quota_tests {
     use super::QuotaBucket;
 
     #[test]
-    fn the_bucket_holds_one_seconds_worth_and_refills_at_the_rate() {
+    fn the_bucket_holds_its_depth_and_refills_at_the_rate() {
         let mut bucket = QuotaBucket::full(2.0, 0.0);
-        assert!(bucket.take(0.0, 2.0));
-        assert!(bucket.take(0.0, 2.0));
-        assert!(!bucket.take(0.0, 2.0), "burst spent");
-        assert!(bucket.take(0.5, 2.0), "one token after half a second");
-        assert!(!bucket.take(0.5, 2.0));
-        // A long pause refills one second's worth, no more.
-        assert!(bucket.take(100.0, 2.0));
-        assert!(bucket.take(100.0, 2.0));
-        assert!(!bucket.take(100.0, 2.0));
+        assert!(bucket.take(0.0, 2.0, 2.0));
+        assert!(bucket.take(0.0, 2.0, 2.0));
+        assert!(!bucket.take(0.0, 2.0, 2.0), "burst spent");
+        assert!(bucket.take(0.5, 2.0, 2.0), "one token after half a second");
+        assert!(!bucket.take(0.5, 2.0, 2.0));
+        // A long pause refills the depth, no more.
+        assert!(bucket.take(100.0, 2.0, 2.0));
+        assert!(bucket.take(100.0, 2.0, 2.0));
+        assert!(!bucket.take(100.0, 2.0, 2.0));
         bucket.cap(0.5);
         assert!(
-            !bucket.take(100.5, 0.5),
+            !bucket.take(100.5, 0.5, 0.5),
             "lowered quota: at most half a token held"
         );
+    }
+
+    #[test]
+    fn a_faster_lab_clock_refills_faster_but_holds_no_more() {
+        // Time scale 60: 500/s AWS is 30,000 per lab second, the burst still 500.
+        let mut bucket = QuotaBucket::full(500.0, 0.0);
+        let taken = (0..1_000)
+            .filter(|_| bucket.take(10.0, 30_000.0, 500.0))
+            .count();
+        assert_eq!(taken, 500, "one AWS second's worth at once");
+        // A sixtieth of a lab second later: one AWS second has passed, 500 more.
+        let more = (0..1_000)
+            .filter(|_| bucket.take(10.0 + 1.0 / 60.0, 30_000.0, 500.0))
+            .count();
+        assert_eq!(more, 500);
     }
 }
