@@ -62,6 +62,7 @@ pub async fn region(name: &str, quotas: Quotas) -> anyhow::Result<Arc<Region>> {
         quotas,
         clock,
         wsdr_lab::world::env::Shared {
+            scale: wsdr_lab::TimeScale::new(1.0),
             timeline: Timeline::new(None),
             owner: wsdr_lab::owner::Owner::new(),
             environment: wsdr_lab::world::env::Environment::real(),

@@ -7,7 +7,7 @@
 //! 410 Gone removes *that target's* connection record (never the sender's).
 
 use crate::model::ConnectionId;
-use crate::ports::{Connections, Entropy, Notifier, ThreadEntropy};
+use crate::ports::{Connections, Entropy, Notifier, Pause, ThreadEntropy, TokioPause};
 use crate::Error;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +26,8 @@ pub struct FanoutConfig {
     pub retry_cap: Duration,
     /// Where the retry jitter comes from (default: the thread's RNG).
     pub jitter: Arc<dyn Entropy>,
+    /// How a retry waits (default: tokio's clock).
+    pub pause: Arc<dyn Pause>,
 }
 
 impl Default for FanoutConfig {
@@ -36,6 +38,7 @@ impl Default for FanoutConfig {
             retry_base: Duration::from_millis(50),
             retry_cap: Duration::from_secs(1),
             jitter: Arc::new(ThreadEntropy),
+            pause: Arc::new(TokioPause),
         }
     }
 }
@@ -146,7 +149,7 @@ async fn deliver(
                     retries as u32,
                 );
                 retries += 1;
-                tokio::time::sleep(delay).await;
+                config.pause.pause(delay).await;
             }
             Err(error) => {
                 tracing::warn!(connection_id = %target, %error, retries, "post to connection failed");

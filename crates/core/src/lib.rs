@@ -31,8 +31,8 @@ pub use model::{
 };
 pub use ports::{
     Advance, BidCommit, Census, Clock, CommitOutcome, Connections, Entropy, HealthDatapoint,
-    HealthLedger, Metrics, Notifier, SeededEntropy, StateStore, SystemClock, ThreadEntropy,
-    VerdictDatapoint,
+    HealthLedger, Metrics, Notifier, Pause, SeededEntropy, StateStore, SystemClock, ThreadEntropy,
+    TokioPause, VerdictDatapoint,
 };
 pub use service::{AuctionService, BidReason, HerdHint, Reply};
 pub use verdict::{endpoint_serves, FailoverRule, FastVerdict};

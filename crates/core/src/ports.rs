@@ -289,3 +289,23 @@ impl Entropy for SeededEntropy {
             .random_range(0..bound)
     }
 }
+
+/// How the domain waits: retry pauses after a lost race, fan-out backoff. The durations are
+/// the service's own (what they are in AWS); the default sleeps them on tokio's clock. The
+/// lab's time-scaled real world divides them by its time scale, so that a pause lasts the
+/// same AWS time as every other duration there.
+#[async_trait::async_trait]
+pub trait Pause: Send + Sync + std::fmt::Debug {
+    async fn pause(&self, duration: std::time::Duration);
+}
+
+/// Sleep the duration on tokio's clock (the default everywhere outside the scaled lab).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioPause;
+
+#[async_trait::async_trait]
+impl Pause for TokioPause {
+    async fn pause(&self, duration: std::time::Duration) {
+        tokio::time::sleep(duration).await;
+    }
+}

@@ -41,9 +41,13 @@ impl BidFailure {
 
 /// A short randomised pause after losing a race for the summary or the head, so that racing
 /// writers spread out: up to 2 ms after the first loss, doubling to 128 ms.
-async fn pause_before_deciding_again(entropy: &dyn crate::ports::Entropy, attempt: u32) {
-    let pause = entropy.below(1 + (2u64 << attempt.min(6)));
-    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+async fn pause_before_deciding_again(
+    entropy: &dyn crate::ports::Entropy,
+    pause: &dyn crate::ports::Pause,
+    attempt: u32,
+) {
+    let ms = entropy.below(1 + (2u64 << attempt.min(6)));
+    pause.pause(std::time::Duration::from_millis(ms)).await;
 }
 
 /// Why `amount` cannot be accepted against `high` (the rule both consistency modes apply).
@@ -276,12 +280,20 @@ impl AuctionService {
         self.store.auction(id).await
     }
 
-    /// Broadcast as `fanout` says; its jitter is the service's entropy.
+    /// Broadcast as `fanout` says; its jitter is the service's entropy, its pauses the
+    /// service's.
     pub fn with_fanout(mut self, fanout: FanoutConfig) -> Self {
         self.fanout = FanoutConfig {
             jitter: self.entropy.clone(),
+            pause: self.fanout.pause.clone(),
             ..fanout
         };
+        self
+    }
+
+    /// Wait retry pauses and fan-out backoff with `pause` (default: tokio's clock).
+    pub fn with_pause(mut self, pause: Arc<dyn crate::ports::Pause>) -> Self {
+        self.fanout.pause = pause;
         self
     }
 
@@ -680,7 +692,12 @@ impl AuctionService {
                 CommitOutcome::Conflict => {
                     // Another bid in this Region moved the summary: decide again on fresh
                     // state.
-                    pause_before_deciding_again(self.entropy.as_ref(), attempt).await;
+                    pause_before_deciding_again(
+                        self.entropy.as_ref(),
+                        self.fanout.pause.as_ref(),
+                        attempt,
+                    )
+                    .await;
                 }
             }
         }
@@ -716,7 +733,12 @@ impl AuctionService {
                     // Another Region is writing the same copy (it read the same head): it is
                     // the same item either way. Decide again on fresh state.
                     Err(crate::Error::WriteConflict(_)) => {
-                        pause_before_deciding_again(self.entropy.as_ref(), attempt).await;
+                        pause_before_deciding_again(
+                            self.entropy.as_ref(),
+                            self.fanout.pause.as_ref(),
+                            attempt,
+                        )
+                        .await;
                         continue;
                     }
                     Err(error) => return Err(BeforeCommit(error)),
@@ -765,7 +787,12 @@ impl AuctionService {
                 // Another bid moved the head first, or a request in another Region was
                 // writing it (nothing written either way): decide again on fresh state.
                 Ok(Advance::Moved) | Err(crate::Error::WriteConflict(_)) => {
-                    pause_before_deciding_again(self.entropy.as_ref(), attempt).await;
+                    pause_before_deciding_again(
+                        self.entropy.as_ref(),
+                        self.fanout.pause.as_ref(),
+                        attempt,
+                    )
+                    .await;
                 }
                 Err(error) => return Err(AtCommit(error)),
             }

@@ -38,9 +38,10 @@ pub async fn judge(
     tokio::time::sleep(drain).await;
     let converged = settle(lab).await;
     // A bid still in flight when bidding stopped can commit after the drain: strong mode's
-    // decisions take several cross-Region requests and its retry pauses are real
-    // milliseconds (up to 128 ms, 38 AWS seconds at time scale 300). Wait for the stores to
-    // stay unchanged for longer than one pause (bounded) before taking the final views.
+    // decisions take several cross-Region requests and retry pauses (up to 128 ms AWS each,
+    // divided by the time scale like every AWS duration). Wait for the stores to stay
+    // unchanged for 400 ms of lab time (longer than a pause at any scale and, in the
+    // real-time lab, than the machine's own hiccups; bounded) before taking the final views.
     let mut regions = final_states(lab, auction).await?;
     for _ in 0..25 {
         tokio::time::sleep(Duration::from_millis(400)).await;
@@ -56,8 +57,7 @@ pub async fn judge(
         .await;
     // Read again: a late replay could have landed during the final views.
     let regions = final_states(lab, auction).await?;
-    // A bid still in flight when bidding stopped (strong mode's decisions are slower, and its
-    // retry pauses are real milliseconds: up to 128 ms, 38 AWS seconds at the chaos time scale) may
+    // A bid still in flight when bidding stopped (strong mode's decisions are slower) may
     // commit after the push window was judged against the first read: pushes then had no
     // target to reach. The forced resync's views are still checked against the final state.
     let final_high = regions.first().and_then(|r| r.high.as_ref().map(|h| h.2));

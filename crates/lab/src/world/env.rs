@@ -56,6 +56,8 @@ impl Environment {
 /// runs on.
 #[derive(Debug, Clone)]
 pub struct Shared {
+    /// One lab second is this many AWS seconds.
+    pub scale: crate::world::scale::TimeScale,
     pub timeline: crate::world::timeline::Timeline,
     pub owner: crate::world::owner::Owner,
     pub environment: Environment,

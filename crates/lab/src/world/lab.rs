@@ -473,6 +473,7 @@ impl Lab {
             ),
         ];
         let shared = crate::world::env::Shared {
+            scale,
             timeline: timeline.clone(),
             owner: owner.clone(),
             environment: env.clone(),

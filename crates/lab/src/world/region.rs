@@ -242,6 +242,7 @@ impl Region {
         shared: crate::world::env::Shared,
     ) -> anyhow::Result<Arc<Self>> {
         let crate::world::env::Shared {
+            scale,
             timeline,
             owner,
             environment: env,
@@ -267,6 +268,7 @@ impl Region {
             name,
         )
         .with_entropy(env.entropy.clone())
+        .with_pause(Arc::new(crate::world::scale::ScaledPause(scale)))
         .with_fanout(quotas.fanout.clone())
         .with_consistency(quotas.consistency);
         let service = match quotas.herd_hint {

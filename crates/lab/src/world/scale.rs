@@ -34,3 +34,15 @@ impl TimeScale {
         Duration::from_secs_f64(lab.as_secs_f64() * self.0)
     }
 }
+
+/// The domain's pauses (retry pauses, fan-out backoff) are AWS durations: the lab waits them
+/// divided by its time scale, like every other AWS duration.
+#[derive(Debug, Clone, Copy)]
+pub struct ScaledPause(pub TimeScale);
+
+#[async_trait::async_trait]
+impl wsdr_core::Pause for ScaledPause {
+    async fn pause(&self, aws: Duration) {
+        tokio::time::sleep(self.0.lab(aws)).await;
+    }
+}
