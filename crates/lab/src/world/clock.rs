@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::time::Instant;
 use wsdr_core::Clock;
 
@@ -96,6 +97,37 @@ impl Clock for RegionClock {
             .saturating_mul(self.drift_ppm.load(Ordering::SeqCst))
             / 1_000_000;
         (now + self.skew_ms.load(Ordering::SeqCst) + drift).max(0) as u64
+    }
+}
+
+/// Poll `check` until it holds or `within` passes; its last answer. It polls every
+/// thousandth of `within`, never more often than every 5 ms (a simulated run at time scale 1
+/// waits many AWS minutes; polling at a fixed 5 ms would be most of its cost).
+///
+/// `within` counts only time the lab was given: when the process is starved of CPU (a loaded
+/// CI machine, steal time), a lab second at a high time scale passes without the lab running,
+/// and a liveness deadline would measure the machine, not the system. So each poll that wakes
+/// late adds its lateness back to the deadline, up to ten times `within` in all.
+pub async fn wait_for(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let poll = (within / 1000).max(Duration::from_millis(5));
+    // Timer slack on a healthy machine; lateness beyond it is time the lab did not get.
+    const SLACK: Duration = Duration::from_millis(2);
+    let start = Instant::now();
+    let hard_stop = start + within.saturating_mul(10);
+    let mut deadline = start + within;
+    loop {
+        if check() {
+            return true;
+        }
+        let polled = Instant::now();
+        if polled >= deadline {
+            return false;
+        }
+        tokio::time::sleep(poll).await;
+        let late = Instant::now().saturating_duration_since(polled + poll);
+        if late > SLACK {
+            deadline = (deadline + late).min(hard_stop);
+        }
     }
 }
 

@@ -1334,7 +1334,7 @@ impl Lab {
         if planned {
             self.set_in_service(from, false);
             let ttl = scale.lab(self.config.dns_ttl);
-            let flipped = crate::sim::users::wait_for(ttl * 3 + scale.secs(30.0), || {
+            let flipped = crate::world::clock::wait_for(ttl * 3 + scale.secs(30.0), || {
                 self.resolver.answer() == to
             })
             .await;

@@ -435,11 +435,17 @@ impl Region {
         });
         match self.invoke(event).await {
             Some((200, body, _)) => {
-                if route == "bid"
-                    && body
-                        .as_deref()
-                        .is_some_and(|b| b.contains(r#""status":"accepted""#))
-                {
+                let accepted = || {
+                    matches!(
+                        body.as_deref()
+                            .map(serde_json::from_str::<wsdr_protocol::ServerMessage>),
+                        Some(Ok(wsdr_protocol::ServerMessage::BidResult {
+                            status: wsdr_protocol::BidStatus::Accepted,
+                            ..
+                        }))
+                    )
+                };
+                if route == "bid" && accepted() {
                     self.counters.bids_accepted.fetch_add(1, Ordering::Relaxed);
                 }
                 body
