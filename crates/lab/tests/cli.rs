@@ -38,6 +38,34 @@ fn a_drill_needs_users_and_a_time_scale_above_zero() {
 }
 
 #[test]
+fn a_schedule_or_a_shrink_needs_a_replay_and_a_schedule_must_parse() {
+    refused(&["chaos", "--shrink"], 2, &["--replay"]);
+    refused(&["chaos", "--schedule", "[]"], 2, &["--replay"]);
+    refused(
+        &[
+            "chaos",
+            "--replay",
+            "7",
+            "--schedule",
+            "[{\"fault\":\"meteor\"}]",
+        ],
+        2,
+        &["a JSON list of steps"],
+    );
+    refused(
+        &[
+            "drill",
+            "--clock",
+            "simulated",
+            "--dynamodb",
+            "http://127.0.0.1:9",
+        ],
+        1,
+        &["in-memory tables"],
+    );
+}
+
+#[test]
 fn unwritable_report_and_chart_paths_are_refused_before_the_drill() {
     let dir = std::env::temp_dir().join(format!("wsdr-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
