@@ -266,47 +266,51 @@ pub async fn racers(
     per_region: usize,
     within: Duration,
 ) -> Vec<Violation> {
-    let next = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1_000_000));
-    let race = |index: usize| {
-        let next = next.clone();
-        async move {
-            let region = &lab.regions[index];
-            let sub = format!("racer-{index}");
-            let mut found = Vec::new();
-            let Some(mut ws) = open(lab, &region.url(), lab.user_token(&sub)).await else {
-                return found;
+    // Round i of each racer bids the same amount: on the eventual table both Regions accept
+    // it (each checks only its own copy), so the lot holds equal amounts from two Regions and
+    // the ledger's tie rule (the earliest copy wins) decides the winner. On the strong table
+    // the second is `too_low`.
+    const FIRST_AMOUNT: u64 = 1_000_000;
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(
+        FIRST_AMOUNT + per_region as u64,
+    ));
+    let race = |index: usize| async move {
+        let region = &lab.regions[index];
+        let sub = format!("racer-{index}");
+        let mut found = Vec::new();
+        let Some(mut ws) = open(lab, &region.url(), lab.user_token(&sub)).await else {
+            return found;
+        };
+        for i in 0..per_region {
+            let amount = FIRST_AMOUNT + i as u64;
+            let (Ok(bid_id), Ok(value)) = (
+                BidId::new(format!("race-{index}-{i:04}")),
+                Amount::new(amount),
+            ) else {
+                continue;
             };
-            for i in 0..per_region {
-                let amount = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let (Ok(bid_id), Ok(value)) = (
-                    BidId::new(format!("race-{index}-{i:04}")),
-                    Amount::new(amount),
-                ) else {
-                    continue;
-                };
-                match bid(&mut ws, auction, bid_id.clone(), value, within).await {
-                    Some(ServerMessage::BidResult {
-                        status: BidStatus::Rejected,
-                        reason,
+            match bid(&mut ws, auction, bid_id.clone(), value, within).await {
+                Some(ServerMessage::BidResult {
+                    status: BidStatus::Rejected,
+                    reason,
+                    region,
+                    ..
+                }) if !reason
+                    .as_deref()
+                    .is_some_and(|r| crate::sim::users::FINAL_REJECTIONS.contains(&r)) =>
+                {
+                    found.push(Violation::RetryableRejected {
+                        bidder: sub.clone(),
+                        bid_id: bid_id.as_str().to_owned(),
                         region,
-                        ..
-                    }) if !reason
-                        .as_deref()
-                        .is_some_and(|r| crate::sim::users::FINAL_REJECTIONS.contains(&r)) =>
-                    {
-                        found.push(Violation::RetryableRejected {
-                            bidder: sub.clone(),
-                            bid_id: bid_id.as_str().to_owned(),
-                            region,
-                            reason: reason.unwrap_or_default(),
-                        });
-                    }
-                    Some(_) => {}
-                    None => break,
+                        reason: reason.unwrap_or_default(),
+                    });
                 }
+                Some(_) => {}
+                None => break,
             }
-            found
         }
+        found
     };
     let mut watchers: Vec<Watcher> = (0..lab.regions.len())
         .map(|i| Watcher::start(lab, auction, i))
@@ -354,6 +358,31 @@ pub async fn racers(
             });
         }
         watcher.client.close();
+    }
+    found.extend(ties_decided_by_the_rule(lab, auction).await);
+    found
+}
+
+/// Once replication has drained, every Region serves the high bid the ledger's rule picks
+/// from its own copies (amount, then the earliest copy, then bidder, then bidId), and all
+/// serve the same: the racers left equal amounts from both Regions on the lot.
+async fn ties_decided_by_the_rule(lab: &Lab, auction: &AuctionId) -> Vec<Violation> {
+    let scale = lab.config.scale;
+    crate::world::clock::wait_for(scale.secs(120.0), || lab.in_flight().items == 0).await;
+    let Ok(states) = crate::sim::history::final_states(lab, auction).await else {
+        return Vec::new();
+    };
+    let mut found: Vec<Violation> = states
+        .iter()
+        .filter(|state| state.high != state.expected_high())
+        .map(|state| Violation::HighBidWrong {
+            region: state.region.clone(),
+            expected: state.expected_high(),
+            actual: state.high.clone(),
+        })
+        .collect();
+    if states.windows(2).any(|w| w[0].high != w[1].high) {
+        found.push(Violation::WinnersDiffer);
     }
     found
 }
