@@ -326,6 +326,8 @@ pub async fn racers(
     let (mut found, b) = tokio::join!(race(0), race(1));
     found.extend(b);
     lab.fault(crate::world::lab::Fault::Heal);
+    // Before any higher bid: the top of the lot is the last round's tie.
+    found.extend(ties_decided_by_the_rule(lab, auction).await);
     let amount = || next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     if lab.mrsc.is_some() {
         // Strong mode: the path between the Regions cut (the witness keeps a quorum on both
@@ -359,7 +361,6 @@ pub async fn racers(
         }
         watcher.client.close();
     }
-    found.extend(ties_decided_by_the_rule(lab, auction).await);
     found
 }
 
