@@ -268,9 +268,13 @@ impl From<ClockArg> for crate::chaos::Clock {
     }
 }
 
+/// A chaos schedule given on the command line (one value, a JSON list).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduleArg(pub Vec<crate::chaos::Step>);
+
 /// `--schedule`: a chaos schedule as JSON (`[{"fault":"down","secs":60.0}, ...]`).
-pub fn schedule(text: &str) -> Result<Vec<crate::chaos::Step>, String> {
-    serde_json::from_str(text).map_err(|e| {
+pub fn schedule(text: &str) -> Result<ScheduleArg, String> {
+    serde_json::from_str(text).map(ScheduleArg).map_err(|e| {
         format!("{e}: a JSON list of steps, as a run's report prints them (e.g. [{{\"fault\":\"down\",\"secs\":60.0}}])")
     })
 }

@@ -135,7 +135,7 @@ enum Command {
         /// With `--replay`: play this schedule (JSON, as a run's report or a violation prints
         /// it) instead of the one the seed draws; everything else still follows the seed.
         #[arg(long, requires = "replay", value_parser = cli::schedule)]
-        schedule: Option<Vec<wsdr_lab::chaos::Step>>,
+        schedule: Option<cli::ScheduleArg>,
         /// With `--replay`: if the run fails, drop faults one at a time while it still fails,
         /// and print the fewest that do, with the command that replays them.
         #[arg(long, requires = "replay")]
@@ -456,7 +456,7 @@ async fn run() -> anyhow::Result<()> {
                 progress: true,
                 parallel,
                 consistency: consistency.into(),
-                schedule,
+                schedule: schedule.map(|s| s.0),
             };
             if let Some(seed) = replay {
                 let run = if shrink {

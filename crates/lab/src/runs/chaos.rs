@@ -893,6 +893,9 @@ mod tests {
     fn a_schedule_round_trips_through_its_json() {
         let schedule = drawn_schedule(7);
         let text = serde_json::to_string(&schedule).unwrap_or_default();
-        assert_eq!(crate::cli::schedule(&text), Ok(schedule));
+        assert_eq!(
+            crate::cli::schedule(&text),
+            Ok(crate::cli::ScheduleArg(schedule))
+        );
     }
 }
