@@ -183,8 +183,6 @@ async fn connect_inner(url: &str, options: &ConnectOptions) -> Result<WsStream, 
     let host = uri
         .host()
         .ok_or_else(|| ConnectError::InvalidUrl(format!("{url}: no host")))?
-        .trim_start_matches('[')
-        .trim_end_matches(']')
         .to_owned();
     let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
 

@@ -32,12 +32,9 @@ impl tower_service::Service<http::Uri> for Connector {
         Box::pin(async move {
             let host = uri
                 .host()
-                .ok_or_else(|| DialError::Lookup(format!("{uri}: no host")))?
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned();
+                .ok_or_else(|| DialError::Lookup(format!("{uri}: no host")))?;
             let port = uri.port_u16().unwrap_or(80);
-            let stream = network.connect(&host, port).await?;
+            let stream = network.connect(host, port).await?;
             Ok(NetIo(TokioIo::new(stream)))
         })
     }

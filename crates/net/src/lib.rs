@@ -56,7 +56,9 @@ impl Network {
 
     /// Open a connection to `host:port`: a DNS lookup and the first address that answers on
     /// TCP; on the in-memory network `host` must be an IP address a listener is bound to.
+    /// `host` may be written as in a URL (an IPv6 address in brackets).
     pub async fn connect(&self, host: &str, port: u16) -> Result<Stream, DialError> {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
         match self {
             Network::Tcp => {
                 let addresses: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
@@ -308,6 +310,18 @@ mod tests {
         );
         let by_name = network.connect("localhost", addr.port()).await.err();
         assert!(matches!(by_name, Some(DialError::Lookup(_))), "{by_name:?}");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_host_written_as_in_a_url_is_reached() -> io::Result<()> {
+        let network = Network::memory();
+        let listener = network
+            .bind("[::1]:0".parse().map_err(io::Error::other)?)
+            .await?;
+        let port = listener.local_addr()?.port();
+        assert!(network.connect("[::1]", port).await.is_ok());
+        assert!(network.connect("::1", port).await.is_ok());
         Ok(())
     }
 
