@@ -210,11 +210,8 @@ pub enum Clock {
     Real,
 }
 
-/// Each table request's service time in a simulated run, AWS time: DynamoDB's single-digit
-/// milliseconds, so that concurrent invocations interleave at every request as they do on
-/// the service (a simulation spends no time on CPU work).
-pub const SIMULATED_STORE_SERVICE_TIME: (Duration, Duration) =
-    (Duration::from_millis(2), Duration::from_millis(9));
+// Where the simulated store's service time lives now; kept here for outside users.
+pub use crate::world::lab::SIMULATED_STORE_SERVICE_TIME;
 
 /// Campaign settings.
 #[derive(Debug, Clone)]
@@ -565,24 +562,17 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         .schedule
         .clone()
         .unwrap_or_else(|| drawn_schedule(seed));
-    let (scale, environment, store_service_time) = match config.clock {
-        Clock::Simulated => (
-            TimeScale::new(1.0),
-            crate::world::env::Environment::simulated(seed),
-            Some(SIMULATED_STORE_SERVICE_TIME),
-        ),
-        Clock::Real => (config.scale, crate::world::env::Environment::real(), None),
+    let lab_config = LabConfig {
+        scale: config.scale,
+        consistency: config.consistency,
+        ..LabConfig::default()
     };
-    let lab = Arc::new(
-        Lab::start(LabConfig {
-            scale,
-            consistency: config.consistency,
-            environment,
-            store_service_time,
-            ..LabConfig::default()
-        })
-        .await?,
-    );
+    let lab_config = match config.clock {
+        Clock::Simulated => lab_config.simulated(seed),
+        Clock::Real => lab_config,
+    };
+    let scale = lab_config.scale;
+    let lab = Arc::new(Lab::start(lab_config).await?);
     let steady = wait_for(scale.secs(900.0), || {
         lab.resolver.primary_healthy() && lab.resolver.answer() == 0
     })

@@ -501,9 +501,7 @@ impl DrillConfig {
     /// (crate::runs::sim). The lab's store stays as configured (DynamoDB Local is a real
     /// peer: a drill on it is not a simulation).
     pub fn simulated(mut self) -> Self {
-        self.lab.scale = crate::world::scale::TimeScale::new(1.0);
-        self.lab.environment = crate::world::env::Environment::simulated(self.seed);
-        self.lab.store_service_time = Some(crate::runs::chaos::SIMULATED_STORE_SERVICE_TIME);
+        self.lab = self.lab.simulated(self.seed);
         self
     }
 }

@@ -111,6 +111,24 @@ impl Default for LabConfig {
     }
 }
 
+impl LabConfig {
+    /// The same lab as a deterministic simulation seeded `seed`: AWS time (scale 1), the
+    /// in-memory network, every draw from the seed, DynamoDB-like table service times
+    /// (docs/LAB.md, "Deterministic simulation"). Chaos runs and simulated drills both use it.
+    pub fn simulated(mut self, seed: u64) -> Self {
+        self.scale = TimeScale::new(1.0);
+        self.environment = crate::world::env::Environment::simulated(seed);
+        self.store_service_time = Some(SIMULATED_STORE_SERVICE_TIME);
+        self
+    }
+}
+
+/// Each table request's service time in a simulated run, AWS time: DynamoDB's single-digit
+/// milliseconds, so that concurrent invocations interleave at every request as they do on
+/// the service (a simulation spends no time on CPU work).
+pub const SIMULATED_STORE_SERVICE_TIME: (Duration, Duration) =
+    (Duration::from_millis(2), Duration::from_millis(9));
+
 /// What the lab can ask of the users a run attaches to it ([`Lab::attach_users`]), for the
 /// control room and `/metrics`: the lab itself knows sockets, not users.
 pub trait UsersView: Send + Sync {
