@@ -48,7 +48,11 @@ pub async fn authorizer() -> anyhow::Result<Arc<authorizer::Authorizer>> {
 }
 
 /// One emulated Region with the auction seeded.
-pub async fn region(name: &str, quotas: Quotas) -> anyhow::Result<Arc<Region>> {
+pub async fn region(
+    id: wsdr_lab::RegionId,
+    name: &str,
+    quotas: Quotas,
+) -> anyhow::Result<Arc<Region>> {
     let clock = wsdr_lab::clock::RegionClock::new(wsdr_lab::clock::LabClock::new());
     let store = Arc::new(wsdr_core::memory::MemoryStateStore::new(
         name,
@@ -56,6 +60,7 @@ pub async fn region(name: &str, quotas: Quotas) -> anyhow::Result<Arc<Region>> {
     ));
     // The Region runs until the benchmark process ends: its owner is never cancelled.
     let region = Region::start(
+        id,
         name,
         store,
         authorizer().await?,

@@ -24,7 +24,12 @@ pub async fn run(
     concurrency: usize,
     post_latency: Duration,
 ) -> anyhow::Result<FanoutResult> {
-    let region = region("us-east-1", quotas(1e9, post_latency, concurrency)).await?;
+    let region = region(
+        wsdr_lab::RegionId::Primary,
+        "us-east-1",
+        quotas(1e9, post_latency, concurrency),
+    )
+    .await?;
     let mut child = Child::spawn(&[
         "fanout-clients".into(),
         region.url(),

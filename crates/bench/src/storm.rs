@@ -71,8 +71,13 @@ pub async fn run(users: usize, policy: Policy, scale: f64) -> anyhow::Result<Sto
             reuse_for: Duration::ZERO,
         });
     }
-    let primary = region("us-east-1", primary_quotas).await?;
-    let secondary = region("us-west-2", quotas(1e9, Duration::ZERO, 64)).await?;
+    let primary = region(wsdr_lab::RegionId::Primary, "us-east-1", primary_quotas).await?;
+    let secondary = region(
+        wsdr_lab::RegionId::Secondary,
+        "us-west-2",
+        quotas(1e9, Duration::ZERO, 64),
+    )
+    .await?;
     let args = vec![
         "storm-clients".to_owned(),
         primary.url(),
@@ -93,7 +98,7 @@ pub async fn run(users: usize, policy: Policy, scale: f64) -> anyhow::Result<Sto
         child.expect("hinted", Duration::from_secs(600)).await?;
     }
     secondary.set_connect_rate(quota * scale, quota);
-    let before = secondary.counters.throttled_429.load(Ordering::Relaxed);
+    let before = secondary.counters().throttled_429;
     let outage = wall_ms();
     if policy == Policy::Evacuated {
         // The name moves first (a planned move takes the Region out of DNS), then every
@@ -109,8 +114,8 @@ pub async fn run(users: usize, policy: Policy, scale: f64) -> anyhow::Result<Sto
         let now = primary.clock_now_ms();
         wsdr_core::evacuate(&connections, &primary.connections_notifier(), &plan, now).await?;
     } else {
-        primary.faults.down.store(true, Ordering::SeqCst);
-        primary.drop_all_sockets();
+        // Down: every socket dropped, new handshakes refused.
+        primary.inject(&wsdr_lab::Fault::Down(wsdr_lab::RegionId::Primary));
         child.say("flip").await?;
     }
     let summary = child.expect("done", Duration::from_secs(900)).await?;
@@ -141,7 +146,7 @@ pub async fn run(users: usize, policy: Policy, scale: f64) -> anyhow::Result<Sto
         p50_s: of_all(0.50),
         p99_s: of_all(0.99),
         p100_s: of_all(1.0),
-        throttled_429: secondary.counters.throttled_429.load(Ordering::Relaxed) - before,
+        throttled_429: secondary.counters().throttled_429 - before,
         gave_up,
     })
 }

@@ -5,53 +5,6 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
-/// The fault kinds `wsdr fault` takes, checked before anything is sent (the lab checks again).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FaultKind {
-    /// The Region's API refuses every connection and drops its sockets.
-    Down,
-    /// The Region's handler throttled (reserved concurrency 0): every frame gets an error.
-    Throttle,
-    /// Replication between the Regions cut both ways.
-    Partition,
-    /// Replication lag (--ms).
-    Lag,
-    /// The Region lost for good, with its unreplicated writes.
-    NeverReturns,
-    /// Acknowledgements lost after the write committed (--percent).
-    AckLost,
-    /// The Region's table throttles writes (--percent).
-    StoreThrottle,
-    /// The Region's table unavailable.
-    StoreOutage,
-    /// `@connections` posts throttled (--percent).
-    ConnectionsThrottle,
-    /// `$disconnect` never delivered.
-    DisconnectDropped,
-    /// The Region's clock off by --ms (may be negative).
-    Skew,
-    /// Replication cut one way, out of --from.
-    OneWay,
-    /// Resolvers keep answers --ms longer than the TTL.
-    StickyDns,
-    /// Every frame in the Region takes --ms longer.
-    Slow,
-    /// The Region's table replica cut off from the other Regions (strong mode: no quorum).
-    Isolate,
-    /// End every fault.
-    Heal,
-}
-
-impl FaultKind {
-    /// The name the control API takes (`kind`).
-    pub fn api_name(self) -> String {
-        use clap::ValueEnum;
-        self.to_possible_value()
-            .map(|v| v.get_name().to_owned())
-            .unwrap_or_default()
-    }
-}
-
 /// A time scale: a finite number above 0 (1 lab second stands for this many AWS seconds).
 pub fn time_scale(value: &str) -> Result<f64, String> {
     let scale: f64 = value
@@ -155,17 +108,6 @@ pub fn is_loopback(addr: &SocketAddr) -> bool {
 mod tests {
     use super::*;
     use crate::control::RegionRef;
-
-    #[test]
-    fn the_cli_fault_kinds_are_the_labs() {
-        use clap::ValueEnum;
-        let cli: Vec<String> = FaultKind::value_variants()
-            .iter()
-            .map(|k| k.api_name())
-            .filter(|k| k != "heal")
-            .collect();
-        assert_eq!(cli, crate::world::lab::FAULT_KINDS);
-    }
 
     #[test]
     fn time_scales_must_be_finite_and_above_zero() {

@@ -16,24 +16,7 @@
 
 pub mod cli;
 pub mod console;
-pub mod world {
-    //! The two Regions and what stands between them and the users.
-    pub mod clock;
-    pub mod control;
-    pub mod env;
-    pub mod fast;
-    pub mod frontdoor;
-    pub mod health;
-    pub mod lab;
-    pub mod mrsc;
-    pub mod owner;
-    pub mod prometheus;
-    pub mod region;
-    pub mod replication;
-    pub mod scale;
-    pub mod store;
-    pub mod timeline;
-}
+pub mod world;
 
 pub mod sim {
     //! Simulated users and the checker that judges what they were told.
@@ -49,7 +32,9 @@ pub mod runs {
     pub mod chart;
     pub mod drill;
     pub mod load;
+    pub mod plan;
     pub mod report;
+    pub mod scenario;
     pub mod sim;
 }
 
@@ -57,10 +42,10 @@ pub mod runs {
 pub use runs::{chaos, drill, load, report};
 pub use sim::{history, users};
 pub use world::{
-    clock, control, frontdoor, health, lab, owner, region, replication, scale, store, timeline,
+    clock, control, frontdoor, health, owner, region, replication, scale, store, timeline,
 };
 
 pub use runs::drill::{DrillConfig, Scenario};
 pub use runs::report::Report;
-pub use world::lab::{Fault, Lab, LabConfig};
 pub use world::scale::TimeScale;
+pub use world::{AwsDuration, Fault, FaultKind, LabConfig, PerRegion, RegionId, World};

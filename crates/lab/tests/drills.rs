@@ -2,6 +2,7 @@
 //! Every drill scenario end to end at time scale 60 (one lab second = one AWS minute), with
 //! assertions on the report. Scenarios run one after another: they share two cores.
 
+use wsdr_lab::RegionId;
 use wsdr_lab::{drill, DrillConfig, LabConfig, Scenario, TimeScale};
 
 fn config(scenario: Scenario) -> DrillConfig {
@@ -103,7 +104,13 @@ async fn every_scenario_fails_over_without_losing_or_doubling_a_bid() {
 #[tokio::test]
 async fn control_api_reports_status_and_injects_faults() {
     use std::sync::Arc;
-    let lab = Arc::new(wsdr_lab::Lab::start(LabConfig::default()).await.unwrap());
+    let lab = Arc::new(
+        wsdr_lab::World::builder()
+            .config(LabConfig::default())
+            .start()
+            .await
+            .unwrap(),
+    );
     let addr = wsdr_lab::control::serve(lab.clone(), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -147,12 +154,14 @@ async fn the_operator_sees_regions_users_the_fault_and_metrics() {
     use wsdr_lab::control::ControlClient;
     use wsdr_lab::users::{Behaviour, Population};
     let lab = Arc::new(
-        wsdr_lab::Lab::start(LabConfig {
-            timeline_cap: Some(200),
-            ..LabConfig::default()
-        })
-        .await
-        .unwrap(),
+        wsdr_lab::World::builder()
+            .config(LabConfig {
+                timeline_cap: Some(200),
+                ..LabConfig::default()
+            })
+            .start()
+            .await
+            .unwrap(),
     );
     let token = wsdr_lab::control::new_control_token();
     let addr = wsdr_lab::control::serve_with_token(
@@ -184,7 +193,7 @@ async fn the_operator_sees_regions_users_the_fault_and_metrics() {
     let auction = wsdr_protocol::AuctionId::new("lot-1").unwrap();
     let users =
         Population::through_front_door(&lab, 4, &auction, Behaviour::honest(5.0), 3, |_| false);
-    let scale = lab.config.scale;
+    let scale = lab.config().scale;
     assert!(wsdr_lab::users::wait_for(scale.secs(300.0), || users.all_connected()).await);
     // A Region by name, as `wsdr fault --region us-east-1` sends it.
     let (code, body) = operator
@@ -240,7 +249,7 @@ async fn the_operator_sees_regions_users_the_fault_and_metrics() {
     for kind in ["fault", "alarm", "health_unhealthy", "dns_flip"] {
         assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
     }
-    assert!(lab.timeline.entries().len() <= 200);
+    assert!(lab.timeline().entries().len() <= 200);
 
     let (code, metrics) = operator.get("/metrics").await.unwrap();
     assert_eq!(code, 200);
@@ -278,7 +287,7 @@ async fn the_operator_sees_regions_users_the_fault_and_metrics() {
 async fn a_primary_that_never_returns_loses_exactly_its_unreplicated_bids() {
     // A minute of replication lag (AWS) at the fault: the primary takes its backlog with it.
     let mut config = config(Scenario::NeverReturns);
-    config.lab.replication_lag = std::time::Duration::from_secs(60);
+    config.lab.replication_lag = wsdr_lab::AwsDuration::from_secs(60);
     let report = drill::run(config).await.unwrap();
     let table = report.table();
     assert_eq!(report.restored, 10, "{table}");
@@ -399,9 +408,15 @@ async fn the_evacuator_moves_sessions_that_a_slow_primary_keeps() {
 async fn a_forged_or_pointless_move_redirects_nobody() {
     use std::sync::Arc;
     use wsdr_lab::users::{wait_for, Behaviour, Population};
-    let lab = Arc::new(wsdr_lab::Lab::start(LabConfig::default()).await.unwrap());
-    let scale = lab.config.scale;
-    assert!(wait_for(scale.secs(600.0), || lab.resolver.answer() == 0).await);
+    let lab = Arc::new(
+        wsdr_lab::World::builder()
+            .config(LabConfig::default())
+            .start()
+            .await
+            .unwrap(),
+    );
+    let scale = lab.config().scale;
+    assert!(wait_for(scale.secs(600.0), || lab.resolve() == RegionId::Primary).await);
     let auction = wsdr_protocol::AuctionId::new("lot-1").unwrap();
     // Half the users know the Regions' own endpoints, half only the global name.
     let users =
@@ -409,7 +424,7 @@ async fn a_forged_or_pointless_move_redirects_nobody() {
             i % 2 == 0
         });
     assert!(wait_for(scale.secs(300.0), || users.all_connected()).await);
-    let primary = &lab.regions[0];
+    let primary = &lab.region(RegionId::Primary);
     let notifier = primary.connections_notifier();
     let connections: Arc<dyn wsdr_core::Connections> = primary.registry.clone();
     for plan in [
@@ -420,7 +435,7 @@ async fn a_forged_or_pointless_move_redirects_nobody() {
         },
         // The secondary's name with the primary's own endpoint: a mismatch.
         wsdr_core::Evacuation {
-            endpoint: Some(lab.regions[0].url()),
+            endpoint: Some(lab.region(RegionId::Primary).url()),
             min_window: std::time::Duration::ZERO,
             ..wsdr_core::Evacuation::new("us-east-1", "us-west-2")
         },
@@ -451,14 +466,24 @@ async fn a_forged_or_pointless_move_redirects_nobody() {
 async fn an_evacuation_to_an_unhealthy_region_moves_nobody_and_restores_dns() {
     use wsdr_lab::users::wait_for;
     use wsdr_lab::Fault;
-    let lab = wsdr_lab::Lab::start(LabConfig::default()).await.unwrap();
-    let scale = lab.config.scale;
-    lab.fault(Fault::Down(1));
-    assert!(wait_for(scale.secs(900.0), || !lab.resolver.secondary_healthy()).await);
-    let err = lab.evacuate(0, true, "maintenance").await.unwrap_err();
+    let lab = wsdr_lab::World::builder()
+        .config(LabConfig::default())
+        .start()
+        .await
+        .unwrap();
+    let scale = lab.config().scale;
+    lab.inject(Fault::Down(RegionId::Secondary));
+    assert!(wait_for(scale.secs(900.0), || !lab.healthy(RegionId::Secondary)).await);
+    let err = lab
+        .evacuate(RegionId::Primary, true, "maintenance")
+        .await
+        .unwrap_err();
     assert!(format!("{err:#}").contains("nobody was moved"), "{err:#}");
-    assert!(lab.resolver.in_service(0), "the primary is back in DNS");
-    assert_eq!(lab.resolver.answer(), 0);
+    assert!(
+        lab.in_service(RegionId::Primary),
+        "the primary is back in DNS"
+    );
+    assert_eq!(lab.resolve(), RegionId::Primary);
 }
 
 /// The fast path beside the alarm, in one run: the fast verdict (probe rounds every 5 s at
@@ -471,7 +496,7 @@ async fn endpoint_health_checks_move_dns_minutes_before_the_alarm() {
     let report = drill::run(DrillConfig {
         lab: LabConfig {
             scale: TimeScale::new(60.0),
-            dns_ttl: std::time::Duration::from_secs(20),
+            dns_ttl: wsdr_lab::AwsDuration::from_secs(20),
             health_check: HealthCheckKind::Endpoint,
             ..LabConfig::default()
         },
@@ -509,28 +534,29 @@ async fn endpoint_health_checks_move_dns_minutes_before_the_alarm() {
 /// watcher) never fails it over; both failing does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_blind_vantage_point_never_fails_a_healthy_region_over() {
-    use std::sync::atomic::Ordering;
     use wsdr_lab::world::timeline::Kind;
-    let lab = wsdr_lab::Lab::start(LabConfig {
-        scale: TimeScale::new(60.0),
-        fast: Some(Default::default()),
-        ..LabConfig::default()
-    })
-    .await
-    .unwrap();
-    lab.fast_faults.blind[0][0].store(true, Ordering::SeqCst);
+    let lab = wsdr_lab::World::builder()
+        .config(LabConfig {
+            scale: TimeScale::new(60.0),
+            fast: Some(Default::default()),
+            ..LabConfig::default()
+        })
+        .start()
+        .await
+        .unwrap();
+    lab.set_blind(RegionId::Primary, 0, true);
     // Two AWS minutes: 24 rounds with the outside view failing every one.
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    let fast_failovers = |lab: &wsdr_lab::Lab| {
-        lab.timeline
+    let fast_failovers = |lab: &wsdr_lab::World| {
+        lab.timeline()
             .entries()
             .iter()
             .filter(|e| matches!(e.kind, Kind::FastFailover | Kind::EndpointUnhealthy))
             .count()
     };
     assert_eq!(fast_failovers(&lab), 0, "one view alone decided");
-    assert!(lab.regions[0].health_verdict.load(Ordering::SeqCst));
-    lab.fast_faults.blind[0][1].store(true, Ordering::SeqCst);
+    assert!(lab.region(RegionId::Primary).health_verdict());
+    lab.set_blind(RegionId::Primary, 1, true);
     let failed_over = async {
         while fast_failovers(&lab) < 2 {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -539,28 +565,31 @@ async fn one_blind_vantage_point_never_fails_a_healthy_region_over() {
     tokio::time::timeout(std::time::Duration::from_secs(3), failed_over)
         .await
         .expect("both views failing: the verdict and the endpoint check follow");
-    assert!(!lab.regions[0].health_verdict.load(Ordering::SeqCst));
+    assert!(!lab.region(RegionId::Primary).health_verdict());
 }
 
 /// A status never contradicts itself: when it shows the name answering the secondary, the DNS
-/// flip that made it so is among its key events. With no users, only the status itself asks
-/// the resolver, so the first status after the flip is the one that records it.
+/// flip that made it so is among its key events. With no users, the world's own resolver
+/// clients still look the name up, so the control room does not show an answer from before
+/// the failover; and reading the status changes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_status_that_shows_the_new_answer_shows_the_flip_too() {
     use wsdr_lab::world::timeline::Kind;
-    let lab = wsdr_lab::Lab::start(LabConfig {
-        scale: TimeScale::new(60.0),
-        ..LabConfig::default()
-    })
-    .await
-    .unwrap();
+    let lab = wsdr_lab::World::builder()
+        .config(LabConfig {
+            scale: TimeScale::new(60.0),
+            ..LabConfig::default()
+        })
+        .start()
+        .await
+        .unwrap();
     // Steady: the alarm evaluated OK and the name answers the primary.
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
     while lab.status().dns_answer.as_deref() != Some("us-east-1") || !lab.status().primary_healthy {
         assert!(tokio::time::Instant::now() < deadline, "never steady");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    lab.fault(wsdr_lab::Fault::Throttle(0));
+    lab.inject(wsdr_lab::Fault::Throttle(RegionId::Primary));
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let status = lab.status();

@@ -3,7 +3,6 @@
 //! adapter behind the handler, replicated with per-item last-writer-wins conditional puts.
 //! Needs DYNAMODB_ENDPOINT (make test starts DynamoDB Local).
 
-use std::time::Duration;
 use wsdr_lab::store::StoreKind;
 use wsdr_lab::{drill, DrillConfig, LabConfig, Scenario, TimeScale};
 
@@ -18,7 +17,7 @@ async fn the_default_drill_on_dynamodb_local_loses_nothing_and_converges() {
         seed: 5,
         lab: LabConfig {
             scale: TimeScale::new(30.0),
-            replication_lag: Duration::from_millis(800),
+            replication_lag: wsdr_lab::AwsDuration::from_millis(800),
             store: StoreKind::Dynamo { endpoint },
             ..LabConfig::default()
         },

@@ -7,18 +7,19 @@ use std::sync::Arc;
 use std::time::Duration;
 use wsdr_core::memory::{MemoryHealthLedger, MemoryMetrics};
 use wsdr_core::HealthLedger;
-use wsdr_lab::{Fault, Lab, LabConfig, TimeScale};
+use wsdr_lab::RegionId;
+use wsdr_lab::{Fault, LabConfig, TimeScale, World};
 
 const SECRET: &str = "fast-rounds-test-secret-of-32-bytes-or-more";
 
 fn canary(
-    lab: &Lab,
+    lab: &World,
     vantage: &str,
     decides: Option<Vec<String>>,
     ledger: &Arc<MemoryHealthLedger>,
     window_ms: u64,
 ) -> canary::Canary {
-    let region = &lab.regions[0];
+    let region = &lab.region(RegionId::Primary);
     let config = canary::Config {
         target_url: region.url(),
         expected_region: region.name.clone(),
@@ -30,7 +31,7 @@ fn canary(
         auction_id: wsdr_protocol::AuctionId::new("canary").unwrap(),
         secret: SECRET.as_bytes().to_vec(),
         issuer: "wsdr-canary".into(),
-        audience: wsdr_lab::world::lab::AUDIENCE.into(),
+        audience: wsdr_lab::world::AUDIENCE.into(),
         placement: wsdr_client::TokenPlacement::QueryString,
         verdict: None,
         fast: Some(canary::FastRounds {
@@ -53,14 +54,16 @@ fn canary(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_watcher_decides_with_the_regions_own_rounds() {
-    let lab = Lab::start(LabConfig {
-        scale: TimeScale::new(60.0),
-        canary_secret: Some(SECRET.into()),
-        ..LabConfig::default()
-    })
-    .await
-    .unwrap();
-    let api = lab.regions[0].api_id.clone();
+    let lab = World::builder()
+        .config(LabConfig {
+            scale: TimeScale::new(60.0),
+            canary_secret: Some(SECRET.into()),
+            ..LabConfig::default()
+        })
+        .start()
+        .await
+        .unwrap();
+    let api = lab.region(RegionId::Primary).api_id.clone();
     let ledger = Arc::new(MemoryHealthLedger::default());
     let inside = canary(&lab, "inside", None, &ledger, 1_000);
     let outside = canary(&lab, "outside", Some(vec!["inside".into()]), &ledger, 1_000);
@@ -77,7 +80,7 @@ async fn the_watcher_decides_with_the_regions_own_rounds() {
     );
 
     // The handler throttled: both views fail, the verdict turns within the invocation.
-    lab.fault(Fault::Throttle(0));
+    lab.inject(Fault::Throttle(RegionId::Primary));
     let (_, report) = tokio::join!(inside.fast_rounds(), outside.fast_rounds());
     assert_eq!(report.failed_rounds, 10, "{report:?}");
     assert_eq!(report.serves, Some(false));
@@ -89,7 +92,7 @@ async fn the_watcher_decides_with_the_regions_own_rounds() {
     // Healed, but the Region's own canary does not run: its last round (a failure) stands
     // until it goes stale, and a silent view never votes to serve. The watcher alone cannot
     // bring the Region back.
-    lab.fault(Fault::Heal);
+    lab.inject(Fault::Heal);
     tokio::time::sleep(Duration::from_millis(600)).await;
     let report = outside.fast_rounds().await;
     assert_eq!(report.failed_rounds, 0, "{report:?}");

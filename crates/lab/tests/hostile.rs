@@ -8,18 +8,21 @@ use std::time::Duration;
 use wsdr_client::{ClientBuilder, Event, StaticToken};
 use wsdr_core::Consistency;
 use wsdr_lab::sim::attackers;
-use wsdr_lab::{Fault, Lab, LabConfig, TimeScale};
+use wsdr_lab::RegionId;
+use wsdr_lab::{Fault, LabConfig, TimeScale, World};
 use wsdr_protocol::{Amount, AuctionId, BidStatus};
 
-async fn lab_in(consistency: Consistency) -> Arc<Lab> {
+async fn lab_in(consistency: Consistency) -> Arc<World> {
     Arc::new(
-        Lab::start(LabConfig {
-            scale: TimeScale::new(60.0),
-            consistency,
-            ..LabConfig::default()
-        })
-        .await
-        .unwrap(),
+        World::builder()
+            .config(LabConfig {
+                scale: TimeScale::new(60.0),
+                consistency,
+                ..LabConfig::default()
+            })
+            .start()
+            .await
+            .unwrap(),
     )
 }
 
@@ -40,15 +43,15 @@ async fn the_attackers_break_nothing_in_either_mode() {
 /// A client on one Region's own URL following `lot-1`, with a one-second heartbeat (a
 /// minute of AWS time at this lab's scale).
 fn watcher(
-    lab: &Lab,
-    region: usize,
+    lab: &World,
+    region: RegionId,
     sub: &str,
 ) -> (
     wsdr_client::Client,
     tokio::sync::mpsc::UnboundedReceiver<Event>,
 ) {
-    ClientBuilder::new(lab.regions[region].url())
-        .token_provider(Arc::new(StaticToken(lab.user_token(sub))))
+    ClientBuilder::new(lab.region(region).url())
+        .token_provider(Arc::new(StaticToken(lab.user_token(sub).unwrap())))
         .subscribe(AuctionId::new("lot-1").unwrap())
         .heartbeat(Duration::from_secs(1), Duration::from_secs(3))
         .seed(3)
@@ -80,13 +83,13 @@ async fn shown_high(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watcher_whose_push_never_comes_shows_the_bid_within_a_heartbeat() {
     let lab = lab_in(Consistency::Strong).await;
-    let (_watching, mut watched) = watcher(&lab, 1, "watcher");
-    let (bidder, mut bids) = watcher(&lab, 0, "bidder");
+    let (_watching, mut watched) = watcher(&lab, RegionId::Secondary, "watcher");
+    let (bidder, mut bids) = watcher(&lab, RegionId::Primary, "bidder");
     // Both have their first state.
     tokio::time::sleep(Duration::from_millis(500)).await;
     // The Regions' path is cut both ways: the witness still makes a quorum for each, so the
     // bid is decided, but the push that would carry it to the other Region never leaves.
-    lab.fault(Fault::Partition);
+    lab.inject(Fault::Partition);
     bidder
         .bid(
             AuctionId::new("lot-1").unwrap(),
@@ -112,11 +115,11 @@ async fn a_watcher_whose_push_never_comes_shows_the_bid_within_a_heartbeat() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_committed_head_write_whose_answer_is_lost_is_unknown_and_settles_as_standing() {
     let lab = lab_in(Consistency::Strong).await;
-    let cluster = lab.mrsc.clone().expect("strong mode has an MRSC table");
+    let cluster = lab.cluster().expect("strong mode has an MRSC table");
     // Every head write through the first Region commits, then its answer is lost.
     cluster.set_lost_answers(0, 100);
-    let (client, mut events) = ClientBuilder::new(lab.regions[0].url())
-        .token_provider(Arc::new(StaticToken(lab.user_token("alice"))))
+    let (client, mut events) = ClientBuilder::new(lab.region(RegionId::Primary).url())
+        .token_provider(Arc::new(StaticToken(lab.user_token("alice").unwrap())))
         .subscribe(AuctionId::new("lot-1").unwrap())
         .heartbeat(Duration::from_secs(1), Duration::from_secs(3))
         .seed(9)

@@ -5,40 +5,42 @@
 use std::sync::Arc;
 use std::time::Duration;
 use wsdr_client::{ClientBuilder, Event, StaticToken};
-use wsdr_lab::{Fault, Lab, LabConfig, TimeScale};
+use wsdr_lab::RegionId;
+use wsdr_lab::{Fault, LabConfig, TimeScale, World};
 use wsdr_protocol::{Amount, AuctionId, BidStatus};
 
-async fn lab_in(consistency: wsdr_core::Consistency) -> Arc<Lab> {
+async fn lab_in(consistency: wsdr_core::Consistency) -> Arc<World> {
     Arc::new(
-        Lab::start(LabConfig {
-            scale: TimeScale::new(60.0),
-            consistency,
-            ..LabConfig::default()
-        })
-        .await
-        .unwrap(),
+        World::builder()
+            .config(LabConfig {
+                scale: TimeScale::new(60.0),
+                consistency,
+                ..LabConfig::default()
+            })
+            .start()
+            .await
+            .unwrap(),
     )
 }
 
 /// A client on one Region's own URL, following `lot-1`.
 fn client(
-    lab: &Lab,
-    region: usize,
+    lab: &World,
+    region: RegionId,
     sub: &str,
 ) -> (
     wsdr_client::Client,
     tokio::sync::mpsc::UnboundedReceiver<Event>,
 ) {
     let endpoints = lab
-        .regions
-        .iter()
-        .map(|r| wsdr_client::RegionalEndpoint {
+        .regions()
+        .map(|(_, r)| wsdr_client::RegionalEndpoint {
             region: r.name.clone(),
             url: r.url(),
         })
         .collect();
-    ClientBuilder::new(lab.regions[region].url())
-        .token_provider(Arc::new(StaticToken(lab.user_token(sub))))
+    ClientBuilder::new(lab.region(region).url())
+        .token_provider(Arc::new(StaticToken(lab.user_token(sub).unwrap())))
         .fallback(wsdr_client::Fallback::new(endpoints))
         .subscribe(AuctionId::new("lot-1").unwrap())
         .seed(1)
@@ -99,8 +101,8 @@ async fn restored(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) -> S
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_regions_order_bids_on_one_ledger_and_a_minority_region_redirects() {
     let lab = lab_in(wsdr_core::Consistency::Strong).await;
-    let (alice, mut alice_events) = client(&lab, 0, "alice");
-    let (bob, mut bob_events) = client(&lab, 1, "bob");
+    let (alice, mut alice_events) = client(&lab, RegionId::Primary, "alice");
+    let (bob, mut bob_events) = client(&lab, RegionId::Secondary, "bob");
     assert_eq!(restored(&mut alice_events).await, "us-east-1");
     assert_eq!(restored(&mut bob_events).await, "us-west-2");
     let lot = AuctionId::new("lot-1").unwrap();
@@ -114,7 +116,7 @@ async fn both_regions_order_bids_on_one_ledger_and_a_minority_region_redirects()
     );
 
     // The primary's replica cut off from the secondary and the witness.
-    lab.fault(Fault::Isolate(0));
+    lab.inject(Fault::Isolate(RegionId::Primary));
     alice
         .bid(lot.clone(), Amount::new(300_000).unwrap())
         .await
@@ -126,7 +128,7 @@ async fn both_regions_order_bids_on_one_ledger_and_a_minority_region_redirects()
     );
     let members = lab.status().table_members.unwrap();
     assert!(!members[0].quorum && members[1].quorum && members[2].quorum);
-    lab.fault(Fault::Heal);
+    lab.inject(Fault::Heal);
     drop((alice, bob));
 }
 
@@ -202,11 +204,11 @@ async fn in_a_partition_eventual_accepts_below_the_other_region_and_strong_refus
         wsdr_core::Consistency::Strong,
     ] {
         let lab = lab_in(consistency).await;
-        let (alice, mut alice_events) = client(&lab, 0, "alice");
-        let (bob, mut bob_events) = client(&lab, 1, "bob");
+        let (alice, mut alice_events) = client(&lab, RegionId::Primary, "alice");
+        let (bob, mut bob_events) = client(&lab, RegionId::Secondary, "bob");
         restored(&mut alice_events).await;
         restored(&mut bob_events).await;
-        lab.fault(Fault::Partition);
+        lab.inject(Fault::Partition);
         let (status, reason) =
             alice_high_then_bob_lower(&alice, &mut alice_events, &bob, &mut bob_events).await;
         match consistency {

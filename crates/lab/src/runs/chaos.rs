@@ -4,12 +4,14 @@
 //! (crate::sim::history). A violation prints the run's seed, its schedule and the operations on the
 //! bids involved.
 
+use crate::runs::plan::{Action, Plan};
 use crate::sim::history::{lost_acknowledged, Op, Violation};
 use crate::sim::judge::{judge, Judgement};
-use crate::sim::users::{wait_for, Behaviour, Population};
-use crate::world::lab::{Fault, Lab, LabConfig};
+use crate::sim::users::{Behaviour, Population};
+use crate::world::clock::wait_for;
 use crate::world::owner::Holdings;
-use crate::world::scale::TimeScale;
+use crate::world::scale::{AwsDuration, TimeScale};
+use crate::world::{Fault, LabConfig, RegionId, World};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -42,40 +44,48 @@ pub enum Step {
     NeverReturns { lag_ms: u64, secs: f64 },
     /// `percent`% of bids in `region` lose their connection right after the commit.
     AckLost {
-        region: usize,
+        region: RegionId,
         percent: u8,
         secs: f64,
     },
     /// `percent`% of `region`'s table requests throttled.
     StoreThrottle {
-        region: usize,
+        region: RegionId,
         percent: u8,
         secs: f64,
     },
     /// `region`'s table unreachable from its handler.
-    StoreOutage { region: usize, secs: f64 },
+    StoreOutage { region: RegionId, secs: f64 },
     /// `percent`% of `region`'s `@connections` posts throttled.
     ConnectionsThrottle {
-        region: usize,
+        region: RegionId,
         percent: u8,
         secs: f64,
     },
     /// `$disconnect` never delivered in either Region, while the primary goes down.
     DisconnectDropped { secs: f64 },
     /// `region`'s clock `ms` off (either sign).
-    Skew { region: usize, ms: i64, secs: f64 },
+    Skew {
+        region: RegionId,
+        ms: i64,
+        secs: f64,
+    },
     /// Replication out of `from` cut, the other direction flowing.
-    OneWay { from: usize, secs: f64 },
+    OneWay { from: RegionId, secs: f64 },
     /// A resolver that ignores the TTL (keeps answers `keep_secs`) while the primary is down.
     StickyDns { keep_secs: u64, secs: f64 },
     /// Every integration in `region` `ms` slower.
-    Slow { region: usize, ms: u64, secs: f64 },
+    Slow {
+        region: RegionId,
+        ms: u64,
+        secs: f64,
+    },
     /// A planned evacuation of `from` (out of DNS, every connection told to move), then
     /// back in service after `secs`.
-    Evacuate { from: usize, secs: f64 },
+    Evacuate { from: RegionId, secs: f64 },
     /// `region`'s table replica cut off from every other member (strong mode: no quorum
     /// there; eventual mode: replication cut both ways), its API still serving.
-    Isolate { region: usize, secs: f64 },
+    Isolate { region: RegionId, secs: f64 },
     /// Nothing.
     Calm { secs: f64 },
 }
@@ -83,6 +93,13 @@ pub enum Step {
 impl Step {
     fn draw(rng: &mut SmallRng) -> Self {
         let secs = |rng: &mut SmallRng, lo: f64, hi: f64| rng.random_range(lo..hi).round();
+        let region = |rng: &mut SmallRng| {
+            if rng.random_range(0..2) == 0 {
+                RegionId::Primary
+            } else {
+                RegionId::Secondary
+            }
+        };
         match rng.random_range(0..20) {
             0 => Step::Down {
                 secs: secs(rng, 30.0, 300.0),
@@ -113,21 +130,21 @@ impl Step {
                 secs: secs(rng, 120.0, 300.0),
             },
             8 | 9 => Step::AckLost {
-                region: rng.random_range(0..2),
+                region: region(rng),
                 percent: rng.random_range(20..80),
                 secs: secs(rng, 30.0, 200.0),
             },
             10 => Step::StoreThrottle {
-                region: rng.random_range(0..2),
+                region: region(rng),
                 percent: rng.random_range(10..70),
                 secs: secs(rng, 30.0, 200.0),
             },
             11 => Step::StoreOutage {
-                region: rng.random_range(0..2),
+                region: region(rng),
                 secs: secs(rng, 10.0, 120.0),
             },
             12 => Step::ConnectionsThrottle {
-                region: rng.random_range(0..2),
+                region: region(rng),
                 percent: rng.random_range(20..90),
                 secs: secs(rng, 30.0, 200.0),
             },
@@ -135,12 +152,12 @@ impl Step {
                 secs: secs(rng, 30.0, 200.0),
             },
             14 => Step::Skew {
-                region: rng.random_range(0..2),
+                region: region(rng),
                 ms: rng.random_range(-5_000..5_000),
                 secs: secs(rng, 30.0, 200.0),
             },
             15 => Step::OneWay {
-                from: rng.random_range(0..2),
+                from: region(rng),
                 secs: secs(rng, 10.0, 200.0),
             },
             16 => Step::StickyDns {
@@ -148,16 +165,16 @@ impl Step {
                 secs: secs(rng, 60.0, 300.0),
             },
             17 => Step::Slow {
-                region: rng.random_range(0..2),
+                region: region(rng),
                 ms: rng.random_range(200..3_000),
                 secs: secs(rng, 30.0, 200.0),
             },
             18 => Step::Evacuate {
-                from: rng.random_range(0..2),
+                from: region(rng),
                 secs: secs(rng, 30.0, 200.0),
             },
             19 => Step::Isolate {
-                region: rng.random_range(0..2),
+                region: region(rng),
                 secs: secs(rng, 30.0, 300.0),
             },
             _ => Step::Calm {
@@ -166,35 +183,129 @@ impl Step {
         }
     }
 
-    /// Faults this step injects (heals excluded).
-    fn faults(&self) -> usize {
-        self.kinds().len()
+    /// What this step does, as a plan: its faults, then a heal when it ends.
+    pub fn plan(&self) -> Plan {
+        use crate::world::RegionId::{Primary, Secondary};
+        let secs = AwsDuration::from_secs_f64;
+        let ms = AwsDuration::from_millis;
+        let zero = AwsDuration::ZERO;
+        let (plan, length) = match *self {
+            Step::Calm { secs: s } => (Plan::new(), secs(s)),
+            Step::Down { secs: s } => (Plan::new().inject(zero, Fault::Down(Primary)), secs(s)),
+            Step::Throttle { secs: s } => {
+                (Plan::new().inject(zero, Fault::Throttle(Primary)), secs(s))
+            }
+            Step::Partition { secs: s } => (Plan::new().inject(zero, Fault::Partition), secs(s)),
+            Step::LagSpike { lag_ms, secs: s } => {
+                (Plan::new().inject(zero, Fault::Lag(ms(lag_ms))), secs(s))
+            }
+            Step::Flapping { cycles, secs: s } => {
+                let mut plan = Plan::new();
+                for cycle in 0..cycles {
+                    let at = secs(s * 2.0 * f64::from(cycle));
+                    plan = plan
+                        .inject(at, Fault::Throttle(Primary))
+                        .inject(at + secs(s), Fault::Heal);
+                }
+                (plan, secs(s * 2.0 * f64::from(cycles)))
+            }
+            Step::FailbackUnderLoad { secs: s } => (
+                Plan::new()
+                    .inject(zero, Fault::Throttle(Primary))
+                    .inject(secs(s), Fault::Heal),
+                secs(s) + secs(450.0),
+            ),
+            Step::LostWhileLagging { lag_ms, secs: s } => (
+                Plan::new()
+                    .inject(zero, Fault::Lag(ms(lag_ms)))
+                    .inject(secs(10.0), Fault::Down(Primary)),
+                secs(10.0) + secs(s),
+            ),
+            Step::NeverReturns { lag_ms, secs: s } => (
+                Plan::new()
+                    .inject(zero, Fault::Lag(ms(lag_ms)))
+                    .inject(secs(10.0), Fault::NeverReturns(Primary)),
+                secs(10.0) + secs(s),
+            ),
+            Step::AckLost {
+                region,
+                percent,
+                secs: s,
+            } => (
+                Plan::new().inject(zero, Fault::AckLost { region, percent }),
+                secs(s),
+            ),
+            Step::StoreThrottle {
+                region,
+                percent,
+                secs: s,
+            } => (
+                Plan::new().inject(zero, Fault::StoreThrottle { region, percent }),
+                secs(s),
+            ),
+            Step::StoreOutage { region, secs: s } => (
+                Plan::new().inject(zero, Fault::StoreOutage(region)),
+                secs(s),
+            ),
+            Step::ConnectionsThrottle {
+                region,
+                percent,
+                secs: s,
+            } => (
+                Plan::new().inject(zero, Fault::ConnectionsThrottle { region, percent }),
+                secs(s),
+            ),
+            Step::DisconnectDropped { secs: s } => (
+                Plan::new()
+                    .inject(zero, Fault::DisconnectDropped(Primary))
+                    .inject(zero, Fault::DisconnectDropped(Secondary))
+                    .inject(zero, Fault::Down(Primary)),
+                secs(s),
+            ),
+            Step::Skew {
+                region,
+                ms: skew,
+                secs: s,
+            } => (
+                Plan::new().inject(zero, Fault::Skew { region, ms: skew }),
+                secs(s),
+            ),
+            Step::OneWay { from, secs: s } => {
+                (Plan::new().inject(zero, Fault::OneWay { from }), secs(s))
+            }
+            Step::StickyDns { keep_secs, secs: s } => (
+                Plan::new()
+                    .inject(zero, Fault::StickyDns(AwsDuration::from_secs(keep_secs)))
+                    .inject(zero, Fault::Down(Primary)),
+                secs(s),
+            ),
+            Step::Slow {
+                region,
+                ms: by,
+                secs: s,
+            } => (
+                Plan::new().inject(zero, Fault::Slow { region, by: ms(by) }),
+                secs(s),
+            ),
+            Step::Evacuate { from, secs: s } => (
+                Plan::new()
+                    .at(zero, Action::Evacuate(from))
+                    .at(secs(s), Action::Restore(from)),
+                secs(s),
+            ),
+            Step::Isolate { region, secs: s } => {
+                (Plan::new().inject(zero, Fault::Isolate(region)), secs(s))
+            }
+        };
+        plan.inject(length, Fault::Heal)
     }
+}
 
-    /// The fault kinds this step injects, as the CLI names them (one entry per injection).
-    pub fn kinds(&self) -> Vec<&'static str> {
-        match self {
-            Step::Calm { .. } => vec![],
-            Step::Down { .. } => vec!["down"],
-            Step::Throttle { .. } | Step::FailbackUnderLoad { .. } => vec!["throttle"],
-            Step::Partition { .. } => vec!["partition"],
-            Step::LagSpike { .. } => vec!["lag"],
-            Step::Flapping { cycles, .. } => vec!["throttle"; *cycles as usize],
-            Step::LostWhileLagging { .. } => vec!["lag", "down"],
-            Step::NeverReturns { .. } => vec!["lag", "never-returns"],
-            Step::AckLost { .. } => vec!["ack-lost"],
-            Step::StoreThrottle { .. } => vec!["store-throttle"],
-            Step::StoreOutage { .. } => vec!["store-outage"],
-            Step::ConnectionsThrottle { .. } => vec!["connections-throttle"],
-            Step::DisconnectDropped { .. } => vec!["disconnect-dropped", "down"],
-            Step::Skew { .. } => vec!["skew"],
-            Step::OneWay { .. } => vec!["one-way"],
-            Step::StickyDns { .. } => vec!["sticky-dns", "down"],
-            Step::Slow { .. } => vec!["slow"],
-            Step::Evacuate { .. } => vec!["evacuate"],
-            Step::Isolate { .. } => vec!["isolate"],
-        }
-    }
+/// A schedule's steps as one plan, each starting when the one before it ends.
+pub fn compile(schedule: &[Step]) -> Plan {
+    schedule
+        .iter()
+        .fold(Plan::new(), |plan, step| plan.then(step.plan()))
 }
 
 /// How a run keeps time.
@@ -211,7 +322,7 @@ pub enum Clock {
 }
 
 // Where the simulated store's service time lives now; kept here for outside users.
-pub use crate::world::lab::SIMULATED_STORE_SERVICE_TIME;
+pub use crate::world::SIMULATED_STORE_SERVICE_TIME;
 
 /// Campaign settings.
 #[derive(Debug, Clone)]
@@ -572,9 +683,9 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         Clock::Real => lab_config,
     };
     let scale = lab_config.scale;
-    let lab = Arc::new(Lab::start(lab_config).await?);
+    let lab = Arc::new(World::builder().config(lab_config).start().await?);
     let steady = wait_for(scale.secs(900.0), || {
-        lab.resolver.primary_healthy() && lab.resolver.answer() == 0
+        lab.healthy(RegionId::Primary) && lab.resolve() == RegionId::Primary
     })
     .await;
     anyhow::ensure!(steady, "run {run}: the lab never reached steady state");
@@ -622,10 +733,9 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         .await,
     );
 
-    for step in &schedule {
-        play(&lab, *step, scale).await;
-    }
-    lab.fault(Fault::Heal);
+    let plan = compile(&schedule);
+    crate::runs::plan::play(&lab, &plan).await;
+    lab.inject(Fault::Heal);
     // Everyone back, bidding a little longer on the healed system.
     wait_for(scale.secs(900.0), || users.all_connected()).await;
     tokio::time::sleep(scale.secs(30.0)).await;
@@ -640,7 +750,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     } = judge(&lab, &users, &auction, scale.secs(30.0)).await?;
     violations.extend(attacks);
     violations.extend(users.retryable_rejections());
-    if let Some(cluster) = &lab.mrsc {
+    if let Some(cluster) = lab.cluster() {
         violations.extend(crate::sim::history::redirected_but_decided(
             &ops,
             &cluster.accepted_by(&auction),
@@ -651,13 +761,13 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         }
         violations.extend(crate::sim::history::acknowledged_without_quorum(
             &ops,
-            &lab.config.regions,
+            lab.names(),
             |region, from, to| lab.lacked_quorum_throughout(region, from, to),
         ));
     }
     let rpo_lost_acknowledged = lost_acknowledged(&ops, &regions, &lost);
     let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
-    for kind in schedule.iter().flat_map(Step::kinds) {
+    for kind in plan.fault_names() {
         *faults_by_kind.entry(kind.to_owned()).or_default() += 1;
     }
     let evidence: Vec<Op> = violations
@@ -673,7 +783,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     let history = history_lines(
         &schedule,
         &ops,
-        &lab.timeline.entries(),
+        &lab.timeline().entries(),
         &regions,
         &violations,
     );
@@ -694,7 +804,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         } else {
             Vec::new()
         },
-        faults: schedule.iter().map(Step::faults).sum(),
+        faults: plan.fault_names().count(),
         schedule,
         bids_invoked: ops.len(),
         bids_acknowledged: ops.iter().filter(|o| o.outcome() == Outcome::Ok).count(),
@@ -735,121 +845,6 @@ fn history_lines(
     lines
 }
 
-async fn play(lab: &Lab, step: Step, scale: TimeScale) {
-    let sleep = |secs: f64| tokio::time::sleep(scale.secs(secs));
-    match step {
-        Step::Down { secs } => {
-            lab.fault(Fault::Down(0));
-            sleep(secs).await;
-        }
-        Step::Throttle { secs } => {
-            lab.fault(Fault::Throttle(0));
-            sleep(secs).await;
-        }
-        Step::Partition { secs } => {
-            lab.fault(Fault::Partition);
-            sleep(secs).await;
-        }
-        Step::LagSpike { lag_ms, secs } => {
-            lab.fault(Fault::Lag(Duration::from_millis(lag_ms)));
-            sleep(secs).await;
-        }
-        Step::Flapping { cycles, secs } => {
-            for _ in 0..cycles {
-                lab.fault(Fault::Throttle(0));
-                sleep(secs).await;
-                lab.fault(Fault::Heal);
-                sleep(secs).await;
-            }
-        }
-        Step::FailbackUnderLoad { secs } => {
-            lab.fault(Fault::Throttle(0));
-            sleep(secs).await;
-            lab.fault(Fault::Heal);
-            sleep(450.0).await;
-        }
-        Step::LostWhileLagging { lag_ms, secs } => {
-            lab.fault(Fault::Lag(Duration::from_millis(lag_ms)));
-            sleep(10.0).await;
-            lab.fault(Fault::Down(0));
-            sleep(secs).await;
-        }
-        Step::NeverReturns { lag_ms, secs } => {
-            lab.fault(Fault::Lag(Duration::from_millis(lag_ms)));
-            sleep(10.0).await;
-            lab.fault(Fault::NeverReturns(0));
-            sleep(secs).await;
-        }
-        Step::AckLost {
-            region,
-            percent,
-            secs,
-        } => {
-            lab.fault(Fault::AckLost { region, percent });
-            sleep(secs).await;
-        }
-        Step::StoreThrottle {
-            region,
-            percent,
-            secs,
-        } => {
-            lab.fault(Fault::StoreThrottle { region, percent });
-            sleep(secs).await;
-        }
-        Step::StoreOutage { region, secs } => {
-            lab.fault(Fault::StoreOutage(region));
-            sleep(secs).await;
-        }
-        Step::ConnectionsThrottle {
-            region,
-            percent,
-            secs,
-        } => {
-            lab.fault(Fault::ConnectionsThrottle { region, percent });
-            sleep(secs).await;
-        }
-        Step::DisconnectDropped { secs } => {
-            lab.fault(Fault::DisconnectDropped(0));
-            lab.fault(Fault::DisconnectDropped(1));
-            lab.fault(Fault::Down(0));
-            sleep(secs).await;
-        }
-        Step::Skew { region, ms, secs } => {
-            lab.fault(Fault::Skew { region, ms });
-            sleep(secs).await;
-        }
-        Step::OneWay { from, secs } => {
-            lab.fault(Fault::OneWay { from });
-            sleep(secs).await;
-        }
-        Step::StickyDns { keep_secs, secs } => {
-            lab.fault(Fault::StickyDns(Duration::from_secs(keep_secs)));
-            lab.fault(Fault::Down(0));
-            sleep(secs).await;
-        }
-        Step::Slow { region, ms, secs } => {
-            lab.fault(Fault::Slow { region, ms });
-            sleep(secs).await;
-        }
-        Step::Evacuate { from, secs } => {
-            if let Err(error) = lab.evacuate(from, true, "maintenance").await {
-                lab.timeline.record(
-                    crate::world::timeline::Kind::Note,
-                    format!("evacuation failed: {error:#}"),
-                );
-            }
-            sleep(secs).await;
-            lab.set_in_service(from, true);
-        }
-        Step::Isolate { region, secs } => {
-            lab.fault(Fault::Isolate(region));
-            sleep(secs).await;
-        }
-        Step::Calm { secs } => sleep(secs).await,
-    }
-    lab.fault(Fault::Heal);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -861,7 +856,7 @@ mod tests {
             Step::Down { secs: 60.0 },
             Step::Partition { secs: 30.0 },
             Step::Skew {
-                region: 1,
+                region: RegionId::Secondary,
                 ms: 500,
                 secs: 20.0,
             },

@@ -3,7 +3,7 @@
 //! panel is the share of users restored in the secondary over time (one curve per run, p50
 //! and p99 marked), the bottom panel the connections per Region as steps.
 
-use crate::runs::report::Report;
+use crate::runs::report::{Comparison, Report};
 use crate::world::timeline::Kind;
 use plotters::prelude::*;
 use std::path::Path;
@@ -238,4 +238,42 @@ fn shade_and_mark(chart: &mut Chart<'_, '_>, marks: &Marks, top: f64) -> anyhow:
         )))?;
     }
     Ok(())
+}
+
+/// The drill chart of one report: users restored over time since the fault and connections
+/// per Region, with the fault window and the events marked.
+pub fn drill(report: &Report, path: &Path) -> anyhow::Result<()> {
+    let (name, colour) = if report.client_fallback {
+        ("client-assisted", CLIENT_ASSISTED)
+    } else {
+        ("DNS only", DNS_ONLY)
+    };
+    write(
+        path,
+        &[Run {
+            report,
+            name,
+            colour,
+        }],
+    )
+}
+
+/// Both runs of a comparison on one chart: two restored curves, the DNS-only run's events
+/// marked.
+pub fn comparison(comparison: &Comparison, path: &Path) -> anyhow::Result<()> {
+    write(
+        path,
+        &[
+            Run {
+                report: &comparison.dns_only,
+                name: "DNS only",
+                colour: DNS_ONLY,
+            },
+            Run {
+                report: &comparison.client_assisted,
+                name: "client-assisted",
+                colour: CLIENT_ASSISTED,
+            },
+        ],
+    )
 }

@@ -2,70 +2,16 @@
 //! the primary; then the checks and the report.
 
 use crate::runs::report::{HealthCheckPath, HealthCheckTimes, Percentiles, Report};
+pub use crate::runs::scenario::Scenario;
 use crate::sim::history::{below_an_earlier_bid, lost_acknowledged, Answer, Outcome, Violation};
 use crate::sim::judge::{judge, Judgement};
-use crate::sim::users::{wait_for, Behaviour, Population, UserRecord};
-use crate::world::lab::{Fault, Lab, LabConfig};
+use crate::sim::users::{Behaviour, Population, UserRecord};
+use crate::world::clock::wait_for;
 use crate::world::timeline::Kind;
+use crate::world::{Fault, LabConfig, RegionId, World};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use wsdr_protocol::AuctionId;
-
-/// The scenarios a drill can run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Scenario {
-    /// The reference game day: the primary's handler throttled (reserved concurrency 0).
-    Throttle,
-    /// The primary Region down: sockets dropped, new connections refused, replication stalled.
-    Down,
-    /// Replication partitioned while the primary is throttled: failover with data at risk.
-    Partition,
-    /// The primary flaps (throttled, then fine, then throttled...) before staying broken.
-    Flapping,
-    /// Throttle, fail over, heal under load, then measure the move back: DNS failing back,
-    /// and every user back on the primary once the secondary's connections end (the lab
-    /// brings API Gateway's 2-hour connection limit forward).
-    Failback,
-    /// One lost heartbeat: the primary throttled for 3 s, then fine. Nobody may move: no
-    /// disconnect, no endpoint change, no DNS flip.
-    Blip,
-    /// The primary lost for good with its replication backlog: the acknowledged bids it had
-    /// not replicated are lost (the measured RPO); nothing else may be.
-    NeverReturns,
-    /// The primary slow (every integration 6 s slower): users' heartbeats still pass, the
-    /// canary's 5 s probes do not. The failover decision moves the name, but open sessions
-    /// stay on the slow primary unless the evacuator moves them (`--evacuate-on-failover`).
-    Slow,
-    /// No fault: a planned evacuation of the primary (out of DNS, then every connection
-    /// told to move, paced to the secondary's quota), then the same in reverse once it is
-    /// back. No user may see an error.
-    Evacuate,
-    /// The primary's table replica cut off from the other Regions, its API still serving.
-    /// Strong mode: the primary has no quorum, answers bids `redirect`, its canary's state
-    /// read fails and the name moves. Eventual mode: a replication partition nobody detects
-    /// (the primary keeps serving; users do not move).
-    Isolate,
-}
-
-impl Scenario {
-    /// The scenario's one name, as the CLI (`--scenario`) and the JSON report spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Throttle => "throttle",
-            Self::Down => "down",
-            Self::Partition => "partition",
-            Self::Flapping => "flapping",
-            Self::Failback => "failback",
-            Self::Blip => "blip",
-            Self::NeverReturns => "never-returns",
-            Self::Evacuate => "evacuate",
-            Self::Slow => "slow",
-            Self::Isolate => "isolate",
-        }
-    }
-}
 
 /// Drill settings.
 #[derive(Debug, Clone)]
@@ -84,7 +30,7 @@ pub struct DrillConfig {
     /// Give the simulated users the Regions' own endpoints (client-assisted failover).
     pub client_fallback: bool,
     /// Once the failover decision has moved the name, tell the connections still on the
-    /// primary to move (`moveTo`, [`Lab::start_failover_evacuator`]). On by default.
+    /// primary to move (`moveTo`, [`World::start_failover_evacuator`]). On by default.
     pub evacuate_on_failover: bool,
 }
 
@@ -108,16 +54,16 @@ impl Default for DrillConfig {
 /// Run one drill end to end.
 pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     let scale = config.lab.scale;
-    let lab = Arc::new(Lab::start(config.lab.clone()).await?);
+    let lab = Arc::new(World::builder().config(config.lab.clone()).start().await?);
     if config.evacuate_on_failover {
         lab.start_failover_evacuator();
     }
-    let secondary = lab.config.regions[1].clone();
-    let timeline = lab.timeline.clone();
+    let secondary = lab.name(RegionId::Secondary).to_owned();
+    let timeline = lab.timeline().clone();
 
     // Steady state: the alarm has evaluated OK and the name resolves to the primary.
     let steady = wait_for(scale.secs(600.0), || {
-        lab.resolver.primary_healthy() && lab.resolver.answer() == 0
+        lab.healthy(RegionId::Primary) && lab.resolve() == RegionId::Primary
     })
     .await;
     anyhow::ensure!(
@@ -149,7 +95,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
             .all(|r| r.restores.iter().any(|(at, r)| *at >= after && r == region))
     };
     let connected = wait_for(scale.secs(300.0), || {
-        all_restored_on(&lab.config.regions[0], 0.0)
+        all_restored_on(&lab.config().regions[0], 0.0)
     })
     .await;
     anyhow::ensure!(connected, "not every user connected to the primary");
@@ -159,49 +105,15 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     let phase = {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::SmallRng::seed_from_u64(config.seed ^ 0x5eed_f00d);
-        rng.random::<f64>() * lab.config.dns_ttl.as_secs_f64()
+        rng.random::<f64>() * lab.config().dns_ttl.as_secs_f64()
     };
     tokio::time::sleep(scale.secs(config.warm_bidding_secs + phase)).await;
 
     // The fault.
     let rpo = lab.in_flight();
     let fault_ms = timeline.elapsed().as_secs_f64() * 1000.0;
-    let throttled_before = lab.regions[1]
-        .counters
-        .throttled_429
-        .load(Ordering::Relaxed);
-    match config.scenario {
-        Scenario::Evacuate => {
-            lab.evacuate(0, true, "maintenance").await?;
-        }
-        Scenario::Slow => lab.fault(Fault::Slow {
-            region: 0,
-            ms: 6_000,
-        }),
-        Scenario::Throttle | Scenario::Failback => lab.fault(Fault::Throttle(0)),
-        Scenario::Down => lab.fault(Fault::Down(0)),
-        Scenario::NeverReturns => lab.fault(Fault::NeverReturns(0)),
-        Scenario::Isolate => lab.fault(Fault::Isolate(0)),
-        Scenario::Partition => {
-            lab.fault(Fault::Partition);
-            lab.fault(Fault::Throttle(0));
-        }
-        Scenario::Blip => {
-            lab.fault(Fault::Throttle(0));
-            tokio::time::sleep(scale.secs(3.0)).await;
-            lab.fault(Fault::Heal);
-        }
-        Scenario::Flapping => {
-            // Broken 90 s, fine 60 s, three times; then broken for good.
-            for _ in 0..3 {
-                lab.fault(Fault::Throttle(0));
-                tokio::time::sleep(scale.secs(90.0)).await;
-                lab.fault(Fault::Heal);
-                tokio::time::sleep(scale.secs(60.0)).await;
-            }
-            lab.fault(Fault::Throttle(0));
-        }
-    }
+    let throttled_before = lab.region(RegionId::Secondary).counters().throttled_429;
+    crate::runs::plan::play(&lab, &config.scenario.plan()).await;
     let recovered = if config.scenario == Scenario::Blip {
         // Two heartbeat rounds and three alarm periods: time for anything to go wrong.
         tokio::time::sleep(scale.secs(180.0)).await;
@@ -239,19 +151,16 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
 
     // Heal and measure failback (the name resolving to the primary again).
     let heal_ms = timeline.elapsed().as_secs_f64() * 1000.0;
-    lab.fault(Fault::Heal);
+    lab.inject(Fault::Heal);
     if config.scenario == Scenario::Evacuate {
         // Maintenance over: the primary back in DNS.
-        lab.set_in_service(0, true);
+        lab.set_in_service(RegionId::Primary, true);
     }
-    let throttled_during_move = lab.regions[1]
-        .counters
-        .throttled_429
-        .load(Ordering::Relaxed)
-        - throttled_before;
+    let throttled_during_move =
+        lab.region(RegionId::Secondary).counters().throttled_429 - throttled_before;
     // A Region lost for good never takes traffic back.
     let failed_back = config.scenario != Scenario::NeverReturns
-        && wait_for(scale.secs(900.0), || lab.resolver.answer() == 0).await;
+        && wait_for(scale.secs(900.0), || lab.resolve() == RegionId::Primary).await;
     let failback_ms = failed_back
         .then(|| timeline.first(Kind::DnsFlip, heal_ms))
         .flatten()
@@ -266,16 +175,17 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         let ended_ms = timeline.elapsed().as_secs_f64() * 1000.0;
         if config.scenario == Scenario::Evacuate {
             // The same operation in reverse: DNS already answers the primary.
-            lab.evacuate(1, false, "maintenance over").await?;
+            lab.evacuate(RegionId::Secondary, false, "maintenance over")
+                .await?;
         } else {
             timeline.record(
                 Kind::Note,
                 format!("{secondary}: every connection ended (the 2-hour limit, brought forward)"),
             );
-            lab.regions[1].drop_all_sockets();
+            lab.region(RegionId::Secondary).drop_all_sockets();
         }
         wait_for(scale.secs(config.recovery_timeout_secs), || {
-            all_restored_on(&lab.config.regions[0], ended_ms)
+            all_restored_on(lab.name(RegionId::Primary), ended_ms)
         })
         .await;
         let returns: Vec<f64> = users
@@ -284,7 +194,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
             .filter_map(|r| {
                 r.restores
                     .iter()
-                    .find(|(at, region)| *at >= ended_ms && *region == lab.config.regions[0])
+                    .find(|(at, region)| *at >= ended_ms && *region == lab.config().regions[0])
                     .map(|(at, _)| at - ended_ms)
             })
             .collect();
@@ -381,7 +291,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         .filter(|e| e.kind == Kind::DnsFlip && e.at_ms >= fault_ms && e.at_ms < heal_ms)
         .count();
     let mut split = split_between_regions(&logs, &accepted, fault_ms, heal_ms);
-    if let Some(cluster) = &lab.mrsc {
+    if let Some(cluster) = &lab.cluster() {
         // Strong mode: the table's own order is the truth (answers can arrive out of it).
         split.accepted_below_other_region =
             below_an_earlier_bid(&cluster.accepted_in_order(&auction));
@@ -402,7 +312,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         .flat_map(|op| &op.answers)
         .filter(|a| a.1 == Answer::Redirected)
         .count();
-    let primary = &lab.config.regions[0];
+    let primary = &lab.config().regions[0];
     let disconnects_in_fault = |l: &UserRecord| {
         l.disconnects
             .iter()
@@ -442,7 +352,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         restores_aws_s,
         connections_aws: connections_per_region(&logs, fault_ms, scale.factor()),
         detection_ms,
-        health_check: lab.config.health_check,
+        health_check: lab.config().health_check,
         health_checks,
         dns_flip_ms,
         failback_ms,
@@ -473,15 +383,14 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         throttled_handshakes_during_move: throttled_during_move as usize,
         back_on_primary_ms: Percentiles::of(back_on_primary.as_deref().unwrap_or_default()),
         failed_checks: Vec::new(),
-        consistency: lab.config.consistency.to_string(),
+        consistency: lab.config().consistency.to_string(),
         bid_latency_aws_ms: Percentiles::of(&bid_latency_aws_ms),
         redirected_bids,
         no_quorum_refusals: lab
-            .mrsc
-            .as_ref()
+            .cluster()
             .map(|c| c.refused().into_iter().take(2).collect())
             .unwrap_or_default(),
-        clock: if lab.config.environment.is_simulated() {
+        clock: if lab.config().environment.is_simulated() {
             "simulated".into()
         } else {
             "real".into()

@@ -3,10 +3,12 @@
 //! Clients connect to the primary's own endpoint (the front door would double the sockets in
 //! this one process).
 
-use crate::sim::history::{check, final_states, Outcome, Violation};
+use crate::sim::history::{check, Outcome, Violation};
+use crate::sim::judge::final_states;
 use crate::sim::users::{Behaviour, ClientFactory, LabTokens, Population, UserSpec};
-use crate::world::lab::{Lab, LabConfig};
 use crate::world::scale::TimeScale;
+use crate::world::RegionId;
+use crate::world::{LabConfig, World};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -80,17 +82,19 @@ pub fn rss_kib() -> u64 {
 
 pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
     let lab = Arc::new(
-        Lab::start(LabConfig {
-            scale: TimeScale::new(1.0),
-            ..LabConfig::default()
-        })
-        .await?,
+        World::builder()
+            .config(LabConfig {
+                scale: TimeScale::new(1.0),
+                ..LabConfig::default()
+            })
+            .start()
+            .await?,
     );
     let per_auction = config.users_per_auction.max(1);
     let auctions: Vec<AuctionId> = (0..config.connections.div_ceil(per_auction))
         .map(|i| AuctionId::new(format!("load-{i}")))
         .collect::<Result<_, _>>()?;
-    for region in &lab.regions {
+    for (_, region) in lab.regions() {
         for id in &auctions {
             region
                 .service()
@@ -113,7 +117,7 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
     // The primary's own endpoint, reference timers (time scale 1).
     let clients: ClientFactory = {
         let lab = lab.clone();
-        let url = lab.regions[0].url();
+        let url = lab.region(RegionId::Primary).url();
         Arc::new(move |spec: &UserSpec, _index: usize, seed: u64| {
             ClientBuilder::new(url.clone())
                 .token_provider(Arc::new(LabTokens {

@@ -1,6 +1,6 @@
 //! The drill report: a table for people, JSON for machines, an SVG timeline for both.
 
-use crate::runs::drill::Scenario;
+use crate::runs::scenario::Scenario;
 use crate::world::timeline::Entry;
 use serde::Serialize;
 use std::path::Path;
@@ -454,24 +454,6 @@ impl Report {
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
         write_pretty_json(path, self)
     }
-
-    /// The drill chart (crate::runs::chart): users restored over time since the fault and
-    /// connections per Region, with the fault window and the events marked.
-    pub fn write_svg(&self, path: &Path) -> anyhow::Result<()> {
-        let (name, colour) = if self.client_fallback {
-            ("client-assisted", crate::runs::chart::CLIENT_ASSISTED)
-        } else {
-            ("DNS only", crate::runs::chart::DNS_ONLY)
-        };
-        crate::runs::chart::write(
-            path,
-            &[crate::runs::chart::Run {
-                report: self,
-                name,
-                colour,
-            }],
-        )
-    }
 }
 
 /// The same scenario and seed with the table in each mode (`wsdr drill --compare-consistency`).
@@ -623,26 +605,6 @@ impl Comparison {
 
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
         write_pretty_json(path, self)
-    }
-
-    /// Both runs on one chart: two restored curves, the DNS-only run's events marked.
-    pub fn write_svg(&self, path: &Path) -> anyhow::Result<()> {
-        use crate::runs::chart::{Run, CLIENT_ASSISTED, DNS_ONLY};
-        crate::runs::chart::write(
-            path,
-            &[
-                Run {
-                    report: &self.dns_only,
-                    name: "DNS only",
-                    colour: DNS_ONLY,
-                },
-                Run {
-                    report: &self.client_assisted,
-                    name: "client-assisted",
-                    colour: CLIENT_ASSISTED,
-                },
-            ],
-        )
     }
 }
 

@@ -11,26 +11,32 @@
 //! pass, not an error.
 
 use crate::sim::history::Violation;
-use crate::world::lab::Lab;
+use crate::world::{RegionId, World};
 use std::time::Duration;
 use tokio::time::Instant;
 use wsdr_client::exchange::{next_message, send};
 use wsdr_client::{connect, ConnectError, ConnectOptions, WsStream};
 use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, ClientMessage, ServerMessage};
 
-async fn try_open(lab: &Lab, url: &str, token: String) -> Result<WsStream, ConnectError> {
+/// Connect with a token the world minted (a token it could not mint is a failed handshake).
+async fn try_open(
+    lab: &World,
+    url: &str,
+    token: anyhow::Result<String>,
+) -> Result<WsStream, ConnectError> {
+    let token = token.map_err(|e| ConnectError::Protocol(format!("no token: {e:#}")))?;
     connect(
         url,
         &ConnectOptions {
             token: Some(token),
-            network: lab.config.environment.network.clone(),
+            network: lab.config().environment.network.clone(),
             ..ConnectOptions::default()
         },
     )
     .await
 }
 
-async fn open(lab: &Lab, url: &str, token: String) -> Option<WsStream> {
+async fn open(lab: &World, url: &str, token: anyhow::Result<String>) -> Option<WsStream> {
     try_open(lab, url, token).await.ok()
 }
 
@@ -64,13 +70,13 @@ async fn bid(
 /// refused at the handshake; a real probe subject may connect, read public state, and
 /// nothing of anyone's bids, and its bid must be rejected.
 pub async fn impostor(
-    lab: &Lab,
+    lab: &World,
     victim: &str,
     auction: &AuctionId,
     within: Duration,
 ) -> Vec<Violation> {
     let mut found = Vec::new();
-    for region in &lab.regions {
+    for (_, region) in lab.regions() {
         let url = region.url();
         let name = region.name.clone();
         // The authorizer must refuse it (403). A 401 is the handler's `$connect` refusing an
@@ -146,13 +152,13 @@ pub async fn impostor(
 /// its last bid, and one it never made. Only acknowledged bids are judged; a Region that
 /// stops answering ends the attack early.
 pub async fn prolific(
-    lab: &Lab,
+    lab: &World,
     sub: &str,
     auction: &AuctionId,
     bids: usize,
     within: Duration,
 ) -> Vec<Violation> {
-    let region = &lab.regions[0];
+    let region = &lab.region(RegionId::Primary);
     let Some(mut ws) = open(lab, &region.url(), lab.user_token(sub)).await else {
         return Vec::new();
     };
@@ -201,7 +207,7 @@ pub async fn prolific(
     let mut found = Vec::new();
     // The truth is the Region's own copies, in the order the port defines (newest `at`
     // first, then bidId): bids made within one lab millisecond tie on `at`.
-    let Ok(states) = crate::sim::history::final_states(lab, auction).await else {
+    let Ok(states) = crate::sim::judge::final_states(lab, auction).await else {
         return found;
     };
     let seen = crate::sim::history::UserEnd {
@@ -212,13 +218,7 @@ pub async fn prolific(
         high_before_resync: None,
         views_backwards: 0,
         highs_lowered: 0,
-        served_by: Some(
-            lab.config
-                .regions
-                .first()
-                .cloned()
-                .unwrap_or_else(|| region.clone()),
-        ),
+        served_by: Some(lab.name(RegionId::Primary).to_owned()),
         own_bids: you
             .bids
             .iter()
@@ -261,7 +261,7 @@ pub async fn prolific(
 /// its Region must still reach the other Region's watcher within a heartbeat, and (both
 /// modes, healed) a bid must reach it as a push.
 pub async fn racers(
-    lab: &Lab,
+    lab: &World,
     auction: &AuctionId,
     per_region: usize,
     within: Duration,
@@ -274,8 +274,9 @@ pub async fn racers(
     let next = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(
         FIRST_AMOUNT + per_region as u64,
     ));
-    let race = |index: usize| async move {
-        let region = &lab.regions[index];
+    let race = |region: RegionId| async move {
+        let index = region.index();
+        let region = lab.region(region);
         let sub = format!("racer-{index}");
         let mut found = Vec::new();
         let Some(mut ws) = open(lab, &region.url(), lab.user_token(&sub)).await else {
@@ -312,28 +313,35 @@ pub async fn racers(
         }
         found
     };
-    let mut watchers: Vec<Watcher> = (0..lab.regions.len())
-        .map(|i| Watcher::start(lab, auction, i))
-        .collect();
+    let mut watchers = Vec::new();
+    for region in RegionId::ALL {
+        match Watcher::start(lab, auction, region) {
+            Ok(watcher) => watchers.push(watcher),
+            Err(error) => {
+                tracing::warn!(%error, %region, "no watcher: the race runs unwatched");
+                return Vec::new();
+            }
+        }
+    }
     // Some pushes are throttled and retried with backoff, so they arrive late and out of
     // order, as `@connections` under load delivers them.
-    for region in 0..lab.regions.len() {
-        lab.fault(crate::world::lab::Fault::ConnectionsThrottle {
+    for region in RegionId::ALL {
+        lab.inject(crate::world::Fault::ConnectionsThrottle {
             region,
             percent: 40,
         });
     }
-    let (mut found, b) = tokio::join!(race(0), race(1));
+    let (mut found, b) = tokio::join!(race(RegionId::Primary), race(RegionId::Secondary));
     found.extend(b);
-    lab.fault(crate::world::lab::Fault::Heal);
+    lab.inject(crate::world::Fault::Heal);
     // Before any higher bid: the top of the lot is the last round's tie.
     found.extend(ties_decided_by_the_rule(lab, auction).await);
     let amount = || next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    if lab.mrsc.is_some() {
+    if lab.cluster().is_some() {
         // Strong mode: the path between the Regions cut (the witness keeps a quorum on both
         // sides), so the push cannot leave the first Region; the other Region's watcher must
         // still show the bid within a heartbeat and a round trip: its pong says it is behind.
-        lab.fault(crate::world::lab::Fault::Partition);
+        lab.inject(crate::world::Fault::Partition);
         found.extend(
             bid_reaches(
                 lab,
@@ -345,7 +353,7 @@ pub async fn racers(
             )
             .await,
         );
-        lab.fault(crate::world::lab::Fault::Heal);
+        lab.inject(crate::world::Fault::Heal);
     }
     // Healed, nothing throttled: the bid reaches a subscriber in the other Region as a push
     // (replicated, then announced there), not only by a pong's resync.
@@ -367,10 +375,10 @@ pub async fn racers(
 /// Once replication has drained, every Region serves the high bid the ledger's rule picks
 /// from its own copies (amount, then the earliest copy, then bidder, then bidId), and all
 /// serve the same: the racers left equal amounts from both Regions on the lot.
-async fn ties_decided_by_the_rule(lab: &Lab, auction: &AuctionId) -> Vec<Violation> {
-    let scale = lab.config.scale;
+async fn ties_decided_by_the_rule(lab: &World, auction: &AuctionId) -> Vec<Violation> {
+    let scale = lab.config().scale;
     crate::world::clock::wait_for(scale.secs(120.0), || lab.in_flight().items == 0).await;
-    let Ok(states) = crate::sim::history::final_states(lab, auction).await else {
+    let Ok(states) = crate::sim::judge::final_states(lab, auction).await else {
         return Vec::new();
     };
     let mut found: Vec<Violation> = states
@@ -392,13 +400,17 @@ async fn ties_decided_by_the_rule(lab: &Lab, auction: &AuctionId) -> Vec<Violati
 /// socket that sent `getState` and nothing else (no heartbeat, so no pong can resync it).
 /// Only a pushed `bidUpdate` can show it the bid.
 async fn pushed_across(
-    lab: &Lab,
+    lab: &World,
     auction: &AuctionId,
     amount: u64,
     within: Duration,
 ) -> Vec<Violation> {
-    let Some(mut subscriber) =
-        open(lab, &lab.regions[1].url(), lab.user_token("watcher-bare")).await
+    let Some(mut subscriber) = open(
+        lab,
+        &lab.region(RegionId::Secondary).url(),
+        lab.user_token("watcher-bare"),
+    )
+    .await
     else {
         return Vec::new();
     };
@@ -450,22 +462,22 @@ struct Watcher {
 
 impl Watcher {
     /// With the users' heartbeat.
-    fn start(lab: &Lab, auction: &AuctionId, index: usize) -> Self {
-        let scale = lab.config.scale;
-        let (client, events) = wsdr_client::ClientBuilder::new(lab.regions[index].url())
-            .token_provider(std::sync::Arc::new(wsdr_client::StaticToken(
-                lab.user_token(&format!("watcher-{index}")),
-            )))
+    fn start(lab: &World, auction: &AuctionId, region: RegionId) -> anyhow::Result<Self> {
+        let scale = lab.config().scale;
+        let index = region.index();
+        let token = lab.user_token(&format!("watcher-{index}"))?;
+        let (client, events) = wsdr_client::ClientBuilder::new(lab.region(region).url())
+            .token_provider(std::sync::Arc::new(wsdr_client::StaticToken(token)))
             .subscribe(auction.clone())
             .heartbeat(scale.secs(30.0), scale.secs(35.0))
-            .network(lab.config.environment.network.clone())
+            .network(lab.config().environment.network.clone())
             .seed(index as u64 + 7)
             .start();
-        Self {
+        Ok(Self {
             client,
             events,
             log: Vec::new(),
-        }
+        })
     }
 
     fn drain(&mut self) {
@@ -524,7 +536,7 @@ impl Watcher {
 /// Bid `amount` as `racer-0` in the first Region; if accepted, the watcher must show it
 /// within a heartbeat interval (30 s AWS) plus room for a round trip and a busy machine.
 async fn bid_reaches(
-    lab: &Lab,
+    lab: &World,
     auction: &AuctionId,
     watcher: &mut Watcher,
     bid_id: &str,
@@ -536,7 +548,7 @@ async fn bid_reaches(
     // The bound is a heartbeat (30 s AWS) and a round trip; at least 5 s of real time: at
     // time scale 300, 45 s AWS is 150 ms, which a loaded machine can miss (without the pong's
     // resync it is never shown: the partition holds until after the wait).
-    let deadline = Instant::now() + lab.config.scale.secs(45.0).max(Duration::from_secs(5));
+    let deadline = Instant::now() + lab.config().scale.secs(45.0).max(Duration::from_secs(5));
     if !accepted || watcher.shows(amount, deadline).await {
         return Vec::new();
     }
@@ -550,7 +562,7 @@ async fn bid_reaches(
 /// One bid of `amount` as `racer-0` in the first Region, on its own connection: whether it
 /// was accepted.
 async fn racer_bid(
-    lab: &Lab,
+    lab: &World,
     auction: &AuctionId,
     bid_id: &str,
     amount: u64,
@@ -559,7 +571,13 @@ async fn racer_bid(
     let (Ok(bid_id), Ok(amount)) = (BidId::new(bid_id), Amount::new(amount)) else {
         return false;
     };
-    let Some(mut ws) = open(lab, &lab.regions[0].url(), lab.user_token("racer-0")).await else {
+    let Some(mut ws) = open(
+        lab,
+        &lab.region(RegionId::Primary).url(),
+        lab.user_token("racer-0"),
+    )
+    .await
+    else {
         return false;
     };
     matches!(

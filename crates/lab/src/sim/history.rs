@@ -295,8 +295,8 @@ impl Violation {
 /// without a reconnect since the invoke count: the bid was sent to that Region then.
 pub fn acknowledged_without_quorum(
     ops: &[Op],
-    regions: &[String],
-    lacked: impl Fn(usize, f64, f64) -> bool,
+    regions: &crate::world::PerRegion<String>,
+    lacked: impl Fn(crate::world::RegionId, f64, f64) -> bool,
 ) -> Vec<Violation> {
     let mut found = Vec::new();
     for op in ops {
@@ -304,10 +304,10 @@ pub fn acknowledged_without_quorum(
             if *reconnected || !matches!(answer, Answer::Accepted | Answer::Duplicate) {
                 continue;
             }
-            let Some(index) = regions.iter().position(|r| r == region) else {
+            let Some((id, _)) = regions.iter().find(|(_, name)| *name == region) else {
                 continue;
             };
-            if lacked(index, op.invoked_ms, *at) {
+            if lacked(id, op.invoked_ms, *at) {
                 found.push(Violation::AcknowledgedWithoutQuorum {
                     bidder: op.user.clone(),
                     bid_id: op.bid_id.clone(),
@@ -615,100 +615,6 @@ pub fn check_own_bids(user: &UserEnd, regions: &[FinalState], violations: &mut V
     }
 }
 
-/// Let the lab settle before it is judged: replication drained and the Regions equal.
-/// A client that reconnects late (a slow machine), or resends a bid it got no answer for, may
-/// still write after the first drain, so this takes up to four bounded rounds of drain, five
-/// AWS seconds' rest, compare. Whether the Regions converged.
-pub async fn settle(lab: &crate::world::lab::Lab) -> bool {
-    let scale = lab.config.scale;
-    for _ in 0..4 {
-        let drained =
-            crate::sim::users::wait_for(scale.secs(600.0), || lab.in_flight().items == 0).await;
-        tokio::time::sleep(scale.secs(5.0)).await;
-        if drained && lab.converged().await {
-            return true;
-        }
-    }
-    false
-}
-
-/// What the lab's Regions hold for `auction` at the end of a run: one [`FinalState`] per
-/// Region still alive (a Region lost for good is not read: what it took is in [`lost_with_regions`]).
-pub async fn final_states(
-    lab: &crate::world::lab::Lab,
-    auction: &wsdr_protocol::AuctionId,
-) -> anyhow::Result<Vec<FinalState>> {
-    let gone = lab.gone();
-    let mut states = Vec::new();
-    for (i, (name, region)) in lab.config.regions.iter().zip(&lab.regions).enumerate() {
-        if gone.contains(&i) {
-            continue;
-        }
-        let copies = region.store.all_bids(auction).await?;
-        let mut bids: BTreeMap<BidKey, Vec<Record>> = BTreeMap::new();
-        for copy in &copies {
-            let records = bids
-                .entry((
-                    copy.bidder.as_str().to_owned(),
-                    copy.bid_id.as_str().to_owned(),
-                ))
-                .or_default();
-            match records.iter_mut().find(|r| r.amount == copy.amount.get()) {
-                Some(record) => record.at = record.at.min(copy.at),
-                None => records.push(Record {
-                    amount: copy.amount.get(),
-                    at: copy.at,
-                }),
-            }
-        }
-        for records in bids.values_mut() {
-            records.sort_by_key(|r| r.amount);
-        }
-        let snapshot = region.store.snapshot(auction).await?;
-        states.push(FinalState {
-            region: name.clone(),
-            bids,
-            copies: copies.len(),
-            high: snapshot.high_bid.as_ref().map(|b| {
-                (
-                    b.bidder.as_str().to_owned(),
-                    b.bid_id.as_str().to_owned(),
-                    b.amount.get(),
-                )
-            }),
-            bid_count: snapshot.bid_count,
-        });
-    }
-    Ok(states)
-}
-
-/// The bid copies Regions that never came back took with them: the only losses the checker
-/// accepts.
-pub fn lost_with_regions(lab: &crate::world::lab::Lab) -> Lost {
-    lab.lost_writes()
-        .into_iter()
-        .filter_map(|change| match change.item {
-            wsdr_core::items::Item::Bid { bid, .. } => Some((
-                bid.bidder.as_str().to_owned(),
-                bid.bid_id.as_str().to_owned(),
-                bid.amount.get(),
-            )),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Summary versions Regions that never came back took with them. Nothing orders two items
-/// (Global Tables replicates each on its own), so a lost Region's copy may have reached the
-/// survivor while the summary version that counted it did not: the survivor then counts up
-/// to this many fewer bids than it holds copies.
-pub fn lost_summaries(lab: &crate::world::lab::Lab) -> usize {
-    lab.lost_writes()
-        .iter()
-        .filter(|change| matches!(change.item, wsdr_core::items::Item::Summary { .. }))
-        .count()
-}
-
 /// Drop what a lost Region's undelivered summaries explain (see [`lost_summaries`] and
 /// docs/DATA_MODEL.md, "After a Region is lost for good"): a `bid_count_wrong` below the
 /// copies by at most that many, and a `high_bid_wrong` whose served high is *below* the one
@@ -961,13 +867,15 @@ mod tests {
 
     #[test]
     fn an_acknowledgement_from_a_region_without_quorum_throughout_is_reported() {
-        let regions = vec!["e".to_owned(), "w".to_owned()];
+        use crate::world::{PerRegion, RegionId};
+        let regions = PerRegion::new("e".to_owned(), "w".to_owned());
         let mut acked = op("a", "b1", 100, &[(Answer::Accepted, false)]);
         acked.invoked_ms = 10.0;
         acked.answers[0].0 = 20.0;
         acked.answers[0].2 = "e".into();
         // "e" lacked quorum from 5 to 30 ms.
-        let lacked = |r: usize, from: f64, to: f64| r == 0 && from >= 5.0 && to < 30.0;
+        let lacked =
+            |r: RegionId, from: f64, to: f64| r == RegionId::Primary && from >= 5.0 && to < 30.0;
         assert_eq!(
             acknowledged_without_quorum(std::slice::from_ref(&acked), &regions, lacked).len(),
             1

@@ -1,12 +1,12 @@
 //! The end of every run that bids on one auction (drills and chaos): stop bidding, let
 //! answers arrive and replication drain, take every user's final view, read what the Regions
-//! hold, and run the checker.
+//! hold, and run the checker. Everything that reads the world is here; the checker
+//! (crate::sim::history) only judges what it is given.
 
-use crate::sim::history::{
-    check, final_states, lost_with_regions, settle, FinalState, Lost, Op, UserEnd, Violation,
-};
+use crate::sim::history::{check, BidKey, FinalState, Lost, Op, Record, UserEnd, Violation};
 use crate::sim::users::{Population, UserRecord};
-use crate::world::lab::Lab;
+use crate::world::World;
+use std::collections::BTreeMap;
 use std::time::Duration;
 use wsdr_protocol::AuctionId;
 
@@ -28,12 +28,12 @@ pub struct Judgement {
 /// replication is drained; pushes get a minute (AWS) to bring every connected user the
 /// converged high bid before the forced final resync, which gets five.
 pub async fn judge(
-    lab: &Lab,
+    lab: &World,
     users: &Population,
     auction: &AuctionId,
     drain: Duration,
 ) -> anyhow::Result<Judgement> {
-    let scale = lab.config.scale;
+    let scale = lab.config().scale;
     users.set_bidding(false);
     tokio::time::sleep(drain).await;
     let converged = settle(lab).await;
@@ -73,10 +73,7 @@ pub async fn judge(
     // checker is told exactly which bid copies those are.
     let lost = lost_with_regions(lab);
     let mut violations = check(&ops, &regions, converged, &ends, &lost);
-    crate::sim::history::excuse_lost_summaries(
-        &mut violations,
-        crate::sim::history::lost_summaries(lab),
-    );
+    crate::sim::history::excuse_lost_summaries(&mut violations, lost_summaries(lab));
     Ok(Judgement {
         converged,
         regions,
@@ -86,4 +83,98 @@ pub async fn judge(
         lost,
         violations,
     })
+}
+
+/// Let the lab settle before it is judged: replication drained and the Regions equal.
+/// A client that reconnects late (a slow machine), or resends a bid it got no answer for, may
+/// still write after the first drain, so this takes up to four bounded rounds of drain, five
+/// AWS seconds' rest, compare. Whether the Regions converged.
+pub async fn settle(lab: &crate::world::World) -> bool {
+    let scale = lab.config().scale;
+    for _ in 0..4 {
+        let drained =
+            crate::world::clock::wait_for(scale.secs(600.0), || lab.in_flight().items == 0).await;
+        tokio::time::sleep(scale.secs(5.0)).await;
+        if drained && lab.converged().await {
+            return true;
+        }
+    }
+    false
+}
+
+/// What the lab's Regions hold for `auction` at the end of a run: one [`FinalState`] per
+/// Region still alive (a Region lost for good is not read: what it took is in [`lost_with_regions`]).
+pub async fn final_states(
+    lab: &crate::world::World,
+    auction: &wsdr_protocol::AuctionId,
+) -> anyhow::Result<Vec<FinalState>> {
+    let gone = lab.gone();
+    let mut states = Vec::new();
+    for (id, region) in lab.regions() {
+        if gone.contains(&id) {
+            continue;
+        }
+        let copies = region.store.all_bids(auction).await?;
+        let mut bids: BTreeMap<BidKey, Vec<Record>> = BTreeMap::new();
+        for copy in &copies {
+            let records = bids
+                .entry((
+                    copy.bidder.as_str().to_owned(),
+                    copy.bid_id.as_str().to_owned(),
+                ))
+                .or_default();
+            match records.iter_mut().find(|r| r.amount == copy.amount.get()) {
+                Some(record) => record.at = record.at.min(copy.at),
+                None => records.push(Record {
+                    amount: copy.amount.get(),
+                    at: copy.at,
+                }),
+            }
+        }
+        for records in bids.values_mut() {
+            records.sort_by_key(|r| r.amount);
+        }
+        let snapshot = region.store.snapshot(auction).await?;
+        states.push(FinalState {
+            region: region.name.clone(),
+            bids,
+            copies: copies.len(),
+            high: snapshot.high_bid.as_ref().map(|b| {
+                (
+                    b.bidder.as_str().to_owned(),
+                    b.bid_id.as_str().to_owned(),
+                    b.amount.get(),
+                )
+            }),
+            bid_count: snapshot.bid_count,
+        });
+    }
+    Ok(states)
+}
+
+/// The bid copies Regions that never came back took with them: the only losses the checker
+/// accepts.
+pub fn lost_with_regions(lab: &crate::world::World) -> Lost {
+    lab.lost_writes()
+        .into_iter()
+        .filter_map(|change| match change.item {
+            wsdr_core::items::Item::Bid { bid, .. } => Some((
+                bid.bidder.as_str().to_owned(),
+                bid.bid_id.as_str().to_owned(),
+                bid.amount.get(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Summary versions Regions that never came back took with them. Nothing orders two items
+/// (Global Tables replicates each on its own), so a lost Region's copy may have reached the
+/// survivor while the summary version that counted it did not: the survivor then counts up
+/// to this many fewer bids than it holds copies.
+pub fn lost_summaries(lab: &crate::world::World) -> usize {
+    lab.lost_writes()
+        .iter()
+        .filter(|change| matches!(change.item, wsdr_core::items::Item::Summary { .. }))
+        .count()
 }

@@ -7,10 +7,10 @@
 //! its answer) and open it again a little later, as a new session that knows nothing of it.
 
 use crate::sim::history::{Answer, BidKey, Op, UserEnd, Violation};
-use crate::world::lab::Lab;
 use crate::world::owner::Owner;
 use crate::world::scale::TimeScale;
 use crate::world::timeline::Kind;
+use crate::world::World;
 use futures::future::BoxFuture;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -28,26 +28,26 @@ use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, Versions};
 /// A fresh lab token for `sub` at every connect.
 #[derive(Debug)]
 pub struct LabTokens {
-    pub lab: Arc<Lab>,
+    pub lab: Arc<World>,
     pub sub: String,
 }
 
 impl TokenProvider for LabTokens {
     fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<String, String>> {
-        Box::pin(async move { Ok(self.lab.user_token(&self.sub)) })
+        Box::pin(async move { self.lab.user_token(&self.sub).map_err(|e| format!("{e:#}")) })
     }
 }
 
 /// A simulated user's client through the front door, with the reference timers divided by
 /// the lab's time scale; with `fallback`, it also knows the Regions' own endpoints.
 pub fn user_client(
-    lab: &Arc<Lab>,
+    lab: &Arc<World>,
     sub: &str,
     auction: &AuctionId,
     seed: u64,
     fallback: bool,
 ) -> ClientBuilder {
-    let scale = lab.config.scale;
+    let scale = lab.config().scale;
     let mut builder = ClientBuilder::new(lab.front_door_url())
         .token_provider(Arc::new(LabTokens {
             lab: lab.clone(),
@@ -62,8 +62,8 @@ pub fn user_client(
             max: 4,
             max_age: scale.secs(30.0),
         })
-        .wall_clock(Arc::new(LabWallClock(lab.clock)))
-        .network(lab.config.environment.network.clone())
+        .wall_clock(Arc::new(LabWallClock(lab.clock())))
+        .network(lab.config().environment.network.clone())
         .seed(seed);
     if fallback {
         builder = builder.fallback(Fallback::new(regional_endpoints(lab)).scaled(scale.factor()));
@@ -81,13 +81,10 @@ impl wsdr_client::WallClock for LabWallClock {
 }
 
 /// Each Region's own endpoint, in preference order.
-pub fn regional_endpoints(lab: &Lab) -> Vec<RegionalEndpoint> {
-    lab.config
-        .regions
-        .iter()
-        .zip(&lab.regions)
-        .map(|(name, region)| RegionalEndpoint {
-            region: name.clone(),
+pub fn regional_endpoints(lab: &World) -> Vec<RegionalEndpoint> {
+    lab.regions()
+        .map(|(_, region)| RegionalEndpoint {
+            region: region.name.clone(),
             url: region.url(),
         })
         .collect()
@@ -236,7 +233,7 @@ struct SimUser {
 
 /// Every simulated user of a run, and the history they made.
 pub struct Population {
-    lab: Arc<Lab>,
+    lab: Arc<World>,
     users: Vec<SimUser>,
     /// Keyed by (bidder, bidId): a bidId is scoped to its bidder.
     ops: Mutex<BTreeMap<BidKey, Op>>,
@@ -255,7 +252,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Population {
     /// Start every user; they bid once `bidding` is on ([`Population::set_bidding`]).
     pub fn start(
-        lab: Arc<Lab>,
+        lab: Arc<World>,
         specs: Vec<UserSpec>,
         behaviour: Behaviour,
         seed: u64,
@@ -296,7 +293,7 @@ impl Population {
     /// `n` users (`user-0`..) bidding on `auction` through the front door, bidding at once;
     /// `fallback(i)` says whether user `i`'s client also knows the Regions' own endpoints.
     pub fn through_front_door(
-        lab: &Arc<Lab>,
+        lab: &Arc<World>,
         n: usize,
         auction: &AuctionId,
         behaviour: Behaviour,
@@ -316,7 +313,7 @@ impl Population {
             })
         };
         let population = Self::start(lab.clone(), specs, behaviour, seed, clients, true);
-        let view: Arc<dyn crate::world::lab::UsersView> = population.clone();
+        let view: Arc<dyn crate::world::UsersView> = population.clone();
         lab.attach_users(&view);
         population
     }
@@ -450,7 +447,7 @@ impl Population {
     }
 
     fn now_ms(&self) -> f64 {
-        self.lab.timeline.elapsed().as_secs_f64() * 1000.0
+        self.lab.now_ms()
     }
 
     fn went_online(&self) {
@@ -489,11 +486,11 @@ async fn run_user(
     seed: u64,
     clients: ClientFactory,
 ) {
-    let scale: TimeScale = population.lab.config.scale;
+    let scale: TimeScale = population.lab.scale();
     let user = &population.users[index];
     let sub = user.spec.sub.clone();
     let auction = user.spec.auction.clone();
-    let timeline = population.lab.timeline.clone();
+    let timeline = population.lab.timeline().clone();
     let mut rng = SmallRng::seed_from_u64(seed ^ ((index as u64) << 32));
     let mut bidding = population.bidding.subscribe();
     let aws = |secs: f64| scale.secs(secs.max(0.0));
@@ -758,7 +755,7 @@ fn on_event(
     }
 }
 
-impl crate::world::lab::UsersView for Population {
+impl crate::world::UsersView for Population {
     fn total(&self) -> usize {
         self.users.len()
     }

@@ -6,7 +6,7 @@
 //!
 //! - `GET  /` (and `/app.js`, `/wsdr-client.js`, `/style.css`): the live auction page and
 //!   control room (`web/`, compiled into the binary so the lab serves it from anywhere)
-//! - `GET  /api/status` -> [`crate::world::lab::Status`] as JSON
+//! - `GET  /api/status` -> [`crate::world::Status`] as JSON
 //! - `GET  /metrics` -> the same in Prometheus text format ([`crate::world::prometheus`])
 //! - `POST /api/evacuate` with `{"region": 0|1|"<name>", "planned": true, "reason": "..."}`:
 //!   (planned) take the Region out of DNS and wait for the name to answer the other one, then
@@ -23,7 +23,8 @@
 //!   (percent), `disconnect-dropped`, `skew` (ms, may be negative), `one-way` (from),
 //!   `sticky-dns` (ms: how long answers are kept), `slow` (ms), `heal` (docs/LAB.md)
 
-use crate::world::lab::{Fault, Lab};
+pub use crate::world::fault::{FaultRequest, RegionRef};
+use crate::world::World;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -33,102 +34,6 @@ use serde::Deserialize;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A Region in a fault request: its index (0 = primary, 1 = secondary) or its name
-/// (`"us-east-1"`). The index form is the original API and stays.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(untagged)]
-pub enum RegionRef {
-    Index(usize),
-    Name(String),
-}
-
-impl Default for RegionRef {
-    fn default() -> Self {
-        Self::Index(0)
-    }
-}
-
-impl RegionRef {
-    /// The Region's index among `names` (the lab's Regions, primary first).
-    pub fn resolve(&self, names: &[String]) -> Result<usize, String> {
-        match self {
-            Self::Index(i) if *i < names.len() => Ok(*i),
-            Self::Name(name) => names.iter().position(|n| n == name).ok_or_else(|| {
-                format!(
-                    "no Region `{name}` in this lab: its Regions are {} (or 0 and 1)",
-                    names.join(" and ")
-                )
-            }),
-            Self::Index(_) => Err("region must be 0 (primary) or 1 (secondary)".into()),
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct FaultRequest {
-    pub kind: String,
-    #[serde(default)]
-    pub region: RegionRef,
-    /// AWS milliseconds (`lag`, `skew` (signed), `sticky-dns`, `slow`).
-    #[serde(default)]
-    pub ms: i64,
-    /// `ack-lost`, `store-throttle`, `connections-throttle`: share affected, 0 to 100
-    /// (default 50).
-    #[serde(default)]
-    pub percent: Option<u8>,
-    /// `one-way`: the Region whose outgoing replication is cut (default `region`).
-    #[serde(default)]
-    pub from: Option<RegionRef>,
-}
-
-/// Parse a fault request against the lab's Region names (primary first); errors are for
-/// the HTTP 400 body.
-pub fn parse_fault(request: &FaultRequest, names: &[String]) -> Result<Fault, String> {
-    let region = request.region.resolve(names)?;
-    let from = request
-        .from
-        .as_ref()
-        .map(|f| f.resolve(names))
-        .transpose()?;
-    let percent = match request.percent {
-        Some(p) if p > 100 => return Err("percent must be 0 to 100".into()),
-        Some(p) => p,
-        None => 50,
-    };
-    let non_negative_ms =
-        || u64::try_from(request.ms).map_err(|_| format!("`{}` needs ms >= 0", request.kind));
-    match request.kind.as_str() {
-        "down" => Ok(Fault::Down(region)),
-        "throttle" => Ok(Fault::Throttle(region)),
-        "partition" => Ok(Fault::Partition),
-        "lag" => Ok(Fault::Lag(Duration::from_millis(non_negative_ms()?))),
-        "never-returns" => Ok(Fault::NeverReturns(region)),
-        "ack-lost" => Ok(Fault::AckLost { region, percent }),
-        "store-throttle" => Ok(Fault::StoreThrottle { region, percent }),
-        "store-outage" => Ok(Fault::StoreOutage(region)),
-        "connections-throttle" => Ok(Fault::ConnectionsThrottle { region, percent }),
-        "disconnect-dropped" => Ok(Fault::DisconnectDropped(region)),
-        "skew" => Ok(Fault::Skew {
-            region,
-            ms: request.ms,
-        }),
-        "one-way" => Ok(Fault::OneWay {
-            from: from.unwrap_or(region),
-        }),
-        "sticky-dns" => Ok(Fault::StickyDns(Duration::from_millis(non_negative_ms()?))),
-        "slow" => Ok(Fault::Slow {
-            region,
-            ms: non_negative_ms()?,
-        }),
-        "isolate" => Ok(Fault::Isolate(region)),
-        "heal" => Ok(Fault::Heal),
-        other => Err(format!(
-            "unknown fault `{other}`: {}, heal",
-            crate::world::lab::FAULT_KINDS.join(", ")
-        )),
-    }
-}
 
 const INDEX_HTML: &str = include_str!("../../../../web/index.html");
 const APP_JS: &str = include_str!("../../../../web/app.js");
@@ -146,7 +51,7 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-pub fn router(lab: Arc<Lab>) -> Router {
+pub fn router(lab: Arc<World>) -> Router {
     Router::new()
         .route(
             "/",
@@ -173,7 +78,7 @@ pub fn router(lab: Arc<Lab>) -> Router {
 
 /// Serve the control API on `addr` (use port 0 in tests), open to whoever reaches it: for
 /// loopback addresses.
-pub async fn serve(lab: Arc<Lab>, addr: SocketAddr) -> anyhow::Result<SocketAddr> {
+pub async fn serve(lab: Arc<World>, addr: SocketAddr) -> anyhow::Result<SocketAddr> {
     serve_with_token(lab, addr, None).await
 }
 
@@ -187,7 +92,7 @@ pub fn new_control_token() -> String {
 /// Serve the control API; with a token, every `/api/*` and `/metrics` request must carry it
 /// (`Authorization: Bearer <token>`, or `?token=` for the page's first load and curl).
 pub async fn serve_with_token(
-    lab: Arc<Lab>,
+    lab: Arc<World>,
     addr: SocketAddr,
     token: Option<String>,
 ) -> anyhow::Result<SocketAddr> {
@@ -248,22 +153,19 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-async fn config(State(lab): State<Arc<Lab>>) -> Response {
+async fn config(State(lab): State<Arc<World>>) -> Response {
     let regions: Vec<serde_json::Value> = lab
-        .config
-        .regions
-        .iter()
-        .zip(&lab.regions)
-        .map(|(name, region)| serde_json::json!({"region": name, "url": region.url()}))
+        .regions()
+        .map(|(_, region)| serde_json::json!({"region": region.name, "url": region.url()}))
         .collect();
     Json(serde_json::json!({
         "front_door": lab.front_door_url(),
         "regions": regions,
-        "time_scale": lab.config.scale.factor(),
+        "time_scale": lab.scale().factor(),
         "auction": "lot-1",
         // Strong mode: the table's third member (no URL: it serves nothing).
-        "consistency": lab.config.consistency.as_str(),
-        "table_members": lab.mrsc.as_ref().map(|c| c.status()),
+        "consistency": lab.config().consistency.as_str(),
+        "table_members": lab.cluster().map(|c| c.status()),
     }))
     .into_response()
 }
@@ -281,7 +183,7 @@ pub fn valid_sub(sub: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-async fn token(State(lab): State<Arc<Lab>>, Query(request): Query<TokenRequest>) -> Response {
+async fn token(State(lab): State<Arc<World>>, Query(request): Query<TokenRequest>) -> Response {
     if !valid_sub(&request.sub) {
         return (
             StatusCode::BAD_REQUEST,
@@ -289,7 +191,10 @@ async fn token(State(lab): State<Arc<Lab>>, Query(request): Query<TokenRequest>)
         )
             .into_response();
     }
-    Json(serde_json::json!({"token": lab.user_token(&request.sub)})).into_response()
+    match lab.user_token(&request.sub) {
+        Ok(token) => Json(serde_json::json!({"token": token})).into_response(),
+        Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{error:#}")).into_response(),
+    }
 }
 
 /// `POST /api/evacuate`: tell every connection of a Region to move to the other one.
@@ -309,8 +214,8 @@ fn planned_by_default() -> bool {
     true
 }
 
-async fn evacuate(State(lab): State<Arc<Lab>>, Json(request): Json<EvacuateRequest>) -> Response {
-    let region = match request.region.resolve(&lab.config.regions) {
+async fn evacuate(State(lab): State<Arc<World>>, Json(request): Json<EvacuateRequest>) -> Response {
+    let region = match request.region.resolve(lab.names()) {
         Ok(region) => region,
         Err(message) => return (StatusCode::BAD_REQUEST, message).into_response(),
     };
@@ -324,8 +229,8 @@ async fn evacuate(State(lab): State<Arc<Lab>>, Json(request): Json<EvacuateReque
     });
     match lab.evacuate(region, request.planned, &reason).await {
         Ok(report) => Json(serde_json::json!({
-            "region": lab.config.regions[region],
-            "to": lab.config.regions[1 - region],
+            "region": lab.name(region),
+            "to": lab.name(region.other()),
             "planned": request.planned,
             "report": report,
         }))
@@ -342,8 +247,8 @@ pub struct ServiceRequest {
     pub in_service: bool,
 }
 
-async fn service(State(lab): State<Arc<Lab>>, Json(request): Json<ServiceRequest>) -> Response {
-    match request.region.resolve(&lab.config.regions) {
+async fn service(State(lab): State<Arc<World>>, Json(request): Json<ServiceRequest>) -> Response {
+    match request.region.resolve(lab.names()) {
         Ok(region) => {
             lab.set_in_service(region, request.in_service);
             Json(lab.status()).into_response()
@@ -352,7 +257,7 @@ async fn service(State(lab): State<Arc<Lab>>, Json(request): Json<ServiceRequest
     }
 }
 
-async fn metrics(State(lab): State<Arc<Lab>>) -> Response {
+async fn metrics(State(lab): State<Arc<World>>) -> Response {
     (
         [(
             header::CONTENT_TYPE,
@@ -363,14 +268,14 @@ async fn metrics(State(lab): State<Arc<Lab>>) -> Response {
         .into_response()
 }
 
-async fn status(State(lab): State<Arc<Lab>>) -> Response {
+async fn status(State(lab): State<Arc<World>>) -> Response {
     Json(lab.status()).into_response()
 }
 
-async fn fault(State(lab): State<Arc<Lab>>, Json(request): Json<FaultRequest>) -> Response {
-    match parse_fault(&request, &lab.config.regions) {
+async fn fault(State(lab): State<Arc<World>>, Json(request): Json<FaultRequest>) -> Response {
+    match request.fault(lab.names()) {
         Ok(fault) => {
-            lab.fault(fault);
+            lab.inject(fault);
             Json(lab.status()).into_response()
         }
         Err(message) => (StatusCode::BAD_REQUEST, message).into_response(),

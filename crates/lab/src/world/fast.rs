@@ -6,9 +6,10 @@
 //! Both paths always run when the fast path is on; `HealthCheckKind` says which one the
 //! failover records follow, and the other is timed alongside, so one drill reports both.
 
+use crate::world::region_id::{PerRegion, RegionId};
+use crate::world::scale::AwsDuration;
 use crate::world::timeline::{Kind, Timeline};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 /// What the failover records' health checks read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
@@ -36,13 +37,13 @@ impl HealthCheckKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FastConfig {
     /// Between probe rounds.
-    pub probe_interval: Duration,
+    pub probe_interval: AwsDuration,
     /// Rounds failed at every vantage point before failing over.
     pub fail_after: u32,
     /// Rounds passed at every vantage point before serving again.
     pub recover_after: u32,
     /// Route 53 endpoint health check `RequestInterval` (10 or 30 s).
-    pub check_interval: Duration,
+    pub check_interval: AwsDuration,
     /// Route 53 `FailureThreshold`: consecutive results that change the check's status.
     pub failure_threshold: u32,
 }
@@ -50,10 +51,10 @@ pub struct FastConfig {
 impl Default for FastConfig {
     fn default() -> Self {
         Self {
-            probe_interval: Duration::from_secs(5),
+            probe_interval: AwsDuration::from_secs(5),
             fail_after: 3,
             recover_after: 12,
-            check_interval: Duration::from_secs(10),
+            check_interval: AwsDuration::from_secs(10),
             failure_threshold: 1,
         }
     }
@@ -63,11 +64,27 @@ impl Default for FastConfig {
 /// canary inside it.
 pub const VANTAGE_POINTS: [&str; 2] = ["outside", "inside"];
 
-/// Faults of the fast path's own (for tests: one vantage point that cannot see the Region).
+/// Faults of the fast path's own (for tests: one vantage point that cannot see a Region).
 #[derive(Debug, Default)]
 pub struct FastFaults {
-    /// `[region][vantage point]`: that vantage point's probes fail.
-    pub blind: [[AtomicBool; 2]; 2],
+    /// Per Region, per vantage point: that vantage point's probes fail.
+    blind: PerRegion<[AtomicBool; 2]>,
+}
+
+impl FastFaults {
+    /// Blind (or restore) one vantage point of `region`'s verdict.
+    pub fn set_blind(&self, region: RegionId, vantage: usize, blind: bool) {
+        if let Some(flag) = self.blind[region].get(vantage) {
+            flag.store(blind, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether a vantage point is blind to a Region.
+    pub fn is_blind(&self, region: RegionId, vantage: usize) -> bool {
+        self.blind[region]
+            .get(vantage)
+            .is_some_and(|flag| flag.load(Ordering::SeqCst))
+    }
 }
 
 /// An endpoint health check's status, with Route 53's failure threshold.
@@ -104,14 +121,12 @@ impl EndpointCheck {
 
 /// Record a change of the primary's fast verdict or endpoint check (the drill times the
 /// primary's); the secondary's go in as notes.
-pub fn record(timeline: &Timeline, region: usize, name: &str, kind: Kind, what: &str) {
-    let kind = if region == 0 { kind } else { Kind::Note };
-    timeline.record(kind, format!("{name}: {what}"));
-}
-
-/// Whether a vantage point is blind to a Region.
-pub fn blind(faults: &FastFaults, region: usize, vantage: usize) -> bool {
-    faults.blind[region][vantage].load(Ordering::SeqCst)
+pub fn record(timeline: &Timeline, region: RegionId, kind: Kind, what: &str) {
+    let kind = match region {
+        RegionId::Primary => kind,
+        RegionId::Secondary => Kind::Note,
+    };
+    timeline.record(kind, format!("{region}: {what}"));
 }
 
 #[cfg(test)]

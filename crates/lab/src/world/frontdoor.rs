@@ -4,6 +4,7 @@
 
 use crate::world::health::Resolver;
 use crate::world::owner::Owner;
+use crate::world::region_id::PerRegion;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use wsdr_net::Network;
@@ -11,7 +12,7 @@ use wsdr_net::Network;
 /// Start the front door on `network`; returns its address.
 pub async fn start(
     resolver: Arc<Resolver>,
-    targets: [SocketAddr; 2],
+    targets: PerRegion<SocketAddr>,
     owner: &Owner,
     network: &Network,
 ) -> anyhow::Result<SocketAddr> {

@@ -2,6 +2,9 @@
 //! with CloudWatch semantics, a Route 53 health check that reads the alarm, and a caching
 //! resolver that answers with the healthy Region.
 
+use crate::world::fault::Fault;
+use crate::world::region_id::{PerRegion, RegionId};
+use crate::world::scale::{AwsDuration, TimeScale};
 use crate::world::timeline::{Kind, Timeline};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -259,87 +262,90 @@ impl HealthCheck {
 #[derive(Debug)]
 pub struct Resolver {
     ttl: Duration,
+    scale: TimeScale,
     /// `sticky-dns`: a resolver that ignores the record's TTL and keeps its answer this long.
     ttl_override: Mutex<Option<Duration>>,
-    cached: Mutex<Option<(usize, Instant)>>,
-    healthy_primary: Mutex<bool>,
-    healthy_secondary: Mutex<bool>,
+    cached: Mutex<Option<(RegionId, Instant)>>,
+    /// Each failover record's health check, as Route 53 reads it.
+    healthy: Mutex<PerRegion<bool>>,
     /// Regions taken out of DNS on purpose (a planned evacuation; ARC Region switch's
     /// health check in AWS), whatever their alarm says.
-    out_of_service: Mutex<[bool; 2]>,
+    out_of_service: Mutex<PerRegion<bool>>,
     timeline: Timeline,
-    names: [String; 2],
+    names: PerRegion<String>,
 }
 
 impl Resolver {
-    pub fn new(ttl: Duration, timeline: Timeline, names: [String; 2]) -> Self {
+    pub fn new(
+        ttl: AwsDuration,
+        scale: TimeScale,
+        timeline: Timeline,
+        names: PerRegion<String>,
+    ) -> Self {
         Self {
-            ttl,
+            ttl: scale.lab(ttl),
+            scale,
             ttl_override: Mutex::new(None),
             cached: Mutex::new(None),
-            healthy_primary: Mutex::new(true),
-            healthy_secondary: Mutex::new(true),
-            out_of_service: Mutex::new([false; 2]),
+            healthy: Mutex::new(PerRegion::new(true, true)),
+            out_of_service: Mutex::default(),
             timeline,
             names,
         }
     }
 
-    /// The health check's verdict on the primary (Route 53 side).
-    pub fn set_primary_healthy(&self, healthy: bool) {
-        *lock(&self.healthy_primary) = healthy;
+    /// A failover record's health check verdict (Route 53 side).
+    pub fn set_healthy(&self, region: RegionId, healthy: bool) {
+        lock(&self.healthy)[region] = healthy;
     }
 
-    pub fn primary_healthy(&self) -> bool {
-        *lock(&self.healthy_primary)
-    }
-
-    /// The SECONDARY record's health check.
-    pub fn set_secondary_healthy(&self, healthy: bool) {
-        *lock(&self.healthy_secondary) = healthy;
-    }
-
-    pub fn secondary_healthy(&self) -> bool {
-        *lock(&self.healthy_secondary)
+    pub fn healthy(&self, region: RegionId) -> bool {
+        lock(&self.healthy)[region]
     }
 
     /// What Route 53 answers for failover records: the primary if healthy, else the
     /// secondary if healthy, else the primary ("if both are unhealthy, Route 53 responds as
     /// if both were healthy": it returns the primary).
-    fn authoritative(&self) -> usize {
-        let out = *lock(&self.out_of_service);
-        let primary = self.primary_healthy() && !out[0];
-        let secondary = self.secondary_healthy() && !out[1];
-        if primary || !secondary {
-            0
+    fn authoritative(&self) -> RegionId {
+        let out = lock(&self.out_of_service).clone();
+        let healthy = lock(&self.healthy).clone();
+        let serving = |r: RegionId| healthy[r] && !out[r];
+        if serving(RegionId::Primary) || !serving(RegionId::Secondary) {
+            RegionId::Primary
         } else {
-            1
+            RegionId::Secondary
         }
     }
 
     /// Take a Region out of DNS (or put it back), as a calculated health check with a
     /// Region switch child does in AWS (template.yaml, `FailoverControl`).
-    pub fn set_in_service(&self, region: usize, in_service: bool) {
-        if let Some(flag) = lock(&self.out_of_service).get_mut(region) {
-            *flag = !in_service;
+    pub fn set_in_service(&self, region: RegionId, in_service: bool) {
+        lock(&self.out_of_service)[region] = !in_service;
+    }
+
+    pub fn in_service(&self, region: RegionId) -> bool {
+        !lock(&self.out_of_service)[region]
+    }
+
+    /// Apply what `fault` means for the resolvers clients use: `sticky-dns` makes them keep
+    /// answers longer than the TTL; heal makes them honour it again.
+    pub fn inject(&self, fault: &Fault) {
+        match *fault {
+            Fault::StickyDns(keep) => *lock(&self.ttl_override) = Some(self.scale.lab(keep)),
+            Fault::Heal => *lock(&self.ttl_override) = None,
+            _ => {}
         }
     }
 
-    pub fn in_service(&self, region: usize) -> bool {
-        !lock(&self.out_of_service)
-            .get(region)
-            .copied()
-            .unwrap_or(false)
+    /// How long an answer is kept now.
+    fn ttl(&self) -> Duration {
+        lock(&self.ttl_override).unwrap_or(self.ttl)
     }
 
-    /// Keep cached answers for `ttl` instead of the record's TTL (None: honour the TTL).
-    pub fn set_ttl_override(&self, ttl: Option<Duration>) {
-        *lock(&self.ttl_override) = ttl;
-    }
-
-    /// The Region index (0 primary, 1 secondary) a new connection is sent to.
-    pub fn answer(&self) -> usize {
-        let ttl = lock(&self.ttl_override).unwrap_or(self.ttl);
+    /// The Region a new connection is sent to: a client's lookup, which refreshes the
+    /// cache once its answer is older than the TTL (and records a flip it sees).
+    pub fn answer(&self) -> RegionId {
+        let ttl = self.ttl();
         let mut cached = lock(&self.cached);
         let now = Instant::now();
         match *cached {
@@ -357,6 +363,16 @@ impl Resolver {
                 *cached = Some((region, now));
                 region
             }
+        }
+    }
+
+    /// The answer the resolver gave last (the authoritative one if nobody has asked yet),
+    /// without refreshing anything: every change of it is a recorded flip, so a status that
+    /// shows it never contradicts its own timeline.
+    pub fn last_answer(&self) -> RegionId {
+        match *lock(&self.cached) {
+            Some((region, _)) => region,
+            None => self.authoritative(),
         }
     }
 }

@@ -23,6 +23,9 @@
 //! since it never reads eventually consistently), and a Region lost for good loses nothing
 //! (an acknowledged write is on a quorum, and one lost member leaves a quorum).
 
+use crate::world::fault::Fault;
+use crate::world::region_id::RegionId;
+use crate::world::scale::{AwsDuration, TimeScale};
 use crate::world::store::ReplicaStore;
 use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap};
@@ -79,6 +82,10 @@ pub struct Cluster {
     lost_answers: Vec<std::sync::atomic::AtomicU8>,
     /// The cross-Region cost of one request, lab µs.
     cost_us: AtomicU64,
+    /// What one request costs with no fault (AWS time), and the scale that makes it lab
+    /// time.
+    normal_cost: AwsDuration,
+    scale: TimeScale,
     /// Writes and reads refused for want of a quorum, per member.
     refused: Vec<AtomicU64>,
     /// Writes refused as replicated write conflicts.
@@ -102,11 +109,12 @@ impl std::fmt::Debug for Cluster {
 }
 
 impl Cluster {
-    /// `members`: the serving Regions first (their indexes are the lab's Region indexes),
-    /// then the third member. `cost`: one request's cross-Region cost, lab time.
+    /// `members`: the serving Regions first (their indexes are [`RegionId::index`]), then
+    /// the third member. `cost`: one request's cross-Region cost, AWS time.
     pub fn new(
         members: Vec<(String, MemberKind)>,
-        cost: Duration,
+        cost: AwsDuration,
+        scale: TimeScale,
         clock: Arc<dyn wsdr_core::Clock>,
         entropy: Arc<dyn wsdr_core::Entropy>,
     ) -> Arc<Self> {
@@ -123,7 +131,9 @@ impl Cluster {
             lost_answers: (0..n)
                 .map(|_| std::sync::atomic::AtomicU8::new(0))
                 .collect(),
-            cost_us: AtomicU64::new(cost.as_micros() as u64),
+            cost_us: AtomicU64::new(scale.lab(cost).as_micros() as u64),
+            normal_cost: cost,
+            scale,
             conflicts: AtomicU64::new(0),
             order: Mutex::default(),
         })
@@ -136,6 +146,32 @@ impl Cluster {
             index,
             feeds: Mutex::default(),
         })
+    }
+
+    /// Apply what `fault` means for the table; `gone`: the Regions lost for good, with this
+    /// fault applied.
+    pub fn inject(&self, fault: &Fault, gone: &[RegionId]) {
+        match *fault {
+            Fault::Down(r) | Fault::NeverReturns(r) => self.set_down(r.index(), true),
+            Fault::Partition | Fault::OneWay { .. } => {
+                self.set_cut(RegionId::Primary.index(), RegionId::Secondary.index(), true);
+            }
+            Fault::Isolate(r) => self.set_isolated(r.index(), true),
+            // The head write commits, then its answer is lost (a timeout or a 5xx after the
+            // commit): the bid must be `unknown`, never `redirect`.
+            Fault::AckLost { region, percent } => self.set_lost_answers(region.index(), percent),
+            // Replication lag has no MRSC counterpart: a slower cross-Region path makes every
+            // request slower instead.
+            Fault::Lag(lag) => self.set_cost(self.scale.lab(lag.max(self.normal_cost))),
+            Fault::Heal => {
+                self.heal();
+                self.set_cost(self.scale.lab(self.normal_cost));
+                for region in gone {
+                    self.set_down(region.index(), true);
+                }
+            }
+            _ => {}
+        }
     }
 
     pub fn set_down(&self, member: usize, down: bool) {
@@ -192,7 +228,7 @@ impl Cluster {
         }
     }
 
-    pub fn set_cost(&self, cost: Duration) {
+    fn set_cost(&self, cost: Duration) {
         self.cost_us
             .store(cost.as_micros() as u64, Ordering::SeqCst);
     }
@@ -552,7 +588,8 @@ mod tests {
                 ("us-west-2".into(), MemberKind::Replica),
                 ("us-east-2".into(), MemberKind::Witness),
             ],
-            Duration::from_millis(20),
+            AwsDuration::from_millis(20),
+            TimeScale::new(1.0),
             Arc::new(ManualClock::new(1_000)),
             Arc::new(wsdr_core::SeededEntropy::new(1)),
         )

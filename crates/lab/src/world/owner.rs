@@ -1,5 +1,5 @@
 //! One owner for everything a lab starts: every task and listener is spawned through an
-//! [`Owner`], and cancelling it (when the [`crate::Lab`] is dropped) stops them all, so a
+//! [`Owner`], and cancelling it (when the [`crate::World`] is dropped) stops them all, so a
 //! campaign of many labs in one process keeps its task and descriptor counts flat.
 
 use std::future::Future;

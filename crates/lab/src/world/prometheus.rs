@@ -4,14 +4,15 @@
 //! scale), like the drill report's `_aws_s` fields. docs/LAB.md lists them.
 
 use crate::world::health::AlarmState;
-use crate::world::lab::{Lab, Status};
+use crate::world::status::{RegionStatus, Status};
+use crate::world::World;
 use std::fmt::Write;
 
 /// One of a Region's counters, read from its status.
-type RegionCounter = fn(&crate::world::lab::RegionStatus) -> u64;
+type RegionCounter = fn(&RegionStatus) -> u64;
 
 /// The exposition for one scrape.
-pub fn render(lab: &Lab) -> String {
+pub fn render(lab: &World) -> String {
     let status = lab.status();
     let scale = status.time_scale;
     let mut out = Exposition::default();
@@ -158,7 +159,7 @@ fn replication(out: &mut Exposition, status: &Status, scale: f64) {
     }
 }
 
-fn faults_and_users(out: &mut Exposition, lab: &Lab, status: &Status) {
+fn faults_and_users(out: &mut Exposition, lab: &World, status: &Status) {
     out.family(
         "wsdr_lab_time_scale",
         "gauge",

@@ -11,7 +11,10 @@
 
 use crate::world::clock::RegionClock;
 use crate::world::env::gateway_id;
+use crate::world::fault::Fault;
 use crate::world::owner::Owner;
+use crate::world::region_id::RegionId;
+use crate::world::scale::TimeScale;
 use crate::world::store::ReplicaStore;
 use crate::world::timeline::Timeline;
 use authorizer::Authorizer;
@@ -66,30 +69,30 @@ pub struct Quotas {
     pub consistency: wsdr_core::Consistency,
 }
 
-/// Faults that can be injected into a Region.
+/// Faults that can be injected into a Region ([`Region::inject`]).
 #[derive(Debug, Default)]
-pub struct Faults {
+struct Faults {
     /// Every socket dropped, new ones refused.
-    pub down: AtomicBool,
+    down: AtomicBool,
     /// Down for good (`never-returns`): heal does not bring it back.
-    pub gone: AtomicBool,
+    gone: AtomicBool,
     /// The handler's reserved concurrency is 0: every integration fails.
-    pub throttled: AtomicBool,
+    throttled: AtomicBool,
     /// `ack-lost`: this percentage of bids lose their connection right after the handler
     /// committed them, before the answer is written (the reply never arrives).
-    pub ack_lost_percent: AtomicU8,
+    ack_lost_percent: AtomicU8,
     /// `connections-throttle`: this percentage of `@connections` posts answer 429
     /// LimitExceededException.
-    pub connections_throttle_percent: AtomicU8,
+    connections_throttle_percent: AtomicU8,
     /// `disconnect-dropped`: `$disconnect` is never invoked (API Gateway: best effort).
-    pub disconnect_dropped: AtomicBool,
+    disconnect_dropped: AtomicBool,
     /// `slow`: every integration takes this much longer (lab microseconds).
-    pub slow_us: AtomicU64,
+    slow_us: AtomicU64,
 }
 
 impl Faults {
     /// Clear every fault except `gone`.
-    pub fn heal(&self) {
+    fn heal(&self) {
         let gone = self.gone.load(Ordering::SeqCst);
         self.down.store(gone, Ordering::SeqCst);
         self.throttled.store(false, Ordering::SeqCst);
@@ -102,19 +105,34 @@ impl Faults {
 
 /// Counters for reports and benchmarks.
 #[derive(Debug, Default)]
-pub struct Counters {
-    pub handshakes: AtomicU64,
-    pub accepted: AtomicU64,
-    pub throttled_429: AtomicU64,
-    pub refused_down: AtomicU64,
-    pub integration_errors: AtomicU64,
-    pub denied: AtomicU64,
-    pub posts: AtomicU64,
-    pub gone: AtomicU64,
+struct Counters {
+    handshakes: AtomicU64,
+    accepted: AtomicU64,
+    throttled_429: AtomicU64,
+    refused_down: AtomicU64,
+    integration_errors: AtomicU64,
+    denied: AtomicU64,
+    posts: AtomicU64,
+    gone: AtomicU64,
     /// Bids whose connection the `ack-lost` fault cut after the commit.
-    pub acks_lost: AtomicU64,
+    acks_lost: AtomicU64,
     /// Bids answered `accepted` (the lab's stand-in for the app's own bid metric).
-    pub bids_accepted: AtomicU64,
+    bids_accepted: AtomicU64,
+}
+
+/// A Region's counters at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CountersSnapshot {
+    pub handshakes: u64,
+    pub accepted: u64,
+    pub throttled_429: u64,
+    pub refused_down: u64,
+    pub integration_errors: u64,
+    pub denied: u64,
+    pub posts: u64,
+    pub gone: u64,
+    pub acks_lost: u64,
+    pub bids_accepted: u64,
 }
 
 enum Outbound {
@@ -167,17 +185,19 @@ impl QuotaBucket {
 }
 
 pub struct Region {
+    /// Its role in the deployment.
+    pub id: RegionId,
     pub name: String,
     pub api_id: String,
     pub stage: String,
     pub addr: SocketAddr,
     pub store: Arc<dyn ReplicaStore>,
     pub registry: Arc<MemoryConnections>,
-    pub faults: Faults,
-    pub counters: Counters,
+    faults: Faults,
+    counters: Counters,
     /// The fast verdict on this Region as its health endpoint reads it (replicated into the
     /// Region from the watcher outside it): `true` = serve.
-    pub health_verdict: std::sync::atomic::AtomicBool,
+    health_verdict: std::sync::atomic::AtomicBool,
     quotas: Quotas,
     app: App,
     authorizer: Arc<Authorizer>,
@@ -195,6 +215,8 @@ pub struct Region {
     owner: Owner,
     /// This Region's clock (its handler's, and its table's write stamps): may be skewed.
     pub clock: Arc<RegionClock>,
+    /// Turns the AWS time of faults into this Region's lab time.
+    scale: TimeScale,
     /// (new connections per lab second, tokens held at most).
     connect_rate: Mutex<(f64, f64)>,
     timeline: Timeline,
@@ -234,6 +256,7 @@ impl Region {
     /// Bind a loopback port, build the real handler against this Region's `@connections`
     /// URL, and serve.
     pub async fn start(
+        id: RegionId,
         name: &str,
         store: Arc<dyn ReplicaStore>,
         authorizer: Arc<Authorizer>,
@@ -276,6 +299,7 @@ impl Region {
             None => service,
         };
         let region = Arc::new(Self {
+            id,
             name: name.to_owned(),
             api_id: format!("lab{}", name.replace('-', "")),
             stage,
@@ -297,6 +321,7 @@ impl Region {
             timeline,
             owner,
             clock,
+            scale,
         });
         let router = Router::new()
             .route("/health", get(health_endpoint))
@@ -354,6 +379,90 @@ impl Region {
         for socket in lock(&self.sockets).values() {
             let _ = socket.tx.send(Outbound::Abort);
         }
+    }
+
+    /// Apply what `fault` means for this Region (faults of other Regions and of the links
+    /// between them mean nothing here).
+    pub fn inject(&self, fault: &Fault) {
+        let here = |region: RegionId| region == self.id;
+        match *fault {
+            Fault::Down(r) if here(r) => {
+                self.faults.down.store(true, Ordering::SeqCst);
+                self.drop_all_sockets();
+            }
+            Fault::NeverReturns(r) if here(r) => {
+                self.faults.gone.store(true, Ordering::SeqCst);
+                self.faults.down.store(true, Ordering::SeqCst);
+                self.drop_all_sockets();
+            }
+            Fault::Throttle(r) if here(r) => self.faults.throttled.store(true, Ordering::SeqCst),
+            Fault::AckLost { region, percent } if here(region) => self
+                .faults
+                .ack_lost_percent
+                .store(percent.min(100), Ordering::SeqCst),
+            Fault::ConnectionsThrottle { region, percent } if here(region) => self
+                .faults
+                .connections_throttle_percent
+                .store(percent.min(100), Ordering::SeqCst),
+            Fault::DisconnectDropped(r) if here(r) => {
+                self.faults.disconnect_dropped.store(true, Ordering::SeqCst);
+            }
+            Fault::Skew { region, ms } if here(region) => {
+                self.clock.set_skew_ms(self.scale.lab_ms(ms));
+            }
+            Fault::Slow { region, by } if here(region) => self
+                .faults
+                .slow_us
+                .store(self.scale.lab(by).as_micros() as u64, Ordering::SeqCst),
+            Fault::Heal => {
+                self.faults.heal();
+                self.clock.reset();
+            }
+            _ => {}
+        }
+    }
+
+    /// Refusing connections (down, or lost for good).
+    pub fn is_down(&self) -> bool {
+        self.faults.down.load(Ordering::SeqCst)
+    }
+
+    /// Lost for good (`never-returns`).
+    pub fn is_gone(&self) -> bool {
+        self.faults.gone.load(Ordering::SeqCst)
+    }
+
+    /// Its handler throttled (reserved concurrency 0).
+    pub fn is_throttled(&self) -> bool {
+        self.faults.throttled.load(Ordering::SeqCst)
+    }
+
+    /// Its counters now.
+    pub fn counters(&self) -> CountersSnapshot {
+        let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let c = &self.counters;
+        CountersSnapshot {
+            handshakes: read(&c.handshakes),
+            accepted: read(&c.accepted),
+            throttled_429: read(&c.throttled_429),
+            refused_down: read(&c.refused_down),
+            integration_errors: read(&c.integration_errors),
+            denied: read(&c.denied),
+            posts: read(&c.posts),
+            gone: read(&c.gone),
+            acks_lost: read(&c.acks_lost),
+            bids_accepted: read(&c.bids_accepted),
+        }
+    }
+
+    /// The fast verdict on this Region reaches its health endpoint (`true` = serve).
+    pub fn set_health_verdict(&self, serve: bool) {
+        self.health_verdict.store(serve, Ordering::SeqCst);
+    }
+
+    /// What its health endpoint serves now (`true` = serve).
+    pub fn health_verdict(&self) -> bool {
+        self.health_verdict.load(Ordering::SeqCst)
     }
 
     /// Change the new-connection quota at run time: `rate` per lab second, `burst` tokens

@@ -7,7 +7,10 @@
 //! A link can be cut (partition, or the source Region down); what it holds then is the data
 //! at risk (the RPO window) until it heals.
 
+use crate::world::fault::Fault;
 use crate::world::owner::Owner;
+use crate::world::region_id::RegionId;
+use crate::world::scale::{AwsDuration, TimeScale};
 use crate::world::store::ReplicaStore;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,6 +37,11 @@ enum Delivered {
 /// One direction of replication.
 #[derive(Clone)]
 pub struct Link {
+    /// The Region whose writes it ships.
+    from: RegionId,
+    /// The lag it returns to when healed, and the scale that makes AWS time lab time.
+    normal_lag: AwsDuration,
+    scale: TimeScale,
     /// Each write with when it was queued and its share of the lag (0.5 to 1.5).
     pending: Arc<Mutex<VecDeque<(Instant, f64, Change)>>>,
     lag_us: Arc<AtomicU64>,
@@ -64,15 +72,20 @@ impl Link {
     /// Start shipping `from`'s writes to `to`; each write's share of the lag is drawn from
     /// `entropy`.
     pub fn start(
+        from_region: RegionId,
         from: &dyn ReplicaStore,
         to: Arc<dyn ReplicaStore>,
-        lag: Duration,
+        lag: AwsDuration,
+        scale: TimeScale,
         owner: &Owner,
         entropy: Arc<dyn wsdr_core::Entropy>,
     ) -> Self {
         let link = Self {
+            from: from_region,
+            normal_lag: lag,
+            scale,
             pending: Arc::default(),
-            lag_us: Arc::new(AtomicU64::new(lag.as_micros() as u64)),
+            lag_us: Arc::new(AtomicU64::new(scale.lab(lag).as_micros() as u64)),
             cut: Arc::default(),
             applied: Arc::default(),
             on_applied: Arc::default(),
@@ -165,7 +178,37 @@ impl Link {
         let _ = self.on_applied.set(hook);
     }
 
-    pub fn set_lag(&self, lag: Duration) {
+    /// Apply what `fault` means for this direction of replication; `gone`: the Regions lost
+    /// for good, with this fault applied. Returns the writes a Region lost for good took
+    /// with it, if this link was shipping them.
+    pub fn inject(&self, fault: &Fault, gone: &[RegionId]) -> Vec<Change> {
+        match *fault {
+            // A Region down ships nothing; what it holds waits for it.
+            Fault::Down(r) if r == self.from => self.set_cut(true),
+            Fault::OneWay { from } if from == self.from => self.set_cut(true),
+            // The Region's replication both ways (eventual), or its table member (strong,
+            // in the cluster): in both modes the pushes between the Regions stop too.
+            Fault::Partition | Fault::Isolate(_) => self.set_cut(true),
+            Fault::Lag(lag) => self.set_lag(self.scale.lab(lag)),
+            // Both directions end with it; what it had not shipped is gone.
+            Fault::NeverReturns(r) => {
+                self.set_cut(true);
+                if r == self.from {
+                    return self.discard();
+                }
+            }
+            Fault::Heal => {
+                // A link from or to a Region that never returned stays cut.
+                let to = self.from.other();
+                self.set_cut(gone.iter().any(|g| *g == self.from || *g == to));
+                self.set_lag(self.scale.lab(self.normal_lag));
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn set_lag(&self, lag: Duration) {
         self.lag_us.store(lag.as_micros() as u64, Ordering::Relaxed);
         self.changed.notify_one();
     }
@@ -185,7 +228,7 @@ impl Link {
             .collect()
     }
 
-    pub fn set_cut(&self, cut: bool) {
+    fn set_cut(&self, cut: bool) {
         self.cut.store(cut, Ordering::SeqCst);
         self.changed.notify_one();
     }

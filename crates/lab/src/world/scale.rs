@@ -1,6 +1,77 @@
-//! One knob for all of the lab's time: every AWS duration is divided by the scale.
+//! One knob for all of the lab's time, and the one place AWS time becomes lab time.
+//!
+//! Every duration AWS would measure (a TTL, a quota's second, a probe's timeout, a fault's
+//! length) is an [`AwsDuration`]; the lab waits it through [`TimeScale::lab`], which divides
+//! it by the scale. Lab durations are plain [`Duration`]s, and [`TimeScale::aws`] turns one
+//! back into AWS time for a report. A simulation runs at scale 1, where the two agree.
 
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
+
+/// A duration in AWS time: what it would take on AWS, whatever the lab's time scale.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct AwsDuration(Duration);
+
+impl AwsDuration {
+    pub const ZERO: AwsDuration = AwsDuration(Duration::ZERO);
+
+    pub const fn from_secs(secs: u64) -> Self {
+        Self(Duration::from_secs(secs))
+    }
+
+    pub const fn from_millis(ms: u64) -> Self {
+        Self(Duration::from_millis(ms))
+    }
+
+    /// `secs` AWS seconds (negative or not finite: zero).
+    pub fn from_secs_f64(secs: f64) -> Self {
+        Self(Duration::try_from_secs_f64(secs).unwrap_or(Duration::ZERO))
+    }
+
+    /// The same length, as a plain `Duration` (what an AWS API or a Lambda would be told).
+    pub const fn get(self) -> Duration {
+        self.0
+    }
+
+    pub fn as_secs(self) -> u64 {
+        self.0.as_secs()
+    }
+
+    pub fn as_secs_f64(self) -> f64 {
+        self.0.as_secs_f64()
+    }
+
+    pub fn as_millis(self) -> u128 {
+        self.0.as_millis()
+    }
+
+    pub fn max(self, other: Self) -> Self {
+        Self(self.0.max(other.0))
+    }
+}
+
+impl From<Duration> for AwsDuration {
+    /// A `Duration` read as AWS time (a setting given in AWS terms).
+    fn from(aws: Duration) -> Self {
+        Self(aws)
+    }
+}
+
+impl std::ops::Add for AwsDuration {
+    type Output = Self;
+    fn add(self, other: Self) -> Self {
+        Self(self.0 + other.0)
+    }
+}
+
+impl std::ops::Mul<u32> for AwsDuration {
+    type Output = Self;
+    fn mul(self, n: u32) -> Self {
+        Self(self.0 * n)
+    }
+}
 
 /// `--time-scale S`: one lab second stands for S AWS seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -20,18 +91,29 @@ impl TimeScale {
     }
 
     /// The lab duration of an AWS duration.
-    pub fn lab(self, aws: Duration) -> Duration {
-        Duration::from_secs_f64(aws.as_secs_f64() / self.0)
+    pub fn lab(self, aws: impl Into<AwsDuration>) -> Duration {
+        Duration::from_secs_f64(aws.into().as_secs_f64() / self.0)
     }
 
     /// The lab duration of `secs` AWS seconds.
     pub fn secs(self, secs: f64) -> Duration {
-        Duration::from_secs_f64(secs / self.0)
+        self.lab(AwsDuration::from_secs_f64(secs))
     }
 
     /// The AWS-equivalent of a lab duration.
-    pub fn aws(self, lab: Duration) -> Duration {
-        Duration::from_secs_f64(lab.as_secs_f64() * self.0)
+    pub fn aws(self, lab: Duration) -> AwsDuration {
+        AwsDuration(Duration::from_secs_f64(lab.as_secs_f64() * self.0))
+    }
+
+    /// A rate per AWS second as a rate per lab second (the lab's time runs `factor` times
+    /// faster, so as many more events fit in each of its seconds).
+    pub fn per_lab_second(self, per_aws_second: f64) -> f64 {
+        per_aws_second * self.0
+    }
+
+    /// AWS milliseconds as lab milliseconds, rounded (a clock skew).
+    pub fn lab_ms(self, aws_ms: i64) -> i64 {
+        (aws_ms as f64 / self.0).round() as i64
     }
 }
 
@@ -44,5 +126,34 @@ pub struct ScaledPause(pub TimeScale);
 impl wsdr_core::Pause for ScaledPause {
     async fn pause(&self, aws: Duration) {
         tokio::time::sleep(self.0.lab(aws)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aws_time_becomes_lab_time_divided_by_the_scale() {
+        let scale = TimeScale::new(60.0);
+        assert_eq!(
+            scale.lab(AwsDuration::from_secs(60)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(scale.secs(30.0), Duration::from_millis(500));
+        assert_eq!(
+            scale.aws(Duration::from_secs(2)),
+            AwsDuration::from_secs(120)
+        );
+        assert_eq!(scale.lab_ms(-600), -10);
+        assert_eq!(scale.per_lab_second(500.0), 30_000.0);
+    }
+
+    #[test]
+    fn a_scale_below_one_or_not_finite_is_aws_speed() {
+        for bad in [0.0, -3.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(TimeScale::new(bad).factor(), 1.0);
+        }
+        assert_eq!(AwsDuration::from_secs_f64(-1.0), AwsDuration::ZERO);
     }
 }

@@ -5,6 +5,8 @@
 //! last-writer-wins rule and no condition.
 
 use crate::world::clock::RegionClock;
+use crate::world::fault::Fault;
+use crate::world::region_id::{PerRegion, RegionId};
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
@@ -259,16 +261,18 @@ pub enum StoreKind {
 /// The two Regions' stores.
 pub async fn open(
     kind: &StoreKind,
-    regions: &[String; 2],
-    clocks: &[Arc<RegionClock>; 2],
+    regions: &PerRegion<String>,
+    clocks: &PerRegion<Arc<RegionClock>>,
     #[cfg_attr(not(feature = "dynamodb"), allow(unused_variables))]
     entropy: &dyn wsdr_core::Entropy,
-) -> anyhow::Result<[Arc<dyn ReplicaStore>; 2]> {
+) -> anyhow::Result<PerRegion<Arc<dyn ReplicaStore>>> {
     match kind {
-        StoreKind::Memory => Ok([
-            Arc::new(MemoryStateStore::new(&regions[0], clocks[0].clone())),
-            Arc::new(MemoryStateStore::new(&regions[1], clocks[1].clone())),
-        ]),
+        StoreKind::Memory => Ok(PerRegion::from_fn(|region| {
+            Arc::new(MemoryStateStore::new(
+                &regions[region],
+                clocks[region].clone(),
+            )) as _
+        })),
         #[cfg(not(feature = "dynamodb"))]
         StoreKind::Dynamo { endpoint } => Err(anyhow::anyhow!(
             "DynamoDB Local at {endpoint} asked for, but this build has no DynamoDB support: \
@@ -279,7 +283,7 @@ pub async fn open(
             // One lab, one set of tables: several labs may share a DynamoDB Local.
             let lab_id = crate::world::env::hex(entropy, 8);
             let mut stores: Vec<Arc<dyn ReplicaStore>> = Vec::new();
-            for (region, clock) in regions.iter().zip(clocks) {
+            for ((_, region), clock) in regions.iter().zip(clocks.values()) {
                 let client = wsdr_aws::local::dynamo_client(endpoint, region);
                 let table = format!("wsdr-lab-{lab_id}-{region}");
                 wsdr_aws::schema::create_state_table(&client, &table).await?;
@@ -292,7 +296,7 @@ pub async fn open(
             let [a, b]: [Arc<dyn ReplicaStore>; 2] = stores
                 .try_into()
                 .map_err(|_| anyhow::anyhow!("two Regions expected"))?;
-            Ok([a, b])
+            Ok(PerRegion::new(a, b))
         }
     }
 }
@@ -310,6 +314,8 @@ pub enum StoreFailure {
 /// A Region's store with injectable failures on the request path (the handler's calls).
 /// Replication in and out is not affected: Global Tables replicates on its own.
 pub struct FaultyStore {
+    /// The Region whose handler it serves.
+    region: RegionId,
     inner: Arc<dyn ReplicaStore>,
     failure: std::sync::Mutex<Option<StoreFailure>>,
     /// The throttle's coin flips, and each request's service time.
@@ -331,11 +337,13 @@ impl std::fmt::Debug for FaultyStore {
 
 impl FaultyStore {
     pub fn new(
+        region: RegionId,
         inner: Arc<dyn ReplicaStore>,
         entropy: Arc<dyn wsdr_core::Entropy>,
         service_time: Option<(Duration, Duration)>,
     ) -> Self {
         Self {
+            region,
             inner,
             failure: std::sync::Mutex::new(None),
             entropy,
@@ -343,7 +351,23 @@ impl FaultyStore {
         }
     }
 
-    pub fn set_failure(&self, failure: Option<StoreFailure>) {
+    /// Apply what `fault` means for this Region's table as its handler sees it.
+    pub fn inject(&self, fault: &Fault) {
+        match *fault {
+            Fault::StoreThrottle { region, percent } if region == self.region => {
+                self.set_failure(Some(StoreFailure::Throttle {
+                    percent: percent.min(100),
+                }));
+            }
+            Fault::StoreOutage(region) if region == self.region => {
+                self.set_failure(Some(StoreFailure::Outage));
+            }
+            Fault::Heal => self.set_failure(None),
+            _ => {}
+        }
+    }
+
+    fn set_failure(&self, failure: Option<StoreFailure>) {
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = failure;
     }
 

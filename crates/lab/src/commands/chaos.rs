@@ -1,0 +1,162 @@
+//! A chaos campaign: randomized fault schedules while users bid, each run checked by the
+//! history checker; exits non-zero on any violation (docs/RELIABILITY.md).
+
+use super::*;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Seed of run 1; run i uses seed + i - 1.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Runs in the campaign (at least 1).
+    #[arg(long, default_value = "50", value_parser = cli::at_least_one)]
+    runs: usize,
+    /// Users per run (at least 1).
+    #[arg(long, default_value = "8", value_parser = cli::at_least_one)]
+    users: usize,
+    /// With `--clock real`: one lab second stands for this many AWS seconds (above 0).
+    /// A simulated run is always at scale 1: its clock costs nothing.
+    #[arg(long, default_value = "300", value_parser = cli::time_scale)]
+    time_scale: f64,
+    /// Where the JSON report goes; checked before the campaign runs.
+    #[arg(long, default_value = "target/wsdr/chaos-report.json")]
+    report: PathBuf,
+    /// Runs in flight at once, each with its own lab (seeds do not depend on it).
+    #[arg(long, default_value = "1", value_parser = cli::at_least_one)]
+    parallel: usize,
+    /// `simulated` (default): each run is a deterministic simulation, a function of its
+    /// seed; `real`: the time-scaled real world, as `wsdr lab` runs.
+    #[arg(long, value_enum, default_value = "simulated")]
+    clock: cli::ClockArg,
+    /// Replay the one run whose seed is given (as a run's line or a violation prints
+    /// it) and print its digest; `--seed` and `--runs` are then ignored.
+    #[arg(long)]
+    replay: Option<u64>,
+    /// With `--replay`: print the run's full history (the lines its digest is taken
+    /// over). In a campaign: keep each run's history in the report.
+    #[arg(long)]
+    history: bool,
+    /// With `--replay`: play this schedule (JSON, as a run's report or a violation prints
+    /// it) instead of the one the seed draws; everything else still follows the seed.
+    #[arg(long, requires = "replay", value_parser = cli::schedule)]
+    schedule: Option<cli::ScheduleArg>,
+    /// With `--replay`: if the run fails, drop faults one at a time while it still fails,
+    /// and print the fewest that do, with the command that replays them.
+    #[arg(long, requires = "replay")]
+    shrink: bool,
+    /// The state table's mode: `eventual` (two Regions, MREC) or `strong` (MRSC: the
+    /// two Regions' replicas and a witness).
+    #[arg(long, value_enum, default_value = "eventual")]
+    consistency: cli::ConsistencyArg,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Args {
+        seed,
+        runs,
+        users,
+        time_scale,
+        report,
+        parallel,
+        consistency,
+        clock,
+        replay,
+        history,
+        schedule,
+        shrink,
+    } = args;
+    let config = wsdr_lab::chaos::ChaosConfig {
+        seed,
+        runs,
+        users,
+        scale: TimeScale::new(time_scale),
+        clock: clock.into(),
+        keep_history: history,
+        progress: true,
+        parallel,
+        consistency: consistency.into(),
+        schedule: schedule.map(|s| s.0),
+    };
+    if let Some(seed) = replay {
+        let run = if shrink {
+            wsdr_lab::chaos::shrink(seed, config).await?
+        } else {
+            wsdr_lab::chaos::replay(seed, config).await?
+        };
+        if history {
+            for line in &run.history {
+                println!("{line}");
+            }
+        }
+        println!(
+            "replay seed {seed}: digest {}, {} faults, {} bids ({} acknowledged, {} unknown), {} violations",
+            run.digest,
+            run.faults,
+            run.bids_invoked,
+            run.bids_acknowledged,
+            run.bids_unknown,
+            run.violations.len()
+        );
+        if !run.violations.is_empty() {
+            if shrink {
+                println!(
+                    "shrunk to {} step(s): {}",
+                    run.schedule.len(),
+                    serde_json::to_string(&run.schedule)?
+                );
+            }
+            eprintln!("{}", wsdr_lab::chaos::describe(&run));
+            return Ok(ExitCode::from(1));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    cli::ensure_writable(&report, "report")?;
+    let clock_note = match config.clock {
+        wsdr_lab::chaos::Clock::Simulated => "simulated clock".to_owned(),
+        wsdr_lab::chaos::Clock::Real => format!("real clock, time scale {time_scale}"),
+    };
+    println!(
+        "wsdr chaos: seed {seed}, {runs} runs, {users} users each, {clock_note}, {parallel} at once, {} consistency",
+        wsdr_core::Consistency::from(consistency)
+    );
+    let result = wsdr_lab::chaos::campaign(config).await?;
+    super::write_report(&report, &result)?;
+    println!(
+        "chaos: {} runs, {} faults injected, {} bids ({} acknowledged, {} unknown), {} violations, {:.1} s wall; report {}",
+        result.runs,
+        result.faults_injected,
+        result.bids_invoked,
+        result.bids_acknowledged,
+        result.bids_unknown,
+        result.violations,
+        result.wall_seconds,
+        report.display()
+    );
+    let kinds: Vec<String> = result
+        .faults_by_kind
+        .iter()
+        .map(|(kind, n)| format!("{kind} {n}"))
+        .collect();
+    println!("faults by kind: {}", kinds.join(", "));
+    println!(
+        "users: apps closed mid-bid {} (their bids unanswered: unknown to the checker)",
+        result.closed_mid_bid
+    );
+    println!(
+        "measured RPO: {} acknowledged bids lost with Regions that never returned",
+        result.rpo_lost_acknowledged
+    );
+    println!(
+        "held: descriptors {} -> {} (peak {}), tasks {} -> {} (peak {})",
+        result.holdings_start.descriptors,
+        result.holdings_end.descriptors,
+        result.holdings_peak.descriptors,
+        result.holdings_start.tasks,
+        result.holdings_end.tasks,
+        result.holdings_peak.tasks
+    );
+    if result.violations > 0 {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}

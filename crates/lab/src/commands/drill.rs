@@ -1,0 +1,227 @@
+//! Run a failover drill and report RTO/RPO; exits non-zero unless nothing was lost.
+
+use super::*;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// What breaks (see `wsdr drill --help` for each; docs/LAB.md).
+    #[arg(long, value_enum, default_value = "throttle")]
+    scenario: Scenario,
+    /// Simulated users bidding through the global name (at least 1).
+    #[arg(long, default_value = "50", value_parser = cli::at_least_one)]
+    users: usize,
+    /// One lab second stands for this many AWS seconds (above 0).
+    #[arg(long, default_value = "60", value_parser = cli::time_scale)]
+    time_scale: f64,
+    /// Where the JSON report goes (docs/DRILL_REPORT.md); checked before the drill runs.
+    #[arg(long, default_value = "target/wsdr/drill-report.json")]
+    report: PathBuf,
+    /// The drill chart (SVG); checked before the drill runs.
+    #[arg(long, default_value = "target/wsdr/drill-timeline.svg")]
+    chart: PathBuf,
+    /// Seed of the users' randomness: the same seed, the same users.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// DNS TTL of the failover record, AWS seconds.
+    #[arg(long, default_value_t = 60)]
+    dns_ttl: u64,
+    /// Replication lag, AWS milliseconds.
+    #[arg(long, default_value_t = 800)]
+    lag_ms: u64,
+    /// Keep each Region's state in DynamoDB Local at this endpoint (e.g.
+    /// http://127.0.0.1:8000) instead of memory; replicated the same way.
+    #[arg(long)]
+    dynamodb: Option<String>,
+    /// Run the scenario twice with the same seed, DNS-only then with client-assisted
+    /// failover (users also know the Regions' own endpoints), and compare.
+    #[arg(long)]
+    client_fallback: bool,
+    /// Once the failover decision has moved the name, tell the sessions still on the
+    /// primary to move (`moveTo` through its @connections endpoint). On by default.
+    #[arg(long, overrides_with = "no_evacuate_on_failover")]
+    evacuate_on_failover: bool,
+    /// Turn server-directed moves off (for a side-by-side comparison).
+    #[arg(long, overrides_with = "evacuate_on_failover")]
+    no_evacuate_on_failover: bool,
+    /// What the failover records' health checks read: the verdict alarm (one-minute
+    /// periods) or each Region's health endpoint (the fast verdict, polled every 10 s).
+    /// With `endpoint` the alarm path is timed beside it in the same run.
+    #[arg(long, value_enum, default_value = "alarm")]
+    health_check: wsdr_lab::world::fast::HealthCheckKind,
+    /// Run the fast path (fast verdict, health endpoints, endpoint checks) beside the
+    /// alarm, to time both, even when the alarm decides.
+    #[arg(long)]
+    fast_path: bool,
+    /// The state table's mode: `eventual` (two Regions, MREC) or `strong` (MRSC: the
+    /// two Regions' replicas and a witness; bids ordered once, a Region without quorum
+    /// redirects).
+    #[arg(long, value_enum, default_value = "eventual")]
+    consistency: cli::ConsistencyArg,
+    /// Run the scenario in both modes with the same seed and compare (RTO, bid latency,
+    /// bids accepted below another Region's, acknowledged bids lost, winners).
+    #[arg(long, conflicts_with = "client_fallback")]
+    compare_consistency: bool,
+    /// Strong mode: what one strongly consistent request costs across Regions, AWS
+    /// milliseconds (AWS publishes no figure; the default is an assumption).
+    #[arg(long, default_value_t = 30)]
+    strong_cost_ms: u64,
+    /// `real` (default): the time-scaled real world, narrated as it happens; `simulated`:
+    /// a deterministic simulation at AWS time (`--time-scale` ignored), a function of
+    /// the seed and settings, done in seconds (the report's `digest` replays).
+    #[arg(long, value_enum, default_value = "real")]
+    clock: cli::ClockArg,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Args {
+        scenario,
+        users,
+        time_scale,
+        report,
+        chart,
+        seed,
+        dns_ttl,
+        lag_ms,
+        dynamodb,
+        client_fallback,
+        evacuate_on_failover: _,
+        no_evacuate_on_failover,
+        health_check,
+        fast_path,
+        consistency,
+        compare_consistency,
+        strong_cost_ms,
+        clock,
+    } = args;
+    let simulated = clock == cli::ClockArg::Simulated;
+    anyhow::ensure!(
+        !(simulated && dynamodb.is_some()),
+        "a simulated drill runs on the lab's in-memory tables: DynamoDB Local is a real \
+         peer on a real clock (drop --dynamodb or --clock simulated)"
+    );
+    let run_drill = |config: DrillConfig| async move {
+        if simulated {
+            wsdr_lab::drill::run_simulated(config).await
+        } else {
+            wsdr_lab::drill::run(config).await
+        }
+    };
+    let evacuate_on_failover = !no_evacuate_on_failover;
+    cli::ensure_writable(&report, "report")?;
+    cli::ensure_writable(&chart, "chart")?;
+    let started = std::time::Instant::now();
+    let config = DrillConfig {
+        scenario,
+        users,
+        seed,
+        lab: LabConfig {
+            scale: TimeScale::new(time_scale),
+            dns_ttl: AwsDuration::from_secs(dns_ttl),
+            replication_lag: AwsDuration::from_millis(lag_ms),
+            echo: true,
+            store: super::store_kind(dynamodb),
+            health_check,
+            fast: fast_path.then(Default::default),
+            consistency: if compare_consistency {
+                wsdr_core::Consistency::Eventual
+            } else {
+                consistency.into()
+            },
+            strong_request_cost: AwsDuration::from_millis(strong_cost_ms),
+            ..LabConfig::default()
+        },
+        progress: true,
+        evacuate_on_failover,
+        ..DrillConfig::default()
+    };
+    if simulated {
+        println!(
+            "wsdr drill: scenario {}, {users} users, simulated clock (AWS time; seed {seed})",
+            scenario.name()
+        );
+    } else {
+        println!(
+            "wsdr drill: scenario {}, {users} users, time scale {time_scale} (1 lab s = {time_scale} AWS s)",
+            scenario.name()
+        );
+    }
+    let result = run_drill(config.clone()).await?;
+    println!();
+    print!("{}", result.table());
+    wsdr_lab::runs::chart::drill(&result, &chart)?;
+    let failed = if compare_consistency {
+        println!("\nwsdr drill: the same scenario and seed, strong consistency (MRSC)");
+        let mut strong_config = config.clone();
+        strong_config.lab.consistency = wsdr_core::Consistency::Strong;
+        let strong = run_drill(strong_config).await?;
+        println!();
+        print!("{}", strong.table());
+        let comparison = wsdr_lab::runs::report::ConsistencyComparison {
+            scenario,
+            eventual: result,
+            strong,
+        };
+        println!();
+        print!("{}", comparison.table());
+        comparison.write_json(&report)?;
+        both_runs_failures(
+            &comparison.eventual.failed_checks,
+            &comparison.strong.failed_checks,
+            "strong",
+        )
+    } else if client_fallback {
+        println!("\nwsdr drill: the same scenario and seed, with client-assisted failover");
+        let assisted = run_drill(DrillConfig {
+            client_fallback: true,
+            ..config
+        })
+        .await?;
+        println!();
+        print!("{}", assisted.table());
+        let assisted_chart = chart.with_file_name(format!(
+            "{}-client-fallback.svg",
+            chart
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("drill-timeline")
+        ));
+        wsdr_lab::runs::chart::drill(&assisted, &assisted_chart)?;
+        let comparison = Comparison::new(result, assisted);
+        println!();
+        print!("{}", comparison.table());
+        comparison.write_json(&report)?;
+        // The chart path gets both runs on one chart.
+        wsdr_lab::runs::chart::comparison(&comparison, &chart)?;
+        both_runs_failures(
+            &comparison.dns_only.failed_checks,
+            &comparison.client_assisted.failed_checks,
+            "client-assisted",
+        )
+    } else {
+        result.write_json(&report)?;
+        result.failed_checks.clone()
+    };
+    println!(
+        "  report: {}  chart: {}  (wall time {:.1} s)",
+        report.display(),
+        chart.display(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed.is_empty() {
+        println!("PASS");
+    } else {
+        println!("FAIL: {}", failed.join("; "));
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The failed checks of a compared pair of drills: the first run's as they are, the second's
+/// prefixed with its name.
+fn both_runs_failures(first: &[String], second: &[String], second_name: &str) -> Vec<String> {
+    first
+        .iter()
+        .cloned()
+        .chain(second.iter().map(|c| format!("{second_name}: {c}")))
+        .collect()
+}

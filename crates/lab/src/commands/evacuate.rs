@@ -1,0 +1,38 @@
+//! Move every user off a Region of a running `wsdr lab`: take it out of DNS, wait for the
+//! name to answer the other Region, then tell each connection to move (`moveTo`) paced
+//! to the destination's quota. `wsdr service --in` puts it back afterwards.
+
+use super::*;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The Region to empty: 0 or primary, 1 or secondary, or its name.
+    #[arg(long, value_parser = cli::region)]
+    region: wsdr_lab::control::RegionRef,
+    /// Do not touch DNS first (a failover already decided: the name answers elsewhere).
+    #[arg(long)]
+    unplanned: bool,
+    /// Why, as the clients will see it.
+    #[arg(long)]
+    reason: Option<String>,
+    /// The lab's control API (host:port).
+    #[arg(long, default_value = "127.0.0.1:8787", value_parser = cli::address)]
+    lab: std::net::SocketAddr,
+    /// The control token a lab started with --allow-remote printed (or
+    /// WSDR_LAB_CONTROL_TOKEN).
+    #[arg(long, env = "WSDR_LAB_CONTROL_TOKEN", hide_env_values = true)]
+    control_token: Option<String>,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Args {
+        region,
+        unplanned,
+        reason,
+        lab,
+        control_token,
+    } = args;
+    let body =
+        serde_json::json!({"region": region, "planned": !unplanned, "reason": reason}).to_string();
+    Ok(super::control_call(lab, control_token, "/api/evacuate", &body, "evacuate").await)
+}

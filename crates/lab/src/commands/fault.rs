@@ -1,0 +1,50 @@
+//! Inject a fault into a running `wsdr lab` through its control API.
+
+use super::*;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// What to break (or `heal`).
+    #[arg(value_enum)]
+    kind: wsdr_lab::FaultKind,
+    /// The Region: 0 or primary, 1 or secondary, or its name (us-east-1).
+    #[arg(long, default_value = "0", value_parser = cli::region)]
+    region: wsdr_lab::control::RegionRef,
+    /// AWS milliseconds: `lag`, `skew` (may be negative), `sticky-dns`, `slow`.
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    ms: i64,
+    /// Share affected (0 to 100): `ack-lost`, `store-throttle`, `connections-throttle`.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
+    percent: Option<u8>,
+    /// `one-way`: the Region whose outgoing replication is cut (as --region).
+    #[arg(long, value_parser = cli::region)]
+    from: Option<wsdr_lab::control::RegionRef>,
+    /// The lab's control API (host:port).
+    #[arg(long, default_value = "127.0.0.1:8787", value_parser = cli::address)]
+    lab: std::net::SocketAddr,
+    /// The control token a lab started with --allow-remote printed (or
+    /// WSDR_LAB_CONTROL_TOKEN).
+    #[arg(long, env = "WSDR_LAB_CONTROL_TOKEN", hide_env_values = true)]
+    control_token: Option<String>,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Args {
+        kind,
+        region,
+        ms,
+        percent,
+        from,
+        lab,
+        control_token,
+    } = args;
+    let body = serde_json::json!({
+        "kind": kind.name(),
+        "region": region,
+        "ms": ms,
+        "percent": percent,
+        "from": from,
+    })
+    .to_string();
+    Ok(super::control_call(lab, control_token, "/api/fault", &body, "fault").await)
+}

@@ -1,0 +1,103 @@
+//! What a drill breaks: each scenario is a plan (crate::runs::plan) that strikes the
+//! primary when the drill's fault is due. The drill heals once it has measured the recovery.
+
+use crate::runs::plan::{Action, Plan};
+use crate::world::scale::AwsDuration;
+use crate::world::{Fault, RegionId};
+
+/// The scenarios a drill can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// The reference game day: the primary's handler throttled (reserved concurrency 0).
+    Throttle,
+    /// The primary Region down: sockets dropped, new connections refused, replication stalled.
+    Down,
+    /// Replication partitioned while the primary is throttled: failover with data at risk.
+    Partition,
+    /// The primary flaps (throttled, then fine, then throttled...) before staying broken.
+    Flapping,
+    /// Throttle, fail over, heal under load, then measure the move back: DNS failing back,
+    /// and every user back on the primary once the secondary's connections end (the lab
+    /// brings API Gateway's 2-hour connection limit forward).
+    Failback,
+    /// One lost heartbeat: the primary throttled for 3 s, then fine. Nobody may move: no
+    /// disconnect, no endpoint change, no DNS flip.
+    Blip,
+    /// The primary lost for good with its replication backlog: the acknowledged bids it had
+    /// not replicated are lost (the measured RPO); nothing else may be.
+    NeverReturns,
+    /// The primary slow (every integration 6 s slower): users' heartbeats still pass, the
+    /// canary's 5 s probes do not. The failover decision moves the name, but open sessions
+    /// stay on the slow primary unless the evacuator moves them (`--evacuate-on-failover`).
+    Slow,
+    /// No fault: a planned evacuation of the primary (out of DNS, then every connection
+    /// told to move, paced to the secondary's quota), then the same in reverse once it is
+    /// back. No user may see an error.
+    Evacuate,
+    /// The primary's table replica cut off from the other Regions, its API still serving.
+    /// Strong mode: the primary has no quorum, answers bids `redirect`, its canary's state
+    /// read fails and the name moves. Eventual mode: a replication partition nobody detects
+    /// (the primary keeps serving; users do not move).
+    Isolate,
+}
+
+impl Scenario {
+    /// The scenario's one name, as the CLI (`--scenario`) and the JSON report spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Throttle => "throttle",
+            Self::Down => "down",
+            Self::Partition => "partition",
+            Self::Flapping => "flapping",
+            Self::Failback => "failback",
+            Self::Blip => "blip",
+            Self::NeverReturns => "never-returns",
+            Self::Evacuate => "evacuate",
+            Self::Slow => "slow",
+            Self::Isolate => "isolate",
+        }
+    }
+}
+
+impl Scenario {
+    /// What the scenario does when the drill's fault strikes, from that instant.
+    pub fn plan(self) -> Plan {
+        use RegionId::Primary;
+        let secs = AwsDuration::from_secs;
+        let now = AwsDuration::ZERO;
+        match self {
+            Scenario::Evacuate => Plan::new().at(now, Action::Evacuate(Primary)),
+            Scenario::Slow => Plan::new().inject(
+                now,
+                Fault::Slow {
+                    region: Primary,
+                    by: AwsDuration::from_millis(6_000),
+                },
+            ),
+            Scenario::Throttle | Scenario::Failback => {
+                Plan::new().inject(now, Fault::Throttle(Primary))
+            }
+            Scenario::Down => Plan::new().inject(now, Fault::Down(Primary)),
+            Scenario::NeverReturns => Plan::new().inject(now, Fault::NeverReturns(Primary)),
+            Scenario::Isolate => Plan::new().inject(now, Fault::Isolate(Primary)),
+            Scenario::Partition => Plan::new()
+                .inject(now, Fault::Partition)
+                .inject(now, Fault::Throttle(Primary)),
+            Scenario::Blip => Plan::new()
+                .inject(now, Fault::Throttle(Primary))
+                .inject(secs(3), Fault::Heal),
+            Scenario::Flapping => {
+                // Broken 90 s, fine 60 s, three times; then broken for good.
+                let mut plan = Plan::new();
+                for cycle in 0..3 {
+                    let at = secs(150) * cycle;
+                    plan = plan
+                        .inject(at, Fault::Throttle(Primary))
+                        .inject(at + secs(90), Fault::Heal);
+                }
+                plan.inject(secs(450), Fault::Throttle(Primary))
+            }
+        }
+    }
+}

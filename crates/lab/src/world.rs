@@ -1,0 +1,798 @@
+//! The two Regions and what stands between them and the users: the whole two-Region system
+//! on one machine, as one [`World`].
+//!
+//! A world is made by its [`WorldBuilder`] and changed only through what it offers: faults
+//! ([`World::inject`]), planned moves ([`World::evacuate`], [`World::set_in_service`]) and
+//! lookups a client would make. Everything else is read-only ([`World::status`] and the
+//! accessors); each part applies the faults that concern it (`Region::inject`,
+//! `Link::inject`, `FaultyStore::inject`, `Resolver::inject`, `Cluster::inject`).
+
+pub mod clock;
+pub mod config;
+pub mod control;
+pub mod env;
+pub mod fast;
+pub mod fault;
+pub mod frontdoor;
+pub mod health;
+mod monitoring;
+pub mod mrsc;
+pub mod owner;
+pub mod prometheus;
+pub mod region;
+pub mod region_id;
+pub mod replication;
+pub mod scale;
+pub mod status;
+pub mod store;
+pub mod timeline;
+
+pub use config::{LabConfig, SIMULATED_STORE_SERVICE_TIME};
+pub use fault::{Fault, FaultKind};
+pub use region_id::{PerRegion, RegionId};
+pub use scale::{AwsDuration, TimeScale};
+
+use crate::world::clock::{LabClock, RegionClock};
+use crate::world::fast::{FastConfig, FastFaults, HealthCheckKind};
+use crate::world::health::{
+    Alarm, AlarmConfig, AlarmState, HealthCheck, MetricKind, MetricsStore, MissingData, Resolver,
+};
+use crate::world::mrsc::{Cluster, MemberKind};
+use crate::world::owner::Owner;
+use crate::world::region::{Quotas, Region};
+use crate::world::replication::{InFlight, Link};
+use crate::world::store::{FaultyStore, ReplicaStore};
+use crate::world::timeline::{Kind, Timeline};
+use authorizer::Authorizer;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use wsdr_core::items::Change;
+use wsdr_core::{Auction, Clock};
+use wsdr_protocol::{Amount, AuctionId};
+
+pub const USER_ISSUER: &str = "https://lab.wsdr.local";
+pub const AUDIENCE: &str = "wsdr";
+
+/// What the world can ask of the users a run attaches to it ([`World::attach_users`]), for
+/// the control room and `/metrics`: the world itself knows sockets, not users.
+pub trait UsersView: Send + Sync {
+    /// Users in the run.
+    fn total(&self) -> usize;
+    /// Users whose app holds an open connection now.
+    fn online(&self) -> usize;
+    /// For each user restored (state read after a reconnect) at or after `since_ms` in
+    /// `region`: how long after `since_ms`, lab ms.
+    fn restored_since(&self, since_ms: f64, region: &str) -> Vec<f64>;
+}
+
+/// The running two-Region system.
+pub struct World {
+    config: LabConfig,
+    names: PerRegion<String>,
+    regions: PerRegion<Arc<Region>>,
+    /// Replication out of each Region (the link from the primary ships the primary's writes
+    /// to the secondary).
+    links: PerRegion<Link>,
+    resolver: Arc<Resolver>,
+    /// Each Region's verdict alarm (one period of its watcher's `FailoverVerdict`): its
+    /// health check decides the Region's failover record.
+    alarms: PerRegion<Arc<Alarm>>,
+    health_checks: PerRegion<Arc<HealthCheck>>,
+    /// The fast path's own faults (a blind vantage point).
+    fast_faults: Arc<FastFaults>,
+    metrics: Arc<MetricsStore>,
+    timeline: Timeline,
+    front_door: SocketAddr,
+    user_secret: String,
+    /// The canary issuer's secret: the chaos campaign's attackers hold it (a leaked secret).
+    canary_secret: String,
+    /// Strong mode's MRSC table (its members, quorum, faults); `None` in eventual mode.
+    cluster: Option<Arc<Cluster>>,
+    /// Strong mode: every change of the serving Regions' quorum, as (lab ms before the
+    /// change, lab ms after it, each serving Region's quorum after it), for the checker's
+    /// "a Region without quorum acknowledged nothing".
+    quorum_log: Mutex<Vec<(f64, f64, PerRegion<bool>)>>,
+    /// Every task and listener of this world: cancelled when it is dropped.
+    owner: Owner,
+    /// The one clock (tokio's, as epoch ms); each Region's clock is built on it.
+    clock: LabClock,
+    /// Each Region's store as its handler sees it, with injectable failures.
+    stores: PerRegion<Arc<FaultyStore>>,
+    /// Writes a Region that never returned took with it.
+    lost: Mutex<Vec<Change>>,
+    /// The simulated users of a run, if one attached them. Weak: the users hold the world,
+    /// and the world must not keep them (or itself) alive.
+    users: OnceLock<Weak<dyn UsersView>>,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("front_door", &self.front_door)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        for region in self.regions.values() {
+            region.drop_all_sockets();
+        }
+        self.owner.cancel();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A 64-hex-digit secret drawn from the world's entropy.
+fn secret(entropy: &dyn wsdr_core::Entropy) -> String {
+    crate::world::env::hex(entropy, 64)
+}
+
+/// Makes a [`World`]: settings first, then [`WorldBuilder::start`].
+#[derive(Debug, Clone, Default)]
+pub struct WorldBuilder {
+    config: LabConfig,
+}
+
+impl WorldBuilder {
+    /// Every setting at once (a drill's or a campaign's configuration).
+    pub fn config(mut self, config: LabConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// One lab second stands for `scale` AWS seconds.
+    pub fn time_scale(mut self, scale: f64) -> Self {
+        self.config.scale = TimeScale::new(scale);
+        self
+    }
+
+    /// The Regions' names, primary first.
+    pub fn regions(mut self, primary: &str, secondary: &str) -> Self {
+        self.config.regions = [primary.to_owned(), secondary.to_owned()];
+        self
+    }
+
+    pub fn consistency(mut self, consistency: wsdr_core::Consistency) -> Self {
+        self.config.consistency = consistency;
+        self
+    }
+
+    pub fn health_check(mut self, kind: HealthCheckKind) -> Self {
+        self.config.health_check = kind;
+        self
+    }
+
+    pub fn dns_ttl(mut self, ttl: AwsDuration) -> Self {
+        self.config.dns_ttl = ttl;
+        self
+    }
+
+    pub fn replication_lag(mut self, lag: AwsDuration) -> Self {
+        self.config.replication_lag = lag;
+        self
+    }
+
+    /// Print the timeline as it happens.
+    pub fn echo(mut self, echo: bool) -> Self {
+        self.config.echo = echo;
+        self
+    }
+
+    /// The same world as a deterministic simulation seeded `seed` ([`LabConfig::simulated`]).
+    pub fn simulated(mut self, seed: u64) -> Self {
+        self.config = self.config.simulated(seed);
+        self
+    }
+
+    /// Change any other setting.
+    pub fn with(mut self, change: impl FnOnce(&mut LabConfig)) -> Self {
+        change(&mut self.config);
+        self
+    }
+
+    /// Start every Region, the replication between them, the front door and everything that
+    /// watches them.
+    pub async fn start(self) -> anyhow::Result<World> {
+        World::start(self.config).await
+    }
+}
+
+impl World {
+    pub fn builder() -> WorldBuilder {
+        WorldBuilder::default()
+    }
+
+    async fn start(config: LabConfig) -> anyhow::Result<Self> {
+        let scale = config.scale;
+        let echo = config.echo.then_some(scale.factor());
+        let timeline = match config.timeline_cap {
+            Some(cap) => Timeline::bounded(echo, cap),
+            None => Timeline::new(echo),
+        };
+        let names = PerRegion::from(config.regions.clone());
+        let env = config.environment.clone();
+        let user_secret = secret(env.entropy.as_ref());
+        let canary_secret = config
+            .canary_secret
+            .clone()
+            .unwrap_or_else(|| secret(env.entropy.as_ref()));
+        let auth_env = [
+            ("JWT_ISSUER", USER_ISSUER.to_owned()),
+            ("JWT_AUDIENCE", AUDIENCE.to_owned()),
+            ("JWT_HS256_SECRET", user_secret.clone()),
+            ("CANARY_HS256_SECRET", canary_secret.clone()),
+        ];
+        let auth_config = authorizer::Config::from_lookup(|k| {
+            auth_env
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.clone())
+        })?;
+        let clock = match env.epoch_ms {
+            Some(epoch_ms) => LabClock::at(epoch_ms),
+            None => LabClock::new(),
+        };
+        // Token times judged by the lab's clock (a simulation's starts at a fixed epoch).
+        let authorizer = Arc::new(
+            Authorizer::new(&auth_config)
+                .await
+                .with_clock(Arc::new(move || clock.now_ms() / 1000)),
+        );
+        let quotas = Quotas {
+            connect_rate: scale.per_lab_second(config.connect_rate),
+            connect_burst: config.connect_rate,
+            post_latency: std::time::Duration::ZERO,
+            fanout: wsdr_core::FanoutConfig::default(),
+            idle_timeout: scale.lab(config.idle_timeout),
+            max_duration: scale.lab(config.max_duration),
+            max_frame_bytes: wsdr_protocol::limits::MAX_FRAME_BYTES,
+            max_message_bytes: wsdr_protocol::limits::MAX_MESSAGE_BYTES,
+            herd_hint: config.herd_hint.then(|| wsdr_core::HerdHint {
+                destination_quota_per_s: scale.per_lab_second(config.connect_rate),
+                max_census_age: scale.lab(AwsDuration::from_secs(300)),
+                reuse_for: scale.lab(AwsDuration::from_secs(60)),
+            }),
+            consistency: config.consistency,
+        };
+        let clocks = PerRegion::from_fn(|_| RegionClock::new(clock));
+        let (cluster, tables) = match config.consistency {
+            wsdr_core::Consistency::Eventual => (
+                None,
+                crate::world::store::open(&config.store, &names, &clocks, env.entropy.as_ref())
+                    .await?,
+            ),
+            wsdr_core::Consistency::Strong => {
+                anyhow::ensure!(
+                    matches!(config.store, crate::world::store::StoreKind::Memory),
+                    "strong mode runs on the lab's in-memory MRSC table; DynamoDB Local has no \
+                     multi-Region mode to stand on"
+                );
+                let cluster = Cluster::new(
+                    vec![
+                        (names[RegionId::Primary].clone(), MemberKind::Replica),
+                        (names[RegionId::Secondary].clone(), MemberKind::Replica),
+                        config.third_member.clone(),
+                    ],
+                    config.strong_request_cost,
+                    scale,
+                    clocks[RegionId::Primary].clone(),
+                    env.entropy.clone(),
+                );
+                let tables: PerRegion<Arc<dyn ReplicaStore>> =
+                    PerRegion::from_fn(|region| cluster.member(region.index()) as _);
+                (Some(cluster), tables)
+            }
+        };
+        let service_time = config
+            .store_service_time
+            .map(|(low, high)| (scale.lab(low), scale.lab(high)));
+        let stores = tables.map(|region, table| {
+            Arc::new(FaultyStore::new(
+                region,
+                table,
+                env.entropy.clone(),
+                service_time,
+            ))
+        });
+        let replicas: PerRegion<Arc<dyn ReplicaStore>> =
+            stores.as_ref().map(|_, store| (*store).clone() as _);
+        let owner = Owner::new();
+        let links = PerRegion::from_fn(|from| {
+            Link::start(
+                from,
+                replicas[from].as_ref(),
+                replicas[from.other()].clone(),
+                config.replication_lag,
+                scale,
+                &owner,
+                env.entropy.clone(),
+            )
+        });
+        let shared = crate::world::env::Shared {
+            scale,
+            timeline: timeline.clone(),
+            owner: owner.clone(),
+            environment: env.clone(),
+        };
+        let mut started = Vec::with_capacity(2);
+        for region in RegionId::ALL {
+            started.push(
+                Region::start(
+                    region,
+                    &names[region],
+                    replicas[region].clone(),
+                    authorizer.clone(),
+                    quotas.clone(),
+                    clocks[region].clone(),
+                    shared.clone(),
+                )
+                .await?,
+            );
+        }
+        let [primary, secondary]: [Arc<Region>; 2] = started
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("two Regions start"))?;
+        let regions = PerRegion::new(primary, secondary);
+        // Replicated bids are pushed in the Region they reach, by the handler's stream path.
+        for (from, link) in links.iter() {
+            let target = regions[from.other()].clone();
+            link.on_applied(Arc::new(move |change| target.on_replicated(change)));
+        }
+        for region in regions.values() {
+            for (id, item, price, increment) in [
+                ("lot-1", "1959 Fender Stratocaster", 100_000, 1_000),
+                ("canary", "canary probe", 1, 1),
+                // The chaos campaign's prolific bidder bids here alone, hundreds of times.
+                ("lot-2", "box of 500 guitar picks", 1, 1),
+            ] {
+                region
+                    .service()
+                    .ensure_auction(&Auction {
+                        id: AuctionId::new(id)?,
+                        item: item.into(),
+                        starting_price: Amount::new(price)?,
+                        min_increment: increment,
+                        closes_at: None,
+                    })
+                    .await?;
+            }
+        }
+        let resolver = Arc::new(Resolver::new(
+            config.dns_ttl,
+            scale,
+            timeline.clone(),
+            names.clone(),
+        ));
+        // The watchers' verdicts decide; each alarm is one period of one verdict (the rule
+        // itself runs in the watcher: wsdr_core::verdict), missing data is not considered,
+        // and each health check keeps its last status while its alarm has no data.
+        let period = scale.lab(AwsDuration::from_secs(60));
+        let alarms = regions.as_ref().map(|_, region| {
+            Arc::new(Alarm::new(
+                MetricKind::Verdict,
+                &region.api_id,
+                AlarmConfig {
+                    period,
+                    datapoints_to_alarm: 1,
+                    evaluation_periods: 1,
+                    missing: MissingData::Missing,
+                },
+            ))
+        });
+        let health_checks = alarms
+            .as_ref()
+            .map(|_, alarm| Arc::new(HealthCheck::new((*alarm).clone())));
+        let metrics = Arc::new(MetricsStore::new(clock.now_ms(), period));
+        let front_door = frontdoor::start(
+            resolver.clone(),
+            regions.as_ref().map(|_, r| r.addr),
+            &owner,
+            &env.network,
+        )
+        .await?;
+        let mut world = Self {
+            quorum_log: Mutex::new(
+                cluster
+                    .iter()
+                    .map(|c| (0.0, 0.0, PerRegion::from_fn(|r| c.has_quorum(r.index()))))
+                    .collect(),
+            ),
+            config,
+            names,
+            regions,
+            links,
+            resolver,
+            alarms,
+            health_checks,
+            fast_faults: Arc::default(),
+            cluster,
+            metrics,
+            timeline,
+            front_door,
+            user_secret,
+            canary_secret: canary_secret.clone(),
+            owner,
+            clock,
+            stores,
+            lost: Mutex::new(Vec::new()),
+            users: OnceLock::new(),
+        };
+        world.start_canaries(&canary_secret)?;
+        if world.config.herd_hint {
+            world.start_census();
+        }
+        world.start_alarms();
+        world.start_health_checks();
+        world.start_resolver_clients();
+        if let Some(fast) = world.fast_config() {
+            world.start_fast_path(&canary_secret, &fast)?;
+        }
+        Ok(world)
+    }
+
+    // ----- What it is made of (read-only) -----
+
+    pub fn config(&self) -> &LabConfig {
+        &self.config
+    }
+
+    pub fn scale(&self) -> TimeScale {
+        self.config.scale
+    }
+
+    /// The Regions' names.
+    pub fn names(&self) -> &PerRegion<String> {
+        &self.names
+    }
+
+    pub fn name(&self, region: RegionId) -> &str {
+        &self.names[region]
+    }
+
+    pub fn region(&self, region: RegionId) -> &Arc<Region> {
+        &self.regions[region]
+    }
+
+    /// Each Region, primary first.
+    pub fn regions(&self) -> impl Iterator<Item = (RegionId, &Arc<Region>)> {
+        self.regions.iter()
+    }
+
+    /// The Region named `name`, if the world has one.
+    pub fn region_named(&self, name: &str) -> Option<RegionId> {
+        self.names
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(id, _)| id)
+    }
+
+    /// Replication out of `from`.
+    pub fn link(&self, from: RegionId) -> &Link {
+        &self.links[from]
+    }
+
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// The world's one clock.
+    pub fn clock(&self) -> LabClock {
+        self.clock
+    }
+
+    /// World milliseconds since the world started (the timeline's time).
+    pub fn now_ms(&self) -> f64 {
+        self.timeline.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// Strong mode's MRSC table; `None` in eventual mode.
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.as_ref()
+    }
+
+    /// The fast path's settings, when it runs.
+    pub fn fast_config(&self) -> Option<FastConfig> {
+        match (self.config.health_check, &self.config.fast) {
+            (_, Some(fast)) => Some(fast.clone()),
+            (HealthCheckKind::Endpoint, None) => Some(FastConfig::default()),
+            (HealthCheckKind::Alarm, None) => None,
+        }
+    }
+
+    /// The global name clients use.
+    pub fn front_door_url(&self) -> String {
+        format!("ws://{}/prod", self.front_door)
+    }
+
+    // ----- DNS, as Route 53 and a client's resolver see it -----
+
+    /// What a client resolving the global name is told now (through the shared caching
+    /// resolver: a lookup refreshes its cache once per TTL, and records a flip it sees).
+    pub fn resolve(&self) -> RegionId {
+        self.resolver.answer()
+    }
+
+    /// What the shared resolver told its last client, without asking it anything.
+    pub fn last_dns_answer(&self) -> RegionId {
+        self.resolver.last_answer()
+    }
+
+    /// Whether `region`'s failover record's health check reads healthy.
+    pub fn healthy(&self, region: RegionId) -> bool {
+        self.resolver.healthy(region)
+    }
+
+    /// Whether `region` is in DNS (not taken out for a planned move).
+    pub fn in_service(&self, region: RegionId) -> bool {
+        self.resolver.in_service(region)
+    }
+
+    pub fn alarm_state(&self, region: RegionId) -> AlarmState {
+        self.alarms[region].state()
+    }
+
+    // ----- Tokens -----
+
+    /// A fresh user token (HS256, one hour).
+    pub fn user_token(&self, sub: &str) -> anyhow::Result<String> {
+        let now = self.clock.now_ms() / 1000;
+        let claims = serde_json::json!({"sub": sub, "iss": USER_ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 3600});
+        mint(&self.user_secret, &claims)
+    }
+
+    /// A token of the canary issuer naming `sub` (a probe's `canary:*`, or, as an attacker
+    /// holding a leaked canary secret would try, a user's).
+    pub fn probe_token(&self, sub: &str) -> anyhow::Result<String> {
+        let now = self.clock.now_ms() / 1000;
+        let claims = serde_json::json!({"sub": sub, "iss": "wsdr-canary", "aud": AUDIENCE, "iat": now, "exp": now + 60});
+        mint(&self.canary_secret, &claims)
+    }
+
+    pub fn user_secret(&self) -> &str {
+        &self.user_secret
+    }
+
+    // ----- Faults -----
+
+    /// Break something (or heal everything): each part of the world applies what the fault
+    /// means for it, and the timeline records it.
+    pub fn inject(&self, fault: Fault) {
+        for region in self.regions.values() {
+            region.inject(&fault);
+        }
+        let gone = self.gone();
+        for store in self.stores.values() {
+            store.inject(&fault);
+        }
+        let mut lost = Vec::new();
+        for link in self.links.values() {
+            lost.extend(link.inject(&fault, &gone));
+        }
+        self.resolver.inject(&fault);
+        if let Some(cluster) = &self.cluster {
+            let before = self.now_ms();
+            cluster.inject(&fault, &gone);
+            let quorum = PerRegion::from_fn(|r| cluster.has_quorum(r.index()));
+            lock(&self.quorum_log).push((before, self.now_ms(), quorum));
+        }
+        let mut detail = fault.describe(&self.names);
+        if let Fault::NeverReturns(_) = fault {
+            detail.push_str(&format!(
+                " ({} unreplicated writes lost with it)",
+                lost.len()
+            ));
+        }
+        lock(&self.lost).extend(lost);
+        let kind = match fault {
+            Fault::Heal => Kind::Heal,
+            _ => Kind::Fault,
+        };
+        self.timeline.record(kind, detail);
+    }
+
+    /// Blind (or restore) one vantage point of `region`'s fast verdict: the fast path's own
+    /// fault, for tests of its "every vantage point" rule.
+    pub fn set_blind(&self, region: RegionId, vantage: usize, blind: bool) {
+        self.fast_faults.set_blind(region, vantage, blind);
+    }
+
+    /// Strong mode: whether `region` certainly had no quorum for the whole of
+    /// [`from_ms`, `to_ms`] (lab ms on the timeline): from after a change that left it
+    /// without one to before the next change. Always false in eventual mode.
+    pub fn lacked_quorum_throughout(&self, region: RegionId, from_ms: f64, to_ms: f64) -> bool {
+        let log = lock(&self.quorum_log);
+        log.iter().enumerate().any(|(i, (_, after, quorum))| {
+            let until = log.get(i + 1).map_or(f64::INFINITY, |next| next.0);
+            !quorum[region] && *after <= from_ms && to_ms < until
+        })
+    }
+
+    /// Regions lost for good (`never-returns`).
+    pub fn gone(&self) -> Vec<RegionId> {
+        self.regions
+            .iter()
+            .filter(|(_, region)| region.is_gone())
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// Writes that Regions lost for good took with them (including any their handlers
+    /// committed after the fault, which could never be shipped).
+    pub fn lost_writes(&self) -> Vec<Change> {
+        let mut lost = lock(&self.lost);
+        for region in self.gone() {
+            lost.extend(self.links[region].discard());
+        }
+        lost.clone()
+    }
+
+    /// Data written but not yet replicated, both ways (none once a Region is lost for good:
+    /// nothing replicates any more, either way).
+    pub fn in_flight(&self) -> InFlight {
+        let mut total = InFlight {
+            items: 0,
+            oldest_ms: 0.0,
+        };
+        if !self.gone().is_empty() {
+            return total;
+        }
+        for link in self.links.values() {
+            let f = link.in_flight();
+            total.items += f.items;
+            total.oldest_ms = total.oldest_ms.max(f.oldest_ms);
+        }
+        total
+    }
+
+    /// Both stores hold exactly the same items (false if either cannot be read). With a
+    /// Region lost for good there is one store left: converged by definition.
+    pub async fn converged(&self) -> bool {
+        if !self.gone().is_empty() {
+            return true;
+        }
+        match (
+            self.regions[RegionId::Primary].store.dump().await,
+            self.regions[RegionId::Secondary].store.dump().await,
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    // ----- Planned and unplanned moves -----
+
+    /// The unplanned path: once the failover decision has moved the name to the secondary
+    /// (the primary's health check unhealthy, the resolver answering the secondary), an
+    /// evacuator outside the primary tells the connections still on it to move, through the
+    /// primary's own `@connections` endpoint. Clients whose sessions stay up on a degraded
+    /// primary (slow, partly failing) then leave too; once per failover.
+    pub fn start_failover_evacuator(self: &Arc<Self>) {
+        let world = Arc::downgrade(self);
+        let every = self.config.scale.lab(AwsDuration::from_secs(5));
+        self.owner.spawn(async move {
+            let mut evacuated = false;
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(world) = world.upgrade() else { return };
+                let primary_healthy = world.healthy(RegionId::Primary);
+                let failed_over = !primary_healthy && world.resolve() == RegionId::Secondary;
+                if failed_over && !evacuated {
+                    evacuated = true;
+                    if let Err(error) = world.evacuate(RegionId::Primary, false, "failover").await {
+                        world
+                            .timeline
+                            .record(Kind::Note, format!("evacuation failed: {error:#}"));
+                    }
+                } else if primary_healthy {
+                    evacuated = false;
+                }
+            }
+        });
+    }
+
+    /// Take a Region out of DNS (or put it back): a planned move's first step.
+    pub fn set_in_service(&self, region: RegionId, in_service: bool) {
+        self.resolver.set_in_service(region, in_service);
+        self.timeline.record(
+            Kind::Note,
+            format!(
+                "{} {} DNS (planned)",
+                self.names[region],
+                if in_service {
+                    "back in"
+                } else {
+                    "taken out of"
+                }
+            ),
+        );
+    }
+
+    /// Tell every connection of Region `from` to move to the other Region (`moveTo`),
+    /// through `from`'s own `@connections` endpoint with the real SDK client, paced to the
+    /// destination's quota (wsdr_core::evacuate). `planned`: take `from` out of DNS first
+    /// and wait until the name answers the destination, so clients that follow the global
+    /// name land there; the move itself is planned, not a failure. `reason` goes to the
+    /// clients.
+    pub async fn evacuate(
+        &self,
+        from: RegionId,
+        planned: bool,
+        reason: &str,
+    ) -> anyhow::Result<wsdr_core::EvacuationReport> {
+        let to = from.other();
+        let scale = self.config.scale;
+        if planned {
+            self.set_in_service(from, false);
+            let ttl = scale.lab(self.config.dns_ttl);
+            let flipped = crate::world::clock::wait_for(
+                ttl * 3 + scale.lab(AwsDuration::from_secs(30)),
+                || self.resolve() == to,
+            )
+            .await;
+            if !flipped {
+                // Nobody moves to a destination DNS will not send them to: put the Region
+                // back as it was.
+                self.set_in_service(from, true);
+                anyhow::bail!(
+                    "the name never answered {} after {} left DNS (is {} healthy?); {} is back in DNS and nobody was moved",
+                    self.names[to],
+                    self.names[from],
+                    self.names[to],
+                    self.names[from]
+                );
+            }
+        }
+        let region = &self.regions[from];
+        let notifier = region.connections_notifier();
+        let connections: Arc<dyn wsdr_core::Connections> = region.registry.clone();
+        // World seconds: the destination admits connect_rate per AWS second.
+        let plan = wsdr_core::Evacuation {
+            reason: reason.to_owned(),
+            destination_quota_per_s: scale.per_lab_second(self.config.connect_rate),
+            min_window: scale.lab(AwsDuration::from_secs(2)),
+            posts_per_s: scale.per_lab_second(2_000.0),
+            ..wsdr_core::Evacuation::new(region.name.clone(), self.names[to].clone())
+        };
+        self.timeline.record(
+            Kind::Note,
+            format!("evacuating {} to {}", region.name, self.names[to]),
+        );
+        let report =
+            wsdr_core::evacuate(&connections, &notifier, &plan, region.clock.now_ms()).await?;
+        self.timeline.record(
+            Kind::Note,
+            format!(
+                "{}: {} connections told to move within {:.0} s AWS, in {} slots ({} gone, {} failed)",
+                region.name,
+                report.connections,
+                report.window_ms as f64 / 1000.0 * scale.factor(),
+                report.slots,
+                report.posts.gone,
+                report.posts.failed
+            ),
+        );
+        Ok(report)
+    }
+
+    // ----- Users -----
+
+    /// Attach a run's users so the control room and `/metrics` can count them (once).
+    pub fn attach_users(&self, users: &Arc<dyn UsersView>) {
+        let _ = self.users.set(Arc::downgrade(users));
+    }
+
+    fn users(&self) -> Option<Arc<dyn UsersView>> {
+        self.users.get().and_then(Weak::upgrade)
+    }
+}
+
+/// An HS256 token for `claims`.
+fn mint(secret: &str, claims: &serde_json::Value) -> anyhow::Result<String> {
+    jsonwebtoken::EncodingKey::from_secret(secret.as_bytes())
+        .and_then(|key| jsonwebtoken::encode(&jsonwebtoken::Header::default(), claims, &key))
+        .map_err(|e| anyhow::anyhow!("cannot sign a lab token: {e}"))
+}

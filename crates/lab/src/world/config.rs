@@ -1,0 +1,110 @@
+//! The world's settings, in AWS terms: the time scale turns them into lab time.
+
+use crate::world::scale::{AwsDuration, TimeScale};
+
+/// The lab's settings, in AWS terms; the time scale turns them into lab time.
+#[derive(Debug, Clone)]
+pub struct LabConfig {
+    pub scale: TimeScale,
+    pub regions: [String; 2],
+    /// Global Tables replication lag (AWS: usually under a second).
+    pub replication_lag: AwsDuration,
+    /// Failover record TTL.
+    pub dns_ttl: AwsDuration,
+    /// How often Route 53 reads the alarm.
+    pub health_check_interval: AwsDuration,
+    /// M: unhealthy minutes that fire the alarm.
+    pub failover_datapoints: usize,
+    /// Healthy minutes before failback (N = this + 1).
+    pub failback_datapoints: usize,
+    pub probes_per_run: u32,
+    /// API Gateway's new-connection quota per second (AWS time).
+    pub connect_rate: f64,
+    pub idle_timeout: AwsDuration,
+    pub max_duration: AwsDuration,
+    /// Print the timeline as it happens.
+    pub echo: bool,
+    /// Where state lives: in memory (default) or DynamoDB Local (`--dynamodb`).
+    pub store: crate::world::store::StoreKind,
+    /// The canary identity's HS256 secret (32+ bytes). Random per start unless given, so
+    /// that a canary outside the lab (the canary Lambda under `cargo lambda watch`,
+    /// `make invoke-local`) can mint tokens the lab's authorizer accepts.
+    pub canary_secret: Option<String>,
+    /// Keep at most this many timeline entries (plus the key ones): set for a lab that runs
+    /// for hours (`wsdr lab`); drills keep everything they are judged on.
+    pub timeline_cap: Option<usize>,
+    /// Each Region counts its connections every minute and advertises the herd window
+    /// (its head count over the other Region's connect quota) in `state` replies
+    /// (default). `false`: no census, no hint (clients fall back on their own guess).
+    pub herd_hint: bool,
+    /// What the failover records' health checks read: the verdict alarm (default) or the
+    /// Regions' health endpoints (the fast verdict, polled every 10 s).
+    pub health_check: crate::world::fast::HealthCheckKind,
+    /// The fast path (fast verdict, health endpoints, endpoint checks). Always on with
+    /// `health_check: Endpoint`; with `Alarm` it runs beside it when set, for comparison.
+    pub fast: Option<crate::world::fast::FastConfig>,
+    /// The state table's mode: eventual (MREC, the two Regions' tables replicate) or strong
+    /// (MRSC: the two Regions' replicas and a third member decide by quorum).
+    pub consistency: wsdr_core::Consistency,
+    /// Strong mode's third member: its Region, and whether it is a witness (default) or a
+    /// full replica (no application is deployed there either way).
+    pub third_member: (String, crate::world::mrsc::MemberKind),
+    /// Strong mode: what one strongly consistent request costs across Regions, AWS time
+    /// (AWS publishes no figure; docs/DATA_MODEL.md states the assumption).
+    pub strong_request_cost: AwsDuration,
+    /// What the world runs on: real loopback TCP, the thread's RNG and the system clock
+    /// (default), or a simulation's in-memory network, seeded draws and fixed epoch.
+    pub environment: crate::world::env::Environment,
+    /// Each table request of a handler takes a time drawn uniformly from this range (AWS
+    /// time), so that concurrent invocations interleave at their requests. `None` (default):
+    /// the real-time lab's own CPU time interleaves them; a simulation has none and sets it.
+    pub store_service_time: Option<(AwsDuration, AwsDuration)>,
+}
+
+impl Default for LabConfig {
+    fn default() -> Self {
+        Self {
+            scale: TimeScale::new(60.0),
+            regions: ["us-east-1".into(), "us-west-2".into()],
+            replication_lag: AwsDuration::from_millis(800),
+            dns_ttl: AwsDuration::from_secs(60),
+            health_check_interval: AwsDuration::from_secs(30),
+            failover_datapoints: 2,
+            failback_datapoints: 5,
+            probes_per_run: 3,
+            connect_rate: 500.0,
+            idle_timeout: AwsDuration::from_secs(600),
+            max_duration: AwsDuration::from_secs(7200),
+            echo: false,
+            store: crate::world::store::StoreKind::Memory,
+            canary_secret: None,
+            timeline_cap: None,
+            herd_hint: true,
+            health_check: crate::world::fast::HealthCheckKind::Alarm,
+            fast: None,
+            consistency: wsdr_core::Consistency::Eventual,
+            third_member: ("us-east-2".into(), crate::world::mrsc::MemberKind::Witness),
+            strong_request_cost: AwsDuration::from_millis(30),
+            environment: crate::world::env::Environment::real(),
+            store_service_time: None,
+        }
+    }
+}
+
+impl LabConfig {
+    /// The same lab as a deterministic simulation seeded `seed`: AWS time (scale 1), the
+    /// in-memory network, every draw from the seed, DynamoDB-like table service times
+    /// (docs/LAB.md, "Deterministic simulation"). Chaos runs and simulated drills both use it.
+    pub fn simulated(mut self, seed: u64) -> Self {
+        self.scale = TimeScale::new(1.0);
+        self.environment = crate::world::env::Environment::simulated(seed);
+        self.store_service_time = Some(SIMULATED_STORE_SERVICE_TIME);
+        self
+    }
+}
+
+/// Each table request's service time in a simulated run, AWS time: DynamoDB's single-digit
+/// milliseconds, so that concurrent invocations interleave at every request as they do on
+/// the service (a simulation spends no time on CPU work).
+pub const SIMULATED_STORE_SERVICE_TIME: (AwsDuration, AwsDuration) =
+    (AwsDuration::from_millis(2), AwsDuration::from_millis(9));
