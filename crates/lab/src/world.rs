@@ -208,13 +208,16 @@ impl World {
 
     async fn start(config: LabConfig) -> anyhow::Result<Self> {
         let scale = config.scale;
-        let echo = config.echo.then_some(scale.factor());
-        let timeline = match config.timeline_cap {
-            Some(cap) => Timeline::bounded(echo, cap),
-            None => Timeline::new(echo),
-        };
         let names = PerRegion::from(config.regions.clone());
         let env = config.environment.clone();
+        // The one clock: the timeline, the alarms' periods, the canaries' schedule and every
+        // Region's clock count from its start.
+        let clock = match env.epoch_ms {
+            Some(epoch_ms) => LabClock::at(epoch_ms),
+            None => LabClock::new(),
+        };
+        let echo = config.echo.then_some(scale.factor());
+        let timeline = Timeline::starting_at(clock.start(), echo, config.timeline_cap);
         let user_secret = secret(env.entropy.as_ref());
         let canary_secret = config
             .canary_secret
@@ -232,10 +235,6 @@ impl World {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.clone())
         })?;
-        let clock = match env.epoch_ms {
-            Some(epoch_ms) => LabClock::at(epoch_ms),
-            None => LabClock::new(),
-        };
         // Token times judged by the lab's clock (a simulation's starts at a fixed epoch).
         let authorizer = Arc::new(
             Authorizer::new(&auth_config)
@@ -386,7 +385,7 @@ impl World {
         let health_checks = alarms
             .as_ref()
             .map(|_, alarm| Arc::new(HealthCheck::new((*alarm).clone())));
-        let metrics = Arc::new(MetricsStore::new(clock.now_ms(), period));
+        let metrics = Arc::new(MetricsStore::new(clock.start_ms(), period));
         let front_door = frontdoor::start(
             resolver.clone(),
             regions.as_ref().map(|_, r| r.addr),
@@ -769,7 +768,7 @@ impl World {
                 "{}: {} connections told to move within {:.0} s AWS, in {} slots ({} gone, {} failed)",
                 region.name,
                 report.connections,
-                report.window_ms as f64 / 1000.0 * scale.factor(),
+                scale.aws_secs(report.window_ms as f64),
                 report.slots,
                 report.posts.gone,
                 report.posts.failed

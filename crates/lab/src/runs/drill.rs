@@ -268,7 +268,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         })
         .collect();
     let restored = rtos.len();
-    let mut restores_aws_s: Vec<f64> = rtos.iter().map(|ms| ms * scale.factor() / 1000.0).collect();
+    let mut restores_aws_s: Vec<f64> = rtos.iter().map(|ms| scale.aws_secs(*ms)).collect();
     restores_aws_s.sort_by(f64::total_cmp);
     let detection_ms = timeline.first(Kind::Alarm, fault_ms).map(|t| t - fault_ms);
     let since_fault = |kind: Kind| timeline.first(kind, fault_ms).map(|t| t - fault_ms);
@@ -304,7 +304,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
             op.answers
                 .first()
                 .filter(|a| !a.3)
-                .map(|a| (a.0 - op.invoked_ms) * scale.factor())
+                .map(|a| scale.aws_ms(a.0 - op.invoked_ms))
         })
         .collect();
     let redirected_bids = ops
@@ -373,7 +373,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         returns_to_primary_during_fault,
         endpoint_moves: logs.iter().map(|l| l.moves).sum(),
         split_ms: split.duration_ms,
-        split_aws_s: split.duration_ms * scale.factor() / 1000.0,
+        split_aws_s: scale.aws_secs(split.duration_ms),
         accepted_below_other_region: split.accepted_below_other_region,
         violations,
         timeline: timeline.entries(),

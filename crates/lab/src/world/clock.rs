@@ -33,6 +33,11 @@ impl LabClock {
     pub fn start(&self) -> Instant {
         self.start
     }
+
+    /// The epoch ms it read at its start.
+    pub fn start_ms(&self) -> u64 {
+        self.base_ms
+    }
 }
 
 impl Default for LabClock {

@@ -91,8 +91,8 @@ impl TimeScale {
     }
 
     /// The lab duration of an AWS duration.
-    pub fn lab(self, aws: impl Into<AwsDuration>) -> Duration {
-        Duration::from_secs_f64(aws.into().as_secs_f64() / self.0)
+    pub fn lab(self, aws: AwsDuration) -> Duration {
+        Duration::from_secs_f64(aws.as_secs_f64() / self.0)
     }
 
     /// The lab duration of `secs` AWS seconds.
@@ -103,6 +103,16 @@ impl TimeScale {
     /// The AWS-equivalent of a lab duration.
     pub fn aws(self, lab: Duration) -> AwsDuration {
         AwsDuration(Duration::from_secs_f64(lab.as_secs_f64() * self.0))
+    }
+
+    /// Lab milliseconds (a timeline's time) as AWS milliseconds, for a report.
+    pub fn aws_ms(self, lab_ms: f64) -> f64 {
+        lab_ms * self.0
+    }
+
+    /// Lab milliseconds as AWS seconds, for a report.
+    pub fn aws_secs(self, lab_ms: f64) -> f64 {
+        lab_ms * self.0 / 1000.0
     }
 
     /// A rate per AWS second as a rate per lab second (the lab's time runs `factor` times
@@ -125,7 +135,7 @@ pub struct ScaledPause(pub TimeScale);
 #[async_trait::async_trait]
 impl wsdr_core::Pause for ScaledPause {
     async fn pause(&self, aws: Duration) {
-        tokio::time::sleep(self.0.lab(aws)).await;
+        tokio::time::sleep(self.0.lab(AwsDuration::from(aws))).await;
     }
 }
 
@@ -147,6 +157,8 @@ mod tests {
         );
         assert_eq!(scale.lab_ms(-600), -10);
         assert_eq!(scale.per_lab_second(500.0), 30_000.0);
+        assert_eq!(scale.aws_secs(500.0), 30.0);
+        assert_eq!(scale.aws_ms(2.0), 120.0);
     }
 
     #[test]

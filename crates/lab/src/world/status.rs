@@ -193,13 +193,13 @@ impl World {
             FaultStatus {
                 detail: fault.detail.clone(),
                 since_lab_s,
-                since_aws_s: since_lab_s * scale.factor(),
+                since_aws_s: scale.aws_secs(since_lab_s * 1000.0),
                 restored: restores.as_ref().map(Vec::len),
                 rto_so_far_aws_s: restores.as_ref().and_then(|r| {
                     r.iter()
                         .copied()
                         .reduce(f64::max)
-                        .map(|ms| ms / 1000.0 * scale.factor())
+                        .map(|ms| scale.aws_secs(ms))
                 }),
             },
             healed,

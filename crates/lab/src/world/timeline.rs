@@ -120,6 +120,18 @@ impl Timeline {
         }
     }
 
+    /// A timeline whose time 0 is `origin` (the world's clock's start: one origin for the
+    /// timeline, the alarms' periods, the canaries' schedule and every Region's clock).
+    pub fn starting_at(origin: Instant, echo: Option<f64>, cap: Option<usize>) -> Self {
+        let timeline = Self {
+            start: origin,
+            entries: Arc::default(),
+            echo,
+        };
+        timeline.lock().cap = cap.map(|c| c.max(1));
+        timeline
+    }
+
     /// A timeline that keeps at most `cap` entries (the oldest go first), and the key ones
     /// separately ([`Kind::is_key`]), so a lab that runs for days stays within bounds.
     pub fn bounded(echo: Option<f64>, cap: usize) -> Self {
