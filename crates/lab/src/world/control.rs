@@ -17,7 +17,7 @@
 //! - `GET  /api/config` -> what the page needs: global name, Regions' own endpoints, scale
 //! - `GET  /api/token?sub=<user>` -> `{"token": ...}`: a lab user token (the lab's own issuer;
 //!   nothing like it exists in a deployment, where tokens come from the app's identity provider)
-//! - `POST /api/fault` with `{"kind": <kind>, "region": 0|1|"<Region name>", "ms": <AWS ms>,
+//! - `POST /api/fault` with `{"kind": <kind>, "region": 0|1|"primary"|"secondary"|"<Region name>", "ms": <AWS ms>,
 //!   "percent": 0..100, "from": 0|1|"<Region name>"}`; kinds: `down`, `throttle`, `partition`, `lag` (ms), `never-returns`,
 //!   `ack-lost` (percent), `store-throttle` (percent), `store-outage`, `connections-throttle`
 //!   (percent), `disconnect-dropped`, `skew` (ms, may be negative), `one-way` (from),
