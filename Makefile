@@ -65,9 +65,11 @@ clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p wsdr-lab --no-default-features --all-targets -- -D warnings
 
-## deps-check: each Lambda links only the AWS clients it calls (cargo tree)
+## deps-check: what each crate may link (cargo tree): the domain no AWS, the client neither
+## domain nor AWS, no Lambda the in-memory adapters or the lab, each Lambda only the AWS
+## clients it calls
 deps-check:
-	scripts/check-lambda-deps.sh
+	scripts/check-crate-deps.sh
 
 lint: fmt-check clippy deps-check template-lint
 

@@ -2,6 +2,7 @@ use crate::Error;
 use jsonwebtoken::Algorithm;
 use std::str::FromStr;
 use std::time::Duration;
+use wsdr_lambda::env::EnvError;
 
 /// Where an issuer's keys come from.
 #[derive(Clone)]
@@ -51,13 +52,13 @@ fn parse_algorithms(name: &'static str, value: &str) -> Result<Vec<Algorithm>, E
         .map(str::trim)
         .filter(|a| !a.is_empty())
         .map(|a| {
-            let alg = Algorithm::from_str(a).map_err(|_| Error::InvalidVar {
+            let alg = Algorithm::from_str(a).map_err(|_| EnvError::Invalid {
                 name,
                 reason: format!("unknown algorithm `{a}`"),
             })?;
             match alg {
                 Algorithm::HS256 | Algorithm::RS256 | Algorithm::ES256 => Ok(alg),
-                _ => Err(Error::InvalidVar {
+                _ => Err(EnvError::Invalid {
                     name,
                     reason: format!("`{a}` is not supported (HS256, RS256, ES256)"),
                 }),
@@ -65,10 +66,11 @@ fn parse_algorithms(name: &'static str, value: &str) -> Result<Vec<Algorithm>, E
         })
         .collect::<Result<Vec<_>, _>>()?;
     if algorithms.is_empty() {
-        return Err(Error::InvalidVar {
+        return Err(EnvError::Invalid {
             name,
             reason: "no algorithm listed".into(),
-        });
+        }
+        .into());
     }
     Ok(algorithms)
 }
@@ -108,7 +110,7 @@ impl Config {
             .filter(|a| *a != Algorithm::HS256)
             .collect();
         if !asymmetric.is_empty() {
-            let url = jwks_url.clone().ok_or(Error::InvalidVar {
+            let url = jwks_url.clone().ok_or(EnvError::Invalid {
                 name: "JWT_JWKS_URL",
                 reason: "RS256/ES256 are allowed, so a JWKS URL is required".into(),
             })?;
@@ -121,15 +123,16 @@ impl Config {
             });
         }
         if algorithms.contains(&Algorithm::HS256) {
-            let secret = secret.ok_or(Error::InvalidVar {
+            let secret = secret.ok_or(EnvError::Invalid {
                 name: "JWT_HS256_SECRET",
                 reason: "HS256 is allowed, so a secret is required".into(),
             })?;
             if secret.len() < 32 {
-                return Err(Error::InvalidVar {
+                return Err(EnvError::Invalid {
                     name: "JWT_HS256_SECRET",
                     reason: "must be at least 32 bytes".into(),
-                });
+                }
+                .into());
             }
             issuers.push(TrustedIssuer {
                 issuer: issuer.clone(),
@@ -141,17 +144,19 @@ impl Config {
         }
         if let Some(canary_secret) = get("CANARY_HS256_SECRET") {
             if canary_secret.len() < 32 {
-                return Err(Error::InvalidVar {
+                return Err(EnvError::Invalid {
                     name: "CANARY_HS256_SECRET",
                     reason: "must be at least 32 bytes".into(),
-                });
+                }
+                .into());
             }
             let canary_issuer = get("CANARY_ISSUER").unwrap_or_else(|| "wsdr-canary".into());
             if canary_issuer == issuer {
-                return Err(Error::InvalidVar {
+                return Err(EnvError::Invalid {
                     name: "CANARY_ISSUER",
                     reason: "must differ from JWT_ISSUER".into(),
-                });
+                }
+                .into());
             }
             issuers.push(TrustedIssuer {
                 issuer: canary_issuer,

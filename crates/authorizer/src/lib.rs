@@ -27,19 +27,7 @@ pub use verify::{system_now_secs, DenyReason, Identity, NowSecs, Verifier, MAX_T
 /// Errors of the cold start (configuration). Request failures are [`DenyReason`]s.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("environment variable {0} is required")]
-    MissingVar(&'static str),
-    #[error("environment variable {name} is invalid: {reason}")]
-    InvalidVar { name: &'static str, reason: String },
-}
-
-impl From<wsdr_lambda::env::EnvError> for Error {
-    fn from(error: wsdr_lambda::env::EnvError) -> Self {
-        match error {
-            wsdr_lambda::env::EnvError::Missing(name) => Error::MissingVar(name),
-            wsdr_lambda::env::EnvError::Invalid { name, reason } => {
-                Error::InvalidVar { name, reason }
-            }
-        }
-    }
+    /// A setting missing or malformed (the one configuration error of every Lambda).
+    #[error(transparent)]
+    Config(#[from] wsdr_lambda::env::EnvError),
 }

@@ -21,7 +21,6 @@ mod connections;
 #[cfg(feature = "dynamodb")]
 pub mod health;
 /// Re-exported from `wsdr-lambda` (no SDK), where it lives.
-pub use wsdr_lambda::env;
 pub mod keys;
 pub mod local;
 mod metric_names;
@@ -37,7 +36,6 @@ pub mod secrets;
 mod state;
 #[cfg(feature = "https")]
 pub mod tls;
-pub use wsdr_lambda::telemetry;
 
 pub use classify::classify;
 #[cfg(feature = "dynamodb")]

@@ -2,6 +2,7 @@ use crate::Error;
 use std::time::Duration;
 use wsdr_aws::MetricNames;
 use wsdr_client::TokenPlacement;
+use wsdr_lambda::env::EnvError;
 use wsdr_protocol::AuctionId;
 
 /// The canary's configuration, read once at cold start.
@@ -71,21 +72,22 @@ impl Config {
     }
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
-        let env = wsdr_aws::env::Env::new(get);
+        let env = wsdr_lambda::env::Env::new(get);
         let get = |name: &str| env.get(name);
         let required = |name: &'static str| env.required(name);
         let number = |name: &'static str, default: u64| env.number(name, default);
         let probes_per_run = number("PROBES_PER_RUN", 3)?;
         if !(1..=10).contains(&probes_per_run) {
-            return Err(Error::InvalidVar {
+            return Err(EnvError::Invalid {
                 name: "PROBES_PER_RUN",
                 reason: "must be 1 to 10".into(),
-            });
+            }
+            .into());
         }
         let auction_id = AuctionId::new(
             get("CANARY_AUCTION_ID").unwrap_or_else(|| "canary".into()),
         )
-        .map_err(|e| Error::InvalidVar {
+        .map_err(|e| EnvError::Invalid {
             name: "CANARY_AUCTION_ID",
             reason: e.message,
         })?;
@@ -93,10 +95,11 @@ impl Config {
             None | Some("query") => TokenPlacement::QueryString,
             Some("subprotocol") => TokenPlacement::Subprotocol,
             Some(other) => {
-                return Err(Error::InvalidVar {
+                return Err(EnvError::Invalid {
                     name: "TOKEN_PLACEMENT",
                     reason: format!("`{other}`: use query or subprotocol"),
-                })
+                }
+                .into())
             }
         };
         let verdict = match (get("VERDICT_FAILOVER_DATAPOINTS"), get("VERDICT_WINDOW")) {
@@ -109,21 +112,22 @@ impl Config {
                     .zip(u32::try_from(n).ok())
                     .ok_or_else(|| "out of range".to_owned())
                     .and_then(|(m, n)| wsdr_core::FailoverRule::new(m, n));
-                Some(rule.map_err(|reason| Error::InvalidVar {
+                Some(rule.map_err(|reason| EnvError::Invalid {
                     name: "VERDICT_FAILOVER_DATAPOINTS",
                     reason,
                 })?)
             }
-            (Some(_), None) => return Err(Error::MissingVar("VERDICT_WINDOW")),
-            (None, Some(_)) => return Err(Error::MissingVar("VERDICT_FAILOVER_DATAPOINTS")),
+            (Some(_), None) => return Err(EnvError::Missing("VERDICT_WINDOW").into()),
+            (None, Some(_)) => return Err(EnvError::Missing("VERDICT_FAILOVER_DATAPOINTS").into()),
         };
         let fast = match number("FAST_PROBE_INTERVAL_SECONDS", 0)? {
             0 => None,
             interval if interval > 30 => {
-                return Err(Error::InvalidVar {
+                return Err(EnvError::Invalid {
                     name: "FAST_PROBE_INTERVAL_SECONDS",
                     reason: "must be 1 to 30 (0 or unset: no fast rounds)".into(),
-                })
+                }
+                .into())
             }
             interval => Some(FastRounds {
                 interval: Duration::from_secs(interval),
@@ -141,10 +145,11 @@ impl Config {
                             .collect(),
                     ),
                     Some(other) => {
-                        return Err(Error::InvalidVar {
+                        return Err(EnvError::Invalid {
                             name: "FAST_DECIDES",
                             reason: format!("`{other}`: use true or false"),
-                        })
+                        }
+                        .into())
                     }
                 },
                 fail_after: number("FAST_FAIL_AFTER", 3)?.clamp(1, 100) as u32,
@@ -158,7 +163,7 @@ impl Config {
             expected_region: get("EXPECTED_REGION")
                 .or_else(|| get("REGION_LABEL"))
                 .or_else(|| get("AWS_REGION"))
-                .ok_or(Error::MissingVar("EXPECTED_REGION"))?,
+                .ok_or(EnvError::Missing("EXPECTED_REGION"))?,
             api_id: required("API_ID")?,
             metric_names: MetricNames {
                 namespace: get("METRIC_NAMESPACE").unwrap_or(defaults.namespace),

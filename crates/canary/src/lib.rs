@@ -28,22 +28,12 @@ pub use token::mint_canary_token;
 /// Errors of the canary: configuration at cold start, publishing at run time.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("environment variable {0} is required")]
-    MissingVar(&'static str),
-    #[error("environment variable {name} is invalid: {reason}")]
-    InvalidVar { name: &'static str, reason: String },
+    /// A setting missing or malformed (the one configuration error of every Lambda).
+    #[error(transparent)]
+    Config(#[from] wsdr_lambda::env::EnvError),
     #[error("could not mint the canary token: {0}")]
     Token(String),
     /// The datapoint could not be published: the invocation must fail.
     #[error("could not publish the health datapoint: {0}")]
     Publish(#[from] wsdr_core::Error),
-}
-
-impl From<wsdr_aws::env::EnvError> for Error {
-    fn from(error: wsdr_aws::env::EnvError) -> Self {
-        match error {
-            wsdr_aws::env::EnvError::Missing(name) => Error::MissingVar(name),
-            wsdr_aws::env::EnvError::Invalid { name, reason } => Error::InvalidVar { name, reason },
-        }
-    }
 }

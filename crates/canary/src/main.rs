@@ -9,7 +9,7 @@ fn main() -> Result<(), lambda_runtime::Error> {
 }
 
 async fn run() -> Result<(), lambda_runtime::Error> {
-    wsdr_aws::telemetry::init_tracing();
+    wsdr_lambda::telemetry::init_tracing();
     let sdk = wsdr_aws::load_sdk_config().await?;
     // The signing key from Secrets Manager (`CANARY_HS256_SECRET_ID`), once per cold start.
     let env = wsdr_aws::secrets::env_with_secrets(&sdk, &["CANARY_HS256_SECRET"]).await?;

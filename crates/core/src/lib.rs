@@ -2,8 +2,9 @@
 //!
 //! The service ([`AuctionService`]) speaks to the world only through ports ([`ports`]):
 //! a state store (replicated between Regions), a regional connection registry, a notifier
-//! that pushes frames to connections, and a clock. The [`memory`] adapters implement every
-//! port for tests and the lab; `wsdr-aws` implements them on DynamoDB and API Gateway.
+//! that pushes frames to connections, and a clock. The `memory` adapters (feature `memory`)
+//! implement every port for tests and the lab; `wsdr-aws` implements them on DynamoDB and API
+//! Gateway.
 //! Nothing here depends on an AWS crate.
 //!
 //! State is keyed by the user (the JWT `sub`), never by the connection id. Every Region's copy
@@ -16,6 +17,7 @@ mod error;
 pub mod evacuate;
 pub mod fanout;
 pub mod items;
+#[cfg(any(test, feature = "memory"))]
 pub mod memory;
 pub mod model;
 pub mod ports;

@@ -27,8 +27,9 @@ use wsdr_core::{Connections, Evacuation, EvacuationReport, Notifier};
 /// One setting missing or malformed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A setting missing or malformed (the one configuration error of every Lambda).
     #[error(transparent)]
-    Env(#[from] wsdr_lambda::env::EnvError),
+    Config(#[from] wsdr_lambda::env::EnvError),
     #[error("invalid request: {0}")]
     Request(String),
     #[error(transparent)]

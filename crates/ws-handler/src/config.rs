@@ -2,6 +2,7 @@ use crate::Error;
 use serde::Deserialize;
 use std::time::Duration;
 use wsdr_core::Auction;
+use wsdr_lambda::env::EnvError;
 use wsdr_protocol::{Amount, AuctionId};
 
 /// Everything the handler reads from its environment, read once at cold start.
@@ -70,32 +71,34 @@ impl Config {
 
     /// Read the configuration through `get` (tests pass a map; never `set_var`).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
-        let env = wsdr_aws::env::Env::new(get);
+        let env = wsdr_lambda::env::Env::new(get);
         let get = |name: &str| env.get(name);
         let required = |name: &'static str| env.required(name);
         let number = |name: &'static str, default: u64| env.number(name, default);
         let callback_url = required("WS_CALLBACK_URL")?;
         if !(callback_url.starts_with("https://") || callback_url.starts_with("http://")) {
-            return Err(Error::InvalidVar {
+            return Err(EnvError::Invalid {
                 name: "WS_CALLBACK_URL",
                 reason: "must be an http(s) URL (the execute-api stage URL)".into(),
-            });
+            }
+            .into());
         }
         let region_label = get("REGION_LABEL")
             .filter(|v| !v.is_empty())
             .or_else(|| get("AWS_REGION"))
-            .ok_or(Error::MissingVar("REGION_LABEL or AWS_REGION"))?;
+            .ok_or(EnvError::Missing("REGION_LABEL or AWS_REGION"))?;
         let fanout_concurrency = number("FANOUT_CONCURRENCY", 64)?;
         if fanout_concurrency == 0 || fanout_concurrency > 1024 {
-            return Err(Error::InvalidVar {
+            return Err(EnvError::Invalid {
                 name: "FANOUT_CONCURRENCY",
                 reason: "must be 1 to 1024".into(),
-            });
+            }
+            .into());
         }
         let seed_auctions = match get("SEED_AUCTIONS").filter(|v| !v.trim().is_empty()) {
             None => Vec::new(),
             Some(json) => serde_json::from_str::<Vec<SeedAuction>>(&json)
-                .map_err(|e| Error::InvalidVar {
+                .map_err(|e| EnvError::Invalid {
                     name: "SEED_AUCTIONS",
                     reason: e.to_string(),
                 })?
@@ -120,7 +123,7 @@ impl Config {
                 None => wsdr_core::Consistency::Eventual,
                 Some(value) => value
                     .parse()
-                    .map_err(|e: wsdr_core::Error| Error::InvalidVar {
+                    .map_err(|e: wsdr_core::Error| EnvError::Invalid {
                         name: "CONSISTENCY",
                         reason: e.to_string(),
                     })?,

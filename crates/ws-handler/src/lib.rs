@@ -19,19 +19,9 @@ pub use aws::app_from_aws;
 /// Errors of the cold start. Requests themselves never fail (see [`App::handle`]).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("environment variable {0} is required")]
-    MissingVar(&'static str),
-    #[error("environment variable {name} is invalid: {reason}")]
-    InvalidVar { name: &'static str, reason: String },
+    /// A setting missing or malformed (the one configuration error of every Lambda).
+    #[error(transparent)]
+    Config(#[from] wsdr_lambda::env::EnvError),
     #[error("could not seed auction: {0}")]
     Seed(#[from] wsdr_core::Error),
-}
-
-impl From<wsdr_aws::env::EnvError> for Error {
-    fn from(error: wsdr_aws::env::EnvError) -> Self {
-        match error {
-            wsdr_aws::env::EnvError::Missing(name) => Error::MissingVar(name),
-            wsdr_aws::env::EnvError::Invalid { name, reason } => Error::InvalidVar { name, reason },
-        }
-    }
 }

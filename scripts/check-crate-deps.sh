@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# What each crate may link (docs/ARCHITECTURE.md, "What each crate may import"), checked on
+# `cargo tree -e normal,features` (what a release build links, tests excluded):
+# - the domain (wsdr-protocol, wsdr-core) links no AWS crate;
+# - the client (wsdr-client) links neither the domain nor any AWS crate;
+# - no Lambda links the in-memory adapters (wsdr-core's `memory` feature) or the lab;
+# - each Lambda links only the AWS service clients it calls (scripts/check-lambda-deps.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+status=0
+tree() {
+  cargo tree -p "$1" -e normal,features --prefix none 2>/dev/null || {
+    echo "cargo tree -p $1 failed" >&2
+    exit 1
+  }
+}
+forbid() {
+  local package="$1" pattern="$2" why="$3" found
+  found="$(tree "$package" | grep -E "$pattern" | sort -u || true)"
+  if [ -n "$found" ]; then
+    echo "$package links what it must not ($why):"
+    sed 's/^/  /' <<<"$found"
+    status=1
+  fi
+}
+# The AWS SDK and its runtime (aws-lc-rs, a TLS crypto provider, is not AWS's API).
+aws='aws-(sdk-[a-z0-9]+|config|smithy-[a-z0-9-]+|types|credential-types|sigv4|runtime|lambda-events) '
+for domain in wsdr-protocol wsdr-core; do
+  forbid "$domain" "^$aws" "the domain knows nothing of AWS"
+done
+forbid wsdr-client "^($aws|wsdr-core )" "the client speaks the protocol only"
+for lambda in ws-handler authorizer canary evacuator health; do
+  forbid "$lambda" '^wsdr-core feature "memory"' "the in-memory adapters are for tests and the lab"
+  forbid "$lambda" '^wsdr-lab ' "the lab is not deployed"
+done
+[ "$status" -eq 0 ] && echo "crate rules: the domain links no AWS crate, the client neither domain nor AWS, no Lambda the fakes or the lab"
+scripts/check-lambda-deps.sh || status=1
+exit $status
