@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Mutation runs of the chaos checker: each patch in scripts/mutants/ breaks one guarantee on
-# purpose; the campaign must report violations for it (exit non-zero). Builds each mutant in a
+# purpose; the campaign must report violations for it (exit non-zero). Runs are simulated, so
+# the result does not depend on --parallel. Builds each mutant in a
 # throwaway git worktree under target/mutants/ (one shared target dir), never touching the
 # checkout. Usage: scripts/mutation-run.sh [runs per mutant, default 30] [patch ...]
 set -euo pipefail
@@ -23,7 +24,7 @@ for patch in "${patches[@]}"; do
   set +e
   # A strong-* mutant breaks strong mode: its campaign runs on the MRSC table.
   mode=eventual; [[ "$name" == strong-* ]] && mode=strong
-  "$CARGO_TARGET_DIR/debug/wsdr" chaos --seed 1 --runs "$runs" --consistency "$mode" --report "$work/$name.json" >"$log" 2>&1
+  "$CARGO_TARGET_DIR/debug/wsdr" chaos --seed 1 --runs "$runs" --parallel 2 --consistency "$mode" --report "$work/$name.json" >"$log" 2>&1
   rc=$?
   set -e
   summary="$(grep '^chaos:' "$log" || tail -n1 "$log")"

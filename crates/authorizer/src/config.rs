@@ -86,14 +86,12 @@ impl Config {
     /// `JWKS_MIN_REFRESH_SECONDS`, `SUBPROTOCOL`.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let env = wsdr_lambda::env::Env::new(get);
-        let get = |name: &str| env.get(name);
-        let required = |name: &'static str| env.required(name);
         let seconds =
             |name: &'static str, default: u64| env.number(name, default).map(Duration::from_secs);
-        let issuer = required("JWT_ISSUER")?;
-        let audience = required("JWT_AUDIENCE")?;
-        let jwks_url = get("JWT_JWKS_URL");
-        let secret = get("JWT_HS256_SECRET");
+        let issuer = env.required("JWT_ISSUER")?;
+        let audience = env.required("JWT_AUDIENCE")?;
+        let jwks_url = env.get("JWT_JWKS_URL");
+        let secret = env.get("JWT_HS256_SECRET");
         let default_algorithms = if jwks_url.is_some() {
             "RS256,ES256"
         } else {
@@ -101,7 +99,8 @@ impl Config {
         };
         let algorithms = parse_algorithms(
             "JWT_ALGORITHMS",
-            &get("JWT_ALGORITHMS").unwrap_or_else(|| default_algorithms.into()),
+            &env.get("JWT_ALGORITHMS")
+                .unwrap_or_else(|| default_algorithms.into()),
         )?;
         let mut issuers = Vec::new();
         let asymmetric: Vec<Algorithm> = algorithms
@@ -142,7 +141,7 @@ impl Config {
                 canary: false,
             });
         }
-        if let Some(canary_secret) = get("CANARY_HS256_SECRET") {
+        if let Some(canary_secret) = env.get("CANARY_HS256_SECRET") {
             if canary_secret.len() < 32 {
                 return Err(EnvError::Invalid {
                     name: "CANARY_HS256_SECRET",
@@ -150,7 +149,9 @@ impl Config {
                 }
                 .into());
             }
-            let canary_issuer = get("CANARY_ISSUER").unwrap_or_else(|| "wsdr-canary".into());
+            let canary_issuer = env
+                .get("CANARY_ISSUER")
+                .unwrap_or_else(|| "wsdr-canary".into());
             if canary_issuer == issuer {
                 return Err(EnvError::Invalid {
                     name: "CANARY_ISSUER",
@@ -170,7 +171,7 @@ impl Config {
             issuers,
             leeway: seconds("JWT_LEEWAY_SECONDS", 5)?,
             jwks_min_refresh: seconds("JWKS_MIN_REFRESH_SECONDS", 60)?,
-            subprotocol: get("SUBPROTOCOL").unwrap_or_else(|| "wsdr".into()),
+            subprotocol: env.get("SUBPROTOCOL").unwrap_or_else(|| "wsdr".into()),
         })
     }
 }

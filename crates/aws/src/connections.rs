@@ -16,6 +16,10 @@ use crate::schema::{AUCTION_ID, BY_AUCTION_INDEX, EXPIRES_AT, PK, SK};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
 use aws_sdk_dynamodb::Client;
+use aws_smithy_async::future::pagination_stream::PaginationStream;
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use std::collections::HashMap;
 use std::time::Duration;
 use wsdr_core::{Census, ConnectionId, Connections, Error, Result, UserId};
@@ -117,7 +121,7 @@ impl Connections for DynamoConnections {
 
     async fn subscribers(&self, auction: &AuctionId, now_ms: u64) -> Result<Vec<ConnectionId>> {
         let now_secs = now_ms / 1000;
-        let mut pages = self
+        let pages = self
             .client
             .query()
             .table_name(&self.table)
@@ -131,12 +135,7 @@ impl Connections for DynamoConnections {
             .into_paginator()
             .items()
             .send();
-        let mut out = Vec::new();
-        while let Some(item) = pages.next().await {
-            let item = item.map_err(|e| classify(&e))?;
-            out.extend(live_connection_id(&item, now_secs));
-        }
-        Ok(out)
+        live_connection_ids(pages, now_secs).await
     }
 
     async fn remove(&self, connection: &ConnectionId) -> Result<()> {
@@ -197,7 +196,7 @@ impl Connections for DynamoConnections {
     /// one item per connection and one per subscription.
     async fn all(&self, now_ms: u64) -> Result<Vec<ConnectionId>> {
         let now_secs = now_ms / 1000;
-        let mut pages = self
+        let pages = self
             .client
             .scan()
             .table_name(&self.table)
@@ -211,12 +210,7 @@ impl Connections for DynamoConnections {
             .into_paginator()
             .items()
             .send();
-        let mut out = Vec::new();
-        while let Some(item) = pages.next().await {
-            let item = item.map_err(|e| classify(&e))?;
-            out.extend(live_connection_id(&item, now_secs));
-        }
-        Ok(out)
+        live_connection_ids(pages, now_secs).await
     }
 
     async fn census(&self) -> Result<Option<Census>> {
@@ -282,4 +276,21 @@ impl Connections for DynamoConnections {
         .await?;
         Ok(census)
     }
+}
+
+/// The live connection ids among the items of a query's or a scan's pages; a page that fails
+/// fails the whole read, classified.
+async fn live_connection_ids<E>(
+    mut items: PaginationStream<Result<HashMap<String, AttributeValue>, SdkError<E, HttpResponse>>>,
+    now_secs: u64,
+) -> Result<Vec<ConnectionId>>
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let mut out = Vec::new();
+    while let Some(item) = items.next().await {
+        let item = item.map_err(|e| classify(&e))?;
+        out.extend(live_connection_id(&item, now_secs));
+    }
+    Ok(out)
 }

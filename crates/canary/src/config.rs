@@ -73,10 +73,7 @@ impl Config {
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let env = wsdr_lambda::env::Env::new(get);
-        let get = |name: &str| env.get(name);
-        let required = |name: &'static str| env.required(name);
-        let number = |name: &'static str, default: u64| env.number(name, default);
-        let probes_per_run = number("PROBES_PER_RUN", 3)?;
+        let probes_per_run = env.number("PROBES_PER_RUN", 3)?;
         if !(1..=10).contains(&probes_per_run) {
             return Err(EnvError::Invalid {
                 name: "PROBES_PER_RUN",
@@ -85,13 +82,14 @@ impl Config {
             .into());
         }
         let auction_id = AuctionId::new(
-            get("CANARY_AUCTION_ID").unwrap_or_else(|| "canary".into()),
+            env.get("CANARY_AUCTION_ID")
+                .unwrap_or_else(|| "canary".into()),
         )
         .map_err(|e| EnvError::Invalid {
             name: "CANARY_AUCTION_ID",
             reason: e.message,
         })?;
-        let placement = match get("TOKEN_PLACEMENT").as_deref() {
+        let placement = match env.get("TOKEN_PLACEMENT").as_deref() {
             None | Some("query") => TokenPlacement::QueryString,
             Some("subprotocol") => TokenPlacement::Subprotocol,
             Some(other) => {
@@ -102,11 +100,14 @@ impl Config {
                 .into())
             }
         };
-        let verdict = match (get("VERDICT_FAILOVER_DATAPOINTS"), get("VERDICT_WINDOW")) {
+        let verdict = match (
+            env.get("VERDICT_FAILOVER_DATAPOINTS"),
+            env.get("VERDICT_WINDOW"),
+        ) {
             (None, None) => None,
             (Some(_), Some(_)) => {
-                let m = number("VERDICT_FAILOVER_DATAPOINTS", 0)?;
-                let n = number("VERDICT_WINDOW", 0)?;
+                let m = env.number("VERDICT_FAILOVER_DATAPOINTS", 0)?;
+                let n = env.number("VERDICT_WINDOW", 0)?;
                 let rule = u32::try_from(m)
                     .ok()
                     .zip(u32::try_from(n).ok())
@@ -120,7 +121,7 @@ impl Config {
             (Some(_), None) => return Err(EnvError::Missing("VERDICT_WINDOW").into()),
             (None, Some(_)) => return Err(EnvError::Missing("VERDICT_FAILOVER_DATAPOINTS").into()),
         };
-        let fast = match number("FAST_PROBE_INTERVAL_SECONDS", 0)? {
+        let fast = match env.number("FAST_PROBE_INTERVAL_SECONDS", 0)? {
             0 => None,
             interval if interval > 30 => {
                 return Err(EnvError::Invalid {
@@ -131,12 +132,12 @@ impl Config {
             }
             interval => Some(FastRounds {
                 interval: Duration::from_secs(interval),
-                window: Duration::from_secs(number("FAST_WINDOW_SECONDS", 55)?.clamp(1, 840)),
-                vantage: get("FAST_VANTAGE").unwrap_or_else(|| "inside".into()),
-                decides: match get("FAST_DECIDES").as_deref() {
+                window: Duration::from_secs(env.number("FAST_WINDOW_SECONDS", 55)?.clamp(1, 840)),
+                vantage: env.get("FAST_VANTAGE").unwrap_or_else(|| "inside".into()),
+                decides: match env.get("FAST_DECIDES").as_deref() {
                     None | Some("false") => None,
                     Some("true") => Some(
-                        get("FAST_DECIDE_WITH")
+                        env.get("FAST_DECIDE_WITH")
                             .unwrap_or_default()
                             .split(',')
                             .map(str::trim)
@@ -152,32 +153,35 @@ impl Config {
                         .into())
                     }
                 },
-                fail_after: number("FAST_FAIL_AFTER", 3)?.clamp(1, 100) as u32,
-                recover_after: number("FAST_RECOVER_AFTER", 12)?.clamp(1, 1000) as u32,
-                state_table: required("STATE_TABLE")?,
+                fail_after: env.number("FAST_FAIL_AFTER", 3)?.clamp(1, 100) as u32,
+                recover_after: env.number("FAST_RECOVER_AFTER", 12)?.clamp(1, 1000) as u32,
+                state_table: env.required("STATE_TABLE")?,
             }),
         };
         let defaults = MetricNames::default();
         Ok(Self {
-            target_url: required("TARGET_URL")?,
-            expected_region: get("EXPECTED_REGION")
-                .or_else(|| get("REGION_LABEL"))
-                .or_else(|| get("AWS_REGION"))
+            target_url: env.required("TARGET_URL")?,
+            expected_region: env
+                .get("EXPECTED_REGION")
+                .or_else(|| env.get("REGION_LABEL"))
+                .or_else(|| env.get("AWS_REGION"))
                 .ok_or(EnvError::Missing("EXPECTED_REGION"))?,
-            api_id: required("API_ID")?,
+            api_id: env.required("API_ID")?,
             metric_names: MetricNames {
-                namespace: get("METRIC_NAMESPACE").unwrap_or(defaults.namespace),
-                health: get("HEALTH_METRIC_NAME").unwrap_or(defaults.health),
-                latency: get("LATENCY_METRIC_NAME").unwrap_or(defaults.latency),
-                verdict: get("VERDICT_METRIC_NAME").unwrap_or(defaults.verdict),
+                namespace: env.get("METRIC_NAMESPACE").unwrap_or(defaults.namespace),
+                health: env.get("HEALTH_METRIC_NAME").unwrap_or(defaults.health),
+                latency: env.get("LATENCY_METRIC_NAME").unwrap_or(defaults.latency),
+                verdict: env.get("VERDICT_METRIC_NAME").unwrap_or(defaults.verdict),
             },
             probes_per_run: probes_per_run as u32,
-            probe_spacing: Duration::from_secs(number("PROBE_SPACING_SECONDS", 15)?),
-            probe_timeout: Duration::from_secs(number("PROBE_TIMEOUT_SECONDS", 5)?.max(1)),
+            probe_spacing: Duration::from_secs(env.number("PROBE_SPACING_SECONDS", 15)?),
+            probe_timeout: Duration::from_secs(env.number("PROBE_TIMEOUT_SECONDS", 5)?.max(1)),
             auction_id,
-            secret: required("CANARY_HS256_SECRET")?.into_bytes(),
-            issuer: get("CANARY_ISSUER").unwrap_or_else(|| "wsdr-canary".into()),
-            audience: required("JWT_AUDIENCE")?,
+            secret: env.required("CANARY_HS256_SECRET")?.into_bytes(),
+            issuer: env
+                .get("CANARY_ISSUER")
+                .unwrap_or_else(|| "wsdr-canary".into()),
+            audience: env.required("JWT_AUDIENCE")?,
             placement,
             verdict,
             fast,

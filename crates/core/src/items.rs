@@ -82,9 +82,21 @@ pub struct Change {
     pub writer: String,
 }
 
+/// Global Tables' conflict rule between two versions of one item, by their stamps (the write
+/// time by the writing Region's clock, then the writer, so that a tie still has one winner):
+/// whether `candidate` replaces `current`. The one place the rule is written.
+pub fn last_writer_wins(candidate: (u64, &str), current: (u64, &str)) -> bool {
+    candidate > current
+}
+
 impl Change {
-    /// Global Tables' conflict rule between two versions of one item: the later stamp wins.
+    /// The version's stamp: (write time, writer).
+    pub fn stamp(&self) -> (u64, &str) {
+        (self.written_at, &self.writer)
+    }
+
+    /// Whether this version replaces `other` ([`last_writer_wins`]).
     pub fn newer_than(&self, other: &Change) -> bool {
-        (self.written_at, &self.writer) > (other.written_at, &other.writer)
+        last_writer_wins(self.stamp(), other.stamp())
     }
 }

@@ -72,10 +72,7 @@ impl Config {
     /// Read the configuration through `get` (tests pass a map; never `set_var`).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let env = wsdr_lambda::env::Env::new(get);
-        let get = |name: &str| env.get(name);
-        let required = |name: &'static str| env.required(name);
-        let number = |name: &'static str, default: u64| env.number(name, default);
-        let callback_url = required("WS_CALLBACK_URL")?;
+        let callback_url = env.required("WS_CALLBACK_URL")?;
         if !(callback_url.starts_with("https://") || callback_url.starts_with("http://")) {
             return Err(EnvError::Invalid {
                 name: "WS_CALLBACK_URL",
@@ -83,11 +80,12 @@ impl Config {
             }
             .into());
         }
-        let region_label = get("REGION_LABEL")
+        let region_label = env
+            .get("REGION_LABEL")
             .filter(|v| !v.is_empty())
-            .or_else(|| get("AWS_REGION"))
+            .or_else(|| env.get("AWS_REGION"))
             .ok_or(EnvError::Missing("REGION_LABEL or AWS_REGION"))?;
-        let fanout_concurrency = number("FANOUT_CONCURRENCY", 64)?;
+        let fanout_concurrency = env.number("FANOUT_CONCURRENCY", 64)?;
         if fanout_concurrency == 0 || fanout_concurrency > 1024 {
             return Err(EnvError::Invalid {
                 name: "FANOUT_CONCURRENCY",
@@ -95,7 +93,7 @@ impl Config {
             }
             .into());
         }
-        let seed_auctions = match get("SEED_AUCTIONS").filter(|v| !v.trim().is_empty()) {
+        let seed_auctions = match env.get("SEED_AUCTIONS").filter(|v| !v.trim().is_empty()) {
             None => Vec::new(),
             Some(json) => serde_json::from_str::<Vec<SeedAuction>>(&json)
                 .map_err(|e| EnvError::Invalid {
@@ -107,19 +105,19 @@ impl Config {
                 .collect(),
         };
         Ok(Self {
-            state_table: required("STATE_TABLE")?,
-            connections_table: required("CONNECTIONS_TABLE")?,
+            state_table: env.required("STATE_TABLE")?,
+            connections_table: env.required("CONNECTIONS_TABLE")?,
             callback_url,
             region_label,
             fanout_concurrency: fanout_concurrency as usize,
-            connection_ttl: Duration::from_secs(number("CONNECTION_TTL_SECONDS", 9_000)?),
-            subprotocol: get("SUBPROTOCOL").unwrap_or_else(|| "wsdr".into()),
+            connection_ttl: Duration::from_secs(env.number("CONNECTION_TTL_SECONDS", 9_000)?),
+            subprotocol: env.get("SUBPROTOCOL").unwrap_or_else(|| "wsdr".into()),
             seed_auctions,
-            herd_hint_quota_per_s: match number("HERD_HINT_QUOTA_PER_SECOND", 0)? {
+            herd_hint_quota_per_s: match env.number("HERD_HINT_QUOTA_PER_SECOND", 0)? {
                 0 => None,
                 quota => Some(quota as f64),
             },
-            consistency: match get("CONSISTENCY") {
+            consistency: match env.get("CONSISTENCY") {
                 None => wsdr_core::Consistency::Eventual,
                 Some(value) => value
                     .parse()

@@ -15,13 +15,8 @@ pub struct Args {
     /// Why, as the clients will see it.
     #[arg(long)]
     reason: Option<String>,
-    /// The lab's control API (host:port).
-    #[arg(long, default_value = "127.0.0.1:8787", value_parser = cli::address)]
-    lab: std::net::SocketAddr,
-    /// The control token a lab started with --allow-remote printed (or
-    /// WSDR_LAB_CONTROL_TOKEN).
-    #[arg(long, env = "WSDR_LAB_CONTROL_TOKEN", hide_env_values = true)]
-    control_token: Option<String>,
+    #[command(flatten)]
+    lab: super::LabAddress,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -30,9 +25,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         unplanned,
         reason,
         lab,
-        control_token,
     } = args;
     let body =
         serde_json::json!({"region": region, "planned": !unplanned, "reason": reason}).to_string();
-    Ok(super::control_call(lab, control_token, "/api/evacuate", &body, "evacuate").await)
+    Ok(super::control_call(lab, "/api/evacuate", &body, "evacuate").await)
 }

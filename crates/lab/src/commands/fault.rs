@@ -19,13 +19,8 @@ pub struct Args {
     /// `one-way`: the Region whose outgoing replication is cut (as --region).
     #[arg(long, value_parser = cli::region)]
     from: Option<wsdr_lab::control::RegionRef>,
-    /// The lab's control API (host:port).
-    #[arg(long, default_value = "127.0.0.1:8787", value_parser = cli::address)]
-    lab: std::net::SocketAddr,
-    /// The control token a lab started with --allow-remote printed (or
-    /// WSDR_LAB_CONTROL_TOKEN).
-    #[arg(long, env = "WSDR_LAB_CONTROL_TOKEN", hide_env_values = true)]
-    control_token: Option<String>,
+    #[command(flatten)]
+    lab: super::LabAddress,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -36,7 +31,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         percent,
         from,
         lab,
-        control_token,
     } = args;
     let body = serde_json::json!({
         "kind": kind.name(),
@@ -46,5 +40,5 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         "from": from,
     })
     .to_string();
-    Ok(super::control_call(lab, control_token, "/api/fault", &body, "fault").await)
+    Ok(super::control_call(lab, "/api/fault", &body, "fault").await)
 }

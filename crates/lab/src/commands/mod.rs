@@ -75,10 +75,24 @@ fn write_report(path: &std::path::Path, report: &impl serde::Serialize) -> anyho
     Ok(())
 }
 
+/// Where a running `wsdr lab` listens, and its control token.
+#[derive(clap::Args)]
+pub struct LabAddress {
+    /// The lab's control API (host:port).
+    #[arg(long, default_value = "127.0.0.1:8787", value_parser = cli::address)]
+    lab: std::net::SocketAddr,
+    /// The control token a lab started with --allow-remote printed (or
+    /// WSDR_LAB_CONTROL_TOKEN).
+    #[arg(long, env = "WSDR_LAB_CONTROL_TOKEN", hide_env_values = true)]
+    control_token: Option<String>,
+}
+
 /// One control API call from the CLI: print the answer, or say what went wrong (exit 1).
 async fn control_call(
-    lab: std::net::SocketAddr,
-    token: Option<String>,
+    LabAddress {
+        lab,
+        control_token: token,
+    }: LabAddress,
     path: &str,
     body: &str,
     command: &str,

@@ -13,13 +13,8 @@ pub struct Args {
     /// Take it out of DNS.
     #[arg(long)]
     out: bool,
-    /// The lab's control API (host:port).
-    #[arg(long, default_value = "127.0.0.1:8787", value_parser = cli::address)]
-    lab: std::net::SocketAddr,
-    /// The control token a lab started with --allow-remote printed (or
-    /// WSDR_LAB_CONTROL_TOKEN).
-    #[arg(long, env = "WSDR_LAB_CONTROL_TOKEN", hide_env_values = true)]
-    control_token: Option<String>,
+    #[command(flatten)]
+    lab: super::LabAddress,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -28,12 +23,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         back_in,
         out,
         lab,
-        control_token,
     } = args;
     if back_in == out {
         eprintln!("wsdr service: say --in or --out");
         return Ok(ExitCode::from(2));
     }
     let body = serde_json::json!({"region": region, "in_service": back_in}).to_string();
-    Ok(super::control_call(lab, control_token, "/api/service", &body, "service").await)
+    Ok(super::control_call(lab, "/api/service", &body, "service").await)
 }

@@ -111,7 +111,9 @@ pub async fn serve_with_token(
         None => router(lab),
     };
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "the control API stopped serving");
+        }
     });
     Ok(bound)
 }

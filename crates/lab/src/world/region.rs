@@ -16,7 +16,6 @@ use crate::world::owner::Owner;
 use crate::world::region_id::RegionId;
 use crate::world::scale::TimeScale;
 use crate::world::store::ReplicaStore;
-use crate::world::timeline::Timeline;
 use authorizer::Authorizer;
 use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayWebsocketProxyRequest,
@@ -219,7 +218,6 @@ pub struct Region {
     scale: TimeScale,
     /// (new connections per lab second, tokens held at most).
     connect_rate: Mutex<(f64, f64)>,
-    timeline: Timeline,
 }
 
 impl std::fmt::Debug for Region {
@@ -266,7 +264,7 @@ impl Region {
     ) -> anyhow::Result<Arc<Self>> {
         let crate::world::env::Shared {
             scale,
-            timeline,
+            timeline: _,
             owner,
             environment: env,
         } = shared;
@@ -318,7 +316,6 @@ impl Region {
             sockets: Mutex::default(),
             entropy: env.entropy.clone(),
             network: env.network.clone(),
-            timeline,
             owner,
             clock,
             scale,
@@ -900,9 +897,9 @@ async fn serve_socket(
         && !region.faults.disconnect_dropped.load(Ordering::SeqCst)
     {
         let event = json!({"requestContext": region.context("$disconnect", "DISCONNECT", &connection_id, &authorizer), "isBase64Encoded": false});
-        let _ = region.invoke(event).await;
+        // API Gateway ignores what `$disconnect` answers; its failures are the handler's to log.
+        let _ignored = region.invoke(event).await;
     }
-    let _ = &region.timeline;
 }
 
 async fn post_to_connection(

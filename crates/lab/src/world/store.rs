@@ -217,9 +217,9 @@ impl ReplicaStore for DynamoReplica {
     async fn apply_replicated(&self, change: &Change) -> wsdr_core::Result<bool> {
         let key = change.item.key();
         let _items = self.lock_items(std::slice::from_ref(&key)).await;
-        let newer = lock(&self.stamps)
-            .get(&key)
-            .is_none_or(|(at, writer)| (change.written_at, &change.writer) > (*at, writer));
+        let newer = lock(&self.stamps).get(&key).is_none_or(|(at, writer)| {
+            wsdr_core::items::last_writer_wins(change.stamp(), (*at, writer.as_str()))
+        });
         if !newer {
             return Ok(false);
         }
