@@ -48,7 +48,7 @@ pub use metrics::{CloudWatchMetrics, STANDARD_RESOLUTION};
 #[cfg(feature = "apigateway")]
 pub use notifier::ApiGatewayNotifier;
 #[cfg(feature = "dynamodb")]
-pub use state::{DynamoStateStore, IoCounts};
+pub use state::{DynamoLedgerStore, DynamoStateStore, IoCounts};
 
 pub use aws_credential_types::provider::SharedCredentialsProvider;
 pub use aws_credential_types::Credentials;

@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use wsdr_core::items::Item as StateItem;
 use wsdr_core::{
-    Advance, Auction, BidCommit, BidRecord, CommitOutcome, Error, LastBid, LedgerHead,
+    Advance, Auction, BidCommit, BidRecord, CommitOutcome, Error, LastBid, LedgerHead, LedgerStore,
     RegionSummary, Result, StateStore, UserId,
 };
 use wsdr_protocol::{Amount, AuctionId, BidId};
@@ -110,19 +110,9 @@ impl DynamoStateStore {
     /// DynamoDB does not name isolation apart from other server errors. The write that
     /// decides a bid (`advance`) is different: after such a failure it may have committed,
     /// so it stays `Transient` and the bid is answered `unknown` (see `advance`).
-    pub fn strongly_consistent(mut self) -> Self {
+    pub fn strongly_consistent(mut self) -> DynamoLedgerStore {
         self.strong = true;
-        self
-    }
-
-    fn require_strong(&self) -> Result<()> {
-        if self.strong {
-            Ok(())
-        } else {
-            Err(Error::Internal(
-                "strong-mode call on a store not marked strongly consistent".into(),
-            ))
-        }
+        DynamoLedgerStore(self)
     }
 
     fn fail<E>(
@@ -657,10 +647,72 @@ impl StateStore for DynamoStateStore {
         bids.truncate(limit);
         Ok(bids)
     }
+}
 
+/// [`LedgerStore`] on a DynamoDB multi-Region strongly consistent (MRSC) global table:
+/// [`DynamoStateStore::strongly_consistent`] makes one. Only this type keeps a ledger, so a
+/// strong service cannot be built on an eventually consistent table.
+#[derive(Debug, Clone)]
+pub struct DynamoLedgerStore(DynamoStateStore);
+
+impl DynamoLedgerStore {
+    pub fn io(&self) -> &IoCounts {
+        self.0.io()
+    }
+
+    /// Every item of the table (tests and the lab's convergence checks).
+    pub async fn dump(&self) -> Result<Vec<StateItem>> {
+        self.0.dump().await
+    }
+
+    /// Every bid copy of an auction.
+    pub async fn all_bids(&self, auction: &AuctionId) -> Result<Vec<BidRecord>> {
+        self.0.all_bids(auction).await
+    }
+}
+
+#[async_trait]
+impl StateStore for DynamoLedgerStore {
+    async fn put_auction_if_absent(&self, auction: &Auction) -> Result<bool> {
+        self.0.put_auction_if_absent(auction).await
+    }
+
+    async fn auction(&self, id: &AuctionId) -> Result<Option<Auction>> {
+        self.0.auction(id).await
+    }
+
+    async fn bid_copies(
+        &self,
+        auction: &AuctionId,
+        bidder: &UserId,
+        bid_id: &BidId,
+    ) -> Result<Vec<BidRecord>> {
+        self.0.bid_copies(auction, bidder, bid_id).await
+    }
+
+    async fn summaries(&self, auction: &AuctionId) -> Result<Vec<RegionSummary>> {
+        self.0.summaries(auction).await
+    }
+
+    async fn commit_bid(&self, commit: &BidCommit) -> Result<CommitOutcome> {
+        self.0.commit_bid(commit).await
+    }
+
+    async fn newest_user_bids(
+        &self,
+        auction: &AuctionId,
+        bidder: &UserId,
+        limit: usize,
+    ) -> Result<Vec<BidRecord>> {
+        self.0.newest_user_bids(auction, bidder, limit).await
+    }
+}
+
+#[async_trait]
+impl LedgerStore for DynamoLedgerStore {
     async fn head(&self, auction: &AuctionId) -> Result<Option<LedgerHead>> {
-        self.require_strong()?;
-        self.get(summaries_pk(auction), LEDGER_SK.into())
+        self.0
+            .get(summaries_pk(auction), LEDGER_SK.into())
             .await?
             .map(|item| parse_head(auction, &item))
             .transpose()
@@ -672,11 +724,11 @@ impl StateStore for DynamoStateStore {
         expected_accepted: u64,
         next: &LedgerHead,
     ) -> Result<Advance> {
-        self.require_strong()?;
         let mut put = self
+            .0
             .client
             .put_item()
-            .table_name(&self.table)
+            .table_name(&self.0.table)
             .set_item(Some(head_item(auction, next)))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         put = if expected_accepted == 0 {
@@ -686,7 +738,7 @@ impl StateStore for DynamoStateStore {
                 .expression_attribute_values(":expected", n(expected_accepted))
         };
         let result = put.send().await;
-        self.io.wrote(1);
+        self.0.io.wrote(1);
         match result {
             Ok(_) => Ok(Advance::Advanced),
             Err(e) => match e.as_service_error() {
@@ -714,21 +766,21 @@ impl StateStore for DynamoStateStore {
     }
 
     async fn settle(&self, bid: &BidRecord, write_id: &str) -> Result<()> {
-        self.require_strong()?;
         let result = self
+            .0
             .client
             .put_item()
-            .table_name(&self.table)
+            .table_name(&self.0.table)
             .set_item(Some(bid_item(bid, write_id)))
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await;
-        self.io.wrote(1);
+        self.0.io.wrote(1);
         match result {
             Ok(_) => Ok(()),
             // Written before (by the accepting request or a later bid): the same item.
             Err(e) if is_conditional_check_failed(&e) => Ok(()),
-            Err(e) => Err(self.fail(&e)),
+            Err(e) => Err(self.0.fail(&e)),
         }
     }
 }

@@ -6,8 +6,10 @@ mod common;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use wsdr_aws::DynamoStateStore;
-use wsdr_core::{Auction, BidCommit, BidRecord, CommitOutcome, RegionSummary, StateStore, UserId};
+use wsdr_aws::{DynamoLedgerStore, DynamoStateStore};
+use wsdr_core::{
+    Auction, BidCommit, BidRecord, CommitOutcome, LedgerStore, RegionSummary, StateStore, UserId,
+};
 use wsdr_protocol::{Amount, AuctionId, BidId};
 
 fn auction(id: &str) -> Auction {
@@ -347,15 +349,14 @@ async fn unreachable_table_is_a_classified_error_not_a_panic() {
 // conditional put, a lost answer is recognised by the write id, copies are put once, and a
 // failure to reach the table is `NoQuorum` (go elsewhere), never a rejection.
 
-fn strong_service(store: Arc<DynamoStateStore>, region: &str) -> wsdr_core::AuctionService {
-    wsdr_core::AuctionService::new(
+fn strong_service(store: Arc<DynamoLedgerStore>, region: &str) -> wsdr_core::AuctionService {
+    wsdr_core::AuctionService::strong(
         store,
         Arc::new(wsdr_core::memory::MemoryConnections::default()),
         Arc::new(wsdr_core::memory::RecordingNotifier::default()),
         Arc::new(wsdr_core::SystemClock),
         region,
     )
-    .with_consistency(wsdr_core::Consistency::Strong)
 }
 
 async fn bid_status(

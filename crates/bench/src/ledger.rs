@@ -4,8 +4,9 @@
 use crate::common::percentile;
 use std::sync::Arc;
 use std::time::Instant;
-use wsdr_aws::DynamoStateStore;
+use wsdr_aws::{DynamoLedgerStore, DynamoStateStore};
 use wsdr_core::memory::{MemoryConnections, RecordingNotifier};
+use wsdr_core::LedgerStore;
 use wsdr_core::{
     Auction, AuctionService, BidCommit, BidRecord, CommitOutcome, ConnectionId, RegionSummary,
     StateStore, SystemClock, UserId,
@@ -40,16 +41,17 @@ async fn bench_table(
     endpoint: &str,
     prefix: &str,
     strong: bool,
-) -> anyhow::Result<(Arc<DynamoStateStore>, AuctionId)> {
+) -> anyhow::Result<(
+    Arc<DynamoStateStore>,
+    Option<Arc<DynamoLedgerStore>>,
+    AuctionId,
+)> {
     let client = wsdr_aws::local::dynamo_client(endpoint, "us-east-1");
     let table = format!("{prefix}-{:08x}", rand::random::<u32>());
     wsdr_aws::schema::create_state_table(&client, &table).await?;
-    let store = DynamoStateStore::new(client, table);
-    let store = Arc::new(if strong {
-        store.strongly_consistent()
-    } else {
-        store
-    });
+    let store = Arc::new(DynamoStateStore::new(client, table));
+    // The same table as a ledger (it shares the store's I/O counts).
+    let ledger = strong.then(|| Arc::new(store.as_ref().clone().strongly_consistent()));
     let auction = AuctionId::new("lot-1")?;
     store
         .put_auction_if_absent(&Auction {
@@ -60,7 +62,7 @@ async fn bench_table(
             closes_at: None,
         })
         .await?;
-    Ok((store, auction))
+    Ok((store, ledger, auction))
 }
 
 async fn prepare(
@@ -69,7 +71,7 @@ async fn prepare(
     consistency: wsdr_core::Consistency,
 ) -> anyhow::Result<Prepared> {
     let strong = consistency == wsdr_core::Consistency::Strong;
-    let (store, auction) = bench_table(endpoint, "bench-ledger", strong).await?;
+    let (store, ledger, auction) = bench_table(endpoint, "bench-ledger", strong).await?;
     // History, written straight through the store (as the service would, without its reads).
     let mut summary = RegionSummary::empty("us-east-1");
     let mut head = wsdr_core::LedgerHead::empty();
@@ -82,7 +84,7 @@ async fn prepare(
             at: i as u64,
             region: "us-east-1".into(),
         };
-        if strong {
+        if let Some(store) = &ledger {
             let write_id = format!("prior-{i:08}-{:08x}", rand::random::<u32>());
             let next = head.with_bid(&bid, &write_id);
             let outcome = store
@@ -111,14 +113,24 @@ async fn prepare(
         );
         summary = next;
     }
-    let service = AuctionService::new(
-        store.clone(),
-        Arc::new(MemoryConnections::default()),
-        Arc::new(RecordingNotifier::default()),
-        Arc::new(SystemClock),
-        "us-east-1",
-    )
-    .with_consistency(consistency);
+    let connections = Arc::new(MemoryConnections::default());
+    let notifier = Arc::new(RecordingNotifier::default());
+    let service = match &ledger {
+        None => AuctionService::new(
+            store.clone(),
+            connections,
+            notifier,
+            Arc::new(SystemClock),
+            "us-east-1",
+        ),
+        Some(ledger) => AuctionService::strong(
+            ledger.clone(),
+            connections,
+            notifier,
+            Arc::new(SystemClock),
+            "us-east-1",
+        ),
+    };
     Ok(Prepared {
         prior,
         store,
@@ -232,7 +244,7 @@ pub async fn settle_costs(
     let connection = ConnectionId::new("bench-conn")?;
     let mut worlds = Vec::new();
     for &own in owns {
-        let (store, auction) = bench_table(endpoint, "bench-settle", false).await?;
+        let (store, _, auction) = bench_table(endpoint, "bench-settle", false).await?;
         let mut summary = RegionSummary::empty("us-east-1");
         let mut ids = Vec::new();
         for i in 0..own {

@@ -33,8 +33,8 @@ pub use model::{
 };
 pub use ports::{
     Advance, BidCommit, Census, Clock, CommitOutcome, Connections, Entropy, HealthDatapoint,
-    HealthLedger, Metrics, Notifier, Pause, SeededEntropy, StateStore, SystemClock, ThreadEntropy,
-    TokioPause, VerdictDatapoint,
+    HealthLedger, LedgerStore, Metrics, Notifier, Pause, SeededEntropy, StateStore, SystemClock,
+    ThreadEntropy, TokioPause, VerdictDatapoint,
 };
 pub use service::{AuctionService, BidReason, HerdHint, Reply};
 pub use verdict::{endpoint_serves, FailoverRule, FastVerdict};

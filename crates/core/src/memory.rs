@@ -9,8 +9,8 @@
 pub use crate::items::{Change, Item, ItemKey};
 use crate::model::{Auction, BidRecord, ConnectionId, LedgerHead, RegionSummary, UserId};
 use crate::ports::{
-    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, Metrics,
-    Notifier, StateStore, VerdictDatapoint,
+    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, HealthDatapoint, LedgerStore,
+    Metrics, Notifier, StateStore, VerdictDatapoint,
 };
 use crate::{Error, Result};
 use async_trait::async_trait;
@@ -255,7 +255,10 @@ impl StateStore for MemoryStateStore {
         bids.truncate(limit);
         Ok(bids)
     }
+}
 
+#[async_trait]
+impl LedgerStore for MemoryStateStore {
     async fn head(&self, auction: &AuctionId) -> Result<Option<LedgerHead>> {
         self.check_outage()?;
         Ok(

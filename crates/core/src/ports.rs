@@ -37,7 +37,7 @@ pub enum CommitOutcome {
     Conflict,
 }
 
-/// What [`StateStore::advance`] did.
+/// What [`LedgerStore::advance`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Advance {
     /// The head is now the one given (by this call, or by an earlier try of the same write:
@@ -82,17 +82,18 @@ pub trait StateStore: Send + Sync {
         bidder: &UserId,
         limit: usize,
     ) -> Result<Vec<BidRecord>>;
+}
 
-    // Strong mode (a multi-Region strongly consistent table): every read below and above is
-    // strongly consistent, every condition is checked against the latest version in every
-    // Region. A store on an eventually consistent table cannot order bids globally and
-    // refuses these (the defaults).
-
+/// A state store on a multi-Region strongly consistent table (DynamoDB MRSC): every read is
+/// strongly consistent and every condition is checked against the latest version in every
+/// Region, so it can keep one ledger of accepted bids per auction. Strong mode is built on
+/// one ([`crate::AuctionService::strong`]); a store on an eventually consistent table cannot
+/// order bids globally and does not implement it, so a strong service on such a store does
+/// not compile.
+#[async_trait]
+pub trait LedgerStore: StateStore {
     /// The auction's ledger head, if any bid was ever accepted.
-    async fn head(&self, auction: &AuctionId) -> Result<Option<LedgerHead>> {
-        let _ = auction;
-        Err(not_strong())
-    }
+    async fn head(&self, auction: &AuctionId) -> Result<Option<LedgerHead>>;
     /// Replace the auction's head with `next` if it still has `expected_accepted` accepted
     /// bids (0: no head yet). One conditional write: the single point where a bid is decided.
     async fn advance(
@@ -100,24 +101,10 @@ pub trait StateStore: Send + Sync {
         auction: &AuctionId,
         expected_accepted: u64,
         next: &LedgerHead,
-    ) -> Result<Advance> {
-        let _ = (auction, expected_accepted, next);
-        Err(not_strong())
-    }
+    ) -> Result<Advance>;
     /// Write the copy of an accepted bid unless it exists (idempotent: any request may
     /// write the copy of the head's last bid, the same item every time).
-    async fn settle(&self, bid: &BidRecord, write_id: &str) -> Result<()> {
-        let _ = (bid, write_id);
-        Err(not_strong())
-    }
-}
-
-fn not_strong() -> crate::Error {
-    crate::Error::Internal(
-        "strong mode needs a multi-Region strongly consistent table; this store is eventually \
-         consistent"
-            .into(),
-    )
+    async fn settle(&self, bid: &BidRecord, write_id: &str) -> Result<()>;
 }
 
 /// The Region's own registry of live connections (not replicated).

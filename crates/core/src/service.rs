@@ -6,7 +6,8 @@ use crate::model::{
     Principal, RegionSummary, UserId,
 };
 use crate::ports::{
-    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, Notifier, StateStore,
+    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, LedgerStore, Notifier,
+    StateStore,
 };
 use crate::Result;
 use std::sync::{Arc, Mutex};
@@ -154,8 +155,8 @@ pub struct AuctionService {
     seeds: Arc<Vec<Auction>>,
     /// The herd hint to advertise, if any, and the census it was last computed from.
     herd: Option<(HerdHint, Arc<Mutex<CensusCache>>)>,
-    /// How bids are decided: per Region (eventual) or on the auction's ledger head (strong).
-    consistency: Consistency,
+    /// How bids are decided, fixed when the service is built.
+    path: BidPath,
     /// Retry pauses, fan-out jitter and write ids.
     entropy: Arc<dyn crate::ports::Entropy>,
 }
@@ -169,7 +170,25 @@ impl std::fmt::Debug for AuctionService {
     }
 }
 
+/// How a service decides bids: chosen by its constructor, from the store it is given.
+#[derive(Clone)]
+enum BidPath {
+    /// Per Region, on an eventually consistent table (MREC): each Region's summary decides.
+    Regional,
+    /// On the auction's ledger head, on a multi-Region strongly consistent table (MRSC).
+    Ledger(Arc<dyn LedgerStore>),
+}
+
+/// What one attempt at deciding a bid came to.
+enum Attempt {
+    Decided(Box<Reply>),
+    /// Another request moved the state first (nothing was written): decide again on fresh
+    /// state, after a pause.
+    Again,
+}
+
 impl AuctionService {
+    /// A service deciding bids per Region (eventual mode), on any state store.
     pub fn new(
         store: Arc<dyn StateStore>,
         connections: Arc<dyn Connections>,
@@ -186,7 +205,7 @@ impl AuctionService {
             fanout: FanoutConfig::default(),
             seeds: Arc::default(),
             herd: None,
-            consistency: Consistency::Eventual,
+            path: BidPath::Regional,
             entropy: Arc::new(crate::ports::ThreadEntropy),
         }
     }
@@ -198,15 +217,55 @@ impl AuctionService {
         self
     }
 
-    /// Decide bids as the table allows: [`Consistency::Strong`] needs a store on a
-    /// multi-Region strongly consistent table (its `head`/`advance`/`settle`).
-    pub fn with_consistency(mut self, consistency: Consistency) -> Self {
-        self.consistency = consistency;
-        self
+    /// A service deciding bids on each auction's ledger head (strong mode): it needs a store
+    /// on a multi-Region strongly consistent table, and takes nothing else.
+    pub fn strong(
+        store: Arc<dyn LedgerStore>,
+        connections: Arc<dyn Connections>,
+        notifier: Arc<dyn Notifier>,
+        clock: Arc<dyn Clock>,
+        region: impl Into<String>,
+    ) -> Self {
+        let state: Arc<dyn StateStore> = store.clone();
+        Self {
+            path: BidPath::Ledger(store),
+            ..Self::new(state, connections, notifier, clock, region)
+        }
     }
 
     pub fn consistency(&self) -> Consistency {
-        self.consistency
+        match self.path {
+            BidPath::Regional => Consistency::Eventual,
+            BidPath::Ledger(_) => Consistency::Strong,
+        }
+    }
+
+    /// Decide a bid: `attempt` until it decides, pausing before each new try, at most
+    /// [`COMMIT_ATTEMPTS`] times. Both bid paths retry a lost race this way.
+    async fn decide<F>(
+        &self,
+        what_moved: &str,
+        mut attempt: impl FnMut(u32) -> F,
+    ) -> Result<Reply, BidFailure>
+    where
+        F: std::future::Future<Output = Result<Attempt, BidFailure>>,
+    {
+        for n in 0..COMMIT_ATTEMPTS {
+            match attempt(n).await? {
+                Attempt::Decided(reply) => return Ok(*reply),
+                Attempt::Again => {
+                    pause_before_deciding_again(
+                        self.entropy.as_ref(),
+                        self.fanout.pause.as_ref(),
+                        n,
+                    )
+                    .await;
+                }
+            }
+        }
+        Err(BidFailure::BeforeCommit(crate::Error::Transient(format!(
+            "{what_moved} kept moving ({COMMIT_ATTEMPTS} tries)"
+        ))))
     }
 
     /// Advertise a herd window in `state` replies, from the Region's connection census.
@@ -555,10 +614,10 @@ impl AuctionService {
         &self,
         auction_id: &AuctionId,
     ) -> Result<(Vec<RegionSummary>, Option<BidRecord>)> {
-        match self.consistency {
-            Consistency::Eventual => Ok((self.store.summaries(auction_id).await?, None)),
-            Consistency::Strong => {
-                let head = self.store.head(auction_id).await?;
+        match &self.path {
+            BidPath::Regional => Ok((self.store.summaries(auction_id).await?, None)),
+            BidPath::Ledger(ledger) => {
+                let head = ledger.head(auction_id).await?;
                 Ok(match head {
                     Some(head) => (vec![head.summary], head.last.map(|l| l.bid)),
                     None => (Vec::new(), None),
@@ -589,13 +648,13 @@ impl AuctionService {
         let outcome = match self.find_auction(auction_id).await {
             Err(error) => Err(BidFailure::BeforeCommit(error)),
             Ok(None) => Ok(self.bid_result(bid_id, Err(BidReason::UnknownAuction))),
-            Ok(Some(auction)) => match self.consistency {
-                Consistency::Eventual => {
+            Ok(Some(auction)) => match &self.path {
+                BidPath::Regional => {
                     self.try_bid(connection, user, &auction, amount, bid_id)
                         .await
                 }
-                Consistency::Strong => {
-                    self.try_bid_strong(connection, user, &auction, amount, bid_id)
+                BidPath::Ledger(ledger) => {
+                    self.try_bid_strong(ledger.as_ref(), connection, user, &auction, amount, bid_id)
                         .await
                 }
             },
@@ -628,7 +687,7 @@ impl AuctionService {
         amount: Amount,
         bid_id: &BidId,
     ) -> Result<Reply, BidFailure> {
-        use BidFailure::{AtCommit, BeforeCommit};
+        use BidFailure::BeforeCommit;
         let auction_id = &auction.id;
         // A replay (in any Region's copy we hold) answers from the copy: check order matters,
         // a replay must answer `duplicate` even if the auction has since moved past it.
@@ -640,70 +699,81 @@ impl AuctionService {
         if let Some(reply) = self.replay_answer(bid_id, amount, &copies) {
             return Ok(reply);
         }
-        for attempt in 0..COMMIT_ATTEMPTS {
-            let now = self.clock.now_ms();
-            if !auction.is_open(now) {
-                return Ok(self.bid_result(bid_id, Err(BidReason::AuctionClosed)));
-            }
-            let summaries = self
-                .store
-                .summaries(auction_id)
-                .await
-                .map_err(BeforeCommit)?;
-            let before = AuctionSnapshot::merge(&summaries);
-            if let Some(reason) = too_low(auction, amount, before.high_bid.as_ref()) {
-                return Ok(self.bid_result(bid_id, Err(reason)));
-            }
-            let own = summaries
-                .iter()
-                .filter(|s| s.region == self.region)
-                .max_by_key(|s| s.accepted)
-                .cloned()
-                .unwrap_or_else(|| RegionSummary::empty(self.region.clone()));
-            let bid = BidRecord {
-                auction_id: auction_id.clone(),
-                bid_id: bid_id.clone(),
-                bidder: user.clone(),
-                amount,
-                at: now,
-                region: self.region.clone(),
-            };
-            let commit = BidCommit {
-                summary: own.with_bid(&bid),
-                expected_accepted: own.accepted,
-                // One id per attempt: it is also DynamoDB's ClientRequestToken, which must not
-                // be reused with other parameters (an attempt after a conflict differs).
-                write_id: self.write_id(),
-                bid,
-            };
-            match self.store.commit_bid(&commit).await.map_err(AtCommit)? {
-                CommitOutcome::Committed => {
-                    let after = AuctionSnapshot::merge(
-                        summaries
-                            .iter()
-                            .filter(|s| s.region != self.region)
-                            .chain(std::iter::once(&commit.summary)),
-                    );
-                    return Ok(self.accepted(connection, auction_id, bid_id, &after).await);
-                }
-                CommitOutcome::Exists(existing) => {
-                    return Ok(self.replay_result(amount, &existing));
-                }
-                CommitOutcome::Conflict => {
-                    // Another bid in this Region moved the summary: decide again on fresh
-                    // state.
-                    pause_before_deciding_again(
-                        self.entropy.as_ref(),
-                        self.fanout.pause.as_ref(),
-                        attempt,
-                    )
-                    .await;
-                }
-            }
+        self.decide("the auction's summary", |_| {
+            self.regional_attempt(connection, user, auction, amount, bid_id)
+        })
+        .await
+    }
+
+    /// One attempt of the eventual path: read the Region's summaries, apply the amount rule,
+    /// commit the copy and this Region's summary in one transaction.
+    async fn regional_attempt(
+        &self,
+        connection: &ConnectionId,
+        user: &UserId,
+        auction: &Auction,
+        amount: Amount,
+        bid_id: &BidId,
+    ) -> Result<Attempt, BidFailure> {
+        use BidFailure::{AtCommit, BeforeCommit};
+        let auction_id = &auction.id;
+        let now = self.clock.now_ms();
+        if !auction.is_open(now) {
+            return Ok(Attempt::Decided(Box::new(
+                self.bid_result(bid_id, Err(BidReason::AuctionClosed)),
+            )));
         }
-        Err(BeforeCommit(crate::Error::Transient(format!(
-            "the auction's summary kept moving ({COMMIT_ATTEMPTS} tries)"
-        ))))
+        let summaries = self
+            .store
+            .summaries(auction_id)
+            .await
+            .map_err(BeforeCommit)?;
+        let before = AuctionSnapshot::merge(&summaries);
+        if let Some(reason) = too_low(auction, amount, before.high_bid.as_ref()) {
+            return Ok(Attempt::Decided(Box::new(
+                self.bid_result(bid_id, Err(reason)),
+            )));
+        }
+        let own = summaries
+            .iter()
+            .filter(|s| s.region == self.region)
+            .max_by_key(|s| s.accepted)
+            .cloned()
+            .unwrap_or_else(|| RegionSummary::empty(self.region.clone()));
+        let bid = BidRecord {
+            auction_id: auction_id.clone(),
+            bid_id: bid_id.clone(),
+            bidder: user.clone(),
+            amount,
+            at: now,
+            region: self.region.clone(),
+        };
+        let commit = BidCommit {
+            summary: own.with_bid(&bid),
+            expected_accepted: own.accepted,
+            // One id per attempt: it is also DynamoDB's ClientRequestToken, which must not
+            // be reused with other parameters (an attempt after a conflict differs).
+            write_id: self.write_id(),
+            bid,
+        };
+        match self.store.commit_bid(&commit).await.map_err(AtCommit)? {
+            CommitOutcome::Committed => {
+                let after = AuctionSnapshot::merge(
+                    summaries
+                        .iter()
+                        .filter(|s| s.region != self.region)
+                        .chain(std::iter::once(&commit.summary)),
+                );
+                Ok(Attempt::Decided(Box::new(
+                    self.accepted(connection, auction_id, bid_id, &after).await,
+                )))
+            }
+            CommitOutcome::Exists(existing) => Ok(Attempt::Decided(Box::new(
+                self.replay_result(amount, &existing),
+            ))),
+            // Another bid in this Region moved the summary: decide again on fresh state.
+            CommitOutcome::Conflict => Ok(Attempt::Again),
+        }
     }
 
     /// The strong-mode bid: one conditional write of the auction's ledger head decides it,
@@ -712,94 +782,96 @@ impl AuctionService {
     /// bid but the newest has one, and a replay is found in the copies or in the head.
     async fn try_bid_strong(
         &self,
+        ledger: &dyn LedgerStore,
         connection: &ConnectionId,
         user: &UserId,
         auction: &Auction,
         amount: Amount,
         bid_id: &BidId,
     ) -> Result<Reply, BidFailure> {
+        self.decide("the auction's ledger head", |_| {
+            self.ledger_attempt(ledger, connection, user, auction, amount, bid_id)
+        })
+        .await
+    }
+
+    /// One attempt of the strong path: settle the head's last bid, answer a replay from the
+    /// copies, apply the amount rule, move the head in one conditional write.
+    async fn ledger_attempt(
+        &self,
+        ledger: &dyn LedgerStore,
+        connection: &ConnectionId,
+        user: &UserId,
+        auction: &Auction,
+        amount: Amount,
+        bid_id: &BidId,
+    ) -> Result<Attempt, BidFailure> {
         use BidFailure::{AtCommit, BeforeCommit};
         let auction_id = &auction.id;
-        for attempt in 0..COMMIT_ATTEMPTS {
-            let head = self
-                .store
-                .head(auction_id)
-                .await
-                .map_err(BeforeCommit)?
-                .unwrap_or_else(LedgerHead::empty);
-            if let Some(last) = &head.last {
-                match self.store.settle(&last.bid, &last.write_id).await {
-                    Ok(()) => {}
-                    // Another Region is writing the same copy (it read the same head): it is
-                    // the same item either way. Decide again on fresh state.
-                    Err(crate::Error::WriteConflict(_)) => {
-                        pause_before_deciding_again(
-                            self.entropy.as_ref(),
-                            self.fanout.pause.as_ref(),
-                            attempt,
-                        )
-                        .await;
-                        continue;
-                    }
-                    Err(error) => return Err(BeforeCommit(error)),
-                }
-            }
-            // Every accepted bid now has its copy: the copies answer a replay.
-            let copies = self
-                .store
-                .bid_copies(auction_id, user, bid_id)
-                .await
-                .map_err(BeforeCommit)?;
-            if let Some(reply) = self.replay_answer(bid_id, amount, &copies) {
-                return Ok(reply);
-            }
-            let now = self.clock.now_ms();
-            if !auction.is_open(now) {
-                return Ok(self.bid_result(bid_id, Err(BidReason::AuctionClosed)));
-            }
-            if let Some(reason) = too_low(auction, amount, head.summary.high.as_ref()) {
-                return Ok(self.bid_result(bid_id, Err(reason)));
-            }
-            let bid = BidRecord {
-                auction_id: auction_id.clone(),
-                bid_id: bid_id.clone(),
-                bidder: user.clone(),
-                amount,
-                at: now,
-                region: self.region.clone(),
-            };
-            let write_id = self.write_id();
-            let next = head.with_bid(&bid, &write_id);
-            match self
-                .store
-                .advance(auction_id, head.summary.accepted, &next)
-                .await
-            {
-                Ok(Advance::Advanced) => {
-                    // Decided. The copy is written now or by the next bid, whichever comes
-                    // first; a failure here changes nothing for this answer.
-                    if let Err(error) = self.store.settle(&bid, &write_id).await {
-                        tracing::warn!(%error, %bid_id, "copy of an accepted bid deferred to the next bid");
-                    }
-                    let after = AuctionSnapshot::merge(std::iter::once(&next.summary));
-                    return Ok(self.accepted(connection, auction_id, bid_id, &after).await);
-                }
-                // Another bid moved the head first, or a request in another Region was
-                // writing it (nothing written either way): decide again on fresh state.
-                Ok(Advance::Moved) | Err(crate::Error::WriteConflict(_)) => {
-                    pause_before_deciding_again(
-                        self.entropy.as_ref(),
-                        self.fanout.pause.as_ref(),
-                        attempt,
-                    )
-                    .await;
-                }
-                Err(error) => return Err(AtCommit(error)),
+        let head = ledger
+            .head(auction_id)
+            .await
+            .map_err(BeforeCommit)?
+            .unwrap_or_else(LedgerHead::empty);
+        if let Some(last) = &head.last {
+            match ledger.settle(&last.bid, &last.write_id).await {
+                Ok(()) => {}
+                // Another Region is writing the same copy (it read the same head): it is
+                // the same item either way. Decide again on fresh state.
+                Err(crate::Error::WriteConflict(_)) => return Ok(Attempt::Again),
+                Err(error) => return Err(BeforeCommit(error)),
             }
         }
-        Err(BeforeCommit(crate::Error::Transient(format!(
-            "the auction's ledger head kept moving ({COMMIT_ATTEMPTS} tries)"
-        ))))
+        // Every accepted bid now has its copy: the copies answer a replay.
+        let copies = self
+            .store
+            .bid_copies(auction_id, user, bid_id)
+            .await
+            .map_err(BeforeCommit)?;
+        if let Some(reply) = self.replay_answer(bid_id, amount, &copies) {
+            return Ok(Attempt::Decided(Box::new(reply)));
+        }
+        let now = self.clock.now_ms();
+        if !auction.is_open(now) {
+            return Ok(Attempt::Decided(Box::new(
+                self.bid_result(bid_id, Err(BidReason::AuctionClosed)),
+            )));
+        }
+        if let Some(reason) = too_low(auction, amount, head.summary.high.as_ref()) {
+            return Ok(Attempt::Decided(Box::new(
+                self.bid_result(bid_id, Err(reason)),
+            )));
+        }
+        let bid = BidRecord {
+            auction_id: auction_id.clone(),
+            bid_id: bid_id.clone(),
+            bidder: user.clone(),
+            amount,
+            at: now,
+            region: self.region.clone(),
+        };
+        let write_id = self.write_id();
+        let next = head.with_bid(&bid, &write_id);
+        match ledger
+            .advance(auction_id, head.summary.accepted, &next)
+            .await
+        {
+            Ok(Advance::Advanced) => {
+                // Decided. The copy is written now or by the next bid, whichever comes
+                // first; a failure here changes nothing for this answer.
+                if let Err(error) = ledger.settle(&bid, &write_id).await {
+                    tracing::warn!(%error, %bid_id, "copy of an accepted bid deferred to the next bid");
+                }
+                let after = AuctionSnapshot::merge(std::iter::once(&next.summary));
+                Ok(Attempt::Decided(Box::new(
+                    self.accepted(connection, auction_id, bid_id, &after).await,
+                )))
+            }
+            // Another bid moved the head first, or a request in another Region was
+            // writing it (nothing written either way): decide again on fresh state.
+            Ok(Advance::Moved) | Err(crate::Error::WriteConflict(_)) => Ok(Attempt::Again),
+            Err(error) => Err(AtCommit(error)),
+        }
     }
 
     /// The answer to a recorded bid, after pushing the auction's new state to its other

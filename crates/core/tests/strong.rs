@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use wsdr_core::memory::{ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier};
 use wsdr_core::{
-    Advance, Auction, AuctionService, BidCommit, BidRecord, CommitOutcome, ConnectionId,
-    Consistency, Error, LedgerHead, RegionSummary, StateStore, UserId,
+    Advance, Auction, AuctionService, BidCommit, BidRecord, CommitOutcome, ConnectionId, Error,
+    LedgerHead, LedgerStore, RegionSummary, StateStore, UserId,
 };
 use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, ErrorCode, ServerMessage};
 
@@ -94,6 +94,10 @@ impl StateStore for RegionView {
         self.gate().await?;
         self.table.newest_user_bids(auction, bidder, limit).await
     }
+}
+
+#[async_trait]
+impl LedgerStore for RegionView {
     async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<LedgerHead>> {
         self.gate().await?;
         self.table.head(auction).await
@@ -163,14 +167,13 @@ async fn world() -> World {
             table: table.clone(),
             faults: Faults::default(),
         });
-        let service = AuctionService::new(
+        let service = AuctionService::strong(
             view.clone(),
             Arc::new(MemoryConnections::default()),
             Arc::new(RecordingNotifier::default()),
             clock.clone(),
             name,
-        )
-        .with_consistency(Consistency::Strong);
+        );
         regions.push(Region { view, service });
     }
     regions[0].service.ensure_auction(&auction()).await.unwrap();

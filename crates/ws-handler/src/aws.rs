@@ -10,28 +10,36 @@ use wsdr_core::{AuctionService, FanoutConfig, HerdHint, SystemClock};
 pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error> {
     let dynamo = wsdr_aws::dynamo_client(sdk);
     let state = DynamoStateStore::new(dynamo.clone(), &config.state_table);
-    let state = match config.consistency {
-        wsdr_core::Consistency::Eventual => state,
-        wsdr_core::Consistency::Strong => state.strongly_consistent(),
-    };
-    let service = AuctionService::new(
-        Arc::new(state),
-        Arc::new(DynamoConnections::new(
-            dynamo,
-            &config.connections_table,
-            config.connection_ttl,
-        )),
-        Arc::new(ApiGatewayNotifier::new(sdk, &config.callback_url)),
-        Arc::new(SystemClock),
-        &config.region_label,
-    )
+    let connections = Arc::new(DynamoConnections::new(
+        dynamo,
+        &config.connections_table,
+        config.connection_ttl,
+    ));
+    let notifier = Arc::new(ApiGatewayNotifier::new(sdk, &config.callback_url));
+    let clock = Arc::new(SystemClock);
+    // The table's mode fixes the service's: only a strongly consistent table keeps a ledger.
+    let service = match config.consistency {
+        wsdr_core::Consistency::Eventual => AuctionService::new(
+            Arc::new(state),
+            connections,
+            notifier,
+            clock,
+            &config.region_label,
+        ),
+        wsdr_core::Consistency::Strong => AuctionService::strong(
+            Arc::new(state.strongly_consistent()),
+            connections,
+            notifier,
+            clock,
+            &config.region_label,
+        ),
+    }
     .with_fanout(FanoutConfig {
         concurrency: config.fanout_concurrency,
         ..FanoutConfig::default()
     })
     // Created on first use, not here: a cold start makes no network call.
-    .with_seed_auctions(config.seed_auctions.clone())
-    .with_consistency(config.consistency);
+    .with_seed_auctions(config.seed_auctions.clone());
     let service = match config.herd_hint_quota_per_s {
         Some(quota) => service.with_herd_hint(HerdHint {
             destination_quota_per_s: quota,

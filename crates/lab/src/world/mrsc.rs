@@ -36,8 +36,8 @@ use tokio::sync::mpsc;
 use wsdr_core::items::{Change, Item, ItemKey};
 use wsdr_core::memory::MemoryStateStore;
 use wsdr_core::{
-    Advance, Auction, BidCommit, BidRecord, CommitOutcome, Error, LedgerHead, RegionSummary,
-    StateStore, UserId,
+    Advance, Auction, BidCommit, BidRecord, CommitOutcome, Error, LedgerHead, LedgerStore,
+    RegionSummary, StateStore, UserId,
 };
 use wsdr_protocol::{AuctionId, BidId};
 
@@ -479,7 +479,10 @@ impl StateStore for MrscMember {
             .newest_user_bids(auction, bidder, limit)
             .await
     }
+}
 
+#[async_trait]
+impl LedgerStore for MrscMember {
     async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<LedgerHead>> {
         self.cluster.read(self.index).await?;
         self.cluster.table.head(auction).await

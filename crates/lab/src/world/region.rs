@@ -278,20 +278,29 @@ impl Region {
         let callback = format!("http://{addr}/{stage}");
         let sdk = lab_sdk(name, &env.network, &clock);
         let registry = Arc::new(MemoryConnections::default());
-        let service = AuctionService::new(
-            store.clone(),
-            registry.clone(),
-            Arc::new(SharedClientNotifier {
-                inner: wsdr_aws::ApiGatewayNotifier::new(&sdk, &callback),
-                permits: tokio::sync::Semaphore::new(MAX_POSTS_IN_FLIGHT),
-            }),
-            clock.clone(),
-            name,
-        )
+        let notifier = Arc::new(SharedClientNotifier {
+            inner: wsdr_aws::ApiGatewayNotifier::new(&sdk, &callback),
+            permits: tokio::sync::Semaphore::new(MAX_POSTS_IN_FLIGHT),
+        });
+        let service = match quotas.consistency {
+            wsdr_core::Consistency::Eventual => AuctionService::new(
+                store.clone(),
+                registry.clone(),
+                notifier,
+                clock.clone(),
+                name,
+            ),
+            wsdr_core::Consistency::Strong => AuctionService::strong(
+                store.clone(),
+                registry.clone(),
+                notifier,
+                clock.clone(),
+                name,
+            ),
+        }
         .with_entropy(env.entropy.clone())
         .with_pause(Arc::new(crate::world::scale::ScaledPause(scale)))
-        .with_fanout(quotas.fanout.clone())
-        .with_consistency(quotas.consistency);
+        .with_fanout(quotas.fanout.clone());
         let service = match quotas.herd_hint {
             Some(hint) => service.with_herd_hint(hint),
             None => service,

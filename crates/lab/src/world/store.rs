@@ -17,12 +17,16 @@ use wsdr_core::items::Change;
 #[cfg(feature = "dynamodb")]
 use wsdr_core::items::{Item, ItemKey};
 use wsdr_core::memory::MemoryStateStore;
-use wsdr_core::{BidRecord, StateStore};
+use wsdr_core::{BidRecord, LedgerStore, StateStore};
 use wsdr_protocol::AuctionId;
 
-/// A Region's store as the lab sees it: the port the handler uses, plus replication hooks.
+/// A Region's store as the lab sees it: the ports the handler uses, plus replication hooks.
+/// It is a [`LedgerStore`] so that one lab type serves both modes; the one replica that
+/// cannot keep a ledger (DynamoDB Local's MREC tables, [`DynamoReplica`]) refuses to, and the
+/// world refuses strong mode on it before anything runs. The production crates keep the two
+/// apart by type (`wsdr_aws::DynamoLedgerStore`).
 #[async_trait]
-pub trait ReplicaStore: StateStore {
+pub trait ReplicaStore: LedgerStore {
     /// This Region's own writes, as replication ships them.
     fn change_feed(&self) -> mpsc::UnboundedReceiver<Change>;
     /// Apply the other Region's write (per-item last writer wins). Errors are for retrying.
@@ -203,6 +207,37 @@ impl StateStore for DynamoReplica {
     ) -> wsdr_core::Result<Vec<BidRecord>> {
         self.store.newest_user_bids(auction, bidder, limit).await
     }
+}
+
+/// DynamoDB Local has no multi-Region strongly consistent mode: its tables keep no ledger.
+#[cfg(feature = "dynamodb")]
+#[async_trait]
+impl LedgerStore for DynamoReplica {
+    async fn head(&self, _auction: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::LedgerHead>> {
+        Err(no_ledger())
+    }
+
+    async fn advance(
+        &self,
+        _auction: &AuctionId,
+        _expected_accepted: u64,
+        _next: &wsdr_core::LedgerHead,
+    ) -> wsdr_core::Result<wsdr_core::Advance> {
+        Err(no_ledger())
+    }
+
+    async fn settle(&self, _bid: &BidRecord, _write_id: &str) -> wsdr_core::Result<()> {
+        Err(no_ledger())
+    }
+}
+
+#[cfg(feature = "dynamodb")]
+fn no_ledger() -> wsdr_core::Error {
+    wsdr_core::Error::Internal(
+        "the lab's DynamoDB Local tables are eventually consistent: strong mode runs on the \
+         in-memory MRSC table"
+            .into(),
+    )
 }
 
 #[cfg(feature = "dynamodb")]
@@ -444,7 +479,10 @@ impl StateStore for FaultyStore {
         self.check().await?;
         self.inner.newest_user_bids(auction, bidder, limit).await
     }
+}
 
+#[async_trait]
+impl LedgerStore for FaultyStore {
     async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::LedgerHead>> {
         self.check().await?;
         self.inner.head(auction).await
