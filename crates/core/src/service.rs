@@ -240,6 +240,25 @@ impl AuctionService {
         }
     }
 
+    /// This Region's copy of a bid accepted now.
+    fn bid_record(
+        &self,
+        auction_id: &AuctionId,
+        user: &UserId,
+        bid_id: &BidId,
+        amount: Amount,
+        now: u64,
+    ) -> BidRecord {
+        BidRecord {
+            auction_id: auction_id.clone(),
+            bid_id: bid_id.clone(),
+            bidder: user.clone(),
+            amount,
+            at: now,
+            region: self.region.clone(),
+        }
+    }
+
     /// Decide a bid: `attempt` until it decides, pausing before each new try, at most
     /// [`COMMIT_ATTEMPTS`] times. Both bid paths retry a lost race this way.
     async fn decide<F>(
@@ -740,14 +759,7 @@ impl AuctionService {
             .max_by_key(|s| s.accepted)
             .cloned()
             .unwrap_or_else(|| RegionSummary::empty(self.region.clone()));
-        let bid = BidRecord {
-            auction_id: auction_id.clone(),
-            bid_id: bid_id.clone(),
-            bidder: user.clone(),
-            amount,
-            at: now,
-            region: self.region.clone(),
-        };
+        let bid = self.bid_record(auction_id, user, bid_id, amount, now);
         let commit = BidCommit {
             summary: own.with_bid(&bid),
             expected_accepted: own.accepted,
@@ -842,14 +854,7 @@ impl AuctionService {
                 self.bid_result(bid_id, Err(reason)),
             )));
         }
-        let bid = BidRecord {
-            auction_id: auction_id.clone(),
-            bid_id: bid_id.clone(),
-            bidder: user.clone(),
-            amount,
-            at: now,
-            region: self.region.clone(),
-        };
+        let bid = self.bid_record(auction_id, user, bid_id, amount, now);
         let write_id = self.write_id();
         let next = head.with_bid(&bid, &write_id);
         match ledger
