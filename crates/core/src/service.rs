@@ -240,6 +240,23 @@ impl AuctionService {
         }
     }
 
+    /// The answer to a bid this user already made (a copy of `bid_id` in any Region this
+    /// store has seen), if it is one.
+    async fn replayed(
+        &self,
+        auction_id: &AuctionId,
+        user: &UserId,
+        bid_id: &BidId,
+        amount: Amount,
+    ) -> Result<Option<Reply>, BidFailure> {
+        let copies = self
+            .store
+            .bid_copies(auction_id, user, bid_id)
+            .await
+            .map_err(BidFailure::BeforeCommit)?;
+        Ok(self.replay_answer(bid_id, amount, &copies))
+    }
+
     /// This Region's copy of a bid accepted now.
     fn bid_record(
         &self,
@@ -706,16 +723,10 @@ impl AuctionService {
         amount: Amount,
         bid_id: &BidId,
     ) -> Result<Reply, BidFailure> {
-        use BidFailure::BeforeCommit;
         let auction_id = &auction.id;
         // A replay (in any Region's copy we hold) answers from the copy: check order matters,
         // a replay must answer `duplicate` even if the auction has since moved past it.
-        let copies = self
-            .store
-            .bid_copies(auction_id, user, bid_id)
-            .await
-            .map_err(BeforeCommit)?;
-        if let Some(reply) = self.replay_answer(bid_id, amount, &copies) {
+        if let Some(reply) = self.replayed(auction_id, user, bid_id, amount).await? {
             return Ok(reply);
         }
         self.decide("the auction's summary", |_| {
@@ -835,12 +846,7 @@ impl AuctionService {
             }
         }
         // Every accepted bid now has its copy: the copies answer a replay.
-        let copies = self
-            .store
-            .bid_copies(auction_id, user, bid_id)
-            .await
-            .map_err(BeforeCommit)?;
-        if let Some(reply) = self.replay_answer(bid_id, amount, &copies) {
+        if let Some(reply) = self.replayed(auction_id, user, bid_id, amount).await? {
             return Ok(Attempt::Decided(Box::new(reply)));
         }
         let now = self.clock.now_ms();
