@@ -673,10 +673,30 @@ impl World {
         let world = Arc::downgrade(self);
         let every = self.config.scale.lab(AwsDuration::from_secs(5));
         self.owner.spawn(async move {
-            let mut evacuated = false;
+            let (mut direct, mut evacuated) = (false, false);
             loop {
                 tokio::time::sleep(every).await;
                 let Some(world) = world.upgrade() else { return };
+                // First, at the fast verdict itself (as the judge records it): a move that
+                // names the secondary's own endpoint. Clients that know the Regions follow it
+                // at once, whatever DNS answers; clients that know only the global name ignore
+                // a URL they were not given, and wait for the move after the flip.
+                let judge = &world.regions[fast::JUDGE];
+                let verdict_says_move = world.config.fast.is_some()
+                    && !judge.verdict_on(RegionId::Primary)
+                    && judge.verdict_on(RegionId::Secondary);
+                if verdict_says_move && !direct {
+                    direct = true;
+                    let endpoint = world.regions[RegionId::Secondary].url();
+                    if let Err(error) = world
+                        .move_sessions(RegionId::Primary, Some(endpoint), "failover")
+                        .await
+                    {
+                        world
+                            .timeline
+                            .record(Kind::Note, format!("direct move failed: {error:#}"));
+                    }
+                }
                 let primary_healthy = world.healthy(RegionId::Primary);
                 let failed_over = !primary_healthy && world.resolve() == RegionId::Secondary;
                 if failed_over && !evacuated {
@@ -688,6 +708,7 @@ impl World {
                     }
                 } else if primary_healthy {
                     evacuated = false;
+                    direct = direct && verdict_says_move;
                 }
             }
         });
@@ -745,6 +766,20 @@ impl World {
                 );
             }
         }
+        self.move_sessions(from, None, reason).await
+    }
+
+    /// Tell every connection of `from` to move to the other Region, naming `endpoint` (the
+    /// destination's own URL: only clients that were given it follow) or none (each client
+    /// goes to the destination's endpoint if it knows it, else to the global name).
+    pub async fn move_sessions(
+        &self,
+        from: RegionId,
+        endpoint: Option<String>,
+        reason: &str,
+    ) -> anyhow::Result<wsdr_core::EvacuationReport> {
+        let to = from.other();
+        let scale = self.config.scale;
         let region = &self.regions[from];
         let notifier = region.connections_notifier();
         let connections: Arc<dyn wsdr_core::Connections> = region.registry.clone();
@@ -754,11 +789,18 @@ impl World {
             destination_quota_per_s: scale.per_lab_second(self.config.connect_rate),
             min_window: scale.lab(AwsDuration::from_secs(2)),
             posts_per_s: scale.per_lab_second(2_000.0),
+            endpoint: endpoint.clone(),
             ..wsdr_core::Evacuation::new(region.name.clone(), self.names[to].clone())
         };
         self.timeline.record(
             Kind::Note,
-            format!("evacuating {} to {}", region.name, self.names[to]),
+            match &endpoint {
+                Some(url) => format!(
+                    "moving {}'s sessions to {} ({url}: clients that know it)",
+                    region.name, self.names[to]
+                ),
+                None => format!("evacuating {} to {}", region.name, self.names[to]),
+            },
         );
         let report =
             wsdr_core::evacuate(&connections, &notifier, &plan, region.clock.now_ms()).await?;

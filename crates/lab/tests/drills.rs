@@ -555,7 +555,8 @@ async fn one_blind_vantage_point_never_fails_a_healthy_region_over() {
             .count()
     };
     assert_eq!(fast_failovers(&lab), 0, "one view alone decided");
-    assert!(lab.region(RegionId::Primary).health_verdict());
+    let judge = lab.region(wsdr_lab::world::fast::JUDGE);
+    assert!(judge.verdict_on(RegionId::Primary));
     lab.set_blind(RegionId::Primary, 1, true);
     let failed_over = async {
         while fast_failovers(&lab) < 2 {
@@ -565,7 +566,7 @@ async fn one_blind_vantage_point_never_fails_a_healthy_region_over() {
     tokio::time::timeout(std::time::Duration::from_secs(3), failed_over)
         .await
         .expect("both views failing: the verdict and the endpoint check follow");
-    assert!(!lab.region(RegionId::Primary).health_verdict());
+    assert!(!judge.verdict_on(RegionId::Primary), "the judge serves it");
 }
 
 /// A status never contradicts itself: when it shows the name answering the secondary, the DNS
@@ -604,4 +605,86 @@ async fn a_status_that_shows_the_new_answer_shows_the_flip_too() {
         assert!(tokio::time::Instant::now() < deadline, "never failed over");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// The judge down (the secondary, where every verdict is decided and served): neither
+/// failover record's check gets an answer, both are unhealthy, and Route 53 answers the
+/// primary (its documented rule when the secondary is unhealthy). Nobody is sent to the
+/// Region that is down, and the primary keeps the name for as long as the judge is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_judge_that_is_down_leaves_the_name_on_the_primary() {
+    use wsdr_lab::users::wait_for;
+    use wsdr_lab::world::timeline::Kind;
+    let lab = wsdr_lab::World::builder()
+        .config(LabConfig::wsdr_defaults())
+        .start()
+        .await
+        .unwrap();
+    let scale = lab.config().scale;
+    lab.inject(wsdr_lab::Fault::Down(RegionId::Secondary));
+    assert!(
+        wait_for(scale.secs(120.0), || !lab.healthy(RegionId::Primary)
+            && !lab.healthy(RegionId::Secondary))
+        .await,
+        "with the judge unreachable both checks fail"
+    );
+    // Three more AWS minutes: the name never leaves the primary.
+    let deadline = tokio::time::Instant::now() + scale.secs(180.0);
+    while tokio::time::Instant::now() < deadline {
+        assert_eq!(lab.resolve(), RegionId::Primary);
+        tokio::time::sleep(scale.secs(5.0)).await;
+    }
+    let flips = lab
+        .timeline()
+        .entries()
+        .iter()
+        .filter(|e| e.kind == Kind::DnsFlip)
+        .count();
+    assert_eq!(flips, 0, "the name never moved");
+}
+
+/// The verdict is served where it was made. With replication into the primary stalled, the
+/// judge's `GET /health/primary` answers 503 once the primary fails, while the primary's own
+/// `GET /health` (a health endpoint inside the judged Region, reading its own replica) keeps
+/// answering 200 `serve`: the in-Region design would never have failed over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_degraded_primary_cannot_vouch_for_itself() {
+    use wsdr_lab::users::wait_for;
+    let lab = wsdr_lab::World::builder()
+        .config(LabConfig::wsdr_defaults())
+        .start()
+        .await
+        .unwrap();
+    let scale = lab.config().scale;
+    lab.inject(wsdr_lab::Fault::OneWay {
+        from: RegionId::Secondary,
+    });
+    lab.inject(wsdr_lab::Fault::Throttle(RegionId::Primary));
+    assert!(
+        wait_for(scale.secs(120.0), || lab.resolve() == RegionId::Secondary).await,
+        "the name moved"
+    );
+    let get = |region: RegionId, path: &'static str| {
+        let client = wsdr_lab::control::ControlClient::new(lab.region(region).addr, None)
+            .on_network(lab.config().environment.network.clone());
+        async move { client.get(path).await.unwrap().0 }
+    };
+    assert_eq!(get(RegionId::Secondary, "/health/primary").await, 503);
+    assert_eq!(get(RegionId::Secondary, "/health/secondary").await, 200);
+    assert_eq!(
+        get(RegionId::Primary, "/health").await,
+        200,
+        "the primary's replica never got the verdict"
+    );
+    assert!(lab.region(RegionId::Primary).health_verdict());
+    // Replication into the primary resumes: the stalled verdict arrives, well before the
+    // verdict itself recovers (12 clean rounds, a minute).
+    lab.inject(wsdr_lab::Fault::Heal);
+    assert!(
+        wait_for(scale.secs(30.0), || !lab
+            .region(RegionId::Primary)
+            .health_verdict())
+        .await,
+        "the primary's copy catches up once replication flows"
+    );
 }

@@ -22,9 +22,10 @@ pub struct Args {
     /// Seed of the users' randomness: the same seed, the same users.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// DNS TTL of the failover record, AWS seconds.
-    #[arg(long, default_value_t = 60)]
-    dns_ttl: u64,
+    /// DNS TTL of the failover records, AWS seconds (default: 20, wsdr's default; 60 with
+    /// --reference).
+    #[arg(long)]
+    dns_ttl: Option<u64>,
     /// Replication lag, AWS milliseconds.
     #[arg(long, default_value_t = 800)]
     lag_ms: u64,
@@ -43,11 +44,22 @@ pub struct Args {
     /// Turn server-directed moves off (for a side-by-side comparison).
     #[arg(long, overrides_with = "evacuate_on_failover")]
     no_evacuate_on_failover: bool,
-    /// What the failover records' health checks read: the verdict alarm (one-minute
-    /// periods) or each Region's health endpoint (the fast verdict, polled every 10 s).
-    /// With `endpoint` the alarm path is timed beside it in the same run.
-    #[arg(long, value_enum, default_value = "alarm")]
-    health_check: wsdr_lab::world::fast::HealthCheckKind,
+    /// What the failover records' health checks read: `endpoint` (wsdr's default: the fast
+    /// verdict, decided and served in the secondary, polled every 10 s; the alarm path is
+    /// timed beside it in the same run) or `alarm` (the verdict alarm's one-minute periods;
+    /// the default with --reference).
+    #[arg(long, value_enum)]
+    health_check: Option<wsdr_lab::world::fast::HealthCheckKind>,
+    /// The reference design's settings: the verdict alarm behind the records, a 60 s TTL,
+    /// nobody told to move (users follow DNS unless --client-fallback).
+    #[arg(long)]
+    reference: bool,
+    /// The demo: the scenario three times with the same seed, on one time axis: the
+    /// reference design (alarm, 60 s TTL, DNS-only users), wsdr's defaults with DNS-only
+    /// users, and wsdr's defaults with wsdr clients (regional fallback, server-directed
+    /// moves); one report, one chart, wsdr's RTO targets checked.
+    #[arg(long, conflicts_with_all = ["client_fallback", "compare_consistency", "reference"])]
+    compare_reference: bool,
     /// Run the fast path (fast verdict, health endpoints, endpoint checks) beside the
     /// alarm, to time both, even when the alarm decides.
     #[arg(long)]
@@ -87,6 +99,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         evacuate_on_failover: _,
         no_evacuate_on_failover,
         health_check,
+        reference,
+        compare_reference,
         fast_path,
         consistency,
         compare_consistency,
@@ -106,7 +120,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             wsdr_lab::drill::run(config).await
         }
     };
-    let evacuate_on_failover = !no_evacuate_on_failover;
+    // The reference design tells nobody to move.
+    let evacuate_on_failover = !no_evacuate_on_failover && !reference;
+    let settings = if reference {
+        LabConfig::reference()
+    } else {
+        LabConfig::wsdr_defaults()
+    };
+    let health_check = health_check.unwrap_or(settings.health_check);
+    let endpoint_checks = health_check == wsdr_lab::world::fast::HealthCheckKind::Endpoint;
     cli::ensure_writable(&report, "report")?;
     cli::ensure_writable(&chart, "chart")?;
     let started = std::time::Instant::now();
@@ -116,19 +138,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         seed,
         lab: LabConfig {
             scale: TimeScale::new(time_scale),
-            dns_ttl: AwsDuration::from_secs(dns_ttl),
+            dns_ttl: dns_ttl.map_or(settings.dns_ttl, AwsDuration::from_secs),
             replication_lag: AwsDuration::from_millis(lag_ms),
             echo: true,
             store: super::store_kind(dynamodb),
             health_check,
-            fast: fast_path.then(Default::default),
+            fast: (fast_path || endpoint_checks).then(Default::default),
             consistency: if compare_consistency {
                 wsdr_core::Consistency::Eventual
             } else {
                 consistency.into()
             },
             strong_request_cost: AwsDuration::from_millis(strong_cost_ms),
-            ..LabConfig::default()
+            ..settings
         },
         progress: true,
         evacuate_on_failover,
@@ -144,6 +166,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             "wsdr drill: scenario {}, {users} users, time scale {time_scale} (1 lab s = {time_scale} AWS s)",
             scenario.name()
         );
+    }
+    if compare_reference {
+        return compare_with_reference(config, &report, &chart, started, run_drill).await;
     }
     let result = run_drill(config.clone()).await?;
     println!();
@@ -214,6 +239,85 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The demo: the reference design, then wsdr's defaults with DNS-only users, then with wsdr
+/// clients; the same scenario and seed, one report, one chart.
+async fn compare_with_reference<F, Fut>(
+    wsdr: DrillConfig,
+    report: &std::path::Path,
+    chart: &std::path::Path,
+    started: std::time::Instant,
+    run_drill: F,
+) -> anyhow::Result<ExitCode>
+where
+    F: Fn(DrillConfig) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<wsdr_lab::runs::report::Report>>,
+{
+    let reference_lab = LabConfig {
+        scale: wsdr.lab.scale,
+        replication_lag: wsdr.lab.replication_lag,
+        echo: wsdr.lab.echo,
+        store: wsdr.lab.store.clone(),
+        consistency: wsdr.lab.consistency,
+        strong_request_cost: wsdr.lab.strong_request_cost,
+        ..LabConfig::reference()
+    };
+    let runs = [
+        (
+            "the reference design: verdict alarm, 60 s TTL, DNS-only users",
+            DrillConfig {
+                lab: reference_lab,
+                evacuate_on_failover: false,
+                client_fallback: false,
+                ..wsdr.clone()
+            },
+        ),
+        (
+            "wsdr's defaults: fast verdict decided in the secondary, 20 s TTL, DNS-only users",
+            DrillConfig {
+                client_fallback: false,
+                ..wsdr.clone()
+            },
+        ),
+        (
+            "wsdr's defaults with wsdr clients (regional fallback, server-directed moves)",
+            DrillConfig {
+                client_fallback: true,
+                ..wsdr
+            },
+        ),
+    ];
+    let mut reports = Vec::new();
+    for (i, (what, config)) in runs.into_iter().enumerate() {
+        println!("\nwsdr drill {}/3: {what}", i + 1);
+        let result = run_drill(config).await?;
+        println!();
+        print!("{}", result.table());
+        reports.push(result);
+    }
+    let [reference, dns_only, clients]: [wsdr_lab::runs::report::Report; 3] = reports
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("three drills, three reports"))?;
+    let comparison = wsdr_lab::runs::report::ReferenceComparison::new(reference, dns_only, clients);
+    println!();
+    print!("{}", comparison.table());
+    comparison.write_json(report)?;
+    wsdr_lab::runs::chart::reference_comparison(&comparison, chart)?;
+    println!(
+        "  report: {}  chart: {}  (wall time {:.1} s)",
+        report.display(),
+        chart.display(),
+        started.elapsed().as_secs_f64()
+    );
+    let failed = comparison.failures();
+    if failed.is_empty() {
+        println!("PASS");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("FAIL: {}", failed.join("; "));
+        Ok(ExitCode::from(1))
+    }
 }
 
 /// The failed checks of a compared pair of drills: the first run's as they are, the second's

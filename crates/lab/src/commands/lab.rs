@@ -26,6 +26,11 @@ pub struct Args {
     /// The state table's mode: `eventual` (MREC) or `strong` (MRSC with a witness).
     #[arg(long, value_enum, default_value = "eventual")]
     consistency: cli::ConsistencyArg,
+    /// The reference design's failover settings (the verdict alarm behind the records, 60 s
+    /// TTL, no fast path) instead of wsdr's defaults (the fast verdict decided and served in
+    /// the secondary, endpoint checks every 10 s, 20 s TTL).
+    #[arg(long)]
+    reference: bool,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -37,7 +42,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         users,
         bid_every,
         consistency,
+        reference,
     } = args;
+    let settings = if reference {
+        LabConfig::reference()
+    } else {
+        LabConfig::wsdr_defaults()
+    };
     let control_token = if cli::is_loopback(&listen) {
         None
     } else if allow_remote {
@@ -60,7 +71,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 // Runs for hours: the timeline keeps the recent past and every key event.
                 timeline_cap: Some(50_000),
                 consistency: consistency.into(),
-                ..LabConfig::default()
+                ..settings
             })
             .start()
             .await?,

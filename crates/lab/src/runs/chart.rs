@@ -3,7 +3,7 @@
 //! panel is the share of users restored in the secondary over time (one curve per run, p50
 //! and p99 marked), the bottom panel the connections per Region as steps.
 
-use crate::runs::report::{Comparison, Report};
+use crate::runs::report::{Comparison, ReferenceComparison, Report};
 use crate::world::timeline::Kind;
 use plotters::prelude::*;
 use std::path::Path;
@@ -18,6 +18,7 @@ pub struct Run<'a> {
 
 pub const DNS_ONLY: RGBColor = RGBColor(31, 95, 191);
 pub const CLIENT_ASSISTED: RGBColor = RGBColor(179, 84, 30);
+pub const REFERENCE: RGBColor = RGBColor(120, 120, 120);
 const REGION_COLOURS: [RGBColor; 2] = [RGBColor(31, 95, 191), RGBColor(179, 84, 30)];
 
 /// Times of one run, AWS seconds since its (first) fault.
@@ -272,6 +273,31 @@ pub fn comparison(comparison: &Comparison, path: &Path) -> anyhow::Result<()> {
             Run {
                 report: &comparison.client_assisted,
                 name: "client-assisted",
+                colour: CLIENT_ASSISTED,
+            },
+        ],
+    )
+}
+
+/// The demo's chart: the reference design and wsdr's defaults (DNS-only clients, then wsdr
+/// clients) on one time axis, three restored curves; the reference run's events marked.
+pub fn reference_comparison(comparison: &ReferenceComparison, path: &Path) -> anyhow::Result<()> {
+    write(
+        path,
+        &[
+            Run {
+                report: &comparison.reference,
+                name: "reference design (alarm, 60 s TTL, DNS only)",
+                colour: REFERENCE,
+            },
+            Run {
+                report: &comparison.wsdr_dns_only,
+                name: "wsdr defaults, DNS-only clients",
+                colour: DNS_ONLY,
+            },
+            Run {
+                report: &comparison.wsdr_clients,
+                name: "wsdr defaults, wsdr clients",
                 colour: CLIENT_ASSISTED,
             },
         ],

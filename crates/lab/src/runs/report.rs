@@ -62,6 +62,9 @@ pub struct Report {
     /// `--fast-path`): each one's detection and health check flip, lab ms from the fault.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_checks: Option<HealthCheckTimes>,
+    /// The failover records' TTL, AWS seconds.
+    #[serde(default)]
+    pub dns_ttl_aws_s: f64,
     /// Fault -> the resolver answering the secondary, lab ms.
     pub dns_flip_ms: Option<f64>,
     /// Heal -> the resolver answering the primary again, lab ms.
@@ -133,10 +136,18 @@ pub struct Report {
     pub failed_checks: Vec<String>,
     /// The state table's mode: `eventual` (MREC) or `strong` (MRSC).
     pub consistency: String,
-    /// Invoke to first answer of every bid, AWS-equivalent milliseconds (lab ms x time
-    /// scale; docs/DRILL_REPORT.md says what that resolution means).
+    /// Invoke to first answer of every bid, AWS milliseconds, from simulated drills only:
+    /// there every wait is modelled AWS time (table service times, strong mode's cross-Region
+    /// cost, the Region's faults) and no CPU time counts. A real-time drill leaves it empty:
+    /// its lab milliseconds are this machine's CPU time, which no time scale turns into AWS
+    /// time.
     #[serde(default)]
     pub bid_latency_aws_ms: Percentiles,
+    /// Each bid's integration as the handler took it, real milliseconds on this machine
+    /// (against the lab's tables or DynamoDB Local), apart from the lab's scaled waits. Not
+    /// part of the digest (it is this machine's speed, not a function of the seed).
+    #[serde(default)]
+    pub bid_handler_ms: Percentiles,
     /// Bid answers `redirect` (strong mode: a Region without quorum decided nothing).
     #[serde(default)]
     pub redirected_bids: usize,
@@ -404,18 +415,17 @@ impl Report {
             rows.push(("endpoint moves (clients)", self.endpoint_moves.to_string()));
         }
         rows.push(("consistency", self.consistency.clone()));
-        rows.push((
-            "bid latency (AWS)",
-            format!(
-                "p50 {}, p99 {}",
-                self.bid_latency_aws_ms
-                    .p50
-                    .map_or("-".into(), |v| format!("{v:.0} ms")),
-                self.bid_latency_aws_ms
-                    .p99
-                    .map_or("-".into(), |v| format!("{v:.0} ms"))
-            ),
-        ));
+        let p50_p99 = |p: &Percentiles, digits: usize| match (p.p50, p.p99) {
+            (Some(p50), Some(p99)) => format!("p50 {p50:.digits$} ms, p99 {p99:.digits$} ms"),
+            _ => "-".into(),
+        };
+        if self.clock == "simulated" {
+            rows.push((
+                "bid latency (AWS, modelled)",
+                p50_p99(&self.bid_latency_aws_ms, 0),
+            ));
+        }
+        rows.push(("bid handler time (real)", p50_p99(&self.bid_handler_ms, 2)));
         if self.redirected_bids > 0 || self.consistency == "strong" {
             rows.push((
                 "bids redirected (no quorum)",
@@ -476,6 +486,7 @@ impl ConsistencyComparison {
             })
         };
         let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.0} ms"));
+        let real_ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2} ms"));
         let (e, s) = (&self.eventual, &self.strong);
         let row =
             |name: &'static str, value: &dyn Fn(&Report) -> String| (name, value(e), value(s));
@@ -483,8 +494,14 @@ impl ConsistencyComparison {
             row("RTO p50 (AWS)", &|r| aws_s(r, r.rto_ms.p50)),
             row("RTO p99 (AWS)", &|r| aws_s(r, r.rto_ms.p99)),
             row("restored", &|r| format!("{}/{}", r.restored, r.clients)),
-            row("bid latency p50 (AWS)", &|r| ms(r.bid_latency_aws_ms.p50)),
-            row("bid latency p99 (AWS)", &|r| ms(r.bid_latency_aws_ms.p99)),
+            row("bid latency p50 (AWS, simulated)", &|r| {
+                ms(r.bid_latency_aws_ms.p50)
+            }),
+            row("bid latency p99 (AWS, simulated)", &|r| {
+                ms(r.bid_latency_aws_ms.p99)
+            }),
+            row("bid handler p50 (real)", &|r| real_ms(r.bid_handler_ms.p50)),
+            row("bid handler p99 (real)", &|r| real_ms(r.bid_handler_ms.p99)),
             row("acknowledged bids", &|r| r.acknowledged_bids.to_string()),
             row("accepted below other high", &|r| {
                 r.accepted_below_other_region.to_string()
@@ -601,6 +618,195 @@ impl Comparison {
             self.scenario.name(),
             d.clients
         )
+    }
+
+    pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
+        write_pretty_json(path, self)
+    }
+}
+
+/// One of wsdr's timing targets against the reference design (issue targets, AWS seconds).
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub name: String,
+    /// The limit, AWS seconds (the measured figure must be under it).
+    pub limit_s: f64,
+    /// What the run measured, AWS seconds (`None`: nobody was restored).
+    pub measured_s: Option<f64>,
+    pub met: bool,
+}
+
+/// The same scenario and seed under the reference design's settings and under wsdr's
+/// defaults, on one time axis (the demo): the reference design (the verdict alarm behind the
+/// records, 60 s TTL, DNS-only clients, nobody told to move), wsdr's defaults with DNS-only
+/// clients, and wsdr's defaults with wsdr clients (regional fallback, server-directed
+/// moves).
+#[derive(Debug, Clone, Serialize)]
+pub struct ReferenceComparison {
+    pub scenario: Scenario,
+    pub reference: Report,
+    pub wsdr_dns_only: Report,
+    pub wsdr_clients: Report,
+    /// wsdr's targets, each against its own run.
+    pub targets: Vec<Target>,
+}
+
+impl ReferenceComparison {
+    /// RTO p99 under 60 s for DNS-only clients and under 30 s for wsdr clients, with wsdr's
+    /// defaults.
+    pub const DNS_ONLY_P99_LIMIT_S: f64 = 60.0;
+    pub const WSDR_CLIENTS_P99_LIMIT_S: f64 = 30.0;
+
+    pub fn new(reference: Report, wsdr_dns_only: Report, wsdr_clients: Report) -> Self {
+        let target = |name: &str, limit_s: f64, report: &Report| {
+            let measured_s = report.rto_aws_s.p99;
+            Target {
+                name: name.to_owned(),
+                limit_s,
+                measured_s,
+                met: measured_s.is_some_and(|m| m < limit_s),
+            }
+        };
+        let targets = vec![
+            target(
+                "wsdr defaults, DNS-only clients: RTO p99",
+                Self::DNS_ONLY_P99_LIMIT_S,
+                &wsdr_dns_only,
+            ),
+            target(
+                "wsdr defaults, wsdr clients: RTO p99",
+                Self::WSDR_CLIENTS_P99_LIMIT_S,
+                &wsdr_clients,
+            ),
+        ];
+        Self {
+            scenario: reference.scenario,
+            reference,
+            wsdr_dns_only,
+            wsdr_clients,
+            targets,
+        }
+    }
+
+    /// Every failed check of the three runs (each prefixed with its run) and every target
+    /// missed.
+    pub fn failures(&self) -> Vec<String> {
+        let runs = [
+            ("reference", &self.reference),
+            ("wsdr DNS-only", &self.wsdr_dns_only),
+            ("wsdr clients", &self.wsdr_clients),
+        ];
+        let mut failures: Vec<String> = runs
+            .iter()
+            .flat_map(|(name, r)| r.failed_checks.iter().map(move |c| format!("{name}: {c}")))
+            .collect();
+        failures.extend(self.targets.iter().filter(|t| !t.met).map(|t| {
+            format!(
+                "{} {} (target under {:.0} s)",
+                t.name,
+                t.measured_s
+                    .map_or("not measured".into(), |m| format!("{m:.1} s")),
+                t.limit_s
+            )
+        }));
+        failures
+    }
+
+    pub fn table(&self) -> String {
+        let runs = [&self.reference, &self.wsdr_dns_only, &self.wsdr_clients];
+        let s = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} s"));
+        let aws = |r: &Report, v: Option<f64>| s(v.map(|v| v * r.time_scale / 1000.0));
+        type Cell = fn(&Report) -> String;
+        let rows: Vec<(&str, Cell)> = vec![
+            ("health checks read", |r| match r.health_check {
+                crate::world::fast::HealthCheckKind::Alarm => "verdict alarm".into(),
+                crate::world::fast::HealthCheckKind::Endpoint => "fast verdict".into(),
+            }),
+            ("DNS TTL", |r| format!("{:.0} s", r.dns_ttl_aws_s)),
+            ("clients", |r| {
+                if r.client_fallback {
+                    "wsdr (regional fallback)".into()
+                } else {
+                    "DNS only".into()
+                }
+            }),
+            ("detection (AWS)", |r| {
+                let detection = match r.health_check {
+                    crate::world::fast::HealthCheckKind::Alarm => r.detection_ms,
+                    crate::world::fast::HealthCheckKind::Endpoint => r
+                        .health_checks
+                        .as_ref()
+                        .and_then(|h| h.endpoint.detection_ms),
+                };
+                detection.map_or("-".into(), |v| {
+                    format!("{:.1} s", v * r.time_scale / 1000.0)
+                })
+            }),
+            ("DNS flip (AWS)", |r| {
+                r.dns_flip_ms.map_or("-".into(), |v| {
+                    format!("{:.1} s", v * r.time_scale / 1000.0)
+                })
+            }),
+            ("restored", |r| format!("{}/{}", r.restored, r.clients)),
+            ("lost acknowledged bids", |r| {
+                r.lost_acknowledged_bids.to_string()
+            }),
+            ("duplicate bids", |r| r.duplicate_bids.to_string()),
+            ("DNS flips during fault", |r| {
+                r.dns_flips_during_fault.to_string()
+            }),
+            ("back on primary (ping-pong)", |r| {
+                r.returns_to_primary_during_fault.to_string()
+            }),
+            ("bid handler p99 (real)", |r| {
+                r.bid_handler_ms
+                    .p99
+                    .map_or("-".into(), |v| format!("{v:.2} ms"))
+            }),
+        ];
+        let mut table = plain_table();
+        table.set_header(vec![
+            "",
+            "reference design",
+            "wsdr, DNS-only clients",
+            "wsdr, wsdr clients",
+        ]);
+        for (name, pick) in [
+            ("RTO p50 (AWS)", 0),
+            ("RTO p99 (AWS)", 1),
+            ("RTO max (AWS)", 2),
+        ] {
+            let mut row = vec![name.to_owned()];
+            for r in runs {
+                let v = [r.rto_ms.p50, r.rto_ms.p99, r.rto_ms.max][pick];
+                row.push(aws(r, v));
+            }
+            table.add_row(row);
+        }
+        for (name, cell) in rows {
+            let mut row = vec![name.to_owned()];
+            row.extend(runs.iter().map(|r| cell(r)));
+            table.add_row(row);
+        }
+        let mut verdicts = vec!["checks".to_owned()];
+        verdicts.extend(runs.iter().map(|r| verdict(&r.checks())));
+        table.add_row(verdicts);
+        right_align(&mut table, &[1, 2, 3]);
+        let mut out = format!(
+            "the reference design against wsdr's defaults: scenario {}, {} clients, same seed, one time axis\n{table}\n",
+            self.scenario.name(),
+            self.reference.clients
+        );
+        for t in &self.targets {
+            out.push_str(&format!(
+                "  target: {} under {:.0} s: {} ({})\n",
+                t.name,
+                t.limit_s,
+                s(t.measured_s),
+                if t.met { "met" } else { "MISSED" }
+            ));
+        }
+        out
     }
 
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {

@@ -40,6 +40,11 @@ pub enum Scenario {
     /// read fails and the name moves. Eventual mode: a replication partition nobody detects
     /// (the primary keeps serving; users do not move).
     Isolate,
+    /// The primary degraded (its handler throttled) while replication INTO it stalls: a
+    /// verdict written outside the primary cannot reach the primary's replica. The failover
+    /// records' checks read the verdict where it was made (the secondary), so the name moves
+    /// anyway; a health endpoint inside the primary would keep answering `serve`.
+    Degraded,
 }
 
 impl Scenario {
@@ -56,6 +61,7 @@ impl Scenario {
             Self::Evacuate => "evacuate",
             Self::Slow => "slow",
             Self::Isolate => "isolate",
+            Self::Degraded => "degraded",
         }
     }
 }
@@ -63,7 +69,7 @@ impl Scenario {
 impl Scenario {
     /// What the scenario does when the drill's fault strikes, from that instant.
     pub fn plan(self) -> Plan {
-        use RegionId::Primary;
+        use RegionId::{Primary, Secondary};
         let secs = AwsDuration::from_secs;
         let now = AwsDuration::ZERO;
         match self {
@@ -81,6 +87,9 @@ impl Scenario {
             Scenario::Down => Plan::new().inject(now, Fault::Down(Primary)),
             Scenario::NeverReturns => Plan::new().inject(now, Fault::NeverReturns(Primary)),
             Scenario::Isolate => Plan::new().inject(now, Fault::Isolate(Primary)),
+            Scenario::Degraded => Plan::new()
+                .inject(now, Fault::OneWay { from: Secondary })
+                .inject(now, Fault::Throttle(Primary)),
             Scenario::Partition => Plan::new()
                 .inject(now, Fault::Partition)
                 .inject(now, Fault::Throttle(Primary)),

@@ -92,6 +92,25 @@ impl Default for LabConfig {
 }
 
 impl LabConfig {
+    /// The reference design's settings, which `Default` keeps (the baseline every
+    /// campaign and timing test was written against): the verdict alarm's one-minute
+    /// periods behind the failover records, a 60 s TTL, no fast path.
+    pub fn reference() -> Self {
+        Self::default()
+    }
+
+    /// wsdr's defaults, as `template.yaml` deploys them: the fast verdict (probe rounds
+    /// every 5 s) decided and served in the secondary, Route 53 endpoint checks every 10 s
+    /// on both records, a 20 s TTL (docs/DEPLOY.md, "The defaults").
+    pub fn wsdr_defaults() -> Self {
+        Self {
+            dns_ttl: AwsDuration::from_secs(20),
+            health_check: crate::world::fast::HealthCheckKind::Endpoint,
+            fast: Some(crate::world::fast::FastConfig::default()),
+            ..Self::default()
+        }
+    }
+
     /// The same lab as a deterministic simulation seeded `seed`: AWS time (scale 1), the
     /// in-memory network, every draw from the seed, DynamoDB-like table service times
     /// (docs/LAB.md, "Deterministic simulation"). Chaos runs and simulated drills both use it.

@@ -1,7 +1,9 @@
 //! The fast failover path, beside the minute-by-minute alarm: a fast verdict from probe
-//! rounds every 5 s (AWS) at two vantage points per Region (`wsdr_core::FastVerdict`), served
-//! by each Region's health endpoint (`GET /health` on the Region's own address: 200 = serve,
-//! 503 = fail over), which a Route 53 *endpoint* health check polls every 10 s.
+//! rounds every 5 s (AWS) (`wsdr_core::FastVerdict`), decided and served in the judge Region
+//! ([`JUDGE`]: `GET /health/{primary|secondary}` on its address, 200 = serve, 503 = fail
+//! over), which the Route 53 *endpoint* health checks of both failover records poll every
+//! 10 s. A judge that is down answers neither: both records unhealthy, and Route 53 answers
+//! the primary.
 //!
 //! Both paths always run when the fast path is on; `HealthCheckKind` says which one the
 //! failover records follow, and the other is timed alongside, so one drill reports both.
@@ -60,9 +62,40 @@ impl Default for FastConfig {
     }
 }
 
-/// The vantage points of one Region's fast verdict: the watcher outside it, and its own
-/// canary inside it.
-pub const VANTAGE_POINTS: [&str; 2] = ["outside", "inside"];
+/// Where every fast verdict is decided, written and served: the secondary. The primary's
+/// watcher runs there, the secondary's own canary decides the secondary's verdict, and its
+/// health endpoint answers both failover records' checks (docs/DEPLOY.md, "Who decides").
+pub const JUDGE: RegionId = RegionId::Secondary;
+
+/// A vantage point of a fast verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vantage {
+    /// The watcher, probing from outside the judged Region (from the judge).
+    Outside,
+    /// The judged Region's own canary.
+    Inside,
+}
+
+impl Vantage {
+    /// Its index for [`FastFaults`] (0 outside, 1 inside).
+    pub fn index(self) -> usize {
+        match self {
+            Vantage::Outside => 0,
+            Vantage::Inside => 1,
+        }
+    }
+}
+
+/// The vantage points of a Region's fast verdict, as deployed: the primary's folds the
+/// watcher outside it with its own canary; the secondary's is its own canary's (it is the
+/// judge, and nothing outside it watches it).
+pub fn vantage_points(judged: RegionId) -> &'static [Vantage] {
+    if judged == JUDGE {
+        &[Vantage::Inside]
+    } else {
+        &[Vantage::Outside, Vantage::Inside]
+    }
+}
 
 /// Faults of the fast path's own (for tests: one vantage point that cannot see a Region).
 #[derive(Debug, Default)]

@@ -208,16 +208,23 @@ impl World {
         });
     }
 
-    /// The fast path: per Region, probe rounds at two vantage points feeding a fast verdict
-    /// (replicated into the Region, where its health endpoint serves it), and a Route 53
-    /// endpoint health check polling that endpoint.
+    /// The fast path: per Region, probe rounds feeding a fast verdict decided in the judge
+    /// Region ([`fastpath::JUDGE`], the secondary) and written to its replica, where its
+    /// health endpoint serves it; then replicated to the other Region like any item. Route 53
+    /// endpoint health checks poll the judge for both failover records.
+    ///
+    /// The verdict on the primary folds two vantage points, as the watcher does in AWS: the
+    /// watcher's own probe from the judge (outside), and the primary's canary's round
+    /// (inside), which reaches the judge only by replication out of the primary (cut: no
+    /// fresh round, counted failed). The verdict on the secondary is its own canary's
+    /// (inside), as in AWS. A judge that is down decides nothing.
     pub(super) fn start_fast_path(
         &mut self,
         canary_secret: &str,
         fast: &FastConfig,
     ) -> anyhow::Result<()> {
         let scale = self.config.scale;
-        let lag = scale.lab(self.config.replication_lag);
+        let judge = self.regions[fastpath::JUDGE].clone();
         for (id, region) in self.regions.iter() {
             let config = canary::Config {
                 target_url: region.url(),
@@ -244,45 +251,73 @@ impl World {
                 )
                 .with_network(self.config.environment.network.clone()),
             );
-            let region = region.clone();
+            let judge = judge.clone();
+            let copy_to = self.regions[fastpath::JUDGE.other()].clone();
+            // Out of the judged Region (its canary's rounds), and out of the judge (the
+            // verdict's copy in the other Region).
+            let inside_link = self.links[id].clone();
+            let verdict_link = self.links[fastpath::JUDGE].clone();
             let faults = self.fast_faults.clone();
             let timeline = self.timeline.clone();
             let owner = self.owner.clone();
             let period = scale.lab(fast.probe_interval);
+            let vantage_points = fastpath::vantage_points(id);
             let mut verdict = wsdr_core::FastVerdict::new(
                 fast.fail_after,
                 fast.recover_after,
-                fastpath::VANTAGE_POINTS.len(),
+                vantage_points.len(),
             );
             self.owner.spawn(async move {
                 let mut tick = tokio::time::interval(period);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                let mut version: u64 = 0;
                 loop {
                     tick.tick().await;
-                    let probe = |vantage: usize| {
+                    if judge.is_down() {
+                        continue;
+                    }
+                    let probe = |vantage: fastpath::Vantage| {
                         let prober = prober.clone();
-                        let blind = faults.is_blind(id, vantage);
-                        async move { Some(!blind && prober.probe_once().await.is_ok()) }
+                        let blind = faults.is_blind(id, vantage.index());
+                        // The judged Region's own round reaches the judge by replication
+                        // (the judge's own rounds are already there).
+                        let reaches_judge = vantage == fastpath::Vantage::Outside
+                            || id == fastpath::JUDGE
+                            || !inside_link.is_cut();
+                        async move {
+                            let ok = !blind && prober.probe_once().await.is_ok();
+                            reaches_judge.then_some(ok)
+                        }
                     };
-                    let (outside, inside) = tokio::join!(probe(0), probe(1));
-                    if let Some(serve) = verdict.round(&[outside, inside]) {
+                    let results =
+                        futures::future::join_all(vantage_points.iter().map(|v| probe(*v))).await;
+                    if let Some(serve) = verdict.round(&results) {
                         let (kind, what) = if serve {
                             (Kind::FastServe, "fast verdict -> serve")
                         } else {
                             (Kind::FastFailover, "fast verdict -> fail over")
                         };
                         fastpath::record(&timeline, id, kind, what);
-                        // The verdict reaches the Region's health endpoint by replication.
-                        let region = region.clone();
+                        version += 1;
+                        // Written where it was decided; the other Region's copy follows by
+                        // replication, when the judge's replication flows.
+                        judge.record_verdict(id, version, serve);
+                        let copy_to = copy_to.clone();
+                        let link = verdict_link.clone();
                         owner.spawn(async move {
-                            tokio::time::sleep(lag).await;
-                            region.set_health_verdict(serve);
+                            loop {
+                                tokio::time::sleep(link.lag()).await;
+                                if !link.is_cut() {
+                                    copy_to.record_verdict(id, version, serve);
+                                    return;
+                                }
+                            }
                         });
                     }
                 }
             });
         }
-        let addresses = self.regions.as_ref().map(|_, r| r.addr);
+        let judge_addr = self.regions[fastpath::JUDGE].addr;
         let resolver = self.resolver.clone();
         let timeline = self.timeline.clone();
         let drives_dns = self.config.health_check == HealthCheckKind::Endpoint;
@@ -291,20 +326,19 @@ impl World {
         let threshold = fast.failure_threshold;
         let network = self.config.environment.network.clone();
         self.owner.spawn(async move {
-            let clients = addresses.map(|_, addr| {
-                crate::control::ControlClient::new(addr, None)
-                    .with_timeout(timeout)
-                    .on_network(network.clone())
-            });
+            let judge_client = crate::control::ControlClient::new(judge_addr, None)
+                .with_timeout(timeout)
+                .on_network(network);
             let mut checks = PerRegion::from_fn(|_| EndpointCheck::new(threshold));
             let mut last = PerRegion::new(true, true);
             let mut tick = tokio::time::interval(interval);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 tick.tick().await;
+                // Both checks read the judge: each Region's verdict where it was made.
                 let (a, b) = tokio::join!(
-                    clients[RegionId::Primary].get("/health"),
-                    clients[RegionId::Secondary].get("/health")
+                    judge_client.get("/health/primary"),
+                    judge_client.get("/health/secondary")
                 );
                 let ok = PerRegion::new(a, b).map(|_, r| matches!(r, Ok((200, _))));
                 for region in RegionId::ALL {

@@ -13,7 +13,7 @@ use crate::world::clock::RegionClock;
 use crate::world::env::gateway_id;
 use crate::world::fault::Fault;
 use crate::world::owner::Owner;
-use crate::world::region_id::RegionId;
+use crate::world::region_id::{PerRegion, RegionId};
 use crate::world::scale::TimeScale;
 use crate::world::store::ReplicaStore;
 use authorizer::Authorizer;
@@ -194,15 +194,19 @@ pub struct Region {
     pub registry: Arc<MemoryConnections>,
     faults: Faults,
     counters: Counters,
-    /// The fast verdict on this Region as its health endpoint reads it (replicated into the
-    /// Region from the watcher outside it): `true` = serve.
-    health_verdict: std::sync::atomic::AtomicBool,
+    /// This replica's copy of the fast verdict on each Region (the `VERDICT` items of the
+    /// state table): written here when this Region is the judge, replicated in otherwise.
+    verdicts: PerRegion<VerdictCopy>,
     quotas: Quotas,
     app: App,
     authorizer: Arc<Authorizer>,
     /// By connection id: an ordered map, so that a Region going down drops its sockets in
     /// the same order in every replay.
     sockets: Mutex<BTreeMap<String, Socket>>,
+    /// Each `bid` integration's own time, real microseconds on this machine (the handler
+    /// against the lab's tables or DynamoDB Local): what a bid costs the handler, apart
+    /// from the lab's scaled waits and CPU time spent elsewhere.
+    bid_handler_us: Mutex<Vec<u64>>,
     /// Connection ids, request ids and the faults' coin flips.
     entropy: Arc<dyn wsdr_core::Entropy>,
     /// Where this Region's endpoints listen, and its `@connections` clients connect.
@@ -315,7 +319,7 @@ impl Region {
             registry,
             faults: Faults::default(),
             counters: Counters::default(),
-            health_verdict: std::sync::atomic::AtomicBool::new(true),
+            verdicts: PerRegion::default(),
             bucket: Mutex::new(QuotaBucket::full(quotas.connect_burst, 0.0)),
             born: Instant::now(),
             connect_rate: Mutex::new((quotas.connect_rate, quotas.connect_burst)),
@@ -323,6 +327,7 @@ impl Region {
             app: App::new(service, "wsdr"),
             authorizer,
             sockets: Mutex::default(),
+            bid_handler_us: Mutex::default(),
             entropy: env.entropy.clone(),
             network: env.network.clone(),
             owner,
@@ -331,6 +336,7 @@ impl Region {
         });
         let router = Router::new()
             .route("/health", get(health_endpoint))
+            .route("/health/{judged}", get(verdict_endpoint))
             .route("/{stage}", get(upgrade))
             .route(
                 "/{stage}/@connections/{id}",
@@ -461,14 +467,32 @@ impl Region {
         }
     }
 
-    /// The fast verdict on this Region reaches its health endpoint (`true` = serve).
-    pub fn set_health_verdict(&self, serve: bool) {
-        self.health_verdict.store(serve, Ordering::SeqCst);
+    /// Each `bid` integration's time so far, real milliseconds on this machine (no time
+    /// scale applied: a handler's work is not AWS time).
+    pub fn bid_handler_ms(&self) -> Vec<f64> {
+        lock(&self.bid_handler_us)
+            .iter()
+            .map(|us| *us as f64 / 1000.0)
+            .collect()
     }
 
-    /// What its health endpoint serves now (`true` = serve).
+    /// A version of the fast verdict on `judged` reaches this replica (`true` = serve):
+    /// written here by the judge, or replicated in. Versions are the judge's sequence
+    /// numbers; an older one arriving late changes nothing (last writer wins per item).
+    pub fn record_verdict(&self, judged: RegionId, version: u64, serve: bool) {
+        self.verdicts[judged].record(version, serve);
+    }
+
+    /// This replica's copy of the fast verdict on `judged` (`true` = serve; none yet:
+    /// serve, as the health function answers).
+    pub fn verdict_on(&self, judged: RegionId) -> bool {
+        self.verdicts[judged].serves()
+    }
+
+    /// What this Region's replica says about the Region itself: what a health endpoint
+    /// *inside* the judged Region would serve (the `GET /health` of the in-Region design).
     pub fn health_verdict(&self) -> bool {
-        self.health_verdict.load(Ordering::SeqCst)
+        self.verdict_on(self.id)
     }
 
     /// Change the new-connection quota at run time: `rate` per lab second, `burst` tokens
@@ -521,7 +545,13 @@ impl Region {
             tokio::time::sleep(Duration::from_micros(slow)).await;
         }
         let request: ApiGatewayWebsocketProxyRequest = serde_json::from_value(event).ok()?;
+        let is_bid = request.request_context.route_key.as_deref() == Some("bid");
+        let started = std::time::Instant::now();
         let response = self.app.respond(request).await;
+        if is_bid {
+            let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            lock(&self.bid_handler_us).push(took);
+        }
         let body = match response.body {
             Some(Body::Text(text)) => Some(text),
             _ => None,
@@ -982,20 +1012,67 @@ async fn delete_connection(
     }
 }
 
-/// `GET /health`: what a Route 53 endpoint health check reads. The Region's health function
-/// answers from the fast verdict recorded for it (no probe per request); a Region that is down
-/// answers nothing useful, here a 503.
-async fn health_endpoint(
-    State(region): State<Arc<Region>>,
-) -> (axum::http::StatusCode, &'static str) {
+/// One replica's copy of a fast verdict item: its newest version wins.
+#[derive(Debug, Default)]
+struct VerdictCopy(Mutex<Option<(u64, bool)>>);
+
+impl VerdictCopy {
+    fn record(&self, version: u64, serve: bool) {
+        let mut copy = lock(&self.0);
+        if copy.is_none_or(|(held, _)| version > held) {
+            *copy = Some((version, serve));
+        }
+    }
+
+    fn serves(&self) -> bool {
+        lock(&self.0).is_none_or(|(_, serve)| serve)
+    }
+}
+
+/// The health function's answer about `judged` from this Region's replica; a Region that is
+/// down answers nothing useful, here a 503.
+fn verdict_answer(region: &Region, judged: RegionId) -> (axum::http::StatusCode, &'static str) {
     use std::sync::atomic::Ordering;
     if region.faults.down.load(Ordering::SeqCst) {
         return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "region down");
     }
-    if region.health_verdict.load(Ordering::SeqCst) {
+    if region.verdict_on(judged) {
         (axum::http::StatusCode::OK, "serve")
     } else {
         (axum::http::StatusCode::SERVICE_UNAVAILABLE, "fail over")
+    }
+}
+
+/// `GET /health`: the fast verdict on this Region, from this Region's own replica: what a
+/// health endpoint inside the judged Region serves (the in-Region design, which a degraded
+/// Region whose inbound replication stalls keeps answering `serve`). Kept for outside
+/// tools; the lab's Route 53 checks read `GET /health/{region}` on the judge.
+async fn health_endpoint(
+    State(region): State<Arc<Region>>,
+) -> (axum::http::StatusCode, &'static str) {
+    verdict_answer(&region, region.id)
+}
+
+/// `GET /health/{primary|secondary|<region name>}`: the fast verdict on that Region from
+/// this Region's replica (200 `serve`, 503 `fail over`). On the judge (the secondary), this
+/// is what the Route 53 endpoint health checks of both failover records read: the verdict
+/// served where it was made.
+async fn verdict_endpoint(
+    State(region): State<Arc<Region>>,
+    Path(judged): Path<String>,
+) -> (axum::http::StatusCode, &'static str) {
+    let judged = match judged.as_str() {
+        "primary" => Some(RegionId::Primary),
+        "secondary" => Some(RegionId::Secondary),
+        name if name == region.name => Some(region.id),
+        _ => None,
+    };
+    match judged {
+        Some(judged) => verdict_answer(&region, judged),
+        None => (
+            axum::http::StatusCode::NOT_FOUND,
+            "no such Region: use primary, secondary or this Region's name",
+        ),
     }
 }
 
