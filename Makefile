@@ -6,7 +6,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: lab evacuate restore deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
+.PHONY: lab evacuate restore check-concurrency deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
 .PHONY: all test unit fmt fmt-check lint clippy template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
@@ -103,6 +103,9 @@ PRIMARY_REGION ?= us-east-1
 CONSISTENCY ?= eventual
 SECONDARY_REGION ?= us-west-2
 STATE_TABLE_NAME ?= wsdr-state
+# The secondary's health function (both failover records' checks) gets this much reserved
+# concurrency, its watcher and canary 2 each; 0 = none (docs/DEPLOY.md, "Concurrency").
+DECISION_PATH_RESERVED_CONCURRENCY ?= 5
 SAM ?= sam
 COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGION) \
 	DomainName=$(DOMAIN) HostedZoneId=$(HOSTED_ZONE_ID) JwtIssuer=$(JWT_ISSUER) \
@@ -130,19 +133,29 @@ deploy-vars:
 sam-build:
 	$(SAM) build --beta-features
 
+## check-concurrency: the account's Lambda concurrency in both Regions can hold what the stacks reserve
+check-concurrency:
+	scripts/check-concurrency.sh $(PRIMARY_REGION) wsdr-primary 0
+	scripts/check-concurrency.sh $(SECONDARY_REGION) wsdr-secondary \
+	  $$([ "$(DECISION_PATH_RESERVED_CONCURRENCY)" -gt 0 ] && echo $$(( $(DECISION_PATH_RESERVED_CONCURRENCY) + 4 )) || echo 0)
+
 deploy-primary: deploy-vars
+	scripts/check-concurrency.sh $(PRIMARY_REGION) wsdr-primary 0
 	@[ "$(SAM_BUILD)" = false ] || $(MAKE) --no-print-directory sam-build
 	$(SAM) deploy --config-env primary --region $(PRIMARY_REGION) $(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN)) \
 	  --parameter-overrides Role=primary CertificateArn=$(CERT_ARN_PRIMARY) \
 	  $(if $(REGIONAL_NAME_PRIMARY),RegionalName=$(REGIONAL_NAME_PRIMARY)) $(COMMON_PARAMS)
 
 deploy-secondary: deploy-vars
+	scripts/check-concurrency.sh $(SECONDARY_REGION) wsdr-secondary \
+	  $$([ "$(DECISION_PATH_RESERVED_CONCURRENCY)" -gt 0 ] && echo $$(( $(DECISION_PATH_RESERVED_CONCURRENCY) + 4 )) || echo 0)
 	@out() { aws cloudformation describe-stacks --region $(PRIMARY_REGION) --stack-name wsdr-primary \
 	  --query "Stacks[0].Outputs[?OutputKey=='$$1'].OutputValue" --output text; }; \
 	api=$$(out ApiId); dom=$$(out RegionalDomainName); zone=$$(out RegionalHostedZoneId); \
-	conns=$$(out ConnectionsTableName); health=$$(out HealthEndpointHost); \
+	conns=$$(out ConnectionsTableName); table=$$(out StateTableName); \
 	[ -n "$$api" ] && [ "$$api" != None ] || { echo "deploy the primary first (make deploy-primary)"; exit 1; }; \
-	stream=$$(aws dynamodb describe-table --region $(SECONDARY_REGION) --table-name $(STATE_TABLE_NAME) \
+	[ -n "$$table" ] && [ "$$table" != None ] || table=$(STATE_TABLE_NAME); \
+	stream=$$(aws dynamodb describe-table --region $(SECONDARY_REGION) --table-name $$table \
 	  --query Table.LatestStreamArn --output text); \
 	[ -n "$$stream" ] && [ "$$stream" != None ] || { echo "no stream on the state table's $(SECONDARY_REGION) replica"; exit 1; }; \
 	{ [ "$(SAM_BUILD)" = false ] || $(MAKE) --no-print-directory sam-build; } && \
@@ -151,19 +164,21 @@ deploy-secondary: deploy-vars
 	  $(if $(REGIONAL_NAME_SECONDARY),RegionalName=$(REGIONAL_NAME_SECONDARY)) $(COMMON_PARAMS) \
 	  PrimaryApiId=$$api PrimaryRegionalDomainName=$$dom PrimaryRegionalHostedZoneId=$$zone \
 	  PrimaryConnectionsTableName=$$conns StateTableStreamArn=$$stream $(REGION_SWITCH_PARAMS) \
-	  $$([ -n "$$health" ] && [ "$$health" != None ] && echo PrimaryHealthEndpoint=$$health)
+	  DecisionPathReservedConcurrency=$(DECISION_PATH_RESERVED_CONCURRENCY)
 
 # ---------------------------------------------------------------- planned evacuation
 # make evacuate FROM=primary|secondary: take that Region out of DNS (its failover record's
-# health check inverted), wait until Route 53's checkers all see it unhealthy (then the record
-# answers the other Region) and one TTL more, then
+# health check inverted), wait until Route 53 itself answers the other Region (TestDNSAnswer,
+# at most EVACUATE_DNS_TIMEOUT seconds) and one TTL more, then
 # invoke the Region's evacuator (every connection told to move, paced to the other Region's
 # quota) and print its report. make restore FROM=... puts the Region back in DNS. For a
 # failover already decided by the alarm, KEEP_DNS=1 skips the DNS step (do not invert a check
 # that is already unhealthy). With FailoverControl=region-switch, run the Region switch plan
 # instead of the DNS step.
 FROM ?= primary
-DNS_TTL ?= 60
+DNS_TTL ?= 20
+ALIAS_RECORDS ?= false
+EVACUATE_DNS_TIMEOUT ?= 300
 from_region = $(if $(filter secondary,$(FROM)),$(SECONDARY_REGION),$(PRIMARY_REGION))
 to_region = $(if $(filter secondary,$(FROM)),$(PRIMARY_REGION),$(SECONDARY_REGION))
 health_check_output = $(if $(filter secondary,$(FROM)),SecondaryHealthCheckId,PrimaryHealthCheckId)
@@ -178,15 +193,15 @@ evacuate:
 	    --query "HealthCheckObservations[].StatusReport.Status" --output text)" in \
 	    *Failure*) echo "$(to_region)'s health check is not healthy: Route 53 would keep answering $(from_region); nothing changed"; exit 1;; esac; \
 	  check=$(call secondary_out,$(health_check_output)); \
+	  target=$$(aws cloudformation describe-stacks --region $(to_region) --stack-name wsdr-$(if $(filter secondary,$(FROM)),primary,secondary) \
+	    --query "Stacks[0].Outputs[?OutputKey=='RegionalDomainName'].OutputValue" --output text); \
+	  if [ "$(ALIAS_RECORDS)" = true ]; then type=A; \
+	    expected=$$(getent ahostsv4 "$$target" | awk '{print $$1}' | sort -u | tr '\n' ' '); \
+	  else type=CNAME; expected=$$target; fi; \
 	  echo "taking $(from_region) out of DNS (health check $$check inverted)"; \
 	  aws route53 update-health-check --health-check-id "$$check" --inverted >/dev/null; \
-	  for i in $$(seq 1 60); do \
-	    status=$$(aws route53 get-health-check-status --health-check-id "$$check" \
-	      --query "HealthCheckObservations[].StatusReport.Status" --output text); \
-	    case "$$status" in *Success*) ;; *Failure*) break;; esac; \
-	    [ "$$i" = 60 ] && { echo "the health check still reports healthy after 10 minutes; make restore FROM=$(FROM)"; exit 1; }; \
-	    sleep 10; \
-	  done; \
+	  scripts/wait-for-dns-answer.sh "$(HOSTED_ZONE_ID)" "$(DOMAIN)" $$type "$$expected" $(EVACUATE_DNS_TIMEOUT) || \
+	    { echo "Route 53 never answered $(to_region) ($$target); nobody was moved. make restore FROM=$(FROM) puts $(from_region) back"; exit 1; }; \
 	  echo "Route 53 now answers $(to_region); waiting one TTL ($(DNS_TTL) s) for resolvers"; sleep $(DNS_TTL); \
 	fi
 	@fn=$$(aws cloudformation describe-stacks --region $(from_region) --stack-name wsdr-$(FROM) \

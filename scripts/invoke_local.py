@@ -33,6 +33,23 @@ AUDIENCE = "wsdr"
 USER_SECRET = "local-user-secret-at-least-32-bytes!"
 CANARY_SECRET = "local-canary-secret-at-least-32-bytes"
 API_ID = "abc123def4"
+PRIMARY_API_ID = "prim4567ab"
+
+
+def put_verdict(endpoint, api_id, serve):
+    """The watcher's fast verdict on `api_id`, written to DynamoDB Local's state table as the
+    canary writes it (HEALTH#<apiId>/VERDICT), through DynamoDB's JSON protocol."""
+    item = {"pk": {"S": f"HEALTH#{api_id}"}, "sk": {"S": "VERDICT"}, "serve": {"BOOL": serve},
+            "atMs": {"N": str(int(time.time() * 1000))}}
+    request = urllib.request.Request(
+        endpoint, data=json.dumps({"TableName": "wsdr-state", "Item": item}).encode(),
+        headers={"X-Amz-Target": "DynamoDB_20120810.PutItem",
+                 "Content-Type": "application/x-amz-json-1.0",
+                 # DynamoDB Local checks that a signature is there, not what it signs.
+                 "Authorization": "AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/dynamodb/aws4_request, "
+                                  "SignedHeaders=host, Signature=0"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        response.read()
 REGION = "us-east-1"
 # The template's default seed (template.yaml, SeedAuctions): lot-1 is the auction in the events.
 SEED = (
@@ -229,6 +246,8 @@ def main():
         "TARGET_CALLBACK_URL": f"{peer_url}/prod",
         # canary
         "API_ID": API_ID,
+        # health (in the secondary, the judge): /primary answers for this API
+        "PRIMARY_API_ID": PRIMARY_API_ID,
         "PROBES_PER_RUN": "1", "PROBE_TIMEOUT_SECONDS": "2",
         # The watcher's verdict, decided on one minute so one run can move it (AWS: 2 of 6).
         "VERDICT_FAILOVER_DATAPOINTS": "1", "VERDICT_WINDOW": "2",
@@ -322,6 +341,27 @@ def main():
         check("health endpoint serves without a verdict against its Region",
               reply is not None and reply.get("statusCode") == 200 and reply.get("body") == "serve",
               err or reply)
+        # The judge answers for both Regions: the watcher fails the primary over, and only the
+        # PRIMARY record's check (/primary) sees it; the SECONDARY record's (/secondary) serves.
+        put_verdict(endpoint, PRIMARY_API_ID, False)
+
+        def health_at(path):
+            request = event("health-check.json")
+            request["rawPath"] = path
+            request["requestContext"]["http"]["path"] = path
+            return watch.invoke("health", request)
+        reply, err = health_at("/primary")
+        check("health endpoint answers 503 for the primary the judge failed over",
+              reply is not None and reply.get("statusCode") == 503 and reply.get("body") == "fail over",
+              err or reply)
+        reply, err = health_at("/secondary")
+        check("health endpoint answers 200 for its own Region (the secondary)",
+              reply is not None and reply.get("statusCode") == 200 and reply.get("body") == "serve",
+              err or reply)
+        put_verdict(endpoint, PRIMARY_API_ID, True)
+        reply, err = health_at("/primary")
+        check("health endpoint serves the primary again once the verdict says so",
+              reply is not None and reply.get("statusCode") == 200, err or reply)
 
         # authorizer: a valid user token is allowed on the exact method ARN; the placeholder is not.
         now = int(time.time())

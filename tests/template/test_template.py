@@ -173,7 +173,14 @@ def test_failover_decision_lives_in_the_secondary(template):
         # The fast kind: Route 53's quickest endpoint check on the Region's health function.
         assert endpoint["Type"] == "HTTPS" and endpoint["EnableSNI"] is True, check_name
         assert (endpoint["RequestInterval"], endpoint["FailureThreshold"]) == (10, 1), check_name
-    assert res["PrimaryHealthCheck"]["Properties"]["HealthCheckConfig"]["Fn::If"][1]["FullyQualifiedDomainName"] == {"Ref": "PrimaryHealthEndpoint"}
+    # Both records' endpoint checks read the judge (this stack's health function, in the
+    # secondary), each on its own path: the verdict served where it was made.
+    judge_host = {"Fn::Select": [2, {"Fn::Split": ["/", {"Fn::GetAtt": ["HealthFunctionUrl", "FunctionUrl"]}]}]}
+    for check_name, path in (("PrimaryHealthCheck", "/primary"), ("SecondaryHealthCheck", "/secondary")):
+        endpoint = res[check_name]["Properties"]["HealthCheckConfig"]["Fn::If"][1]
+        assert endpoint["FullyQualifiedDomainName"] == judge_host, check_name
+        assert endpoint["ResourcePath"] == path, check_name
+    assert "PrimaryHealthEndpoint" not in template["Parameters"], "nothing in the primary is asked"
 
 
 def health_check_by_failover_control(side):
@@ -205,7 +212,9 @@ def test_failover_records_each_have_their_health_check(template):
             assert props["TTL"] == {"Ref": "DnsTtl"}
         else:
             assert props["AliasTarget"]["EvaluateTargetHealth"] is False
-    assert template["Parameters"]["DnsTtl"]["Default"] == 60
+    # wsdr's defaults: CNAME records with a 20 s TTL (alias records are API Gateway's 60 s).
+    assert template["Parameters"]["DnsTtl"]["Default"] == 20
+    assert template["Parameters"]["AliasRecords"]["Default"] == "false"
 
 
 def test_custom_domain_is_regional_tls12_and_mapped(template):
@@ -534,14 +543,19 @@ def test_the_herd_hint_is_on_by_default_from_a_census_every_minute(template):
 
 def test_endpoint_checks_read_a_fast_verdict_decided_with_two_views(template):
     res = template["Resources"]
-    assert template["Parameters"]["HealthCheckType"]["Default"] == "alarm"
+    assert template["Parameters"]["HealthCheckType"]["Default"] == "endpoint"
     health = res["HealthFunction"]
-    assert health["Condition"] == "EndpointChecks"
+    assert health["Condition"] == "JudgesHere"
+    assert template["Conditions"]["JudgesHere"] == {"Fn::And": [{"Condition": "IsSecondary"}, {"Condition": "EndpointChecks"}]}
     assert health["Properties"]["FunctionUrlConfig"] == {"AuthType": "NONE"}, "Route 53's checkers do not sign"
     (read,) = _statements(health)
     assert read["Action"] == "dynamodb:GetItem", "one item read per request, nothing else"
     env = health["Properties"]["Environment"]["Variables"]
     assert env["API_ID"] == {"Ref": "WebSocketApi"}
+    assert env["PRIMARY_API_ID"] == {"Ref": "PrimaryApiId"}
+    # The binary reads both (crates/health).
+    source = (ROOT / "crates" / "health" / "src" / "lib.rs").read_text()
+    assert '"PRIMARY_API_ID"' in source and '"/primary"' in source and '"/secondary"' in source
     own = res["CanaryFunction"]["Properties"]["Environment"]["Variables"]
     watcher = res["PrimaryWatcherFunction"]["Properties"]["Environment"]["Variables"]
     for env in (own, watcher):
@@ -553,7 +567,23 @@ def test_endpoint_checks_read_a_fast_verdict_decided_with_two_views(template):
     assert own["FAST_DECIDES"] == {"Fn::If": ["IsSecondary", "true", "false"]}
     for name in ("CanaryFunction", "PrimaryWatcherFunction"):
         assert int(res[name]["Properties"]["Timeout"]) > int(watcher["FAST_WINDOW_SECONDS"]), name
-    assert "HealthEndpointHost" in template["Outputs"]
+    assert template["Outputs"]["HealthEndpointHost"]["Condition"] == "JudgesHere"
+
+
+def test_the_decision_path_has_reserved_concurrency(template):
+    res = template["Resources"]
+    param = template["Parameters"]["DecisionPathReservedConcurrency"]
+    assert param["Default"] > 0 and param["MinValue"] == 0
+    assert template["Conditions"]["ReservesDecisionConcurrency"]["Fn::And"][0] == {"Condition": "IsSecondary"}
+    health = res["HealthFunction"]["Properties"]["ReservedConcurrentExecutions"]
+    assert health == {"Fn::If": ["ReservesDecisionConcurrency", {"Ref": "DecisionPathReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
+    for name in ("PrimaryWatcherFunction", "CanaryFunction"):
+        reserved = res[name]["Properties"]["ReservedConcurrentExecutions"]
+        assert reserved["Fn::If"][0] == "ReservesDecisionConcurrency", name
+        assert reserved["Fn::If"][1] >= 2, f"{name}: a run and the next may overlap"
+    # make deploy-* checks the account's concurrency before deploying.
+    makefile = (ROOT / "Makefile").read_text()
+    assert "check-concurrency" in makefile and "get-account-settings" in (ROOT / "scripts" / "check-concurrency.sh").read_text()
 
 
 def test_the_verdict_alarm_evacuates_the_primary_after_waiting_for_dns(template):
@@ -569,11 +599,15 @@ def test_the_verdict_alarm_evacuates_the_primary_after_waiting_for_dns(template)
     assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
     body = target["Input"]["Fn::Sub"]
     # The input is an evacuation request the evacuator accepts (deny_unknown_fields).
-    sample = json.loads(body.replace("${AWS::Region}", "us-west-2").replace("${EvacuateWaitSeconds}", "120"))
+    body, values = body
+    assert values["Wait"] == {"Fn::If": ["AutoEvacuateWait", "120", {"Ref": "EvacuateWaitSeconds"}]}
+    sample = json.loads(body.replace("${AWS::Region}", "us-west-2").replace("${Wait}", "120"))
     assert set(sample) == {"to", "reason", "waitSeconds"}
     source = (ROOT / "crates" / "evacuator" / "src" / "lib.rs").read_text()
     assert "wait_seconds" in source and "deny_unknown_fields" in source
-    assert template["Parameters"]["EvacuateWaitSeconds"]["MaxValue"] <= 240, "the evacuator refuses longer waits"
+    pattern = re.compile(template["Parameters"]["EvacuateWaitSeconds"]["AllowedPattern"])
+    assert pattern.match("auto") and pattern.match("0") and pattern.match("240")
+    assert not pattern.match("241") and not pattern.match("999"), "the evacuator refuses longer waits"
     permission = res["EvacuateOnFailoverPermission"]["Properties"]
     assert permission["Principal"] == "events.amazonaws.com"
     assert permission["SourceArn"] == {"Fn::GetAtt": ["EvacuateOnFailoverRule", "Arn"]}
@@ -597,7 +631,10 @@ def test_a_fast_failover_evacuates_through_the_state_tables_stream(template):
     assert pattern["dynamodb"]["NewImage"] == {"serve": {"BOOL": [False]}}
     env = res["PrimaryEvacuatorFunction"]["Properties"]["Environment"]["Variables"]
     assert env["FAILOVER_TO"] == {"Ref": "AWS::Region"}
-    assert env["FAILOVER_WAIT_SECONDS"] == {"Ref": "EvacuateWaitSeconds"}
+    assert env["FAILOVER_WAIT_SECONDS"] == {"Fn::If": ["AutoEvacuateWait", {"Fn::If": ["EndpointChecks", "45", "120"]}, {"Ref": "EvacuateWaitSeconds"}]}
+    # At once, a move naming this Region's own endpoint (the RegionalEndpointUrl output's).
+    assert env["FAILOVER_ENDPOINT"] == template["Outputs"]["RegionalEndpointUrl"]["Value"]
+    assert '"FAILOVER_ENDPOINT"' in (ROOT / "crates" / "evacuator" / "src" / "lib.rs").read_text()
     # The evacuator checks the record itself too (crates/evacuator: says_fail_over).
     assert "says_fail_over" in (ROOT / "crates" / "evacuator" / "src" / "lib.rs").read_text()
     condition = template["Conditions"]["EvacuatesOnFastFailover"]["Fn::And"]

@@ -10,8 +10,10 @@
 //!
 //! The one aimed at the primary also takes a DynamoDB stream batch (`FAILOVER_TO`): with
 //! endpoint health checks the failover decision is the fast verdict, whose change to "fail
-//! over" reaches it through the state table's stream; it then waits `FAILOVER_WAIT_SECONDS`
-//! for Route 53 and the TTL and evacuates.
+//! over" reaches it through the state table's stream. With `FAILOVER_ENDPOINT` it first
+//! sends, at once, a move naming the destination's own endpoint (only clients given that URL
+//! follow it, with no DNS involved); then it waits `FAILOVER_WAIT_SECONDS` for Route 53 and
+//! the TTL and evacuates everyone still there through the global name.
 //!
 //! Configured for the Region it empties (`TARGET_*`), not for the Region it runs in: the stack
 //! in each Region runs one aimed at its own connections (a planned evacuation: the Region is
@@ -63,6 +65,11 @@ pub struct Config {
     /// `FAILOVER_WAIT_SECONDS` (default 90, at most 240): how long such an evacuation waits
     /// for Route 53's endpoint check and the TTL.
     pub failover_wait_seconds: u64,
+    /// `FAILOVER_ENDPOINT`: the destination's own endpoint. Set: a stream failover first
+    /// sends, at once, a move naming it; clients given that endpoint (wsdr clients with the
+    /// Regions' own endpoints) follow it without waiting for DNS, clients that know only the
+    /// global name ignore a URL they were not given and follow the move after the wait.
+    pub failover_endpoint: Option<String>,
 }
 
 impl Config {
@@ -102,6 +109,9 @@ impl Config {
             posts_per_s: positive("POSTS_PER_SECOND", 2_000)?,
             connection_ttl: Duration::from_secs(env.number("CONNECTION_TTL_SECONDS", 9_000)?),
             failover_to: env.get("FAILOVER_TO").filter(|v| !v.trim().is_empty()),
+            failover_endpoint: env
+                .get("FAILOVER_ENDPOINT")
+                .filter(|v| !v.trim().is_empty() && v != "none"),
             failover_wait_seconds: match env.number("FAILOVER_WAIT_SECONDS", 90)? {
                 wait if wait > MAX_WAIT_SECONDS => {
                     return Err(wsdr_lambda::env::EnvError::Invalid {
@@ -376,6 +386,25 @@ impl Evacuator {
                     });
                 }
                 tracing::warn!(region = %self.config.target_region, %to, "fast verdict: fail over");
+                if let Some(endpoint) = self.config.failover_endpoint.clone() {
+                    // The clients that know the destination's endpoint need no DNS: now.
+                    match self
+                        .run(Request {
+                            to: to.clone(),
+                            endpoint: Some(endpoint),
+                            reason: Some("failover".into()),
+                            wait_seconds: None,
+                        })
+                        .await
+                    {
+                        Ok(direct) => tracing::info!(
+                            delivered = direct.delivered,
+                            "direct move sent (clients that know the destination's endpoint)"
+                        ),
+                        // The move after the wait still reaches everyone.
+                        Err(error) => tracing::warn!(%error, "direct move failed"),
+                    }
+                }
                 self.run(Request {
                     to,
                     endpoint: None,

@@ -326,3 +326,28 @@ async fn a_fast_failover_in_the_stream_evacuates_after_the_wait() {
     ]);
     assert!(Config::from_lookup(|k| too_long.get(k).cloned()).is_err());
 }
+
+/// With `FAILOVER_ENDPOINT`, a stream failover moves twice: at once, a move naming the
+/// destination's own endpoint (for clients that know it), then after the wait the move
+/// through the global name (no endpoint) for everyone still there.
+#[tokio::test(start_paused = true)]
+async fn a_fast_failover_moves_clients_that_know_the_endpoint_at_once() {
+    let (evacuator, notifier) = memory_evacuator(&[
+        ("FAILOVER_TO", "us-west-2"),
+        ("FAILOVER_WAIT_SECONDS", "60"),
+        ("FAILOVER_ENDPOINT", "wss://usw2.auction.example.com"),
+    ])
+    .await;
+    let invocation: Invocation = serde_json::from_value(stream_batch(false)).unwrap();
+    let run = tokio::spawn(async move { evacuator.invoke(invocation).await });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let sent = notifier.sent();
+    assert_eq!(sent.len(), 1, "the direct move goes out before the wait");
+    let direct: serde_json::Value = serde_json::from_slice(&sent[0].1).unwrap();
+    assert_eq!(direct["endpoint"], "wss://usw2.auction.example.com");
+    assert!(matches!(run.await.unwrap().unwrap(), Answer::Evacuated(_)));
+    let sent = notifier.sent();
+    assert_eq!(sent.len(), 2);
+    let global: serde_json::Value = serde_json::from_slice(&sent[1].1).unwrap();
+    assert!(global.get("endpoint").is_none(), "{global}");
+}

@@ -1,15 +1,23 @@
-//! The health endpoint: one `lambda_http` function per Region, behind a function URL, that a
-//! Route 53 HTTPS health check polls every 10 s. It answers from the fast verdict on its
-//! Region (`HealthLedger`: the state table, replicated from the watcher outside the Region),
-//! never by probing: one item read per request.
+//! The health endpoint: a `lambda_http` function in the secondary (the judge), behind a
+//! function URL, that the Route 53 HTTPS health checks of BOTH failover records poll every
+//! 10 s. It answers from the fast verdicts recorded in its own Region's replica, where they
+//! were decided (the primary's watcher and the secondary's canary both run here), never by
+//! probing and never from a copy replicated out of the Region being judged: one item read
+//! per request (docs/DEPLOY.md, "Who decides").
 //!
-//! | verdict on this Region | answer |
+//! | path | verdict on |
+//! |---|---|
+//! | `/primary` | the primary (`PRIMARY_API_ID`): the PRIMARY record's check |
+//! | `/secondary` or `/` | this Region (`API_ID`): the SECONDARY record's check |
+//!
+//! | verdict | answer |
 //! |---|---|
 //! | fail over, recorded within `STALE_AFTER_SECONDS` | 503 `fail over` |
-//! | serve, or none recent (the watcher stopped: no evidence against this Region) | 200 `serve` |
+//! | serve, or none recent (the judge stopped: no evidence against the Region) | 200 `serve` |
 //! | unreadable (this Region's table fails) | 503 `verdict unreadable` |
 //!
-//! The Region itself being down is what Route 53's checkers see as no answer at all.
+//! This Region itself being down is what Route 53's checkers see as no answer at all, for
+//! both records: both unhealthy, and Route 53 answers the primary.
 
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
@@ -29,8 +37,11 @@ pub enum Error {
 /// The endpoint's configuration, from its environment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// `API_ID`: the WebSocket API whose Region this endpoint speaks for.
+    /// `API_ID`: this Region's WebSocket API (`/secondary`, `/`).
     pub api_id: String,
+    /// `PRIMARY_API_ID`: the primary's WebSocket API (`/primary`); unset: `/primary` answers
+    /// 404 (an endpoint that judges only its own Region).
+    pub primary_api_id: Option<String>,
     /// `STATE_TABLE`: the global state table (this Region's replica).
     pub state_table: String,
     /// `STALE_AFTER_SECONDS` (default 60): an older verdict is no evidence.
@@ -46,6 +57,9 @@ impl Config {
         let env = wsdr_lambda::env::Env::new(get);
         Ok(Self {
             api_id: env.required("API_ID")?,
+            primary_api_id: env
+                .get("PRIMARY_API_ID")
+                .filter(|id| !id.is_empty() && id != "none"),
             state_table: env.required("STATE_TABLE")?,
             stale_after: Duration::from_secs(env.number("STALE_AFTER_SECONDS", 60)?.max(1)),
         })
@@ -76,9 +90,14 @@ impl Health {
         }
     }
 
-    /// The status and body for this Region now.
+    /// The status and body for this Region now (`/secondary`, `/`).
     pub async fn answer(&self) -> (StatusCode, &'static str) {
-        match self.ledger.verdict(&self.config.api_id).await {
+        self.answer_for(&self.config.api_id).await
+    }
+
+    /// The status and body for the API `api_id`'s Region now.
+    async fn answer_for(&self, api_id: &str) -> (StatusCode, &'static str) {
+        match self.ledger.verdict(api_id).await {
             Ok(verdict) => {
                 let stale_ms =
                     u64::try_from(self.config.stale_after.as_millis()).unwrap_or(u64::MAX);
@@ -95,10 +114,17 @@ impl Health {
         }
     }
 
-    /// The Lambda entry point: `GET` (or `HEAD`) on any path.
+    /// The Lambda entry point: `GET` (or `HEAD`) on `/primary`, `/secondary` or `/`.
     pub async fn handle(&self, request: Request) -> Result<Response<Body>, Error> {
-        let (status, body) = match *request.method() {
-            Method::GET | Method::HEAD => self.answer().await,
+        let (status, body) = match (request.method(), request.uri().path()) {
+            (&Method::GET | &Method::HEAD, "/" | "/secondary") => self.answer().await,
+            (&Method::GET | &Method::HEAD, "/primary") => match &self.config.primary_api_id {
+                Some(primary) => self.answer_for(primary).await,
+                None => (StatusCode::NOT_FOUND, "no primary to judge here"),
+            },
+            (&Method::GET | &Method::HEAD, _) => {
+                (StatusCode::NOT_FOUND, "use /primary or /secondary")
+            }
             _ => (StatusCode::METHOD_NOT_ALLOWED, "GET only"),
         };
         Response::builder()

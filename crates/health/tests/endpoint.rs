@@ -18,9 +18,13 @@ fn dynamo_endpoint() -> String {
 }
 
 fn request(method: &str) -> lambda_http::Request {
+    request_to(method, "/")
+}
+
+fn request_to(method: &str, path: &str) -> lambda_http::Request {
     lambda_http::http::Request::builder()
         .method(method)
-        .uri("https://abc.lambda-url.us-east-1.on.aws/")
+        .uri(format!("https://abc.lambda-url.us-west-2.on.aws{path}"))
         .body(lambda_http::Body::Empty)
         .unwrap()
 }
@@ -90,4 +94,78 @@ async fn the_endpoint_answers_from_the_recorded_verdict() {
     );
     // Settings are checked at cold start.
     assert!(Config::from_lookup(|_| None).is_err());
+}
+
+/// The judge answers for both Regions from its own replica: `/primary` reads the primary's
+/// verdict (written here by the watcher), `/secondary` and `/` this Region's; each path
+/// reads only its own Region's verdict, and a judge told no primary refuses `/primary`.
+#[tokio::test]
+async fn the_judge_answers_each_record_from_its_own_replica() {
+    let client = wsdr_aws::local::dynamo_client(&dynamo_endpoint(), "us-west-2");
+    let table = format!(
+        "judge-{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    wsdr_aws::schema::create_state_table(&client, &table)
+        .await
+        .unwrap();
+    let env = HashMap::from([
+        ("API_ID", "secondaryApi".to_owned()),
+        ("PRIMARY_API_ID", "primaryApi".to_owned()),
+        ("STATE_TABLE", table.clone()),
+    ]);
+    let records = Arc::new(wsdr_aws::HealthRecords::new(client.clone(), &table));
+    let clock = Arc::new(ManualClock::new(NOW));
+    let judge = Health::new(
+        Config::from_lookup(|k| env.get(k).cloned()).unwrap(),
+        records.clone(),
+        clock.clone(),
+    );
+    let status = |path: &'static str| {
+        let judge = &judge;
+        async move {
+            judge
+                .handle(request_to("GET", path))
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    for path in ["/primary", "/secondary", "/"] {
+        assert_eq!(status(path).await, StatusCode::OK, "{path}: no verdict yet");
+    }
+    // The watcher fails the primary over: only the PRIMARY record's check sees it.
+    records.put_verdict("primaryApi", false, NOW).await.unwrap();
+    assert_eq!(status("/primary").await, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(status("/secondary").await, StatusCode::OK);
+    assert_eq!(status("/").await, StatusCode::OK);
+    // The secondary's own canary fails it: the SECONDARY record's check sees it.
+    records
+        .put_verdict("secondaryApi", false, NOW)
+        .await
+        .unwrap();
+    assert_eq!(status("/secondary").await, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(status("/elsewhere").await, StatusCode::NOT_FOUND);
+    // Without a primary to judge, `/primary` is no answer at all (never a silent 200).
+    let env = HashMap::from([
+        ("API_ID", "secondaryApi".to_owned()),
+        ("PRIMARY_API_ID", "none".to_owned()),
+        ("STATE_TABLE", table.clone()),
+    ]);
+    let alone = Health::new(
+        Config::from_lookup(|k| env.get(k).cloned()).unwrap(),
+        records,
+        clock,
+    );
+    assert_eq!(
+        alone
+            .handle(request_to("GET", "/primary"))
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::NOT_FOUND
+    );
 }

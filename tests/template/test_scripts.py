@@ -1,0 +1,95 @@
+"""The deploy helpers against a fake `aws` on PATH: what each does with what the AWS CLI
+answers (the account's Lambda concurrency; Route 53's TestDNSAnswer over time)."""
+
+import os
+import pathlib
+import subprocess
+import textwrap
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def fake_aws(tmp_path, body):
+    """An `aws` executable whose behaviour is the shell `body` (arguments in "$@")."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    aws = bin_dir / "aws"
+    aws.write_text("#!/usr/bin/env bash\n" + textwrap.dedent(body))
+    aws.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    env.pop("ALLOW_LOW_CONCURRENCY", None)
+    return env
+
+
+def run(script, args, env):
+    return subprocess.run([str(ROOT / "scripts" / script), *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def concurrency_aws(tmp_path, limit, unreserved, stack_reserved=None):
+    functions = " ".join(stack_reserved or {})
+    cases = "".join(f'    *{fn}*) echo {n};;\n' for fn, n in (stack_reserved or {}).items())
+    return fake_aws(tmp_path, f"""
+        case "$*" in
+          *get-account-settings*) echo "{limit}	{unreserved}";;
+          *list-stack-resources*) {"echo " + repr(functions) if stack_reserved is not None else "echo 'Stack does not exist' >&2; exit 254"};;
+          *get-function-concurrency*)
+            case "$*" in
+{cases}              *) echo None;;
+            esac;;
+          *) echo "unexpected: $*" >&2; exit 2;;
+        esac
+        """)
+
+
+def test_a_new_account_with_a_concurrency_of_ten_is_stopped_with_the_quota_to_raise(tmp_path):
+    env = concurrency_aws(tmp_path, 10, 10)
+    result = run("check-concurrency.sh", ["us-west-2", "wsdr-secondary", "9"], env)
+    assert result.returncode == 1
+    assert "L-B99A9384" in result.stderr and "is 10" in result.stderr
+    # Knowingly: a warning, and on.
+    env["ALLOW_LOW_CONCURRENCY"] = "1"
+    result = run("check-concurrency.sh", ["us-west-2", "wsdr-secondary", "0"], env)
+    assert result.returncode == 0 and "warning" in result.stderr
+
+
+def test_a_reservation_must_leave_a_hundred_unreserved(tmp_path):
+    env = concurrency_aws(tmp_path, 1000, 1000)
+    ok = run("check-concurrency.sh", ["us-west-2", "wsdr-secondary", "9"], env)
+    assert ok.returncode == 0, ok.stderr
+    assert "leaving 991" in ok.stdout
+    tight = concurrency_aws(tmp_path, 1000, 105)
+    result = run("check-concurrency.sh", ["us-west-2", "wsdr-secondary", "9"], tight)
+    assert result.returncode == 1 and "leave 96" in result.stderr
+
+
+def test_a_redeploy_counts_what_the_stack_already_reserves(tmp_path):
+    # 105 unreserved because the stack itself already holds 9: a redeploy needs nothing new.
+    env = concurrency_aws(tmp_path, 1000, 105, {"wsdr-secondary-HealthFunction": 5, "wsdr-secondary-PrimaryWatcher": 2, "wsdr-secondary-Canary": 2})
+    result = run("check-concurrency.sh", ["us-west-2", "wsdr-secondary", "9"], env)
+    assert result.returncode == 0, result.stderr
+
+
+def test_waiting_for_route_53_ends_when_it_answers_the_other_region(tmp_path):
+    counter = tmp_path / "calls"
+    counter.write_text("0")
+    env = fake_aws(tmp_path, f"""
+        n=$(( $(cat {counter}) + 1 )); echo $n > {counter}
+        [ "$n" -lt 3 ] && echo d-primary.execute-api.us-east-1.amazonaws.com. || echo d-secondary.execute-api.us-west-2.amazonaws.com.
+        """)
+    result = run("wait-for-dns-answer.sh", ["Z1", "ws.example.com", "CNAME", "d-secondary.execute-api.us-west-2.amazonaws.com", "30", "0"], env)
+    assert result.returncode == 0, result.stderr
+    assert counter.read_text().strip() == "3", "asked until the answer changed, then stopped"
+
+
+def test_waiting_for_route_53_is_bounded_and_says_what_it_still_answers(tmp_path):
+    env = fake_aws(tmp_path, "echo d-primary.execute-api.us-east-1.amazonaws.com.\n")
+    result = run("wait-for-dns-answer.sh", ["Z1", "ws.example.com", "CNAME", "d-secondary.execute-api.us-west-2.amazonaws.com", "1", "0"], env)
+    assert result.returncode == 1
+    assert "still answers" in result.stderr and "d-primary" in result.stderr
+
+
+def test_make_evacuate_waits_on_route_53s_answer_not_on_checker_observations():
+    makefile = (ROOT / "Makefile").read_text()
+    evacuate = makefile[makefile.index("\nevacuate:"):makefile.index("\nrestore:")]
+    assert "wait-for-dns-answer.sh" in evacuate
+    assert "get-health-check-status --health-check-id \"$$check\"" not in evacuate
