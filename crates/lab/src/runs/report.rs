@@ -144,8 +144,9 @@ pub struct Report {
     #[serde(default)]
     pub bid_latency_aws_ms: Percentiles,
     /// Each bid's integration as the handler took it, real milliseconds on this machine
-    /// (against the lab's tables or DynamoDB Local), apart from the lab's scaled waits. Not
-    /// part of the digest (it is this machine's speed, not a function of the seed).
+    /// (against the lab's tables or DynamoDB Local), apart from the lab's scaled waits; real-
+    /// time drills only. Not part of the digest (it is this machine's speed, not a function of
+    /// the seed).
     #[serde(default)]
     pub bid_handler_ms: Percentiles,
     /// Bid answers `redirect` (strong mode: a Region without quorum decided nothing).
