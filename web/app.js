@@ -275,7 +275,12 @@ class ControlRoom {
         ['API', health],
         ['Canary', dots],
         ['Verdict alarm', region.alarm],
-        ['Health check', region.health_check_healthy ? 'healthy' : 'unhealthy'],
+        // The fast verdict on this Region, as the judge (the secondary) serves it.
+        ...(region.fast_verdict === undefined || region.fast_verdict === null
+          ? []
+          : [['Fast verdict', region.fast_verdict ? 'serve' : 'fail over']]),
+        [status.health_check === 'endpoint' ? 'Health check (fast verdict)' : 'Health check (alarm)',
+          region.health_check_healthy ? 'healthy' : 'unhealthy'],
         ['Connections', String(region.sockets)],
         ['Bids accepted', String(region.bids_accepted)],
         [`Replication to ${link.to}`, replication],
@@ -291,7 +296,7 @@ class ControlRoom {
         style: `border-top-color: ${REGION_COLOURS[i] ?? '#888'}`,
       },
       el('h3', {}, region.name, status.dns_answer === region.name ? el('span', { class: 'tag' }, 'DNS') : ''),
-      el('dl', { class: 'numbers' }, ...rows.flatMap(([name, value]) => [el('dt', {}, name), el('dd', {}, value)])));
+      el('dl', { class: 'numbers' }, ...rows.flatMap(([name, value]) => [el('dt', {}, name), el('dd', { 'data-row': name }, value)])));
     });
     $('region-cards').replaceChildren(...cards);
   }

@@ -103,21 +103,24 @@ test('a bid survives a failover and the page shows the Region switch and the fai
   await page.screenshot({ path: path.join(shots, '2-failed-over-to-secondary.png') });
   assert.match(await page.locator('#conn-endpoint').textContent(), /regional fallback|global name/);
 
-  // The DNS-only page follows once the alarm has fired and the name resolves elsewhere.
+  // The DNS-only page follows once the fast verdict has failed the primary over and the name
+  // resolves elsewhere.
   await dnsOnly.waitForFunction(() => document.querySelector('#region-badge').textContent === 'us-west-2', null, { timeout: 60000 });
   await dnsOnly.waitForSelector(`#high-bid[data-amount="${dollars * 100}"]`);
   assert.equal(await dnsOnly.locator('#conn-endpoint').textContent(), 'global name');
   await dnsOnly.screenshot({ path: path.join(shots, '2b-dns-only-page-failed-over.png') });
 
   // The control room sees the failover too: each Region's own canary, labelled; the fault,
-  // the alarm and the DNS flip in the key events; the fault banner; connections per Region.
+  // the fast verdict, the endpoint check and the DNS flip in the key events (wsdr's defaults:
+  // the alarm comes minutes later); the fault banner; connections per Region.
   await page.waitForFunction(() => document.querySelector('#dns-answer').textContent === 'us-west-2', null, { timeout: 60000 });
   const primaryCard = page.locator('#region-cards article[data-region="us-east-1"]');
   assert.equal(await primaryCard.getAttribute('data-health'), 'throttled');
   assert.ok(await primaryCard.locator('.dot.bad').count() > 0, 'the primary card shows its failed probes');
   assert.equal(await page.locator('#region-cards article[data-region="us-west-2"] .dot.bad').count(), 0, 'the secondary probes fine');
   assert.equal(await page.locator('#region-cards article[data-region="us-west-2"]').getAttribute('data-dns'), 'true');
-  for (const kind of ['fault', 'alarm', 'dns_flip']) {
+  assert.equal(await primaryCard.locator('dd[data-row="Fast verdict"]').textContent(), 'fail over');
+  for (const kind of ['fault', 'fast_failover', 'endpoint_unhealthy', 'dns_flip']) {
     assert.ok(await page.locator(`#key-events li[data-kind="${kind}"]`).count() > 0, `key event ${kind}`);
   }
   assert.equal(await page.locator('#fault-banner').getAttribute('data-active'), 'true');
@@ -134,7 +137,7 @@ test('a bid survives a failover and the page shows the Region switch and the fai
   await page.waitForSelector(`#high-bid[data-amount="${(dollars + 20) * 100}"]`);
   await page.screenshot({ path: path.join(shots, '3-failed-back.png') });
   // The fault and the heal are still on screen after the failback.
-  for (const kind of ['fault', 'heal', 'alarm_ok']) {
+  for (const kind of ['fault', 'heal', 'fast_serve']) {
     assert.ok(await page.locator(`#key-events li[data-kind="${kind}"]`).count() > 0, `key event ${kind} kept`);
   }
   assert.equal(await page.locator('#fault-banner').getAttribute('data-active'), 'false');
@@ -163,7 +166,7 @@ test('a lab with simulated users: the room counts them, times the fault, and goe
       null,
       { timeout: 90000 },
     );
-    await page.waitForFunction(() => Number(document.querySelector('#region-cards article[data-region="us-west-2"] dd:nth-of-type(6)').textContent) >= 6);
+    await page.waitForFunction(() => Number(document.querySelector('#region-cards article[data-region="us-west-2"] dd[data-row="Connections"]').textContent) >= 6);
     await page.screenshot({ path: path.join(shots, '4-population-failed-over.png'), fullPage: true });
     child.kill('SIGTERM');
     await page.waitForSelector('#control-room[data-stale="true"]', { timeout: 10000 });
@@ -188,7 +191,8 @@ test('a planned evacuation moves the page to the secondary without an error', as
     await page.waitForFunction(() => document.querySelector('#last-restore').textContent.includes('from us-west-2'));
     await page.waitForFunction(() => /told to move to us-west-2/.test(document.querySelector('#evacuate-result').textContent));
     assert.match(await page.locator('#conn-endpoint').textContent(), /global name/);
-    assert.ok(await page.locator('#key-events li', { hasText: 'taken out of DNS' }).count() > 0);
+    // The room polls the status: the note shows at its next poll.
+    await page.waitForFunction(() => [...document.querySelectorAll('#key-events li')].some((li) => li.textContent.includes('taken out of DNS')));
     await page.screenshot({ path: path.join(shots, '6-evacuated.png'), fullPage: true });
     assert.deepEqual(errors, []);
   } finally {

@@ -530,6 +530,14 @@ impl World {
         self.resolver.in_service(region)
     }
 
+    /// With the fast path: the fast verdict on `region` as the judge serves it (true = serve).
+    pub fn fast_verdict(&self, region: RegionId) -> Option<bool> {
+        self.config
+            .fast
+            .as_ref()
+            .map(|_| self.regions[fast::JUDGE].verdict_on(region))
+    }
+
     pub fn alarm_state(&self, region: RegionId) -> AlarmState {
         self.alarms[region].state()
     }

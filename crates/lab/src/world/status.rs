@@ -38,6 +38,12 @@ pub struct Status {
     pub users: Option<UsersStatus>,
     /// `eventual` or `strong`.
     pub consistency: String,
+    /// What the failover records' health checks read: `alarm` (the verdict alarms, the
+    /// reference design's) or `endpoint` (the fast verdicts, served by the judge).
+    pub health_check: crate::world::fast::HealthCheckKind,
+    /// With the fast path: the fast verdict on each Region as the judge (the secondary)
+    /// serves it, primary first (true = serve).
+    pub fast_verdicts: Option<Vec<bool>>,
     /// Strong mode: the MRSC table's members (the serving Regions' replicas, then the third
     /// member), each with whether it reaches a quorum now.
     pub table_members: Option<Vec<crate::world::mrsc::MemberStatus>>,
@@ -78,6 +84,8 @@ pub struct RegionStatus {
     /// The Region's verdict alarm and its Route 53 health check.
     pub alarm: AlarmState,
     pub health_check_healthy: bool,
+    /// With the fast path: the fast verdict on this Region as the judge serves it.
+    pub fast_verdict: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -127,9 +135,17 @@ impl World {
                         canary: canary_of(id),
                         alarm: self.alarm_state(id),
                         health_check_healthy: self.healthy(id),
+                        fast_verdict: self.fast_verdict(id),
                     }
                 })
                 .collect(),
+            health_check: self.config().health_check,
+            fast_verdicts: self.config().fast.as_ref().map(|_| {
+                RegionId::ALL
+                    .iter()
+                    .filter_map(|r| self.fast_verdict(*r))
+                    .collect()
+            }),
             alarm: self.alarm_state(RegionId::Primary),
             primary_healthy: self.healthy(RegionId::Primary),
             secondary_alarm: self.alarm_state(RegionId::Secondary),
