@@ -76,7 +76,7 @@ lint: fmt-check clippy deps-check template-lint
 ## template-lint: cfn-lint, the template's property tests, actionlint (tools in .tools/venv)
 template-lint:
 	@bin="$$(scripts/python-tools.sh)"; \
-	"$$bin/cfn-lint" template.yaml arc/region-switch.yaml; \
+	"$$bin/cfn-lint" template.yaml arc/region-switch.yaml ci/bootstrap.yaml; \
 	"$$bin/pytest" -q tests/template; \
 	"$$bin/actionlint" .github/workflows/release.yml
 
@@ -106,6 +106,9 @@ STATE_TABLE_NAME ?= wsdr-state
 # The secondary's health function (both failover records' checks) gets this much reserved
 # concurrency, its watcher and canary 2 each; 0 = none (docs/DEPLOY.md, "Concurrency").
 DECISION_PATH_RESERVED_CONCURRENCY ?= 5
+# The state table's replicas' deletion protection once the primary stack exists (its first
+# create runs without, so that a failed create can remove what it made).
+DELETION_PROTECTION ?= true
 SAM ?= sam
 COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGION) \
 	DomainName=$(DOMAIN) HostedZoneId=$(HOSTED_ZONE_ID) JwtIssuer=$(JWT_ISSUER) \
@@ -142,9 +145,15 @@ check-concurrency:
 deploy-primary: deploy-vars
 	scripts/check-concurrency.sh $(PRIMARY_REGION) wsdr-primary 0
 	@[ "$(SAM_BUILD)" = false ] || $(MAKE) --no-print-directory sam-build
-	$(SAM) deploy --config-env primary --region $(PRIMARY_REGION) $(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN)) \
+	@deploy() { $(SAM) deploy --config-env primary --region $(PRIMARY_REGION) $(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN)) \
 	  --parameter-overrides Role=primary CertificateArn=$(CERT_ARN_PRIMARY) \
-	  $(if $(REGIONAL_NAME_PRIMARY),RegionalName=$(REGIONAL_NAME_PRIMARY)) $(COMMON_PARAMS)
+	  $(if $(REGIONAL_NAME_PRIMARY),RegionalName=$(REGIONAL_NAME_PRIMARY)) $(COMMON_PARAMS) DeletionProtection=$$1; }; \
+	if aws cloudformation describe-stacks --region $(PRIMARY_REGION) --stack-name wsdr-primary >/dev/null 2>&1; then \
+	  deploy $(DELETION_PROTECTION); \
+	else \
+	  echo "first create of wsdr-primary: the state table starts without deletion protection, so that a create that rolls back deletes it (RetainExceptOnCreate) and the retry starts clean; DeletionProtection=$(DELETION_PROTECTION) follows in an update once the stack exists"; \
+	  deploy false && { [ "$(DELETION_PROTECTION)" = false ] || deploy $(DELETION_PROTECTION); }; \
+	fi
 
 deploy-secondary: deploy-vars
 	scripts/check-concurrency.sh $(SECONDARY_REGION) wsdr-secondary \

@@ -93,3 +93,41 @@ def test_make_evacuate_waits_on_route_53s_answer_not_on_checker_observations():
     evacuate = makefile[makefile.index("\nevacuate:"):makefile.index("\nrestore:")]
     assert "wait-for-dns-answer.sh" in evacuate
     assert "get-health-check-status --health-check-id \"$$check\"" not in evacuate
+
+
+def deploy_primary(tmp_path, stack_exists):
+    calls = tmp_path / "sam-calls"
+    sam = tmp_path / "bin" / "sam"
+    env = fake_aws(tmp_path, f"""
+        case "$*" in
+          *get-account-settings*) echo "1000	1000";;
+          *list-stack-resources*) echo "";;
+          *describe-stacks*) {"echo ok" if stack_exists else "echo 'Stack with id wsdr-primary does not exist' >&2; exit 254"};;
+          *) echo "unexpected: $*" >&2; exit 2;;
+        esac
+        """)
+    sam.write_text(f"#!/usr/bin/env bash\necho \"$*\" >> {calls}\n")
+    sam.chmod(0o755)
+    variables = {
+        "DOMAIN": "ws.example.com", "HOSTED_ZONE_ID": "Z1", "CERT_ARN_PRIMARY": "arn:cert:1",
+        "CERT_ARN_SECONDARY": "arn:cert:2", "JWT_ISSUER": "https://idp", "JWT_AUDIENCE": "app",
+        "CANARY_SECRET_NAME": "wsdr/canary",
+    }
+    result = subprocess.run(
+        ["make", "--no-print-directory", "deploy-primary", f"SAM={sam}", "SAM_BUILD=false",
+         *[f"{k}={v}" for k, v in variables.items()]],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return calls.read_text().splitlines()
+
+
+def test_the_first_create_of_the_primary_starts_without_deletion_protection(tmp_path):
+    first, protect = deploy_primary(tmp_path, stack_exists=False)
+    assert "DeletionProtection=false" in first.split()
+    assert "DeletionProtection=true" in protect.split()
+    assert "Role=primary" in first.split() and "--config-env primary" in first
+
+
+def test_a_redeploy_of_the_primary_keeps_deletion_protection(tmp_path):
+    (only,) = deploy_primary(tmp_path, stack_exists=True)
+    assert "DeletionProtection=true" in only.split()

@@ -710,3 +710,35 @@ def test_cfn_lint_passes_with_the_strong_mode_parameters_set(tmp_path, role):
     lint = pathlib.Path(sys.executable).parent / "cfn-lint"
     result = subprocess.run([str(lint), str(strong)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_failed_first_create_can_be_retried(template):
+    """Only RetainExceptOnCreate deletes a resource when the create that made it rolls back:
+    the state table, the logs role and the account setting must not block the retry."""
+    res = template["Resources"]
+    for name in ("StateTable", "ApiGatewayLogsRoleResource", "ApiGatewayAccount"):
+        assert res[name]["DeletionPolicy"] == "RetainExceptOnCreate", name
+        assert res[name]["UpdateReplacePolicy"] == "Retain", name
+    # A protected table cannot be deleted by the rollback: the first create runs without.
+    makefile = (ROOT / "Makefile").read_text()
+    deploy = makefile[makefile.index("\ndeploy-primary:"):makefile.index("\ndeploy-secondary:")]
+    assert "deploy false" in deploy and "describe-stacks" in deploy
+
+
+def test_the_access_log_uses_websocket_variables_and_a_plain_group_arn(template):
+    stage = template["Resources"]["Stage"]["Properties"]["AccessLogSettings"]
+    assert "$context.integrationErrorMessage" not in stage["Format"], "not a WebSocket variable"
+    assert "$context.integration.error" in stage["Format"]
+    json.loads(stage["Format"])
+    arn = stage["DestinationArn"]["Fn::Sub"]
+    assert arn.endswith(":log-group:${AccessLogGroup}") and not arn.endswith(":*")
+
+
+def test_canaries_and_the_health_function_reach_only_health_records(template):
+    res = template["Resources"]
+    for name, sid in (("CanaryFunction", "FastRoundRecords"), ("PrimaryWatcherFunction", "FastRoundRecords"), ("HealthFunction", "ReadFastVerdict")):
+        (st,) = [s for s in _statements(res[name]) if s.get("Sid") == sid]
+        assert st["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["HEALTH#*"]}}, name
+        assert "dynamodb:UpdateItem" not in st["Action"] and "dynamodb:DeleteItem" not in st["Action"], name
+    # What the binaries write is under that prefix (crates/aws/src/health.rs).
+    assert 'format!("HEALTH#{api_id}")' in (ROOT / "crates" / "aws" / "src" / "health.rs").read_text()

@@ -54,3 +54,16 @@ def test_rust_builds_are_cached(workflow):
     for name in ("test", "build"):
         uses = [s.get("uses", "") for s in workflow["jobs"][name]["steps"]]
         assert any(u.startswith("Swatinem/rust-cache@") for u in uses), name
+
+
+def test_the_deploys_run_as_the_bootstraps_service_role(workflow):
+    env = workflow["jobs"]["deploy-primary"]["env"]
+    assert env["CFN_ROLE_ARN"] == "${{ vars.WSDR_CFN_ROLE_ARN }}"
+    makefile = (ROOT / "Makefile").read_text()
+    assert "$(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN))" in makefile
+
+
+def test_every_function_bootstrap_is_attached_to_the_release(workflow):
+    steps = yaml.safe_dump(workflow["jobs"]["build"])
+    for fn in ("ws-handler", "authorizer", "canary", "evacuator", "health"):
+        assert fn in steps, fn

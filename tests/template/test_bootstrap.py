@@ -1,0 +1,66 @@
+"""ci/bootstrap.yaml: the GitHub OIDC provider and the two roles the release workflow uses.
+The deploy role GitHub assumes runs change sets on the wsdr stacks only; CloudFormation makes
+the changes as the service role, scoped to wsdr's resources and one hosted zone."""
+
+import pytest
+from cfnlint.decode import decode
+
+from test_template import ROOT
+
+
+@pytest.fixture(scope="module")
+def bootstrap():
+    tpl, matches = decode(str(ROOT / "ci" / "bootstrap.yaml"))
+    assert not matches, matches
+    return tpl
+
+
+def statements(role):
+    return [s for p in role["Properties"]["Policies"] for s in p["PolicyDocument"]["Statement"]]
+
+
+def actions(statement):
+    a = statement["Action"]
+    return a if isinstance(a, list) else [a]
+
+
+def test_only_the_repositorys_deploy_environment_can_assume_the_deploy_role(bootstrap):
+    (trust,) = bootstrap["Resources"]["DeployRole"]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Action"] == "sts:AssumeRoleWithWebIdentity"
+    condition = trust["Condition"]["StringEquals"]
+    assert condition["token.actions.githubusercontent.com:aud"] == "sts.amazonaws.com"
+    assert condition["token.actions.githubusercontent.com:sub"] == {
+        "Fn::Sub": "repo:${GitHubRepository}:environment:${GitHubEnvironment}"
+    }
+    provider = bootstrap["Resources"]["GitHubOidcProvider"]
+    assert provider["Properties"]["Url"] == "https://token.actions.githubusercontent.com"
+    assert provider["Condition"] == "CreatesProvider", "an account holds one provider per URL"
+
+
+def test_the_deploy_role_changes_nothing_itself(bootstrap):
+    deploy = statements(bootstrap["Resources"]["DeployRole"])
+    every = {a for s in deploy for a in actions(s)}
+    for forbidden in ("iam:CreateRole", "lambda:*", "dynamodb:*", "route53:ChangeResourceRecordSets", "cloudformation:*"):
+        assert forbidden not in every, forbidden
+    stacks = next(s for s in deploy if s["Sid"] == "ChangeSetsOnTheWsdrStacks")
+    resources = [r["Fn::Sub"] for r in stacks["Resource"]]
+    assert all(":stack/" in r for r in resources)
+    assert any("${StackPrefix}-primary/*" in r for r in resources)
+    assert any("${StackPrefix}-secondary/*" in r for r in resources)
+    pass_role = next(s for s in deploy if s["Sid"] == "PassOnlyTheServiceRole")
+    assert pass_role["Resource"] == {"Fn::GetAtt": ["CloudFormationRole", "Arn"]}
+    assert pass_role["Condition"]["StringEquals"]["iam:PassedToService"] == "cloudformation.amazonaws.com"
+
+
+def test_the_service_role_changes_records_of_one_hosted_zone_only(bootstrap):
+    role = bootstrap["Resources"]["CloudFormationRole"]
+    (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "cloudformation.amazonaws.com"}
+    service = statements(role)
+    records = next(s for s in service if "route53:ChangeResourceRecordSets" in actions(s))
+    assert records["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:route53:::hostedzone/${HostedZoneId}"}
+    iam = next(s for s in service if "iam:CreateRole" in actions(s))
+    assert iam["Resource"]["Fn::Sub"].endswith(":role/${StackPrefix}-*")
+    for statement in service:
+        if "*" in actions(statement):
+            pytest.fail(f"{statement['Sid']}: every action")
