@@ -6,7 +6,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: lab evacuate restore check-concurrency deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
+.PHONY: lab evacuate restore check-concurrency smoke deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
 .PHONY: all test unit fmt fmt-check lint clippy template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
@@ -174,6 +174,32 @@ deploy-secondary: deploy-vars
 	  PrimaryApiId=$$api PrimaryRegionalDomainName=$$dom PrimaryRegionalHostedZoneId=$$zone \
 	  PrimaryConnectionsTableName=$$conns StateTableStreamArn=$$stream $(REGION_SWITCH_PARAMS) \
 	  DecisionPathReservedConcurrency=$(DECISION_PATH_RESERVED_CONCURRENCY)
+
+## smoke: after a deploy, one user on each Region's own endpoint and on the global name sends
+## heartbeat, getState and one bid; prints which Region answered each. The token: SMOKE_TOKEN
+## (from your identity provider), or minted from USER_HS256_SECRET_NAME (HS256 users, docs/AUTH.md).
+## LAB=http://127.0.0.1:8787 runs the same against a running `wsdr lab`.
+smoke:
+	@if [ -n "$(LAB)" ]; then \
+	  $(CARGO) run --quiet -p wsdr-lab --bin wsdr -- smoke --lab "$(LAB)"; \
+	else \
+	  out() { aws cloudformation describe-stacks --region "$$1" --stack-name "$$2" \
+	    --query "Stacks[0].Outputs[?OutputKey=='$$3'].OutputValue" --output text; }; \
+	  primary=$$(out $(PRIMARY_REGION) wsdr-primary RegionalEndpointUrl); \
+	  secondary=$$(out $(SECONDARY_REGION) wsdr-secondary RegionalEndpointUrl); \
+	  global=$$(out $(SECONDARY_REGION) wsdr-secondary CustomDomainUrl); \
+	  [ -n "$$primary" ] && [ "$$primary" != None ] && [ -n "$$secondary" ] && [ "$$secondary" != None ] || \
+	    { echo "deploy both stacks first (make deploy-primary deploy-secondary)"; exit 1; }; \
+	  if [ -n "$(SMOKE_TOKEN)" ]; then export WSDR_SMOKE_TOKEN="$(SMOKE_TOKEN)"; token=""; \
+	  elif [ -n "$(USER_HS256_SECRET_NAME)" ]; then \
+	    WSDR_SMOKE_SECRET=$$(aws secretsmanager get-secret-value --region $(PRIMARY_REGION) \
+	      --secret-id "$(USER_HS256_SECRET_NAME)" --query SecretString --output text) || exit 1; \
+	    export WSDR_SMOKE_SECRET; \
+	    token="--hs256-secret-env WSDR_SMOKE_SECRET --issuer $(JWT_ISSUER) --audience $(JWT_AUDIENCE)"; \
+	  else echo "set SMOKE_TOKEN (a user token from your identity provider) or USER_HS256_SECRET_NAME"; exit 1; fi; \
+	  $(CARGO) run --quiet -p wsdr-lab --bin wsdr -- smoke $$token \
+	    --target "$(PRIMARY_REGION)=$$primary" --target "$(SECONDARY_REGION)=$$secondary" --target "$$global"; \
+	fi
 
 # ---------------------------------------------------------------- planned evacuation
 # make evacuate FROM=primary|secondary: take that Region out of DNS (its failover record's

@@ -131,3 +131,28 @@ def test_the_first_create_of_the_primary_starts_without_deletion_protection(tmp_
 def test_a_redeploy_of_the_primary_keeps_deletion_protection(tmp_path):
     (only,) = deploy_primary(tmp_path, stack_exists=True)
     assert "DeletionProtection=true" in only.split()
+
+
+def test_make_smoke_targets_both_regions_and_the_global_name_with_the_users_token(tmp_path):
+    env = fake_aws(tmp_path, """
+        case "$*" in
+          *wsdr-primary*RegionalEndpointUrl*) echo wss://use1.example.com;;
+          *wsdr-secondary*RegionalEndpointUrl*) echo wss://usw2.example.com;;
+          *wsdr-secondary*CustomDomainUrl*) echo wss://auction.example.com;;
+          *) echo "unexpected: $*" >&2; exit 2;;
+        esac
+        """)
+    calls = tmp_path / "cargo-calls"
+    cargo = tmp_path / "bin" / "cargo"
+    cargo.write_text(f'#!/usr/bin/env bash\necho "$* token=$WSDR_SMOKE_TOKEN" >> {calls}\n')
+    cargo.chmod(0o755)
+    result = subprocess.run(["make", "--no-print-directory", "smoke", f"CARGO={cargo}", "SMOKE_TOKEN=tok123"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (call,) = calls.read_text().splitlines()
+    assert "smoke" in call.split()
+    for target in ("--target us-east-1=wss://use1.example.com", "--target us-west-2=wss://usw2.example.com",
+                   "--target wss://auction.example.com"):
+        assert target in call, call
+    assert call.endswith("token=tok123"), "the token goes by environment, never on the command line"
+    assert "tok123" not in call[: call.rindex("token=")]

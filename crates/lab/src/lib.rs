@@ -16,6 +16,7 @@
 
 pub mod cli;
 pub mod console;
+pub mod smoke;
 pub mod world;
 
 pub mod sim {

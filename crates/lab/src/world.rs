@@ -839,8 +839,9 @@ impl World {
     }
 }
 
-/// An HS256 token for `claims`.
-fn mint(secret: &str, claims: &serde_json::Value) -> anyhow::Result<String> {
+/// An HS256 token for `claims` (the lab's own tokens, and `wsdr smoke`'s for a deployment
+/// whose users' tokens are HS256: docs/AUTH.md).
+pub fn mint(secret: &str, claims: &serde_json::Value) -> anyhow::Result<String> {
     jsonwebtoken::EncodingKey::from_secret(secret.as_bytes())
         .and_then(|key| jsonwebtoken::encode(&jsonwebtoken::Header::default(), claims, &key))
         .map_err(|e| anyhow::anyhow!("cannot sign a lab token: {e}"))

@@ -11,6 +11,7 @@ pub mod lab;
 pub mod load;
 pub mod probe;
 pub mod service;
+pub mod smoke;
 
 pub(crate) use std::path::PathBuf;
 pub(crate) use std::process::ExitCode;
@@ -42,6 +43,9 @@ pub enum Command {
     Service(service::Args),
     /// Probe one WebSocket endpoint once (heartbeat + getState), like the canary.
     Probe(probe::Args),
+    /// After a deploy: one user on each endpoint (each Region's own, the global name) sends
+    /// heartbeat, getState and one bid; prints which Region answered each (`make smoke`).
+    Smoke(smoke::Args),
 }
 
 impl Command {
@@ -55,6 +59,7 @@ impl Command {
             Command::Evacuate(args) => evacuate::run(args).await,
             Command::Service(args) => service::run(args).await,
             Command::Probe(args) => probe::run(args).await,
+            Command::Smoke(args) => smoke::run(args).await,
         }
     }
 }
