@@ -109,13 +109,19 @@ DECISION_PATH_RESERVED_CONCURRENCY ?= 5
 # The state table's replicas' deletion protection once the primary stack exists (its first
 # create runs without, so that a failed create can remove what it made).
 DELETION_PROTECTION ?= true
+# FAILOVER_SETTINGS=reference deploys the reference design's failover settings (the verdict
+# alarm behind the records, alias records with API Gateway's 60 s TTL, the 120 s evacuation
+# wait) instead of wsdr's defaults; docs/DEPLOY.md, "The defaults".
+FAILOVER_SETTINGS ?= wsdr
+REFERENCE_SETTINGS = HealthCheckType=alarm AliasRecords=true DnsTtl=60
 SAM ?= sam
 COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGION) \
 	DomainName=$(DOMAIN) HostedZoneId=$(HOSTED_ZONE_ID) JwtIssuer=$(JWT_ISSUER) \
 	JwtAudience=$(JWT_AUDIENCE) $(if $(JWT_JWKS_URL),JwtJwksUrl=$(JWT_JWKS_URL)) \
 	$(if $(JWT_ALGORITHMS),JwtAlgorithms=$(JWT_ALGORITHMS)) \
 	$(if $(USER_HS256_SECRET_NAME),UserHs256SecretName=$(USER_HS256_SECRET_NAME)) \
-	CanarySecretName=$(CANARY_SECRET_NAME) Consistency=$(CONSISTENCY) $(EXTRA_PARAMS)
+	CanarySecretName=$(CANARY_SECRET_NAME) Consistency=$(CONSISTENCY) \
+	$(if $(filter reference,$(FAILOVER_SETTINGS)),$(REFERENCE_SETTINGS)) $(EXTRA_PARAMS)
 
 ## package: the three arm64 bootstraps, and the cold-start anchor `make bench` compares them
 ## with (needs cargo-lambda and zig; see docs/DEPLOY.md)

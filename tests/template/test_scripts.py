@@ -95,8 +95,9 @@ def test_make_evacuate_waits_on_route_53s_answer_not_on_checker_observations():
     assert "get-health-check-status --health-check-id \"$$check\"" not in evacuate
 
 
-def deploy_primary(tmp_path, stack_exists):
+def deploy_primary(tmp_path, stack_exists, extra=()):
     calls = tmp_path / "sam-calls"
+    calls.unlink(missing_ok=True)
     sam = tmp_path / "bin" / "sam"
     env = fake_aws(tmp_path, f"""
         case "$*" in
@@ -115,7 +116,7 @@ def deploy_primary(tmp_path, stack_exists):
     }
     result = subprocess.run(
         ["make", "--no-print-directory", "deploy-primary", f"SAM={sam}", "SAM_BUILD=false",
-         *[f"{k}={v}" for k, v in variables.items()]],
+         *[f"{k}={v}" for k, v in variables.items()], *extra],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     return calls.read_text().splitlines()
@@ -156,3 +157,11 @@ def test_make_smoke_targets_both_regions_and_the_global_name_with_the_users_toke
         assert target in call, call
     assert call.endswith("token=tok123"), "the token goes by environment, never on the command line"
     assert "tok123" not in call[: call.rindex("token=")]
+
+
+def test_the_reference_settings_are_one_variable_away(tmp_path):
+    (default,) = deploy_primary(tmp_path, stack_exists=True)
+    assert "HealthCheckType=alarm" not in default
+    (reference,) = deploy_primary(tmp_path, stack_exists=True, extra=["FAILOVER_SETTINGS=reference"])
+    for setting in ("HealthCheckType=alarm", "AliasRecords=true", "DnsTtl=60"):
+        assert setting in reference.split(), reference
