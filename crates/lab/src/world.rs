@@ -41,7 +41,7 @@ use crate::world::mrsc::{Cluster, MemberKind};
 use crate::world::owner::Owner;
 use crate::world::region::{Quotas, Region};
 use crate::world::replication::{InFlight, Link};
-use crate::world::store::{FaultyStore, ReplicaStore};
+use crate::world::store::{FaultyStore, LedgerReplica, RegionTable, ReplicaStore};
 use crate::world::timeline::{Kind, Timeline};
 use authorizer::Authorizer;
 use std::net::SocketAddr;
@@ -97,7 +97,7 @@ pub struct World {
     /// The one clock (tokio's, as epoch ms); each Region's clock is built on it.
     clock: LabClock,
     /// Each Region's store as its handler sees it, with injectable failures.
-    stores: PerRegion<Arc<FaultyStore>>,
+    stores: PerRegion<RegionTable>,
     /// Writes a Region that never returned took with it.
     lost: Mutex<Vec<Change>>,
     /// The simulated users of a run, if one attached them. Weak: the users hold the world,
@@ -258,12 +258,33 @@ impl World {
             consistency: config.consistency,
         };
         let clocks = PerRegion::from_fn(|_| RegionClock::new(clock));
-        let (cluster, tables) = match config.consistency {
-            wsdr_core::Consistency::Eventual => (
-                None,
-                crate::world::store::open(&config.store, &names, &clocks, env.entropy.as_ref())
-                    .await?,
-            ),
+        let service_time = config
+            .store_service_time
+            .map(|(low, high)| (scale.lab(low), scale.lab(high)));
+        // Each Region's table with the lab's injectable failures on the handler's path.
+        fn faulty<T: ?Sized>(
+            region: RegionId,
+            inner: Arc<T>,
+            entropy: &Arc<dyn wsdr_core::Entropy>,
+            service_time: Option<(std::time::Duration, std::time::Duration)>,
+        ) -> Arc<FaultyStore<T>> {
+            Arc::new(FaultyStore::new(
+                region,
+                inner,
+                entropy.clone(),
+                service_time,
+            ))
+        }
+        let (cluster, stores) = match config.consistency {
+            wsdr_core::Consistency::Eventual => {
+                let tables =
+                    crate::world::store::open(&config.store, &names, &clocks, env.entropy.as_ref())
+                        .await?;
+                let stores = tables.map(|region, table| {
+                    RegionTable::Eventual(faulty(region, table, &env.entropy, service_time))
+                });
+                (None, stores)
+            }
             wsdr_core::Consistency::Strong => {
                 anyhow::ensure!(
                     matches!(config.store, crate::world::store::StoreKind::Memory),
@@ -281,24 +302,15 @@ impl World {
                     clocks[RegionId::Primary].clone(),
                     env.entropy.clone(),
                 );
-                let tables: PerRegion<Arc<dyn ReplicaStore>> =
-                    PerRegion::from_fn(|region| cluster.member(region.index()) as _);
-                (Some(cluster), tables)
+                let stores = PerRegion::from_fn(|region| {
+                    let member: Arc<dyn LedgerReplica> = cluster.member(region.index());
+                    RegionTable::Strong(faulty(region, member, &env.entropy, service_time))
+                });
+                (Some(cluster), stores)
             }
         };
-        let service_time = config
-            .store_service_time
-            .map(|(low, high)| (scale.lab(low), scale.lab(high)));
-        let stores = tables.map(|region, table| {
-            Arc::new(FaultyStore::new(
-                region,
-                table,
-                env.entropy.clone(),
-                service_time,
-            ))
-        });
         let replicas: PerRegion<Arc<dyn ReplicaStore>> =
-            stores.as_ref().map(|_, store| (*store).clone() as _);
+            stores.as_ref().map(|_, store| store.replica());
         let owner = Owner::new();
         let links = PerRegion::from_fn(|from| {
             Link::start(
@@ -323,7 +335,7 @@ impl World {
                 Region::start(
                     region,
                     &names[region],
-                    replicas[region].clone(),
+                    stores[region].clone(),
                     authorizer.clone(),
                     quotas.clone(),
                     clocks[region].clone(),

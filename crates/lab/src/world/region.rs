@@ -15,7 +15,7 @@ use crate::world::fault::Fault;
 use crate::world::owner::Owner;
 use crate::world::region_id::{PerRegion, RegionId};
 use crate::world::scale::TimeScale;
-use crate::world::store::ReplicaStore;
+use crate::world::store::{RegionTable, ReplicaStore};
 use authorizer::Authorizer;
 use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayWebsocketProxyRequest,
@@ -260,7 +260,7 @@ impl Region {
     pub async fn start(
         id: RegionId,
         name: &str,
-        store: Arc<dyn ReplicaStore>,
+        table: RegionTable,
         authorizer: Arc<Authorizer>,
         quotas: Quotas,
         clock: Arc<RegionClock>,
@@ -286,16 +286,19 @@ impl Region {
             inner: wsdr_aws::ApiGatewayNotifier::new(&sdk, &callback),
             permits: tokio::sync::Semaphore::new(MAX_POSTS_IN_FLIGHT),
         });
-        let service = match quotas.consistency {
-            wsdr_core::Consistency::Eventual => AuctionService::new(
-                store.clone(),
+        // The mode is the table's type: an eventual table has no ledger to hand a strong
+        // service.
+        let store = table.replica();
+        let service = match &table {
+            RegionTable::Eventual(table) => AuctionService::new(
+                table.clone(),
                 registry.clone(),
                 notifier,
                 clock.clone(),
                 name,
             ),
-            wsdr_core::Consistency::Strong => AuctionService::strong(
-                store.clone(),
+            RegionTable::Strong(table) => AuctionService::strong(
+                table.clone(),
                 registry.clone(),
                 notifier,
                 clock.clone(),

@@ -20,13 +20,11 @@ use wsdr_core::memory::MemoryStateStore;
 use wsdr_core::{BidRecord, LedgerStore, StateStore};
 use wsdr_protocol::AuctionId;
 
-/// A Region's store as the lab sees it: the ports the handler uses, plus replication hooks.
-/// It is a [`LedgerStore`] so that one lab type serves both modes; the one replica that
-/// cannot keep a ledger (DynamoDB Local's MREC tables, [`DynamoReplica`]) refuses to, and the
-/// world refuses strong mode on it before anything runs. The production crates keep the two
-/// apart by type (`wsdr_aws::DynamoLedgerStore`).
+/// A Region's store as the lab sees it: the port the handler uses, plus replication hooks.
+/// Only a replica that keeps a ledger is a [`LedgerReplica`] (the MRSC table's members): the
+/// mode is the table's type, as in the production crates (`wsdr_aws::DynamoLedgerStore`).
 #[async_trait]
-pub trait ReplicaStore: LedgerStore {
+pub trait ReplicaStore: StateStore {
     /// This Region's own writes, as replication ships them.
     fn change_feed(&self) -> mpsc::UnboundedReceiver<Change>;
     /// Apply the other Region's write (per-item last writer wins). Errors are for retrying.
@@ -35,6 +33,37 @@ pub trait ReplicaStore: LedgerStore {
     async fn dump(&self) -> wsdr_core::Result<Vec<Change>>;
     /// Every bid of an auction.
     async fn all_bids(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<BidRecord>>;
+}
+
+/// A replica that also keeps the strong mode's ledger.
+pub trait LedgerReplica: ReplicaStore + LedgerStore {}
+
+impl<T: ReplicaStore + LedgerStore + ?Sized> LedgerReplica for T {}
+
+/// A Region's table as its handler uses it, with the lab's injectable failures: the mode is
+/// the variant, so an eventual table cannot be handed to a strong service.
+#[derive(Clone, Debug)]
+pub enum RegionTable {
+    Eventual(Arc<FaultyStore<dyn ReplicaStore>>),
+    Strong(Arc<FaultyStore<dyn LedgerReplica>>),
+}
+
+impl RegionTable {
+    /// The table as replication and the checkers see it.
+    pub fn replica(&self) -> Arc<dyn ReplicaStore> {
+        match self {
+            RegionTable::Eventual(store) => store.clone(),
+            RegionTable::Strong(store) => store.clone(),
+        }
+    }
+
+    /// Apply what `fault` means for this Region's table as its handler sees it.
+    pub fn inject(&self, fault: &Fault) {
+        match self {
+            RegionTable::Eventual(store) => store.inject(fault),
+            RegionTable::Strong(store) => store.inject(fault),
+        }
+    }
 }
 
 #[async_trait]
@@ -209,37 +238,6 @@ impl StateStore for DynamoReplica {
     }
 }
 
-/// DynamoDB Local has no multi-Region strongly consistent mode: its tables keep no ledger.
-#[cfg(feature = "dynamodb")]
-#[async_trait]
-impl LedgerStore for DynamoReplica {
-    async fn head(&self, _auction: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::LedgerHead>> {
-        Err(no_ledger())
-    }
-
-    async fn advance(
-        &self,
-        _auction: &AuctionId,
-        _expected_accepted: u64,
-        _next: &wsdr_core::LedgerHead,
-    ) -> wsdr_core::Result<wsdr_core::Advance> {
-        Err(no_ledger())
-    }
-
-    async fn settle(&self, _bid: &BidRecord, _write_id: &str) -> wsdr_core::Result<()> {
-        Err(no_ledger())
-    }
-}
-
-#[cfg(feature = "dynamodb")]
-fn no_ledger() -> wsdr_core::Error {
-    wsdr_core::Error::Internal(
-        "the lab's DynamoDB Local tables are eventually consistent: strong mode runs on the \
-         in-memory MRSC table"
-            .into(),
-    )
-}
-
 #[cfg(feature = "dynamodb")]
 #[async_trait]
 impl ReplicaStore for DynamoReplica {
@@ -348,10 +346,10 @@ pub enum StoreFailure {
 
 /// A Region's store with injectable failures on the request path (the handler's calls).
 /// Replication in and out is not affected: Global Tables replicates on its own.
-pub struct FaultyStore {
+pub struct FaultyStore<T: ?Sized> {
     /// The Region whose handler it serves.
     region: RegionId,
-    inner: Arc<dyn ReplicaStore>,
+    inner: Arc<T>,
     failure: std::sync::Mutex<Option<StoreFailure>>,
     /// The throttle's coin flips, and each request's service time.
     entropy: Arc<dyn wsdr_core::Entropy>,
@@ -362,7 +360,7 @@ pub struct FaultyStore {
     service_time: Option<(Duration, Duration)>,
 }
 
-impl std::fmt::Debug for FaultyStore {
+impl<T: ?Sized> std::fmt::Debug for FaultyStore<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FaultyStore")
             .field("failure", &self.failure)
@@ -370,10 +368,10 @@ impl std::fmt::Debug for FaultyStore {
     }
 }
 
-impl FaultyStore {
+impl<T: ?Sized> FaultyStore<T> {
     pub fn new(
         region: RegionId,
-        inner: Arc<dyn ReplicaStore>,
+        inner: Arc<T>,
         entropy: Arc<dyn wsdr_core::Entropy>,
         service_time: Option<(Duration, Duration)>,
     ) -> Self {
@@ -433,7 +431,7 @@ impl FaultyStore {
 }
 
 #[async_trait]
-impl StateStore for FaultyStore {
+impl<T: ReplicaStore + ?Sized> StateStore for FaultyStore<T> {
     async fn put_auction_if_absent(&self, auction: &wsdr_core::Auction) -> wsdr_core::Result<bool> {
         self.check().await?;
         self.inner.put_auction_if_absent(auction).await
@@ -482,7 +480,7 @@ impl StateStore for FaultyStore {
 }
 
 #[async_trait]
-impl LedgerStore for FaultyStore {
+impl<T: LedgerReplica + ?Sized> LedgerStore for FaultyStore<T> {
     async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::LedgerHead>> {
         self.check().await?;
         self.inner.head(auction).await
@@ -505,7 +503,7 @@ impl LedgerStore for FaultyStore {
 }
 
 #[async_trait]
-impl ReplicaStore for FaultyStore {
+impl<T: ReplicaStore + ?Sized> ReplicaStore for FaultyStore<T> {
     fn change_feed(&self) -> mpsc::UnboundedReceiver<Change> {
         self.inner.change_feed()
     }
