@@ -294,7 +294,7 @@ destroy:
 ## demo: the main job: the reference game day (50 users) under the reference design and under wsdr's defaults, one time axis.
 ## The `demo` profile and no DynamoDB/TLS features: the quickest cold build (docs/LAB.md).
 demo:
-	$(CARGO) run --quiet --profile demo -p wsdr-lab --no-default-features --bin wsdr -- drill --scenario throttle --users 50 --compare-reference
+	$(CARGO) run --quiet --profile demo -p wsdr-lab --no-default-features --bin wsdr -- drill --scenario throttle --users 50 --compare-reference --time-scale 20
 
 ## lab: the long-running lab with the live auction and control room (http://127.0.0.1:8787/);
 ## LAB_ARGS="--users 20" adds simulated users. The binary stays at target/demo/wsdr.

@@ -673,6 +673,9 @@ export class AuctionClient extends EventTarget {
         regional: this.policy.onFallback,
         reason: `${this.policy.afterFailures} consecutive failures`,
       });
+      // Backoff is per endpoint: the new one has not failed yet, so its first connect draws
+      // from the first window (as crates/client/src/client.rs does).
+      this.attempt = 0;
     }
     if (clean) this.attempt = 0;
     // An unplanned loss may be the whole Region's: the first retry spreads over the herd hint.

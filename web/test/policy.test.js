@@ -165,3 +165,26 @@ test('a redirect sends the next connect to another Region at once, or nowhere if
   assert.equal(p.url('wss://global'), 'wss://east');
   assert.equal(new FallbackPolicy({ regions: [] }).redirectFrom('us-east-1'), false);
 });
+
+test('backoff is per endpoint: the first connect after a fallback draws from the first window', async () => {
+  const { AuctionClient } = await import('../wsdr-client.js');
+  const client = new AuctionClient({
+    url: 'wss://auction.example.com',
+    tokenProvider: async () => 't',
+    auctionId: 'lot-1',
+    regions: [{ region: 'us-east-1', url: 'wss://use1.example.com' }, { region: 'us-west-2', url: 'wss://usw2.example.com' }],
+  });
+  client.policy.onRestored('us-east-1');
+  client.closed = false;
+  const statuses = [];
+  client.addEventListener('status', (e) => statuses.push(e.detail));
+  // No reconnect actually runs: connect() returns at once once the client is closed.
+  client.connect = async () => {};
+  client.failed('heartbeat failures', true); // the first failure: stays on the global name
+  client.failed('handshake refused', true); // the second: moves to us-west-2's endpoint
+  const retries = statuses.filter((s) => s.state === 'reconnecting');
+  assert.deepEqual(retries.map((s) => s.attempt), [1, 1], 'the second retry starts a new endpoint\'s backoff');
+  assert.ok(retries[1].delayMs <= 2000, `${retries[1].delayMs}`);
+  assert.equal(client.policy.url(client.globalUrl), 'wss://usw2.example.com');
+  client.closed = true;
+});

@@ -645,6 +645,10 @@ impl Runner {
                     ),
                     url,
                 });
+                // Backoff is per endpoint: it spares the one that kept failing. The new one
+                // has not failed yet, so its first connect draws from the first window (still
+                // jittered, and spread over the advertised herd window).
+                self.attempt = 0;
             }
             if returning {
                 // Moving back is planned, not a failure: reconnect at once.

@@ -197,3 +197,38 @@ async fn refused_primary_falls_over_within_seconds() {
         .expect("on the secondary");
     assert!(west.0 <= Duration::from_secs(8), "after {:?}", west.0);
 }
+
+/// Backoff is per endpoint: once the fallback rule moves the client to the other Region's
+/// endpoint, its first connect there draws from the first window (at most the 2 s base), not
+/// from the doubled window the failing endpoint had earned.
+#[tokio::test(start_paused = true)]
+async fn the_first_connect_to_a_new_endpoint_draws_from_the_first_window() {
+    let world = World::start().await;
+    let (_client, mut events) = world.client();
+    collect(&mut events, Duration::from_secs(5)).await;
+    world.east.refuse(Some(500));
+    world.east.kill_all(Kill::Abrupt);
+    let seen = collect(&mut events, Duration::from_secs(30)).await;
+    let moved_at = seen
+        .iter()
+        .position(|(_, e)| matches!(e, Event::EndpointChanged { regional: true, .. }))
+        .expect("the fallback moved the client");
+    let retries_before: Vec<u32> = seen[..moved_at]
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::Reconnecting { attempt, .. } => Some(*attempt),
+            _ => None,
+        })
+        .collect();
+    // The broken session, then the refused connect (the second failure) moves the client.
+    assert_eq!(retries_before, vec![1], "one retry on the primary first");
+    let (attempt, delay) = seen[moved_at..]
+        .iter()
+        .find_map(|(_, e)| match e {
+            Event::Reconnecting { attempt, delay } => Some((*attempt, *delay)),
+            _ => None,
+        })
+        .expect("a retry on the new endpoint");
+    assert_eq!(attempt, 1, "the backoff restarted for the new endpoint");
+    assert!(delay <= Duration::from_secs(2), "{delay:?}");
+}
