@@ -58,11 +58,16 @@ pub async fn region(
         name,
         clock.clone(),
     ));
+    let environment = wsdr_lab::world::env::Environment::real();
+    // An eventual table with no faults injected and no service time (the real lab's).
+    let table = wsdr_lab::store::RegionTable::Eventual(Arc::new(
+        wsdr_lab::store::FaultyStore::new(id, store as _, environment.entropy.clone(), None),
+    ));
     // The Region runs until the benchmark process ends: its owner is never cancelled.
     let region = Region::start(
         id,
         name,
-        store,
+        table,
         authorizer().await?,
         quotas,
         clock,
@@ -70,7 +75,7 @@ pub async fn region(
             scale: wsdr_lab::TimeScale::new(1.0),
             timeline: Timeline::new(None),
             owner: wsdr_lab::owner::Owner::new(),
-            environment: wsdr_lab::world::env::Environment::real(),
+            environment,
         },
     )
     .await?;

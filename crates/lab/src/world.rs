@@ -721,7 +721,7 @@ impl World {
                             .record(Kind::Note, format!("direct move failed: {error:#}"));
                     }
                 }
-                if tick % 5 != 0 {
+                if !tick.is_multiple_of(5) {
                     continue;
                 }
                 let primary_healthy = world.healthy(RegionId::Primary);
