@@ -29,11 +29,11 @@ fn request_to(method: &str, path: &str) -> lambda_http::Request {
         .unwrap()
 }
 
-#[tokio::test]
-async fn the_endpoint_answers_from_the_recorded_verdict() {
-    let client = wsdr_aws::local::dynamo_client(&dynamo_endpoint(), "us-east-1");
+/// A fresh state table in DynamoDB Local, as the stacks create it.
+async fn state_table(region: &str, prefix: &str) -> (wsdr_aws::DynamoClient, String) {
+    let client = wsdr_aws::local::dynamo_client(&dynamo_endpoint(), region);
     let table = format!(
-        "health-{:x}",
+        "{prefix}-{:x}",
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -42,6 +42,12 @@ async fn the_endpoint_answers_from_the_recorded_verdict() {
     wsdr_aws::schema::create_state_table(&client, &table)
         .await
         .unwrap();
+    (client, table)
+}
+
+#[tokio::test]
+async fn the_endpoint_answers_from_the_recorded_verdict() {
+    let (client, table) = state_table("us-east-1", "health").await;
     let env = HashMap::from([
         ("API_ID", "api1".to_owned()),
         ("STATE_TABLE", table.clone()),
@@ -101,17 +107,7 @@ async fn the_endpoint_answers_from_the_recorded_verdict() {
 /// reads only its own Region's verdict, and a judge told no primary refuses `/primary`.
 #[tokio::test]
 async fn the_judge_answers_each_record_from_its_own_replica() {
-    let client = wsdr_aws::local::dynamo_client(&dynamo_endpoint(), "us-west-2");
-    let table = format!(
-        "judge-{:x}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
-    wsdr_aws::schema::create_state_table(&client, &table)
-        .await
-        .unwrap();
+    let (client, table) = state_table("us-west-2", "judge").await;
     let env = HashMap::from([
         ("API_ID", "secondaryApi".to_owned()),
         ("PRIMARY_API_ID", "primaryApi".to_owned()),
