@@ -29,7 +29,8 @@ export function backoffDelay(attempt, options = {}, random = Math.random) {
   let ceiling = Math.max(Math.min(cap, base * 2 ** Math.min(attempt, 30)), floor);
   const advertised = options.herdHint === false ? 0 : Math.min(Number(options.advertisedHerdMs) || 0, options.maxHerdHintMs ?? MAX_HERD_HINT_MS);
   if (attempt === 0 && advertised > 0) ceiling = Math.max(ceiling, advertised);
-  if (options.throttled && options.herdWindowMs) ceiling = Math.max(ceiling, options.herdWindowMs, advertised);
+  // A 429 widens to the fixed herd window and to the advertised one, whichever are known.
+  if (options.throttled) ceiling = Math.max(ceiling, options.herdWindowMs || 0, advertised);
   if (options.jitter === false) return ceiling;
   return floor + random() * (ceiling - floor);
 }
@@ -71,10 +72,15 @@ export class HeartbeatTracker {
   }
 
   /**
-   * The heartbeat is due. `silentMs`: time since anything was received.
-   * Returns { broken, reason, send, nextInMs }.
+   * The heartbeat is due. `silentMs`: time since anything was received, by the monotonic
+   * clock; `wallSilentMs` the same by the wall clock. Far ahead of the monotonic one (the
+   * machine slept through the timeout) the socket is presumed dead at once, as the Rust
+   * client's rule does. Returns { broken, reason, send, nextInMs }.
    */
-  onTick(silentMs) {
+  onTick(silentMs, wallSilentMs = silentMs) {
+    if (wallSilentMs > this.timeoutMs && wallSilentMs > silentMs + this.timeoutMs) {
+      return { broken: true, reason: 'silent', send: false, nextInMs: null };
+    }
     if (this.outstanding && !this.roundFailed) this.failures += 1;
     if (this.failures >= this.threshold) {
       return {
@@ -479,7 +485,10 @@ export class AuctionClient extends EventTarget {
       open: false,
       region: null,
       tracker: new HeartbeatTracker(this.heartbeat),
-      lastRx: Date.now(),
+      // When the last frame arrived, by the monotonic clock and by the wall clock: a
+      // machine that slept shows as wall time far ahead of monotonic time.
+      lastRx: performance.now(),
+      lastRxWall: Date.now(),
       timer: null,
       recheck: null,
       probing: false,
@@ -523,7 +532,7 @@ export class AuctionClient extends EventTarget {
   tick() {
     const session = this.session;
     if (!session || session.ended) return;
-    const verdict = session.tracker.onTick(Date.now() - session.lastRx);
+    const verdict = session.tracker.onTick(performance.now() - session.lastRx, Date.now() - session.lastRxWall);
     if (verdict.broken) {
       this.endSession(verdict.reason, true);
       return;
@@ -540,7 +549,8 @@ export class AuctionClient extends EventTarget {
   onFrame(text) {
     const session = this.session;
     if (!session || session.ended) return;
-    session.lastRx = Date.now();
+    session.lastRx = performance.now();
+    session.lastRxWall = Date.now();
     let frame;
     try {
       frame = JSON.parse(text);

@@ -106,6 +106,24 @@ impl Backoff {
         advertised: Option<Duration>,
         rng: &mut impl Rng,
     ) -> Duration {
+        let (low, high) = self.window(attempt, throttled, advertised);
+        if !self.jitter {
+            return high;
+        }
+        let high = high.as_micros() as u64;
+        let low = (low.as_micros() as u64).min(high);
+        Duration::from_micros(rng.random_range(low..=high))
+    }
+
+    /// The window [`Backoff::delay_for`] draws retry `attempt`'s delay from, uniformly: the
+    /// rule itself, without the draw (the conformance vectors check it in both clients).
+    /// Without jitter the window is the ceiling alone.
+    pub fn window(
+        &self,
+        attempt: u32,
+        throttled: bool,
+        advertised: Option<Duration>,
+    ) -> (Duration, Duration) {
         let advertised = advertised
             .filter(|_| self.herd_hint)
             .map(|w| w.min(MAX_HERD_HINT));
@@ -119,11 +137,9 @@ impl Backoff {
             }
         }
         if !self.jitter {
-            return ceiling;
+            return (ceiling, ceiling);
         }
-        let high = ceiling.as_micros() as u64;
-        let low = (self.floor.as_micros() as u64).min(high);
-        Duration::from_micros(rng.random_range(low..=high))
+        (self.floor.min(ceiling), ceiling)
     }
 }
 

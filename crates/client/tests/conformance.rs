@@ -1,0 +1,267 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+//! The conformance vectors (`conformance/*.json` at the repository root) against the Rust
+//! client's rules: the heartbeat rule, the backoff window, client-assisted failover and
+//! server-directed moves. The browser client runs the same files (web/test/conformance.test.js):
+//! a rule changed in one client and not the other fails here or there.
+
+use rand::RngCore;
+use serde_json::Value;
+use std::time::Duration;
+use wsdr_client::heartbeat::{Broken, Heartbeat};
+use wsdr_client::moves::{decide, Destination, Ignored, MoveRequest};
+use wsdr_client::{Backoff, RegionalEndpoint};
+use wsdr_client::{Decision, EndpointPolicy, Fallback, ProbeResult, Target};
+
+fn vectors(rule: &str) -> Vec<Value> {
+    let path = format!(
+        "{}/../../conformance/{rule}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let file: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(file["rule"], rule);
+    file["cases"].as_array().unwrap().clone()
+}
+
+fn ms(value: &Value) -> Duration {
+    Duration::from_millis(value.as_u64().unwrap_or_else(|| panic!("ms: {value}")))
+}
+
+fn opt_ms(value: &Value) -> Option<Duration> {
+    (!value.is_null()).then(|| ms(value))
+}
+
+fn as_ms(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+#[test]
+fn heartbeat_vectors() {
+    let cases = vectors("heartbeat");
+    assert!(cases.len() >= 10);
+    for case in &cases {
+        let name = case["name"].as_str().unwrap();
+        let c = &case["config"];
+        let mut hb = Heartbeat::new(
+            ms(&c["interval_ms"]),
+            ms(&c["timeout_ms"]),
+            c["threshold"].as_u64().unwrap() as u32,
+        );
+        for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
+            let at = format!("{name}, step {i}");
+            if step.get("pong").is_some() {
+                hb.on_pong();
+            } else if step.get("error_frame").is_some() {
+                let next = hb.on_error_frame();
+                let expect = &step["expect"];
+                assert_eq!(next.map(as_ms), expect["next_ms"].as_u64(), "{at}");
+                assert_eq!(
+                    hb.broken().is_some(),
+                    expect["broken"].as_bool().unwrap(),
+                    "{at}"
+                );
+            } else if let Some(due) = step.get("due") {
+                let got = hb.on_due(ms(&due["silence_ms"]), ms(&due["wall_silence_ms"]));
+                let expect = &step["expect"];
+                match (got, expect["broken"].as_str()) {
+                    (Ok(next), None) => {
+                        assert_eq!(as_ms(next), expect["next_ms"].as_u64().unwrap(), "{at}")
+                    }
+                    (Err(Broken::Silent), Some("silent")) => {}
+                    (Err(Broken::Failures(_)), Some("failures")) => {}
+                    (got, want) => panic!("{at}: got {got:?}, want {want:?}"),
+                }
+            } else {
+                panic!("{at}: unknown step {step}");
+            }
+        }
+    }
+}
+
+#[test]
+fn backoff_vectors() {
+    let cases = vectors("backoff");
+    assert!(cases.len() >= 10);
+    for case in &cases {
+        let name = case["name"].as_str().unwrap();
+        let c = &case["config"];
+        let backoff = Backoff {
+            base: ms(&c["base_ms"]),
+            cap: ms(&c["cap_ms"]),
+            floor: ms(&c["floor_ms"]),
+            herd_window: opt_ms(&c["herd_window_ms"]),
+            jitter: c["jitter"].as_bool().unwrap(),
+            herd_hint: c["herd_hint"].as_bool().unwrap(),
+        };
+        let (low, high) = backoff.window(
+            case["attempt"].as_u64().unwrap() as u32,
+            case["throttled"].as_bool().unwrap(),
+            opt_ms(&case["advertised_ms"]),
+        );
+        let expect = &case["expect"];
+        assert_eq!(
+            (as_ms(low), as_ms(high)),
+            (
+                expect["low_ms"].as_u64().unwrap(),
+                expect["high_ms"].as_u64().unwrap()
+            ),
+            "{name}"
+        );
+    }
+}
+
+fn regions(value: &Value) -> Vec<RegionalEndpoint> {
+    value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| RegionalEndpoint {
+            region: r["region"].as_str().unwrap().into(),
+            url: r["url"].as_str().unwrap().into(),
+        })
+        .collect()
+}
+
+fn target_index(target: &Target) -> Option<u64> {
+    match target {
+        Target::Global => None,
+        Target::Regional(i) => Some(*i as u64),
+    }
+}
+
+#[test]
+fn fallback_vectors() {
+    const GLOBAL: &str = "wss://auction.example.com";
+    let cases = vectors("fallback");
+    assert!(cases.len() >= 10);
+    for case in &cases {
+        let name = case["name"].as_str().unwrap();
+        let c = &case["config"];
+        let mut policy = EndpointPolicy::new(Fallback {
+            after_failures: c["after_failures"].as_u64().unwrap() as u32,
+            return_after: c["return_after"].as_u64().unwrap() as u32,
+            ..Fallback::new(regions(&c["regions"]))
+        });
+        for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
+            let at = format!("{name}, step {i}");
+            if let Some(region) = step.get("restored") {
+                policy.on_restored(region.as_str().unwrap());
+            } else if step.get("failure").is_some() {
+                let moved = policy.on_failure();
+                let expect = &step["expect"];
+                assert_eq!(moved.is_some(), expect["moved"].as_bool().unwrap(), "{at}");
+                assert_eq!(
+                    target_index(policy.target()),
+                    expect["target"].as_u64(),
+                    "{at}"
+                );
+            } else if let Some(probe) = step.get("probe") {
+                let result = match probe.as_str() {
+                    Some(region) => ProbeResult::Healthy(region.into()),
+                    None => ProbeResult::Failed,
+                };
+                let decision = policy.on_probe(result, step["current"].as_str());
+                let name = match decision {
+                    Decision::Stay => "stay",
+                    Decision::AdoptGlobal => "adopt-global",
+                    Decision::Return => "return",
+                };
+                assert_eq!(name, step["expect"].as_str().unwrap(), "{at}");
+            } else if let Some(region) = step.get("redirect_from") {
+                let target = policy.redirect_from(region.as_str().unwrap());
+                let expect = &step["expect"];
+                assert_eq!(
+                    target.as_ref().and_then(target_index),
+                    expect["target"].as_u64(),
+                    "{at}"
+                );
+                if let Some(redirected) = expect.get("redirected") {
+                    assert_eq!(target.is_some(), redirected.as_bool().unwrap(), "{at}");
+                }
+            } else if let Some(index) = step.get("move_to") {
+                policy.move_to(match index.as_u64() {
+                    Some(i) => Target::Regional(i as usize),
+                    None => Target::Global,
+                });
+            } else if let Some(url) = step.get("expect_url") {
+                assert_eq!(policy.url(GLOBAL), url.as_str().unwrap(), "{at}");
+            } else {
+                panic!("{at}: unknown step {step}");
+            }
+        }
+    }
+}
+
+/// An RNG that returns one value forever: all zero bits draw 0.0, all one bits the largest
+/// value below 1.0, the two ends of a uniform window.
+struct Fixed(u64);
+
+impl RngCore for Fixed {
+    fn next_u32(&mut self) -> u32 {
+        self.0 as u32
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        dest.fill(self.0 as u8);
+    }
+}
+
+#[test]
+fn moves_vectors() {
+    let cases = vectors("moves");
+    assert!(cases.len() >= 10);
+    for case in &cases {
+        let name = case["name"].as_str().unwrap();
+        let frame = &case["frame"];
+        let regions = regions(&case["regions"]);
+        let request = MoveRequest {
+            serving_region: case["serving_region"].as_str().unwrap(),
+            to: frame["to"].as_str().unwrap(),
+            endpoint: frame["endpoint"].as_str(),
+            delay: ms(frame.get("after_ms").unwrap_or(&Value::from(0))),
+            window: ms(&frame["window_ms"]),
+        };
+        assert_eq!(
+            case["max_window_ms"].as_u64(),
+            Some(as_ms(wsdr_client::moves::MAX_WINDOW)),
+            "{name}: the vectors' cap is the client's"
+        );
+        let global = case["global_url"].as_str().unwrap();
+        let expect = &case["expect"];
+        let earliest = decide(request, global, &regions, &mut Fixed(0));
+        let latest = decide(request, global, &regions, &mut Fixed(u64::MAX));
+        match (earliest, latest, expect["ignored"].as_str()) {
+            (Err(why), Err(_), Some(kind)) => {
+                let got = match why {
+                    Ignored::AlreadyThere => "already-there",
+                    Ignored::UnknownEndpoint(_) => "unknown-endpoint",
+                    Ignored::EndpointOfAnotherRegion { .. } => "endpoint-of-another-region",
+                };
+                assert_eq!(got, kind, "{name}");
+            }
+            (Ok(first), Ok(last), None) => {
+                assert_eq!(first.to, expect["to"].as_str().unwrap(), "{name}");
+                let target = match first.destination {
+                    Destination::Global => None,
+                    Destination::Regional(i) => Some(i as u64),
+                };
+                assert_eq!(target, expect["target"].as_u64(), "{name}");
+                assert_eq!(
+                    as_ms(first.after),
+                    expect["after_min_ms"].as_u64().unwrap(),
+                    "{name}"
+                );
+                // The top of the window, to the millisecond (a draw just below 1.0).
+                let top = expect["after_max_ms"].as_u64().unwrap();
+                assert!(
+                    top - as_ms(last.after) <= 1,
+                    "{name}: latest {:?}, window top {top} ms",
+                    last.after
+                );
+            }
+            (first, _, want) => panic!("{name}: got {first:?}, want {want:?}"),
+        }
+    }
+}

@@ -1,0 +1,115 @@
+// The conformance vectors (conformance/*.json at the repository root) against the browser
+// client's rules. The Rust client runs the same files (crates/client/tests/conformance.rs):
+// a rule changed in one client and not the other fails here or there.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove } from '../wsdr-client.js';
+
+function vectors(rule) {
+  const file = JSON.parse(readFileSync(new URL(`../../conformance/${rule}.json`, import.meta.url), 'utf8'));
+  assert.equal(file.rule, rule);
+  return file.cases;
+}
+
+test('heartbeat vectors', () => {
+  const cases = vectors('heartbeat');
+  assert.ok(cases.length >= 10);
+  for (const c of cases) {
+    const hb = new HeartbeatTracker({ intervalMs: c.config.interval_ms, timeoutMs: c.config.timeout_ms, threshold: c.config.threshold });
+    c.steps.forEach((step, i) => {
+      const at = `${c.name}, step ${i}`;
+      if (step.pong) {
+        hb.onPong();
+      } else if (step.error_frame) {
+        const got = hb.onErrorFrame();
+        assert.equal(got.nextInMs, step.expect.next_ms, at);
+        assert.equal(got.broken || hb.failures >= hb.threshold, step.expect.broken, at);
+      } else if (step.due) {
+        const got = hb.onTick(step.due.silence_ms, step.due.wall_silence_ms);
+        const broken = got.broken ? (got.reason === 'silent' ? 'silent' : 'failures') : null;
+        assert.equal(broken, step.expect.broken, at);
+        if (!broken) assert.equal(got.nextInMs, step.expect.next_ms, at);
+      } else {
+        assert.fail(`${at}: unknown step ${JSON.stringify(step)}`);
+      }
+    });
+  }
+});
+
+test('backoff vectors', () => {
+  const cases = vectors('backoff');
+  assert.ok(cases.length >= 10);
+  for (const c of cases) {
+    const options = {
+      baseMs: c.config.base_ms,
+      capMs: c.config.cap_ms,
+      floorMs: c.config.floor_ms,
+      herdWindowMs: c.config.herd_window_ms ?? 0,
+      jitter: c.config.jitter,
+      herdHint: c.config.herd_hint,
+      throttled: c.throttled,
+      advertisedHerdMs: c.advertised_ms ?? 0,
+    };
+    const low = backoffDelay(c.attempt, options, () => 0);
+    const high = backoffDelay(c.attempt, options, () => 1);
+    assert.deepEqual([low, high], [c.expect.low_ms, c.expect.high_ms], c.name);
+  }
+});
+
+test('fallback vectors', () => {
+  const GLOBAL = 'wss://auction.example.com';
+  const cases = vectors('fallback');
+  assert.ok(cases.length >= 10);
+  for (const c of cases) {
+    const policy = new FallbackPolicy({ regions: c.config.regions, afterFailures: c.config.after_failures, returnAfter: c.config.return_after });
+    c.steps.forEach((step, i) => {
+      const at = `${c.name}, step ${i}`;
+      if ('restored' in step) {
+        policy.onRestored(step.restored);
+      } else if (step.failure) {
+        const moved = policy.onFailure();
+        assert.equal(moved, step.expect.moved, at);
+        assert.equal(policy.target, step.expect.target, at);
+      } else if ('probe' in step) {
+        assert.equal(policy.onProbe(step.probe, step.current), step.expect, at);
+      } else if ('redirect_from' in step) {
+        const redirected = policy.redirectFrom(step.redirect_from);
+        assert.equal(redirected ? policy.target : null, step.expect.target, at);
+        if ('redirected' in step.expect) assert.equal(redirected, step.expect.redirected, at);
+      } else if ('move_to' in step) {
+        policy.moveTo(step.move_to);
+      } else if ('expect_url' in step) {
+        assert.equal(policy.url(GLOBAL), step.expect_url, at);
+      } else {
+        assert.fail(`${at}: unknown step ${JSON.stringify(step)}`);
+      }
+    });
+  }
+});
+
+test('moves vectors', () => {
+  const cases = vectors('moves');
+  assert.ok(cases.length >= 10);
+  const kind = (reason) => {
+    if (reason === 'already there') return 'already-there';
+    if (reason.startsWith('unknown endpoint')) return 'unknown-endpoint';
+    if (reason.startsWith('endpoint of')) return 'endpoint-of-another-region';
+    return reason;
+  };
+  for (const c of cases) {
+    const frame = { type: 'moveTo', region: c.serving_region, to: c.frame.to, endpoint: c.frame.endpoint, afterMs: c.frame.after_ms ?? 0, windowMs: c.frame.window_ms };
+    const options = { servingRegion: c.serving_region, globalUrl: c.global_url, regions: c.regions, maxWindowMs: c.max_window_ms };
+    const earliest = decideMove(frame, options, () => 0);
+    const latest = decideMove(frame, options, () => 1);
+    if (c.expect.ignored) {
+      assert.equal(kind(earliest.ignored ?? 'followed'), c.expect.ignored, c.name);
+      continue;
+    }
+    assert.equal(earliest.ignored, undefined, c.name);
+    assert.equal(earliest.to, c.expect.to, c.name);
+    assert.equal(earliest.target, c.expect.target, c.name);
+    assert.equal(earliest.afterMs, c.expect.after_min_ms, c.name);
+    assert.ok(Math.abs(latest.afterMs - c.expect.after_max_ms) <= 1, `${c.name}: latest ${latest.afterMs}`);
+  }
+});
