@@ -44,10 +44,23 @@ impl AuctionViewState {
     }
 }
 
+/// Why a [`TokenProvider`] has no token.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// Worth trying again later (the identity provider unreachable, a timeout): the client
+    /// retries with its backoff, as after a failed connect.
+    #[error("no token for now: {0}")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// No token will come (the user signed out, the session was revoked): the client gives up
+    /// ([`Event::GaveUp`]) instead of retrying forever.
+    #[error("no token: {0}")]
+    Denied(String),
+}
+
 /// Supplies a token for every (re)connect. `refresh` is true after the server refused the
 /// previous token (401/403): return a *new* one, or the client gives up rather than loop.
 pub trait TokenProvider: Send + Sync {
-    fn token(&self, refresh: bool) -> BoxFuture<'_, Result<String, String>>;
+    fn token(&self, refresh: bool) -> BoxFuture<'_, Result<String, TokenError>>;
 }
 
 /// A fixed token (tests, long-lived service credentials).
@@ -55,7 +68,7 @@ pub trait TokenProvider: Send + Sync {
 pub struct StaticToken(pub String);
 
 impl TokenProvider for StaticToken {
-    fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<String, String>> {
+    fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<String, TokenError>> {
         Box::pin(async move { Ok(self.0.clone()) })
     }
 }
@@ -835,7 +848,13 @@ impl Runner {
         let refresh = self.refused_token.is_some();
         let token = match self.config.token_provider.token(refresh).await {
             Ok(token) => token,
-            Err(error) => {
+            Err(TokenError::Denied(reason)) => {
+                self.emit(Event::GaveUp {
+                    reason: format!("the token provider will give no token: {reason}"),
+                });
+                return Ok(None);
+            }
+            Err(error @ TokenError::Unavailable(_)) => {
                 return Err(DisconnectReason::Error(format!(
                     "token provider failed: {error}"
                 )))

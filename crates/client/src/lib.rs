@@ -20,7 +20,7 @@ pub mod transport;
 pub use backoff::Backoff;
 pub use client::{
     Client, ClientBuilder, ClientConfig, ClientError, DisconnectReason, Event, OfflineBids,
-    StaticToken, SystemWallClock, TokenProvider, WallClock,
+    StaticToken, SystemWallClock, TokenError, TokenProvider, WallClock,
 };
 pub use fallback::{Decision, EndpointPolicy, Fallback, ProbeResult, RegionalEndpoint, Target};
 pub use transport::{connect, ConnectError, ConnectOptions, TokenPlacement, WsStream};

@@ -378,3 +378,57 @@ async fn max_attempts_ends_in_gave_up() {
     }
     assert_eq!(reconnects, 3);
 }
+
+/// A token provider says whether to try again: `Unavailable` is retried with the backoff
+/// (the identity provider was down for two connects, then the client connects), `Denied`
+/// ends the client at once with a reason (the user signed out: no retry loop).
+#[tokio::test(start_paused = true)]
+async fn a_token_provider_says_whether_to_try_again() {
+    use wsdr_client::{TokenError, TokenProvider};
+    struct Flaky {
+        calls: AtomicU64,
+        deny: bool,
+    }
+    impl TokenProvider for Flaky {
+        fn token(
+            &self,
+            _refresh: bool,
+        ) -> futures::future::BoxFuture<'_, Result<String, TokenError>> {
+            let call = self.calls.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move {
+                match (self.deny, call) {
+                    (true, _) => Err(TokenError::Denied("signed out".into())),
+                    (false, 0 | 1) => Err(TokenError::Unavailable("idp timeout".into())),
+                    (false, _) => Ok("t0k3n".into()),
+                }
+            })
+        }
+    }
+    let region = FakeRegion::start("us-east-1").await;
+    let flaky = Arc::new(Flaky {
+        calls: AtomicU64::new(0),
+        deny: false,
+    });
+    let (_client, mut events) = builder(&region).token_provider(flaky.clone()).start();
+    let (served_by, _) = restored(&mut events, Duration::from_secs(30)).await;
+    assert_eq!(served_by, "us-east-1");
+    assert_eq!(
+        flaky.calls.load(Ordering::SeqCst),
+        3,
+        "two retries, then a token"
+    );
+
+    let denied = Arc::new(Flaky {
+        calls: AtomicU64::new(0),
+        deny: true,
+    });
+    let (_client, mut events) = builder(&region).token_provider(denied.clone()).start();
+    let reason = until(&mut events, Duration::from_secs(30), |e| match e {
+        Event::GaveUp { reason } => Some(reason.clone()),
+        _ => None,
+    })
+    .await;
+    assert!(reason.contains("signed out"), "{reason}");
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(denied.calls.load(Ordering::SeqCst), 1, "never asked again");
+}

@@ -33,8 +33,12 @@ pub struct LabTokens {
 }
 
 impl TokenProvider for LabTokens {
-    fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<String, String>> {
-        Box::pin(async move { self.lab.user_token(&self.sub).map_err(|e| format!("{e:#}")) })
+    fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<String, wsdr_client::TokenError>> {
+        Box::pin(async move {
+            self.lab
+                .user_token(&self.sub)
+                .map_err(|e| wsdr_client::TokenError::Unavailable(e.into()))
+        })
     }
 }
 
