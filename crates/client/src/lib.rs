@@ -1,3 +1,7 @@
+#![doc = include_str!("../README.md")]
+//!
+//! ## Modules
+//!
 //! The client side of wsdr's failover, reusable by any Rust app, the lab's simulated users and
 //! the benchmarks.
 //!
