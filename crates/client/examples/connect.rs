@@ -21,7 +21,10 @@ async fn main() {
     match connect(&url, &options).await {
         Ok(_socket) => println!("connected to {url}"),
         Err(error) => {
-            println!("could not connect: {error} (retryable: {})", error.is_retryable());
+            println!(
+                "could not connect: {error} (retryable: {})",
+                error.is_retryable()
+            );
             std::process::exit(1);
         }
     }
