@@ -3,6 +3,7 @@
 # `cargo tree -e normal,features` (what a release build links, tests excluded):
 # - the domain (wsdr-protocol, wsdr-core) links no AWS crate;
 # - the client (wsdr-client) links neither the domain nor any AWS crate;
+# - the authorizer and wsdr-secrets link no AWS SDK crate;
 # - no Lambda links the in-memory adapters (wsdr-core's `memory` feature) or the lab;
 # - each Lambda links only the AWS service clients it calls (scripts/check-lambda-deps.sh).
 set -euo pipefail
@@ -29,10 +30,15 @@ for domain in wsdr-protocol wsdr-core; do
   forbid "$domain" "^$aws" "the domain knows nothing of AWS"
 done
 forbid wsdr-client "^($aws|wsdr-core )" "the client speaks the protocol only"
+# The authorizer, which every reconnecting user meets in a failover storm, starts without
+# the SDK: its keys come through wsdr-secrets (one signed request), which links no SDK either.
+for lean in authorizer wsdr-secrets; do
+  forbid "$lean" "^$aws" "its cold start carries no AWS SDK"
+done
 for lambda in ws-handler authorizer canary evacuator health; do
   forbid "$lambda" '^wsdr-core feature "memory"' "the in-memory adapters are for tests and the lab"
   forbid "$lambda" '^wsdr-lab ' "the lab is not deployed"
 done
-[ "$status" -eq 0 ] && echo "crate rules: the domain links no AWS crate, the client neither domain nor AWS, no Lambda the fakes or the lab"
+[ "$status" -eq 0 ] && echo "crate rules: the domain links no AWS crate, the client neither domain nor AWS, the authorizer no SDK, no Lambda the fakes or the lab"
 scripts/check-lambda-deps.sh || status=1
 exit $status

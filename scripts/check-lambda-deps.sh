@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Each Lambda links only the AWS service clients it calls (`cargo tree -e normal`): the
-# authorizer Secrets Manager (its keys, at cold start), the canary CloudWatch, Secrets Manager
-# and DynamoDB (its fast rounds, in the state table), the handler and the evacuator DynamoDB
+# authorizer none (its keys come from Secrets Manager through wsdr-secrets, one signed
+# request without the SDK; scripts/check-crate-deps.sh forbids it the SDK), the canary
+# CloudWatch and DynamoDB (its fast rounds, in the state table), the handler and the evacuator DynamoDB
 # and @connections, the health endpoint DynamoDB. (aws-sdk-sts comes with aws-config's
 # credential chain.)
 set -euo pipefail
@@ -21,8 +22,8 @@ check() {
   done
   echo "$package: ${clients//$'\n'/ }"
 }
-check authorizer aws-sdk-secretsmanager aws-sdk-sts
-check canary aws-sdk-cloudwatch aws-sdk-secretsmanager aws-sdk-dynamodb aws-sdk-sts
+check authorizer
+check canary aws-sdk-cloudwatch aws-sdk-dynamodb aws-sdk-sts
 check ws-handler aws-sdk-dynamodb aws-sdk-apigatewaymanagement aws-sdk-sts
 check evacuator aws-sdk-dynamodb aws-sdk-apigatewaymanagement aws-sdk-sts
 check health aws-sdk-dynamodb aws-sdk-sts

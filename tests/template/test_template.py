@@ -251,8 +251,11 @@ def test_policies_are_scoped(template):
         assert read["Action"] == "cloudwatch:GetMetricData", "read-only, for the verdict"
         assert key["Action"] == "secretsmanager:GetSecretValue"
         assert key["Resource"]["Fn::Sub"].endswith(":secret:${CanarySecretName}-??????"), "its own key only"
-    (keys,) = _statements(res["AuthorizerFunction"])
+    keys, batch = _statements(res["AuthorizerFunction"])
     assert keys["Action"] == "secretsmanager:GetSecretValue", "the authorizer reads its keys and nothing else"
+    assert all("secret:${" in r["Fn::Sub"] for r in keys["Resource"] if "Fn::Sub" in r)
+    # BatchGetSecretValue takes no resource; it returns only what GetSecretValue allows.
+    assert batch["Action"] == "secretsmanager:BatchGetSecretValue" and batch["Resource"] == "*"
     assert res["AuthorizerInvokePermission"]["Properties"]["SourceArn"]["Fn::Sub"].endswith("/authorizers/${Authorizer}")
 
 

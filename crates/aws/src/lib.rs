@@ -30,8 +30,6 @@ mod metrics;
 mod notifier;
 #[cfg(feature = "dynamodb")]
 pub mod schema;
-#[cfg(feature = "secrets")]
-pub mod secrets;
 #[cfg(feature = "dynamodb")]
 mod state;
 #[cfg(feature = "https")]

@@ -71,29 +71,42 @@ async fn answered(
 /// The secret every `GetSecretValue` answers with (the bench's HS256 key).
 pub const SECRET_VALUE: &str = crate::common::SECRET;
 
-/// CloudWatch's `PutMetricData` (awsQuery) and Secrets Manager's `GetSecretValue`
-/// (awsJson1.1, told apart by `X-Amz-Target`), both at `/`.
-async fn aws_sink(headers: HeaderMap) -> Response {
+/// CloudWatch's `PutMetricData` (awsQuery) and Secrets Manager's `GetSecretValue` and
+/// `BatchGetSecretValue` (awsJson1.1, told apart by `X-Amz-Target`), all at `/`.
+async fn aws_sink(headers: HeaderMap, body: Bytes) -> Response {
     let target = headers
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    if target == "secretsmanager.GetSecretValue" {
-        let body = serde_json::json!({
-            "ARN": "arn:aws:secretsmanager:us-east-1:000000000000:secret:bench-AbCdEf",
-            "Name": "bench",
+    let secret = |name: &str| {
+        serde_json::json!({
+            "ARN": format!("arn:aws:secretsmanager:us-east-1:000000000000:secret:{name}-AbCdEf"),
+            "Name": name,
             "SecretString": SECRET_VALUE,
             "VersionId": "00000000-0000-0000-0000-000000000000",
             "VersionStages": ["AWSCURRENT"],
-        });
-        return (
-            StatusCode::OK,
-            [("content-type", "application/x-amz-json-1.1")],
-            body.to_string(),
-        )
-            .into_response();
-    }
-    (StatusCode::OK, [("content-type", "text/xml")], "<PutMetricDataResponse xmlns=\"http://monitoring.amazonaws.com/doc/2010-08-01/\"><ResponseMetadata><RequestId>bench</RequestId></ResponseMetadata></PutMetricDataResponse>").into_response()
+        })
+    };
+    let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let answer = match target {
+        "secretsmanager.GetSecretValue" => secret(request["SecretId"].as_str().unwrap_or_default()),
+        "secretsmanager.BatchGetSecretValue" => {
+            let values: Vec<serde_json::Value> = request["SecretIdList"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|id| id.as_str().map(secret))
+                .collect();
+            serde_json::json!({ "SecretValues": values, "Errors": [] })
+        }
+        _ => return (StatusCode::OK, [("content-type", "text/xml")], "<PutMetricDataResponse xmlns=\"http://monitoring.amazonaws.com/doc/2010-08-01/\"><ResponseMetadata><RequestId>bench</RequestId></ResponseMetadata></PutMetricDataResponse>").into_response(),
+    };
+    (
+        StatusCode::OK,
+        [("content-type", "application/x-amz-json-1.1")],
+        answer.to_string(),
+    )
+        .into_response()
 }
 
 fn peak_rss_kb(pid: u32) -> u64 {

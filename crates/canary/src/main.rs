@@ -10,9 +10,16 @@ fn main() -> Result<(), lambda_runtime::Error> {
 
 async fn run() -> Result<(), lambda_runtime::Error> {
     wsdr_lambda::telemetry::init_tracing();
-    let sdk = wsdr_aws::load_sdk_config().await?;
-    // The signing key from Secrets Manager (`CANARY_HS256_SECRET_ID`), once per cold start.
-    let env = wsdr_aws::secrets::env_with_secrets(&sdk, &["CANARY_HS256_SECRET"]).await?;
+    // The SDK's configuration and the signing key from Secrets Manager
+    // (`CANARY_HS256_SECRET_ID`), once per cold start, side by side.
+    let (sdk, env) = tokio::join!(
+        wsdr_aws::load_sdk_config(),
+        wsdr_secrets::env_with_secrets(
+            &["CANARY_HS256_SECRET"],
+            Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+        )
+    );
+    let (sdk, env) = (sdk?, env?);
     let config = canary::Config::from_lookup(|name| env.get(name))?;
     let metrics = wsdr_aws::CloudWatchMetrics::from_sdk(&sdk, config.metric_names.clone());
     let ledger = config

@@ -1,0 +1,578 @@
+//! A function's secrets, read from Secrets Manager once at cold start, without the AWS SDK.
+//!
+//! Secrets are never resolved into a function's environment (anyone who can read the
+//! function's configuration reads them there too, and a rotation needs a redeploy). Each stack
+//! names the secret, not its ARN: a replicated secret has the same name in every Region, and
+//! the function reads its own Region's.
+//!
+//! Why not the SDK: the authorizer, which every reconnecting user meets during a failover
+//! storm, calls no other AWS API. Loading the SDK's configuration and building its Secrets
+//! Manager client before the first poll made its cold start 2.4x a bare `lambda_runtime`
+//! function (BENCHMARKS.md). A `GetSecretValue` is one POST of a JSON body
+//! (<https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_GetSecretValue.html>),
+//! signed with Signature Version 4 ([`sigv4`]) using the credentials Lambda puts in the
+//! function's environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`;
+//! <https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html#configuration-envvars-runtime>).
+//! The Parameters and Secrets Lambda Extension would also avoid the SDK, at the price of a
+//! second process started in every init (docs/DEPLOY.md weighs the two).
+
+pub mod sigv4;
+
+mod transport;
+
+pub use rustls::crypto::CryptoProvider;
+use serde::Deserialize;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use transport::Endpoint;
+
+/// What can go wrong reading a secret.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The environment does not say where or as whom to ask.
+    #[error("secrets configuration: {0}")]
+    Config(String),
+    /// Secrets Manager refused the request (not found, access denied, bad signature): asking
+    /// again will not help.
+    #[error("secret {id}: {code}: {message}")]
+    Refused {
+        id: String,
+        code: String,
+        message: String,
+    },
+    /// Throttled, a server error or no answer, after every attempt.
+    #[error("secret {id}: {reason} (after {attempts} attempts)")]
+    Unavailable {
+        id: String,
+        reason: String,
+        attempts: u32,
+    },
+    /// An answer that is not a usable secret string.
+    #[error("secret {id}: {reason}")]
+    Malformed { id: String, reason: String },
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// `GetSecretValue`'s `X-Amz-Target`.
+const GET: &str = "secretsmanager.GetSecretValue";
+/// `BatchGetSecretValue`'s: several secrets in one request.
+const BATCH_GET: &str = "secretsmanager.BatchGetSecretValue";
+/// The signing name of Secrets Manager.
+const SERVICE: &str = "secretsmanager";
+/// Attempts per secret: throttling and server errors are retried with full-jitter backoff.
+const ATTEMPTS: u32 = 3;
+/// The first retry's backoff ceiling; doubled for each later one.
+const BACKOFF_BASE: Duration = Duration::from_millis(50);
+
+/// Reads secret strings by name (or ARN) from one Region's Secrets Manager. Built once per
+/// cold start.
+#[derive(Debug, Clone)]
+pub struct Secrets {
+    endpoint: Endpoint,
+    region: String,
+    credentials: sigv4::Credentials,
+}
+
+impl Secrets {
+    /// From a lookup of environment variables: `AWS_REGION` (else `AWS_DEFAULT_REGION`), the
+    /// credentials, and an endpoint override in `AWS_ENDPOINT_URL_SECRETS_MANAGER` or
+    /// `AWS_ENDPOINT_URL` (the SDKs' own variables; a local peer in tests and the bench).
+    /// TLS uses `crypto`: the provider the calling binary already links.
+    pub fn from_lookup(
+        env: impl Fn(&str) -> Option<String>,
+        crypto: Arc<CryptoProvider>,
+    ) -> Result<Self> {
+        let get = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let region = get("AWS_REGION")
+            .or_else(|| get("AWS_DEFAULT_REGION"))
+            .ok_or_else(|| Error::Config("AWS_REGION is not set".into()))?;
+        let credentials = sigv4::Credentials {
+            access_key_id: get("AWS_ACCESS_KEY_ID").ok_or_else(|| {
+                Error::Config(
+                    "AWS_ACCESS_KEY_ID is not set (Lambda sets it from the function's role)".into(),
+                )
+            })?,
+            secret_access_key: get("AWS_SECRET_ACCESS_KEY")
+                .ok_or_else(|| Error::Config("AWS_SECRET_ACCESS_KEY is not set".into()))?,
+            session_token: get("AWS_SESSION_TOKEN"),
+        };
+        let endpoint =
+            match get("AWS_ENDPOINT_URL_SECRETS_MANAGER").or_else(|| get("AWS_ENDPOINT_URL")) {
+                Some(url) => url,
+                None => default_endpoint(&region),
+            };
+        let endpoint = Endpoint::parse(endpoint.trim(), crypto)
+            .map_err(|e| Error::Config(format!("Secrets Manager endpoint `{endpoint}`: {e}")))?;
+        Ok(Self {
+            endpoint,
+            region,
+            credentials,
+        })
+    }
+
+    /// From the process environment.
+    pub fn from_env(crypto: Arc<CryptoProvider>) -> Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok(), crypto)
+    }
+
+    /// The endpoint asked.
+    pub fn endpoint(&self) -> String {
+        self.endpoint.to_string()
+    }
+
+    /// The current `SecretString` of `id`; a secret stored as binary is an error.
+    pub async fn secret_string(&self, id: &str) -> Result<String> {
+        let mut values = self.secret_strings(&[id]).await?;
+        values.pop().ok_or_else(|| Error::Malformed {
+            id: id.to_owned(),
+            reason: "no answer".into(),
+        })
+    }
+
+    /// The current `SecretString` of each of `ids`, in order, in one request:
+    /// `GetSecretValue` for one secret, `BatchGetSecretValue` for several (one round trip
+    /// and one TLS handshake, which is CPU a 128 MB function has little of). Throttling,
+    /// server errors and lost connections are retried, for the secrets not yet read, with
+    /// full-jitter backoff; any other refusal ends the call.
+    pub async fn secret_strings(&self, ids: &[&str]) -> Result<Vec<String>> {
+        let mut values: Vec<Option<String>> = vec![None; ids.len()];
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let pending: Vec<&str> = ids
+                .iter()
+                .zip(&values)
+                .filter(|(_, value)| value.is_none())
+                .map(|(id, _)| *id)
+                .collect();
+            let outcomes = match self.endpoint.post(self.signed(&pending)).await {
+                Ok(answer) if pending.len() == 1 => {
+                    vec![(pending[0], interpret(pending[0], answer))]
+                }
+                Ok(answer) => interpret_batch(&pending, answer),
+                Err(lost) => vec![(pending[0], Err(Attempt::Retry(lost)))],
+            };
+            let mut retry: Option<(&str, String)> = None;
+            for (id, outcome) in outcomes {
+                match outcome {
+                    Ok(value) => {
+                        if let Some(index) = ids.iter().position(|wanted| *wanted == id) {
+                            values[index] = Some(value);
+                        }
+                    }
+                    Err(Attempt::Final(error)) => return Err(error),
+                    Err(Attempt::Retry(reason)) => {
+                        retry.get_or_insert((id, reason));
+                    }
+                }
+            }
+            let Some((id, reason)) = retry else {
+                return Ok(values.into_iter().flatten().collect());
+            };
+            if attempt >= ATTEMPTS {
+                return Err(Error::Unavailable {
+                    id: id.to_owned(),
+                    reason,
+                    attempts: attempt,
+                });
+            }
+            let delay = full_jitter(BACKOFF_BASE * 2u32.pow(attempt - 1));
+            tracing::warn!(secret = id, %reason, attempt, ?delay, "secrets retried");
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// A signed request for `ids`: `GetSecretValue` for one, `BatchGetSecretValue` for more.
+    fn signed(&self, ids: &[&str]) -> transport::Post {
+        let (target, body) = match ids {
+            [id] => (GET, serde_json::json!({ "SecretId": id })),
+            _ => (BATCH_GET, serde_json::json!({ "SecretIdList": ids })),
+        };
+        let body = body.to_string();
+        let host = self.endpoint.authority();
+        let request = sigv4::JsonRequest {
+            host: &host,
+            path: self.endpoint.path(),
+            target,
+            body: body.as_bytes(),
+        };
+        let signed = sigv4::sign(
+            &request,
+            &self.credentials,
+            &self.region,
+            SERVICE,
+            SystemTime::now(),
+        );
+        let mut headers = vec![
+            ("content-type", sigv4::CONTENT_TYPE.to_owned()),
+            ("x-amz-target", target.to_owned()),
+        ];
+        headers.extend(signed);
+        transport::Post { headers, body }
+    }
+}
+
+/// What an answer to `GetSecretValue` of `id` says.
+fn interpret(id: &str, answer: transport::Answer) -> std::result::Result<String, Attempt> {
+    if !answer.status.is_success() {
+        return Err(failure(id, answer));
+    }
+    let value: SecretValue = serde_json::from_str(&answer.body).map_err(|e| {
+        Attempt::Final(Error::Malformed {
+            id: id.to_owned(),
+            reason: format!("unreadable answer: {e}"),
+        })
+    })?;
+    secret_string(id, value)
+}
+
+/// What an answer to `BatchGetSecretValue` of `ids` says of each
+/// (<https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_BatchGetSecretValue.html>):
+/// a value is matched to its id by name or ARN; a per-secret error is a refusal unless it is
+/// throttling or a server error; an id in neither list is an error (never a silent gap).
+fn interpret_batch<'a>(
+    ids: &[&'a str],
+    answer: transport::Answer,
+) -> Vec<(&'a str, std::result::Result<String, Attempt>)> {
+    let all = ids.join(",");
+    if !answer.status.is_success() {
+        let error = failure(&all, answer);
+        let Some(first) = ids.first() else {
+            return Vec::new();
+        };
+        return vec![(*first, Err(error))];
+    }
+    let batch: Batch = match serde_json::from_str(&answer.body) {
+        Ok(batch) => batch,
+        Err(e) => {
+            return ids
+                .first()
+                .map(|id| {
+                    let error = Error::Malformed {
+                        id: all.clone(),
+                        reason: format!("unreadable answer: {e}"),
+                    };
+                    vec![(*id, Err(Attempt::Final(error)))]
+                })
+                .unwrap_or_default()
+        }
+    };
+    ids.iter()
+        .map(|id| {
+            let value = batch
+                .secret_values
+                .iter()
+                .find(|v| v.name.as_deref() == Some(id) || v.arn.as_deref() == Some(id));
+            let error = batch.errors.iter().find(|e| e.secret_id == *id);
+            let outcome = match (value, error) {
+                (Some(value), _) => secret_string(id, value.clone()),
+                (None, Some(error)) if retryable(None, &error.error_code) => Err(Attempt::Retry(
+                    format!("{}: {}", error.error_code, error.message),
+                )),
+                (None, Some(error)) => Err(Attempt::Final(Error::Refused {
+                    id: (*id).to_owned(),
+                    code: error.error_code.clone(),
+                    message: error.message.clone(),
+                })),
+                (None, None) => Err(Attempt::Final(Error::Malformed {
+                    id: (*id).to_owned(),
+                    reason: "neither a value nor an error in the answer".into(),
+                })),
+            };
+            (*id, outcome)
+        })
+        .collect()
+}
+
+fn secret_string(id: &str, value: SecretValue) -> std::result::Result<String, Attempt> {
+    value.secret_string.ok_or_else(|| {
+        Attempt::Final(Error::Malformed {
+            id: id.to_owned(),
+            reason: "no SecretString (a binary secret?)".into(),
+        })
+    })
+}
+
+/// Throttling and server errors are worth another attempt; nothing else is.
+fn retryable(status: Option<http::StatusCode>, code: &str) -> bool {
+    status.is_some_and(|s| s.is_server_error() || s == http::StatusCode::TOO_MANY_REQUESTS)
+        || code.contains("Throttling")
+        || code == "InternalServiceError"
+}
+
+/// A refused request: `__type` (which may carry a namespace,
+/// `com.amazonaws...#ThrottlingException`) and the message.
+fn failure(id: &str, answer: transport::Answer) -> Attempt {
+    let failure: Failure = serde_json::from_str(&answer.body).unwrap_or_default();
+    let code = failure
+        .kind
+        .rsplit('#')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let message = failure
+        .message
+        .unwrap_or_else(|| answer.body.chars().take(200).collect());
+    if retryable(Some(answer.status), &code) {
+        return Attempt::Retry(format!("{} {code}: {message}", answer.status));
+    }
+    Attempt::Final(Error::Refused {
+        id: id.to_owned(),
+        code: if code.is_empty() {
+            answer.status.to_string()
+        } else {
+            code
+        },
+        message,
+    })
+}
+
+enum Attempt {
+    Retry(String),
+    Final(Error),
+}
+
+#[derive(Deserialize, Clone)]
+struct SecretValue {
+    #[serde(rename = "SecretString")]
+    secret_string: Option<String>,
+    #[serde(rename = "Name")]
+    name: Option<String>,
+    #[serde(rename = "ARN")]
+    arn: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Batch {
+    #[serde(rename = "SecretValues", default)]
+    secret_values: Vec<SecretValue>,
+    #[serde(rename = "Errors", default)]
+    errors: Vec<BatchError>,
+}
+
+#[derive(Deserialize)]
+struct BatchError {
+    #[serde(rename = "SecretId", default)]
+    secret_id: String,
+    #[serde(rename = "ErrorCode", default)]
+    error_code: String,
+    #[serde(rename = "Message", alias = "ErrorMessage", default)]
+    message: String,
+}
+
+#[derive(Deserialize, Default)]
+struct Failure {
+    #[serde(rename = "__type", default)]
+    kind: String,
+    #[serde(alias = "Message")]
+    message: Option<String>,
+}
+
+/// Secrets Manager's Regional endpoint (<https://docs.aws.amazon.com/general/latest/gr/asm.html>).
+fn default_endpoint(region: &str) -> String {
+    let suffix = if region.starts_with("cn-") {
+        "amazonaws.com.cn"
+    } else {
+        "amazonaws.com"
+    };
+    format!("https://secretsmanager.{region}.{suffix}")
+}
+
+/// A delay drawn uniformly from `[0, ceiling)`: cold starts that all met the same throttle
+/// do not retry in step. The clock's nanoseconds are randomness enough for that.
+fn full_jitter(ceiling: Duration) -> Duration {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let fraction = f64::from(nanos.wrapping_mul(2_654_435_761) % 1_000_000) / 1_000_000.0;
+    ceiling.mul_f64(fraction)
+}
+
+/// The `names` whose secrets are to be read: `<name>_ID` set and the plain variable unset.
+pub fn to_read(names: &[&str], env: &impl Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+    let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    names
+        .iter()
+        .filter(|name| set(name).is_none())
+        .filter_map(|name| {
+            set(&format!("{name}_ID")).map(|id| ((*name).to_owned(), id.trim().to_owned()))
+        })
+        .collect()
+}
+
+/// Whether any of `names` must be read from Secrets Manager: when not, a function builds no
+/// client for it.
+pub fn needed(names: &[&str]) -> bool {
+    !to_read(names, &|name| std::env::var(name).ok()).is_empty()
+}
+
+/// A lookup that answers `name` with the secret named by `<name>_ID` when the plain variable
+/// is unset: `CANARY_HS256_SECRET` from `CANARY_HS256_SECRET_ID`. The plain variable still
+/// wins, for local runs and the lab. The secrets are read on one connection.
+pub async fn resolve_secret_vars(
+    secrets: &Secrets,
+    names: &[&str],
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, String)>> {
+    let wanted = to_read(names, &env);
+    let ids: Vec<&str> = wanted.iter().map(|(_, id)| id.as_str()).collect();
+    let values = secrets.secret_strings(&ids).await?;
+    Ok(wanted
+        .into_iter()
+        .zip(values)
+        .map(|((name, _), value)| (name, value))
+        .collect())
+}
+
+/// The process environment, with some variables filled from Secrets Manager.
+#[derive(Default)]
+pub struct SecretEnv {
+    resolved: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for SecretEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Names only: the values are secrets.
+        let names: Vec<&str> = self.resolved.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("SecretEnv")
+            .field("resolved", &names)
+            .finish()
+    }
+}
+
+impl SecretEnv {
+    /// A variable: the value read from Secrets Manager, else the process environment.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.resolved
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(name).ok())
+    }
+}
+
+/// The environment, with the secrets named by `<name>_ID` read from Secrets Manager for the
+/// `names` whose plain variable is unset. For a Lambda's `main`, once per cold start; no
+/// client is built when nothing is to be read. TLS uses `crypto` (see [`Secrets::from_lookup`]).
+pub async fn env_with_secrets(names: &[&str], crypto: Arc<CryptoProvider>) -> Result<SecretEnv> {
+    if !needed(names) {
+        return Ok(SecretEnv::default());
+    }
+    let secrets = Secrets::from_env(crypto)?;
+    let resolved = resolve_secret_vars(&secrets, names, |k| std::env::var(k).ok()).await?;
+    Ok(SecretEnv { resolved })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use std::collections::HashMap;
+
+    fn ring() -> Arc<CryptoProvider> {
+        Arc::new(rustls::crypto::ring::default_provider())
+    }
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn the_regional_endpoint_unless_overridden() {
+        let base = [
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "AKID"),
+            ("AWS_SECRET_ACCESS_KEY", "secret"),
+        ];
+        let secrets = Secrets::from_lookup(lookup(&base), ring()).unwrap();
+        assert_eq!(
+            secrets.endpoint(),
+            "https://secretsmanager.eu-west-1.amazonaws.com/"
+        );
+        let china = Secrets::from_lookup(
+            lookup(&[
+                ("AWS_REGION", "cn-north-1"),
+                ("AWS_ACCESS_KEY_ID", "AKID"),
+                ("AWS_SECRET_ACCESS_KEY", "secret"),
+            ]),
+            ring(),
+        )
+        .unwrap();
+        assert_eq!(
+            china.endpoint(),
+            "https://secretsmanager.cn-north-1.amazonaws.com.cn/"
+        );
+        let mut local = base.to_vec();
+        local.push(("AWS_ENDPOINT_URL", "http://127.0.0.1:9"));
+        local.push(("AWS_ENDPOINT_URL_SECRETS_MANAGER", "http://127.0.0.1:4566"));
+        assert_eq!(
+            Secrets::from_lookup(lookup(&local), ring())
+                .unwrap()
+                .endpoint(),
+            "http://127.0.0.1:4566/",
+            "the service's own variable wins over the general one"
+        );
+    }
+
+    #[test]
+    fn missing_settings_name_the_variable() {
+        let error = Secrets::from_lookup(
+            lookup(&[
+                ("AWS_ACCESS_KEY_ID", "AKID"),
+                ("AWS_SECRET_ACCESS_KEY", "secret"),
+            ]),
+            ring(),
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("AWS_REGION"), "{error}");
+        let error =
+            Secrets::from_lookup(lookup(&[("AWS_REGION", "us-east-1")]), ring()).unwrap_err();
+        assert!(error.to_string().contains("AWS_ACCESS_KEY_ID"), "{error}");
+        let error = Secrets::from_lookup(
+            lookup(&[
+                ("AWS_REGION", "us-east-1"),
+                ("AWS_ACCESS_KEY_ID", "AKID"),
+                ("AWS_SECRET_ACCESS_KEY", "secret"),
+                ("AWS_ENDPOINT_URL_SECRETS_MANAGER", "not a url"),
+            ]),
+            ring(),
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("not a url"), "{error}");
+    }
+
+    #[test]
+    fn only_ids_without_a_plain_value_are_read() {
+        let env = lookup(&[
+            ("CANARY_HS256_SECRET_ID", " wsdr/canary "),
+            ("JWT_HS256_SECRET", "set-in-plain-for-a-local-run"),
+            ("JWT_HS256_SECRET_ID", "never-read"),
+            ("EMPTY_SECRET_ID", " "),
+        ]);
+        assert_eq!(
+            to_read(
+                &[
+                    "CANARY_HS256_SECRET",
+                    "JWT_HS256_SECRET",
+                    "EMPTY_SECRET",
+                    "UNSET"
+                ],
+                &env
+            ),
+            vec![("CANARY_HS256_SECRET".to_owned(), "wsdr/canary".to_owned())]
+        );
+    }
+
+    #[test]
+    fn jitter_stays_under_its_ceiling() {
+        for _ in 0..100 {
+            assert!(full_jitter(Duration::from_millis(50)) < Duration::from_millis(50));
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! One HTTP/1.1 POST per request, over TLS for `https` endpoints (plain for a loopback peer):
+//! hyper's connection API and rustls, which every Lambda links already. No pool, no proxy
+//! support: a function reads its secrets once, at cold start, straight from the Regional
+//! endpoint.
+
+use bytes::Bytes;
+use http::{StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use rustls::crypto::CryptoProvider;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long one request may take in all (Lambda's init phase has ten seconds).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Where requests go: scheme, host, port and path of the endpoint.
+#[derive(Clone)]
+pub struct Endpoint {
+    tls: Option<tokio_rustls::TlsConnector>,
+    host: String,
+    port: u16,
+    /// The port as written in the URL, if any (it is part of the signed `Host`).
+    explicit_port: Option<u16>,
+    path: String,
+    uri: Uri,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.uri.to_string())
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.uri.to_string())
+    }
+}
+
+impl Endpoint {
+    /// `https://host[:port][/path]` (TLS with `crypto`) or `http://...` (a local peer).
+    pub fn parse(url: &str, crypto: Arc<CryptoProvider>) -> Result<Self, String> {
+        let uri: Uri = url.parse().map_err(|e| format!("{e}"))?;
+        let host = uri.host().ok_or("no host")?.to_owned();
+        let (tls, default_port) = match uri.scheme_str() {
+            Some("https") => (Some(tls_connector(crypto)?), 443),
+            Some("http") => (None, 80),
+            _ => return Err("the scheme must be https or http".into()),
+        };
+        let explicit_port = uri.port_u16().filter(|port| *port != default_port);
+        let path = match uri.path() {
+            "" => "/".to_owned(),
+            path => path.to_owned(),
+        };
+        Ok(Self {
+            tls,
+            port: uri.port_u16().unwrap_or(default_port),
+            host,
+            explicit_port,
+            path,
+            uri,
+        })
+    }
+
+    /// `host[:port]`, as sent and signed in `Host`.
+    pub fn authority(&self) -> String {
+        match self.explicit_port {
+            Some(port) => format!("{}:{port}", self.host),
+            None => self.host.clone(),
+        }
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// POSTs one request on a new connection: the answer, or why there is none (worth
+    /// retrying: the request may not have arrived).
+    pub async fn post(&self, post: Post) -> Result<Answer, String> {
+        tokio::time::timeout(REQUEST_TIMEOUT, self.exchange(post))
+            .await
+            .map_err(|_| format!("no answer within {REQUEST_TIMEOUT:?}"))?
+    }
+
+    async fn exchange(&self, post: Post) -> Result<Answer, String> {
+        let mut request = http::Request::post(self.path.as_str()).header("host", self.authority());
+        for (name, value) in &post.headers {
+            request = request.header(*name, value.as_str());
+        }
+        let request = request
+            .body(Full::new(Bytes::from(post.body)))
+            .map_err(|e| format!("request: {e}"))?;
+        let tcp = tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            TcpStream::connect((self.host.as_str(), self.port)),
+        )
+        .await
+        .map_err(|_| format!("connecting to {} timed out", self.authority()))?
+        .map_err(|e| format!("connecting to {}: {e}", self.authority()))?;
+        let _ = tcp.set_nodelay(true);
+        match &self.tls {
+            None => send(tcp, request).await,
+            Some(connector) => {
+                let name = rustls::pki_types::ServerName::try_from(self.host.clone())
+                    .map_err(|e| format!("server name {}: {e}", self.host))?;
+                let stream = connector
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| format!("TLS with {}: {e}", self.host))?;
+                send(stream, request).await
+            }
+        }
+    }
+}
+
+async fn send<S>(stream: S, request: http::Request<Full<Bytes>>) -> Result<Answer, String>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("HTTP handshake: {e}"))?;
+    // The connection is driven in this task, beside the exchange, not spawned: a spawned task
+    // runs on another worker thread, whose first allocations at cold start cost more than the
+    // request (the thread's malloc arena).
+    let exchange = async {
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("no answer: {e}"))?;
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("answer cut short: {e}"))?
+            .to_bytes();
+        Ok(Answer {
+            status,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    };
+    tokio::pin!(connection, exchange);
+    tokio::select! {
+        biased;
+        answer = &mut exchange => answer,
+        closed = &mut connection => match closed {
+            // A peer that closes after answering (`Connection: close`): the answer is read.
+            Ok(()) => exchange.await,
+            Err(e) => Err(format!("connection: {e}")),
+        },
+    }
+}
+
+/// One request: its headers (beside `Host`) and its body.
+#[derive(Debug)]
+pub struct Post {
+    pub headers: Vec<(&'static str, String)>,
+    pub body: String,
+}
+
+/// One answer: its status and its body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub body: String,
+}
+
+/// TLS trusting the Mozilla root store compiled into webpki-roots (Amazon Trust Services'
+/// roots among them): nothing is read from disk or parsed at cold start.
+fn tls_connector(crypto: Arc<CryptoProvider>) -> Result<tokio_rustls::TlsConnector, String> {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let config = rustls::ClientConfig::builder_with_provider(crypto)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS configuration: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
