@@ -6,14 +6,14 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: lab evacuate restore check-concurrency smoke package-check deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
+.PHONY: lab evacuate restore check-concurrency smoke package-check npm-package-check deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
 .PHONY: all test unit fmt fmt-check lint clippy template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
 all: test
 
 ## test: formatting, lints, every test (with DynamoDB Local started and stopped around them)
-test: fmt-check clippy deps-check template-lint unit js-test browser-test package-check chaos-short
+test: fmt-check clippy deps-check template-lint unit js-test npm-package-check browser-test package-check chaos-short
 
 unit:
 	scripts/with-dynamodb-local.sh $(CARGO) test --workspace --all-targets
@@ -22,6 +22,11 @@ unit:
 ## those packages alone (cargo's own verification, against a local registry of the three)
 package-check:
 	$(CARGO) package --quiet --allow-dirty -p wsdr-protocol -p wsdr-net -p wsdr-client
+
+## npm-package-check: the browser client as an npm package: npm pack, install into a scratch
+## project, import both entries, exports = declarations, a consumer type-checked by tsc --strict
+npm-package-check:
+	scripts/npm-package-check.sh
 
 ## js-test: unit tests of the browser client's policy (node's own test runner, no packages)
 js-test:

@@ -3,14 +3,10 @@
 // Screenshots go to target/browser/. Run by `make test` (make browser-test).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchBrowser, root, startLab } from './lab.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const wsdr = process.env.WSDR_BIN ?? path.join(root, 'target/debug/wsdr');
 const shots = path.join(root, 'target/browser');
 mkdirSync(shots, { recursive: true });
 
@@ -22,41 +18,9 @@ async function status() {
   return (await fetch(`${base}/api/status`)).json();
 }
 
-async function until(what, check, timeoutMs = 60000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-// Start `wsdr lab` on a free port and wait for its control room address.
-async function startLab(extra = []) {
-  const child = spawn(wsdr, ['lab', '--time-scale', '60', '--listen', '127.0.0.1:0', ...extra], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const found = out.match(/control room: (http:\/\/127\.0\.0\.1:\d+)\//);
-      if (found) resolve(found[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`wsdr lab exited with ${code}: ${out}`)));
-  });
-  return { child, url };
-}
-
 before(async () => {
   ({ child: lab, url: base } = await startLab());
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    ],
-  });
+  browser = await launchBrowser();
 });
 
 after(async () => {

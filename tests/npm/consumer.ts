@@ -1,0 +1,117 @@
+// A TypeScript app adopting the package: every option, event and frame type in use, under
+// `tsc --strict` (scripts/npm-package-check.sh copies this into a scratch project that
+// installed the packed tarball). Lines marked @ts-expect-error must stay errors.
+import {
+  AuctionClient,
+  BidBook,
+  FallbackPolicy,
+  HeartbeatTracker,
+  MAX_HERD_HINT_MS,
+  backoffDelay,
+  decideMove,
+  dominates,
+  higherBid,
+  isInternalError,
+  newBidId,
+  type AuctionClientOptions,
+  type ClientFrame,
+  type ServerFrame,
+  type Settlement,
+} from 'wsdr-client';
+import { reduce, useWsdr, type WsdrHook, type WsdrState } from 'wsdr-client/react';
+
+const options: AuctionClientOptions = {
+  url: 'wss://auction.example.com',
+  regions: [
+    { region: 'us-east-1', url: 'wss://use1.auction.example.com' },
+    { region: 'us-west-2', url: 'wss://usw2.auction.example.com' },
+  ],
+  auctionId: 'lot-1',
+  tokenProvider: async () => 'token',
+  heartbeatIntervalMs: 30000,
+  heartbeatTimeoutMs: 35000,
+  failureThreshold: 2,
+  backoff: { baseMs: 2000, capMs: 20000, herdHint: true },
+  settleWindowMs: 120000,
+  timeScale: 1,
+};
+
+const client = new AuctionClient(options);
+client.addEventListener('status', (e) => {
+  const state: 'connecting' | 'connected' | 'reconnecting' | 'closed' = e.detail.state;
+  void state;
+});
+client.addEventListener('restored', (e) => {
+  const high = e.detail.auction.highBid;
+  const amount: number | undefined = high?.amount;
+  const outage: number | null = e.detail.outageMs;
+  const mine = e.detail.you.bids?.map((b) => b.regions.join('+'));
+  void amount, outage, mine;
+});
+client.addEventListener('update', (e) => {
+  const versions: Record<string, number> = e.detail.versions;
+  void versions;
+});
+client.addEventListener('bidResult', (e) => {
+  if (e.detail.status === 'redirect' || e.detail.doubtful) return;
+  const reason: string | null = e.detail.reason;
+  void reason;
+});
+client.addEventListener('bidSettled', (e) => {
+  const settled: Settlement = e.detail;
+  void settled.stands;
+});
+client.addEventListener('endpoint', (e) => void e.detail.regional);
+client.addEventListener('moveScheduled', (e) => void e.detail.afterMs);
+client.addEventListener('disconnected', (e) => void e.detail.reason.length);
+// @ts-expect-error: the detail of `status` has no `auction`
+client.addEventListener('status', (e) => void e.detail.auction);
+const bidId: string = client.bid(150000);
+void bidId;
+client.start().close();
+
+function handle(frame: ServerFrame): string {
+  switch (frame.type) {
+    case 'pong':
+      return `${frame.region} ${frame.herdWindowMs ?? 0}`;
+    case 'state':
+      return frame.auction.id;
+    case 'bidResult':
+      return frame.status;
+    case 'bidUpdate':
+      return String(frame.version);
+    case 'error':
+      return frame.code;
+    case 'moveTo':
+      return frame.to;
+  }
+}
+void handle;
+
+const frames: ClientFrame[] = [
+  { action: 'heartbeat', auctionId: 'lot-1' },
+  { action: 'getState', auctionId: 'lot-1', bidIds: ['b-1'] },
+  { action: 'bid', auctionId: 'lot-1', amount: 100, bidId: newBidId() },
+];
+// @ts-expect-error: a bid needs its bidId
+const missing: ClientFrame = { action: 'bid', auctionId: 'lot-1', amount: 100 };
+void frames, missing;
+
+const tracker = new HeartbeatTracker({ intervalMs: 30000, timeoutMs: 35000, threshold: 2 });
+const tick = tracker.onTick(30000);
+if (tick.send && tick.nextInMs !== null) void tick.nextInMs;
+const policy = new FallbackPolicy({ regions: options.regions ?? [] });
+const decision: 'stay' | 'adopt-global' | 'return' = policy.onProbe('us-west-2', 'us-east-1');
+const move = decideMove({ to: 'us-west-2', windowMs: 1000 }, { servingRegion: 'us-east-1', globalUrl: options.url });
+if (move.ignored === undefined) void move.afterMs;
+const delay: number = backoffDelay(0, { advertisedHerdMs: MAX_HERD_HINT_MS, throttled: true });
+const book = new BidBook({ settleWindowMs: 1000 });
+void decision, delay, book.stateRequest('lot-1'), dominates({ a: 1 }, null), higherBid(null, null), isInternalError({});
+
+const hook: (o: AuctionClientOptions) => WsdrHook = useWsdr;
+const next: WsdrState = reduce(
+  { connection: 'connecting', region: null, auction: null, you: null, outageMs: null, endpoint: null, bids: {}, lastDisconnect: null },
+  'status',
+  { state: 'connected' },
+);
+void hook, next.bids;

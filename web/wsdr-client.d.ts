@@ -1,0 +1,428 @@
+// Types for wsdr-client.js: the wire frames (docs/PROTOCOL.md), the client's options and
+// events, and the pure policies the Rust client shares (conformance/*.json). Checked by
+// `tsc --strict` against a consumer in a scratch project (scripts/npm-package-check.sh), which
+// also fails if a value is declared here and not exported by the module, or the reverse.
+
+// ---------------------------------------------------------------------------------------------
+// Wire frames, server to client. Every frame carries `type` and the serving `region`. Fields
+// added later come with defaults: treat a missing optional field as empty.
+
+/** For each Region, how many bids it has accepted in this auction (strong mode: `global`). */
+export type Versions = Record<string, number>;
+
+export interface HighBid {
+  /** Integer minor units. */
+  amount: number;
+  bidder: string;
+  bidId: string;
+  /** Milliseconds since the epoch, by the accepting Region's clock. */
+  at: number;
+}
+
+export interface AuctionView {
+  id: string;
+  item?: string;
+  highBid: HighBid | null;
+  bidCount: number;
+  version: number;
+  versions: Versions;
+}
+
+export interface OwnBid {
+  bidId: string;
+  amount: number;
+  at: number;
+  regions: string[];
+}
+
+export type SettledAnswer =
+  | { bidId: string; stands: true; amount: number; regions: string[] }
+  | { bidId: string; stands: false };
+
+export interface You {
+  userId: string;
+  lastBid: { amount: number; bidId: string; at: number } | null;
+  bids?: OwnBid[];
+  settled?: SettledAnswer[];
+}
+
+export interface PongFrame {
+  type: 'pong';
+  region: string;
+  ts: number;
+  herdWindowMs?: number;
+  auctionId?: string;
+  versions?: Versions;
+}
+
+export interface StateFrame {
+  type: 'state';
+  region: string;
+  auction: AuctionView;
+  you: You;
+  herdWindowMs?: number;
+}
+
+export type BidStatus = 'accepted' | 'duplicate' | 'rejected' | 'unknown' | 'redirect';
+
+export type BidReason =
+  | 'unknown_auction'
+  | 'auction_closed'
+  | 'below_starting_price'
+  | 'too_low'
+  | 'bid_id_reused'
+  | 'forbidden'
+  | 'unavailable'
+  | 'no_quorum';
+
+export interface BidResultFrame {
+  type: 'bidResult';
+  region: string;
+  bidId: string;
+  status: BidStatus;
+  /** Open to values added later; see docs/PROTOCOL.md. */
+  reason: BidReason | (string & {}) | null;
+}
+
+export interface BidUpdateFrame {
+  type: 'bidUpdate';
+  region: string;
+  auctionId: string;
+  highBid: HighBid | null;
+  bidCount: number;
+  version: number;
+  versions: Versions;
+}
+
+export type ErrorCode =
+  | 'bad_json'
+  | 'unknown_action'
+  | 'invalid_field'
+  | 'too_large'
+  | 'unauthorized'
+  | 'no_quorum'
+  | 'internal';
+
+export interface ErrorFrame {
+  type: 'error';
+  region: string;
+  code: ErrorCode | (string & {});
+  message: string;
+}
+
+export interface MoveToFrame {
+  type: 'moveTo';
+  region: string;
+  to: string;
+  endpoint?: string;
+  windowMs?: number;
+  afterMs?: number;
+  reason?: string;
+}
+
+/** API Gateway's own answer when the integration fails: a failed heartbeat, never life. */
+export interface GatewayErrorFrame {
+  message: 'Internal server error';
+  connectionId?: string;
+  requestId?: string;
+}
+
+export type ServerFrame =
+  | PongFrame
+  | StateFrame
+  | BidResultFrame
+  | BidUpdateFrame
+  | ErrorFrame
+  | MoveToFrame;
+
+// Client to server.
+
+export type ClientFrame =
+  | { action: 'heartbeat'; auctionId?: string }
+  | { action: 'getState'; auctionId: string; bidIds?: string[] }
+  | { action: 'bid'; auctionId: string; amount: number; bidId: string };
+
+// ---------------------------------------------------------------------------------------------
+// Pure policies (the same rules as crates/client, proved by conformance/*.json).
+
+/** The longest advertised herd window a client honours, ms. */
+export declare const MAX_HERD_HINT_MS: number;
+/** The longest delay + window a moveTo may ask for, ms. */
+export declare const MAX_MOVE_WINDOW_MS: number;
+/** Most bidIds one getState may name. */
+export declare const SETTLE_BIDS_MAX: number;
+
+export interface BackoffOptions {
+  /** First window, ms (default 2000). */
+  baseMs?: number;
+  /** Largest window, ms (default 20000). */
+  capMs?: number;
+  /** Least delay, ms (default 0). */
+  floorMs?: number;
+  /** The herd window a 429 widens to, ms. */
+  herdWindowMs?: number;
+  /** The server's herd hint, ms (the first retry draws from at least this window). */
+  advertisedHerdMs?: number | null;
+  /** Honour the server's herd hint (default true). */
+  herdHint?: boolean;
+  /** Cap on the honoured herd hint, ms (default MAX_HERD_HINT_MS). */
+  maxHerdHintMs?: number;
+  /** The handshake was refused for load (429). */
+  throttled?: boolean;
+  /** false: return the window's ceiling instead of a draw. */
+  jitter?: boolean;
+}
+
+/** Full-jitter backoff: a delay in ms for retry number `attempt` (0 = the first retry). */
+export declare function backoffDelay(
+  attempt: number,
+  options?: BackoffOptions,
+  random?: () => number,
+): number;
+
+export interface HeartbeatOptions {
+  intervalMs?: number;
+  timeoutMs?: number;
+  /** Failed rounds in a row that break the session (default 2). */
+  threshold?: number;
+}
+
+/** After an error frame: whether the session is broken, and when the next (confirmation)
+ * heartbeat is due, ms from now (null: keep the schedule). */
+export interface ErrorFrameVerdict {
+  broken: boolean;
+  nextInMs: number | null;
+}
+
+/** At a heartbeat tick: broken (and why), or send a heartbeat now and tick again in
+ * `nextInMs`. */
+export interface TickVerdict {
+  broken: boolean;
+  reason: 'silent' | 'heartbeat failures' | null;
+  send: boolean;
+  nextInMs: number | null;
+}
+
+/** The heartbeat rule as a state machine, free of timers and sockets. */
+export declare class HeartbeatTracker {
+  constructor(options?: HeartbeatOptions);
+  readonly intervalMs: number;
+  readonly timeoutMs: number;
+  readonly threshold: number;
+  readonly confirmMs: number;
+  failures: number;
+  onPong(): void;
+  onErrorFrame(): ErrorFrameVerdict;
+  /** A heartbeat tick after `silentMs` (monotonic) and `wallSilentMs` (wall clock) of silence. */
+  onTick(silentMs: number, wallSilentMs?: number): TickVerdict;
+}
+
+export interface RegionEndpoint {
+  region: string;
+  url: string;
+}
+
+export type ProbeDecision = 'stay' | 'adopt-global' | 'return';
+
+/** Client-assisted failover: which endpoint the next connect uses. */
+export declare class FallbackPolicy {
+  constructor(options?: {
+    regions?: RegionEndpoint[];
+    afterFailures?: number;
+    recheckMs?: number;
+    returnAfter?: number;
+  });
+  readonly regions: RegionEndpoint[];
+  readonly afterFailures: number;
+  readonly recheckMs: number;
+  /** null: the global name; else an index into `regions`. */
+  target: number | null;
+  fallbacks: number;
+  readonly onFallback: boolean;
+  url(globalUrl: string): string;
+  onRestored(region: string): void;
+  /** A failed connect or session; true when the endpoint changed. */
+  onFailure(): boolean;
+  probesNeeded(): number;
+  onProbe(healthyRegion: string | null, currentRegion: string | null): ProbeDecision;
+  useGlobal(): void;
+  redirectFrom(region: string): boolean;
+  moveTo(target: number | null): void;
+}
+
+export type MoveDecision =
+  | { to: string; target: number | null; afterMs: number; ignored?: undefined }
+  | { ignored: string };
+
+/** Decide on a moveTo frame: follow it only to a destination already known. */
+export declare function decideMove(
+  frame: Partial<MoveToFrame>,
+  context: {
+    servingRegion: string | null;
+    globalUrl: string;
+    regions?: RegionEndpoint[];
+    maxWindowMs?: number;
+  },
+  random?: () => number,
+): MoveDecision;
+
+/** A 32-hex-digit bid id. */
+export declare function newBidId(random?: () => number): string;
+/** API Gateway's internal-error frame, or ours (`error` with code `internal`). */
+export declare function isInternalError(frame: unknown): boolean;
+/** Whether version vector `a` has seen everything `b` has. */
+export declare function dominates(a: Versions | null | undefined, b: Versions | null | undefined): boolean;
+/** Whether high bid `a` outranks `b` by the server's order. */
+export declare function outranks(a: HighBid, b: HighBid): boolean;
+/** The higher of two optional high bids. */
+export declare function higherBid(a: HighBid | null | undefined, b: HighBid | null | undefined): HighBid | null;
+
+export interface Settlement {
+  bidId: string;
+  /** Whether the bid stands: the final word on a doubtful bid. */
+  stands: boolean;
+  region: string | null;
+}
+
+/** The client's book of its own bids: replay, doubt, settlement, the merged view. */
+export declare class BidBook {
+  constructor(options?: { settleWindowMs?: number });
+  readonly settleWindowMs: number;
+  versions: Versions | null;
+  high: HighBid | null;
+  userId: string | null;
+  readonly unconfirmed: Map<string, { frame: string; amount: number; sends: number }>;
+  readonly doubtful: Map<string, { frame: string; amount: number; since: number; unknown: boolean }>;
+  stateRequest(auctionId: string): string;
+  behind(versions: Versions | null | undefined): boolean;
+  add(bidId: string, frame: string, amount: number, sentNow: boolean): void;
+  replay(): string[];
+  onResult(frame: BidResultFrame, now: number): { amount: number | null; doubtful: boolean };
+  onState(frame: StateFrame): { settled: Settlement[]; resend: string[] };
+  onUpdate(frame: BidUpdateFrame): { stale: boolean; settled: Settlement[]; view: UpdateView | null };
+  expire(now: number): Settlement[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reconnecting client.
+
+/** A fresh token for every connect. Throw (or reject) when none can be had: the client
+ * counts it as a failed attempt and backs off. */
+export type TokenProvider = () => string | Promise<string>;
+
+export interface WebSocketLike {
+  readonly readyState?: number;
+  send(data: string): void;
+  close(code?: number): void;
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: string }) => void) | null;
+  onclose: ((event: { code: number }) => void) | null;
+  onerror: ((event: unknown) => void) | null;
+}
+
+export type WebSocketConstructor = new (url: string) => WebSocketLike;
+
+export interface AuctionClientOptions {
+  /** The global name, `wss://auction.example.com` (or one Region's URL). */
+  url: string;
+  tokenProvider: TokenProvider;
+  auctionId: string;
+  /** Each Region's own endpoint: enables client-assisted failover. */
+  regions?: RegionEndpoint[];
+  heartbeatIntervalMs?: number;
+  heartbeatTimeoutMs?: number;
+  /** Failed heartbeat rounds in a row that break the session (default 2). */
+  failureThreshold?: number;
+  backoff?: BackoffOptions;
+  /** How long a doubtful bid may wait for its settlement, ms (default 120000). */
+  settleWindowMs?: number;
+  /** Divides every duration (the lab's time scale). */
+  timeScale?: number;
+  /** The WebSocket implementation (default the global one). */
+  WebSocket?: WebSocketConstructor;
+}
+
+export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'closed';
+
+export interface StatusDetail {
+  state: ConnectionState;
+  attempt: number;
+  url?: string;
+  region?: string;
+  delayMs?: number;
+  reason?: string;
+}
+
+export interface RestoredDetail {
+  region: string;
+  auction: AuctionView;
+  you: You;
+  /** How long the user was without a session, ms; null on the first connect. */
+  outageMs: number | null;
+}
+
+export interface UpdateView extends BidUpdateFrame {}
+
+export interface BidResultDetail extends BidResultFrame {
+  amount: number | null;
+  /** true: neither accepted nor rejected for sure yet; a `bidSettled` follows. */
+  doubtful: boolean;
+}
+
+export interface EndpointDetail {
+  url: string;
+  regional: boolean;
+  reason: string;
+}
+
+export interface MoveScheduledDetail {
+  to: string;
+  afterMs: number;
+  reason: string;
+}
+
+export interface AuctionClientEventMap {
+  status: CustomEvent<StatusDetail>;
+  restored: CustomEvent<RestoredDetail>;
+  update: CustomEvent<UpdateView>;
+  bidResult: CustomEvent<BidResultDetail>;
+  bidSettled: CustomEvent<Settlement>;
+  endpoint: CustomEvent<EndpointDetail>;
+  moveScheduled: CustomEvent<MoveScheduledDetail>;
+  disconnected: CustomEvent<{ reason: string }>;
+}
+
+/** The reconnecting auction client (docs/CLIENT.md). */
+export declare class AuctionClient extends EventTarget {
+  constructor(options: AuctionClientOptions);
+  readonly auctionId: string;
+  readonly globalUrl: string;
+  readonly book: BidBook;
+  readonly policy: FallbackPolicy | null;
+  /** Connect; returns the client. */
+  start(): this;
+  /** Close for good. */
+  close(): void;
+  /** Send a bid (a positive integer of minor units); returns its bidId. Throws on a bad amount. */
+  bid(amount: number): string;
+  addEventListener<K extends keyof AuctionClientEventMap>(
+    type: K,
+    listener: (event: AuctionClientEventMap[K]) => void,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  addEventListener(
+    type: string,
+    listener: EventListenerOrEventListenerObject | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  removeEventListener<K extends keyof AuctionClientEventMap>(
+    type: K,
+    listener: (event: AuctionClientEventMap[K]) => void,
+    options?: boolean | EventListenerOptions,
+  ): void;
+  removeEventListener(
+    type: string,
+    listener: EventListenerOrEventListenerObject | null,
+    options?: boolean | EventListenerOptions,
+  ): void;
+}
