@@ -19,9 +19,11 @@ unit:
 	scripts/with-dynamodb-local.sh $(CARGO) test --workspace --all-targets
 
 ## package-check: the client crate and what it depends on package for crates.io and build from
-## those packages alone (cargo's own verification, against a local registry of the three)
+## those packages alone (cargo's own verification, against a local registry of the three);
+## the client's rustdoc examples run
 package-check:
 	$(CARGO) package --quiet --allow-dirty -p wsdr-protocol -p wsdr-net -p wsdr-client
+	$(CARGO) test --quiet --doc -p wsdr-client
 
 ## npm-package-check: the browser client as an npm package: npm pack, install into a scratch
 ## project, import both entries, exports = declarations, a consumer type-checked by tsc --strict

@@ -400,7 +400,7 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
     )?;
     writeln!(
         md,
-        "Every figure below was measured in that one run; rerun the command to refresh them.\n"
+        "Sections 1 to 5 were measured in that one run; rerun the command to refresh them. The sections after them were each measured on their own, with the command they name, and a rerun keeps them.\n"
     )?;
 
     // The Lambda cold starts are measured first, while the machine is quiet: `make bench`

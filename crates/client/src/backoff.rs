@@ -8,7 +8,23 @@
 use rand::Rng;
 use std::time::Duration;
 
-/// Backoff settings.
+/// Backoff settings: exponential windows with full jitter, widened by the server's herd hint.
+///
+/// ```
+/// use rand::{rngs::SmallRng, SeedableRng};
+/// use std::time::Duration;
+/// use wsdr_client::Backoff;
+///
+/// let backoff = Backoff::default();
+/// let mut rng = SmallRng::seed_from_u64(7);
+/// // Retry 0 draws from [0, 2 s], retry 3 from [0, 16 s], and never past the 20 s cap.
+/// assert!(backoff.delay(0, &mut rng) <= Duration::from_secs(2));
+/// assert_eq!(backoff.window(3, false, None), (Duration::ZERO, Duration::from_secs(16)));
+/// assert_eq!(backoff.window(9, false, None).1, Duration::from_secs(20));
+/// // A Region that advertised a 60 s herd window: the first retry spreads over all of it.
+/// let herd = Some(Duration::from_secs(60));
+/// assert_eq!(backoff.window(0, false, herd).1, Duration::from_secs(60));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
     /// Ceiling of the first retry's window (default 2 s).

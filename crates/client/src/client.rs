@@ -60,6 +60,7 @@ pub enum TokenError {
 /// Supplies a token for every (re)connect. `refresh` is true after the server refused the
 /// previous token (401/403): return a *new* one, or the client gives up rather than loop.
 pub trait TokenProvider: Send + Sync {
+    /// A token for the next connect; `refresh`: the last one was refused, a new one is due.
     fn token(&self, refresh: bool) -> BoxFuture<'_, Result<String, TokenError>>;
 }
 
@@ -77,6 +78,7 @@ impl TokenProvider for StaticToken {
 /// most systems stops while a laptop sleeps; the wall clock does not, and is how a client
 /// waking up notices that its socket has been silent for far longer than it thought.
 pub trait WallClock: Send + Sync {
+    /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> u64;
 }
 
@@ -98,7 +100,12 @@ impl WallClock for SystemWallClock {
 pub enum OfflineBids {
     /// Keep up to `max` bids; send them after the next resync unless older than `max_age`
     /// (a stale bid is dropped with [`Event::BidExpired`], never sent late).
-    Queue { max: usize, max_age: Duration },
+    Queue {
+        /// Most bids kept while offline; one more is refused with [`ClientError::QueueFull`].
+        max: usize,
+        /// Oldest a queued bid may be when it is finally sent.
+        max_age: Duration,
+    },
     /// Refuse at once with [`ClientError::NotConnected`].
     Reject,
 }
@@ -121,7 +128,10 @@ pub enum DisconnectReason {
     /// Nothing at all was received for the heartbeat timeout.
     Silent,
     /// The server closed the socket (code, if it sent a close frame).
-    Closed { code: Option<u16> },
+    Closed {
+        /// The close frame's code (1000 and 1001 are clean: not a failure).
+        code: Option<u16>,
+    },
     /// The connection could not be opened.
     ConnectFailed(ConnectError),
     /// The socket failed.
@@ -132,11 +142,17 @@ pub enum DisconnectReason {
     /// client leaves its fallback Region for it (docs/CLIENT.md).
     Returning,
     /// The server asked the client to move to another Region (`moveTo`), and it did.
-    Moved { to: String },
+    Moved {
+        /// The Region moved to.
+        to: String,
+    },
     /// Strong mode: the Region could not reach its table's quorum (a `redirect` bid answer
     /// or a `no_quorum` error): the client goes to another Region and resends its
     /// unanswered bids there (same bidIds).
-    Redirected { from: String },
+    Redirected {
+        /// The Region that could not reach its quorum.
+        from: String,
+    },
 }
 
 impl From<Broken> for DisconnectReason {
@@ -175,35 +191,54 @@ impl DisconnectReason {
 /// What the client tells the application.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
+    /// A connect is starting (before the token is asked for).
     Connecting {
+        /// Failed attempts since the last stable session (0 on the first).
         attempt: u32,
     },
     /// The first frame of a session named the serving Region.
     Connected {
+        /// The Region serving this session.
         region: String,
     },
     /// The answer to the `getState` sent after a (re)connect. `outage` is the time since the
     /// connection was lost (None on the first connect).
     StateRestored {
+        /// The Region that answered.
         region: String,
+        /// The auction as that Region sees it: replace the view with it.
         auction: AuctionView,
+        /// The user's own bids there, and the settlement of those the request named.
         you: YouView,
+        /// How long the user was without a session.
         outage: Option<Duration>,
     },
     /// A pushed update of a subscribed auction. Pushes older than the view the client
     /// already has (its `versions` dominated by the last view's) are not reported.
     StateUpdated {
+        /// The Region that pushed it.
         region: String,
+        /// The auction it is about.
         auction_id: AuctionId,
+        /// The high bid of the merged view.
         high_bid: Option<HighBidView>,
+        /// Bids in the merged view (the sum of `versions`).
         bid_count: u64,
+        /// The same sum (kept for older readers).
         version: u64,
+        /// The merged version vector: each Region's count, only ever growing.
         versions: Versions,
     },
+    /// The server's answer to one of this client's bids (docs/PROTOCOL.md, `bidResult`).
     BidResult {
+        /// The bid answered.
         bid_id: BidId,
+        /// `accepted` and `duplicate` stand; `rejected` is final for a bid sent once;
+        /// `unknown` is settled later ([`Event::BidSettled`]).
         status: BidStatus,
+        /// Why, for `rejected`, `unknown` and `redirect`.
         reason: Option<String>,
+        /// The Region that answered.
         region: String,
     },
     /// The final word on a bid whose [`Event::BidResult`] could not be: a replay rejected by a
@@ -211,36 +246,53 @@ pub enum Event {
     /// `state` lists it among the user's bids (or it is the high bid); `stands: false` if it
     /// was not seen within [`ClientConfig::settle_window`].
     BidSettled {
+        /// The bid settled.
         bid_id: BidId,
+        /// Whether it stands.
         stands: bool,
+        /// The Region whose answer settled it (none when the settle window ran out).
         region: Option<String>,
     },
     /// A queued offline bid outlived `max_age` and was dropped unsent.
     BidExpired {
+        /// The bid dropped.
         bid_id: BidId,
     },
+    /// A session ended (or a connect failed).
     Disconnected {
+        /// Why.
         reason: DisconnectReason,
     },
+    /// The next connect is due after `delay` (full-jitter backoff, docs/CLIENT.md).
     Reconnecting {
+        /// The attempt about to be made.
         attempt: u32,
+        /// How long the client waits first.
         delay: Duration,
     },
+    /// The client stopped for good: `max_attempts` ran out, or no token will come.
     GaveUp {
+        /// Why.
         reason: String,
     },
     /// The server asked this client to move (`moveTo`) and it will, after `after`: the
     /// session then ends with [`DisconnectReason::Moved`] and the client reconnects at once.
     MoveScheduled {
+        /// The Region the client will move to.
         to: String,
+        /// When, from now: its slot in the herd.
         after: Duration,
+        /// The server's reason (`failover`, `maintenance`, ...).
         reason: String,
     },
     /// Client-assisted failover or a server-directed move sent the next connect to another
     /// endpoint: a Region's own endpoint, or back to the global name.
     EndpointChanged {
+        /// The URL the next connect uses.
         url: String,
+        /// Whether it is one Region's own endpoint (else the global name).
         regional: bool,
+        /// Why it changed.
         reason: String,
     },
 }
@@ -248,10 +300,13 @@ pub enum Event {
 /// Why a command could not be carried out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClientError {
+    /// Offline, and [`OfflineBids::Reject`] is the policy.
     #[error("not connected, and offline bids are rejected")]
     NotConnected,
+    /// Offline, and [`OfflineBids::Queue`]'s `max` bids are already waiting.
     #[error("the offline bid queue is full")]
     QueueFull,
+    /// The client was closed or gave up.
     #[error("the client has stopped")]
     Stopped,
 }
@@ -259,19 +314,34 @@ pub enum ClientError {
 /// Every setting of a client. Defaults follow the reference design (docs/CLIENT.md).
 #[derive(Clone)]
 pub struct ClientConfig {
+    /// The global name (`wss://auction.example.com`), or one Region's URL.
     pub url: String,
+    /// Asked for a token at every (re)connect.
     pub token_provider: Arc<dyn TokenProvider>,
+    /// Where the token travels: query string (default) or subprotocol.
     pub placement: TokenPlacement,
+    /// How often a heartbeat goes out (default 30 s).
     pub heartbeat_interval: Duration,
+    /// Silence after which the socket is presumed dead (default 35 s).
     pub heartbeat_timeout: Duration,
+    /// Failed heartbeat rounds in a row that break the session (default 2).
     pub failure_threshold: u32,
+    /// The reconnect backoff (full jitter, base 2 s, cap 20 s, herd hint honoured).
     pub backoff: Backoff,
+    /// Reconnects before giving up ([`Event::GaveUp`]); `None`: never give up.
     pub max_attempts: Option<u32>,
+    /// A session this long resets the attempt count (and so the backoff window).
     pub stable_after: Duration,
+    /// How long a connect (TCP, TLS, upgrade) may take.
     pub connect_timeout: Duration,
+    /// The auctions whose state is fetched after every (re)connect and whose versions the
+    /// heartbeats carry.
     pub auctions: Vec<AuctionId>,
+    /// What happens to bids made while offline.
     pub offline_bids: OfflineBids,
+    /// Seed of the client's random draws (backoff, bid ids, moves); `None`: from the OS.
     pub seed: Option<u64>,
+    /// The wall clock, beside the monotonic one (a machine that slept).
     pub wall_clock: Arc<dyn WallClock>,
     /// Chooses the URL at every connect (default: always `url`). Lets a test or a benchmark
     /// stand in for DNS, and lets an app rotate endpoints.
@@ -305,6 +375,7 @@ pub struct ClientBuilder {
 }
 
 impl ClientBuilder {
+    /// A client of `url` with the reference design's defaults (docs/CLIENT.md).
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             config: ClientConfig {
@@ -330,61 +401,75 @@ impl ClientBuilder {
         }
     }
 
+    /// The token source, asked at every (re)connect (default: no token).
     pub fn token_provider(mut self, provider: Arc<dyn TokenProvider>) -> Self {
         self.config.token_provider = provider;
         self
     }
+    /// Where the token travels (default: the query string, as API Gateway's authorizer reads it).
     pub fn token_placement(mut self, placement: TokenPlacement) -> Self {
         self.config.placement = placement;
         self
     }
+    /// Heartbeat every `interval`; a socket silent for `timeout` is dead.
     pub fn heartbeat(mut self, interval: Duration, timeout: Duration) -> Self {
         self.config.heartbeat_interval = interval.max(Duration::from_millis(1));
         self.config.heartbeat_timeout = timeout;
         self
     }
+    /// Failed heartbeat rounds in a row that break the session (default 2).
     pub fn failure_threshold(mut self, threshold: u32) -> Self {
         self.config.failure_threshold = threshold.max(1);
         self
     }
+    /// The reconnect backoff.
     pub fn backoff(mut self, backoff: Backoff) -> Self {
         self.config.backoff = backoff;
         self
     }
+    /// Give up after `max` failed reconnects (default: never).
     pub fn max_attempts(mut self, max: Option<u32>) -> Self {
         self.config.max_attempts = max;
         self
     }
+    /// A session this long resets the backoff (default 30 s).
     pub fn stable_after(mut self, after: Duration) -> Self {
         self.config.stable_after = after;
         self
     }
+    /// How long one connect may take (default 10 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.config.connect_timeout = timeout;
         self
     }
+    /// Watch `auction`: its state after every (re)connect, its versions in the heartbeats.
     pub fn subscribe(mut self, auction: AuctionId) -> Self {
         self.config.auctions.push(auction);
         self
     }
+    /// How long a doubtful bid waits for its settlement (default 120 s).
     pub fn settle_window(mut self, window: Duration) -> Self {
         self.config.settle_window = window;
         self
     }
 
+    /// Queue or refuse bids made while offline (default: queue 16 for 30 s).
     pub fn offline_bids(mut self, policy: OfflineBids) -> Self {
         self.config.offline_bids = policy;
         self
     }
+    /// Seed the client's random draws: the same seed, the same backoff, ids and moves.
     pub fn seed(mut self, seed: u64) -> Self {
         self.config.seed = Some(seed);
         self
     }
+    /// The wall clock (tests, simulations).
     pub fn wall_clock(mut self, clock: Arc<dyn WallClock>) -> Self {
         self.config.wall_clock = clock;
         self
     }
 
+    /// Choose the URL at every connect (stands in for DNS in tests and benchmarks).
     pub fn url_provider(mut self, provider: Arc<dyn Fn() -> String + Send + Sync>) -> Self {
         self.config.url_provider = Some(provider);
         self
@@ -403,12 +488,20 @@ impl ClientBuilder {
         self
     }
 
+    /// The configuration so far.
     pub fn config(&self) -> &ClientConfig {
         &self.config
     }
 
     /// Start the client's task. Read the returned events: they are not dropped.
     pub fn start(self) -> (Client, mpsc::UnboundedReceiver<Event>) {
+        let (runner, client, events) = self.parts();
+        tokio::spawn(runner.run());
+        (client, events)
+    }
+
+    /// The state machine, the application's handle and its events, before anything runs.
+    fn parts(self) -> (Runner, Client, mpsc::UnboundedReceiver<Event>) {
         let (command_tx, command_rx) = mpsc::unbounded_channel();
         let (event_tx, event_rx) = mpsc::unbounded_channel();
         // Two streams from one seed: the runner's (jitter, moves) and the handle's (bid ids),
@@ -440,8 +533,8 @@ impl ClientBuilder {
             outage_since: None,
             refused_token: None,
         };
-        tokio::spawn(runner.run());
         (
+            runner,
             Client {
                 commands: command_tx,
                 ids: Arc::new(std::sync::Mutex::new(ids)),
@@ -520,16 +613,25 @@ struct PendingBid {
     bid_id: BidId,
     auction_id: AuctionId,
     amount: Amount,
-    frame: String,
     /// Sessions this bid was sent in: more than one means a replay.
     sends: u32,
+}
+
+impl PendingBid {
+    /// The bid's frame: the same bidId every time it is sent.
+    fn message(&self) -> ClientMessage {
+        ClientMessage::Bid {
+            auction_id: self.auction_id.clone(),
+            amount: self.amount,
+            bid_id: self.bid_id.clone(),
+        }
+    }
 }
 
 struct QueuedBid {
     bid_id: BidId,
     auction_id: AuctionId,
     amount: Amount,
-    frame: String,
     queued_at: Instant,
 }
 
@@ -560,7 +662,7 @@ struct Runner {
     /// The user as the server names them (from the first `state`).
     user_id: Option<String>,
     /// Frames to send as soon as the session loop can (resends of `unknown` bids).
-    resend: Vec<String>,
+    resend: Vec<ClientMessage>,
     /// Set when the serving Region said it cannot reach its quorum: the session ends and
     /// the client goes elsewhere.
     redirected_from: Option<String>,
@@ -581,6 +683,114 @@ enum Flow {
     Stop,
 }
 
+/// What follows the end of a session.
+#[derive(Debug, PartialEq)]
+enum Next {
+    /// The client stops (closed by the application, or it gave up).
+    Stop,
+    /// Connect again at once (a planned move, a redirect, a return to the global name).
+    Now,
+    /// Connect again after this backoff delay.
+    After(Duration),
+}
+
+/// What the session's decisions ask of the I/O loop, in order.
+#[derive(Debug, PartialEq)]
+enum Step {
+    /// Send this frame.
+    Send(ClientMessage),
+    /// The next heartbeat is due after this long (replaces the running timer).
+    HeartbeatIn(Duration),
+    /// Follow the server-directed move after this long.
+    MoveIn(Duration),
+    /// End the session for this reason.
+    End(DisconnectReason),
+}
+
+/// One connected session's own state (the heartbeat rule, when it last heard anything, the
+/// Region serving it): created at each connect, dropped with the socket.
+struct Session {
+    heartbeat: Heartbeat,
+    connected_at: Instant,
+    last_rx: Instant,
+    last_rx_wall: u64,
+    /// A session this long resets the backoff; said once.
+    stable: bool,
+    /// Named by the session's first frame.
+    region: Option<String>,
+}
+
+impl Session {
+    fn new(config: &ClientConfig) -> Self {
+        Self {
+            heartbeat: Heartbeat::new(
+                config.heartbeat_interval,
+                config.heartbeat_timeout,
+                config.failure_threshold,
+            ),
+            connected_at: Instant::now(),
+            last_rx: Instant::now(),
+            last_rx_wall: config.wall_clock.now_ms(),
+            stable: false,
+            region: None,
+        }
+    }
+
+    /// Something arrived (any frame, even one that is not text).
+    fn heard(&mut self, wall_ms: u64) {
+        self.last_rx = Instant::now();
+        self.last_rx_wall = wall_ms;
+    }
+}
+
+/// The session's two timers, as the I/O loop holds them.
+struct Timers<'a> {
+    heartbeat: std::pin::Pin<&'a mut tokio::time::Sleep>,
+    moving: std::pin::Pin<&'a mut tokio::time::Sleep>,
+}
+
+/// Carry out `steps` in order on the socket and the timers; the first failed send or `End`
+/// ends the session (the one place a failed send is handled).
+async fn execute(
+    ws: &mut WsStream,
+    steps: Vec<Step>,
+    timers: &mut Timers<'_>,
+) -> Option<DisconnectReason> {
+    for step in steps {
+        match step {
+            Step::Send(message) => {
+                if ws.send(Message::text(message.to_json())).await.is_err() {
+                    return Some(DisconnectReason::Error("send failed".into()));
+                }
+            }
+            Step::HeartbeatIn(after) => timers.heartbeat.as_mut().reset(Instant::now() + after),
+            Step::MoveIn(after) => timers.moving.as_mut().reset(Instant::now() + after),
+            Step::End(reason) => return Some(reason),
+        }
+    }
+    None
+}
+
+/// End the socket for `reason`: a close frame (a normal one when the app closed the client,
+/// "going away" otherwise), then drop both halves, whatever the peer does with its side of
+/// the close handshake.
+async fn close(mut ws: WsStream, reason: DisconnectReason) -> DisconnectReason {
+    let (frame, wait) = if reason == DisconnectReason::ClientClosed {
+        (None, Duration::from_millis(500))
+    } else {
+        (
+            Some(tokio_tungstenite::tungstenite::protocol::CloseFrame {
+                code: CloseCode::Away,
+                reason: "".into(),
+            }),
+            Duration::from_millis(100),
+        )
+    };
+    let _ = tokio::time::timeout(wait, ws.send(Message::Close(frame))).await;
+    drop(ws);
+    reason
+}
+
 impl Runner {
     fn emit(&self, event: Event) {
         let _ = self.events.send(event);
@@ -596,107 +806,120 @@ impl Runner {
                 Ok(None) => return,
                 Err(reason) => reason,
             };
-            if reason == DisconnectReason::ClientClosed {
-                self.emit(Event::Disconnected { reason });
-                return;
-            }
-            self.outage_since.get_or_insert_with(Instant::now);
-            let throttled = matches!(
-                reason,
-                DisconnectReason::ConnectFailed(ConnectError::Refused { status: 429 })
-            );
-            let going_away = matches!(
-                reason,
-                DisconnectReason::Closed {
-                    code: Some(1000 | 1001)
-                } | DisconnectReason::Returning
-            );
-            let moved = match &mut self.policy {
-                Some(policy) if reason.counts_as_failure() => policy.on_failure(),
-                _ => None,
-            };
-            let returning = reason == DisconnectReason::Returning;
-            let moved_by_server = matches!(reason, DisconnectReason::Moved { .. });
-            let redirected = match &reason {
-                DisconnectReason::Redirected { from } => Some(from.clone()),
-                _ => None,
-            };
-            self.emit(Event::Disconnected { reason });
-            if let Some(from) = redirected {
-                // Another Region's own endpoint at once, if the app gave the client any;
-                // otherwise the global name, after the usual backoff (the failover decision
-                // moves it: the canary's quorum probe fails in such a Region).
-                let global = self.global_url();
-                if let Some(policy) = self.policy.as_mut() {
-                    if policy.redirect_from(&from).is_some() {
-                        let url = policy.url(&global);
-                        self.emit(Event::EndpointChanged {
-                            url,
-                            regional: true,
-                            reason: format!("{from} cannot reach its table's quorum"),
-                        });
-                        self.attempt = 0;
-                        continue;
+            match self.on_disconnect(reason) {
+                Next::Stop => return,
+                Next::Now => continue,
+                Next::After(delay) => {
+                    if let Flow::Stop = self.idle(delay).await {
+                        return;
                     }
                 }
             }
-            if moved_by_server {
-                if let Some(order) = self.moving.take() {
-                    self.follow(order);
-                }
-                // The server spread the moves over its window: reconnect at once.
-                self.attempt = 0;
-                continue;
-            }
-            if let (Some(_), Some(policy)) = (moved, &self.policy) {
-                let url = policy.url(&self.global_url());
-                self.emit(Event::EndpointChanged {
-                    regional: policy.on_fallback(),
-                    reason: format!(
-                        "{} consecutive failures",
-                        policy.config().after_failures.max(1)
-                    ),
-                    url,
-                });
-                // Backoff is per endpoint: it spares the one that kept failing. The new one
-                // has not failed yet, so its first connect draws from the first window (still
-                // jittered, and spread over the advertised herd window).
-                self.attempt = 0;
-            }
-            if returning {
-                // Moving back is planned, not a failure: reconnect at once.
-                self.attempt = 0;
-                continue;
-            }
-            if going_away {
-                // API Gateway's 2-hour limit or a clean shutdown: nothing is wrong, so use the
-                // smallest window (still jittered: a whole fleet is cut at the same time).
-                self.attempt = 0;
-            }
-            // An unplanned loss may be the whole Region's: spread the first retry over the
-            // herd window the server advertised (crate::backoff).
-            let herd_hint = if going_away { None } else { self.herd_hint };
-            if let Some(max) = self.config.max_attempts {
-                if self.attempt >= max {
-                    self.emit(Event::GaveUp {
-                        reason: format!("{max} reconnect attempts failed"),
+        }
+    }
+
+    /// A session ended (or a connect failed) for `reason`: decide, without I/O, what comes
+    /// next: stop, connect again at once, or after a backoff delay. Counts the failure against
+    /// the endpoint, follows a redirect or a server-directed move, and emits the events.
+    fn on_disconnect(&mut self, reason: DisconnectReason) -> Next {
+        if reason == DisconnectReason::ClientClosed {
+            self.emit(Event::Disconnected { reason });
+            return Next::Stop;
+        }
+        self.outage_since.get_or_insert_with(Instant::now);
+        let throttled = matches!(
+            reason,
+            DisconnectReason::ConnectFailed(ConnectError::Refused { status: 429 })
+        );
+        let going_away = matches!(
+            reason,
+            DisconnectReason::Closed {
+                code: Some(1000 | 1001)
+            } | DisconnectReason::Returning
+        );
+        let moved = match &mut self.policy {
+            Some(policy) if reason.counts_as_failure() => policy.on_failure(),
+            _ => None,
+        };
+        let returning = reason == DisconnectReason::Returning;
+        let moved_by_server = matches!(reason, DisconnectReason::Moved { .. });
+        let redirected = match &reason {
+            DisconnectReason::Redirected { from } => Some(from.clone()),
+            _ => None,
+        };
+        self.emit(Event::Disconnected { reason });
+        if let Some(from) = redirected {
+            // Another Region's own endpoint at once, if the app gave the client any;
+            // otherwise the global name, after the usual backoff (the failover decision
+            // moves it: the canary's quorum probe fails in such a Region).
+            let global = self.global_url();
+            if let Some(policy) = self.policy.as_mut() {
+                if policy.redirect_from(&from).is_some() {
+                    let url = policy.url(&global);
+                    self.emit(Event::EndpointChanged {
+                        url,
+                        regional: true,
+                        reason: format!("{from} cannot reach its table's quorum"),
                     });
-                    return;
+                    self.attempt = 0;
+                    return Next::Now;
                 }
-            }
-            let delay =
-                self.config
-                    .backoff
-                    .delay_for(self.attempt, throttled, herd_hint, &mut self.rng);
-            self.attempt = self.attempt.saturating_add(1);
-            self.emit(Event::Reconnecting {
-                attempt: self.attempt,
-                delay,
-            });
-            if let Flow::Stop = self.idle(delay).await {
-                return;
             }
         }
+        if moved_by_server {
+            if let Some(order) = self.moving.take() {
+                self.follow(order);
+            }
+            // The server spread the moves over its window: reconnect at once.
+            self.attempt = 0;
+            return Next::Now;
+        }
+        if let (Some(_), Some(policy)) = (moved, &self.policy) {
+            let url = policy.url(&self.global_url());
+            self.emit(Event::EndpointChanged {
+                regional: policy.on_fallback(),
+                reason: format!(
+                    "{} consecutive failures",
+                    policy.config().after_failures.max(1)
+                ),
+                url,
+            });
+            // Backoff is per endpoint: it spares the one that kept failing. The new one
+            // has not failed yet, so its first connect draws from the first window (still
+            // jittered, and spread over the advertised herd window).
+            self.attempt = 0;
+        }
+        if returning {
+            // Moving back is planned, not a failure: reconnect at once.
+            self.attempt = 0;
+            return Next::Now;
+        }
+        if going_away {
+            // API Gateway's 2-hour limit or a clean shutdown: nothing is wrong, so use the
+            // smallest window (still jittered: a whole fleet is cut at the same time).
+            self.attempt = 0;
+        }
+        // An unplanned loss may be the whole Region's: spread the first retry over the
+        // herd window the server advertised (crate::backoff).
+        let herd_hint = if going_away { None } else { self.herd_hint };
+        if let Some(max) = self.config.max_attempts {
+            if self.attempt >= max {
+                self.emit(Event::GaveUp {
+                    reason: format!("{max} reconnect attempts failed"),
+                });
+                return Next::Stop;
+            }
+        }
+        let delay =
+            self.config
+                .backoff
+                .delay_for(self.attempt, throttled, herd_hint, &mut self.rng);
+        self.attempt = self.attempt.saturating_add(1);
+        self.emit(Event::Reconnecting {
+            attempt: self.attempt,
+            delay,
+        });
+        Next::After(delay)
     }
 
     /// Wait `delay` while serving commands as the offline policy says.
@@ -737,7 +960,6 @@ impl Runner {
                     OfflineBids::Queue { .. } => {
                         self.queued.push_back(QueuedBid {
                             bid_id: bid_id.clone(),
-                            frame: bid_frame(auction_id.clone(), amount, bid_id.clone()),
                             auction_id,
                             amount,
                             queued_at: Instant::now(),
@@ -906,18 +1128,98 @@ impl Runner {
     }
 
     /// One connected session: resync, replay, then heartbeat and serve commands until the
-    /// connection is judged broken.
+    /// connection is judged broken. This loop only pumps I/O: each input (a frame, a timer,
+    /// a probe's result, a command) goes to a method that decides without I/O and returns the
+    /// [`Step`]s to take, which [`execute`] carries out.
     async fn session(&mut self, mut ws: WsStream) -> DisconnectReason {
-        let mut outgoing: Vec<String> = Vec::new();
+        let far = Duration::from_secs(86_400 * 365);
+        let heartbeat_due = tokio::time::sleep(far);
+        tokio::pin!(heartbeat_due);
+        // A server-directed move: armed by a `moveTo` frame.
+        let move_due = tokio::time::sleep(far);
+        tokio::pin!(move_due);
+        let mut timers = Timers {
+            heartbeat: heartbeat_due.as_mut(),
+            moving: move_due.as_mut(),
+        };
+        let opening = self.session_opening();
+        if let Some(reason) = execute(&mut ws, opening, &mut timers).await {
+            return close(ws, reason).await;
+        }
+        // The session's clocks start once the opening frames are out.
+        let mut session = Session::new(&self.config);
+        let first = session.heartbeat.first_due();
+        timers.heartbeat.as_mut().reset(Instant::now() + first);
+        self.moving = None;
+        // Client-assisted failover: while on a Region's own endpoint, probe the global name.
+        let recheck = self
+            .policy
+            .as_ref()
+            .map(|p| p.config().recheck.max(Duration::from_millis(1)))
+            .unwrap_or(Duration::from_secs(3600));
+        let mut recheck_ticker = tokio::time::interval_at(Instant::now() + recheck, recheck);
+        recheck_ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut probe: Option<BoxFuture<'static, ProbeResult>> = None;
+
+        let reason = loop {
+            let steps = tokio::select! {
+                biased;
+                frame = ws.next() => match frame {
+                    None => vec![Step::End(DisconnectReason::Closed { code: None })],
+                    Some(Err(WsError::ConnectionClosed | WsError::AlreadyClosed))
+                    | Some(Err(WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake))) => {
+                        vec![Step::End(DisconnectReason::Closed { code: None })]
+                    }
+                    Some(Err(error)) => vec![Step::End(DisconnectReason::Error(error.to_string()))],
+                    Some(Ok(Message::Close(frame))) => {
+                        vec![Step::End(DisconnectReason::Closed { code: frame.map(|f| u16::from(f.code)) })]
+                    }
+                    Some(Ok(Message::Text(text))) => {
+                        session.heard(self.config.wall_clock.now_ms());
+                        self.on_text(&mut session, &text)
+                    }
+                    Some(Ok(_)) => {
+                        session.heard(self.config.wall_clock.now_ms());
+                        Vec::new()
+                    }
+                },
+                () = &mut timers.heartbeat => self.on_heartbeat_due(&mut session),
+                () = &mut timers.moving, if self.moving.is_some() => {
+                    let to = self.moving.as_ref().map(|m| m.to.clone()).unwrap_or_default();
+                    vec![Step::End(DisconnectReason::Moved { to })]
+                }
+                _ = recheck_ticker.tick(), if probe.is_none()
+                    && self.policy.as_ref().is_some_and(EndpointPolicy::on_fallback) => {
+                    probe = Some(self.probe_global());
+                    Vec::new()
+                }
+                result = async { match probe.as_mut() { Some(p) => p.await, None => std::future::pending().await } } => {
+                    probe = None;
+                    self.on_probe(&session, result)
+                }
+                command = self.commands.recv() => self.on_session_command(command),
+            };
+            if let Some(reason) = execute(&mut ws, steps, &mut timers).await {
+                break reason;
+            }
+        };
+        close(ws, reason).await
+    }
+
+    /// What a new session sends first: a `getState` per watched auction (naming its doubtful
+    /// bids), the unanswered bids again (same bidIds), and the bids queued while offline that
+    /// are still young enough.
+    fn session_opening(&mut self) -> Vec<Step> {
+        let mut outgoing: Vec<Step> = Vec::new();
         for auction_id in &self.config.auctions {
-            outgoing.push(self.state_request(auction_id));
+            outgoing.push(Step::Send(self.state_request(auction_id)));
         }
         if self.config.auctions.is_empty() {
-            outgoing.push(ClientMessage::Heartbeat { auction_id: None }.to_json());
+            outgoing.push(Step::Send(ClientMessage::Heartbeat { auction_id: None }));
         }
         for pending in &mut self.unconfirmed {
             pending.sends += 1;
-            outgoing.push(pending.frame.clone());
+            outgoing.push(Step::Send(pending.message()));
         }
         let max_age = match self.config.offline_bids {
             OfflineBids::Queue { max_age, .. } => max_age,
@@ -930,244 +1232,182 @@ impl Runner {
                 });
                 continue;
             }
-            outgoing.push(queued.frame.clone());
-            self.unconfirmed.push(PendingBid {
+            let pending = PendingBid {
                 bid_id: queued.bid_id,
                 auction_id: queued.auction_id,
                 amount: queued.amount,
-                frame: queued.frame,
                 sends: 1,
-            });
+            };
+            outgoing.push(Step::Send(pending.message()));
+            self.unconfirmed.push(pending);
         }
-        for frame in outgoing {
-            if ws.send(Message::text(frame)).await.is_err() {
-                return DisconnectReason::Error("send failed during resync".into());
-            }
-        }
+        outgoing
+    }
 
-        let config = self.config.clone();
-        let connected_at = Instant::now();
-        let mut last_rx = Instant::now();
-        let mut last_rx_wall = config.wall_clock.now_ms();
-        let mut heartbeat = Heartbeat::new(
-            config.heartbeat_interval,
-            config.heartbeat_timeout,
-            config.failure_threshold,
+    /// A text frame arrived in `session`.
+    fn on_text(&mut self, session: &mut Session, text: &str) -> Vec<Step> {
+        let mut steps = Vec::new();
+        match parse_server_frame(text) {
+            Ok(ServerFrame::GatewayError { message }) => {
+                tracing::debug!(%message, "API Gateway error frame");
+                if let Some(confirm) = session.heartbeat.on_error_frame() {
+                    steps.push(Step::HeartbeatIn(confirm));
+                }
+            }
+            Ok(ServerFrame::Message(message)) => {
+                if session.region.is_none() {
+                    session.region = Some(message.region().to_owned());
+                    self.emit(Event::Connected {
+                        region: message.region().to_owned(),
+                    });
+                }
+                match message {
+                    ServerMessage::Pong {
+                        herd_window_ms,
+                        auction_id,
+                        versions,
+                        ..
+                    } => {
+                        session.heartbeat.on_pong();
+                        // The Region's latest word: absent means it no longer knows its head
+                        // count.
+                        self.herd_hint = herd_window_ms.map(Duration::from_millis);
+                        if let (Some(auction_id), Some(versions)) = (auction_id, versions) {
+                            self.on_pong_versions(&auction_id, &versions);
+                        }
+                    }
+                    ServerMessage::MoveTo {
+                        region,
+                        to,
+                        endpoint,
+                        window_ms,
+                        after_ms,
+                        reason,
+                    } => {
+                        let request = MoveRequest {
+                            serving_region: &region,
+                            to: &to,
+                            endpoint: endpoint.as_deref(),
+                            delay: Duration::from_millis(after_ms),
+                            window: Duration::from_millis(window_ms),
+                        };
+                        if let Some(after) = self.on_move_to(request, reason) {
+                            steps.push(Step::MoveIn(after));
+                        }
+                    }
+                    ServerMessage::Error {
+                        code: ErrorCode::Internal,
+                        ..
+                    } => {
+                        if let Some(confirm) = session.heartbeat.on_error_frame() {
+                            steps.push(Step::HeartbeatIn(confirm));
+                        }
+                    }
+                    ServerMessage::Error {
+                        code: ErrorCode::NoQuorum,
+                        region,
+                        ..
+                    } => {
+                        self.redirected_from = Some(region);
+                    }
+                    other => self.on_message(other),
+                }
+                if let Some(from) = self.redirected_from.take() {
+                    steps.push(Step::End(DisconnectReason::Redirected { from }));
+                    return steps;
+                }
+                steps.extend(std::mem::take(&mut self.resend).into_iter().map(Step::Send));
+            }
+            Err(error) => tracing::debug!(%error, "unreadable frame ignored"),
+        }
+        if let Some(broken) = session.heartbeat.broken() {
+            steps.push(Step::End(broken.into()));
+        }
+        steps
+    }
+
+    /// The heartbeat timer fired: the rule judges the round that ends here
+    /// (crate::heartbeat); a live session sends the next heartbeat and re-reads the doubtful
+    /// bids (getState lists the user's standing bids).
+    fn on_heartbeat_due(&mut self, session: &mut Session) -> Vec<Step> {
+        let silence = session.last_rx.elapsed();
+        let wall_silence = Duration::from_millis(
+            self.config
+                .wall_clock
+                .now_ms()
+                .saturating_sub(session.last_rx_wall),
         );
-        let mut announced = false;
-        let mut stable = false;
-        let heartbeat_due = tokio::time::sleep(heartbeat.first_due());
-        tokio::pin!(heartbeat_due);
-        // A server-directed move: armed by a `moveTo` frame.
-        self.moving = None;
-        let move_due = tokio::time::sleep(Duration::from_secs(86_400 * 365));
-        tokio::pin!(move_due);
-        // Client-assisted failover: while on a Region's own endpoint, probe the global name.
-        let recheck = self
-            .policy
-            .as_ref()
-            .map(|p| p.config().recheck.max(Duration::from_millis(1)))
-            .unwrap_or(Duration::from_secs(3600));
-        let mut recheck_ticker = tokio::time::interval_at(Instant::now() + recheck, recheck);
-        recheck_ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut probe: Option<BoxFuture<'static, ProbeResult>> = None;
-        let mut session_region: Option<String> = None;
-
-        let reason = loop {
-            tokio::select! {
-                biased;
-                frame = ws.next() => {
-                    let text = match frame {
-                        None => break DisconnectReason::Closed { code: None },
-                        Some(Err(WsError::ConnectionClosed | WsError::AlreadyClosed))
-                        | Some(Err(WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake))) => {
-                            break DisconnectReason::Closed { code: None }
-                        }
-                        Some(Err(error)) => break DisconnectReason::Error(error.to_string()),
-                        Some(Ok(Message::Close(frame))) => {
-                            break DisconnectReason::Closed { code: frame.map(|f| u16::from(f.code)) }
-                        }
-                        Some(Ok(Message::Text(text))) => text,
-                        Some(Ok(_)) => {
-                            last_rx = Instant::now();
-                            last_rx_wall = config.wall_clock.now_ms();
-                            continue;
-                        }
-                    };
-                    last_rx = Instant::now();
-                    last_rx_wall = config.wall_clock.now_ms();
-                    match parse_server_frame(&text) {
-                        Ok(ServerFrame::GatewayError { message }) => {
-                            tracing::debug!(%message, "API Gateway error frame");
-                            if let Some(confirm) = heartbeat.on_error_frame() {
-                                heartbeat_due.as_mut().reset(Instant::now() + confirm);
-                            }
-                        }
-                        Ok(ServerFrame::Message(message)) => {
-                            if !announced {
-                                announced = true;
-                                session_region = Some(message.region().to_owned());
-                                self.emit(Event::Connected { region: message.region().to_owned() });
-                            }
-                            match message {
-                                ServerMessage::Pong { herd_window_ms, auction_id, versions, .. } => {
-                                    heartbeat.on_pong();
-                                    // The Region's latest word: absent means it no longer
-                                    // knows its head count.
-                                    self.herd_hint = herd_window_ms.map(Duration::from_millis);
-                                    if let (Some(auction_id), Some(versions)) = (auction_id, versions) {
-                                        self.on_pong_versions(&auction_id, &versions);
-                                    }
-                                }
-                                ServerMessage::MoveTo { region, to, endpoint, window_ms, after_ms, reason } => {
-                                    let request = MoveRequest {
-                                        serving_region: &region,
-                                        to: &to,
-                                        endpoint: endpoint.as_deref(),
-                                        delay: Duration::from_millis(after_ms),
-                                        window: Duration::from_millis(window_ms),
-                                    };
-                                    if let Some(after) = self.on_move_to(request, reason) {
-                                        move_due.as_mut().reset(Instant::now() + after);
-                                    }
-                                }
-                                ServerMessage::Error { code: ErrorCode::Internal, .. } => {
-                                    if let Some(confirm) = heartbeat.on_error_frame() {
-                                        heartbeat_due.as_mut().reset(Instant::now() + confirm);
-                                    }
-                                }
-                                ServerMessage::Error { code: ErrorCode::NoQuorum, region, .. } => {
-                                    self.redirected_from = Some(region);
-                                }
-                                other => self.on_message(other),
-                            }
-                            if let Some(from) = self.redirected_from.take() {
-                                break DisconnectReason::Redirected { from };
-                            }
-                            let mut failed = false;
-                            for frame in std::mem::take(&mut self.resend) {
-                                if ws.send(Message::text(frame)).await.is_err() {
-                                    failed = true;
-                                    break;
-                                }
-                            }
-                            if failed {
-                                break DisconnectReason::Error("send failed".into());
-                            }
-                        }
-                        Err(error) => tracing::debug!(%error, "unreadable frame ignored"),
-                    }
-                    if let Some(broken) = heartbeat.broken() {
-                        break broken.into();
-                    }
-                }
-                () = &mut heartbeat_due => {
-                    // The rule judges the round that ends here (crate::heartbeat).
-                    let silence = last_rx.elapsed();
-                    let wall_silence = Duration::from_millis(
-                        config.wall_clock.now_ms().saturating_sub(last_rx_wall),
-                    );
-                    let next = match heartbeat.on_due(silence, wall_silence) {
-                        Ok(next) => next,
-                        Err(broken) => break broken.into(),
-                    };
-                    let beat = self.next_heartbeat();
-                    if ws.send(Message::text(beat)).await.is_err() {
-                        break DisconnectReason::Error("heartbeat send failed".into());
-                    }
-                    // Uncertain bids: look again (getState lists the user's standing bids).
-                    let mut failed = false;
-                    for frame in self.recheck_doubtful() {
-                        if ws.send(Message::text(frame)).await.is_err() {
-                            failed = true;
-                            break;
-                        }
-                    }
-                    if failed {
-                        break DisconnectReason::Error("send failed".into());
-                    }
-                    heartbeat_due.as_mut().reset(Instant::now() + next);
-                    if !stable && connected_at.elapsed() >= config.stable_after {
-                        stable = true;
-                        self.attempt = 0;
-                    }
-                }
-                () = &mut move_due, if self.moving.is_some() => {
-                    let to = self.moving.as_ref().map(|m| m.to.clone()).unwrap_or_default();
-                    break DisconnectReason::Moved { to };
-                }
-                _ = recheck_ticker.tick(), if probe.is_none()
-                    && self.policy.as_ref().is_some_and(EndpointPolicy::on_fallback) => {
-                    probe = Some(self.probe_global());
-                }
-                result = async { match probe.as_mut() { Some(p) => p.await, None => std::future::pending().await } } => {
-                    probe = None;
-                    let global = self.global_url();
-                    let Some(policy) = self.policy.as_mut() else { continue };
-                    match policy.on_probe(result, session_region.as_deref()) {
-                        Decision::Stay => {}
-                        Decision::AdoptGlobal => {
-                            let url = policy.url(&global);
-                            self.emit(Event::EndpointChanged { url, regional: false, reason: "the global name leads to this Region again".into() });
-                        }
-                        Decision::Return => {
-                            let url = policy.url(&global);
-                            self.emit(Event::EndpointChanged { url, regional: false, reason: "the global name has been healthy long enough".into() });
-                            break DisconnectReason::Returning;
-                        }
-                    }
-                }
-                command = self.commands.recv() => match command {
-                    None | Some(Command::Close) => {
-                        let _ = tokio::time::timeout(Duration::from_millis(500), ws.send(Message::Close(None))).await;
-                        break DisconnectReason::ClientClosed;
-                    }
-                    Some(Command::Resync) => {
-                        let mut failed = false;
-                        for auction_id in &config.auctions {
-                            let frame = self.state_request(auction_id);
-                            if ws.send(Message::text(frame)).await.is_err() {
-                                failed = true;
-                                break;
-                            }
-                        }
-                        if failed {
-                            break DisconnectReason::Error("send failed".into());
-                        }
-                    }
-                    Some(Command::Bid { auction_id, amount, bid_id, reply }) => {
-                        let frame = bid_frame(auction_id.clone(), amount, bid_id.clone());
-                        self.unconfirmed.push(PendingBid {
-                            bid_id: bid_id.clone(),
-                            auction_id,
-                            amount,
-                            frame: frame.clone(),
-                            sends: 1,
-                        });
-                        let _ = reply.send(Ok(bid_id));
-                        if ws.send(Message::text(frame)).await.is_err() {
-                            break DisconnectReason::Error("send failed".into());
-                        }
-                    }
-                },
-            }
+        let next = match session.heartbeat.on_due(silence, wall_silence) {
+            Ok(next) => next,
+            Err(broken) => return vec![Step::End(broken.into())],
         };
-        // Really close: drop both halves (the TCP connection goes with them), whatever the
-        // peer does with its side of the close handshake.
-        if reason != DisconnectReason::ClientClosed {
-            let _ = tokio::time::timeout(
-                Duration::from_millis(100),
-                ws.send(Message::Close(Some(
-                    tokio_tungstenite::tungstenite::protocol::CloseFrame {
-                        code: CloseCode::Away,
-                        reason: "".into(),
-                    },
-                ))),
-            )
-            .await;
+        let mut steps = vec![Step::Send(self.next_heartbeat())];
+        steps.extend(self.recheck_doubtful().into_iter().map(Step::Send));
+        steps.push(Step::HeartbeatIn(next));
+        if !session.stable && session.connected_at.elapsed() >= self.config.stable_after {
+            session.stable = true;
+            self.attempt = 0;
         }
-        drop(ws);
-        reason
+        steps
+    }
+
+    /// A probe of the global name answered (client-assisted failover).
+    fn on_probe(&mut self, session: &Session, result: ProbeResult) -> Vec<Step> {
+        let global = self.global_url();
+        let Some(policy) = self.policy.as_mut() else {
+            return Vec::new();
+        };
+        match policy.on_probe(result, session.region.as_deref()) {
+            Decision::Stay => Vec::new(),
+            Decision::AdoptGlobal => {
+                let url = policy.url(&global);
+                self.emit(Event::EndpointChanged {
+                    url,
+                    regional: false,
+                    reason: "the global name leads to this Region again".into(),
+                });
+                Vec::new()
+            }
+            Decision::Return => {
+                let url = policy.url(&global);
+                self.emit(Event::EndpointChanged {
+                    url,
+                    regional: false,
+                    reason: "the global name has been healthy long enough".into(),
+                });
+                vec![Step::End(DisconnectReason::Returning)]
+            }
+        }
+    }
+
+    /// A command from the application while connected.
+    fn on_session_command(&mut self, command: Option<Command>) -> Vec<Step> {
+        match command {
+            None | Some(Command::Close) => vec![Step::End(DisconnectReason::ClientClosed)],
+            Some(Command::Resync) => self
+                .config
+                .auctions
+                .iter()
+                .map(|auction_id| Step::Send(self.state_request(auction_id)))
+                .collect(),
+            Some(Command::Bid {
+                auction_id,
+                amount,
+                bid_id,
+                reply,
+            }) => {
+                let pending = PendingBid {
+                    bid_id: bid_id.clone(),
+                    auction_id,
+                    amount,
+                    sends: 1,
+                };
+                let frame = pending.message();
+                self.unconfirmed.push(pending);
+                let _ = reply.send(Ok(bid_id));
+                vec![Step::Send(frame)]
+            }
+        }
     }
 
     fn on_message(&mut self, message: ServerMessage) {
@@ -1283,7 +1523,7 @@ impl Runner {
     /// The `getState` for one auction, naming the uncertain bids of it (at most
     /// [`wsdr_protocol::limits::SETTLE_BIDS_MAX`], the oldest doubts first): the answer says
     /// for each whether it stands, however many bids the user has.
-    fn state_request(&self, auction_id: &AuctionId) -> String {
+    fn state_request(&self, auction_id: &AuctionId) -> ClientMessage {
         let mut bid_ids: Vec<BidId> = Vec::new();
         for doubt in self
             .doubtful
@@ -1301,16 +1541,15 @@ impl Runner {
             auction_id: auction_id.clone(),
             bid_ids,
         }
-        .to_json()
     }
 
     /// The next heartbeat frame, naming the watched auctions in turn.
-    fn next_heartbeat(&mut self) -> String {
+    fn next_heartbeat(&mut self) -> ClientMessage {
         let auctions = &self.config.auctions;
         let auction_id =
             (!auctions.is_empty()).then(|| auctions[self.heartbeats_sent % auctions.len()].clone());
         self.heartbeats_sent = self.heartbeats_sent.wrapping_add(1);
-        ClientMessage::Heartbeat { auction_id }.to_json()
+        ClientMessage::Heartbeat { auction_id }
     }
 
     /// A pong's version vector for a watched auction: if the Region has seen bids this
@@ -1351,7 +1590,7 @@ impl Runner {
             } else if doubt.unknown && doubt.bid.auction_id == auction.id {
                 // Not recorded here: send it again (same bidId, so at most one copy per
                 // Region), and let its answer decide.
-                self.resend.push(doubt.bid.frame.clone());
+                self.resend.push(doubt.bid.message());
                 self.unconfirmed.push(doubt.bid);
             } else {
                 still.push(doubt);
@@ -1382,7 +1621,7 @@ impl Runner {
 
     /// At a heartbeat: settle as not standing what the window has given up on, and return
     /// the `getState` frames that look again at the rest.
-    fn recheck_doubtful(&mut self) -> Vec<String> {
+    fn recheck_doubtful(&mut self) -> Vec<ClientMessage> {
         let window = self.config.settle_window;
         let (expired, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.doubtful)
             .into_iter()
@@ -1407,11 +1646,170 @@ impl Runner {
     }
 }
 
-fn bid_frame(auction_id: AuctionId, amount: Amount, bid_id: BidId) -> String {
-    ClientMessage::Bid {
-        auction_id,
-        amount,
-        bid_id,
+#[cfg(test)]
+mod tests {
+    //! The session's decisions without a socket: frames and timers in, steps and events out.
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn runner() -> (Runner, mpsc::UnboundedReceiver<Event>) {
+        let (runner, _client, events) = ClientBuilder::new("ws://auction.test")
+            .subscribe(AuctionId::new("lot-1").unwrap())
+            .heartbeat(Duration::from_secs(30), Duration::from_secs(35))
+            .seed(7)
+            .parts();
+        (runner, events)
     }
-    .to_json()
+
+    const STATE: &str = r#"{"type":"state","region":"us-east-1","auction":{"id":"lot-1","item":"x","highBid":null,"bidCount":0,"version":0,"versions":{}},"you":{"userId":"alice","lastBid":null,"bids":[]}}"#;
+    const GATEWAY_ERROR: &str =
+        r#"{"message":"Internal server error","connectionId":"c","requestId":"r"}"#;
+
+    fn sends(steps: &[Step]) -> Vec<String> {
+        steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Send(message) => Some(message.to_json()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn two_failed_heartbeat_rounds_end_the_session() {
+        let (mut runner, mut events) = runner();
+        let opening = runner.session_opening();
+        assert_eq!(
+            sends(&opening),
+            vec![r#"{"action":"getState","auctionId":"lot-1"}"#]
+        );
+        let mut session = Session::new(&runner.config);
+        assert!(runner.on_text(&mut session, STATE).is_empty());
+        assert!(
+            matches!(events.try_recv(), Ok(Event::Connected { region }) if region == "us-east-1")
+        );
+        assert!(matches!(events.try_recv(), Ok(Event::StateRestored { .. })));
+
+        // Round 1: the heartbeat goes out and is answered by API Gateway's error frame.
+        tokio::time::advance(Duration::from_secs(30)).await;
+        let steps = runner.on_heartbeat_due(&mut session);
+        assert_eq!(
+            sends(&steps),
+            vec![r#"{"action":"heartbeat","auctionId":"lot-1"}"#]
+        );
+        assert_eq!(
+            steps.last(),
+            Some(&Step::HeartbeatIn(Duration::from_secs(30)))
+        );
+        session.heard(runner.config.wall_clock.now_ms());
+        assert_eq!(
+            runner.on_text(&mut session, GATEWAY_ERROR),
+            vec![Step::HeartbeatIn(Duration::from_secs(5))],
+            "one failure: confirm after timeout - interval"
+        );
+        // Round 2: the confirmation heartbeat gets no answer; the next due time judges it.
+        tokio::time::advance(Duration::from_secs(5)).await;
+        let steps = runner.on_heartbeat_due(&mut session);
+        assert_eq!(
+            steps.last(),
+            Some(&Step::HeartbeatIn(Duration::from_secs(5)))
+        );
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(
+            runner.on_heartbeat_due(&mut session),
+            vec![Step::End(DisconnectReason::HeartbeatFailures(2))]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unknown_bid_not_listed_in_the_next_state_is_sent_again() {
+        let (mut runner, _events) = runner();
+        let mut session = Session::new(&runner.config);
+        runner.on_text(&mut session, STATE);
+        let (reply, answer) = oneshot::channel();
+        let bid_id = BidId::new("alice-000000001").unwrap();
+        let steps = runner.on_session_command(Some(Command::Bid {
+            auction_id: AuctionId::new("lot-1").unwrap(),
+            amount: Amount::new(150_000).unwrap(),
+            bid_id: bid_id.clone(),
+            reply,
+        }));
+        assert_eq!(answer.await.unwrap(), Ok(bid_id.clone()));
+        let bid = sends(&steps)[0].clone();
+        assert!(bid.contains(r#""action":"bid""#), "{bid}");
+        let unknown = r#"{"type":"bidResult","bidId":"alice-000000001","status":"unknown","reason":null,"region":"us-east-1"}"#;
+        assert!(runner.on_text(&mut session, unknown).is_empty());
+        // The heartbeat re-reads it by name; the state does not list it: the same frame again.
+        tokio::time::advance(Duration::from_secs(30)).await;
+        let steps = runner.on_heartbeat_due(&mut session);
+        assert!(
+            sends(&steps)
+                .iter()
+                .any(|f| f.contains(r#""bidIds":["alice-000000001"]"#)),
+            "{steps:?}"
+        );
+        assert_eq!(sends(&runner.on_text(&mut session, STATE)), vec![bid]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_region_without_quorum_ends_the_session_with_a_redirect() {
+        let (mut runner, _events) = runner();
+        let mut session = Session::new(&runner.config);
+        let no_quorum = r#"{"type":"error","code":"no_quorum","message":"m","region":"us-east-1"}"#;
+        assert_eq!(
+            runner.on_text(&mut session, no_quorum),
+            vec![Step::End(DisconnectReason::Redirected {
+                from: "us-east-1".into()
+            })]
+        );
+        assert_eq!(
+            runner.on_session_command(None),
+            vec![Step::End(DisconnectReason::ClientClosed)]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_session_the_next_connect_is_decided_without_io() {
+        let (runner, _client, mut events) = ClientBuilder::new("ws://auction.test")
+            .max_attempts(Some(2))
+            .seed(7)
+            .parts();
+        let mut runner = runner;
+        // A broken session: backoff from the first window (base 2 s).
+        match runner.on_disconnect(DisconnectReason::HeartbeatFailures(2)) {
+            Next::After(delay) => assert!(delay <= Duration::from_secs(2), "{delay:?}"),
+            other => panic!("expected a backoff, got {other:?}"),
+        }
+        assert!(matches!(events.try_recv(), Ok(Event::Disconnected { .. })));
+        assert!(matches!(
+            events.try_recv(),
+            Ok(Event::Reconnecting { attempt: 1, .. })
+        ));
+        // A server-directed move reconnects at once and starts the count over.
+        assert_eq!(
+            runner.on_disconnect(DisconnectReason::Moved {
+                to: "us-west-2".into()
+            }),
+            Next::Now
+        );
+        assert_eq!(runner.attempt, 0);
+        // Two failures later the client gives up (max_attempts 2).
+        assert!(matches!(
+            runner.on_disconnect(DisconnectReason::Silent),
+            Next::After(_)
+        ));
+        assert!(matches!(
+            runner.on_disconnect(DisconnectReason::Silent),
+            Next::After(_)
+        ));
+        assert_eq!(runner.on_disconnect(DisconnectReason::Silent), Next::Stop);
+        let gave_up = std::iter::from_fn(|| events.try_recv().ok())
+            .any(|e| matches!(e, Event::GaveUp { .. }));
+        assert!(gave_up);
+        // The application closed it: stop, no backoff.
+        assert_eq!(
+            runner.on_disconnect(DisconnectReason::ClientClosed),
+            Next::Stop
+        );
+    }
 }

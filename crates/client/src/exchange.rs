@@ -10,13 +10,16 @@ use wsdr_protocol::{parse_server_frame, ClientMessage, ServerFrame, ServerMessag
 /// Why an exchange got no usable answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExchangeError {
+    /// Nothing usable arrived before the deadline.
     #[error("no answer before the deadline")]
     Timeout,
+    /// The socket closed first.
     #[error("connection closed before a reply")]
     Closed,
     /// API Gateway answered instead of our Lambda (integration failed or throttled).
     #[error("API Gateway error frame: {0}")]
     GatewayError(String),
+    /// A frame that does not answer the request.
     #[error("unexpected reply: {0}")]
     WrongReply(String),
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 pub struct RegionalEndpoint {
     /// The Region's name, as the server names it in every frame (`us-west-2`).
     pub region: String,
+    /// Its URL (`wss://usw2.auction.example.com`).
     pub url: String,
 }
 
@@ -37,6 +38,7 @@ pub struct Fallback {
 }
 
 impl Fallback {
+    /// Fall back to `regions` (in order of preference) with the default settings.
     pub fn new(regions: Vec<RegionalEndpoint>) -> Self {
         Self {
             regions,
@@ -61,7 +63,9 @@ impl Fallback {
 /// Where the next connect goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
+    /// The global name (Route 53 decides the Region).
     Global,
+    /// The configured Region endpoint at this index.
     Regional(usize),
 }
 
@@ -77,6 +81,7 @@ pub enum ProbeResult {
 /// What the client should do after a probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
+    /// Keep the current endpoint.
     Stay,
     /// The global name now leads to the Region the client is on: use the global name from
     /// the next connect on, without disturbing the current session.
@@ -86,7 +91,23 @@ pub enum Decision {
     Return,
 }
 
-/// The policy's state for one client.
+/// The policy's state for one client: which endpoint the next connect uses.
+///
+/// ```
+/// use wsdr_client::{EndpointPolicy, Fallback, RegionalEndpoint, Target};
+///
+/// let regions = vec![
+///     RegionalEndpoint { region: "us-east-1".into(), url: "wss://use1.example.com".into() },
+///     RegionalEndpoint { region: "us-west-2".into(), url: "wss://usw2.example.com".into() },
+/// ];
+/// let mut policy = EndpointPolicy::new(Fallback::new(regions));
+/// let global = "wss://auction.example.com";
+/// policy.on_restored("us-east-1");
+/// // Two failures in a row through the global name: the other Region's own endpoint.
+/// assert_eq!(policy.on_failure(), None);
+/// assert_eq!(policy.on_failure(), Some(Target::Regional(1)));
+/// assert_eq!(policy.url(global), "wss://usw2.example.com");
+/// ```
 #[derive(Debug, Clone)]
 pub struct EndpointPolicy {
     config: Fallback,
@@ -100,6 +121,7 @@ pub struct EndpointPolicy {
 }
 
 impl EndpointPolicy {
+    /// A client on the global name, no failures yet.
     pub fn new(config: Fallback) -> Self {
         Self {
             config,
@@ -111,14 +133,17 @@ impl EndpointPolicy {
         }
     }
 
+    /// The settings.
     pub fn config(&self) -> &Fallback {
         &self.config
     }
 
+    /// Where the next connect goes.
     pub fn target(&self) -> &Target {
         &self.target
     }
 
+    /// Whether the client is on a Region's own endpoint.
     pub fn on_fallback(&self) -> bool {
         matches!(self.target, Target::Regional(_))
     }

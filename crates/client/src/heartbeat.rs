@@ -19,7 +19,25 @@ pub enum Broken {
     Silent,
 }
 
-/// The rule's state for one session.
+/// The rule's state for one session: "2 consecutive non-pong replies = broken", free of
+/// timers and sockets.
+///
+/// ```
+/// use std::time::Duration;
+/// use wsdr_client::heartbeat::{Broken, Heartbeat};
+///
+/// let s = Duration::from_secs;
+/// let mut rule = Heartbeat::new(s(30), s(35), 2);
+/// // Round 1: a heartbeat goes out; the next is due after the interval.
+/// assert_eq!(rule.on_due(s(30), s(30)), Ok(s(30)));
+/// rule.on_pong();
+/// // Round 2 is answered by API Gateway's error frame: one failure; confirm sooner.
+/// assert_eq!(rule.on_due(s(30), s(30)), Ok(s(30)));
+/// assert_eq!(rule.on_error_frame(), Some(s(5)));
+/// // Round 3 gets no answer at all: the second failure in a row breaks the session.
+/// assert_eq!(rule.on_due(s(5), s(5)), Ok(s(5)));
+/// assert_eq!(rule.on_due(s(10), s(10)), Err(Broken::Failures(2)));
+/// ```
 #[derive(Debug, Clone)]
 pub struct Heartbeat {
     interval: Duration,

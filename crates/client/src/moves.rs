@@ -31,6 +31,7 @@ pub enum Destination {
 pub struct MoveOrder {
     /// The Region the server named.
     pub to: String,
+    /// The endpoint the next connect uses.
     pub destination: Destination,
     /// When to close this session and reconnect, from now.
     pub after: Duration,
@@ -44,22 +45,51 @@ pub enum Ignored {
     /// The endpoint is none the client knows.
     UnknownEndpoint(String),
     /// The endpoint is a known Region's, but not the Region the frame names.
-    EndpointOfAnotherRegion { endpoint_region: String },
+    EndpointOfAnotherRegion {
+        /// The Region the endpoint belongs to.
+        endpoint_region: String,
+    },
 }
 
 /// The frame's fields, as received.
 #[derive(Debug, Clone, Copy)]
 pub struct MoveRequest<'a> {
+    /// The Region serving this session (the frame's `region`).
     pub serving_region: &'a str,
+    /// The Region to move to.
     pub to: &'a str,
+    /// The endpoint to move to, if the frame names one (else the Region's configured one).
     pub endpoint: Option<&'a str>,
     /// `afterMs`: wait this long before the window opens.
     pub delay: Duration,
+    /// `windowMs`: spread the move uniformly over this much time after the delay.
     pub window: Duration,
 }
 
 /// Decide on a `moveTo` frame given what the client knows: its global name and the Regions'
 /// own endpoints (empty without client-assisted failover).
+///
+/// ```
+/// use rand::{rngs::SmallRng, SeedableRng};
+/// use std::time::Duration;
+/// use wsdr_client::moves::{decide, Destination, Ignored, MoveRequest};
+///
+/// let mut rng = SmallRng::seed_from_u64(1);
+/// let global = "wss://auction.example.com";
+/// let request = MoveRequest {
+///     serving_region: "us-east-1",
+///     to: "us-west-2",
+///     endpoint: None,
+///     delay: Duration::from_secs(7),
+///     window: Duration::from_secs(1),
+/// };
+/// let order = decide(request, global, &[], &mut rng).unwrap();
+/// assert_eq!(order.destination, Destination::Global);
+/// assert!(order.after >= Duration::from_secs(7) && order.after <= Duration::from_secs(8));
+/// // An endpoint the client does not know is never followed (a forged move goes nowhere).
+/// let forged = MoveRequest { endpoint: Some("wss://evil.example.net"), ..request };
+/// assert!(matches!(decide(forged, global, &[], &mut rng), Err(Ignored::UnknownEndpoint(_))));
+/// ```
 pub fn decide(
     request: MoveRequest<'_>,
     global_url: &str,

@@ -17,20 +17,29 @@ const READ_BUFFER_BYTES: usize = 8 * 1024;
 /// Why a connection could not be opened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConnectError {
+    /// Not a `ws://` or `wss://` URL with a host.
     #[error("invalid URL: {0}")]
     InvalidUrl(String),
+    /// The name did not resolve.
     #[error("DNS lookup failed: {0}")]
     Dns(String),
+    /// No TCP connection to any address of the name.
     #[error("TCP connect failed: {0}")]
     Tcp(String),
+    /// TLS failed (certificate, protocol).
     #[error("TLS handshake failed: {0}")]
     Tls(String),
     /// The server answered the upgrade with an HTTP status (401/403 need a new token,
     /// 429 and 5xx are worth retrying).
     #[error("handshake refused with HTTP {status}")]
-    Refused { status: u16 },
+    Refused {
+        /// The HTTP status of the refusal.
+        status: u16,
+    },
+    /// The whole connect took longer than its timeout.
     #[error("timed out after {0:?}")]
     Timeout(Duration),
+    /// The upgrade failed for another reason.
     #[error("WebSocket handshake failed: {0}")]
     Protocol(String),
 }
@@ -58,7 +67,9 @@ pub enum TokenPlacement {
 /// Options of one connection attempt.
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
+    /// The user's token, if any.
     pub token: Option<String>,
+    /// Where the token travels.
     pub placement: TokenPlacement,
     /// The application protocol name offered beside a subprotocol token.
     pub subprotocol: String,
