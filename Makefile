@@ -15,6 +15,14 @@ all: test
 ## test: formatting, lints, every test (with DynamoDB Local started and stopped around them)
 test: fmt-check clippy deps-check template-lint unit js-test npm-package-check browser-test package-check chaos-short
 
+# The lab binary (target/debug/wsdr) the browser test and chaos-short run. Alone, each builds
+# just that binary. Under `make test` the unit step has built it already, with the test
+# build's features (dev-dependencies unify features, so building the binary on its own
+# recompiles tokio and what sits on it: about a minute); asking cargo for the same test build
+# again finds it done.
+WSDR_BIN_BUILD = $(CARGO) build -p wsdr-lab --bin wsdr
+test: WSDR_BIN_BUILD = $(CARGO) test --workspace --all-targets --no-run --quiet
+
 unit:
 	scripts/with-dynamodb-local.sh $(CARGO) test --workspace --all-targets
 
@@ -38,7 +46,7 @@ js-test:
 ## by scripts/browser-tools.sh); screenshots under target/browser/
 browser-test:
 	scripts/browser-tools.sh
-	$(CARGO) build -p wsdr-lab --bin wsdr
+	$(WSDR_BIN_BUILD)
 	cd tests/browser && node --test
 
 ## chaos-short: 100 simulated failover runs on the eventual table and 60 on the strong one,
@@ -46,7 +54,7 @@ browser-test:
 ## a violation prints `wsdr chaos --replay SEED ...`, which reruns it exactly)
 CHAOS_SEED ?= 1
 chaos-short:
-	$(CARGO) build -p wsdr-lab --bin wsdr
+	$(WSDR_BIN_BUILD)
 	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 100 --parallel 2 --report target/wsdr/chaos-short.json
 	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 60 --parallel 2 --consistency strong --report target/wsdr/chaos-short-strong.json
 
