@@ -1357,27 +1357,21 @@ impl Runner {
         let Some(policy) = self.policy.as_mut() else {
             return Vec::new();
         };
-        match policy.on_probe(result, session.region.as_deref()) {
-            Decision::Stay => Vec::new(),
-            Decision::AdoptGlobal => {
-                let url = policy.url(&global);
-                self.emit(Event::EndpointChanged {
-                    url,
-                    regional: false,
-                    reason: "the global name leads to this Region again".into(),
-                });
-                Vec::new()
-            }
-            Decision::Return => {
-                let url = policy.url(&global);
-                self.emit(Event::EndpointChanged {
-                    url,
-                    regional: false,
-                    reason: "the global name has been healthy long enough".into(),
-                });
-                vec![Step::End(DisconnectReason::Returning)]
-            }
-        }
+        let (reason, steps) = match policy.on_probe(result, session.region.as_deref()) {
+            Decision::Stay => return Vec::new(),
+            Decision::AdoptGlobal => ("the global name leads to this Region again", Vec::new()),
+            Decision::Return => (
+                "the global name has been healthy long enough",
+                vec![Step::End(DisconnectReason::Returning)],
+            ),
+        };
+        let url = policy.url(&global);
+        self.emit(Event::EndpointChanged {
+            url,
+            regional: false,
+            reason: reason.into(),
+        });
+        steps
     }
 
     /// A command from the application while connected.
