@@ -55,15 +55,15 @@ browser-test:
 CHAOS_SEED ?= 1
 chaos-short:
 	$(WSDR_BIN_BUILD)
-	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 60 --parallel 2 --report target/wsdr/chaos-short.json
-	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 40 --parallel 2 --consistency strong --report target/wsdr/chaos-short-strong.json
+	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 60 --report target/wsdr/chaos-short.json
+	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 40 --consistency strong --report target/wsdr/chaos-short-strong.json
 
 ## chaos: the long campaign, simulated (10,000 runs eventual, 5,000 strong; figures in
 ## docs/RELIABILITY.md)
 chaos:
 	$(CARGO) build --release -p wsdr-lab --bin wsdr
-	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 10000 --parallel 2 --report target/wsdr/chaos-report.json
-	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 5000 --parallel 2 --consistency strong --report target/wsdr/chaos-report-strong.json
+	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 10000 --report target/wsdr/chaos-report.json
+	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 5000 --consistency strong --report target/wsdr/chaos-report-strong.json
 
 ## fuzz: every cargo-fuzz target for FUZZ_SECS seconds each
 FUZZ_SECS ?= 60
@@ -314,7 +314,7 @@ destroy:
 ## demo: the main job: the reference game day (50 users) under the reference design and under wsdr's defaults, one time axis.
 ## The `demo` profile and no DynamoDB/TLS features: the quickest cold build (docs/LAB.md).
 demo:
-	$(CARGO) run --quiet --profile demo -p wsdr-lab --no-default-features --bin wsdr -- drill --scenario throttle --users 50 --compare-reference --time-scale 20
+	$(CARGO) run --quiet --profile demo -p wsdr-lab --no-default-features --bin wsdr -- drill --scenario throttle --users 50 --compare-reference --clock simulated --real-beside 20
 
 ## lab: the long-running lab with the live auction and control room (http://127.0.0.1:8787/);
 ## LAB_ARGS="--users 20" adds simulated users. The binary stays at target/demo/wsdr.

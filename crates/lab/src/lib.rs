@@ -37,6 +37,7 @@ pub mod runs {
     pub mod report;
     pub mod scenario;
     pub mod sim;
+    pub mod stalls;
 }
 
 // The paths outside tools and tests have used since the first release.

@@ -1,10 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
-//! Client-assisted failover in the lab, at time scale 60: the DNS-only and client-assisted
+//! Client-assisted failover in the lab, as deterministic simulations (AWS time: a busy
+//! machine cannot move a ratio or a bar): the DNS-only and client-assisted
 //! runs of one scenario compared; a flapping primary causes no ping-pong; a blip (one lost
 //! heartbeat) moves nobody.
 
 use wsdr_lab::report::Comparison;
-use wsdr_lab::{drill, DrillConfig, LabConfig, Scenario, TimeScale};
+use wsdr_lab::{drill, DrillConfig, LabConfig, Scenario};
 
 fn config(scenario: Scenario, client_fallback: bool) -> DrillConfig {
     DrillConfig {
@@ -12,18 +13,19 @@ fn config(scenario: Scenario, client_fallback: bool) -> DrillConfig {
         users: 20,
         seed: 3,
         client_fallback,
-        lab: LabConfig {
-            scale: TimeScale::new(60.0),
-            ..LabConfig::default()
-        },
+        lab: LabConfig::default(),
         ..DrillConfig::default()
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_assistance_halves_p99_rto_without_losing_or_doubling_a_bid() {
-    let dns_only = drill::run(config(Scenario::Throttle, false)).await.unwrap();
-    let assisted = drill::run(config(Scenario::Throttle, true)).await.unwrap();
+    let dns_only = drill::run_simulated(config(Scenario::Throttle, false))
+        .await
+        .unwrap();
+    let assisted = drill::run_simulated(config(Scenario::Throttle, true))
+        .await
+        .unwrap();
     let comparison = Comparison::new(dns_only, assisted);
     let table = comparison.table();
     assert!(comparison.passed(), "{table}");
@@ -38,7 +40,9 @@ async fn client_assistance_halves_p99_rto_without_losing_or_doubling_a_bid() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flapping_primary_makes_no_client_ping_pong_and_a_blip_moves_nobody() {
-    let flapping = drill::run(config(Scenario::Flapping, true)).await.unwrap();
+    let flapping = drill::run_simulated(config(Scenario::Flapping, true))
+        .await
+        .unwrap();
     assert_eq!(
         flapping.returns_to_primary_during_fault,
         0,
@@ -48,11 +52,9 @@ async fn flapping_primary_makes_no_client_ping_pong_and_a_blip_moves_nobody() {
     assert!(flapping.passed(), "{}", flapping.table());
 
     for client_fallback in [false, true] {
-        // A 3 s blip is 50 ms of lab time at scale 60: one stalled scheduler tick on a busy
-        // machine would stretch it past the confirmation probe. Scale 20 keeps the margin.
-        let mut blip = config(Scenario::Blip, client_fallback);
-        blip.lab.scale = TimeScale::new(20.0);
-        let blip = drill::run(blip).await.unwrap();
+        let blip = drill::run_simulated(config(Scenario::Blip, client_fallback))
+            .await
+            .unwrap();
         let table = blip.table();
         assert_eq!(blip.disconnects_during_fault, 0, "{table}");
         assert_eq!(blip.endpoint_moves, 0, "{table}");

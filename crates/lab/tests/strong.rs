@@ -157,7 +157,9 @@ async fn strong_drills_lose_nothing_and_order_every_bid_once() {
         Scenario::NeverReturns,
         Scenario::Partition,
     ] {
-        let report = wsdr_lab::drill::run(strong_drill(scenario)).await.unwrap();
+        let report = wsdr_lab::drill::run_simulated(strong_drill(scenario))
+            .await
+            .unwrap();
         let name = format!("{scenario:?}");
         assert_eq!(report.consistency, "strong");
         assert_eq!(report.restored, 10, "{name}\n{}", report.table());

@@ -21,9 +21,10 @@ pub struct Args {
     /// Where the JSON report goes; checked before the campaign runs.
     #[arg(long, default_value = "target/wsdr/chaos-report.json")]
     report: PathBuf,
-    /// Runs in flight at once, each with its own lab (seeds do not depend on it).
-    #[arg(long, default_value = "1", value_parser = cli::at_least_one)]
-    parallel: usize,
+    /// Runs in flight at once, each with its own lab (seeds do not depend on it; a run's
+    /// result is the same at any value). Default: this machine's cores.
+    #[arg(long, value_parser = cli::at_least_one)]
+    parallel: Option<usize>,
     /// `simulated` (default): each run is a deterministic simulation, a function of its
     /// seed; `real`: the time-scaled real world, as `wsdr lab` runs.
     #[arg(long, value_enum, default_value = "simulated")]
@@ -65,6 +66,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         schedule,
         shrink,
     } = args;
+    let parallel = parallel.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
     let config = wsdr_lab::chaos::ChaosConfig {
         seed,
         runs,

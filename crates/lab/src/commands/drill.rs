@@ -82,6 +82,13 @@ pub struct Args {
     /// the seed and settings, done in seconds (the report's `digest` replays).
     #[arg(long, value_enum, default_value = "real")]
     clock: cli::ClockArg,
+    /// With --compare-reference --clock simulated (the demo): after the three simulated
+    /// runs that decide the verdict, run wsdr's defaults with wsdr clients once more on real
+    /// sockets at this time scale, narrated live, with this machine's scheduling stalls
+    /// measured beside it. Its figures are shown and recorded (`real_time` in the report),
+    /// never part of the verdict.
+    #[arg(long, value_parser = cli::time_scale, requires = "compare_reference")]
+    real_beside: Option<f64>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -106,6 +113,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         compare_consistency,
         strong_cost_ms,
         clock,
+        real_beside,
     } = args;
     let simulated = clock == cli::ClockArg::Simulated;
     anyhow::ensure!(
@@ -168,7 +176,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     if compare_reference {
-        return compare_with_reference(config, &report, &chart, started, run_drill).await;
+        anyhow::ensure!(
+            real_beside.is_none() || simulated,
+            "--real-beside shows a real-time run beside a simulated verdict: add --clock simulated"
+        );
+        return compare_with_reference(config, real_beside, &report, &chart, started, run_drill)
+            .await;
     }
     let result = run_drill(config.clone()).await?;
     println!();
@@ -245,6 +258,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// clients; the same scenario and seed, one report, one chart.
 async fn compare_with_reference<F, Fut>(
     wsdr: DrillConfig,
+    real_beside: Option<f64>,
     report: &std::path::Path,
     chart: &std::path::Path,
     started: std::time::Instant,
@@ -263,6 +277,14 @@ where
         strong_request_cost: wsdr.lab.strong_request_cost,
         ..LabConfig::reference()
     };
+    let real_config = real_beside.map(|scale| DrillConfig {
+        client_fallback: true,
+        lab: LabConfig {
+            scale: TimeScale::new(scale),
+            ..wsdr.lab.clone()
+        },
+        ..wsdr.clone()
+    });
     let runs = [
         (
             "the reference design: verdict alarm, 60 s TTL, DNS-only users",
@@ -299,7 +321,19 @@ where
     let [reference, dns_only, clients]: [wsdr_lab::runs::report::Report; 3] = reports
         .try_into()
         .map_err(|_| anyhow::anyhow!("three drills, three reports"))?;
-    let comparison = wsdr_lab::runs::report::ReferenceComparison::new(reference, dns_only, clients);
+    let mut comparison =
+        wsdr_lab::runs::report::ReferenceComparison::new(reference, dns_only, clients);
+    if let Some(config) = real_config {
+        println!(
+            "\nwsdr drill, beside the verdict: wsdr clients on real sockets at time scale {} \
+             (figures depend on this machine's speed; the verdict does not)",
+            config.lab.scale.factor()
+        );
+        let meter = wsdr_lab::runs::stalls::StallMeter::start(Duration::from_millis(10));
+        let result = wsdr_lab::drill::run(config).await?;
+        let stalls = meter.stop(result.time_scale);
+        comparison.real_time = Some(wsdr_lab::runs::report::RealTimeRun::new(result, stalls));
+    }
     println!();
     print!("{}", comparison.table());
     comparison.write_json(report)?;

@@ -650,6 +650,68 @@ pub struct ReferenceComparison {
     pub wsdr_clients: Report,
     /// wsdr's targets, each against its own run.
     pub targets: Vec<Target>,
+    /// The same wsdr-clients run once more on real sockets at a time scale, beside the
+    /// three runs that decide (`--real-beside`): what it measured and how late this
+    /// machine ran its timers. Never part of the verdict (docs/DRILL_REPORT.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_time: Option<RealTimeRun>,
+}
+
+/// A real-time run shown beside a verdict decided by simulation.
+#[derive(Debug, Clone, Serialize)]
+pub struct RealTimeRun {
+    pub time_scale: f64,
+    pub report: Report,
+    pub stalls: crate::runs::stalls::Stalls,
+    /// The run's failed checks and missed targets: printed and recorded, not the verdict
+    /// (a busy machine can cause any of them).
+    pub notes: Vec<String>,
+}
+
+impl RealTimeRun {
+    pub fn new(report: Report, stalls: crate::runs::stalls::Stalls) -> Self {
+        let mut notes = report.failed_checks.clone();
+        let p99 = report.rto_aws_s.p99;
+        if !p99.is_some_and(|p| p < ReferenceComparison::WSDR_CLIENTS_P99_LIMIT_S) {
+            notes.push(format!(
+                "RTO p99 {} (the simulated target is under {:.0} s)",
+                p99.map_or("not measured".into(), |m| format!("{m:.1} s")),
+                ReferenceComparison::WSDR_CLIENTS_P99_LIMIT_S
+            ));
+        }
+        Self {
+            time_scale: report.time_scale,
+            report,
+            stalls,
+            notes,
+        }
+    }
+
+    pub fn table(&self) -> String {
+        let s = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} s"));
+        let r = &self.report;
+        let mut out = format!(
+            "beside the verdict: wsdr clients on real sockets at time scale {} (this machine's speed; not the verdict)\n",
+            self.time_scale
+        );
+        out.push_str(&format!(
+            "  RTO p50 / p99 / max (AWS): {} / {} / {}; restored {}/{}; lost acknowledged bids {}; duplicate bids {}\n",
+            s(r.rto_aws_s.p50),
+            s(r.rto_aws_s.p99),
+            s(r.rto_aws_s.max),
+            r.restored,
+            r.clients,
+            r.lost_acknowledged_bids,
+            r.duplicate_bids
+        ));
+        out.push_str(&format!("  {}\n", self.stalls.line()));
+        if self.notes.is_empty() {
+            out.push_str("  notes: none (it passed its own checks too)\n");
+        } else {
+            out.push_str(&format!("  notes: {}\n", self.notes.join("; ")));
+        }
+        out
+    }
 }
 
 impl ReferenceComparison {
@@ -686,6 +748,7 @@ impl ReferenceComparison {
             wsdr_dns_only,
             wsdr_clients,
             targets,
+            real_time: None,
         }
     }
 
@@ -806,6 +869,10 @@ impl ReferenceComparison {
                 s(t.measured_s),
                 if t.met { "met" } else { "MISSED" }
             ));
+        }
+        if let Some(real) = &self.real_time {
+            out.push('\n');
+            out.push_str(&real.table());
         }
         out
     }
