@@ -33,6 +33,7 @@ pub mod runs {
     pub mod chart;
     pub mod drill;
     pub mod load;
+    pub mod measure;
     pub mod plan;
     pub mod report;
     pub mod scenario;

@@ -1,6 +1,7 @@
 //! The drill report: a table for people, JSON for machines, an SVG timeline for both.
 
 use crate::runs::scenario::Scenario;
+use crate::world::fast::HealthCheckKind;
 use crate::world::timeline::Entry;
 use serde::Serialize;
 use std::path::Path;
@@ -170,132 +171,121 @@ impl Report {
         self.checks().is_empty()
     }
 
-    /// The checks this drill failed, each in words an operator can act on.
-    pub fn checks(&self) -> Vec<String> {
+    /// The checks this drill failed.
+    pub fn checks(&self) -> Vec<Check> {
         let mut failed = Vec::new();
-        let mut check = |ok: bool, text: String| {
+        let mut check = |ok: bool, failure: Check| {
             if !ok {
-                failed.push(text);
+                failed.push(failure);
             }
         };
-        check(
-            self.clients > 0,
-            "no users: a drill with nobody connected measures nothing".into(),
-        );
+        check(self.clients > 0, Check::NoUsers);
         if self.consistency == "strong" {
             // What strong mode promises (docs/DATA_MODEL.md, "Strong mode").
             check(
                 self.accepted_below_other_region == 0,
-                format!(
-                    "strong mode accepted {} bids below one already acknowledged",
-                    self.accepted_below_other_region
-                ),
+                Check::StrongAcceptedBelow {
+                    bids: self.accepted_below_other_region,
+                },
             );
             check(
                 self.acknowledged_bids_lost_with_region == 0,
-                format!(
-                    "strong mode lost {} acknowledged bids with a Region",
-                    self.acknowledged_bids_lost_with_region
-                ),
+                Check::StrongLostWithRegion {
+                    bids: self.acknowledged_bids_lost_with_region,
+                },
             );
         }
         if self.scenario == Scenario::Blip {
             check(
                 self.restored == 0,
-                format!(
-                    "{} users moved to the secondary after a blip",
-                    self.restored
-                ),
+                Check::MovedAfterBlip {
+                    users: self.restored,
+                },
             );
             check(
                 self.users_disconnected_during_fault == 0 && self.disconnects_during_fault == 0,
-                format!(
-                    "{} users disconnected during a blip",
-                    self.users_disconnected_during_fault
-                ),
+                Check::DisconnectedDuringBlip {
+                    users: self.users_disconnected_during_fault,
+                },
             );
             check(
                 self.endpoint_moves == 0,
-                format!("{} endpoint moves during a blip", self.endpoint_moves),
+                Check::EndpointMovesDuringBlip {
+                    moves: self.endpoint_moves,
+                },
             );
             check(
                 self.dns_flips_during_fault == 0,
-                format!(
-                    "DNS flipped {} times during a blip",
-                    self.dns_flips_during_fault
-                ),
+                Check::DnsFlippedDuringBlip {
+                    flips: self.dns_flips_during_fault,
+                },
             );
         } else if self.scenario == Scenario::Evacuate {
             check(
                 self.users_seeing_errors == 0,
-                format!(
-                    "{} users saw an error during a planned evacuation",
-                    self.users_seeing_errors
-                ),
+                Check::ErrorsDuringEvacuation {
+                    users: self.users_seeing_errors,
+                },
             );
             check(
                 self.restored == self.clients,
-                format!("moved to the secondary: {}/{}", self.restored, self.clients),
+                Check::NotAllMoved {
+                    moved: self.restored,
+                    users: self.clients,
+                },
             );
         } else {
             let detected = match self.health_check {
-                crate::world::fast::HealthCheckKind::Alarm => self.detection_ms.is_some(),
-                crate::world::fast::HealthCheckKind::Endpoint => self
+                HealthCheckKind::Alarm => self.detection_ms.is_some(),
+                HealthCheckKind::Endpoint => self
                     .health_checks
                     .as_ref()
                     .is_some_and(|h| h.endpoint.detection_ms.is_some()),
             };
             check(
                 detected,
-                format!(
-                    "the fault was never detected (no {})",
-                    match self.health_check {
-                        crate::world::fast::HealthCheckKind::Alarm => "alarm",
-                        crate::world::fast::HealthCheckKind::Endpoint => "fast verdict",
-                    }
-                ),
+                Check::NeverDetected {
+                    by: self.health_check,
+                },
             );
             check(
                 self.restored == self.clients,
-                format!(
-                    "restored in the secondary: {}/{}",
-                    self.restored, self.clients
-                ),
+                Check::NotAllRestored {
+                    restored: self.restored,
+                    users: self.clients,
+                },
             );
         }
         if matches!(self.scenario, Scenario::Failback | Scenario::Evacuate) {
-            check(
-                self.failback_ms.is_some(),
-                "DNS never failed back to the primary after the heal".into(),
-            );
+            check(self.failback_ms.is_some(), Check::NoFailback);
             let back = self.users_back_on_primary.unwrap_or(0);
             check(
                 back == self.clients,
-                format!(
-                    "back on the primary after failback: {back}/{}",
-                    self.clients
-                ),
+                Check::NotAllBack {
+                    back,
+                    users: self.clients,
+                },
             );
         }
         check(
             self.lost_acknowledged_bids == 0,
-            format!("{} acknowledged bids lost", self.lost_acknowledged_bids),
+            Check::AcknowledgedBidsLost {
+                bids: self.lost_acknowledged_bids,
+            },
         );
         check(
             self.duplicate_bids == 0,
-            format!("{} duplicate bids", self.duplicate_bids),
+            Check::DuplicateBids {
+                bids: self.duplicate_bids,
+            },
         );
-        check(self.converged, "the Regions did not converge".into());
-        check(
-            self.high_bid_consistent,
-            "the high bid differs between Regions or from the acknowledged bids".into(),
-        );
+        check(self.converged, Check::NotConverged);
+        check(self.high_bid_consistent, Check::HighBidInconsistent);
         check(
             self.returns_to_primary_during_fault == 0,
-            format!(
-                "{} returns to the primary during the fault (ping-pong)",
-                self.returns_to_primary_during_fault
-            ),
+            Check::PingPong {
+                returns: self.returns_to_primary_during_fault,
+            },
         );
         if !self.violations.is_empty() {
             let mut kinds: Vec<String> = self
@@ -312,11 +302,10 @@ impl Report {
             kinds.dedup();
             check(
                 false,
-                format!(
-                    "{} history violations ({})",
-                    self.violations.len(),
-                    kinds.join(", ")
-                ),
+                Check::HistoryViolations {
+                    count: self.violations.len(),
+                    kinds,
+                },
             );
         }
         failed
@@ -450,7 +439,8 @@ impl Report {
             if failed.is_empty() {
                 "PASS".to_owned()
             } else {
-                format!("FAIL: {}", failed.join("; "))
+                let words: Vec<String> = failed.iter().map(ToString::to_string).collect();
+                format!("FAIL: {}", words.join("; "))
             },
         ));
         format!(
@@ -908,11 +898,106 @@ fn two_columns(rows: Vec<(&str, String)>) -> comfy_table::Table {
     table
 }
 
-fn verdict(failed: &[String]) -> String {
+fn verdict(failed: &[Check]) -> String {
     if failed.is_empty() {
         "PASS".to_owned()
     } else {
         format!("FAIL ({})", failed.len())
+    }
+}
+
+/// A check a drill failed, each in words an operator can act on (its `Display`, the text
+/// `failed_checks` carries in the JSON report).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "check", rename_all = "snake_case")]
+pub enum Check {
+    NoUsers,
+    StrongAcceptedBelow { bids: usize },
+    StrongLostWithRegion { bids: usize },
+    MovedAfterBlip { users: usize },
+    DisconnectedDuringBlip { users: usize },
+    EndpointMovesDuringBlip { moves: usize },
+    DnsFlippedDuringBlip { flips: usize },
+    ErrorsDuringEvacuation { users: usize },
+    NotAllMoved { moved: usize, users: usize },
+    NeverDetected { by: HealthCheckKind },
+    NotAllRestored { restored: usize, users: usize },
+    NoFailback,
+    NotAllBack { back: usize, users: usize },
+    AcknowledgedBidsLost { bids: usize },
+    DuplicateBids { bids: usize },
+    NotConverged,
+    HighBidInconsistent,
+    PingPong { returns: usize },
+    HistoryViolations { count: usize, kinds: Vec<String> },
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Check::NoUsers => write!(
+                f,
+                "no users: a drill with nobody connected measures nothing"
+            ),
+            Check::StrongAcceptedBelow { bids } => {
+                write!(
+                    f,
+                    "strong mode accepted {bids} bids below one already acknowledged"
+                )
+            }
+            Check::StrongLostWithRegion { bids } => {
+                write!(f, "strong mode lost {bids} acknowledged bids with a Region")
+            }
+            Check::MovedAfterBlip { users } => {
+                write!(f, "{users} users moved to the secondary after a blip")
+            }
+            Check::DisconnectedDuringBlip { users } => {
+                write!(f, "{users} users disconnected during a blip")
+            }
+            Check::EndpointMovesDuringBlip { moves } => {
+                write!(f, "{moves} endpoint moves during a blip")
+            }
+            Check::DnsFlippedDuringBlip { flips } => {
+                write!(f, "DNS flipped {flips} times during a blip")
+            }
+            Check::ErrorsDuringEvacuation { users } => {
+                write!(f, "{users} users saw an error during a planned evacuation")
+            }
+            Check::NotAllMoved { moved, users } => {
+                write!(f, "moved to the secondary: {moved}/{users}")
+            }
+            Check::NeverDetected { by } => write!(
+                f,
+                "the fault was never detected (no {})",
+                match by {
+                    HealthCheckKind::Alarm => "alarm",
+                    HealthCheckKind::Endpoint => "fast verdict",
+                }
+            ),
+            Check::NotAllRestored { restored, users } => {
+                write!(f, "restored in the secondary: {restored}/{users}")
+            }
+            Check::NoFailback => write!(f, "DNS never failed back to the primary after the heal"),
+            Check::NotAllBack { back, users } => {
+                write!(f, "back on the primary after failback: {back}/{users}")
+            }
+            Check::AcknowledgedBidsLost { bids } => write!(f, "{bids} acknowledged bids lost"),
+            Check::DuplicateBids { bids } => write!(f, "{bids} duplicate bids"),
+            Check::NotConverged => write!(f, "the Regions did not converge"),
+            Check::HighBidInconsistent => write!(
+                f,
+                "the high bid differs between Regions or from the acknowledged bids"
+            ),
+            Check::PingPong { returns } => {
+                write!(
+                    f,
+                    "{returns} returns to the primary during the fault (ping-pong)"
+                )
+            }
+            Check::HistoryViolations { count, kinds } => {
+                write!(f, "{count} history violations ({})", kinds.join(", "))
+            }
+        }
     }
 }
 
