@@ -6,7 +6,7 @@
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashMap;
-use wsdr_lab::region::{authorizer_request, route_key};
+use wsdr_lab::world::region::{authorizer_request, route_key};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

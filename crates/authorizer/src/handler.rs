@@ -1,5 +1,6 @@
+use crate::deny::DenyReason;
 use crate::policy::AuthorizerResponse;
-use crate::verify::{DenyReason, Verifier};
+use crate::verify::Verifier;
 use crate::Config;
 use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequestTypeRequest;
 use lambda_runtime::LambdaEvent;

@@ -1,7 +1,7 @@
 //! A JWKS cache: fetched at cold start, refreshed when a token names an unknown `kid`, at
 //! most once per `min_refresh`, shared across invocations of a warm Lambda.
 
-use crate::verify::DenyReason;
+use crate::deny::DenyReason;
 use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use std::collections::HashMap;

@@ -13,16 +13,18 @@
 //!   never the token.
 
 mod config;
+mod deny;
 mod handler;
 mod jwks;
 mod policy;
 mod verify;
 
 pub use config::{Config, TrustedIssuer};
+pub use deny::DenyReason;
 pub use handler::{token_from_request, Authorizer};
 pub use jwks::JwksCache;
 pub use policy::{AuthorizerResponse, PolicyDocument, Statement};
-pub use verify::{system_now_secs, DenyReason, Identity, NowSecs, Verifier, MAX_TOKEN_BYTES};
+pub use verify::{system_now_secs, Identity, NowSecs, Verifier, MAX_TOKEN_BYTES};
 
 /// Errors of the cold start (configuration). Request failures are [`DenyReason`]s.
 #[derive(Debug, thiserror::Error)]

@@ -2,6 +2,7 @@
 //! trusts; it never supplies a key or an algorithm family of its own.
 
 use crate::config::{Config, KeySource, TrustedIssuer};
+use crate::deny::DenyReason;
 use crate::jwks::JwksCache;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
@@ -12,45 +13,6 @@ use wsdr_protocol::limits::PROBE_SUBJECT_PREFIX;
 /// Tokens longer than this are refused before any parsing (8 KB, as large as API Gateway's
 /// whole authorizer result may be).
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
-
-/// Why a token was refused. Logged (never the token itself); the client sees only 403.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum DenyReason {
-    #[error("no token in the query string or Sec-WebSocket-Protocol")]
-    MissingToken,
-    #[error("token is larger than 8 KB")]
-    TooLarge,
-    #[error("token is not a well-formed JWT")]
-    Malformed,
-    #[error("token algorithm is not allowed")]
-    AlgorithmNotAllowed,
-    #[error("token has no kid, or one the JWKS does not hold")]
-    UnknownKid,
-    #[error("the key named by kid is for another algorithm")]
-    KeyAlgorithmMismatch,
-    #[error("signing keys are unavailable (JWKS fetch failed)")]
-    KeysUnavailable,
-    #[error("signature does not verify")]
-    BadSignature,
-    #[error("token has expired")]
-    Expired,
-    #[error("token is not valid yet (nbf)")]
-    NotYetValid,
-    #[error("token issuer is not trusted")]
-    WrongIssuer,
-    #[error("token audience does not match")]
-    WrongAudience,
-    #[error("token has no usable sub")]
-    MissingSub,
-    /// A canary-issuer token whose `sub` is not `canary:*`: the canary secret names probe
-    /// identities only, never a user.
-    #[error("canary token names a subject outside canary:*")]
-    CanarySubjectNotProbe,
-    /// A user-issuer token whose `sub` is in the probes' reserved `canary:*` namespace: the
-    /// two issuers' subjects can never be the same principal.
-    #[error("user token names a subject in the reserved canary:* namespace")]
-    ReservedSubject,
-}
 
 /// A verified caller: the principal is (issuer, subject). Subjects of the canary issuer are
 /// exactly the `canary:*` ones, so a subject alone names at most one principal.

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 use std::time::Duration;
-use wsdr_lab::region::{Quotas, Region};
-use wsdr_lab::timeline::Timeline;
+use wsdr_lab::world::region::{Quotas, Region};
+use wsdr_lab::world::timeline::Timeline;
 
 pub fn wall_ms() -> f64 {
     std::time::SystemTime::now()
@@ -53,15 +53,15 @@ pub async fn region(
     name: &str,
     quotas: Quotas,
 ) -> anyhow::Result<Arc<Region>> {
-    let clock = wsdr_lab::clock::RegionClock::new(wsdr_lab::clock::LabClock::new());
+    let clock = wsdr_lab::world::clock::RegionClock::new(wsdr_lab::world::clock::LabClock::new());
     let store = Arc::new(wsdr_core::memory::MemoryStateStore::new(
         name,
         clock.clone(),
     ));
     let environment = wsdr_lab::world::env::Environment::real();
     // An eventual table with no faults injected and no service time (the real lab's).
-    let table = wsdr_lab::store::RegionTable::Eventual(Arc::new(
-        wsdr_lab::store::FaultyStore::new(id, store as _, environment.entropy.clone(), None),
+    let table = wsdr_lab::world::store::RegionTable::Eventual(Arc::new(
+        wsdr_lab::world::store::FaultyStore::new(id, store as _, environment.entropy.clone(), None),
     ));
     // The Region runs until the benchmark process ends: its owner is never cancelled.
     let region = Region::start(
@@ -74,7 +74,7 @@ pub async fn region(
         wsdr_lab::world::env::Shared {
             scale: wsdr_lab::TimeScale::new(1.0),
             timeline: Timeline::new(None),
-            owner: wsdr_lab::owner::Owner::new(),
+            owner: wsdr_lab::world::owner::Owner::new(),
             environment,
         },
     )

@@ -663,7 +663,7 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
 
     // 4. Drill RTO.
     println!("drill ...");
-    let report = wsdr_lab::drill::run(wsdr_lab::DrillConfig {
+    let report = wsdr_lab::runs::drill::run(wsdr_lab::DrillConfig {
         users: if quick { 10 } else { 50 },
         ..Default::default()
     })
@@ -707,13 +707,13 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
 
     // 5. Client-assisted failover against DNS-only, same scenario and seed.
     println!("drill with client-assisted failover ...");
-    let assisted = wsdr_lab::drill::run(wsdr_lab::DrillConfig {
+    let assisted = wsdr_lab::runs::drill::run(wsdr_lab::DrillConfig {
         users: report.clients,
         client_fallback: true,
         ..Default::default()
     })
     .await?;
-    let comparison = wsdr_lab::report::Comparison::new(report, assisted);
+    let comparison = wsdr_lab::runs::report::Comparison::new(report, assisted);
     let ratio = comparison.p99_rto_ratio;
     writeln!(
         md,

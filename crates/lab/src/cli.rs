@@ -54,8 +54,8 @@ pub fn address(value: &str) -> Result<SocketAddr, String> {
 
 /// A Region as the CLI takes it: `0`/`primary`, `1`/`secondary`, or its name
 /// (`us-east-1`), which the lab resolves against its own Regions.
-pub fn region(value: &str) -> Result<crate::control::RegionRef, String> {
-    use crate::control::RegionRef;
+pub fn region(value: &str) -> Result<crate::world::control::RegionRef, String> {
+    use crate::world::control::RegionRef;
     let value = value.trim();
     match value {
         "0" | "primary" => Ok(RegionRef::Index(0)),
@@ -107,7 +107,7 @@ pub fn is_loopback(addr: &SocketAddr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::RegionRef;
+    use crate::world::control::RegionRef;
 
     #[test]
     fn time_scales_must_be_finite_and_above_zero() {
@@ -201,18 +201,18 @@ pub enum ClockArg {
     Real,
 }
 
-impl From<ClockArg> for crate::chaos::Clock {
+impl From<ClockArg> for crate::runs::chaos::Clock {
     fn from(arg: ClockArg) -> Self {
         match arg {
-            ClockArg::Simulated => crate::chaos::Clock::Simulated,
-            ClockArg::Real => crate::chaos::Clock::Real,
+            ClockArg::Simulated => crate::runs::chaos::Clock::Simulated,
+            ClockArg::Real => crate::runs::chaos::Clock::Real,
         }
     }
 }
 
 /// A chaos schedule given on the command line (one value, a JSON list).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ScheduleArg(pub Vec<crate::chaos::Step>);
+pub struct ScheduleArg(pub Vec<crate::runs::chaos::Step>);
 
 /// `--schedule`: a chaos schedule as JSON (`[{"fault":"down","secs":60.0}, ...]`).
 pub fn schedule(text: &str) -> Result<ScheduleArg, String> {

@@ -41,13 +41,8 @@ pub mod runs {
     pub mod stalls;
 }
 
-// The paths outside tools and tests have used since the first release.
-pub use runs::{chaos, drill, load, report};
-pub use sim::{history, users};
-pub use world::{
-    clock, control, frontdoor, health, owner, region, replication, scale, store, timeline,
-};
-
+// The names every run starts from; everything else is reached through its layer
+// (`wsdr_lab::world::control`, `wsdr_lab::runs::chaos`, `wsdr_lab::sim::history`).
 pub use runs::drill::{DrillConfig, Scenario};
 pub use runs::report::Report;
 pub use world::scale::TimeScale;

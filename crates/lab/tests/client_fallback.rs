@@ -4,8 +4,9 @@
 //! runs of one scenario compared; a flapping primary causes no ping-pong; a blip (one lost
 //! heartbeat) moves nobody.
 
-use wsdr_lab::report::Comparison;
-use wsdr_lab::{drill, DrillConfig, LabConfig, Scenario};
+use wsdr_lab::runs::drill;
+use wsdr_lab::runs::report::Comparison;
+use wsdr_lab::{DrillConfig, LabConfig, Scenario};
 
 fn config(scenario: Scenario, client_fallback: bool) -> DrillConfig {
     DrillConfig {

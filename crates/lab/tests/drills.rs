@@ -4,8 +4,9 @@
 //! seed), so a busy machine cannot change a verdict; the control API, the operator's view and
 //! forged moves run on real sockets at time scale 60, with no timing bar.
 
+use wsdr_lab::runs::drill;
 use wsdr_lab::RegionId;
-use wsdr_lab::{drill, DrillConfig, LabConfig, Scenario, TimeScale};
+use wsdr_lab::{DrillConfig, LabConfig, Scenario, TimeScale};
 
 fn config(scenario: Scenario) -> DrillConfig {
     DrillConfig {
@@ -113,24 +114,27 @@ async fn control_api_reports_status_and_injects_faults() {
             .await
             .unwrap(),
     );
-    let addr = wsdr_lab::control::serve(lab.clone(), "127.0.0.1:0".parse().unwrap())
+    let addr = wsdr_lab::world::control::serve(lab.clone(), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let (status, body) =
-        wsdr_lab::control::post_json(addr, "/api/fault", r#"{"kind":"throttle","region":0}"#)
-            .await
-            .unwrap();
+    let (status, body) = wsdr_lab::world::control::post_json(
+        addr,
+        "/api/fault",
+        r#"{"kind":"throttle","region":0}"#,
+    )
+    .await
+    .unwrap();
     assert_eq!(status, 200, "{body}");
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(json["regions"][0]["throttled"], true);
     assert_eq!(json["regions"][1]["throttled"], false);
     let (status, _) =
-        wsdr_lab::control::post_json(addr, "/api/fault", r#"{"kind":"melt","region":0}"#)
+        wsdr_lab::world::control::post_json(addr, "/api/fault", r#"{"kind":"melt","region":0}"#)
             .await
             .unwrap();
     assert_eq!(status, 400);
     let (status, body) =
-        wsdr_lab::control::post_json(addr, "/api/fault", r#"{"kind":"partition"}"#)
+        wsdr_lab::world::control::post_json(addr, "/api/fault", r#"{"kind":"partition"}"#)
             .await
             .unwrap();
     assert_eq!(status, 200);
@@ -140,9 +144,10 @@ async fn control_api_reports_status_and_injects_faults() {
         .unwrap()
         .iter()
         .all(|l| l["cut"] == true));
-    let (status, body) = wsdr_lab::control::post_json(addr, "/api/fault", r#"{"kind":"heal"}"#)
-        .await
-        .unwrap();
+    let (status, body) =
+        wsdr_lab::world::control::post_json(addr, "/api/fault", r#"{"kind":"heal"}"#)
+            .await
+            .unwrap();
     assert_eq!(status, 200);
     let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(json["regions"][0]["throttled"], false);
@@ -153,8 +158,8 @@ async fn control_api_reports_status_and_injects_faults() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_sees_regions_users_the_fault_and_metrics() {
     use std::sync::Arc;
-    use wsdr_lab::control::ControlClient;
-    use wsdr_lab::users::{Behaviour, Population};
+    use wsdr_lab::sim::users::{Behaviour, Population};
+    use wsdr_lab::world::control::ControlClient;
     let lab = Arc::new(
         wsdr_lab::World::builder()
             .config(LabConfig {
@@ -165,8 +170,8 @@ async fn the_operator_sees_regions_users_the_fault_and_metrics() {
             .await
             .unwrap(),
     );
-    let token = wsdr_lab::control::new_control_token();
-    let addr = wsdr_lab::control::serve_with_token(
+    let token = wsdr_lab::world::control::new_control_token();
+    let addr = wsdr_lab::world::control::serve_with_token(
         lab.clone(),
         "127.0.0.1:0".parse().unwrap(),
         Some(token.clone()),
@@ -196,7 +201,7 @@ async fn the_operator_sees_regions_users_the_fault_and_metrics() {
     let users =
         Population::through_front_door(&lab, 4, &auction, Behaviour::honest(5.0), 3, |_| false);
     let scale = lab.config().scale;
-    assert!(wsdr_lab::users::wait_for(scale.secs(300.0), || users.all_connected()).await);
+    assert!(wsdr_lab::sim::users::wait_for(scale.secs(300.0), || users.all_connected()).await);
     // A Region by name, as `wsdr fault --region us-east-1` sends it.
     let (code, body) = operator
         .post_json("/api/fault", r#"{"kind":"throttle","region":"us-east-1"}"#)
@@ -209,7 +214,7 @@ async fn the_operator_sees_regions_users_the_fault_and_metrics() {
         .unwrap();
     assert_eq!(code, 400);
     assert!(body.contains("us-east-1 and us-west-2"), "{body}");
-    let restored_everyone = wsdr_lab::users::wait_for(scale.secs(900.0), || {
+    let restored_everyone = wsdr_lab::sim::users::wait_for(scale.secs(900.0), || {
         lab.status()
             .fault
             .and_then(|f| f.restored)
@@ -405,7 +410,7 @@ async fn the_evacuator_moves_sessions_that_a_slow_primary_keeps() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_or_pointless_move_redirects_nobody() {
     use std::sync::Arc;
-    use wsdr_lab::users::{wait_for, Behaviour, Population};
+    use wsdr_lab::sim::users::{wait_for, Behaviour, Population};
     let lab = Arc::new(
         wsdr_lab::World::builder()
             .config(LabConfig::default())
@@ -462,7 +467,7 @@ async fn a_forged_or_pointless_move_redirects_nobody() {
 /// nobody and leaves the evacuated Region in DNS, with an error that says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_evacuation_to_an_unhealthy_region_moves_nobody_and_restores_dns() {
-    use wsdr_lab::users::wait_for;
+    use wsdr_lab::sim::users::wait_for;
     use wsdr_lab::Fault;
     let lab = wsdr_lab::World::builder()
         .config(LabConfig::default())
@@ -610,7 +615,7 @@ async fn a_status_that_shows_the_new_answer_shows_the_flip_too() {
 /// Region that is down, and the primary keeps the name for as long as the judge is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_judge_that_is_down_leaves_the_name_on_the_primary() {
-    use wsdr_lab::users::wait_for;
+    use wsdr_lab::sim::users::wait_for;
     use wsdr_lab::world::timeline::Kind;
     let lab = wsdr_lab::World::builder()
         .config(LabConfig::wsdr_defaults())
@@ -646,7 +651,7 @@ async fn a_judge_that_is_down_leaves_the_name_on_the_primary() {
 /// answering 200 `serve`: the in-Region design would never have failed over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_degraded_primary_cannot_vouch_for_itself() {
-    use wsdr_lab::users::wait_for;
+    use wsdr_lab::sim::users::wait_for;
     let lab = wsdr_lab::World::builder()
         .config(LabConfig::wsdr_defaults())
         .start()
@@ -662,7 +667,7 @@ async fn a_degraded_primary_cannot_vouch_for_itself() {
         "the name moved"
     );
     let get = |region: RegionId, path: &'static str| {
-        let client = wsdr_lab::control::ControlClient::new(lab.region(region).addr, None)
+        let client = wsdr_lab::world::control::ControlClient::new(lab.region(region).addr, None)
             .on_network(lab.config().environment.network.clone());
         async move { client.get(path).await.unwrap().0 }
     };

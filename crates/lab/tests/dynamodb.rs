@@ -3,8 +3,9 @@
 //! adapter behind the handler, replicated with per-item last-writer-wins conditional puts.
 //! Needs DYNAMODB_ENDPOINT (make test starts DynamoDB Local).
 
-use wsdr_lab::store::StoreKind;
-use wsdr_lab::{drill, DrillConfig, LabConfig, Scenario, TimeScale};
+use wsdr_lab::runs::drill;
+use wsdr_lab::world::store::StoreKind;
+use wsdr_lab::{DrillConfig, LabConfig, Scenario, TimeScale};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_drill_on_dynamodb_local_loses_nothing_and_converges() {
@@ -39,8 +40,8 @@ async fn replicated_writes_apply_with_last_writer_wins_per_item() {
     use wsdr_aws::DynamoStateStore;
     use wsdr_core::items::{Change, Item};
     use wsdr_core::{Auction, StateStore};
-    use wsdr_lab::clock::{LabClock, RegionClock};
-    use wsdr_lab::store::{DynamoReplica, ReplicaStore};
+    use wsdr_lab::world::clock::{LabClock, RegionClock};
+    use wsdr_lab::world::store::{DynamoReplica, ReplicaStore};
     use wsdr_protocol::{Amount, AuctionId};
     let endpoint = std::env::var("DYNAMODB_ENDPOINT").expect("DYNAMODB_ENDPOINT (make test)");
     let table = format!("lww-{:08x}", rand::random::<u32>());

@@ -4,7 +4,8 @@
 //! `slow` scenario needs no special time scale (no real-time floor on probe timeouts).
 
 use wsdr_core::Consistency;
-use wsdr_lab::{drill, DrillConfig, LabConfig, Scenario};
+use wsdr_lab::runs::drill;
+use wsdr_lab::{DrillConfig, LabConfig, Scenario};
 
 fn config(scenario: Scenario, consistency: Consistency) -> DrillConfig {
     DrillConfig {

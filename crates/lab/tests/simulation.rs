@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use wsdr_core::Consistency;
-use wsdr_lab::chaos::{self, ChaosConfig, Clock};
+use wsdr_lab::runs::chaos::{self, ChaosConfig, Clock};
 
 fn config(consistency: Consistency) -> ChaosConfig {
     ChaosConfig {

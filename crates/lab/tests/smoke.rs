@@ -15,7 +15,7 @@ async fn lab() -> (Arc<World>, std::net::SocketAddr) {
             .await
             .unwrap(),
     );
-    let control = wsdr_lab::control::serve(lab.clone(), "127.0.0.1:0".parse().unwrap())
+    let control = wsdr_lab::world::control::serve(lab.clone(), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
     (lab, control)

@@ -157,7 +157,7 @@ async fn strong_drills_lose_nothing_and_order_every_bid_once() {
         Scenario::NeverReturns,
         Scenario::Partition,
     ] {
-        let report = wsdr_lab::drill::run_simulated(strong_drill(scenario))
+        let report = wsdr_lab::runs::drill::run_simulated(strong_drill(scenario))
             .await
             .unwrap();
         let name = format!("{scenario:?}");

@@ -1,7 +1,10 @@
 //! A chaos campaign: randomized fault schedules while users bid, each run checked by the
 //! history checker; exits non-zero on any violation (docs/RELIABILITY.md).
 
-use super::*;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use wsdr_lab::cli;
+use wsdr_lab::TimeScale;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -69,7 +72,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let parallel = parallel.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
-    let config = wsdr_lab::chaos::ChaosConfig {
+    let config = wsdr_lab::runs::chaos::ChaosConfig {
         seed,
         runs,
         users,
@@ -83,9 +86,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     if let Some(seed) = replay {
         let run = if shrink {
-            wsdr_lab::chaos::shrink(seed, config).await?
+            wsdr_lab::runs::chaos::shrink(seed, config).await?
         } else {
-            wsdr_lab::chaos::replay(seed, config).await?
+            wsdr_lab::runs::chaos::replay(seed, config).await?
         };
         if history {
             for line in &run.history {
@@ -109,21 +112,21 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     serde_json::to_string(&run.schedule)?
                 );
             }
-            eprintln!("{}", wsdr_lab::chaos::describe(&run));
+            eprintln!("{}", wsdr_lab::runs::chaos::describe(&run));
             return Ok(ExitCode::from(1));
         }
         return Ok(ExitCode::SUCCESS);
     }
     cli::ensure_writable(&report, "report")?;
     let clock_note = match config.clock {
-        wsdr_lab::chaos::Clock::Simulated => "simulated clock".to_owned(),
-        wsdr_lab::chaos::Clock::Real => format!("real clock, time scale {time_scale}"),
+        wsdr_lab::runs::chaos::Clock::Simulated => "simulated clock".to_owned(),
+        wsdr_lab::runs::chaos::Clock::Real => format!("real clock, time scale {time_scale}"),
     };
     println!(
         "wsdr chaos: seed {seed}, {runs} runs, {users} users each, {clock_note}, {parallel} at once, {} consistency",
         wsdr_core::Consistency::from(consistency)
     );
-    let result = wsdr_lab::chaos::campaign(config).await?;
+    let result = wsdr_lab::runs::chaos::campaign(config).await?;
     super::write_report(&report, &result)?;
     println!(
         "chaos: {} runs, {} faults injected, {} bids ({} acknowledged, {} unknown), {} violations, {:.1} s wall; report {}",

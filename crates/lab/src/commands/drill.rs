@@ -1,6 +1,11 @@
 //! Run a failover drill and report RTO/RPO; exits non-zero unless nothing was lost.
 
-use super::*;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use wsdr_lab::cli;
+use wsdr_lab::runs::report::Comparison;
+use wsdr_lab::{AwsDuration, DrillConfig, LabConfig, Scenario, TimeScale};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -123,9 +128,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     let run_drill = |config: DrillConfig| async move {
         if simulated {
-            wsdr_lab::drill::run_simulated(config).await
+            wsdr_lab::runs::drill::run_simulated(config).await
         } else {
-            wsdr_lab::drill::run(config).await
+            wsdr_lab::runs::drill::run(config).await
         }
     };
     // The reference design tells nobody to move.
@@ -330,7 +335,7 @@ where
             config.lab.scale.factor()
         );
         let meter = wsdr_lab::runs::stalls::StallMeter::start(Duration::from_millis(10));
-        let result = wsdr_lab::drill::run(config).await?;
+        let result = wsdr_lab::runs::drill::run(config).await?;
         let stalls = meter.stop(result.time_scale);
         comparison.real_time = Some(wsdr_lab::runs::report::RealTimeRun::new(result, stalls));
     }

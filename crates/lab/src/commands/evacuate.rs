@@ -2,13 +2,14 @@
 //! name to answer the other Region, then tell each connection to move (`moveTo`) paced
 //! to the destination's quota. `wsdr service --in` puts it back afterwards.
 
-use super::*;
+use std::process::ExitCode;
+use wsdr_lab::cli;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The Region to empty: 0 or primary, 1 or secondary, or its name.
     #[arg(long, value_parser = cli::region)]
-    region: wsdr_lab::control::RegionRef,
+    region: wsdr_lab::world::control::RegionRef,
     /// Do not touch DNS first (a failover already decided: the name answers elsewhere).
     #[arg(long)]
     unplanned: bool,

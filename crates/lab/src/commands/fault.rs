@@ -1,6 +1,7 @@
 //! Inject a fault into a running `wsdr lab` through its control API.
 
-use super::*;
+use std::process::ExitCode;
+use wsdr_lab::cli;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -9,7 +10,7 @@ pub struct Args {
     kind: wsdr_lab::FaultKind,
     /// The Region: 0 or primary, 1 or secondary, or its name (us-east-1).
     #[arg(long, default_value = "0", value_parser = cli::region)]
-    region: wsdr_lab::control::RegionRef,
+    region: wsdr_lab::world::control::RegionRef,
     /// AWS milliseconds: `lag`, `skew` (may be negative), `sticky-dns`, `slow`.
     #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     ms: i64,
@@ -18,7 +19,7 @@ pub struct Args {
     percent: Option<u8>,
     /// `one-way`: the Region whose outgoing replication is cut (as --region).
     #[arg(long, value_parser = cli::region)]
-    from: Option<wsdr_lab::control::RegionRef>,
+    from: Option<wsdr_lab::world::control::RegionRef>,
     #[command(flatten)]
     lab: super::LabAddress,
 }
@@ -32,13 +33,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         from,
         lab,
     } = args;
-    let body = serde_json::json!({
-        "kind": kind.name(),
-        "region": region,
-        "ms": ms,
-        "percent": percent,
-        "from": from,
-    })
-    .to_string();
+    let body = serde_json::to_string(&wsdr_lab::world::fault::FaultRequest {
+        ms,
+        percent,
+        from,
+        ..wsdr_lab::world::fault::FaultRequest::new(kind, region)
+    })?;
     Ok(super::control_call(lab, "/api/fault", &body, "fault").await)
 }

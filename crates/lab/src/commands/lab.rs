@@ -1,6 +1,9 @@
 //! Start the lab and keep it running; faults through the control API.
 
-use super::*;
+use std::process::ExitCode;
+use std::sync::Arc;
+use wsdr_lab::cli;
+use wsdr_lab::{LabConfig, TimeScale, World};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -52,7 +55,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let control_token = if cli::is_loopback(&listen) {
         None
     } else if allow_remote {
-        Some(wsdr_lab::control::new_control_token())
+        Some(wsdr_lab::world::control::new_control_token())
     } else {
         eprintln!(
             "wsdr lab: refusing to serve the control API on {listen}: anyone who reaches it can mint user tokens and inject faults. \
@@ -77,7 +80,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .await?,
     );
     let control =
-        wsdr_lab::control::serve_with_token(lab.clone(), listen, control_token.clone())
+        wsdr_lab::world::control::serve_with_token(lab.clone(), listen, control_token.clone())
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e:#} (is another `wsdr lab` running? try --listen 127.0.0.1:0)"))?;
     println!(
@@ -100,11 +103,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let auction = wsdr_protocol::AuctionId::new("lot-1")?;
     let population = (users > 0).then(|| {
         println!("  {users} simulated users bidding on lot-1 through the global name");
-        wsdr_lab::users::Population::through_front_door(
+        wsdr_lab::sim::users::Population::through_front_door(
             &lab,
             users,
             &auction,
-            wsdr_lab::users::Behaviour::honest(bid_every),
+            wsdr_lab::sim::users::Behaviour::honest(bid_every),
             1,
             |_| false,
         )

@@ -1,7 +1,9 @@
 //! Many concurrent connections bidding for a while: lost bids, memory growth, stuck
 //! connections (docs/RELIABILITY.md).
 
-use super::*;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use wsdr_lab::cli;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -28,7 +30,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     } = args;
     cli::ensure_writable(&report, "report")?;
     println!("wsdr load: {connections} connections bidding for {secs} s");
-    let result = wsdr_lab::load::run(wsdr_lab::load::LoadConfig {
+    let result = wsdr_lab::runs::load::run(wsdr_lab::runs::load::LoadConfig {
         connections,
         secs,
         bid_every_secs: bid_every,

@@ -13,13 +13,8 @@ pub mod probe;
 pub mod service;
 pub mod smoke;
 
-pub(crate) use std::path::PathBuf;
-pub(crate) use std::process::ExitCode;
-pub(crate) use std::sync::Arc;
-pub(crate) use std::time::Duration;
-pub(crate) use wsdr_lab::cli;
-pub(crate) use wsdr_lab::report::Comparison;
-pub(crate) use wsdr_lab::{AwsDuration, DrillConfig, LabConfig, Scenario, TimeScale, World};
+use std::process::ExitCode;
+use wsdr_lab::cli;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
@@ -64,10 +59,10 @@ impl Command {
     }
 }
 
-fn store_kind(dynamodb: Option<String>) -> wsdr_lab::store::StoreKind {
+fn store_kind(dynamodb: Option<String>) -> wsdr_lab::world::store::StoreKind {
     match dynamodb {
-        Some(endpoint) => wsdr_lab::store::StoreKind::Dynamo { endpoint },
-        None => wsdr_lab::store::StoreKind::Memory,
+        Some(endpoint) => wsdr_lab::world::store::StoreKind::Dynamo { endpoint },
+        None => wsdr_lab::world::store::StoreKind::Memory,
     }
 }
 
@@ -103,7 +98,7 @@ async fn control_call(
     command: &str,
 ) -> ExitCode {
     // An evacuation waits for DNS (a few TTLs) before it answers.
-    let client = wsdr_lab::control::ControlClient::new(lab, token)
+    let client = wsdr_lab::world::control::ControlClient::new(lab, token)
         .with_timeout(std::time::Duration::from_secs(900));
     match client.post_json(path, body).await {
         Ok((200, answer)) => {

@@ -1,6 +1,7 @@
 //! Probe one WebSocket endpoint once (heartbeat + getState), like the canary.
 
-use super::*;
+use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -1,12 +1,13 @@
 //! Take a Region of a running `wsdr lab` out of DNS, or put it back in.
 
-use super::*;
+use std::process::ExitCode;
+use wsdr_lab::cli;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The Region: 0 or primary, 1 or secondary, or its name.
     #[arg(long, value_parser = cli::region)]
-    region: wsdr_lab::control::RegionRef,
+    region: wsdr_lab::world::control::RegionRef,
     /// Put it back in DNS.
     #[arg(long = "in", conflicts_with = "out")]
     back_in: bool,

@@ -1,7 +1,8 @@
 //! After a deploy: one user on each endpoint sends heartbeat, getState and one bid, and the
 //! command prints which Region answered each (docs/DEPLOY.md, "Smoke test").
 
-use super::*;
+use std::process::ExitCode;
+use std::time::Duration;
 use wsdr_lab::smoke::{Settings, Target};
 
 #[derive(clap::Args)]
@@ -96,7 +97,7 @@ async fn from_lab(control: &str, sub: &str) -> anyhow::Result<(Vec<Target>, Stri
         .trim_end_matches('/')
         .parse::<std::net::SocketAddr>()
         .map_err(|e| anyhow::anyhow!("--lab {control}: an http://IP:PORT address ({e})"))?;
-    let client = wsdr_lab::control::ControlClient::new(address, None);
+    let client = wsdr_lab::world::control::ControlClient::new(address, None);
     let (status, body) = client.get("/api/status").await?;
     anyhow::ensure!(status == 200, "GET /api/status answered {status}: {body}");
     let lab: serde_json::Value = serde_json::from_str(&body)?;

@@ -94,7 +94,7 @@ pub fn regional_endpoints(lab: &World) -> Vec<RegionalEndpoint> {
         .collect()
 }
 
-// Kept here too: outside tools and tests have used `wsdr_lab::users::wait_for`.
+// Kept here too: outside tools and tests have used `wsdr_lab::sim::users::wait_for`.
 pub use crate::world::clock::wait_for;
 
 /// How a simulated user behaves. Durations are AWS seconds (divided by the run's time scale).

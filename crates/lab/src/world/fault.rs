@@ -93,9 +93,11 @@ impl FaultKind {
         }
     }
 
-    /// The kind named `name`, if there is one.
+    /// The kind named `name`, if there is one. The chaos schedules' older snake_case
+    /// spelling (`ack_lost`) is read too, so what a report printed can be sent back.
     pub fn parse(name: &str) -> Option<Self> {
         use clap::ValueEnum;
+        let name = name.replace('_', "-");
         Self::value_variants()
             .iter()
             .copied()
@@ -258,6 +260,8 @@ impl RegionRef {
 }
 
 /// A fault as the control API takes it (`POST /api/fault`); docs/LAB.md lists the fields.
+/// `wsdr fault` sends this type ([`FaultRequest::new`]); the kind stays a string on the wire
+/// so that an unknown one gets a 400 that lists the known ones.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct FaultRequest {
     pub kind: String,
@@ -276,6 +280,17 @@ pub struct FaultRequest {
 }
 
 impl FaultRequest {
+    /// A request for `kind`, spelled as the control API documents it.
+    pub fn new(kind: FaultKind, region: RegionRef) -> Self {
+        Self {
+            kind: kind.name().to_owned(),
+            region,
+            ms: 0,
+            percent: None,
+            from: None,
+        }
+    }
+
     /// The fault this request asks for, against the lab's Region names; errors are for the
     /// HTTP 400 body.
     pub fn fault(&self, names: &PerRegion<String>) -> Result<Fault, String> {
@@ -348,6 +363,11 @@ mod tests {
             let cli = kind.to_possible_value().map(|v| v.get_name().to_owned());
             assert_eq!(cli.as_deref(), Some(kind.name()));
             assert_eq!(FaultKind::parse(kind.name()), Some(*kind));
+            // The chaos schedules' older spelling reads as the same kind.
+            assert_eq!(
+                FaultKind::parse(&kind.name().replace('-', "_")),
+                Some(*kind)
+            );
             let json = serde_json::to_string(kind).unwrap_or_default();
             assert_eq!(json, format!("\"{}\"", kind.name()));
         }

@@ -326,7 +326,7 @@ impl World {
         let threshold = fast.failure_threshold;
         let network = self.config.environment.network.clone();
         self.owner.spawn(async move {
-            let judge_client = crate::control::ControlClient::new(judge_addr, None)
+            let judge_client = crate::world::control::ControlClient::new(judge_addr, None)
                 .with_timeout(timeout)
                 .on_network(network);
             let mut checks = PerRegion::from_fn(|_| EndpointCheck::new(threshold));
