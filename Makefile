@@ -49,14 +49,14 @@ browser-test:
 	$(WSDR_BIN_BUILD)
 	cd tests/browser && node --test
 
-## chaos-short: 60 simulated failover runs on the eventual table and 40 on the strong one,
+## chaos-short: 100 simulated failover runs on the eventual table and 60 on the strong one,
 ## every history checked; each run is a deterministic simulation (a function of its seed:
 ## a violation prints `wsdr chaos --replay SEED ...`, which reruns it exactly)
 CHAOS_SEED ?= 1
 chaos-short:
 	$(WSDR_BIN_BUILD)
-	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 60 --report target/wsdr/chaos-short.json
-	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 40 --consistency strong --report target/wsdr/chaos-short-strong.json
+	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 100 --report target/wsdr/chaos-short.json
+	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 60 --consistency strong --report target/wsdr/chaos-short-strong.json
 
 ## chaos: the long campaign, simulated (10,000 runs eventual, 5,000 strong; figures in
 ## docs/RELIABILITY.md)

@@ -199,7 +199,10 @@ impl Verifier {
         let sub = data
             .claims
             .sub
-            .filter(|s| !s.is_empty() && s.len() <= 255 && !s.chars().any(char::is_control))
+            .filter(|s| {
+                // Characters, as docs/AUTH.md states (a CJK subject is 3 bytes a character).
+                !s.is_empty() && s.chars().count() <= 255 && !s.chars().any(char::is_control)
+            })
             .ok_or(DenyReason::MissingSub)?;
         match (issuer.canary, sub.starts_with(PROBE_SUBJECT_PREFIX)) {
             (true, false) => return Err(DenyReason::CanarySubjectNotProbe),

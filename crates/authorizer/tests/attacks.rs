@@ -214,3 +214,33 @@ async fn jwks_down_at_cold_start_recovers_on_next_unknown_kid() {
         Err(DenyReason::KeysUnavailable)
     );
 }
+
+/// docs/AUTH.md: `sub` is 1..255 characters. A 107-character CJK subject (321 bytes) is a
+/// user; 256 characters of it are not.
+#[tokio::test]
+async fn a_subject_is_measured_in_characters_not_bytes() {
+    let (url, _) = jwks_server(&["rsa-1"]).await;
+    let verifier = Verifier::new(&config(&url, &[])).await;
+    let token = |sub: String| {
+        sign(
+            Algorithm::RS256,
+            Some("rsa-1"),
+            &rsa(RSA_PRIVATE),
+            &with_claim("sub", sub.into()),
+        )
+    };
+    let cjk = "競".repeat(107);
+    assert!(cjk.len() > 255, "more bytes than characters");
+    let identity = verifier.verify(&token(cjk.clone())).await.expect("allowed");
+    assert_eq!(identity.sub, cjk);
+    assert!(wsdr_core::UserId::new(cjk).is_ok(), "the domain agrees");
+    let longest = "競".repeat(255);
+    assert!(verifier.verify(&token(longest.clone())).await.is_ok());
+    assert!(wsdr_core::UserId::new(longest).is_ok());
+    let too_long = "競".repeat(256);
+    assert_eq!(
+        verifier.verify(&token(too_long.clone())).await,
+        Err(DenyReason::MissingSub)
+    );
+    assert!(wsdr_core::UserId::new(too_long).is_err());
+}

@@ -13,14 +13,17 @@ use wsdr_protocol::{
 pub struct UserId(String);
 
 impl UserId {
-    /// Longest `sub` accepted. OIDC does not bound it; Cognito's are 36 characters.
+    /// Longest `sub` accepted, in characters (docs/AUTH.md). OIDC does not bound it;
+    /// Cognito's are 36 characters. At 4 UTF-8 bytes a character the longest bid-copy
+    /// partition key (`BIDS#<auctionId>#<bidder>`) stays near 1.1 KB, under DynamoDB's
+    /// 2,048-byte limit.
     pub const MAX_LEN: usize = 255;
 
     pub fn new(value: impl Into<String>) -> Result<Self, Error> {
         let value = value.into();
-        if value.is_empty() || value.len() > Self::MAX_LEN {
+        if value.is_empty() || value.chars().count() > Self::MAX_LEN {
             return Err(Error::BadRequest(format!(
-                "user id must be 1 to {} bytes",
+                "user id must be 1 to {} characters",
                 Self::MAX_LEN
             )));
         }

@@ -21,7 +21,17 @@ pub async fn start(
     let connections = owner.clone();
     let network = network.clone();
     owner.spawn(async move {
-        while let Ok((mut inbound, _)) = listener.accept().await {
+        loop {
+            let mut inbound = match listener.accept().await {
+                Ok((inbound, _)) => inbound,
+                Err(error) => {
+                    // EMFILE and the like pass: keep accepting, as the Regions' listeners do
+                    // (the owner ends this task when the world stops).
+                    tracing::debug!(%error, "front door: accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
             let target = targets[resolver.answer()];
             let network = network.clone();
             connections.spawn(async move {
