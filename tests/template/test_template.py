@@ -745,3 +745,11 @@ def test_canaries_and_the_health_function_reach_only_health_records(template):
         assert "dynamodb:UpdateItem" not in st["Action"] and "dynamodb:DeleteItem" not in st["Action"], name
     # What the binaries write is under that prefix (crates/aws/src/health.rs).
     assert 'format!("HEALTH#{api_id}")' in (ROOT / "crates" / "aws" / "src" / "health.rs").read_text()
+
+
+def test_every_log_group_keeps_logs_for_log_retention_days(template):
+    """One retention setting for every log group the stack makes, the access log included."""
+    groups = resources(template, "AWS::Logs::LogGroup")
+    assert groups
+    for name, group in groups.items():
+        assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name

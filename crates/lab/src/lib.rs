@@ -39,6 +39,7 @@ pub mod runs {
     pub mod scenario;
     pub mod sim;
     pub mod stalls;
+    pub mod stats;
 }
 
 // The names every run starts from; everything else is reached through its layer

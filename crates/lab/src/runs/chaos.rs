@@ -750,21 +750,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     } = judge(&lab, &users, &auction, scale.secs(30.0)).await?;
     violations.extend(attacks);
     violations.extend(users.retryable_rejections());
-    if let Some(cluster) = lab.cluster() {
-        violations.extend(crate::sim::history::redirected_but_decided(
-            &ops,
-            &cluster.accepted_by(&auction),
-        ));
-        let count = crate::sim::history::below_an_earlier_bid(&cluster.accepted_in_order(&auction));
-        if count > 0 {
-            violations.push(Violation::AcceptedBelowEarlierBid { count });
-        }
-        violations.extend(crate::sim::history::acknowledged_without_quorum(
-            &ops,
-            lab.names(),
-            |region, from, to| lab.lacked_quorum_throughout(region, from, to),
-        ));
-    }
+    violations.extend(strong_mode_violations(&lab, &ops, &auction));
     let rpo_lost_acknowledged = lost_acknowledged(&ops, &regions, &lost);
     let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
     for kind in plan.fault_names() {
@@ -820,6 +806,26 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         lost_copies: lost.len(),
         closed_mid_bid,
     })
+}
+
+/// Strong mode's own promises, checked against the table's order and quorum (none on an
+/// eventual table).
+fn strong_mode_violations(lab: &World, ops: &[Op], auction: &AuctionId) -> Vec<Violation> {
+    let Some(cluster) = lab.cluster() else {
+        return Vec::new();
+    };
+    let mut violations =
+        crate::sim::history::redirected_but_decided(ops, &cluster.accepted_by(auction));
+    let count = crate::sim::history::below_an_earlier_bid(&cluster.accepted_in_order(auction));
+    if count > 0 {
+        violations.push(Violation::AcceptedBelowEarlierBid { count });
+    }
+    violations.extend(crate::sim::history::acknowledged_without_quorum(
+        ops,
+        lab.names(),
+        |region, from, to| lab.lacked_quorum_throughout(region, from, to),
+    ));
+    violations
 }
 
 /// A run's history as JSON lines, in a fixed order: the schedule, every operation, the lab's

@@ -87,14 +87,8 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         config.seed,
         move |_| fallback,
     );
-    let all_restored_on = |region: &str, after: f64| {
-        users
-            .records()
-            .iter()
-            .all(|r| r.restores.iter().any(|(at, r)| *at >= after && r == region))
-    };
     let connected = wait_for(scale.secs(300.0), || {
-        all_restored_on(&lab.config().regions[0], 0.0)
+        all_restored_on(&users, &lab.config().regions[0], 0.0)
     })
     .await;
     anyhow::ensure!(connected, "not every user connected to the primary");
@@ -119,7 +113,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         true
     } else {
         wait_for(scale.secs(config.recovery_timeout_secs), || {
-            all_restored_on(&secondary, fault_ms)
+            all_restored_on(&users, &secondary, fault_ms)
         })
         .await
     };
@@ -148,43 +142,12 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         }
     }
 
-    // Heal and measure failback (the name resolving to the primary again).
-    let heal_ms = timeline.elapsed().as_secs_f64() * 1000.0;
-    lab.inject(Fault::Heal);
-    if config.scenario == Scenario::Evacuate {
-        // Maintenance over: the primary back in DNS.
-        lab.set_in_service(RegionId::Primary, true);
-    }
-    let throttled_during_move =
-        lab.region(RegionId::Secondary).counters().throttled_429 - throttled_before;
-    // A Region lost for good never takes traffic back.
-    let failed_back = config.scenario != Scenario::NeverReturns
-        && wait_for(scale.secs(900.0), || lab.resolve() == RegionId::Primary).await;
-
-    // Failback of the users: sockets stay where they are until they end. End them on the
-    // secondary, as its 2-hour connection limit would, and time everyone's return.
-    let mut back_on_primary_from_ms = None;
-    let moves_back =
-        matches!(config.scenario, Scenario::Failback | Scenario::Evacuate) && failed_back;
-    if moves_back {
-        let ended_ms = timeline.elapsed().as_secs_f64() * 1000.0;
-        if config.scenario == Scenario::Evacuate {
-            // The same operation in reverse: DNS already answers the primary.
-            lab.evacuate(RegionId::Secondary, false, "maintenance over")
-                .await?;
-        } else {
-            timeline.record(
-                Kind::Note,
-                format!("{secondary}: every connection ended (the 2-hour limit, brought forward)"),
-            );
-            lab.region(RegionId::Secondary).drop_all_sockets();
-        }
-        wait_for(scale.secs(config.recovery_timeout_secs), || {
-            all_restored_on(lab.name(RegionId::Primary), ended_ms)
-        })
-        .await;
-        back_on_primary_from_ms = Some(ended_ms);
-    }
+    let Failback {
+        heal_ms,
+        failed_back,
+        back_on_primary_from_ms,
+        throttled_during_move,
+    } = heal_and_fail_back(&lab, &config, &users, throttled_before).await?;
 
     // Stop bidding, let outstanding answers arrive and replication drain, then check the
     // history like any chaos run; everything after is measured from the trace alone.
@@ -230,6 +193,78 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         .collect();
     report.bid_handler_ms = Percentiles::of(&handler_ms);
     Ok(report)
+}
+
+/// What the heal and the failback after it marked.
+struct Failback {
+    heal_ms: f64,
+    failed_back: bool,
+    back_on_primary_from_ms: Option<f64>,
+    throttled_during_move: u64,
+}
+
+/// Heal, wait for the name to answer the primary again, and (failback, evacuate) end the
+/// secondary's sessions and wait for everyone's return.
+async fn heal_and_fail_back(
+    lab: &World,
+    config: &DrillConfig,
+    users: &Population,
+    throttled_before: u64,
+) -> anyhow::Result<Failback> {
+    let scale = config.lab.scale;
+    let timeline = lab.timeline();
+    let secondary = lab.name(RegionId::Secondary);
+    // Heal and measure failback (the name resolving to the primary again).
+    let heal_ms = timeline.elapsed().as_secs_f64() * 1000.0;
+    lab.inject(Fault::Heal);
+    if config.scenario == Scenario::Evacuate {
+        // Maintenance over: the primary back in DNS.
+        lab.set_in_service(RegionId::Primary, true);
+    }
+    let throttled_during_move =
+        lab.region(RegionId::Secondary).counters().throttled_429 - throttled_before;
+    // A Region lost for good never takes traffic back.
+    let failed_back = config.scenario != Scenario::NeverReturns
+        && wait_for(scale.secs(900.0), || lab.resolve() == RegionId::Primary).await;
+
+    // Failback of the users: sockets stay where they are until they end. End them on the
+    // secondary, as its 2-hour connection limit would, and time everyone's return.
+    let mut back_on_primary_from_ms = None;
+    let moves_back =
+        matches!(config.scenario, Scenario::Failback | Scenario::Evacuate) && failed_back;
+    if moves_back {
+        let ended_ms = timeline.elapsed().as_secs_f64() * 1000.0;
+        if config.scenario == Scenario::Evacuate {
+            // The same operation in reverse: DNS already answers the primary.
+            lab.evacuate(RegionId::Secondary, false, "maintenance over")
+                .await?;
+        } else {
+            timeline.record(
+                Kind::Note,
+                format!("{secondary}: every connection ended (the 2-hour limit, brought forward)"),
+            );
+            lab.region(RegionId::Secondary).drop_all_sockets();
+        }
+        wait_for(scale.secs(config.recovery_timeout_secs), || {
+            all_restored_on(users, lab.name(RegionId::Primary), ended_ms)
+        })
+        .await;
+        back_on_primary_from_ms = Some(ended_ms);
+    }
+    Ok(Failback {
+        heal_ms,
+        failed_back,
+        back_on_primary_from_ms,
+        throttled_during_move,
+    })
+}
+
+/// Every user has restored its state in `region` at or after `after` (lab ms).
+fn all_restored_on(users: &Population, region: &str, after: f64) -> bool {
+    users
+        .records()
+        .iter()
+        .all(|r| r.restores.iter().any(|(at, r)| *at >= after && r == region))
 }
 
 impl DrillConfig {

@@ -80,6 +80,25 @@ pub fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// The same auctions in both Regions (identical seed items, as a deploy writes them).
+async fn seed_auctions(lab: &World, auctions: &[AuctionId]) -> anyhow::Result<()> {
+    for (_, region) in lab.regions() {
+        for id in auctions {
+            region
+                .service()
+                .ensure_auction(&Auction {
+                    id: id.clone(),
+                    item: format!("load lot {id}"),
+                    starting_price: Amount::new(1_000)?,
+                    min_increment: 1,
+                    closes_at: None,
+                })
+                .await?;
+        }
+    }
+    Ok(())
+}
+
 pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
     let lab = Arc::new(
         World::builder()
@@ -94,20 +113,7 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
     let auctions: Vec<AuctionId> = (0..config.connections.div_ceil(per_auction))
         .map(|i| AuctionId::new(format!("load-{i}")))
         .collect::<Result<_, _>>()?;
-    for (_, region) in lab.regions() {
-        for id in &auctions {
-            region
-                .service()
-                .ensure_auction(&Auction {
-                    id: id.clone(),
-                    item: format!("load lot {id}"),
-                    starting_price: Amount::new(1_000)?,
-                    min_increment: 1,
-                    closes_at: None,
-                })
-                .await?;
-        }
-    }
+    seed_auctions(&lab, &auctions).await?;
     let specs = (0..config.connections)
         .map(|i| UserSpec {
             sub: format!("load-{i}"),

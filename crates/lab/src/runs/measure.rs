@@ -75,189 +75,64 @@ pub fn measure(trace: &DrillTrace) -> Report {
         violations,
         ..
     } = &trace.judgement;
-    let (fault_ms, heal_ms, scale) = (trace.fault_ms, trace.heal_ms, trace.scale);
-    let distinct = |keep: fn(&Violation) -> bool| {
-        violations
-            .iter()
-            .filter(|v| keep(v))
-            .filter_map(Violation::bid)
-            .collect::<BTreeSet<_>>()
-            .len()
-    };
-    let lost_acknowledged_bids = distinct(|v| {
-        matches!(
-            v,
-            Violation::AcknowledgedBidMissing { .. } | Violation::AcknowledgedBidAltered { .. }
-        )
-    });
-    let duplicates = distinct(|v| matches!(v, Violation::UnexplainedRecord { .. }));
-    let high_bid_matches = !violations.iter().any(|v| {
-        matches!(
-            v,
-            Violation::HighBidWrong { .. }
-                | Violation::WinnersDiffer
-                | Violation::HighAboveAcknowledged { .. }
-        )
-    });
-    let acknowledged = ops.iter().filter(|o| o.outcome() == Outcome::Ok).count();
-    // A second `accepted` after the bid had been acknowledged: a replay taken again.
-    let accepted_twice = ops
-        .iter()
-        .filter(|op| {
-            let mut acknowledged = false;
-            op.answers.iter().any(|(_, answer, _, _)| {
-                let twice = acknowledged && *answer == Answer::Accepted;
-                acknowledged |= matches!(answer, Answer::Accepted | Answer::Duplicate);
-                twice
-            })
-        })
-        .count();
-    let accepted: Vec<(f64, String, u64)> = ops
-        .iter()
-        .flat_map(|op| {
-            op.answers
-                .iter()
-                .filter(|a| a.1 == Answer::Accepted)
-                .map(move |a| (a.0, a.2.clone(), op.amount))
-        })
-        .collect();
-
-    let first_restore_after = |l: &UserRecord, after: f64, region: &str| {
-        l.restores
-            .iter()
-            .find(|(at, r)| *at >= after && r == region)
-            .map(|(at, _)| at - after)
-    };
-    let rtos: Vec<f64> = logs
-        .iter()
-        .filter_map(|l| first_restore_after(l, fault_ms, &trace.secondary))
-        .collect();
-    let mut restores_aws_s: Vec<f64> = rtos.iter().map(|ms| scale.aws_secs(*ms)).collect();
-    restores_aws_s.sort_by(f64::total_cmp);
-    let back_on_primary: Option<Vec<f64>> = trace.back_on_primary_from_ms.map(|from| {
-        logs.iter()
-            .filter_map(|l| first_restore_after(l, from, &trace.primary))
-            .collect()
-    });
-    let detection_ms = trace.since_fault(Kind::Alarm);
-    let health_checks = trace.fast_path.then(|| HealthCheckTimes {
-        alarm: HealthCheckPath {
-            detection_ms,
-            unhealthy_ms: trace.since_fault(Kind::HealthUnhealthy),
-        },
-        endpoint: HealthCheckPath {
-            detection_ms: trace.since_fault(Kind::FastFailover),
-            unhealthy_ms: trace.since_fault(Kind::EndpointUnhealthy),
-        },
-    });
-    let dns_flips = trace
-        .timeline
-        .iter()
-        .filter(|e| e.kind == Kind::DnsFlip && e.at_ms >= fault_ms && e.at_ms < heal_ms)
-        .count();
-    let failback_ms = trace
-        .failed_back
-        .then(|| trace.first(Kind::DnsFlip, heal_ms))
-        .flatten()
-        .map(|t| t - heal_ms);
-    let mut split = split_between_regions(logs, &accepted, fault_ms, heal_ms);
-    if let Some(order) = &trace.strong_order {
-        // Strong mode: the table's own order is the truth (answers can arrive out of it).
-        split.accepted_below_other_region = below_an_earlier_bid(order);
-    }
-    // Bids answered on the connection they were sent on (not queued offline, not resent
-    // after a reconnect): the time the Region took to decide, plus the round trip. Only a
-    // simulation's times are AWS time; a real-time lab's are this machine's CPU time.
-    let bid_latency_aws_ms: Vec<f64> = ops
-        .iter()
-        .filter(|_| trace.simulated)
-        .filter_map(|op| {
-            op.answers
-                .first()
-                .filter(|a| !a.3)
-                .map(|a| scale.aws_ms(a.0 - op.invoked_ms))
-        })
-        .collect();
-    let redirected_bids = ops
-        .iter()
-        .flat_map(|op| &op.answers)
-        .filter(|a| a.1 == Answer::Redirected)
-        .count();
-    let disconnects_in_fault = |l: &UserRecord| {
-        l.disconnects
-            .iter()
-            .filter(|d| **d >= fault_ms && **d < heal_ms)
-            .count()
-    };
-    // Ping-pong: back on the primary after having been restored in the secondary, while
-    // the fault lasts.
-    let returns_to_primary_during_fault = logs
-        .iter()
-        .map(|l| {
-            let Some(first_secondary) = l
-                .restores
-                .iter()
-                .find(|(at, r)| *at >= fault_ms && *r == trace.secondary)
-                .map(|r| r.0)
-            else {
-                return 0;
-            };
-            l.restores
-                .iter()
-                .filter(|(at, r)| *at > first_secondary && *at < heal_ms && *r == trace.primary)
-                .count()
-        })
-        .sum();
-
+    let scale = trace.scale;
+    let bids = BidFigures::of(trace);
+    let users = UserFigures::of(trace);
+    let times = TimelineFigures::of(trace);
+    let split = split_between_regions(logs, &bids.accepted, trace.fault_ms, trace.heal_ms);
+    // Strong mode: the table's own order is the truth (answers can arrive out of it).
+    let accepted_below_other_region = trace
+        .strong_order
+        .as_ref()
+        .map_or(split.accepted_below_other_region, |order| {
+            below_an_earlier_bid(order)
+        });
     let mut report = Report {
         scenario: trace.scenario,
         clients: trace.users,
         time_scale: scale.factor(),
-        restored: rtos.len(),
-        rto_ms: Percentiles::of(&rtos),
-        rto_aws_s: Percentiles::of(&restores_aws_s),
-        restores_aws_s,
-        connections_aws: connections_per_region(logs, fault_ms, scale.factor()),
-        detection_ms,
+        restored: users.rtos.len(),
+        rto_ms: Percentiles::of(&users.rtos),
+        rto_aws_s: Percentiles::of(&users.restores_aws_s),
+        restores_aws_s: users.restores_aws_s,
+        connections_aws: connections_per_region(logs, trace.fault_ms, scale.factor()),
+        detection_ms: times.detection_ms,
         health_check: trace.health_check,
         dns_ttl_aws_s: trace.dns_ttl.as_secs_f64(),
-        health_checks,
-        dns_flip_ms: trace.since_fault(Kind::DnsFlip),
-        failback_ms,
-        dns_flips_during_fault: dns_flips,
-        lost_acknowledged_bids,
+        health_checks: times.health_checks,
+        dns_flip_ms: times.dns_flip_ms,
+        failback_ms: times.failback_ms,
+        dns_flips_during_fault: times.dns_flips_during_fault,
+        lost_acknowledged_bids: bids.lost_acknowledged,
         acknowledged_bids_lost_with_region: lost_acknowledged(ops, regions, lost),
-        duplicate_bids: duplicates,
-        acks_for_a_replayed_bid_in_both_regions: accepted_twice,
-        acknowledged_bids: acknowledged,
+        duplicate_bids: bids.duplicates,
+        acks_for_a_replayed_bid_in_both_regions: bids.accepted_twice,
+        acknowledged_bids: bids.acknowledged,
         recorded_bids: regions.first().map_or(0, |r| r.bids.len()),
-        high_bid_consistent: high_bid_matches,
+        high_bid_consistent: bids.high_bid_consistent,
         converged: *converged,
         rpo_items_at_fault: trace.rpo_at_fault.items,
         rpo_oldest_ms_at_fault: trace.rpo_at_fault.oldest_ms,
         client_fallback: trace.client_fallback,
-        disconnects_during_fault: logs.iter().map(disconnects_in_fault).sum(),
-        users_disconnected_during_fault: logs
-            .iter()
-            .filter(|l| disconnects_in_fault(l) > 0)
-            .count(),
-        returns_to_primary_during_fault,
+        disconnects_during_fault: users.disconnects_during_fault,
+        users_disconnected_during_fault: users.disconnected_during_fault,
+        returns_to_primary_during_fault: users.returns_to_primary_during_fault,
         endpoint_moves: logs.iter().map(|l| l.moves).sum(),
         split_ms: split.duration_ms,
         split_aws_s: scale.aws_secs(split.duration_ms),
-        accepted_below_other_region: split.accepted_below_other_region,
+        accepted_below_other_region,
         violations: violations.clone(),
         timeline: trace.timeline.clone(),
-        users_back_on_primary: back_on_primary.as_ref().map(Vec::len),
+        users_back_on_primary: users.back_on_primary.as_ref().map(Vec::len),
         users_seeing_errors: logs.iter().filter(|l| l.unplanned_disconnects > 0).count(),
         evacuate_on_failover: trace.evacuate_on_failover,
         throttled_handshakes_during_move: trace.throttled_handshakes_during_move as usize,
-        back_on_primary_ms: Percentiles::of(back_on_primary.as_deref().unwrap_or_default()),
+        back_on_primary_ms: Percentiles::of(users.back_on_primary.as_deref().unwrap_or_default()),
         failed_checks: Vec::new(),
         consistency: trace.consistency.to_string(),
-        bid_latency_aws_ms: Percentiles::of(&bid_latency_aws_ms),
+        bid_latency_aws_ms: Percentiles::of(&bids.latency_aws_ms),
         bid_handler_ms: Percentiles::default(),
-        redirected_bids,
+        redirected_bids: bids.redirected,
         no_quorum_refusals: trace.no_quorum_refusals.clone(),
         clock: if trace.simulated {
             "simulated".into()
@@ -268,6 +143,209 @@ pub fn measure(trace: &DrillTrace) -> Report {
     };
     report.failed_checks = report.checks().iter().map(ToString::to_string).collect();
     report
+}
+
+/// What became of the bids: from the judged history's operations and violations.
+struct BidFigures {
+    /// Distinct acknowledged bids missing or altered (no lost Region explains them).
+    lost_acknowledged: usize,
+    /// Distinct bids recorded that nobody placed, or placed twice.
+    duplicates: usize,
+    high_bid_consistent: bool,
+    acknowledged: usize,
+    accepted_twice: usize,
+    /// Every `accepted` answer: (lab ms, Region, amount).
+    accepted: Vec<(f64, String, u64)>,
+    latency_aws_ms: Vec<f64>,
+    redirected: usize,
+}
+
+impl BidFigures {
+    fn of(trace: &DrillTrace) -> Self {
+        let Judgement {
+            ops, violations, ..
+        } = &trace.judgement;
+        let distinct = |keep: fn(&Violation) -> bool| {
+            violations
+                .iter()
+                .filter(|v| keep(v))
+                .filter_map(Violation::bid)
+                .collect::<BTreeSet<_>>()
+                .len()
+        };
+        // A second `accepted` after the bid had been acknowledged: a replay taken again.
+        let accepted_twice = ops
+            .iter()
+            .filter(|op| {
+                let mut acknowledged = false;
+                op.answers.iter().any(|(_, answer, _, _)| {
+                    let twice = acknowledged && *answer == Answer::Accepted;
+                    acknowledged |= matches!(answer, Answer::Accepted | Answer::Duplicate);
+                    twice
+                })
+            })
+            .count();
+        Self {
+            lost_acknowledged: distinct(|v| {
+                matches!(
+                    v,
+                    Violation::AcknowledgedBidMissing { .. }
+                        | Violation::AcknowledgedBidAltered { .. }
+                )
+            }),
+            duplicates: distinct(|v| matches!(v, Violation::UnexplainedRecord { .. })),
+            high_bid_consistent: !violations.iter().any(|v| {
+                matches!(
+                    v,
+                    Violation::HighBidWrong { .. }
+                        | Violation::WinnersDiffer
+                        | Violation::HighAboveAcknowledged { .. }
+                )
+            }),
+            acknowledged: ops.iter().filter(|o| o.outcome() == Outcome::Ok).count(),
+            accepted_twice,
+            accepted: ops
+                .iter()
+                .flat_map(|op| {
+                    op.answers
+                        .iter()
+                        .filter(|a| a.1 == Answer::Accepted)
+                        .map(move |a| (a.0, a.2.clone(), op.amount))
+                })
+                .collect(),
+            // Bids answered on the connection they were sent on (not queued offline, not
+            // resent after a reconnect): the time the Region took to decide, plus the round
+            // trip. Only a simulation's times are AWS time; a real-time lab's are this
+            // machine's CPU time.
+            latency_aws_ms: ops
+                .iter()
+                .filter(|_| trace.simulated)
+                .filter_map(|op| {
+                    op.answers
+                        .first()
+                        .filter(|a| !a.3)
+                        .map(|a| trace.scale.aws_ms(a.0 - op.invoked_ms))
+                })
+                .collect(),
+            redirected: ops
+                .iter()
+                .flat_map(|op| &op.answers)
+                .filter(|a| a.1 == Answer::Redirected)
+                .count(),
+        }
+    }
+}
+
+/// What the users lived through: restores, disconnects, returns.
+struct UserFigures {
+    /// Fault -> state restored in the secondary, lab ms, per restored user.
+    rtos: Vec<f64>,
+    /// The same in AWS seconds, sorted.
+    restores_aws_s: Vec<f64>,
+    /// `failback` / `evacuate`: each returned user's time back on the primary, lab ms.
+    back_on_primary: Option<Vec<f64>>,
+    disconnects_during_fault: usize,
+    disconnected_during_fault: usize,
+    returns_to_primary_during_fault: usize,
+}
+
+impl UserFigures {
+    fn of(trace: &DrillTrace) -> Self {
+        let logs = &trace.judgement.records;
+        let (fault_ms, heal_ms) = (trace.fault_ms, trace.heal_ms);
+        let first_restore_after = |l: &UserRecord, after: f64, region: &str| {
+            l.restores
+                .iter()
+                .find(|(at, r)| *at >= after && r == region)
+                .map(|(at, _)| at - after)
+        };
+        let rtos: Vec<f64> = logs
+            .iter()
+            .filter_map(|l| first_restore_after(l, fault_ms, &trace.secondary))
+            .collect();
+        let mut restores_aws_s: Vec<f64> =
+            rtos.iter().map(|ms| trace.scale.aws_secs(*ms)).collect();
+        restores_aws_s.sort_by(f64::total_cmp);
+        let disconnects_in_fault = |l: &UserRecord| {
+            l.disconnects
+                .iter()
+                .filter(|d| **d >= fault_ms && **d < heal_ms)
+                .count()
+        };
+        // Ping-pong: back on the primary after having been restored in the secondary, while
+        // the fault lasts.
+        let returns_to_primary_during_fault = logs
+            .iter()
+            .map(|l| {
+                let Some(first_secondary) = l
+                    .restores
+                    .iter()
+                    .find(|(at, r)| *at >= fault_ms && *r == trace.secondary)
+                    .map(|r| r.0)
+                else {
+                    return 0;
+                };
+                l.restores
+                    .iter()
+                    .filter(|(at, r)| *at > first_secondary && *at < heal_ms && *r == trace.primary)
+                    .count()
+            })
+            .sum();
+        Self {
+            back_on_primary: trace.back_on_primary_from_ms.map(|from| {
+                logs.iter()
+                    .filter_map(|l| first_restore_after(l, from, &trace.primary))
+                    .collect()
+            }),
+            rtos,
+            restores_aws_s,
+            disconnects_during_fault: logs.iter().map(disconnects_in_fault).sum(),
+            disconnected_during_fault: logs.iter().filter(|l| disconnects_in_fault(l) > 0).count(),
+            returns_to_primary_during_fault,
+        }
+    }
+}
+
+/// What the timeline says of detection and DNS, lab ms from the fault (failback: from the
+/// heal).
+struct TimelineFigures {
+    detection_ms: Option<f64>,
+    health_checks: Option<HealthCheckTimes>,
+    dns_flip_ms: Option<f64>,
+    failback_ms: Option<f64>,
+    dns_flips_during_fault: usize,
+}
+
+impl TimelineFigures {
+    fn of(trace: &DrillTrace) -> Self {
+        let detection_ms = trace.since_fault(Kind::Alarm);
+        Self {
+            detection_ms,
+            health_checks: trace.fast_path.then(|| HealthCheckTimes {
+                alarm: HealthCheckPath {
+                    detection_ms,
+                    unhealthy_ms: trace.since_fault(Kind::HealthUnhealthy),
+                },
+                endpoint: HealthCheckPath {
+                    detection_ms: trace.since_fault(Kind::FastFailover),
+                    unhealthy_ms: trace.since_fault(Kind::EndpointUnhealthy),
+                },
+            }),
+            dns_flip_ms: trace.since_fault(Kind::DnsFlip),
+            failback_ms: trace
+                .failed_back
+                .then(|| trace.first(Kind::DnsFlip, trace.heal_ms))
+                .flatten()
+                .map(|t| t - trace.heal_ms),
+            dns_flips_during_fault: trace
+                .timeline
+                .iter()
+                .filter(|e| {
+                    e.kind == Kind::DnsFlip && e.at_ms >= trace.fault_ms && e.at_ms < trace.heal_ms
+                })
+                .count(),
+        }
+    }
 }
 
 /// Users served by each Region over time: (AWS seconds since the fault, users) at every

@@ -6,7 +6,7 @@
 //! them, and never decide a verdict: the deterministic simulation does (docs/LAB.md,
 //! "Verdicts a busy machine cannot change").
 
-use crate::runs::report::Percentiles;
+use crate::runs::stats::Percentiles;
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -382,6 +382,47 @@ pub fn lost_acknowledged(ops: &[Op], regions: &[FinalState], lost: &Lost) -> usi
         .count()
 }
 
+/// Every acknowledged bid is held by `state` with its own amount (unless its copies were lost
+/// with a Region that never came back), and no rejected bid is.
+fn acknowledged_and_rejected(ops: &[Op], state: &FinalState, lost: &Lost) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let region = state.region.clone();
+    for op in ops {
+        let key = (op.user.clone(), op.bid_id.clone());
+        let records = state.bids.get(&key).map(Vec::as_slice).unwrap_or_default();
+        let own = records.iter().any(|r| r.amount == op.amount);
+        let violation = |make: fn(String, String, String) -> Violation| {
+            make(op.user.clone(), op.bid_id.clone(), region.clone())
+        };
+        let lost_for_good = lost.contains(&(op.user.clone(), op.bid_id.clone(), op.amount));
+        match op.outcome() {
+            Outcome::Ok if !own && lost_for_good => {}
+            Outcome::Ok if !own => violations.push(if records.is_empty() {
+                violation(|bidder, bid_id, region| Violation::AcknowledgedBidMissing {
+                    bidder,
+                    bid_id,
+                    region,
+                })
+            } else {
+                violation(|bidder, bid_id, region| Violation::AcknowledgedBidAltered {
+                    bidder,
+                    bid_id,
+                    region,
+                })
+            }),
+            Outcome::Fail if own => violations.push(violation(|bidder, bid_id, region| {
+                Violation::RejectedBidPresent {
+                    bidder,
+                    bid_id,
+                    region,
+                }
+            })),
+            _ => {}
+        }
+    }
+    violations
+}
+
 /// Check a history against the surviving Regions' final states and the users' last views.
 /// `lost` holds the bid copies a Region lost for good took with it (empty unless a
 /// `never-returns` fault struck): exactly those may be missing, nothing else.
@@ -407,39 +448,7 @@ pub fn check(
         .max();
     for state in regions {
         let region = state.region.clone();
-        for op in ops {
-            let key = (op.user.clone(), op.bid_id.clone());
-            let records = state.bids.get(&key).map(Vec::as_slice).unwrap_or_default();
-            let own = records.iter().any(|r| r.amount == op.amount);
-            let violation = |make: fn(String, String, String) -> Violation| {
-                make(op.user.clone(), op.bid_id.clone(), region.clone())
-            };
-            let lost_for_good = lost.contains(&(op.user.clone(), op.bid_id.clone(), op.amount));
-            match op.outcome() {
-                Outcome::Ok if !own && lost_for_good => {}
-                Outcome::Ok if !own => violations.push(if records.is_empty() {
-                    violation(|bidder, bid_id, region| Violation::AcknowledgedBidMissing {
-                        bidder,
-                        bid_id,
-                        region,
-                    })
-                } else {
-                    violation(|bidder, bid_id, region| Violation::AcknowledgedBidAltered {
-                        bidder,
-                        bid_id,
-                        region,
-                    })
-                }),
-                Outcome::Fail if own => violations.push(violation(|bidder, bid_id, region| {
-                    Violation::RejectedBidPresent {
-                        bidder,
-                        bid_id,
-                        region,
-                    }
-                })),
-                _ => {}
-            }
-        }
+        violations.extend(acknowledged_and_rejected(ops, state, lost));
         for ((bidder, bid_id), records) in &state.bids {
             let key = (bidder.clone(), bid_id.clone());
             let ops_here = by_key.get(&key).map(Vec::as_slice).unwrap_or_default();

@@ -603,6 +603,17 @@ pub const FINAL_REJECTIONS: &[&str] = &[
     "forbidden",
 ];
 
+/// The checker's word for a bid's status.
+fn answer_of(status: BidStatus) -> Answer {
+    match status {
+        BidStatus::Accepted => Answer::Accepted,
+        BidStatus::Duplicate => Answer::Duplicate,
+        BidStatus::Rejected => Answer::Rejected,
+        BidStatus::Unknown => Answer::Unknown,
+        BidStatus::Redirect => Answer::Redirected,
+    }
+}
+
 fn on_event(
     population: &Population,
     index: usize,
@@ -740,13 +751,7 @@ fn on_event(
                     reason: reason.clone().unwrap_or_default(),
                 });
             }
-            let answer = match status {
-                BidStatus::Accepted => Answer::Accepted,
-                BidStatus::Duplicate => Answer::Duplicate,
-                BidStatus::Rejected => Answer::Rejected,
-                BidStatus::Unknown => Answer::Unknown,
-                BidStatus::Redirect => Answer::Redirected,
-            };
+            let answer = answer_of(status);
             let mut ops = lock(&population.ops);
             if let Some(op) = ops.get_mut(&(sub.clone(), bid_id.as_str().to_owned())) {
                 op.answers.push((at, answer, region, replayed));
