@@ -15,6 +15,7 @@ import http.server
 import json
 import os
 import pathlib
+import re
 import socket
 import subprocess
 import sys
@@ -96,21 +97,57 @@ def cbor_answer(handler, answer):
     handler.wfile.write(raw)
 
 
+def secret_value(name):
+    return {"ARN": f"arn:aws:secretsmanager:{REGION}:123456789012:secret:{name}-AbCdEf",
+            "Name": name, "SecretString": SECRETS[name],
+            "VersionId": "00000000-0000-0000-0000-000000000001",
+            "VersionStages": ["AWSCURRENT"], "CreatedDate": 1767225600.0}
+
+
+def secrets_answer(target, body):
+    """(status, answer) as Secrets Manager gives them for GetSecretValue and
+    BatchGetSecretValue (a secret it lacks: ResourceNotFoundException, or an entry in the
+    batch's Errors); any other action or an unreadable body gets AWS's error shape, never an
+    empty body."""
+    try:
+        request = json.loads(body or b"{}")
+    except ValueError:
+        return 400, {"__type": "SerializationException", "message": "body is not JSON"}
+    if not isinstance(request, dict):
+        return 400, {"__type": "SerializationException", "message": "body is not an object"}
+    action = target.split(".", 1)[1]
+    if action == "GetSecretValue":
+        name = request.get("SecretId", "")
+        if name in SECRETS:
+            return 200, secret_value(name)
+        return 400, {"__type": "ResourceNotFoundException",
+                     "message": "Secrets Manager can't find the specified secret."}
+    if action == "BatchGetSecretValue":
+        names = request.get("SecretIdList")
+        if not isinstance(names, list) or not names or "Filters" in request:
+            return 400, {"__type": "InvalidParameterException",
+                         "message": "You must provide either SecretIdList or Filters, but not both."}
+        if len(names) > 20:
+            return 400, {"__type": "InvalidParameterException",
+                         "message": "SecretIdList may hold at most 20 secrets."}
+        found = [secret_value(n) for n in names if n in SECRETS]
+        errors = [{"SecretId": n, "ErrorCode": "ResourceNotFoundException",
+                   "Message": "Secrets Manager can't find the specified secret."}
+                  for n in names if n not in SECRETS]
+        return 200, {"SecretValues": found, "Errors": errors}
+    return 400, {"__type": "UnknownOperationException", "message": f"unknown operation {action}"}
+
+
 class Peer(http.server.BaseHTTPRequestHandler):
     seen = []
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("content-length", 0)))
         Peer.seen.append((self.path, body))
-        if self.headers.get("x-amz-target") == "secretsmanager.GetSecretValue":
+        target = self.headers.get("x-amz-target") or ""
+        if target.startswith("secretsmanager."):
             # awsJson1.1: the functions read their HS256 keys by secret name at cold start.
-            name = json.loads(body or b"{}").get("SecretId", "")
-            if name in SECRETS:
-                status, answer = 200, {"Name": name, "SecretString": SECRETS[name],
-                                       "ARN": f"arn:aws:secretsmanager:{REGION}:123456789012:secret:{name}-AbCdEf"}
-            else:
-                status, answer = 400, {"__type": "ResourceNotFoundException",
-                                       "message": "Secrets Manager can't find the specified secret."}
+            status, answer = secrets_answer(target, body)
             raw = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("content-type", "application/x-amz-json-1.1")
@@ -187,19 +224,33 @@ class Watch:
         )
 
     def invoke(self, function, event):
+        """The function's answer, or (None, why). A function that dies at init fails here at
+        once with the lines the watch log shows for it, instead of waiting out the timeout
+        (cargo lambda watch keeps the invoke open while the function restarts)."""
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(event, f)
+        self.log.flush()
+        seen = len(watch_log())
+        proc = subprocess.Popen(
+            ["cargo", "lambda", "invoke", function, "--invoke-address", "127.0.0.1",
+             "--invoke-port", str(self.port), "--data-file", f.name, "--output-format", "json"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        deadline = time.time() + 600  # the first invoke of a function builds it
         try:
-            out = subprocess.run(
-                ["cargo", "lambda", "invoke", function, "--invoke-address", "127.0.0.1",
-                 "--invoke-port", str(self.port), "--data-file", f.name, "--output-format", "json"],
-                cwd=ROOT, capture_output=True, text=True, timeout=600,
-            )
+            while proc.poll() is None:
+                died = init_failure(watch_log()[seen:])
+                if died or time.time() > deadline:
+                    proc.kill()
+                    proc.communicate()
+                    return None, died or "no answer within 600 s (target/invoke-local-watch.log)"
+                time.sleep(0.5)
+            out, err = proc.communicate()
         finally:
             os.unlink(f.name)
-        if out.returncode != 0:
-            return None, (out.stdout + out.stderr).strip()
-        return json.loads(out.stdout), None
+        if proc.returncode != 0:
+            return None, (out + err).strip()
+        return json.loads(out), None
 
     def stop(self):
         try:
@@ -434,6 +485,16 @@ def main():
         return 1
     print("every sample event answered as expected")
     return 0
+
+
+INIT_FAILURE = re.compile(r"^(Error: .*|.*panicked at .*|.*(exited|terminated) with (code|status|signal).*)$",
+                          re.MULTILINE)
+
+
+def init_failure(log):
+    """The lines of a watch log that say a function died (an error returned from main, a
+    panic, an exit), joined; empty when there are none."""
+    return "; ".join(m.group(0).strip() for m in INIT_FAILURE.finditer(log))
 
 
 def watch_log():

@@ -165,3 +165,69 @@ def test_the_reference_settings_are_one_variable_away(tmp_path):
     (reference,) = deploy_primary(tmp_path, stack_exists=True, extra=["FAILOVER_SETTINGS=reference"])
     for setting in ("HealthCheckType=alarm", "AliasRecords=true", "DnsTtl=60"):
         assert setting in reference.split(), reference
+
+
+def invoke_local():
+    """scripts/invoke_local.py as a module (its peer and log reader, without running it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("invoke_local", ROOT / "scripts" / "invoke_local.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def ask_peer(module, target, body):
+    import http.server
+    import json
+    import threading
+    import urllib.error
+    import urllib.request
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), module.Peer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{server.server_address[1]}/", method="POST", data=body,
+            headers={"x-amz-target": target, "content-type": "application/x-amz-json-1.1"})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+    finally:
+        server.shutdown()
+
+
+def test_the_local_secrets_peer_answers_a_batch_read_as_aws_does():
+    module = invoke_local()
+    status, answer = ask_peer(module, "secretsmanager.BatchGetSecretValue",
+                              b'{"SecretIdList": ["wsdr/canary", "wsdr/users", "nope"]}')
+    assert status == 200
+    assert [v["Name"] for v in answer["SecretValues"]] == ["wsdr/canary", "wsdr/users"]
+    assert all(v["SecretString"] for v in answer["SecretValues"])
+    assert answer["Errors"] == [{"SecretId": "nope", "ErrorCode": "ResourceNotFoundException",
+                                 "Message": "Secrets Manager can't find the specified secret."}]
+    status, answer = ask_peer(module, "secretsmanager.GetSecretValue", b'{"SecretId": "wsdr/users"}')
+    assert (status, answer["Name"]) == (200, "wsdr/users")
+    status, answer = ask_peer(module, "secretsmanager.GetSecretValue", b'{"SecretId": "nope"}')
+    assert (status, answer["__type"]) == (400, "ResourceNotFoundException")
+
+
+def test_a_wrong_secrets_request_gets_an_aws_error_not_an_empty_body():
+    module = invoke_local()
+    for target, body, kind in [
+        ("secretsmanager.BatchGetSecretValue", b"{}", "InvalidParameterException"),
+        ("secretsmanager.BatchGetSecretValue", b"not json", "SerializationException"),
+        ("secretsmanager.ListSecrets", b"{}", "UnknownOperationException"),
+    ]:
+        status, answer = ask_peer(module, target, body)
+        assert (status, answer["__type"]) == (400, kind), target
+
+
+def test_a_function_that_dies_at_init_is_read_from_the_watch_log():
+    module = invoke_local()
+    log = ('INFO starting authorizer\n'
+           'Error: Malformed { id: "wsdr/canary,wsdr/users", reason: "unreadable answer" }\n')
+    assert "Malformed" in module.init_failure(log)
+    assert module.init_failure("INFO function ready\nINFO invoked\n") == ""
