@@ -8,7 +8,7 @@ use crate::sim::judge::judge;
 use crate::sim::users::{Behaviour, Population};
 use crate::world::clock::wait_for;
 use crate::world::timeline::Kind;
-use crate::world::{Fault, LabConfig, RegionId, World};
+use crate::world::{AwsDuration, Fault, LabConfig, RegionId, World};
 use std::sync::Arc;
 use wsdr_protocol::AuctionId;
 
@@ -19,12 +19,12 @@ pub struct DrillConfig {
     pub users: usize,
     pub lab: LabConfig,
     pub seed: u64,
-    /// AWS seconds of steady bidding before the fault.
-    pub warm_bidding_secs: f64,
-    /// AWS seconds between a user's bids (mean).
-    pub bid_every_secs: f64,
-    /// Bound on the whole recovery, AWS seconds.
-    pub recovery_timeout_secs: f64,
+    /// Steady bidding before the fault.
+    pub warm_bidding: AwsDuration,
+    /// Between a user's bids (mean).
+    pub bid_every: AwsDuration,
+    /// Bound on the whole recovery.
+    pub recovery_timeout: AwsDuration,
     pub progress: bool,
     /// Give the simulated users the Regions' own endpoints (client-assisted failover).
     pub client_fallback: bool,
@@ -40,9 +40,9 @@ impl Default for DrillConfig {
             users: 50,
             lab: LabConfig::default(),
             seed: 1,
-            warm_bidding_secs: 30.0,
-            bid_every_secs: 20.0,
-            recovery_timeout_secs: 900.0,
+            warm_bidding: AwsDuration::from_secs(30),
+            bid_every: AwsDuration::from_secs(20),
+            recovery_timeout: AwsDuration::from_secs(900),
             progress: false,
             client_fallback: false,
             evacuate_on_failover: true,
@@ -82,7 +82,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         &auction,
         Behaviour {
             narrate: true,
-            ..Behaviour::honest(config.bid_every_secs)
+            ..Behaviour::honest(config.bid_every.as_secs_f64())
         },
         config.seed,
         move |_| fallback,
@@ -100,7 +100,10 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(config.seed ^ 0x5eed_f00d);
         rng.random::<f64>() * lab.config().dns_ttl.as_secs_f64()
     };
-    tokio::time::sleep(scale.secs(config.warm_bidding_secs + phase)).await;
+    tokio::time::sleep(scale.lab(AwsDuration::from_secs_f64(
+        config.warm_bidding.as_secs_f64() + phase,
+    )))
+    .await;
 
     // The fault.
     let rpo = lab.in_flight();
@@ -112,7 +115,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         tokio::time::sleep(scale.secs(180.0)).await;
         true
     } else {
-        wait_for(scale.secs(config.recovery_timeout_secs), || {
+        wait_for(scale.lab(config.recovery_timeout), || {
             all_restored_on(&users, &secondary, fault_ms)
         })
         .await
@@ -245,7 +248,7 @@ async fn heal_and_fail_back(
             );
             lab.region(RegionId::Secondary).drop_all_sockets();
         }
-        wait_for(scale.secs(config.recovery_timeout_secs), || {
+        wait_for(scale.lab(config.recovery_timeout), || {
             all_restored_on(users, lab.name(RegionId::Primary), ended_ms)
         })
         .await;
