@@ -26,10 +26,16 @@ test: WSDR_BIN_BUILD = $(CARGO) test --workspace --all-targets --no-run --quiet
 unit:
 	scripts/with-dynamodb-local.sh $(CARGO) test --workspace --all-targets
 
-## package-check: the client crate and what it depends on package for crates.io and build from
-## those packages alone (cargo's own verification, against a local registry of the three);
+## package-check: the client crate and what it depends on package for crates.io (each with
+## both licence texts) and build from those packages alone (cargo's own verification, against a local registry of the three);
 ## the client's rustdoc examples run
 package-check:
+	@for crate in wsdr-protocol wsdr-net wsdr-client; do \
+	  files="$$($(CARGO) package --list --allow-dirty -p $$crate 2>/dev/null)"; \
+	  for licence in LICENSE-MIT LICENSE-APACHE; do \
+	    grep -qx "$$licence" <<<"$$files" || { echo "$$crate's package lacks $$licence (both licences require their text)"; exit 1; }; \
+	  done; \
+	done
 	$(CARGO) package --quiet --allow-dirty -p wsdr-protocol -p wsdr-net -p wsdr-client
 	$(CARGO) test --quiet --doc -p wsdr-client
 

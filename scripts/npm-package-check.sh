@@ -12,7 +12,7 @@ rm -rf "$out"
 mkdir -p "$out/scratch"
 tarball="$(cd web && npm pack --silent --pack-destination "$out" | tail -1)"
 contents="$(tar -tzf "$out/$tarball" | sort | tr '\n' ' ')"
-expected="package/README.md package/package.json package/react.d.ts package/react.js package/wsdr-client.d.ts package/wsdr-client.js "
+expected="package/LICENSE-APACHE package/LICENSE-MIT package/README.md package/package.json package/react.d.ts package/react.js package/wsdr-client.d.ts package/wsdr-client.js "
 if [ "$contents" != "$expected" ]; then
   echo "npm package holds: $contents"
   echo "expected:          $expected"
