@@ -334,10 +334,24 @@ where
              (figures depend on this machine's speed; the verdict does not)",
             config.lab.scale.factor()
         );
+        let scale = config.lab.scale.factor();
         let meter = wsdr_lab::runs::stalls::StallMeter::start(Duration::from_millis(10));
-        let result = wsdr_lab::runs::drill::run(config).await?;
-        let stalls = meter.stop(result.time_scale);
-        comparison.real_time = Some(wsdr_lab::runs::report::RealTimeRun::new(result, stalls));
+        let result = wsdr_lab::runs::drill::run(config).await;
+        let stalls = meter.stop(scale);
+        match result {
+            Ok(result) => {
+                comparison.real_time =
+                    Some(wsdr_lab::runs::report::RealTimeRun::new(result, stalls));
+            }
+            // Not the verdict either: a machine too busy to reach steady state says so.
+            Err(error) => {
+                println!(
+                    "beside the verdict: the real-time run did not complete ({error:#}); {}",
+                    stalls.line()
+                );
+                comparison.real_time_error = Some(format!("{error:#}"));
+            }
+        }
     }
     println!();
     print!("{}", comparison.table());

@@ -620,6 +620,10 @@ pub struct ReferenceComparison {
     /// machine ran its timers. Never part of the verdict (docs/DRILL_REPORT.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub real_time: Option<RealTimeRun>,
+    /// Why the real-time run beside the verdict did not complete, if it did not (a machine
+    /// too busy to reach steady state); not part of the verdict either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_time_error: Option<String>,
 }
 
 /// A real-time run shown beside a verdict decided by simulation.
@@ -714,6 +718,7 @@ impl ReferenceComparison {
             wsdr_clients,
             targets,
             real_time: None,
+            real_time_error: None,
         }
     }
 
