@@ -127,7 +127,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         wsdr_core::Consistency::from(consistency)
     );
     let result = wsdr_lab::runs::chaos::campaign(config).await?;
-    super::write_report(&report, &result)?;
+    wsdr_lab::runs::report::write_pretty_json(&report, &result)?;
     println!(
         "chaos: {} runs, {} faults injected, {} bids ({} acknowledged, {} unknown), {} violations, {:.1} s wall; report {}",
         result.runs,

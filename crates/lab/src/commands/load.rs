@@ -37,7 +37,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..Default::default()
     })
     .await?;
-    super::write_report(&report, &result)?;
+    wsdr_lab::runs::report::write_pretty_json(&report, &result)?;
     println!("{}", serde_json::to_string_pretty(&result)?);
     if !result.passed {
         return Ok(ExitCode::from(1));

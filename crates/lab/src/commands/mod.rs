@@ -66,15 +66,6 @@ fn store_kind(dynamodb: Option<String>) -> wsdr_lab::world::store::StoreKind {
     }
 }
 
-/// Write a report as pretty JSON, making its directory if needed.
-fn write_report(path: &std::path::Path, report: &impl serde::Serialize) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, serde_json::to_vec_pretty(report)?)?;
-    Ok(())
-}
-
 /// Where a running `wsdr lab` listens, and its control token.
 #[derive(clap::Args)]
 pub struct LabAddress {

@@ -999,7 +999,7 @@ pub struct HealthCheckTimes {
 }
 
 /// A report as pretty JSON at `path`, creating its folder.
-fn write_pretty_json(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
+pub fn write_pretty_json(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
