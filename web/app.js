@@ -166,9 +166,14 @@ async function main() {
         body: JSON.stringify({ region: 0, planned: true }),
       });
       const text = await response.text();
-      if (!response.ok) throw new Error(text);
-      const { report, to } = JSON.parse(text);
-      setText('evacuate-result', `${report.connections} connections told to move to ${to} (${report.posts.gone} gone, ${report.posts.failed} failed)`);
+      let answer = null;
+      try { answer = JSON.parse(text); } catch { /* a plain-text refusal */ }
+      if (!response.ok && !answer?.report) throw new Error(text);
+      const { report, to } = answer;
+      const untold = report.untold ?? report.posts.failed;
+      setText('evacuate-result', answer.complete === false
+        ? `INCOMPLETE: ${untold} of ${report.connections} connections never told to move to ${to} (${report.posts.gone} gone)`
+        : `${report.connections} connections told to move to ${to} (${report.posts.gone} gone, ${untold} never told)`);
     } catch (error) {
       setText('evacuate-result', `evacuation failed: ${error.message ?? error}`);
     }

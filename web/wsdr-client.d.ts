@@ -35,8 +35,19 @@ export interface OwnBid {
   regions: string[];
 }
 
+/** One copy of a settled bid: the Region that accepted it, and the amount it holds. */
+export interface SettledCopy {
+  region: string;
+  amount: number;
+}
+
+/**
+ * `amount` is present only when every copy has the same one; a bidId reused with two
+ * amounts (one accepted in each Region during a split) has no `amount`, and `copies` names
+ * each copy's own Region and amount.
+ */
 export type SettledAnswer =
-  | { bidId: string; stands: true; amount: number; regions: string[] }
+  | { bidId: string; stands: true; amount?: number; regions: string[]; copies?: SettledCopy[] }
   | { bidId: string; stands: false };
 
 export interface You {

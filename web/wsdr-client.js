@@ -338,7 +338,13 @@ export class BidBook {
     this.high = frame.auction?.highBid ?? null;
     this.userId = frame.you?.userId ?? this.userId;
     const listed = new Set((frame.you?.bids ?? []).map((b) => `${b.bidId}/${b.amount}`));
-    for (const s of frame.you?.settled ?? []) if (s.stands) listed.add(`${s.bidId}/${s.amount}`);
+    for (const s of frame.you?.settled ?? []) {
+      if (!s.stands) continue;
+      // Each copy's own amount (a bidId reused with two amounts has one per Region);
+      // `amount` alone from servers that predate `copies`.
+      for (const copy of s.copies ?? []) listed.add(`${s.bidId}/${copy.amount}`);
+      if (s.amount !== undefined) listed.add(`${s.bidId}/${s.amount}`);
+    }
     const settled = [];
     const resend = [];
     for (const [bidId, doubt] of this.doubtful) {

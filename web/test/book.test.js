@@ -102,6 +102,24 @@ test('a bid named in you.settled settles however long the user\'s bid list is', 
   assert.deepEqual(resend, []);
 });
 
+test('a bidId whose copies disagree settles by the copy with the amount sent, not by a first copy', () => {
+  const book = new BidBook();
+  book.add('b3', 'f3', 300, true);
+  book.replay();
+  book.onResult({ bidId: 'b3', status: 'unknown' }, 0);
+  const frame = state([], { A: 1 });
+  // The bidId reused in a split: 200 accepted in A, 300 in B; no single `amount`.
+  frame.you.settled = [{ bidId: 'b3', stands: true, regions: ['A', 'B'], copies: [{ region: 'A', amount: 200 }, { region: 'B', amount: 300 }] }];
+  const { settled, resend } = book.onState(frame);
+  assert.deepEqual(settled.map((s) => [s.bidId, s.stands]), [['b3', true]]);
+  assert.deepEqual(resend, []);
+  const other = new BidBook();
+  other.add('b3', 'f3', 250, true);
+  other.replay();
+  other.onResult({ bidId: 'b3', status: 'unknown' }, 0);
+  assert.deepEqual(other.onState(frame).resend, ['f3'], 'neither copy is the 250 sent: not standing here');
+});
+
 test('an unknown/unavailable answer is never final: not standing, it is sent again', () => {
   const book = new BidBook();
   book.add('b2', 'f2', 100, true);

@@ -1566,9 +1566,10 @@ impl Runner {
     fn settle_from_state(&mut self, region: &str, auction: &AuctionView, you: &YouView) {
         let mut still = Vec::new();
         for doubt in std::mem::take(&mut self.doubtful) {
-            let named = you.settled.iter().any(|s| {
-                s.stands && s.bid_id == doubt.bid.bid_id && s.amount == Some(doubt.bid.amount)
-            });
+            let named = you
+                .settled
+                .iter()
+                .any(|s| s.bid_id == doubt.bid.bid_id && s.stands_with(doubt.bid.amount));
             let listed = doubt.bid.auction_id == auction.id
                 && (named
                     || you

@@ -9,8 +9,8 @@
 //! Lambda throttled). When the Region's table or API is gone, there is nobody to tell: the
 //! clients' heartbeat rule and DNS move them instead (docs/PROTOCOL.md, `moveTo`).
 
-use crate::fanout::{broadcast, FanoutConfig, FanoutReport};
-use crate::{Connections, Notifier, Result};
+use crate::fanout::{broadcast_naming_untold, FanoutConfig, FanoutReport};
+use crate::{ConnectionId, Connections, Notifier, Result};
 use std::sync::Arc;
 use std::time::Duration;
 use wsdr_protocol::ServerMessage;
@@ -33,6 +33,12 @@ pub struct Evacuation {
     pub posts_per_s: f64,
     /// Posts in flight, retries and 410 handling, as for bid fan-out.
     pub fanout: FanoutConfig,
+    /// How long, from the start, connections whose posts failed are told again (each round
+    /// after `retry_every`): until each is told, gone, or this passes. What is left untold
+    /// then is reported ([`EvacuationReport::untold`]), never taken for told.
+    pub deadline: Duration,
+    /// The wait between two rounds of telling the untold again.
+    pub retry_every: Duration,
 }
 
 impl Evacuation {
@@ -50,6 +56,8 @@ impl Evacuation {
             min_window: Duration::from_secs(2),
             posts_per_s: 2_000.0,
             fanout: FanoutConfig::default(),
+            deadline: Duration::from_secs(60),
+            retry_every: Duration::from_secs(1),
         }
     }
 }
@@ -134,8 +142,16 @@ pub struct EvacuationReport {
     pub window_ms: u64,
     /// Slots the herd was split into (one second's worth of the quota each).
     pub slots: usize,
-    /// The posts, as a fan-out reports them (delivered, gone, failed, retries).
+    /// The posts over every round, as a fan-out reports them: `delivered` and `gone` count
+    /// connections, `failed` those still untold at the end, `retries` every retried post.
     pub posts: FanoutReport,
+    /// Connections never told to move (their posts failed until the deadline): an
+    /// evacuation with any is incomplete.
+    pub untold: usize,
+    /// Rounds of telling the untold again after the first pass.
+    pub rounds: usize,
+    /// Every connection was told or is gone.
+    pub complete: bool,
 }
 
 /// The `moveTo` frame an evacuation sends to one slot: wait `delay`, then reconnect at a
@@ -162,6 +178,10 @@ pub fn move_frame(plan: &Evacuation, delay: Duration, window: Duration) -> Strin
 /// follow the quota exactly instead of piling up at the end of the window, as they would if
 /// every client drew its moment from the whole window counted from its own frame. A
 /// connection that is gone (410) is removed, as in fan-out.
+///
+/// A connection whose posts all failed (a throttled push path) is told again every
+/// `retry_every`, its frame still naming its own slot, until it is told, gone, or the
+/// plan's `deadline` passes; the report counts what is left ([`EvacuationReport::untold`]).
 pub async fn evacuate(
     connections: &Arc<dyn Connections>,
     notifier: &Arc<dyn Notifier>,
@@ -171,19 +191,25 @@ pub async fn evacuate(
     let targets = connections.all(now_ms).await?;
     let slots_plan = SlotPlan::new(targets.len(), plan);
     let started = tokio::time::Instant::now();
-    let mut posts = FanoutReport::default();
+    let teller = Teller {
+        connections,
+        notifier,
+        plan,
+        slots: slots_plan,
+        started,
+    };
+    let mut posts = FanoutReport {
+        targets: targets.len(),
+        ..FanoutReport::default()
+    };
+    // Untold connections with the slot each belongs to.
+    let mut untold: Vec<(usize, ConnectionId)> = Vec::new();
     let mut posted = 0usize;
     let mut slots = 0usize;
     let mut groups = targets.chunks(slots_plan.per_slot).enumerate().peekable();
     while let Some((index, group)) = groups.next() {
-        let (delay, window) = slots_plan.frame_timing(index, group.len(), started.elapsed());
-        let frame = move_frame(plan, delay, window);
-        let report = broadcast(notifier, connections, group, frame.as_bytes(), &plan.fanout).await;
-        posts.targets += report.targets;
-        posts.delivered += report.delivered;
-        posts.gone += report.gone;
-        posts.retries += report.retries;
-        posts.failed += report.failed;
+        let failed = teller.tell(index, group, &mut posts).await;
+        untold.extend(failed.into_iter().map(|c| (index, c)));
         posted += group.len();
         slots += 1;
         if groups.peek().is_some() {
@@ -191,12 +217,81 @@ pub async fn evacuate(
             tokio::time::sleep_until(started + slots_plan.posted_by(posted)).await;
         }
     }
+    let mut rounds = 0usize;
+    while !untold.is_empty() && started.elapsed() + plan.retry_every <= plan.deadline {
+        tokio::time::sleep(plan.retry_every).await;
+        rounds += 1;
+        let mut still = Vec::new();
+        // Group by slot again: one frame per slot, each naming its slot's own timing.
+        let mut by_slot: Vec<(usize, Vec<ConnectionId>)> = Vec::new();
+        for (index, connection) in untold.drain(..) {
+            match by_slot.last_mut() {
+                Some((last, group)) if *last == index => group.push(connection),
+                _ => by_slot.push((index, vec![connection])),
+            }
+        }
+        for (index, group) in by_slot {
+            let failed = teller.tell(index, &group, &mut posts).await;
+            still.extend(failed.into_iter().map(|c| (index, c)));
+        }
+        untold = still;
+    }
+    if !untold.is_empty() {
+        tracing::error!(
+            untold = untold.len(),
+            connections = targets.len(),
+            rounds,
+            "evacuation incomplete: connections never told to move before the deadline"
+        );
+    }
+    posts.failed = untold.len();
     Ok(EvacuationReport {
         connections: targets.len(),
         window_ms: u64::try_from(slots_plan.window.as_millis()).unwrap_or(u64::MAX),
         slots,
         posts,
+        untold: untold.len(),
+        rounds,
+        complete: untold.is_empty(),
     })
+}
+
+/// What telling one group needs: the push path, the plan, its slots, the start.
+struct Teller<'a> {
+    connections: &'a Arc<dyn Connections>,
+    notifier: &'a Arc<dyn Notifier>,
+    plan: &'a Evacuation,
+    slots: SlotPlan,
+    started: tokio::time::Instant,
+}
+
+impl Teller<'_> {
+    /// Post slot `index`'s frame to `group` (timed from the start), add what happened to
+    /// `posts` (delivered, gone, retries; the caller counts what stays untold), and return
+    /// the connections not reached.
+    async fn tell(
+        &self,
+        index: usize,
+        group: &[ConnectionId],
+        posts: &mut FanoutReport,
+    ) -> Vec<ConnectionId> {
+        let (delay, window) = self
+            .slots
+            .frame_timing(index, group.len(), self.started.elapsed());
+        let frame = move_frame(self.plan, delay, window);
+        let (report, untold) = broadcast_naming_untold(
+            self.notifier,
+            self.connections,
+            group,
+            frame.as_bytes(),
+            &self.plan.fanout,
+        )
+        .await;
+        posts.delivered += report.delivered;
+        posts.gone += report.gone;
+        posts.retries += report.retries;
+        untold
+    }
 }
 
 #[cfg(test)]
@@ -280,5 +375,101 @@ mod tests {
             assert_eq!(posted_ms + after, slot * 1_000, "frame {i}: {frame}");
             assert_eq!(frame["windowMs"], 1_000);
         }
+    }
+
+    async fn registry_of(n: usize) -> (Arc<MemoryConnections>, Vec<ConnectionId>) {
+        let registry = Arc::new(MemoryConnections::default());
+        let user = UserId::new("u").expect("user");
+        let mut ids = Vec::new();
+        for i in 0..n {
+            let id = ConnectionId::new(format!("c{i}")).expect("id");
+            registry
+                .register(&id, &user, 1_000)
+                .await
+                .expect("register");
+            ids.push(id);
+        }
+        (registry, ids)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_throttled_push_path_is_tried_again_until_every_connection_is_told() {
+        let (registry, ids) = registry_of(96).await;
+        let notifier = Arc::new(RecordingNotifier::default());
+        // Half the connections throttled for more posts than one broadcast retries (4).
+        for id in ids.iter().step_by(2) {
+            notifier.throttle(id, 12);
+        }
+        let connections: Arc<dyn Connections> = registry.clone();
+        let push: Arc<dyn Notifier> = notifier.clone();
+        let plan = Evacuation::new("us-east-1", "us-west-2");
+        let report = evacuate(&connections, &push, &plan, 2_000)
+            .await
+            .expect("evacuated");
+        assert!(report.complete, "{report:?}");
+        assert_eq!(report.untold, 0);
+        assert_eq!(report.posts.delivered, 96);
+        assert_eq!(report.posts.failed, 0);
+        assert!(report.rounds >= 2, "{report:?}");
+        let told: std::collections::BTreeSet<_> =
+            notifier.sent().into_iter().map(|(c, _)| c).collect();
+        assert_eq!(told.len(), 96, "every connection heard of the move");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_never_reached_by_the_deadline_makes_the_evacuation_incomplete() {
+        let (registry, ids) = registry_of(10).await;
+        let notifier = Arc::new(RecordingNotifier::default());
+        notifier.throttle(&ids[3], u32::MAX);
+        let connections: Arc<dyn Connections> = registry.clone();
+        let push: Arc<dyn Notifier> = notifier.clone();
+        let plan = Evacuation {
+            deadline: Duration::from_secs(20),
+            ..Evacuation::new("us-east-1", "us-west-2")
+        };
+        let started = tokio::time::Instant::now();
+        let report = evacuate(&connections, &push, &plan, 2_000)
+            .await
+            .expect("evacuated");
+        assert!(!report.complete, "{report:?}");
+        assert_eq!(report.untold, 1);
+        assert_eq!(report.posts.failed, 1);
+        assert_eq!(report.posts.delivered, 9);
+        assert!(
+            started.elapsed() <= plan.deadline + Duration::from_secs(10),
+            "tries stop near the deadline: {:?}",
+            started.elapsed()
+        );
+        assert!(report.rounds >= 10, "it kept trying: {report:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_told_again_connection_still_gets_its_own_slot() {
+        // 10 connections, 5 per second: the second slot's member, told again after its
+        // slot opened, is told to move at once within its slot's second.
+        let (registry, ids) = registry_of(10).await;
+        let notifier = Arc::new(RecordingNotifier::default());
+        notifier.throttle(&ids[7], 6);
+        let connections: Arc<dyn Connections> = registry.clone();
+        let push: Arc<dyn Notifier> = notifier.clone();
+        let plan = Evacuation {
+            destination_quota_per_s: 5.0,
+            ..Evacuation::new("us-east-1", "us-west-2")
+        };
+        let report = evacuate(&connections, &push, &plan, 2_000)
+            .await
+            .expect("evacuated");
+        assert!(report.complete);
+        let (_, frame) = notifier
+            .sent()
+            .into_iter()
+            .find(|(c, _)| c == &ids[7])
+            .expect("told at last");
+        let frame: serde_json::Value = serde_json::from_slice(&frame).expect("json");
+        assert!(
+            frame.get("afterMs").is_none(),
+            "its slot has opened: {frame}"
+        );
+        assert!(frame["windowMs"].as_u64().unwrap_or(0) <= 1_000, "{frame}");
     }
 }

@@ -9,6 +9,7 @@
 use crate::model::ConnectionId;
 use crate::ports::{Connections, Entropy, Notifier, Pause, ThreadEntropy, TokioPause};
 use crate::Error;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
@@ -74,6 +75,21 @@ pub async fn broadcast(
     payload: &[u8],
     config: &FanoutConfig,
 ) -> FanoutReport {
+    broadcast_naming_untold(notifier, connections, targets, payload, config)
+        .await
+        .0
+}
+
+/// [`broadcast`], also naming the targets that were not reached (`failed`), so that a
+/// caller that must reach everyone (an evacuation) can try them again.
+pub async fn broadcast_naming_untold(
+    notifier: &Arc<dyn Notifier>,
+    connections: &Arc<dyn Connections>,
+    targets: &[ConnectionId],
+    payload: &[u8],
+    config: &FanoutConfig,
+) -> (FanoutReport, Vec<ConnectionId>) {
+    let mut untold = Vec::new();
     let mut report = FanoutReport {
         targets: targets.len(),
         ..FanoutReport::default()
@@ -81,31 +97,43 @@ pub async fn broadcast(
     let limit = config.concurrency.max(1);
     let payload: Arc<[u8]> = Arc::from(payload);
     let config = Arc::new(config.clone());
-    let spawn = |in_flight: &mut JoinSet<Delivery>, target: &ConnectionId| {
+    // Which task posts to which target, so that a post that panicked is named too.
+    let mut posting: HashMap<tokio::task::Id, ConnectionId> = HashMap::new();
+    let spawn = |in_flight: &mut JoinSet<Delivery>,
+                 posting: &mut HashMap<tokio::task::Id, ConnectionId>,
+                 target: &ConnectionId| {
         let (notifier, connections) = (notifier.clone(), connections.clone());
-        let (target, payload, config) = (target.clone(), payload.clone(), config.clone());
-        in_flight.spawn(async move {
+        let (task_target, payload, config) = (target.clone(), payload.clone(), config.clone());
+        let task = in_flight.spawn(async move {
             deliver(
                 notifier.as_ref(),
                 connections.as_ref(),
-                &target,
+                &task_target,
                 &payload,
                 &config,
             )
             .await
         });
+        posting.insert(task.id(), target.clone());
     };
     let mut pending = targets.iter();
     let mut in_flight = JoinSet::new();
     for target in pending.by_ref().take(limit) {
-        spawn(&mut in_flight, target);
+        spawn(&mut in_flight, &mut posting, target);
     }
-    while let Some(joined) = in_flight.join_next().await {
+    while let Some(joined) = in_flight.join_next_with_id().await {
         if let Some(target) = pending.next() {
-            spawn(&mut in_flight, target);
+            spawn(&mut in_flight, &mut posting, target);
         }
         // A post that panicked counts as failed; the broadcast goes on.
-        let delivery = joined.unwrap_or(Delivery::Failed { retries: 0 });
+        let (id, delivery) = match joined {
+            Ok((id, delivery)) => (id, delivery),
+            Err(error) => (error.id(), Delivery::Failed { retries: 0 }),
+        };
+        let target = posting.remove(&id);
+        if let (Delivery::Failed { .. }, Some(target)) = (&delivery, target) {
+            untold.push(target);
+        }
         match delivery {
             Delivery::Delivered { retries } => {
                 report.delivered += 1;
@@ -121,7 +149,7 @@ pub async fn broadcast(
             }
         }
     }
-    report
+    (report, untold)
 }
 
 async fn deliver(

@@ -28,8 +28,8 @@ pub use error::Error;
 pub use evacuate::{evacuate, herd_window, Evacuation, EvacuationReport, SlotPlan};
 pub use fanout::{FanoutConfig, FanoutReport};
 pub use model::{
-    Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency, LastBid, LedgerHead, Principal,
-    RegionSummary, UserId, LEDGER,
+    held_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency, LastBid, LedgerHead,
+    Principal, RegionSummary, UserId, LEDGER,
 };
 pub use ports::{
     Advance, BidCommit, Census, Clock, CommitOutcome, Connections, Entropy, HealthDatapoint,

@@ -378,6 +378,30 @@ impl LedgerHead {
     }
 }
 
+/// Every bid a Region holds: its bid copies, and the bids that `carried` (each Region's
+/// summary's high bid; in strong mode the ledger head's newest bid) hold whole although their
+/// copy item has not arrived or been written. Global Tables replicates items one by one, so
+/// a summary can arrive before the copy of the bid it names, and that copy may never arrive
+/// (its Region lost for good); the summary carries the bid whole (bidder, bidId, amount,
+/// time, Region), so the Region can read it all the same, and the winner it shows is always
+/// a bid it holds: winner, `you.bids` and `you.settled` read the same set. One entry per
+/// (bidder, bidId, Region), as the copies' own key.
+pub fn held_bids<'a>(
+    copies: impl IntoIterator<Item = BidRecord>,
+    carried: impl IntoIterator<Item = &'a BidRecord>,
+) -> Vec<BidRecord> {
+    let mut held: Vec<BidRecord> = copies.into_iter().collect();
+    for bid in carried {
+        let known = held
+            .iter()
+            .any(|c| c.bidder == bid.bidder && c.bid_id == bid.bid_id && c.region == bid.region);
+        if !known {
+            held.push(bid.clone());
+        }
+    }
+    held
+}
+
 /// The caller's own bids as `getState` shows them: copies of one bid (same bidId and amount,
 /// several Regions) folded into one entry, newest first, at most `limit`.
 pub fn own_bids(copies: &[BidRecord], limit: usize) -> Vec<OwnBidView> {

@@ -2,8 +2,8 @@
 
 use crate::fanout::{broadcast, FanoutConfig, FanoutReport};
 use crate::model::{
-    last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency, LedgerHead,
-    Principal, RegionSummary, UserId,
+    held_bids, last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency,
+    LedgerHead, Principal, RegionSummary, UserId,
 };
 use crate::ports::{
     Advance, BidCommit, Census, Clock, CommitOutcome, Connections, LedgerStore, Notifier,
@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wsdr_protocol::{
     limits, Amount, AuctionId, BidId, BidStatus, ClientMessage, ErrorCode, ProtocolError,
-    ServerMessage, SettledBidView, Versions, YouView,
+    ServerMessage, SettledBidView, SettledCopyView, Versions, YouView,
 };
 
 /// How many times a bid is decided again when a concurrent bid in this Region moved the
@@ -606,29 +606,28 @@ impl AuctionService {
             self.herd_window_ms(),
         );
         let (summaries, newest) = summaries?;
-        let mut copies = copies?;
+        // The caller's bids that the summaries (each Region's high bid) and, in strong mode,
+        // the ledger head's newest bid carry whole: held here even before (or without) their
+        // copy item, so the winner shown is always a bid the caller's reads find.
+        let carried: Vec<&BidRecord> = summaries
+            .iter()
+            .filter_map(|s| s.high.as_ref())
+            .chain(newest.as_ref())
+            .filter(|bid| bid.bidder == *user)
+            .collect();
         let named = named?;
         let settled = bid_ids
             .iter()
             .zip(named)
-            .map(|(bid_id, mut found)| {
-                if let Some(last) = newest
-                    .as_ref()
-                    .filter(|l| l.bidder == *user && l.bid_id == *bid_id)
-                {
-                    if !found.iter().any(|c| c.region == last.region) {
-                        found.push(last.clone());
-                    }
-                }
+            .map(|(bid_id, found)| {
+                let found = held_bids(
+                    found,
+                    carried.iter().copied().filter(|bid| bid.bid_id == *bid_id),
+                );
                 settled_view(bid_id, &found)
             })
             .collect();
-        // Strong mode: the newest accepted bid may not have its copy yet.
-        if let Some(last) = newest.filter(|l| l.bidder == *user) {
-            if !copies.iter().any(|c| c.bid_id == last.bid_id) {
-                copies.push(last);
-            }
-        }
+        let copies = held_bids(copies?, carried.iter().copied());
         let snapshot = AuctionSnapshot::merge(&summaries);
         let bids = own_bids(&copies, limits::OWN_BIDS_MAX);
         Ok(ServerMessage::State {
@@ -1005,14 +1004,30 @@ impl AuctionService {
 }
 
 /// The answer for one named bidId from the copies a point read found (any Region's).
+/// What the serving Region holds of one bidId: each copy with its own Region and amount,
+/// and `amount` only when every copy agrees (a bidId reused with two amounts in a split
+/// has two bids under it; naming one amount for both would tell the user a falsehood).
 fn settled_view(bid_id: &BidId, copies: &[BidRecord]) -> SettledBidView {
-    let mut regions: Vec<String> = copies.iter().map(|c| c.region.clone()).collect();
-    regions.sort();
+    let mut held: Vec<SettledCopyView> = copies
+        .iter()
+        .map(|c| SettledCopyView {
+            region: c.region.clone(),
+            amount: c.amount,
+        })
+        .collect();
+    held.sort_by(|a, b| a.region.cmp(&b.region).then(a.amount.cmp(&b.amount)));
+    held.dedup();
+    let mut regions: Vec<String> = held.iter().map(|c| c.region.clone()).collect();
     regions.dedup();
+    let amount = match held.split_first() {
+        Some((first, rest)) if rest.iter().all(|c| c.amount == first.amount) => Some(first.amount),
+        _ => None,
+    };
     SettledBidView {
         bid_id: bid_id.clone(),
-        stands: !copies.is_empty(),
-        amount: copies.first().map(|c| c.amount),
+        stands: !held.is_empty(),
+        amount,
         regions,
+        copies: held,
     }
 }

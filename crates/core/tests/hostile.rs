@@ -214,3 +214,74 @@ async fn a_heartbeat_naming_an_auction_carries_its_versions() {
         other => panic!("expected a pong, got {other:?}"),
     }
 }
+
+/// A bidId reused with two amounts during a split (200 accepted in one Region, 300 in the
+/// other): once both copies are in one Region, settlement names each copy's own Region and
+/// amount, and no single amount, since neither stands "in both Regions".
+#[tokio::test]
+async fn a_bid_id_reused_with_two_amounts_settles_each_copy_with_its_own_amount() {
+    let east = world().await;
+    let clock = east.clock.clone();
+    let west_store = Arc::new(MemoryStateStore::new("us-west-2", clock.clone()));
+    let west = AuctionService::new(
+        west_store.clone(),
+        Arc::new(MemoryConnections::default()),
+        Arc::new(RecordingNotifier::default()),
+        clock.clone(),
+        "us-west-2",
+    );
+    for change in east.store.dump() {
+        west_store.apply_replicated(change);
+    }
+    let alice = UserId::new("alice").unwrap();
+    let reused = "bid-reused-0001";
+    clock.advance(10);
+    let first = send(&east, &alice, &bid_frame(200, reused)).await;
+    assert!(
+        matches!(
+            first,
+            ServerMessage::BidResult {
+                status: BidStatus::Accepted,
+                ..
+            }
+        ),
+        "{first:?}"
+    );
+    clock.advance(10);
+    let second = west
+        .handle_frame(&conn(), &alice, &bid_frame(300, reused))
+        .await
+        .message;
+    assert!(
+        matches!(
+            second,
+            ServerMessage::BidResult {
+                status: BidStatus::Accepted,
+                ..
+            }
+        ),
+        "{second:?}"
+    );
+    // The split heals: the west's writes reach the east.
+    for change in west_store.dump() {
+        east.store.apply_replicated(change);
+    }
+    let frame = format!(r#"{{"action":"getState","auctionId":"a1","bidIds":["{reused}"]}}"#);
+    let you = you(send(&east, &alice, frame.as_bytes()).await);
+    let settled = &you.settled[0];
+    assert!(settled.stands);
+    assert_eq!(
+        settled.amount, None,
+        "the copies disagree: no single amount"
+    );
+    let copies: Vec<(&str, u64)> = settled
+        .copies
+        .iter()
+        .map(|c| (c.region.as_str(), c.amount.get()))
+        .collect();
+    assert_eq!(copies, vec![("us-east-1", 200), ("us-west-2", 300)]);
+    assert_eq!(settled.regions, vec!["us-east-1", "us-west-2"]);
+    assert!(settled.stands_with(Amount::new(300).unwrap()));
+    assert!(settled.stands_with(Amount::new(200).unwrap()));
+    assert!(!settled.stands_with(Amount::new(250).unwrap()));
+}

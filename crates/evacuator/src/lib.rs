@@ -148,6 +148,13 @@ pub struct Request {
 /// for the evacuation itself (10,000 connections are posted in 5 s).
 pub const MAX_WAIT_SECONDS: u64 = 240;
 
+/// The function's timeout (template.yaml) less a margin for listing and answering: the
+/// wait and the telling of the untold fit in it.
+const TELLING_BUDGET_SECONDS: u64 = 300 - 15;
+
+/// How long the untold are told again at most (less when the wait used the budget).
+const TELL_AGAIN_SECONDS: u64 = 60;
+
 /// A census invocation: `{"census": true}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -222,6 +229,12 @@ pub struct Response {
     pub gone: usize,
     pub failed: usize,
     pub retries: usize,
+    /// Connections never told to move before the plan's deadline (their posts failed).
+    pub untold: usize,
+    /// Rounds of telling the untold again.
+    pub rounds: usize,
+    /// Every connection was told or is gone; `false`: the evacuation is incomplete.
+    pub complete: bool,
 }
 
 impl Response {
@@ -236,6 +249,9 @@ impl Response {
             gone: report.posts.gone,
             failed: report.posts.failed,
             retries: report.posts.retries,
+            untold: report.untold,
+            rounds: report.rounds,
+            complete: report.complete,
         }
     }
 }
@@ -307,6 +323,7 @@ impl Evacuator {
                 ));
             }
         }
+        let waited = request.wait_seconds.unwrap_or(0).min(MAX_WAIT_SECONDS);
         match request.wait_seconds {
             Some(wait) if wait > MAX_WAIT_SECONDS => {
                 return Err(Error::Request(format!(
@@ -324,6 +341,7 @@ impl Evacuator {
             reason: request.reason.unwrap_or_else(|| "maintenance".into()),
             destination_quota_per_s: self.config.destination_quota_per_s,
             posts_per_s: self.config.posts_per_s,
+            deadline: Duration::from_secs(TELL_AGAIN_SECONDS.min(TELLING_BUDGET_SECONDS - waited)),
             ..Evacuation::new(self.config.target_region.clone(), request.to.clone())
         };
         let report = wsdr_core::evacuate(
@@ -340,7 +358,10 @@ impl Evacuator {
             delivered = report.posts.delivered,
             gone = report.posts.gone,
             failed = report.posts.failed,
-            "evacuation done"
+            untold = report.untold,
+            complete = report.complete,
+            "{}",
+            if report.complete { "evacuation done" } else { "evacuation INCOMPLETE: connections never told to move" }
         );
         Ok(Response::new(
             &self.config.target_region,

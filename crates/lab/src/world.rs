@@ -359,6 +359,8 @@ impl World {
                 ("canary", "canary probe", 1, 1),
                 // The chaos campaign's prolific bidder bids here alone, hundreds of times.
                 ("lot-2", "box of 500 guitar picks", 1, 1),
+                // The split reuser's one bidId with two amounts.
+                ("lot-3", "spare tremolo arm", 1, 1),
             ] {
                 region
                     .service()
@@ -816,6 +818,8 @@ impl World {
             destination_quota_per_s: scale.per_lab_second(self.config.connect_rate),
             min_window: scale.lab(AwsDuration::from_secs(2)),
             posts_per_s: scale.per_lab_second(2_000.0),
+            deadline: scale.lab(AwsDuration::from_secs(60)),
+            retry_every: scale.lab(AwsDuration::from_secs(1)),
             endpoint: endpoint.clone(),
             ..wsdr_core::Evacuation::new(region.name.clone(), self.names[to].clone())
         };
@@ -834,13 +838,14 @@ impl World {
         self.timeline.record(
             Kind::Note,
             format!(
-                "{}: {} connections told to move within {:.0} s AWS, in {} slots ({} gone, {} failed)",
+                "{}: {} connections told to move within {:.0} s AWS, in {} slots ({} gone, {} never told{})",
                 region.name,
                 report.connections,
                 scale.aws_secs(report.window_ms as f64),
                 report.slots,
                 report.posts.gone,
-                report.posts.failed
+                report.untold,
+                if report.complete { "" } else { ": INCOMPLETE" }
             ),
         );
         Ok(report)

@@ -489,6 +489,69 @@ async fn an_evacuation_to_an_unhealthy_region_moves_nobody_and_restores_dns() {
     assert_eq!(lab.resolve(), RegionId::Primary);
 }
 
+/// An evacuation whose push path is throttled keeps telling: at 50% `@connections`
+/// throttling every connection is told (retried rounds); with every post refused nobody
+/// is, and the evacuation says it is incomplete rather than done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evacuation_under_push_throttling_tells_everyone_or_says_it_did_not() {
+    use std::sync::Arc;
+    use wsdr_lab::sim::users::{wait_for, Behaviour, Population};
+    use wsdr_lab::Fault;
+    let lab = Arc::new(
+        wsdr_lab::World::builder()
+            .config(LabConfig::default())
+            .start()
+            .await
+            .unwrap(),
+    );
+    let scale = lab.config().scale;
+    assert!(wait_for(scale.secs(600.0), || lab.resolve() == RegionId::Primary).await);
+    let auction = wsdr_protocol::AuctionId::new("lot-1").unwrap();
+    let users =
+        Population::through_front_door(&lab, 24, &auction, Behaviour::honest(10.0), 5, |_| true);
+    assert!(wait_for(scale.secs(300.0), || users.all_connected()).await);
+    let listed = lab.region(RegionId::Primary).registry.len();
+    assert!(listed >= 24, "{listed} connections listed");
+    lab.inject(Fault::ConnectionsThrottle {
+        region: RegionId::Primary,
+        percent: 100,
+    });
+    let refused = lab
+        .move_sessions(RegionId::Primary, None, "maintenance")
+        .await
+        .unwrap();
+    assert!(!refused.complete, "{refused:?}");
+    assert_eq!(refused.untold, refused.connections, "{refused:?}");
+    assert_eq!(refused.posts.delivered, 0);
+    assert!(refused.rounds > 0, "it kept trying: {refused:?}");
+    lab.inject(Fault::ConnectionsThrottle {
+        region: RegionId::Primary,
+        percent: 50,
+    });
+    let report = lab
+        .move_sessions(RegionId::Primary, None, "maintenance")
+        .await
+        .unwrap();
+    assert!(report.complete, "{report:?}");
+    assert_eq!(report.untold, 0);
+    assert_eq!(
+        report.posts.delivered + report.posts.gone,
+        report.connections,
+        "{report:?}"
+    );
+    assert!(report.posts.retries > 0, "the throttle bit: {report:?}");
+    assert!(
+        wait_for(scale.secs(300.0), || users
+            .records()
+            .iter()
+            .all(|r| r.moves >= 1 && r.connected))
+        .await,
+        "every user moved: {:?}",
+        users.records()
+    );
+    users.close().await;
+}
+
 /// The fast path beside the alarm, in one run: the fast verdict (probe rounds every 5 s at
 /// two vantage points) fails the primary over within seconds, its health endpoint answers
 /// 503, the endpoint health check (every 10 s) moves DNS, and the alarm's check is timed

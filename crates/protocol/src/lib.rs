@@ -17,6 +17,6 @@ pub use error::{ErrorCode, ProtocolError};
 pub use ids::{Amount, AuctionId, BidId};
 pub use server::{
     dominates, higher_bid, merge_versions, parse_server_frame, AuctionView, BidStatus, HighBidView,
-    LastBidView, OwnBidView, ServerFrame, ServerMessage, SettledBidView, Versions, YouView,
-    GATEWAY_INTERNAL_ERROR,
+    LastBidView, OwnBidView, ServerFrame, ServerMessage, SettledBidView, SettledCopyView, Versions,
+    YouView, GATEWAY_INTERNAL_ERROR,
 };

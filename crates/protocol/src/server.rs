@@ -128,13 +128,35 @@ pub struct SettledBidView {
     /// is final in strong mode; in eventual mode a copy accepted elsewhere may still be on
     /// its way (docs/PROTOCOL.md).
     pub stands: bool,
-    /// The amount of the standing bid (compare it with the amount sent: a different one
-    /// means the bidId was used for another bid).
+    /// The amount of the standing bid when every copy has the same one (compare it with the
+    /// amount sent: a different one means the bidId was used for another bid). Absent when
+    /// copies disagree (a bidId reused with two amounts, one accepted in each Region during
+    /// a split): then read `copies`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amount: Option<Amount>,
     /// The Regions whose copy the serving Region holds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub regions: Vec<String>,
+    /// Each copy the serving Region holds, with its own Region and amount (one per Region).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copies: Vec<SettledCopyView>,
+}
+
+impl SettledBidView {
+    /// A copy of this bid with this amount stands (in the Region it names).
+    pub fn stands_with(&self, amount: Amount) -> bool {
+        self.stands
+            && (self.copies.iter().any(|c| c.amount == amount)
+                || (self.copies.is_empty() && self.amount == Some(amount)))
+    }
+}
+
+/// One copy of a settled bid: the Region that accepted it and the amount it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SettledCopyView {
+    pub region: String,
+    pub amount: Amount,
 }
 
 /// What the server did with a bid.

@@ -154,6 +154,24 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         result.rpo_lost_acknowledged
     );
     println!(
+        "excused: {} (docs/RELIABILITY.md, the guarantee table's exceptions)",
+        result
+            .excused
+            .iter()
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "watch and strike: {} of {} never-returns struck with a summary ahead of its copy",
+        result.struck_summary_ahead,
+        result
+            .faults_by_kind
+            .get("never-returns")
+            .copied()
+            .unwrap_or(0)
+    );
+    println!(
         "held: descriptors {} -> {} (peak {}), tasks {} -> {} (peak {})",
         result.holdings_start.descriptors,
         result.holdings_end.descriptors,

@@ -1,6 +1,7 @@
 //! Move every user off a Region of a running `wsdr lab`: take it out of DNS, wait for the
 //! name to answer the other Region, then tell each connection to move (`moveTo`) paced
-//! to the destination's quota. `wsdr service --in` puts it back afterwards.
+//! to the destination's quota. `wsdr service --in` puts it back afterwards. Exit status 3:
+//! the evacuation is incomplete (some connections were never told before its deadline).
 
 use std::process::ExitCode;
 use wsdr_lab::cli;
@@ -29,5 +30,45 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     } = args;
     let body =
         serde_json::json!({"region": region, "planned": !unplanned, "reason": reason}).to_string();
-    Ok(super::control_call(lab, "/api/evacuate", &body, "evacuate").await)
+    // An evacuation waits for DNS (a few TTLs) before it answers.
+    let address = lab.lab;
+    let client = wsdr_lab::world::control::ControlClient::new(lab.lab, lab.control_token)
+        .with_timeout(std::time::Duration::from_secs(900));
+    match client.post_json("/api/evacuate", &body).await {
+        Ok((503, answer)) if incomplete(&answer).is_some() => {
+            println!("{answer}");
+            let (untold, connections) = incomplete(&answer).unwrap_or_default();
+            eprintln!(
+                "wsdr evacuate: INCOMPLETE: {untold} of {connections} connections were never told to move (their posts kept failing until the deadline)"
+            );
+            Ok(ExitCode::from(3))
+        }
+        Ok((200, answer)) => {
+            println!("{answer}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok((status, answer)) => {
+            eprintln!(
+                "wsdr evacuate: the lab at {address} refused it (HTTP {status}): {answer}{}",
+                super::token_hint(status)
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        Err(error) => {
+            eprintln!("wsdr evacuate: {error:#}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// An incomplete evacuation's answer: (untold, connections).
+fn incomplete(answer: &str) -> Option<(u64, u64)> {
+    let answer: serde_json::Value = serde_json::from_str(answer).ok()?;
+    if answer.get("complete")?.as_bool()? {
+        return None;
+    }
+    Some((
+        answer.get("untold")?.as_u64()?,
+        answer.pointer("/report/connections")?.as_u64()?,
+    ))
 }

@@ -78,6 +78,15 @@ pub struct LabAddress {
     control_token: Option<String>,
 }
 
+/// What to add to a refusal: a 401 means the lab wants its control token.
+fn token_hint(status: u16) -> &'static str {
+    if status == 401 {
+        " (this lab wants its control token: --control-token or WSDR_LAB_CONTROL_TOKEN)"
+    } else {
+        ""
+    }
+}
+
 /// One control API call from the CLI: print the answer, or say what went wrong (exit 1).
 async fn control_call(
     LabAddress {
@@ -97,11 +106,7 @@ async fn control_call(
             ExitCode::SUCCESS
         }
         Ok((status, answer)) => {
-            let hint = if status == 401 {
-                " (this lab wants its control token: --control-token or WSDR_LAB_CONTROL_TOKEN)"
-            } else {
-                ""
-            };
+            let hint = token_hint(status);
             eprintln!(
                 "wsdr {command}: the lab at {lab} refused it (HTTP {status}): {answer}{hint}"
             );

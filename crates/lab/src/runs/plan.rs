@@ -16,6 +16,13 @@ pub enum Action {
     Evacuate(RegionId),
     /// A Region back in DNS after a planned evacuation.
     Restore(RegionId),
+    /// Watch and strike: lose `region` for good (`never-returns`) at the first moment its
+    /// replication has delivered a summary whose high bid's copy it still holds (the other
+    /// Region then shows a winner whose copy never arrives), or when `within` has passed.
+    LoseWhenSummaryAhead {
+        region: RegionId,
+        within: AwsDuration,
+    },
 }
 
 impl Action {
@@ -26,6 +33,9 @@ impl Action {
             Action::Inject(Fault::Heal) | Action::Restore(_) => None,
             Action::Inject(fault) => Some(fault.kind().name()),
             Action::Evacuate(_) => Some("evacuate"),
+            Action::LoseWhenSummaryAhead { .. } => {
+                Some(crate::world::FaultKind::NeverReturns.name())
+            }
         }
     }
 }
@@ -85,6 +95,9 @@ impl Plan {
     }
 }
 
+/// The timeline's note when a watch-and-strike loss struck on what it watched for.
+pub const STRUCK_SUMMARY_AHEAD: &str = "a summary has arrived ahead of its copy: striking now";
+
 /// Play `plan` on `world` from now until its end. An action that takes time (an evacuation
 /// waits for DNS) holds the rest of the plan back by as long as it took, so every step of a
 /// plan keeps its length.
@@ -112,6 +125,22 @@ async fn apply(world: &World, action: Action) {
             }
         }
         Action::Restore(region) => world.set_in_service(region, true),
+        Action::LoseWhenSummaryAhead { region, within } => {
+            let link = world.link(region);
+            let struck = crate::world::clock::wait_for(world.scale().lab(within), || {
+                link.summary_ahead_of_its_copy()
+            })
+            .await;
+            world.timeline().record(
+                Kind::Note,
+                if struck {
+                    STRUCK_SUMMARY_AHEAD
+                } else {
+                    "no summary ahead of its copy in the window: striking anyway"
+                },
+            );
+            world.inject(Fault::NeverReturns(region));
+        }
     }
 }
 

@@ -5,7 +5,10 @@
 //!   tries the same as a probe;
 //! - a **prolific** user bids hundreds of times (more copies than one page of any list), and
 //!   its newest bid must still be its `lastBid`, its `bids` the newest, and every named bid
-//!   settle by its `you.settled`.
+//!   settle by its `you.settled`;
+//! - a **split reuser** sends one bidId with two amounts, one to each Region while they
+//!   cannot reach each other: after the heal, each Region's settlement of that bidId must
+//!   name both copies, each with its own Region and amount, and no single amount.
 //!
 //! Each returns the violations it saw; a connection refused where it must be refused is a
 //! pass, not an error.
@@ -237,7 +240,7 @@ pub async fn prolific(
             .map(|(_, amount)| *amount);
         let answer = you.settled.iter().find(|s| &s.bid_id == id);
         let right = match (expected, answer) {
-            (Some(amount), Some(s)) => s.stands && s.amount.map(Amount::get) == Some(amount),
+            (Some(amount), Some(s)) => Amount::new(amount).is_ok_and(|a| s.stands_with(a)),
             (None, Some(s)) => !s.stands,
             (_, None) => false,
         };
@@ -587,4 +590,78 @@ async fn racer_bid(
             ..
         })
     )
+}
+
+/// The split reuser on `auction` (eventual mode: on the strong table one ledger orders both
+/// bids and the second is refused, so nothing is to be seen there). With replication cut
+/// both ways, bidId `reused-0001` goes to the primary with one amount and to the secondary
+/// with another; both Regions accept it (each checks its own copy only). After the heal and
+/// the drain, `getState` naming the bidId in each Region must answer `stands`, no single
+/// `amount`, and `copies` equal to the two copies by Region. Heals what it broke.
+pub async fn split_reuser(lab: &World, auction: &AuctionId, within: Duration) -> Vec<Violation> {
+    let mut found = Vec::new();
+    if lab.cluster().is_some() {
+        return found;
+    }
+    let sub = "split-reuser";
+    let (Ok(bid_id), Ok(low), Ok(high)) = (
+        BidId::new("reused-0001"),
+        Amount::new(500_000),
+        Amount::new(700_000),
+    ) else {
+        return found;
+    };
+    let wrong = |region: &str| Violation::SettledWrong {
+        user: sub.to_owned(),
+        region: region.to_owned(),
+        bid_id: bid_id.as_str().to_owned(),
+    };
+    let mut sockets = Vec::new();
+    for region in [RegionId::Primary, RegionId::Secondary] {
+        match open(lab, &lab.region(region).url(), lab.user_token(sub)).await {
+            Some(ws) => sockets.push((region, ws)),
+            None => return found,
+        }
+    }
+    lab.inject(crate::world::Fault::Partition);
+    let mut accepted = Vec::new();
+    for ((region, ws), amount) in sockets.iter_mut().zip([low, high]) {
+        if let Some(ServerMessage::BidResult {
+            status: BidStatus::Accepted,
+            ..
+        }) = bid(ws, auction, bid_id.clone(), amount, within).await
+        {
+            accepted.push((lab.region(*region).name.clone(), amount));
+        }
+    }
+    lab.inject(crate::world::Fault::Heal);
+    let drained = crate::world::clock::wait_for(within, || lab.in_flight().items == 0).await;
+    if !drained || accepted.len() != 2 {
+        // Nothing to judge (a Region busy or the lot refused): the split never happened.
+        return found;
+    }
+    accepted.sort();
+    for (region, ws) in &mut sockets {
+        let name = lab.region(*region).name.clone();
+        let message = ClientMessage::GetState {
+            auction_id: auction.clone(),
+            bid_ids: vec![bid_id.clone()],
+        };
+        let Some(ServerMessage::State { you, .. }) = ask(ws, &message, within).await else {
+            found.push(wrong(&name));
+            continue;
+        };
+        let right = you.settled.iter().any(|s| {
+            let copies: Vec<(String, Amount)> = s
+                .copies
+                .iter()
+                .map(|c| (c.region.clone(), c.amount))
+                .collect();
+            s.bid_id == bid_id && s.stands && s.amount.is_none() && copies == accepted
+        });
+        if !right {
+            found.push(wrong(&name));
+        }
+    }
+    found
 }

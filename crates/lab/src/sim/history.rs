@@ -8,7 +8,7 @@
 //!   (expired in the offline queue): the bid must be in neither Region;
 //! - **unknown**: anything else (no answer, or a rejection after a replay): either is fine.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// How a Region answered one attempt.
@@ -93,6 +93,10 @@ pub struct FinalState {
     pub high: Option<(String, String, u64)>,
     /// The bid count the Region serves (the sum of its summaries).
     pub bid_count: u64,
+    /// The winner's own bidder, asking the Region (`getState` naming the winning bidId),
+    /// finds it standing with its amount, in `you.settled` and in `you.bids`; `true` when
+    /// there is no winner. A winner the Region shows but its bidder cannot read is a lie.
+    pub winner_readable: bool,
 }
 
 impl FinalState {
@@ -188,6 +192,10 @@ pub enum Violation {
     },
     /// The Regions serve different high bids after convergence.
     WinnersDiffer,
+    /// A Region serves a winner that its bidder's `getState` does not find standing.
+    WinnerUnreadable {
+        region: String,
+    },
     /// A recorded bid above every acknowledged one that no unanswered operation explains.
     HighAboveAcknowledged {
         region: String,
@@ -361,6 +369,56 @@ pub fn below_an_earlier_bid(in_order: &[(u64, String)]) -> usize {
     below
 }
 
+/// A case the checker forgives, by name: each is an exception the docs state word for word
+/// (docs/RELIABILITY.md, the guarantee table), and each forgiven event is counted and printed
+/// in the campaign's summary, never dropped in silence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Excuse {
+    /// An acknowledged bid missing from a surviving Region because its only copies were
+    /// lost with a Region that never came back (the RPO), counted once per surviving Region.
+    LostWithRegion,
+    /// A surviving Region counts more bids than it holds copies: a lost Region's summary
+    /// arrived, copies it counted never did (counted once per Region, by the difference).
+    CountedCopiesLostWithRegion,
+    /// A surviving Region counts fewer bids than it holds copies: copies arrived, the
+    /// summary versions that counted them were lost with their Region (by the difference).
+    CopiesWhoseSummaryWasLost,
+    /// A surviving Region's winner is below a copy it holds: that copy arrived, the summary
+    /// version naming it was lost with its Region (once per Region).
+    HighCopyWhoseSummaryWasLost,
+}
+
+impl Excuse {
+    /// Every excuse, in the docs' order.
+    pub const ALL: [Excuse; 4] = [
+        Excuse::LostWithRegion,
+        Excuse::CountedCopiesLostWithRegion,
+        Excuse::CopiesWhoseSummaryWasLost,
+        Excuse::HighCopyWhoseSummaryWasLost,
+    ];
+
+    /// The name the summary and the reports count it under.
+    pub fn name(self) -> &'static str {
+        match self {
+            Excuse::LostWithRegion => "lost_with_region",
+            Excuse::CountedCopiesLostWithRegion => "counted_copies_lost_with_region",
+            Excuse::CopiesWhoseSummaryWasLost => "copies_whose_summary_was_lost",
+            Excuse::HighCopyWhoseSummaryWasLost => "high_copy_whose_summary_was_lost",
+        }
+    }
+}
+
+/// Forgiven events by excuse.
+pub type Excused = BTreeMap<Excuse, usize>;
+
+/// Count `n` events under `excuse` (nothing when `n` is 0).
+pub fn excuse(excused: &mut Excused, excuse: Excuse, n: usize) {
+    if n > 0 {
+        *excused.entry(excuse).or_default() += n;
+    }
+}
+
 /// Bid copies (bidder, bid id, amount) a Region that never came back took with it: the only
 /// losses the checker accepts (docs/DATA_MODEL.md, "what no acknowledged bid is lost means").
 pub type Lost = std::collections::BTreeSet<(String, String, u64)>;
@@ -384,7 +442,12 @@ pub fn lost_acknowledged(ops: &[Op], regions: &[FinalState], lost: &Lost) -> usi
 
 /// Every acknowledged bid is held by `state` with its own amount (unless its copies were lost
 /// with a Region that never came back), and no rejected bid is.
-fn acknowledged_and_rejected(ops: &[Op], state: &FinalState, lost: &Lost) -> Vec<Violation> {
+fn acknowledged_and_rejected(
+    ops: &[Op],
+    state: &FinalState,
+    lost: &Lost,
+    excused: &mut Excused,
+) -> Vec<Violation> {
     let mut violations = Vec::new();
     let region = state.region.clone();
     for op in ops {
@@ -396,7 +459,7 @@ fn acknowledged_and_rejected(ops: &[Op], state: &FinalState, lost: &Lost) -> Vec
         };
         let lost_for_good = lost.contains(&(op.user.clone(), op.bid_id.clone(), op.amount));
         match op.outcome() {
-            Outcome::Ok if !own && lost_for_good => {}
+            Outcome::Ok if !own && lost_for_good => excuse(excused, Excuse::LostWithRegion, 1),
             Outcome::Ok if !own => violations.push(if records.is_empty() {
                 violation(|bidder, bid_id, region| Violation::AcknowledgedBidMissing {
                     bidder,
@@ -433,6 +496,18 @@ pub fn check(
     users: &[UserEnd],
     lost: &Lost,
 ) -> Vec<Violation> {
+    check_counting_excuses(ops, regions, converged, users, lost).0
+}
+
+/// [`check`], with what it forgave counted by name.
+pub fn check_counting_excuses(
+    ops: &[Op],
+    regions: &[FinalState],
+    converged: bool,
+    users: &[UserEnd],
+    lost: &Lost,
+) -> (Vec<Violation>, Excused) {
+    let mut excused = Excused::new();
     let mut violations = Vec::new();
     let mut by_key: BTreeMap<BidKey, Vec<&Op>> = BTreeMap::new();
     for op in ops {
@@ -448,7 +523,7 @@ pub fn check(
         .max();
     for state in regions {
         let region = state.region.clone();
-        violations.extend(acknowledged_and_rejected(ops, state, lost));
+        violations.extend(acknowledged_and_rejected(ops, state, lost, &mut excused));
         for ((bidder, bid_id), records) in &state.bids {
             let key = (bidder.clone(), bid_id.clone());
             let ops_here = by_key.get(&key).map(Vec::as_slice).unwrap_or_default();
@@ -462,13 +537,15 @@ pub fn check(
                 }
             }
         }
+        // The winner is a function of the bids the Region holds, with no excuse: a summary
+        // that arrived before its copy carries its high bid whole (wsdr_core::held_bids).
         let expected = state.expected_high();
-        // A lost Region's last summary may have reached the survivor without every copy it
-        // counted (no order across items): its high bid may then be one of the lost copies.
-        let high_lost = state.high.as_ref().is_some_and(|(bidder, id, amount)| {
-            lost.contains(&(bidder.clone(), id.clone(), *amount))
-        });
-        if state.high != expected && !high_lost {
+        if !state.winner_readable {
+            violations.push(Violation::WinnerUnreadable {
+                region: region.clone(),
+            });
+        }
+        if state.high != expected {
             violations.push(Violation::HighBidWrong {
                 region: region.clone(),
                 expected,
@@ -499,7 +576,16 @@ pub fn check(
             state.bid_count == state.copies as u64
         } else {
             // Counted by a lost Region's summary, copies never delivered: at most the lost ones.
-            (state.copies as u64..=(state.copies + lost.len()) as u64).contains(&state.bid_count)
+            let within = (state.copies as u64..=(state.copies + lost.len()) as u64)
+                .contains(&state.bid_count);
+            if within {
+                excuse(
+                    &mut excused,
+                    Excuse::CountedCopiesLostWithRegion,
+                    (state.bid_count - state.copies as u64) as usize,
+                );
+            }
+            within
         };
         if !count_ok {
             violations.push(Violation::BidCountWrong {
@@ -553,7 +639,7 @@ pub fn check(
             check_own_bids(user, regions, &mut violations);
         }
     }
-    violations
+    (violations, excused)
 }
 
 /// The user's own bids as `region` must list them: (at, bidId, amount), newest first (then
@@ -629,13 +715,26 @@ pub fn check_own_bids(user: &UserEnd, regions: &[FinalState], violations: &mut V
 /// copies by at most that many, and a `high_bid_wrong` whose served high is *below* the one
 /// the records pick (the higher copy arrived without the summary that would name it). With
 /// no summary lost, nothing is excused.
-pub fn excuse_lost_summaries(violations: &mut Vec<Violation>, lost_summaries: usize) {
+pub fn excuse_lost_summaries(
+    violations: &mut Vec<Violation>,
+    lost_summaries: usize,
+    excused: &mut Excused,
+) {
     if lost_summaries == 0 {
         return;
     }
     violations.retain(|v| match v {
         Violation::BidCountWrong { count, copies, .. } => {
-            !(*count < *copies as u64 && count + lost_summaries as u64 >= *copies as u64)
+            let explained =
+                *count < *copies as u64 && count + lost_summaries as u64 >= *copies as u64;
+            if explained {
+                excuse(
+                    excused,
+                    Excuse::CopiesWhoseSummaryWasLost,
+                    (*copies as u64 - count) as usize,
+                );
+            }
+            !explained
         }
         Violation::HighBidWrong {
             expected, actual, ..
@@ -645,6 +744,9 @@ pub fn excuse_lost_summaries(violations: &mut Vec<Violation>, lost_summaries: us
                 (Some(_), None) => true,
                 _ => false,
             };
+            if below {
+                excuse(excused, Excuse::HighCopyWhoseSummaryWasLost, 1);
+            }
             !below
         }
         _ => true,
@@ -664,10 +766,10 @@ mod tests {
             copies,
         };
         let mut v = vec![wrong(114, 115), wrong(110, 115), wrong(116, 115)];
-        excuse_lost_summaries(&mut v, 1);
+        excuse_lost_summaries(&mut v, 1, &mut Excused::new());
         assert_eq!(v, vec![wrong(110, 115), wrong(116, 115)]);
         let mut none = vec![wrong(114, 115)];
-        excuse_lost_summaries(&mut none, 0);
+        excuse_lost_summaries(&mut none, 0, &mut Excused::new());
         assert_eq!(none.len(), 1);
         let high = |expected: u64, actual: u64| Violation::HighBidWrong {
             region: "us-west-2".into(),
@@ -675,7 +777,7 @@ mod tests {
             actual: Some(("b".into(), "b2".into(), actual)),
         };
         let mut highs = vec![high(500, 400), high(400, 500)];
-        excuse_lost_summaries(&mut highs, 2);
+        excuse_lost_summaries(&mut highs, 2, &mut Excused::new());
         assert_eq!(
             highs,
             vec![high(400, 500)],
@@ -712,6 +814,7 @@ mod tests {
         let mut s = FinalState {
             region: region.into(),
             bid_count: bids.len() as u64,
+            winner_readable: true,
             copies: bids.len(),
             bids: map,
             high: None,

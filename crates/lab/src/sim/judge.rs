@@ -3,7 +3,9 @@
 //! hold, and run the checker. Everything that reads the world is here; the checker
 //! (crate::sim::history) only judges what it is given.
 
-use crate::sim::history::{check, BidKey, FinalState, Lost, Op, Record, UserEnd, Violation};
+use crate::sim::history::{
+    check_counting_excuses, BidKey, Excused, FinalState, Lost, Op, Record, UserEnd, Violation,
+};
 use crate::sim::users::{Population, UserRecord};
 use crate::world::World;
 use std::collections::BTreeMap;
@@ -22,6 +24,8 @@ pub struct Judgement {
     /// Bid copies lost with Regions that never came back.
     pub lost: Lost,
     pub violations: Vec<Violation>,
+    /// What the checker forgave, by name (never dropped in silence).
+    pub excused: Excused,
 }
 
 /// End the run and judge it. `drain` (lab time) lets outstanding answers arrive before
@@ -72,8 +76,9 @@ pub async fn judge(
     // A Region lost for good is not checked: what it took with it is the RPO, and the
     // checker is told exactly which bid copies those are.
     let lost = lost_with_regions(lab);
-    let mut violations = check(&ops, &regions, converged, &ends, &lost);
-    crate::sim::history::excuse_lost_summaries(&mut violations, lost_summaries(lab));
+    let (mut violations, mut excused) =
+        check_counting_excuses(&ops, &regions, converged, &ends, &lost);
+    crate::sim::history::excuse_lost_summaries(&mut violations, lost_summaries(lab), &mut excused);
     Ok(Judgement {
         converged,
         regions,
@@ -82,6 +87,7 @@ pub async fn judge(
         records,
         lost,
         violations,
+        excused,
     })
 }
 
@@ -114,7 +120,13 @@ pub async fn final_states(
         if gone.contains(&id) {
             continue;
         }
-        let copies = region.store.all_bids(auction).await?;
+        // What the Region holds, as it serves it: its copies, and the bids its summaries
+        // carry whole before (or without) their copy (wsdr_core::held_bids).
+        let summaries = region.store.summaries(auction).await?;
+        let copies = wsdr_core::held_bids(
+            region.store.all_bids(auction).await?,
+            summaries.iter().filter_map(|s| s.high.as_ref()),
+        );
         let mut bids: BTreeMap<BidKey, Vec<Record>> = BTreeMap::new();
         for copy in &copies {
             let records = bids
@@ -134,7 +146,11 @@ pub async fn final_states(
         for records in bids.values_mut() {
             records.sort_by_key(|r| r.amount);
         }
-        let snapshot = region.store.snapshot(auction).await?;
+        let snapshot = wsdr_core::AuctionSnapshot::merge(&summaries);
+        let winner_readable = match &snapshot.high_bid {
+            Some(high) => winner_reads_as_standing(region.service(), auction, high).await?,
+            None => true,
+        };
         states.push(FinalState {
             region: region.name.clone(),
             bids,
@@ -147,9 +163,40 @@ pub async fn final_states(
                 )
             }),
             bid_count: snapshot.bid_count,
+            winner_readable,
         });
     }
     Ok(states)
+}
+
+/// Ask `service` as the winner's bidder, naming the winning bidId: the bid must stand with
+/// its amount in `you.settled` and be listed in `you.bids`.
+async fn winner_reads_as_standing(
+    service: &wsdr_core::AuctionService,
+    auction: &wsdr_protocol::AuctionId,
+    high: &wsdr_core::BidRecord,
+) -> anyhow::Result<bool> {
+    let judge = wsdr_core::ConnectionId::new("judge-final-read")?;
+    let answer = service
+        .get_state_settling(
+            &judge,
+            &high.bidder,
+            auction,
+            std::slice::from_ref(&high.bid_id),
+        )
+        .await?;
+    Ok(match answer {
+        wsdr_protocol::ServerMessage::State { you, .. } => {
+            you.settled
+                .iter()
+                .any(|s| s.bid_id == high.bid_id && s.stands_with(high.amount))
+                && you
+                    .bids
+                    .iter()
+                    .any(|b| b.bid_id == high.bid_id && b.amount == high.amount)
+        }
+        _ => false,
+    })
 }
 
 /// The bid copies Regions that never came back took with them: the only losses the checker

@@ -230,13 +230,24 @@ async fn evacuate(State(lab): State<Arc<World>>, Json(request): Json<EvacuateReq
         .to_owned()
     });
     match lab.evacuate(region, request.planned, &reason).await {
-        Ok(report) => Json(serde_json::json!({
-            "region": lab.name(region),
-            "to": lab.name(region.other()),
-            "planned": request.planned,
-            "report": report,
-        }))
-        .into_response(),
+        // Incomplete (connections never told before the plan's deadline): 503 with the
+        // same body, so that no caller takes it for done.
+        Ok(report) => (
+            if report.complete {
+                StatusCode::OK
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            },
+            Json(serde_json::json!({
+                "region": lab.name(region),
+                "to": lab.name(region.other()),
+                "planned": request.planned,
+                "complete": report.complete,
+                "untold": report.untold,
+                "report": report,
+            })),
+        )
+            .into_response(),
         Err(error) => (StatusCode::CONFLICT, format!("{error:#}")).into_response(),
     }
 }

@@ -12,11 +12,12 @@ use crate::world::owner::Owner;
 use crate::world::region_id::RegionId;
 use crate::world::scale::{AwsDuration, TimeScale};
 use crate::world::store::ReplicaStore;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::time::Instant;
+use wsdr_core::items::{Item, ItemKey};
 use wsdr_core::memory::Change;
 
 /// Called with each replicated write the target applied (the lab pushes replicated bids
@@ -50,6 +51,9 @@ pub struct Link {
     on_applied: Arc<OnceLock<AppliedHook>>,
     /// Woken when something the worker waits on changes: a new write, the lag, a heal.
     changed: Arc<tokio::sync::Notify>,
+    /// Copies named as high bids by summaries this link delivered, not delivered themselves
+    /// (yet): what a Region lost now would leave the other holding a summary ahead of its copy.
+    named_not_shipped: Arc<Mutex<BTreeSet<ItemKey>>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -90,6 +94,7 @@ impl Link {
             applied: Arc::default(),
             on_applied: Arc::default(),
             changed: Arc::default(),
+            named_not_shipped: Arc::default(),
         };
         let mut feed = from.change_feed();
         let (queue, changed) = (link.pending.clone(), link.changed.clone());
@@ -154,14 +159,15 @@ impl Link {
             let Some((index, next)) = next else {
                 return Delivered::Idle(due);
             };
-            match to.apply_replicated(&next).await {
+            let applied = match to.apply_replicated(&next).await {
                 Err(_) => return Delivered::Refused,
-                Ok(true) => {
-                    if let Some(hook) = self.on_applied.get() {
-                        hook(&next);
-                    }
+                Ok(applied) => applied,
+            };
+            self.note_shipped(&next);
+            if applied {
+                if let Some(hook) = self.on_applied.get() {
+                    hook(&next);
                 }
-                Ok(false) => {}
             }
             {
                 // Only this worker removes items, and new ones go to the back: `index`
@@ -171,6 +177,47 @@ impl Link {
             }
             self.applied.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Keep [`Self::summary_ahead_of_its_copy`] true to what was shipped.
+    fn note_shipped(&self, change: &Change) {
+        let mut named = self
+            .named_not_shipped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match &change.item {
+            Item::Summary { summary, .. } => {
+                if let Some(high) = &summary.high {
+                    named.insert(
+                        Item::Bid {
+                            bid: high.clone(),
+                            write_id: String::new(),
+                        }
+                        .key(),
+                    );
+                }
+            }
+            Item::Bid { .. } => {
+                named.remove(&change.item.key());
+            }
+            _ => {}
+        }
+    }
+
+    /// This link has delivered a summary whose high bid's copy it still holds: the other
+    /// side shows a winner whose copy item it does not have (watch-and-strike faults use it).
+    pub fn summary_ahead_of_its_copy(&self) -> bool {
+        let named = self
+            .named_not_shipped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if named.is_empty() {
+            return false;
+        }
+        let queue = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        queue.iter().any(|(_, _, change)| {
+            matches!(change.item, Item::Bid { .. }) && named.contains(&change.item.key())
+        })
     }
 
     /// Set (once) what to call for each applied write.
