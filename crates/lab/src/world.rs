@@ -100,6 +100,8 @@ pub struct World {
     stores: PerRegion<RegionTable>,
     /// Writes a Region that never returned took with it.
     lost: Mutex<Vec<Change>>,
+    /// What each planned evacuation reported (checked by the campaign: complete, or not).
+    planned_evacuations: Mutex<Vec<wsdr_core::EvacuationReport>>,
     /// The simulated users of a run, if one attached them. Weak: the users hold the world,
     /// and the world must not keep them (or itself) alive.
     users: OnceLock<Weak<dyn UsersView>>,
@@ -422,6 +424,7 @@ impl World {
             alarms,
             health_checks,
             fast_faults: Arc::default(),
+            planned_evacuations: Mutex::default(),
             cluster,
             metrics,
             timeline,
@@ -795,7 +798,16 @@ impl World {
                 );
             }
         }
-        self.move_sessions(from, None, reason).await
+        let report = self.move_sessions(from, None, reason).await?;
+        if planned {
+            lock(&self.planned_evacuations).push(report.clone());
+        }
+        Ok(report)
+    }
+
+    /// What every planned evacuation of this world reported, in order.
+    pub fn planned_evacuations(&self) -> Vec<wsdr_core::EvacuationReport> {
+        lock(&self.planned_evacuations).clone()
     }
 
     /// Tell every connection of `from` to move to the other Region, naming `endpoint` (the

@@ -293,8 +293,16 @@ impl Step {
                 Plan::new().inject(zero, Fault::Slow { region, by: ms(by) }),
                 secs(s),
             ),
+            // Under `@connections` throttling on purpose: the evacuation must keep telling.
             Step::Evacuate { from, secs: s } => (
                 Plan::new()
+                    .inject(
+                        zero,
+                        Fault::ConnectionsThrottle {
+                            region: from,
+                            percent: EVACUATION_PUSH_THROTTLE_PERCENT,
+                        },
+                    )
                     .at(zero, Action::Evacuate(from))
                     .at(secs(s), Action::Restore(from)),
                 secs(s),
@@ -306,6 +314,9 @@ impl Step {
         plan.inject(length, Fault::Heal)
     }
 }
+
+/// How much of the evacuated Region's `@connections` posts an `evacuate` step throttles.
+pub const EVACUATION_PUSH_THROTTLE_PERCENT: u8 = 50;
 
 /// A schedule's steps as one plan, each starting when the one before it ends.
 pub fn compile(schedule: &[Step]) -> Plan {
@@ -782,6 +793,15 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     violations.extend(attacks);
     violations.extend(users.retryable_rejections());
     violations.extend(strong_mode_violations(&lab, &ops, &auction));
+    violations.extend(
+        lab.planned_evacuations()
+            .iter()
+            .filter(|report| !report.complete)
+            .map(|report| Violation::EvacuationIncomplete {
+                untold: report.untold,
+                connections: report.connections,
+            }),
+    );
     let rpo_lost_acknowledged = lost_acknowledged(&ops, &regions, &lost);
     let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
     for kind in plan.fault_names() {

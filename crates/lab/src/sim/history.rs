@@ -196,6 +196,12 @@ pub enum Violation {
     WinnerUnreadable {
         region: String,
     },
+    /// A planned evacuation ended with connections never told to move (its push path was
+    /// throttled, not gone: telling again until the deadline reaches them).
+    EvacuationIncomplete {
+        untold: usize,
+        connections: usize,
+    },
     /// A recorded bid above every acknowledged one that no unanswered operation explains.
     HighAboveAcknowledged {
         region: String,
