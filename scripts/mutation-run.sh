@@ -3,7 +3,9 @@
 # purpose; the campaign must report violations for it (exit non-zero). Runs are simulated, so
 # the result does not depend on --parallel. Builds each mutant in a
 # throwaway git worktree under target/mutants/ (one shared target dir), never touching the
-# checkout. Usage: scripts/mutation-run.sh [runs per mutant, default 30] [patch ...]
+# checkout. A patch whose first line is `# caught-by-test: <cargo test arguments>` is judged
+# by that test instead (it must fail). Usage: scripts/mutation-run.sh [runs per mutant,
+# default 30] [patch ...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${1:-30}"; shift || true
@@ -19,8 +21,26 @@ for patch in "${patches[@]}"; do
   git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || rm -rf "$tree"
   git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
   git -C "$tree" apply "$patch"
-  (cd "$tree" && cargo build -q -p wsdr-lab --bin wsdr)
   log="$work/$name.log"
+  # A mutant whose first line says `# caught-by-test: <cargo test arguments>` breaks a promise
+  # that a named test keeps (not the campaign): that test must fail on it.
+  test_args="$(sed -n '1s/^# caught-by-test: //p' "$patch")"
+  if [ -n "$test_args" ]; then
+    set +e
+    # shellcheck disable=SC2086 # the arguments are words
+    (cd "$tree" && cargo test -q $test_args) >"$log" 2>&1
+    rc=$?
+    set -e
+    if [ "$rc" -ne 0 ]; then
+      echo "CAUGHT  $name: cargo test $test_args failed"
+    else
+      echo "MISSED  $name: cargo test $test_args passed"
+      status=1
+    fi
+    git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || true
+    continue
+  fi
+  (cd "$tree" && cargo build -q -p wsdr-lab --bin wsdr)
   set +e
   # A strong-* mutant breaks strong mode: its campaign runs on the MRSC table.
   mode=eventual; [[ "$name" == strong-* ]] && mode=strong
