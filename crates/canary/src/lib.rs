@@ -16,7 +16,7 @@ mod run;
 mod token;
 
 pub use config::{Config, FastRounds};
-pub use probe::{probe, ProbeFailure, ProbeSuccess, ProbeTarget, Stage};
+pub use probe::{counts_as_up, probe, ProbeFailure, ProbeSuccess, ProbeTarget, Stage};
 
 /// The probe stages, by name (`probe_stage::Pong`).
 pub mod probe_stage {

@@ -40,7 +40,8 @@ pub enum Stage {
 /// Why a probe failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProbeFailure {
-    /// DNS, TCP, TLS, or a refused handshake (401/403/429/5xx).
+    /// DNS, TCP, TLS, or a refused handshake (401/403/429/5xx; a 429 counts as up:
+    /// [`ProbeFailure::is_up_and_busy`]).
     #[error("connect: {0}")]
     Connect(ConnectError),
     #[error("timed out waiting for {0:?}")]
@@ -54,6 +55,25 @@ pub enum ProbeFailure {
     WrongRegion { expected: String, got: String },
     #[error("connection closed before a reply")]
     Closed,
+}
+
+impl ProbeFailure {
+    /// The Region's API answered the handshake with 429: its new-connection quota is spent
+    /// (a reconnect herd arriving, a flood), so the Region is up and busy, not down. Every
+    /// verdict counts it as a healthy probe: failing a busy Region over would send its herd
+    /// back to the Region it is fleeing (Route 53 answers the primary when the secondary is
+    /// unhealthy too), and the clients already read 429 as "a healthy Region's quota".
+    pub fn is_up_and_busy(&self) -> bool {
+        matches!(self, ProbeFailure::Connect(ConnectError::Refused { status: 429 }))
+    }
+}
+
+/// A probe's outcome as the verdicts count it: a success, or a 429 (up and busy).
+pub fn counts_as_up(outcome: &Result<ProbeSuccess, ProbeFailure>) -> bool {
+    match outcome {
+        Ok(_) => true,
+        Err(failure) => failure.is_up_and_busy(),
+    }
 }
 
 /// Run one probe against `target`, authenticating with `options.token`.

@@ -131,7 +131,7 @@ impl Canary {
             ((fast.window.as_secs_f64() / fast.interval.as_secs_f64()).floor() as u32).max(1);
         for round in 0..rounds {
             tokio::time::sleep_until(started + fast.interval * round).await;
-            let ok = self.probe_once().await.is_ok();
+            let ok = crate::probe::counts_as_up(&self.probe_once().await);
             report.rounds += 1;
             if !ok {
                 report.failed_rounds += 1;
@@ -233,7 +233,7 @@ impl Canary {
                 Err(failure) => tracing::warn!(attempt, %failure, "probe failed"),
             }
             outcomes.push(outcome);
-            let oks: Vec<bool> = outcomes.iter().map(Result::is_ok).collect();
+            let oks: Vec<bool> = outcomes.iter().map(crate::probe::counts_as_up).collect();
             verdict = fold(&oks, self.config.probes_per_run);
             if verdict.is_some() {
                 break;

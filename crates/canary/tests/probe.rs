@@ -171,6 +171,12 @@ async fn probe_outcomes_are_typed_and_bounded_by_the_timeout() {
         let outcome = canary::probe(&target(&s.url, 300), &ConnectOptions::default()).await;
         let elapsed = started.elapsed();
         assert!(expected(&outcome), "{behavior:?}: got {outcome:?}");
+        // Only a success and a 429 (the Region's quota spent by a herd: up, busy) count as up.
+        assert_eq!(
+            canary::counts_as_up(&outcome),
+            matches!(behavior, Behavior::Good | Behavior::Refuse(429)),
+            "{behavior:?}: {outcome:?}"
+        );
         assert!(
             elapsed < Duration::from_millis(600),
             "{behavior:?}: took {elapsed:?}"
