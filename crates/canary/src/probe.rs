@@ -64,7 +64,10 @@ impl ProbeFailure {
     /// back to the Region it is fleeing (Route 53 answers the primary when the secondary is
     /// unhealthy too), and the clients already read 429 as "a healthy Region's quota".
     pub fn is_up_and_busy(&self) -> bool {
-        matches!(self, ProbeFailure::Connect(ConnectError::Refused { status: 429 }))
+        matches!(
+            self,
+            ProbeFailure::Connect(ConnectError::Refused { status: 429 })
+        )
     }
 }
 

@@ -104,7 +104,8 @@ impl Canary {
         let mut report = FastReport::default();
         let mut guard = self.fast_verdict.lock().await;
         if let (None, Some(others)) = (&*guard, &fast.decides) {
-            // A cold start resumes the recorded verdict, if it is recent.
+            // A cold start resumes the recorded verdict (held while stale, as the health
+            // endpoint holds it): a restart never writes "serve" over a failover.
             let recorded = match ledger.verdict(api_id).await {
                 Ok(v) => v,
                 Err(error) => {
@@ -116,7 +117,7 @@ impl Canary {
             let serving = wsdr_core::endpoint_serves(
                 recorded,
                 self.clock.now_ms(),
-                u64::try_from(fast.window.as_millis()).unwrap_or(u64::MAX) + 60_000,
+                wsdr_core::VerdictAge::DEFAULT,
             );
             *guard = Some(
                 FastVerdict::new(fast.fail_after, fast.recover_after, 1 + others.len())

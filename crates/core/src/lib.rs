@@ -37,7 +37,9 @@ pub use ports::{
     ThreadEntropy, TokioPause, VerdictDatapoint,
 };
 pub use service::{AuctionService, BidReason, HerdHint, Reply};
-pub use verdict::{endpoint_serves, FailoverRule, FastVerdict};
+pub use verdict::{
+    endpoint_answer, endpoint_serves, EndpointAnswer, FailoverRule, FastVerdict, VerdictAge,
+};
 
 /// Result of every fallible domain operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

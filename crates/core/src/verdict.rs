@@ -118,15 +118,60 @@ impl FastVerdict {
     }
 }
 
+/// How long a recorded verdict is evidence. Younger than `stale_after`: fresh. Older but
+/// younger than `hold`: stale, and still what the endpoint answers (last known status, as
+/// Route 53's own `LastKnownStatus`): a watcher that falls silent after a failover (a failed
+/// secret read at cold start, an EventBridge delay, a deploy) must not send everyone back to
+/// the dead Region it failed over from. Older than `hold`, or none ever: no evidence, serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerdictAge {
+    pub stale_after_ms: u64,
+    pub hold_ms: u64,
+}
+
+impl VerdictAge {
+    /// The defaults: stale after 60 s, held for 6 hours (a Regional outage's usual length;
+    /// the stale answer is alarmed from its first minute).
+    pub const DEFAULT: VerdictAge = VerdictAge {
+        stale_after_ms: 60_000,
+        hold_ms: 6 * 3_600_000,
+    };
+}
+
+/// What a Region's health endpoint answers, and whether the verdict it rests on is stale
+/// (an alarm: the watcher is silent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointAnswer {
+    pub serves: bool,
+    pub stale: bool,
+}
+
 /// What a Region's health endpoint answers from the latest fast verdict on it, recorded at
-/// `at_ms`: serve unless a verdict younger than `stale_after_ms` says fail over. A verdict
-/// that stopped coming (the watcher or its Region is gone) is no evidence against this
-/// Region; the Region itself being gone is what Route 53's checkers see as no answer at all.
-pub fn endpoint_serves(verdict: Option<(bool, u64)>, now_ms: u64, stale_after_ms: u64) -> bool {
+/// `at_ms`: the verdict while it is younger than `age.hold_ms` (fresh, or stale and held),
+/// serve otherwise. A Region itself gone is what Route 53's checkers see as no answer at all.
+pub fn endpoint_answer(
+    verdict: Option<(bool, u64)>,
+    now_ms: u64,
+    age: VerdictAge,
+) -> EndpointAnswer {
     match verdict {
-        Some((serve, at_ms)) if now_ms.saturating_sub(at_ms) <= stale_after_ms => serve,
-        _ => true,
+        Some((serve, at_ms)) => {
+            let old = now_ms.saturating_sub(at_ms);
+            EndpointAnswer {
+                serves: if old <= age.hold_ms { serve } else { true },
+                stale: old > age.stale_after_ms,
+            }
+        }
+        None => EndpointAnswer {
+            serves: true,
+            stale: false,
+        },
     }
+}
+
+/// [`endpoint_answer`]'s verdict alone.
+pub fn endpoint_serves(verdict: Option<(bool, u64)>, now_ms: u64, age: VerdictAge) -> bool {
+    endpoint_answer(verdict, now_ms, age).serves
 }
 
 #[cfg(test)]
@@ -251,13 +296,27 @@ mod tests {
     }
 
     #[test]
-    fn the_endpoint_follows_a_fresh_verdict_and_serves_without_one() {
-        assert!(endpoint_serves(None, 100_000, 60_000));
-        assert!(!endpoint_serves(Some((false, 90_000)), 100_000, 60_000));
-        assert!(endpoint_serves(Some((true, 90_000)), 100_000, 60_000));
+    fn the_endpoint_follows_a_fresh_verdict_holds_a_stale_one_and_serves_without_one() {
+        let age = VerdictAge {
+            stale_after_ms: 60_000,
+            hold_ms: 600_000,
+        };
         assert!(
-            endpoint_serves(Some((false, 30_000)), 100_000, 60_000),
-            "a stale failover verdict is no evidence"
+            endpoint_serves(None, 100_000, age),
+            "no verdict ever: serve"
+        );
+        assert!(!endpoint_serves(Some((false, 90_000)), 100_000, age));
+        assert!(endpoint_serves(Some((true, 90_000)), 100_000, age));
+        let held = endpoint_answer(Some((false, 30_000)), 200_000, age);
+        assert!(
+            !held.serves && held.stale,
+            "a stale failover verdict holds (last known status) and is flagged: {held:?}"
+        );
+        let fresh = endpoint_answer(Some((false, 190_000)), 200_000, age);
+        assert!(!fresh.serves && !fresh.stale);
+        assert!(
+            endpoint_serves(Some((false, 30_000)), 700_000, age),
+            "past the hold: no evidence, serve"
         );
     }
 

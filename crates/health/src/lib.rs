@@ -44,8 +44,12 @@ pub struct Config {
     pub primary_api_id: Option<String>,
     /// `STATE_TABLE`: the global state table (this Region's replica).
     pub state_table: String,
-    /// `STALE_AFTER_SECONDS` (default 60): an older verdict is no evidence.
+    /// `STALE_AFTER_SECONDS` (default 60): an older verdict is stale (answered, and alarmed:
+    /// the answer's body says so and the log has `verdict stale`).
     pub stale_after: Duration,
+    /// `STALE_HOLD_SECONDS` (default 21,600: 6 hours): a stale verdict is still answered
+    /// (last known status) until it is this old; older, or none ever, answers "serve".
+    pub stale_hold: Duration,
 }
 
 impl Config {
@@ -62,6 +66,7 @@ impl Config {
                 .filter(|id| !id.is_empty() && id != "none"),
             state_table: env.required("STATE_TABLE")?,
             stale_after: Duration::from_secs(env.number("STALE_AFTER_SECONDS", 60)?.max(1)),
+            stale_hold: Duration::from_secs(env.number("STALE_HOLD_SECONDS", 21_600)?.max(1)),
         })
     }
 }
@@ -99,12 +104,22 @@ impl Health {
     async fn answer_for(&self, api_id: &str) -> (StatusCode, &'static str) {
         match self.ledger.verdict(api_id).await {
             Ok(verdict) => {
-                let stale_ms =
-                    u64::try_from(self.config.stale_after.as_millis()).unwrap_or(u64::MAX);
-                if wsdr_core::endpoint_serves(verdict, self.clock.now_ms(), stale_ms) {
-                    (StatusCode::OK, "serve")
-                } else {
-                    (StatusCode::SERVICE_UNAVAILABLE, "fail over")
+                let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+                let age = wsdr_core::VerdictAge {
+                    stale_after_ms: ms(self.config.stale_after),
+                    hold_ms: ms(self.config.stale_hold),
+                };
+                let answer = wsdr_core::endpoint_answer(verdict, self.clock.now_ms(), age);
+                if answer.stale {
+                    // The alarm's source (template.yaml, VerdictStaleAlarm): the watcher is
+                    // silent, and the answer is its last verdict.
+                    tracing::error!(api_id, serves = answer.serves, "verdict stale");
+                }
+                match (answer.serves, answer.stale) {
+                    (true, false) => (StatusCode::OK, "serve"),
+                    (true, true) => (StatusCode::OK, "serve (stale verdict)"),
+                    (false, false) => (StatusCode::SERVICE_UNAVAILABLE, "fail over"),
+                    (false, true) => (StatusCode::SERVICE_UNAVAILABLE, "fail over (stale verdict)"),
                 }
             }
             Err(error) => {

@@ -67,14 +67,23 @@ async fn the_endpoint_answers_from_the_recorded_verdict() {
     // Another API's verdict is not this one's.
     records.put_verdict("api2", true, NOW).await.unwrap();
     assert_eq!(endpoint.answer().await.0, StatusCode::SERVICE_UNAVAILABLE);
-    // The watcher stops: a minute later its failover is no evidence any more.
+    // The watcher stops: a minute later its failover still holds (last known status: a
+    // silent watcher must not send everyone back to a dead Region), flagged as stale.
     clock.advance(61_000);
-    assert_eq!(endpoint.answer().await, (StatusCode::OK, "serve"));
+    assert_eq!(
+        endpoint.answer().await,
+        (StatusCode::SERVICE_UNAVAILABLE, "fail over (stale verdict)")
+    );
+    // Past the hold (6 hours by default) it is no evidence any more: serve.
+    clock.advance(6 * 3_600_000);
+    assert_eq!(
+        endpoint.answer().await,
+        (StatusCode::OK, "serve (stale verdict)")
+    );
     // Fresh again, and serve.
-    records
-        .put_verdict("api1", true, NOW + 61_000)
-        .await
-        .unwrap();
+    let later = NOW + 61_000 + 6 * 3_600_000;
+    records.put_verdict("api1", true, later).await.unwrap();
+    assert_eq!(endpoint.answer().await, (StatusCode::OK, "serve"));
     assert_eq!(
         endpoint.handle(request("HEAD")).await.unwrap().status(),
         StatusCode::OK
