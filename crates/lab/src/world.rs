@@ -350,6 +350,11 @@ impl World {
             .try_into()
             .map_err(|_| anyhow::anyhow!("two Regions start"))?;
         let regions = PerRegion::new(primary, secondary);
+        if cluster.is_some() {
+            for link in links.values() {
+                link.carry_quorum_writes();
+            }
+        }
         // Replicated bids are pushed in the Region they reach, by the handler's stream path.
         for (from, link) in links.iter() {
             let target = regions[from.other()].clone();

@@ -172,3 +172,81 @@ async fn a_committed_head_write_whose_answer_is_lost_is_unknown_and_settles_as_s
         "decided once: {taken:?}"
     );
 }
+
+/// Strong mode: a bid acknowledged right before its Region is lost for good is pushed by the
+/// survivor. The write is on the table's quorum, so the survivor's replica and its own
+/// stream hold it whatever became of the Region that made it; a subscriber there that never
+/// heartbeats (no pong can resync it) must still be shown it by a push.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strong_mode_a_bid_acknowledged_just_before_its_region_is_lost_is_pushed_by_the_survivor() {
+    use wsdr_client::exchange::{next_message, send};
+    use wsdr_protocol::{ClientMessage, ServerFrame, ServerMessage};
+    let lab = lab_in(Consistency::Strong).await;
+    let lot = AuctionId::new("lot-1").unwrap();
+    let options = wsdr_client::ConnectOptions {
+        token: Some(lab.user_token("bare-subscriber").unwrap()),
+        network: lab.config().environment.network.clone(),
+        ..wsdr_client::ConnectOptions::default()
+    };
+    let mut bare = wsdr_client::connect(&lab.region(RegionId::Secondary).url(), &options)
+        .await
+        .unwrap();
+    send(
+        &mut bare,
+        &ClientMessage::GetState {
+            auction_id: lot.clone(),
+            bid_ids: Vec::new(),
+        },
+    )
+    .await
+    .unwrap();
+    let first = next_message(
+        &mut bare,
+        tokio::time::Instant::now() + Duration::from_secs(5),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(first, ServerMessage::State { .. }), "{first:?}");
+    // The survivor's stream shows a committed head after the link's lag (20 s AWS here), so
+    // the loss strikes while it is still unshown.
+    lab.inject(Fault::Lag(wsdr_lab::AwsDuration::from_secs(20)));
+    let (bidder, mut bids) = watcher(&lab, RegionId::Primary, "bidder");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    bidder
+        .bid(lot.clone(), Amount::new(420_000).unwrap())
+        .await
+        .unwrap();
+    let answer = loop {
+        match tokio::time::timeout(Duration::from_secs(5), bids.recv()).await {
+            Ok(Some(Event::BidResult { status, .. })) => break status,
+            Ok(Some(_)) => continue,
+            other => panic!("no answer: {other:?}"),
+        }
+    };
+    assert_eq!(answer, BidStatus::Accepted);
+    assert!(
+        lab.link(RegionId::Primary).holds_a_head(),
+        "the head must still be unshown in the survivor when the loss strikes"
+    );
+    lab.inject(Fault::NeverReturns(RegionId::Primary));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let mut pushed = false;
+    while let Ok(Some(Ok(frame))) =
+        tokio::time::timeout_at(deadline, futures::StreamExt::next(&mut bare)).await
+    {
+        let Ok(text) = frame.into_text() else {
+            continue;
+        };
+        if let Ok(ServerFrame::Message(ServerMessage::BidUpdate {
+            high_bid: Some(high),
+            ..
+        })) = wsdr_protocol::parse_server_frame(&text)
+        {
+            if high.amount.get() == 420_000 {
+                pushed = true;
+                break;
+            }
+        }
+    }
+    assert!(pushed, "the survivor never pushed the bid it holds");
+}

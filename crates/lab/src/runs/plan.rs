@@ -18,7 +18,9 @@ pub enum Action {
     Restore(RegionId),
     /// Watch and strike: lose `region` for good (`never-returns`) at the first moment its
     /// replication has delivered a summary whose high bid's copy it still holds (the other
-    /// Region then shows a winner whose copy never arrives), or when `within` has passed.
+    /// Region then shows a winner whose copy never arrives), or, in strong mode, holds a
+    /// committed head the other's stream has not shown (a bid acknowledged just before the
+    /// loss, which only the survivor's own stream can push), or when `within` has passed.
     LoseWhenSummaryAhead {
         region: RegionId,
         within: AwsDuration,
@@ -96,7 +98,8 @@ impl Plan {
 }
 
 /// The timeline's note when a watch-and-strike loss struck on what it watched for.
-pub const STRUCK_SUMMARY_AHEAD: &str = "a summary has arrived ahead of its copy: striking now";
+pub const STRUCK_SUMMARY_AHEAD: &str =
+    "a summary has arrived ahead of its copy, or a head is unshown: striking now";
 
 /// Play `plan` on `world` from now until its end. An action that takes time (an evacuation
 /// waits for DNS) holds the rest of the plan back by as long as it took, so every step of a
@@ -128,7 +131,7 @@ async fn apply(world: &World, action: Action) {
         Action::LoseWhenSummaryAhead { region, within } => {
             let link = world.link(region);
             let struck = crate::world::clock::wait_for(world.scale().lab(within), || {
-                link.summary_ahead_of_its_copy()
+                link.summary_ahead_of_its_copy() || link.holds_a_head()
             })
             .await;
             world.timeline().record(

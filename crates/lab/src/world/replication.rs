@@ -54,6 +54,10 @@ pub struct Link {
     /// Copies named as high bids by summaries this link delivered, not delivered themselves
     /// (yet): what a Region lost now would leave the other holding a summary ahead of its copy.
     named_not_shipped: Arc<Mutex<BTreeSet<ItemKey>>>,
+    /// Strong mode: what the link carries was committed on the table's quorum before it was
+    /// queued, so the target's replica, and its own stream, hold it whatever becomes of the
+    /// source Region; only the target being cut off delays it.
+    quorum_writes: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Link {
@@ -95,6 +99,7 @@ impl Link {
             on_applied: Arc::default(),
             changed: Arc::default(),
             named_not_shipped: Arc::default(),
+            quorum_writes: Arc::default(),
         };
         let mut feed = from.change_feed();
         let (queue, changed) = (link.pending.clone(), link.changed.clone());
@@ -220,6 +225,21 @@ impl Link {
         })
     }
 
+    /// Strong mode: mark this link as carrying writes already committed on the quorum.
+    pub fn carry_quorum_writes(&self) {
+        self.quorum_writes.store(true, Ordering::SeqCst);
+    }
+
+    /// The link holds a committed write its target's stream has not shown yet (strong mode:
+    /// a head written by the source): what a Region lost now would leave for the other's
+    /// stream alone to push.
+    pub fn holds_a_head(&self) -> bool {
+        let queue = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        queue
+            .iter()
+            .any(|(_, _, change)| matches!(change.item, Item::Head { .. }))
+    }
+
     /// Set (once) what to call for each applied write.
     pub fn on_applied(&self, hook: AppliedHook) {
         let _ = self.on_applied.set(hook);
@@ -229,7 +249,11 @@ impl Link {
     /// for good, with this fault applied. Returns the writes a Region lost for good took
     /// with it, if this link was shipping them.
     pub fn inject(&self, fault: &Fault, gone: &[RegionId]) -> Vec<Change> {
+        let quorum_writes = self.quorum_writes.load(Ordering::SeqCst);
         match *fault {
+            // Strong mode: the source Region down or lost takes nothing with it; its committed
+            // writes are on the quorum, and the target's stream shows them on time.
+            Fault::Down(r) | Fault::NeverReturns(r) if quorum_writes && r == self.from => {}
             // A Region down ships nothing; what it holds waits for it.
             Fault::Down(r) if r == self.from => self.set_cut(true),
             Fault::OneWay { from } if from == self.from => self.set_cut(true),
@@ -245,9 +269,13 @@ impl Link {
                 }
             }
             Fault::Heal => {
-                // A link from or to a Region that never returned stays cut.
+                // A link from or to a Region that never returned stays cut (strong mode: only
+                // to one; what a lost source committed still reaches the target's stream).
                 let to = self.from.other();
-                self.set_cut(gone.iter().any(|g| *g == self.from || *g == to));
+                self.set_cut(
+                    gone.iter()
+                        .any(|g| (*g == self.from && !quorum_writes) || *g == to),
+                );
                 self.set_lag(self.scale.lab(self.normal_lag));
             }
             _ => {}
