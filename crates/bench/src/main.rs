@@ -659,7 +659,7 @@ async fn all(output: PathBuf, quick: bool) -> anyhow::Result<()> {
     }
     writeln!(md, "\nTargets: bootstrap under 10 MB zipped, ready within 2x the anchor's, RSS under 30 MB (so each function runs at 128 MB): **{}**.\n", verdict(lambda_ok))?;
     let deployed_ratio = authorizer_with_secrets / anchor.ready_ms;
-    writeln!(md, "The authorizer as deployed reads its two keys from Secrets Manager at cold start (`JWT_HS256_SECRET_ID`, `CANARY_HS256_SECRET_ID`, one signed `BatchGetSecretValue` through `wsdr-secrets`, no SDK; a local peer answers on loopback, so the network round trip of AWS is not in the figure): ready {authorizer_with_secrets:.1} ms, {deployed_ratio:.2}x the anchor, against {:.1} ms with the keys in its environment (the table's row). Target (the authorizer as deployed within 1.5x the anchor): **{}**.\n", lambda_costs.iter().find(|c| c.function == "authorizer").map_or(f64::NAN, |c| c.ready_ms), verdict(deployed_ratio <= 1.5))?;
+    writeln!(md, "The authorizer as deployed reads its two keys from Secrets Manager at cold start (`JWT_HS256_SECRET_ID`, `CANARY_HS256_SECRET_ID`, one signed `GetSecretValue` per key, both at once, through `wsdr-secrets`, no SDK; a local peer answers on loopback, so the network round trip of AWS is not in the figure): ready {authorizer_with_secrets:.1} ms, {deployed_ratio:.2}x the anchor, against {:.1} ms with the keys in its environment (the table's row). Target (the authorizer as deployed within 1.5x the anchor): **{}**.\n", lambda_costs.iter().find(|c| c.function == "authorizer").map_or(f64::NAN, |c| c.ready_ms), verdict(deployed_ratio <= 1.5))?;
 
     // 4. Drill RTO.
     println!("drill ...");

@@ -174,9 +174,11 @@ async fn a_committed_head_write_whose_answer_is_lost_is_unknown_and_settles_as_s
 }
 
 /// Strong mode: a bid acknowledged right before its Region is lost for good is pushed by the
-/// survivor. The write is on the table's quorum, so the survivor's replica and its own
-/// stream hold it whatever became of the Region that made it; a subscriber there that never
-/// heartbeats (no pong can resync it) must still be shown it by a push.
+/// survivor. While the two Regions cannot reach each other, the primary decides a bid with
+/// the witness (its quorum), and the secondary's replica does not have it yet; the primary is
+/// then lost for good and the partition heals. The write is on the quorum, so the
+/// secondary's replica gets it, and its own stream pushes it: a subscriber there that never
+/// heartbeats (no pong can resync it) must be shown it by a push.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strong_mode_a_bid_acknowledged_just_before_its_region_is_lost_is_pushed_by_the_survivor() {
     use wsdr_client::exchange::{next_message, send};
@@ -207,11 +209,9 @@ async fn strong_mode_a_bid_acknowledged_just_before_its_region_is_lost_is_pushed
     .await
     .unwrap();
     assert!(matches!(first, ServerMessage::State { .. }), "{first:?}");
-    // The survivor's stream shows a committed head after the link's lag (20 s AWS here), so
-    // the loss strikes while it is still unshown.
-    lab.inject(Fault::Lag(wsdr_lab::AwsDuration::from_secs(20)));
     let (bidder, mut bids) = watcher(&lab, RegionId::Primary, "bidder");
     tokio::time::sleep(Duration::from_millis(300)).await;
+    lab.inject(Fault::Partition);
     bidder
         .bid(lot.clone(), Amount::new(420_000).unwrap())
         .await
@@ -226,9 +226,10 @@ async fn strong_mode_a_bid_acknowledged_just_before_its_region_is_lost_is_pushed
     assert_eq!(answer, BidStatus::Accepted);
     assert!(
         lab.link(RegionId::Primary).holds_a_head(),
-        "the head must still be unshown in the survivor when the loss strikes"
+        "the head must still be unshown in the secondary when the loss strikes"
     );
     lab.inject(Fault::NeverReturns(RegionId::Primary));
+    lab.inject(Fault::Heal);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     let mut pushed = false;
     while let Ok(Some(Ok(frame))) =

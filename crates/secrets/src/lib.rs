@@ -56,8 +56,6 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 /// `GetSecretValue`'s `X-Amz-Target`.
 const GET: &str = "secretsmanager.GetSecretValue";
-/// `BatchGetSecretValue`'s: several secrets in one request.
-const BATCH_GET: &str = "secretsmanager.BatchGetSecretValue";
 /// The signing name of Secrets Manager.
 const SERVICE: &str = "secretsmanager";
 /// Attempts per secret: throttling and server errors are retried with full-jitter backoff.
@@ -130,45 +128,45 @@ impl Secrets {
         })
     }
 
-    /// The current `SecretString` of each of `ids`, in order, in one request:
-    /// `GetSecretValue` for one secret, `BatchGetSecretValue` for several (one round trip
-    /// and one TLS handshake, which is CPU a 128 MB function has little of). Throttling,
-    /// server errors and lost connections are retried, for the secrets not yet read, with
-    /// full-jitter backoff; any other refusal ends the call.
+    /// The current `SecretString` of each of `ids`, in order: one `GetSecretValue` each, all
+    /// at once. Never `BatchGetSecretValue`: its quota is 100 requests per second per Region
+    /// and not adjustable, so a reconnect herd that starts more than 100 sandboxes a second
+    /// would be throttled at init, while `GetSecretValue`'s is 10,000 (docs/DEPLOY.md,
+    /// "Secrets on the reconnect path"). Throttling, server errors and lost connections are
+    /// retried per secret with full-jitter backoff; any other refusal ends the call.
     pub async fn secret_strings(&self, ids: &[&str]) -> Result<Vec<String>> {
+        let mut reads = tokio::task::JoinSet::new();
+        for (index, id) in ids.iter().enumerate() {
+            let (secrets, id) = (self.clone(), (*id).to_owned());
+            reads.spawn(async move { (index, secrets.read_one(&id).await) });
+        }
         let mut values: Vec<Option<String>> = vec![None; ids.len()];
+        while let Some(joined) = reads.join_next().await {
+            let (index, value) = joined.map_err(|e| Error::Unavailable {
+                id: ids.join(","),
+                reason: format!("the read task failed: {e}"),
+                attempts: 0,
+            })?;
+            if let Some(slot) = values.get_mut(index) {
+                *slot = Some(value?);
+            }
+        }
+        Ok(values.into_iter().flatten().collect())
+    }
+
+    /// One `GetSecretValue`, with its retries.
+    async fn read_one(&self, id: &str) -> Result<String> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let pending: Vec<&str> = ids
-                .iter()
-                .zip(&values)
-                .filter(|(_, value)| value.is_none())
-                .map(|(id, _)| *id)
-                .collect();
-            let outcomes = match self.endpoint.post(self.signed(&pending)).await {
-                Ok(answer) if pending.len() == 1 => {
-                    vec![(pending[0], interpret(pending[0], answer))]
-                }
-                Ok(answer) => interpret_batch(&pending, answer),
-                Err(lost) => vec![(pending[0], Err(Attempt::Retry(lost)))],
+            let outcome = match self.endpoint.post(self.signed(id)).await {
+                Ok(answer) => interpret(id, answer),
+                Err(lost) => Err(Attempt::Retry(lost)),
             };
-            let mut retry: Option<(&str, String)> = None;
-            for (id, outcome) in outcomes {
-                match outcome {
-                    Ok(value) => {
-                        if let Some(index) = ids.iter().position(|wanted| *wanted == id) {
-                            values[index] = Some(value);
-                        }
-                    }
-                    Err(Attempt::Final(error)) => return Err(error),
-                    Err(Attempt::Retry(reason)) => {
-                        retry.get_or_insert((id, reason));
-                    }
-                }
-            }
-            let Some((id, reason)) = retry else {
-                return Ok(values.into_iter().flatten().collect());
+            let reason = match outcome {
+                Ok(value) => return Ok(value),
+                Err(Attempt::Final(error)) => return Err(error),
+                Err(Attempt::Retry(reason)) => reason,
             };
             if attempt >= ATTEMPTS {
                 return Err(Error::Unavailable {
@@ -178,18 +176,15 @@ impl Secrets {
                 });
             }
             let delay = full_jitter(BACKOFF_BASE * 2u32.pow(attempt - 1));
-            tracing::warn!(secret = id, %reason, attempt, ?delay, "secrets retried");
+            tracing::warn!(secret = id, %reason, attempt, ?delay, "secret read retried");
             tokio::time::sleep(delay).await;
         }
     }
 
-    /// A signed request for `ids`: `GetSecretValue` for one, `BatchGetSecretValue` for more.
-    fn signed(&self, ids: &[&str]) -> transport::Post {
-        let (target, body) = match ids {
-            [id] => (GET, serde_json::json!({ "SecretId": id })),
-            _ => (BATCH_GET, serde_json::json!({ "SecretIdList": ids })),
-        };
-        let body = body.to_string();
+    /// A signed `GetSecretValue` of `id`.
+    fn signed(&self, id: &str) -> transport::Post {
+        let target = GET;
+        let body = serde_json::json!({ "SecretId": id }).to_string();
         let host = self.endpoint.authority();
         let request = sigv4::JsonRequest {
             host: &host,
@@ -225,64 +220,6 @@ fn interpret(id: &str, answer: transport::Answer) -> std::result::Result<String,
         })
     })?;
     secret_string(id, value)
-}
-
-/// What an answer to `BatchGetSecretValue` of `ids` says of each
-/// (<https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_BatchGetSecretValue.html>):
-/// a value is matched to its id by name or ARN; a per-secret error is a refusal unless it is
-/// throttling or a server error; an id in neither list is an error (never a silent gap).
-fn interpret_batch<'a>(
-    ids: &[&'a str],
-    answer: transport::Answer,
-) -> Vec<(&'a str, std::result::Result<String, Attempt>)> {
-    let all = ids.join(",");
-    if !answer.status.is_success() {
-        let error = failure(&all, answer);
-        let Some(first) = ids.first() else {
-            return Vec::new();
-        };
-        return vec![(*first, Err(error))];
-    }
-    let batch: Batch = match serde_json::from_str(&answer.body) {
-        Ok(batch) => batch,
-        Err(e) => {
-            return ids
-                .first()
-                .map(|id| {
-                    let error = Error::Malformed {
-                        id: all.clone(),
-                        reason: format!("unreadable answer: {e}"),
-                    };
-                    vec![(*id, Err(Attempt::Final(error)))]
-                })
-                .unwrap_or_default()
-        }
-    };
-    ids.iter()
-        .map(|id| {
-            let value = batch
-                .secret_values
-                .iter()
-                .find(|v| v.name.as_deref() == Some(id) || v.arn.as_deref() == Some(id));
-            let error = batch.errors.iter().find(|e| e.secret_id == *id);
-            let outcome = match (value, error) {
-                (Some(value), _) => secret_string(id, value.clone()),
-                (None, Some(error)) if retryable(None, &error.error_code) => Err(Attempt::Retry(
-                    format!("{}: {}", error.error_code, error.message),
-                )),
-                (None, Some(error)) => Err(Attempt::Final(Error::Refused {
-                    id: (*id).to_owned(),
-                    code: error.error_code.clone(),
-                    message: error.message.clone(),
-                })),
-                (None, None) => Err(Attempt::Final(Error::Malformed {
-                    id: (*id).to_owned(),
-                    reason: "neither a value nor an error in the answer".into(),
-                })),
-            };
-            (*id, outcome)
-        })
-        .collect()
 }
 
 fn secret_string(id: &str, value: SecretValue) -> std::result::Result<String, Attempt> {
@@ -337,28 +274,6 @@ enum Attempt {
 struct SecretValue {
     #[serde(rename = "SecretString")]
     secret_string: Option<String>,
-    #[serde(rename = "Name")]
-    name: Option<String>,
-    #[serde(rename = "ARN")]
-    arn: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Batch {
-    #[serde(rename = "SecretValues", default)]
-    secret_values: Vec<SecretValue>,
-    #[serde(rename = "Errors", default)]
-    errors: Vec<BatchError>,
-}
-
-#[derive(Deserialize)]
-struct BatchError {
-    #[serde(rename = "SecretId", default)]
-    secret_id: String,
-    #[serde(rename = "ErrorCode", default)]
-    error_code: String,
-    #[serde(rename = "Message", alias = "ErrorMessage", default)]
-    message: String,
 }
 
 #[derive(Deserialize, Default)]
