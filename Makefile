@@ -34,12 +34,15 @@ test: export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 WSDR_BIN_BUILD = $(CARGO) build -p wsdr-lab --bin wsdr
 test: WSDR_BIN_BUILD = $(CARGO) test --workspace --all-targets --no-run --quiet
 
+## unit: every Rust test (DynamoDB Local around them), then the rustdoc examples (on the same
+## build: `-p` would resolve features for one crate and rebuild its dependencies)
 unit:
 	scripts/with-dynamodb-local.sh $(CARGO) test --workspace --all-targets
+	$(CARGO) test --quiet --workspace --doc
 
 ## package-check: the client crate and what it depends on package for crates.io (each with
-## both licence texts) and build from those packages alone (cargo's own verification, against a local registry of the three);
-## the client's rustdoc examples run
+## both licence texts) and build from those packages alone (cargo's own verification, against
+## a local registry of the three); the client's rustdoc examples run in `unit`
 package-check:
 	@for crate in wsdr-protocol wsdr-net wsdr-client; do \
 	  files="$$($(CARGO) package --list --allow-dirty -p $$crate 2>/dev/null)"; \
@@ -48,7 +51,6 @@ package-check:
 	  done; \
 	done
 	$(CARGO) package --quiet --allow-dirty -p wsdr-protocol -p wsdr-net -p wsdr-client
-	$(CARGO) test --quiet --doc -p wsdr-client
 
 ## npm-package-check: the browser client as an npm package: npm pack, install into a scratch
 ## project, import both entries, exports = declarations, a consumer type-checked by tsc --strict
