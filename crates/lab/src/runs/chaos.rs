@@ -20,9 +20,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use wsdr_protocol::AuctionId;
 
-/// One step of a run's fault schedule (durations in AWS seconds).
+/// One step of a run's fault schedule (durations in AWS seconds). Written with the faults'
+/// own spelling (kebab-case, as `FaultKind` and the CLI: `ack-lost`); the snake_case of older
+/// schedules (`ack_lost`) is still read, so they replay.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
-#[serde(tag = "fault", rename_all = "snake_case")]
+#[serde(tag = "fault", rename_all = "kebab-case")]
 pub enum Step {
     /// The primary down (sockets dropped, handshakes refused, its replication stalled).
     Down { secs: f64 },
@@ -31,38 +33,47 @@ pub enum Step {
     /// Replication cut both ways.
     Partition { secs: f64 },
     /// Replication lag raised to `lag_ms`.
+    #[serde(alias = "lag_spike")]
     LagSpike { lag_ms: u64, secs: f64 },
     /// The primary throttled and healed `cycles` times (`secs` each way).
     Flapping { cycles: u32, secs: f64 },
     /// Throttled long enough to fail over, healed while users keep bidding, then long
     /// enough to fail back.
+    #[serde(alias = "failback_under_load")]
     FailbackUnderLoad { secs: f64 },
     /// Replication lags `lag_ms`, then the primary is lost with data in flight.
+    #[serde(alias = "lost_while_lagging")]
     LostWhileLagging { lag_ms: u64, secs: f64 },
     /// Replication lags `lag_ms`, then the primary is lost for good: what it had not
     /// replicated is lost (the RPO), and the run ends on the secondary alone.
+    #[serde(alias = "never_returns")]
     NeverReturns { lag_ms: u64, secs: f64 },
     /// `percent`% of bids in `region` lose their connection right after the commit.
+    #[serde(alias = "ack_lost")]
     AckLost {
         region: RegionId,
         percent: u8,
         secs: f64,
     },
     /// `percent`% of `region`'s table requests throttled.
+    #[serde(alias = "store_throttle")]
     StoreThrottle {
         region: RegionId,
         percent: u8,
         secs: f64,
     },
     /// `region`'s table unreachable from its handler.
+    #[serde(alias = "store_outage")]
     StoreOutage { region: RegionId, secs: f64 },
     /// `percent`% of `region`'s `@connections` posts throttled.
+    #[serde(alias = "connections_throttle")]
     ConnectionsThrottle {
         region: RegionId,
         percent: u8,
         secs: f64,
     },
     /// `$disconnect` never delivered in either Region, while the primary goes down.
+    #[serde(alias = "disconnect_dropped")]
     DisconnectDropped { secs: f64 },
     /// `region`'s clock `ms` off (either sign).
     Skew {
@@ -71,8 +82,10 @@ pub enum Step {
         secs: f64,
     },
     /// Replication out of `from` cut, the other direction flowing.
+    #[serde(alias = "one_way")]
     OneWay { from: RegionId, secs: f64 },
     /// A resolver that ignores the TTL (keeps answers `keep_secs`) while the primary is down.
+    #[serde(alias = "sticky_dns")]
     StickyDns { keep_secs: u64, secs: f64 },
     /// Every integration in `region` `ms` slower.
     Slow {
@@ -941,6 +954,31 @@ mod tests {
         assert_eq!(
             minimal,
             vec![Step::Down { secs: 60.0 }, Step::Throttle { secs: 90.0 }]
+        );
+    }
+
+    #[test]
+    fn steps_are_written_as_the_faults_are_spelled_and_old_schedules_still_read() {
+        let step = Step::AckLost {
+            region: RegionId::Primary,
+            percent: 30,
+            secs: 60.0,
+        };
+        let written = serde_json::to_string(&step).unwrap_or_default();
+        assert!(written.contains(r#""fault":"ack-lost""#), "{written}");
+        assert!(written.contains(crate::world::FaultKind::AckLost.name()));
+        // A schedule recorded before: snake_case.
+        let old = r#"[{"fault":"ack_lost","region":0,"percent":30,"secs":60.0},{"fault":"never_returns","lag_ms":500,"secs":120.0},{"fault":"down","secs":60.0}]"#;
+        assert_eq!(
+            crate::cli::schedule(old).map(|s| s.0),
+            Ok(vec![
+                step,
+                Step::NeverReturns {
+                    lag_ms: 500,
+                    secs: 120.0
+                },
+                Step::Down { secs: 60.0 },
+            ])
         );
     }
 
