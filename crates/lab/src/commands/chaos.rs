@@ -163,7 +163,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .join(", ")
     );
     println!(
-        "watch and strike: {} of {} never-returns struck with a summary ahead of its copy",
+        "watch and strike: {} of {} never-returns struck on what they watch for (a summary ahead of its copy; strong mode: a committed head the survivor's stream has not shown)",
         result.struck_summary_ahead,
         result
             .faults_by_kind
