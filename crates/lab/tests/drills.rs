@@ -8,6 +8,23 @@ use wsdr_lab::runs::drill;
 use wsdr_lab::RegionId;
 use wsdr_lab::{DrillConfig, LabConfig, Scenario, TimeScale};
 
+/// A time-scaled lab with the defaults, once its name answers the primary.
+async fn steady_lab() -> std::sync::Arc<wsdr_lab::World> {
+    let lab = std::sync::Arc::new(
+        wsdr_lab::World::builder()
+            .config(LabConfig::default())
+            .start()
+            .await
+            .unwrap(),
+    );
+    let scale = lab.config().scale;
+    assert!(
+        wsdr_lab::sim::users::wait_for(scale.secs(600.0), || lab.resolve() == RegionId::Primary)
+            .await
+    );
+    lab
+}
+
 fn config(scenario: Scenario) -> DrillConfig {
     DrillConfig {
         scenario,
@@ -411,15 +428,8 @@ async fn the_evacuator_moves_sessions_that_a_slow_primary_keeps() {
 async fn a_forged_or_pointless_move_redirects_nobody() {
     use std::sync::Arc;
     use wsdr_lab::sim::users::{wait_for, Behaviour, Population};
-    let lab = Arc::new(
-        wsdr_lab::World::builder()
-            .config(LabConfig::default())
-            .start()
-            .await
-            .unwrap(),
-    );
+    let lab = steady_lab().await;
     let scale = lab.config().scale;
-    assert!(wait_for(scale.secs(600.0), || lab.resolve() == RegionId::Primary).await);
     let auction = wsdr_protocol::AuctionId::new("lot-1").unwrap();
     // Half the users know the Regions' own endpoints, half only the global name.
     let users =
@@ -494,18 +504,10 @@ async fn an_evacuation_to_an_unhealthy_region_moves_nobody_and_restores_dns() {
 /// is, and the evacuation says it is incomplete rather than done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_evacuation_under_push_throttling_tells_everyone_or_says_it_did_not() {
-    use std::sync::Arc;
     use wsdr_lab::sim::users::{wait_for, Behaviour, Population};
     use wsdr_lab::Fault;
-    let lab = Arc::new(
-        wsdr_lab::World::builder()
-            .config(LabConfig::default())
-            .start()
-            .await
-            .unwrap(),
-    );
+    let lab = steady_lab().await;
     let scale = lab.config().scale;
-    assert!(wait_for(scale.secs(600.0), || lab.resolve() == RegionId::Primary).await);
     let auction = wsdr_protocol::AuctionId::new("lot-1").unwrap();
     let users =
         Population::through_front_door(&lab, 24, &auction, Behaviour::honest(10.0), 5, |_| true);

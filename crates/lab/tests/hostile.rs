@@ -58,6 +58,17 @@ fn watcher(
         .start()
 }
 
+/// The status of the next bid answer among a client's events (within 5 s).
+async fn next_bid_answer(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) -> BidStatus {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), events.recv()).await {
+            Ok(Some(Event::BidResult { status, .. })) => return status,
+            Ok(Some(_)) => continue,
+            other => panic!("no answer: {other:?}"),
+        }
+    }
+}
+
 /// The high bid the watcher shows next, from a push or a state.
 async fn shown_high(
     events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
@@ -97,13 +108,7 @@ async fn a_watcher_whose_push_never_comes_shows_the_bid_within_a_heartbeat() {
         )
         .await
         .unwrap();
-    let answer = loop {
-        match tokio::time::timeout(Duration::from_secs(5), bids.recv()).await {
-            Ok(Some(Event::BidResult { status, .. })) => break status,
-            Ok(Some(_)) => continue,
-            other => panic!("no answer: {other:?}"),
-        }
-    };
+    let answer = next_bid_answer(&mut bids).await;
     assert_eq!(answer, BidStatus::Accepted);
     // One heartbeat interval (1 s) plus a round trip, with slack for a busy machine.
     assert!(
@@ -216,13 +221,7 @@ async fn strong_mode_a_bid_acknowledged_just_before_its_region_is_lost_is_pushed
         .bid(lot.clone(), Amount::new(420_000).unwrap())
         .await
         .unwrap();
-    let answer = loop {
-        match tokio::time::timeout(Duration::from_secs(5), bids.recv()).await {
-            Ok(Some(Event::BidResult { status, .. })) => break status,
-            Ok(Some(_)) => continue,
-            other => panic!("no answer: {other:?}"),
-        }
-    };
+    let answer = next_bid_answer(&mut bids).await;
     assert_eq!(answer, BidStatus::Accepted);
     assert!(
         lab.link(RegionId::Primary).holds_a_head(),
