@@ -837,6 +837,14 @@ impl World {
             posts_per_s: scale.per_lab_second(2_000.0),
             deadline: scale.lab(AwsDuration::from_secs(60)),
             retry_every: scale.lab(AwsDuration::from_secs(1)),
+            // Retries of throttled posts draw their jitter from the world's entropy (seeded in a
+            // simulation, so an evacuation under throttling replays) and wait AWS durations
+            // scaled to the lab's clock, as the handler's own fan-out does.
+            fanout: wsdr_core::FanoutConfig {
+                jitter: self.config.environment.entropy.clone(),
+                pause: Arc::new(crate::world::scale::ScaledPause(scale)),
+                ..wsdr_core::FanoutConfig::default()
+            },
             endpoint: endpoint.clone(),
             ..wsdr_core::Evacuation::new(region.name.clone(), self.names[to].clone())
         };
