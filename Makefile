@@ -43,6 +43,7 @@ unit:
 ## package-check: the client crate and what it depends on package for crates.io (each with
 ## both licence texts) and build from those packages alone (cargo's own verification, against
 ## a local registry of the three); the client's rustdoc examples run in `unit`
+PACKAGE_TARGET := target/package-check
 package-check:
 	@for crate in wsdr-protocol wsdr-net wsdr-client; do \
 	  files="$$($(CARGO) package --list --allow-dirty -p $$crate 2>/dev/null)"; \
@@ -50,7 +51,15 @@ package-check:
 	    grep -qx "$$licence" <<<"$$files" || { echo "$$crate's package lacks $$licence (both licences require their text)"; exit 1; }; \
 	  done; \
 	done
-	$(CARGO) package --quiet --allow-dirty -p wsdr-protocol -p wsdr-net -p wsdr-client
+	@# cargo unpacks the packages it verifies against into CARGO_HOME's registry sources once
+	@# per name and version, and never checks a registry unit's sources again: a checkout that
+	@# changed a crate without bumping its version would be verified against an earlier one's
+	@# copy. Its copies and the verification's own build of them go first.
+	@find "$${CARGO_HOME:-$$HOME/.cargo}/registry/src" -mindepth 2 -maxdepth 2 -type d \
+	  \( -name 'wsdr-protocol-*' -o -name 'wsdr-net-*' -o -name 'wsdr-client-*' \) \
+	  -not -path '*/index.*' -exec rm -rf {} + 2>/dev/null || true
+	@rm -rf $(PACKAGE_TARGET)/debug/.fingerprint/wsdr-*
+	$(CARGO) package --quiet --allow-dirty --target-dir $(PACKAGE_TARGET) -p wsdr-protocol -p wsdr-net -p wsdr-client
 
 ## npm-package-check: the browser client as an npm package: npm pack, install into a scratch
 ## project, import both entries, exports = declarations, a consumer type-checked by tsc --strict
