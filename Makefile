@@ -168,7 +168,7 @@ REFERENCE_SETTINGS = HealthCheckType=alarm AliasRecords=true DnsTtl=60
 SAM ?= sam
 COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGION) \
 	DomainName=$(DOMAIN) HostedZoneId=$(HOSTED_ZONE_ID) JwtIssuer=$(JWT_ISSUER) \
-	JwtAudience=$(JWT_AUDIENCE) $(if $(JWT_JWKS_URL),JwtJwksUrl=$(JWT_JWKS_URL)) \
+	JwtAudience=$(JWT_AUDIENCE) $(if $(JWT_JWKS_URL),JwtJwksUrl=$(JWT_JWKS_URL) JwtJwksSnapshot=$$(scripts/jwks-snapshot.sh $(JWT_JWKS_URL))) \
 	$(if $(JWT_ALGORITHMS),JwtAlgorithms=$(JWT_ALGORITHMS)) \
 	$(if $(USER_HS256_SECRET_NAME),UserHs256SecretName=$(USER_HS256_SECRET_NAME)) \
 	CanarySecretName=$(CANARY_SECRET_NAME) Consistency=$(CONSISTENCY) \

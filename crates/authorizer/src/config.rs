@@ -1,4 +1,5 @@
 use crate::Error;
+use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::Algorithm;
 use std::str::FromStr;
 use std::time::Duration;
@@ -9,15 +10,23 @@ use wsdr_lambda::env::EnvError;
 pub enum KeySource {
     /// HS256 shared secret (bytes).
     Secret(Vec<u8>),
-    /// RS256/ES256 keys from this JWKS URL.
-    Jwks(String),
+    /// RS256/ES256 keys from the `url` JWKS, and, when the issuer cannot be reached, from
+    /// `snapshot`: a copy of that JWKS kept in the function's own Region.
+    Jwks {
+        url: String,
+        snapshot: Option<JwkSet>,
+    },
 }
 
 impl std::fmt::Debug for KeySource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             KeySource::Secret(_) => f.write_str("Secret(<redacted>)"),
-            KeySource::Jwks(url) => f.debug_tuple("Jwks").field(url).finish(),
+            KeySource::Jwks { url, snapshot } => f
+                .debug_struct("Jwks")
+                .field("url", url)
+                .field("snapshot_keys", &snapshot.as_ref().map(|s| s.keys.len()))
+                .finish(),
         }
     }
 }
@@ -75,12 +84,61 @@ fn parse_algorithms(name: &'static str, value: &str) -> Result<Vec<Algorithm>, E
     Ok(algorithms)
 }
 
+/// `JWT_JWKS_SNAPSHOT`: a JWKS, as JSON or as the base64url of that JSON (what a
+/// `sam deploy` parameter carries without quoting), with at least one key the authorizer can
+/// use (a snapshot that verifies nothing would only hide a mistake until the outage it is
+/// for).
+fn parse_snapshot(text: &str) -> Result<JwkSet, Error> {
+    let invalid = |reason: String| EnvError::Invalid {
+        name: "JWT_JWKS_SNAPSHOT",
+        reason,
+    };
+    let text = text.trim();
+    let json = if text.starts_with('{') {
+        text.as_bytes().to_vec()
+    } else {
+        base64url_decode(text)
+            .ok_or_else(|| invalid("neither JSON nor base64url of a JWKS".into()))?
+    };
+    let set: JwkSet =
+        serde_json::from_slice(&json).map_err(|e| invalid(format!("not a JWKS: {e}")))?;
+    if crate::jwks::usable_keys(&set).is_empty() {
+        return Err(invalid("holds no RS256 or ES256 signing key with a kid".into()).into());
+    }
+    Ok(set)
+}
+
+/// Base64url, padded or not; `None` on any other character.
+fn base64url_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.trim_end_matches('=').bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
 impl Config {
     pub fn from_env() -> Result<Self, Error> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
-    /// Variables: `JWT_ISSUER`, `JWT_AUDIENCE`, `JWT_JWKS_URL` and/or `JWT_HS256_SECRET`,
+    /// Variables: `JWT_ISSUER`, `JWT_AUDIENCE`, `JWT_JWKS_URL` (with `JWT_JWKS_SNAPSHOT`, a
+    /// copy of that JWKS used when the issuer cannot be reached) and/or `JWT_HS256_SECRET`,
     /// `JWT_ALGORITHMS` (default `RS256,ES256` with a JWKS, `HS256` with a secret),
     /// `CANARY_HS256_SECRET` + `CANARY_ISSUER` (default `wsdr-canary`), `JWT_LEEWAY_SECONDS`,
     /// `JWKS_MIN_REFRESH_SECONDS`, `SUBPROTOCOL`.
@@ -113,11 +171,16 @@ impl Config {
                 name: "JWT_JWKS_URL",
                 reason: "RS256/ES256 are allowed, so a JWKS URL is required".into(),
             })?;
+            let snapshot = env
+                .get("JWT_JWKS_SNAPSHOT")
+                .filter(|s| !s.trim().is_empty())
+                .map(|text| parse_snapshot(&text))
+                .transpose()?;
             issuers.push(TrustedIssuer {
                 issuer: issuer.clone(),
                 audience: audience.clone(),
                 algorithms: asymmetric,
-                keys: KeySource::Jwks(url),
+                keys: KeySource::Jwks { url, snapshot },
                 canary: false,
             });
         }

@@ -16,7 +16,9 @@ pub enum DenyReason {
     UnknownKid,
     #[error("the key named by kid is for another algorithm")]
     KeyAlgorithmMismatch,
-    #[error("signing keys are unavailable (JWKS fetch failed)")]
+    #[error(
+        "signing keys are unavailable (the issuer cannot be reached and no snapshot holds the key)"
+    )]
     KeysUnavailable,
     #[error("signature does not verify")]
     BadSignature,

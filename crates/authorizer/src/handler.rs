@@ -48,6 +48,18 @@ impl Authorizer {
         }
     }
 
+    /// The authorizer of a cold start whose JWKS are fetched by `fetcher` (the lab's
+    /// identity provider, in its Region).
+    pub async fn with_jwks_fetcher(
+        config: &Config,
+        fetcher: std::sync::Arc<dyn crate::jwks::FetchJwks>,
+    ) -> Self {
+        Self {
+            verifier: Verifier::with_fetcher(config, fetcher).await,
+            subprotocol: config.subprotocol.clone(),
+        }
+    }
+
     /// Judge token times by `now_secs` instead of the system clock (the lab's simulations).
     pub fn with_clock(mut self, now_secs: crate::verify::NowSecs) -> Self {
         self.verifier.set_clock(now_secs);

@@ -1,50 +1,165 @@
 //! A JWKS cache: fetched at cold start, refreshed when a token names an unknown `kid`, at
 //! most once per `min_refresh`, shared across invocations of a warm Lambda.
+//!
+//! An issuer lives in one Region (a plain Cognito user pool's keys are served from its
+//! Region), and a failover herd cold-starts authorizer sandboxes in the *other* Region at
+//! the moment the issuer's Region may be gone. So the cache can hold a **snapshot** of the
+//! issuer's keys kept beside the function in its own Region (`JWT_JWKS_SNAPSHOT`, in the
+//! function's configuration): when the issuer cannot be reached, a `kid` the snapshot holds
+//! still verifies. The live JWKS always wins when it answers; a live key the snapshot lacks
+//! is logged (`JWKS snapshot is behind the issuer`) so a rotation is redeployed.
 
 use crate::deny::DenyReason;
 use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, RwLock};
 use tokio::time::Instant;
 
-#[derive(Debug, Default)]
-struct Cached {
-    keys: HashMap<String, (DecodingKey, Algorithm)>,
-    fetched_at: Option<Instant>,
+/// A fetch's outcome: the set, or why there is none (logged, never shown to a client).
+pub type FetchResult = Result<JwkSet, String>;
+
+/// Where a JWKS is fetched from: the issuer's URL over HTTPS in a Lambda ([`HttpJwks`]); the
+/// lab's identity provider in its Region.
+pub trait FetchJwks: Send + Sync + std::fmt::Debug {
+    fn fetch<'a>(&'a self, url: &'a str) -> Pin<Box<dyn Future<Output = FetchResult> + Send + 'a>>;
 }
 
-/// JWKS keys by `kid`.
-#[derive(Debug)]
-pub struct JwksCache {
-    url: String,
+/// The issuer's JWKS over HTTPS, with a 3 s bound (the authorizer's own budget is 10 s).
+#[derive(Debug, Default)]
+pub struct HttpJwks {
     #[cfg(feature = "jwks")]
     http: reqwest::Client,
-    min_refresh: Duration,
-    cached: RwLock<Cached>,
-    refreshing: Mutex<()>,
 }
 
-impl JwksCache {
-    pub fn new(url: impl Into<String>, min_refresh: Duration) -> Self {
+impl HttpJwks {
+    pub fn new() -> Self {
         Self {
-            url: url.into(),
             #[cfg(feature = "jwks")]
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(3))
                 .build()
                 .unwrap_or_default(),
+        }
+    }
+}
+
+impl FetchJwks for HttpJwks {
+    fn fetch<'a>(&'a self, url: &'a str) -> Pin<Box<dyn Future<Output = FetchResult> + Send + 'a>> {
+        Box::pin(async move {
+            #[cfg(feature = "jwks")]
+            {
+                let response = self
+                    .http
+                    .get(url)
+                    .send()
+                    .await
+                    .map_err(|e| format!("request failed: {e}"))?;
+                if !response.status().is_success() {
+                    return Err(format!("HTTP {}", response.status()));
+                }
+                response
+                    .json()
+                    .await
+                    .map_err(|e| format!("not a JWKS: {e}"))
+            }
+            #[cfg(not(feature = "jwks"))]
+            {
+                Err(format!(
+                    "cannot fetch {url}: this build has no HTTPS client (authorizer's `jwks` feature is off)"
+                ))
+            }
+        })
+    }
+}
+
+type Keys = HashMap<String, (DecodingKey, Algorithm)>;
+
+/// The keys of a set the authorizer can use: signing keys with a `kid`, RSA as RS256 and
+/// P-256 as ES256 (a declared `alg` must agree with the key's own type).
+pub fn usable_keys(set: &JwkSet) -> Keys {
+    let mut keys = HashMap::new();
+    for jwk in &set.keys {
+        let Some(kid) = jwk.common.key_id.clone() else {
+            continue;
+        };
+        if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)) {
+            continue;
+        }
+        let alg = match (&jwk.algorithm, jwk.common.key_algorithm) {
+            (AlgorithmParameters::RSA(_), None | Some(KeyAlgorithm::RS256)) => Algorithm::RS256,
+            (AlgorithmParameters::EllipticCurve(_), None | Some(KeyAlgorithm::ES256)) => {
+                Algorithm::ES256
+            }
+            _ => continue,
+        };
+        if let Ok(key) = DecodingKey::from_jwk(jwk) {
+            keys.insert(kid, (key, alg));
+        }
+    }
+    keys
+}
+
+#[derive(Default)]
+struct Cached {
+    keys: Keys,
+    fetched_at: Option<Instant>,
+}
+
+/// JWKS keys by `kid`.
+pub struct JwksCache {
+    url: String,
+    fetcher: Arc<dyn FetchJwks>,
+    snapshot: Keys,
+    min_refresh: Duration,
+    cached: RwLock<Cached>,
+    refreshing: Mutex<()>,
+}
+
+impl std::fmt::Debug for JwksCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JwksCache")
+            .field("url", &self.url)
+            .field("snapshot_keys", &self.snapshot.len())
+            .field("min_refresh", &self.min_refresh)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JwksCache {
+    /// A cache of `url`'s keys fetched over HTTPS, with no snapshot.
+    pub fn new(url: impl Into<String>, min_refresh: Duration) -> Self {
+        Self::with_fetcher(url, min_refresh, Arc::new(HttpJwks::new()), None)
+    }
+
+    /// A cache of `url`'s keys fetched by `fetcher`, falling back on `snapshot`'s keys when
+    /// the issuer cannot be reached.
+    pub fn with_fetcher(
+        url: impl Into<String>,
+        min_refresh: Duration,
+        fetcher: Arc<dyn FetchJwks>,
+        snapshot: Option<&JwkSet>,
+    ) -> Self {
+        Self {
+            url: url.into(),
+            fetcher,
+            snapshot: snapshot.map(usable_keys).unwrap_or_default(),
             min_refresh,
             cached: RwLock::default(),
             refreshing: Mutex::new(()),
         }
     }
 
-    /// Fetch now (cold start). A failure is logged, not fatal: the next unknown `kid` retries.
+    /// Fetch now (cold start). A failure is logged, not fatal: the snapshot's keys serve,
+    /// and the next unknown `kid` retries.
     pub async fn prime(&self) {
         if let Err(error) = self.refresh().await {
             tracing::warn!(%error, "JWKS fetch at cold start failed");
+            self.fall_back_on_snapshot().await;
         }
     }
 
@@ -57,7 +172,8 @@ impl JwksCache {
         self.len().await == 0
     }
 
-    /// The key for `kid`, usable with `alg`; refreshes once (rate-limited) if `kid` is unknown.
+    /// The key for `kid`, usable with `alg`; refreshes once (rate-limited) if `kid` is
+    /// unknown, and reads the snapshot when that refresh fails.
     pub async fn key(&self, kid: &str, alg: Algorithm) -> Result<DecodingKey, DenyReason> {
         if let Some(found) = self.lookup(kid, alg).await? {
             return Ok(found);
@@ -74,12 +190,24 @@ impl JwksCache {
             .fetched_at
             .is_some_and(|t| t.elapsed() < self.min_refresh);
         if recently {
-            return Err(DenyReason::UnknownKid);
+            // With no key at all, the issuer was not reached: say so (it is alarmed on).
+            return Err(if self.is_empty().await {
+                DenyReason::KeysUnavailable
+            } else {
+                DenyReason::UnknownKid
+            });
         }
-        self.refresh().await.map_err(|error| {
+        if let Err(error) = self.refresh().await {
             tracing::warn!(%error, "JWKS refresh failed");
-            DenyReason::KeysUnavailable
-        })?;
+            if !self.fall_back_on_snapshot().await {
+                return Err(DenyReason::KeysUnavailable);
+            }
+            return match self.lookup(kid, alg).await? {
+                Some(found) => Ok(found),
+                // The issuer cannot be reached and the snapshot does not hold the key.
+                None => Err(DenyReason::KeysUnavailable),
+            };
+        }
         self.lookup(kid, alg).await?.ok_or(DenyReason::UnknownKid)
     }
 
@@ -91,57 +219,41 @@ impl JwksCache {
         }
     }
 
+    /// Add the snapshot's keys the cache lacks (the live keys, if any, stay). False when
+    /// there is no snapshot.
+    async fn fall_back_on_snapshot(&self) -> bool {
+        if self.snapshot.is_empty() {
+            return false;
+        }
+        let mut cached = self.cached.write().await;
+        let mut added = 0;
+        for (kid, key) in &self.snapshot {
+            if !cached.keys.contains_key(kid) {
+                cached.keys.insert(kid.clone(), key.clone());
+                added += 1;
+            }
+        }
+        if added > 0 {
+            tracing::warn!(
+                keys = added,
+                "JWKS from the snapshot: the issuer cannot be reached"
+            );
+        }
+        true
+    }
+
     async fn refresh(&self) -> Result<(), String> {
         // Stamp the attempt first: a failing IdP is also rate-limited.
         self.cached.write().await.fetched_at = Some(Instant::now());
-        let set = self.fetch().await?;
-        let mut keys = HashMap::new();
-        for jwk in set.keys {
-            let Some(kid) = jwk.common.key_id.clone() else {
-                continue;
-            };
-            if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)) {
-                continue;
-            }
-            // The key's own type fixes its algorithm; a declared `alg` must agree with it.
-            let alg = match (&jwk.algorithm, jwk.common.key_algorithm) {
-                (AlgorithmParameters::RSA(_), None | Some(KeyAlgorithm::RS256)) => Algorithm::RS256,
-                (AlgorithmParameters::EllipticCurve(_), None | Some(KeyAlgorithm::ES256)) => {
-                    Algorithm::ES256
-                }
-                _ => continue,
-            };
-            if let Ok(key) = DecodingKey::from_jwk(&jwk) {
-                keys.insert(kid, (key, alg));
+        let set = self.fetcher.fetch(&self.url).await?;
+        let keys = usable_keys(&set);
+        if !self.snapshot.is_empty() {
+            for kid in keys.keys().filter(|kid| !self.snapshot.contains_key(*kid)) {
+                tracing::warn!(kid = %kid, "JWKS snapshot is behind the issuer");
             }
         }
         tracing::info!(keys = keys.len(), "JWKS refreshed");
         self.cached.write().await.keys = keys;
         Ok(())
-    }
-
-    #[cfg(feature = "jwks")]
-    async fn fetch(&self) -> Result<JwkSet, String> {
-        let response = self
-            .http
-            .get(&self.url)
-            .send()
-            .await
-            .map_err(|e| format!("request failed: {e}"))?;
-        if !response.status().is_success() {
-            return Err(format!("HTTP {}", response.status()));
-        }
-        response
-            .json()
-            .await
-            .map_err(|e| format!("not a JWKS: {e}"))
-    }
-
-    #[cfg(not(feature = "jwks"))]
-    async fn fetch(&self) -> Result<JwkSet, String> {
-        Err(format!(
-            "cannot fetch {}: this build has no HTTPS client (authorizer's `jwks` feature is off)",
-            self.url
-        ))
     }
 }

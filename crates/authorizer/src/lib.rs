@@ -5,7 +5,8 @@
 //!   (browsers cannot set other headers on a WebSocket; the handler echoes `wsdr`).
 //! - Keys: an HS256 shared secret (local, dev, and the canary's own issuer) and RS256/ES256
 //!   keys from a JWKS, chosen by `kid`, fetched at cold start and refreshed (rate-limited) on
-//!   an unknown `kid`.
+//!   an unknown `kid`; when the issuer cannot be reached (its Region lost), from a snapshot of
+//!   its JWKS kept in the function's own configuration (`JWT_JWKS_SNAPSHOT`).
 //! - Checks signature, `exp`, `nbf`, `iss`, `aud`, `sub`, and that the header's `alg` is in
 //!   the allowed list *and* matches the key's family: the token never picks its own key type.
 //! - Allows `execute-api:Invoke` on the exact `$connect` method ARN, with `principalId` = `sub`
@@ -19,10 +20,10 @@ mod jwks;
 mod policy;
 mod verify;
 
-pub use config::{Config, TrustedIssuer};
+pub use config::{Config, KeySource, TrustedIssuer};
 pub use deny::DenyReason;
 pub use handler::{token_from_request, Authorizer};
-pub use jwks::JwksCache;
+pub use jwks::{usable_keys, FetchJwks, FetchResult, HttpJwks, JwksCache};
 pub use policy::{AuthorizerResponse, PolicyDocument, Statement};
 pub use verify::{system_now_secs, Identity, NowSecs, Verifier, MAX_TOKEN_BYTES};
 

@@ -3,11 +3,12 @@
 
 use crate::config::{Config, KeySource, TrustedIssuer};
 use crate::deny::DenyReason;
-use crate::jwks::JwksCache;
+use crate::jwks::{FetchJwks, HttpJwks, JwksCache};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use std::collections::HashMap;
+use std::sync::Arc;
 use wsdr_protocol::limits::PROBE_SUBJECT_PREFIX;
 
 /// Tokens longer than this are refused before any parsing (8 KB, as large as API Gateway's
@@ -74,12 +75,22 @@ impl std::fmt::Debug for Verifier {
 }
 
 impl Verifier {
-    /// Build the verifier and fetch every JWKS once (cold start).
+    /// Build the verifier and fetch every JWKS once over HTTPS (cold start).
     pub async fn new(config: &Config) -> Self {
+        Self::with_fetcher(config, Arc::new(HttpJwks::new())).await
+    }
+
+    /// Build the verifier, fetching every JWKS once with `fetcher` (cold start).
+    pub async fn with_fetcher(config: &Config, fetcher: Arc<dyn FetchJwks>) -> Self {
         let mut jwks = HashMap::new();
         for issuer in &config.issuers {
-            if let KeySource::Jwks(url) = &issuer.keys {
-                let cache = JwksCache::new(url.clone(), config.jwks_min_refresh);
+            if let KeySource::Jwks { url, snapshot } = &issuer.keys {
+                let cache = JwksCache::with_fetcher(
+                    url.clone(),
+                    config.jwks_min_refresh,
+                    fetcher.clone(),
+                    snapshot.as_ref(),
+                );
                 cache.prime().await;
                 jwks.insert(url.clone(), cache);
             }
@@ -88,7 +99,7 @@ impl Verifier {
             issuers: config.issuers.clone(),
             jwks,
             leeway_secs: config.leeway.as_secs(),
-            now_secs: std::sync::Arc::new(system_now_secs),
+            now_secs: Arc::new(system_now_secs),
         }
     }
 
@@ -146,7 +157,7 @@ impl Verifier {
             KeySource::Secret(secret) => {
                 DecodingKey::from_secret(secret).map_err(|_| DenyReason::KeysUnavailable)
             }
-            KeySource::Jwks(url) => {
+            KeySource::Jwks { url, .. } => {
                 let kid = kid.ok_or(DenyReason::UnknownKid)?;
                 let cache = self.jwks.get(url).ok_or(DenyReason::KeysUnavailable)?;
                 cache.key(kid, alg).await

@@ -68,7 +68,9 @@ pub async fn region(
         id,
         name,
         table,
-        authorizer().await?,
+        Arc::new(wsdr_lab::world::identity::AuthorizerFunction::warm(
+            authorizer().await?,
+        )),
         quotas,
         clock,
         wsdr_lab::world::env::Shared {

@@ -15,6 +15,7 @@ pub mod fast;
 pub mod fault;
 pub mod frontdoor;
 pub mod health;
+pub mod identity;
 mod monitoring;
 pub mod mrsc;
 pub mod owner;
@@ -37,13 +38,13 @@ use crate::world::fast::{FastConfig, FastFaults, HealthCheckKind};
 use crate::world::health::{
     Alarm, AlarmConfig, AlarmState, HealthCheck, MetricKind, MetricsStore, MissingData, Resolver,
 };
+use crate::world::identity::{AuthorizerFunction, IdentityProvider};
 use crate::world::mrsc::{Cluster, MemberKind};
 use crate::world::owner::Owner;
 use crate::world::region::{Quotas, Region};
 use crate::world::replication::{InFlight, Link};
 use crate::world::store::{FaultyStore, LedgerReplica, RegionTable, ReplicaStore};
 use crate::world::timeline::{Kind, Timeline};
-use authorizer::Authorizer;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use wsdr_core::items::Change;
@@ -52,6 +53,8 @@ use wsdr_protocol::{Amount, AuctionId};
 
 pub const USER_ISSUER: &str = "https://lab.wsdr.local";
 pub const AUDIENCE: &str = "wsdr";
+/// A user token's lifetime (a Cognito ID token's default, one hour).
+pub const USER_TOKEN_LIFETIME_SECS: u64 = 3600;
 
 /// What the world can ask of the users a run attaches to it ([`World::attach_users`]), for
 /// the control room and `/metrics`: the world itself knows sockets, not users.
@@ -83,7 +86,8 @@ pub struct World {
     metrics: Arc<MetricsStore>,
     timeline: Timeline,
     front_door: SocketAddr,
-    user_secret: String,
+    /// The users' issuer, in its Region.
+    identity: Arc<IdentityProvider>,
     /// The canary issuer's secret: the chaos campaign's attackers hold it (a leaked secret).
     canary_secret: String,
     /// Strong mode's MRSC table (its members, quorum, faults); `None` in eventual mode.
@@ -220,17 +224,31 @@ impl World {
         };
         let echo = config.echo.then_some(scale.factor());
         let timeline = Timeline::starting_at(clock.start(), echo, config.timeline_cap);
-        let user_secret = secret(env.entropy.as_ref());
+        // The user issuer's HS256 secret of the lab before it had an identity provider: still
+        // drawn, so that a seed's later draws (connection ids, coin flips) are those it drew.
+        let _ = secret(env.entropy.as_ref());
         let canary_secret = config
             .canary_secret
             .clone()
             .unwrap_or_else(|| secret(env.entropy.as_ref()));
-        let auth_env = [
+        let reach: crate::world::identity::Reach = Arc::default();
+        let identity = Arc::new(IdentityProvider::new(config.identity.home, reach.clone())?);
+        let mut auth_env = vec![
             ("JWT_ISSUER", USER_ISSUER.to_owned()),
             ("JWT_AUDIENCE", AUDIENCE.to_owned()),
-            ("JWT_HS256_SECRET", user_secret.clone()),
+            (
+                "JWT_JWKS_URL",
+                format!(
+                    "https://idp.{}.lab.wsdr.local/.well-known/jwks.json",
+                    names[config.identity.home]
+                ),
+            ),
+            ("JWT_ALGORITHMS", "ES256".to_owned()),
             ("CANARY_HS256_SECRET", canary_secret.clone()),
         ];
+        if config.identity.snapshot {
+            auth_env.push(("JWT_JWKS_SNAPSHOT", identity.jwks_text()));
+        }
         let auth_config = authorizer::Config::from_lookup(|k| {
             auth_env
                 .iter()
@@ -238,11 +256,15 @@ impl World {
                 .map(|(_, v)| v.clone())
         })?;
         // Token times judged by the lab's clock (a simulation's starts at a fixed epoch).
-        let authorizer = Arc::new(
-            Authorizer::new(&auth_config)
-                .await
-                .with_clock(Arc::new(move || clock.now_ms() / 1000)),
-        );
+        let token_clock: authorizer::NowSecs = Arc::new(move || clock.now_ms() / 1000);
+        let authorizers = PerRegion::from_fn(|_| {
+            Arc::new(AuthorizerFunction::new(
+                auth_config.clone(),
+                identity.clone(),
+                token_clock.clone(),
+                scale.lab(config.identity.sandbox_lifetime),
+            ))
+        });
         let quotas = Quotas {
             connect_rate: scale.per_lab_second(config.connect_rate),
             connect_burst: config.connect_rate,
@@ -338,7 +360,7 @@ impl World {
                     region,
                     &names[region],
                     stores[region].clone(),
-                    authorizer.clone(),
+                    authorizers[region].clone(),
                     quotas.clone(),
                     clocks[region].clone(),
                     shared.clone(),
@@ -350,6 +372,8 @@ impl World {
             .try_into()
             .map_err(|_| anyhow::anyhow!("two Regions start"))?;
         let regions = PerRegion::new(primary, secondary);
+        // The issuer is reachable while its Region is.
+        let _ = reach.set(regions.clone());
         if cluster.is_some() {
             for link in links.values() {
                 link.carry_quorum_writes();
@@ -434,7 +458,7 @@ impl World {
             metrics,
             timeline,
             front_door,
-            user_secret,
+            identity,
             canary_secret: canary_secret.clone(),
             owner,
             clock,
@@ -566,11 +590,17 @@ impl World {
 
     // ----- Tokens -----
 
-    /// A fresh user token (HS256, one hour).
+    /// A fresh user token (ES256, one hour) from the users' issuer: a sign-in, which fails
+    /// while the issuer's Region is down or lost.
     pub fn user_token(&self, sub: &str) -> anyhow::Result<String> {
         let now = self.clock.now_ms() / 1000;
-        let claims = serde_json::json!({"sub": sub, "iss": USER_ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 3600});
-        mint(&self.user_secret, &claims)
+        let claims = serde_json::json!({"sub": sub, "iss": USER_ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + USER_TOKEN_LIFETIME_SECS});
+        self.identity.sign_in(&claims)
+    }
+
+    /// The users' issuer.
+    pub fn identity(&self) -> &IdentityProvider {
+        &self.identity
     }
 
     /// A token of the canary issuer naming `sub` (a probe's `canary:*`, or, as an attacker
@@ -579,10 +609,6 @@ impl World {
         let now = self.clock.now_ms() / 1000;
         let claims = serde_json::json!({"sub": sub, "iss": "wsdr-canary", "aud": AUDIENCE, "iat": now, "exp": now + 60});
         mint(&self.canary_secret, &claims)
-    }
-
-    pub fn user_secret(&self) -> &str {
-        &self.user_secret
     }
 
     // ----- Faults -----

@@ -755,3 +755,36 @@ async fn a_degraded_primary_cannot_vouch_for_itself() {
         "the primary's copy catches up once replication flows"
     );
 }
+
+/// The issuer (one user pool, as docs/DEPLOY.md deploys it) lives in the primary's Region and
+/// is lost with it. The users hold valid tokens, but the secondary's authorizer sandboxes
+/// cold-start while the issuer cannot be reached: without a snapshot of its keys every
+/// reconnect is denied and nobody is restored (the reference design); with the snapshot in
+/// each Region's configuration (wsdr's default) everyone is, with no 403.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_issuers_region_denies_nobody_when_each_region_keeps_its_keys() {
+    use wsdr_lab::world::identity::IdentityConfig;
+    let with = |identity: IdentityConfig| {
+        let mut config = config(Scenario::NeverReturns);
+        config.lab.identity = identity;
+        config
+    };
+    let reference = drill::run_simulated(with(IdentityConfig::reference()))
+        .await
+        .unwrap();
+    let table = reference.table();
+    assert_eq!(reference.restored, 0, "{table}");
+    assert!(reference.denied_handshakes_during_move > 0, "{table}");
+    assert!(
+        reference.failed_checks.iter().any(|c| c.contains("denied")),
+        "{:?}",
+        reference.failed_checks
+    );
+    let wsdr = drill::run_simulated(with(IdentityConfig::wsdr_defaults()))
+        .await
+        .unwrap();
+    let table = wsdr.table();
+    assert_eq!(wsdr.restored, 10, "{table}");
+    assert_eq!(wsdr.denied_handshakes_during_move, 0, "{table}");
+    assert!(wsdr.passed(), "{:?}", wsdr.failed_checks);
+}

@@ -108,7 +108,8 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     // The fault.
     let rpo = lab.in_flight();
     let fault_ms = timeline.elapsed().as_secs_f64() * 1000.0;
-    let throttled_before = lab.region(RegionId::Secondary).counters().throttled_429;
+    let before = lab.region(RegionId::Secondary).counters();
+    let throttled_before = (before.throttled_429, before.denied);
     crate::runs::plan::play(&lab, &config.scenario.plan()).await;
     let recovered = if config.scenario == Scenario::Blip {
         // Two heartbeat rounds and three alarm periods: time for anything to go wrong.
@@ -150,6 +151,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         failed_back,
         back_on_primary_from_ms,
         throttled_during_move,
+        denied_during_move,
     } = heal_and_fail_back(&lab, &config, &users, throttled_before).await?;
 
     // Stop bidding, let outstanding answers arrive and replication drain, then check the
@@ -174,6 +176,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         back_on_primary_from_ms,
         rpo_at_fault: rpo,
         throttled_handshakes_during_move: throttled_during_move,
+        denied_handshakes_during_move: denied_during_move,
         timeline: timeline.entries(),
         judgement,
         strong_order: lab.cluster().map(|c| c.accepted_in_order(&auction)),
@@ -204,6 +207,7 @@ struct Failback {
     failed_back: bool,
     back_on_primary_from_ms: Option<f64>,
     throttled_during_move: u64,
+    denied_during_move: u64,
 }
 
 /// Heal, wait for the name to answer the primary again, and (failback, evacuate) end the
@@ -212,7 +216,7 @@ async fn heal_and_fail_back(
     lab: &World,
     config: &DrillConfig,
     users: &Population,
-    throttled_before: u64,
+    (throttled_before, denied_before): (u64, u64),
 ) -> anyhow::Result<Failback> {
     let scale = config.lab.scale;
     let timeline = lab.timeline();
@@ -224,8 +228,9 @@ async fn heal_and_fail_back(
         // Maintenance over: the primary back in DNS.
         lab.set_in_service(RegionId::Primary, true);
     }
-    let throttled_during_move =
-        lab.region(RegionId::Secondary).counters().throttled_429 - throttled_before;
+    let at_heal = lab.region(RegionId::Secondary).counters();
+    let throttled_during_move = at_heal.throttled_429 - throttled_before;
+    let denied_during_move = at_heal.denied - denied_before;
     // A Region lost for good never takes traffic back.
     let failed_back = config.scenario != Scenario::NeverReturns
         && wait_for(scale.secs(900.0), || lab.resolve() == RegionId::Primary).await;
@@ -259,6 +264,7 @@ async fn heal_and_fail_back(
         failed_back,
         back_on_primary_from_ms,
         throttled_during_move,
+        denied_during_move,
     })
 }
 

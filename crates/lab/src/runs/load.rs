@@ -126,10 +126,7 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         let url = lab.region(RegionId::Primary).url();
         Arc::new(move |spec: &UserSpec, _index: usize, seed: u64| {
             ClientBuilder::new(url.clone())
-                .token_provider(Arc::new(LabTokens {
-                    lab: lab.clone(),
-                    sub: spec.sub.clone(),
-                }))
+                .token_provider(Arc::new(LabTokens::new(lab.clone(), &spec.sub)))
                 .subscribe(spec.auction.clone())
                 .seed(seed)
         })

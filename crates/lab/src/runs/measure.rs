@@ -40,6 +40,8 @@ pub struct DrillTrace {
     pub back_on_primary_from_ms: Option<f64>,
     pub rpo_at_fault: InFlight,
     pub throttled_handshakes_during_move: u64,
+    /// Handshakes the secondary's authorizer denied between the fault and the heal.
+    pub denied_handshakes_during_move: u64,
     pub timeline: Vec<Entry>,
     pub judgement: Judgement,
     /// Strong mode: the table's own order of accepted bids (amount, Region).
@@ -127,6 +129,7 @@ pub fn measure(trace: &DrillTrace) -> Report {
         users_seeing_errors: logs.iter().filter(|l| l.unplanned_disconnects > 0).count(),
         evacuate_on_failover: trace.evacuate_on_failover,
         throttled_handshakes_during_move: trace.throttled_handshakes_during_move as usize,
+        denied_handshakes_during_move: trace.denied_handshakes_during_move as usize,
         back_on_primary_ms: Percentiles::of(users.back_on_primary.as_deref().unwrap_or_default()),
         failed_checks: Vec::new(),
         consistency: trace.consistency.to_string(),

@@ -106,6 +106,11 @@ pub struct Report {
     /// evacuation) and the heal.
     #[serde(default)]
     pub throttled_handshakes_during_move: usize,
+    /// Users' handshakes the secondary's authorizer denied (403) between the fault and the
+    /// heal: with the issuer's Region lost, a Region whose authorizers cannot get the keys
+    /// denies every user. A drill has no attacker, so any is a failure.
+    #[serde(default)]
+    pub denied_handshakes_during_move: usize,
     /// Every check the drill failed, in words (empty: PASS). The same list the console's
     /// verdict line prints.
     #[serde(default)]
@@ -231,6 +236,12 @@ impl Report {
                 },
             );
         }
+        check(
+            self.denied_handshakes_during_move == 0,
+            Check::UsersDenied {
+                handshakes: self.denied_handshakes_during_move,
+            },
+        );
         if matches!(self.scenario, Scenario::Failback | Scenario::Evacuate) {
             check(self.failback_ms.is_some(), Check::NoFailback);
             let back = self.users_back_on_primary.unwrap_or(0);
@@ -332,6 +343,10 @@ impl Report {
                 self.throttled_handshakes_during_move.to_string(),
             ));
         }
+        rows.push((
+            "handshakes denied (403)",
+            self.denied_handshakes_during_move.to_string(),
+        ));
         rows.push(("users seeing errors", self.users_seeing_errors.to_string()));
         rows.extend([
             (
@@ -902,6 +917,7 @@ pub enum Check {
     NotAllMoved { moved: usize, users: usize },
     NeverDetected { by: HealthCheckKind },
     NotAllRestored { restored: usize, users: usize },
+    UsersDenied { handshakes: usize },
     NoFailback,
     NotAllBack { back: usize, users: usize },
     AcknowledgedBidsLost { bids: usize },
@@ -957,6 +973,10 @@ impl std::fmt::Display for Check {
             Check::NotAllRestored { restored, users } => {
                 write!(f, "restored in the secondary: {restored}/{users}")
             }
+            Check::UsersDenied { handshakes } => write!(
+                f,
+                "the secondary's authorizer denied {handshakes} users' handshakes (403)"
+            ),
             Check::NoFailback => write!(f, "DNS never failed back to the primary after the heal"),
             Check::NotAllBack { back, users } => {
                 write!(f, "back on the primary after failback: {back}/{users}")

@@ -10,7 +10,7 @@ use crate::sim::history::{Answer, BidKey, Op, UserEnd, Violation};
 use crate::world::owner::Owner;
 use crate::world::scale::TimeScale;
 use crate::world::timeline::Kind;
-use crate::world::World;
+use crate::world::{World, USER_TOKEN_LIFETIME_SECS};
 use futures::future::BoxFuture;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -23,21 +23,53 @@ use tokio::time::Instant;
 use wsdr_client::{
     Backoff, Client, ClientBuilder, Event, Fallback, OfflineBids, RegionalEndpoint, TokenProvider,
 };
+use wsdr_core::Clock as _;
 use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, Versions};
 
-/// A fresh lab token for `sub` at every connect.
+/// A user's tokens as an app keeps them: one from a sign-in, reused at every connect until
+/// it is refused or has under five minutes left, then a new sign-in (which fails while the
+/// issuer's Region is down: the app keeps the token it has while that one is still valid).
 #[derive(Debug)]
 pub struct LabTokens {
     pub lab: Arc<World>,
     pub sub: String,
+    pub held: std::sync::Mutex<Option<(String, u64)>>,
+}
+
+impl LabTokens {
+    pub fn new(lab: Arc<World>, sub: &str) -> Self {
+        Self {
+            lab,
+            sub: sub.to_owned(),
+            held: std::sync::Mutex::new(None),
+        }
+    }
 }
 
 impl TokenProvider for LabTokens {
-    fn token(&self, _refresh: bool) -> BoxFuture<'_, Result<String, wsdr_client::TokenError>> {
+    fn token(&self, refresh: bool) -> BoxFuture<'_, Result<String, wsdr_client::TokenError>> {
         Box::pin(async move {
-            self.lab
-                .user_token(&self.sub)
-                .map_err(|e| wsdr_client::TokenError::Unavailable(e.into()))
+            let now_secs = self.lab.clock().now_ms() / 1000;
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            let usable = held
+                .as_ref()
+                .filter(|(_, issued)| now_secs < issued + USER_TOKEN_LIFETIME_SECS - 300)
+                .map(|(token, _)| token.clone());
+            if let (Some(token), false) = (&usable, refresh) {
+                return Ok(token.clone());
+            }
+            match self.lab.user_token(&self.sub) {
+                Ok(token) => {
+                    *held = Some((token.clone(), now_secs));
+                    Ok(token)
+                }
+                // No sign-in now: the token still held, while it lasts.
+                Err(e) => held
+                    .as_ref()
+                    .filter(|(_, issued)| now_secs < issued + USER_TOKEN_LIFETIME_SECS)
+                    .map(|(token, _)| token.clone())
+                    .ok_or_else(|| wsdr_client::TokenError::Unavailable(e.into())),
+            }
         })
     }
 }
@@ -53,10 +85,7 @@ pub fn user_client(
 ) -> ClientBuilder {
     let scale = lab.config().scale;
     let mut builder = ClientBuilder::new(lab.front_door_url())
-        .token_provider(Arc::new(LabTokens {
-            lab: lab.clone(),
-            sub: sub.to_owned(),
-        }))
+        .token_provider(Arc::new(LabTokens::new(lab.clone(), sub)))
         .subscribe(auction.clone())
         .heartbeat(scale.secs(30.0), scale.secs(35.0))
         .backoff(Backoff::default().scaled(scale.factor()))

@@ -59,6 +59,9 @@ pub struct LabConfig {
     /// time), so that concurrent invocations interleave at their requests. `None` (default):
     /// the real-time lab's own CPU time interleaves them; a simulation has none and sets it.
     pub store_service_time: Option<(AwsDuration, AwsDuration)>,
+    /// The users' identity provider (its Region) and how each Region's authorizer keeps its
+    /// keys.
+    pub identity: crate::world::identity::IdentityConfig,
 }
 
 impl Default for LabConfig {
@@ -87,16 +90,23 @@ impl Default for LabConfig {
             strong_request_cost: AwsDuration::from_millis(30),
             environment: crate::world::env::Environment::real(),
             store_service_time: None,
+            // Every campaign and test of the guarantees runs with the snapshot; only the
+            // reference design's own configuration goes without.
+            identity: crate::world::identity::IdentityConfig::wsdr_defaults(),
         }
     }
 }
 
 impl LabConfig {
-    /// The reference design's settings, which `Default` keeps (the baseline every
+    /// The reference design's settings, whose timers `Default` keeps (the baseline every
     /// campaign and timing test was written against): the verdict alarm's one-minute
-    /// periods behind the failover records, a 60 s TTL, no fast path.
+    /// periods behind the failover records, a 60 s TTL, no fast path; and its authorizers
+    /// with no snapshot of the issuer's keys (`Default` has one).
     pub fn reference() -> Self {
-        Self::default()
+        Self {
+            identity: crate::world::identity::IdentityConfig::reference(),
+            ..Self::default()
+        }
     }
 
     /// wsdr's defaults, as `template.yaml` deploys them: the fast verdict (probe rounds

@@ -15,8 +15,9 @@
 //! - `POST /api/service` with `{"region": ..., "in_service": true|false}`: a Region out of
 //!   DNS, or back in
 //! - `GET  /api/config` -> what the page needs: global name, Regions' own endpoints, scale
-//! - `GET  /api/token?sub=<user>` -> `{"token": ...}`: a lab user token (the lab's own issuer;
-//!   nothing like it exists in a deployment, where tokens come from the app's identity provider)
+//! - `GET  /api/token?sub=<user>` -> `{"token": ...}`: a lab user token (ES256, one hour) from
+//!   the lab's identity provider, which lives in a Region (the primary's by default) and
+//!   answers 503 while that Region is down, as a sign-in would fail
 //! - `POST /api/fault` with `{"kind": <kind>, "region": 0|1|"primary"|"secondary"|"<Region name>", "ms": <AWS ms>,
 //!   "percent": 0..100, "from": 0|1|"<Region name>"}`; kinds: `down`, `throttle`, `partition`, `lag` (ms), `never-returns`,
 //!   `ack-lost` (percent), `store-throttle` (percent), `store-outage`, `connections-throttle`
@@ -195,6 +196,10 @@ async fn token(State(lab): State<Arc<World>>, Query(request): Query<TokenRequest
     }
     match lab.user_token(&request.sub) {
         Ok(token) => Json(serde_json::json!({"token": token})).into_response(),
+        // A sign-in while the issuer's Region is down: unavailable, as the issuer would be.
+        Err(error) if error.is::<crate::world::identity::IssuerUnreachable>() => {
+            (StatusCode::SERVICE_UNAVAILABLE, format!("{error:#}")).into_response()
+        }
         Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{error:#}")).into_response(),
     }
 }

@@ -12,11 +12,11 @@
 use crate::world::clock::RegionClock;
 use crate::world::env::gateway_id;
 use crate::world::fault::Fault;
+use crate::world::identity::AuthorizerFunction;
 use crate::world::owner::Owner;
 use crate::world::region_id::{PerRegion, RegionId};
 use crate::world::scale::TimeScale;
 use crate::world::store::{RegionTable, ReplicaStore};
-use authorizer::Authorizer;
 use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayWebsocketProxyRequest,
 };
@@ -199,7 +199,7 @@ pub struct Region {
     verdicts: PerRegion<VerdictCopy>,
     quotas: Quotas,
     app: App,
-    authorizer: Arc<Authorizer>,
+    authorizer: Arc<AuthorizerFunction>,
     /// By connection id: an ordered map, so that a Region going down drops its sockets in
     /// the same order in every replay.
     sockets: Mutex<BTreeMap<String, Socket>>,
@@ -261,7 +261,7 @@ impl Region {
         id: RegionId,
         name: &str,
         table: RegionTable,
-        authorizer: Arc<Authorizer>,
+        authorizer: Arc<AuthorizerFunction>,
         quotas: Quotas,
         clock: Arc<RegionClock>,
         shared: crate::world::env::Shared,
@@ -757,7 +757,12 @@ async fn upgrade(
     ) else {
         return StatusCode::BAD_REQUEST.into_response();
     };
-    let decision = region.authorizer.authorize(&auth_request).await;
+    let decision = region
+        .authorizer
+        .sandbox()
+        .await
+        .authorize(&auth_request)
+        .await;
     if !decision.is_allow() {
         region.counters.denied.fetch_add(1, Ordering::Relaxed);
         return (StatusCode::FORBIDDEN, r#"{"message":"Forbidden"}"#).into_response();

@@ -1,0 +1,132 @@
+//! The JWKS snapshot: an issuer that cannot be reached (its Region lost) still verifies the
+//! keys the snapshot holds, and nothing else; an issuer that answers always wins.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use authorizer::{DenyReason, Verifier};
+use common::*;
+use jsonwebtoken::Algorithm;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// A JWKS of the test keys named.
+fn jwks_of(kids: &[&str]) -> String {
+    let all: HashMap<String, Value> = serde_json::from_str(PUBLIC_JWKS).unwrap();
+    json!({ "keys": kids.iter().map(|k| all[*k].clone()).collect::<Vec<_>>() }).to_string()
+}
+
+/// A JWKS URL nothing answers on.
+fn unreachable_issuer() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "http://{}/.well-known/jwks.json",
+        listener.local_addr().unwrap()
+    );
+    drop(listener);
+    url
+}
+
+fn rsa_token(kid: &str, pem: &[u8]) -> String {
+    sign(Algorithm::RS256, Some(kid), &rsa(pem), &claims())
+}
+
+#[tokio::test]
+async fn an_unreachable_issuer_still_verifies_the_keys_of_its_snapshot() {
+    let snapshot = jwks_of(&["rsa-1"]);
+    let url = unreachable_issuer();
+    let with = Verifier::new(&config(&url, &[("JWT_JWKS_SNAPSHOT", &snapshot)])).await;
+    let identity = with
+        .verify(&rsa_token("rsa-1", RSA_PRIVATE))
+        .await
+        .expect("the snapshot's key verifies");
+    assert_eq!(identity.sub, "user-alice");
+    // The same cold start without the snapshot denies every user.
+    let without = Verifier::new(&config(&url, &[])).await;
+    assert_eq!(
+        without.verify(&rsa_token("rsa-1", RSA_PRIVATE)).await,
+        Err(DenyReason::KeysUnavailable)
+    );
+}
+
+#[tokio::test]
+async fn a_key_the_snapshot_lacks_is_unavailable_and_a_forged_one_still_fails() {
+    let snapshot = jwks_of(&["rsa-1"]);
+    let verifier = Verifier::new(&config(
+        &unreachable_issuer(),
+        &[("JWT_JWKS_SNAPSHOT", &snapshot)],
+    ))
+    .await;
+    assert_eq!(
+        verifier.verify(&rsa_token("rsa-2", RSA2_PRIVATE)).await,
+        Err(DenyReason::KeysUnavailable),
+        "rsa-2 is in neither the (unreachable) issuer's answer nor the snapshot"
+    );
+    assert_eq!(
+        verifier.verify(&rsa_token("rsa-1", RSA2_PRIVATE)).await,
+        Err(DenyReason::BadSignature),
+        "the snapshot's key is a key, not a pass"
+    );
+}
+
+#[tokio::test]
+async fn an_issuer_that_answers_wins_over_its_snapshot() {
+    // The issuer rotated to rsa-2 and withdrew rsa-1; the snapshot is older.
+    let (url, jwks) = jwks_server(&["rsa-2"]).await;
+    let snapshot = jwks_of(&["rsa-1"]);
+    let verifier = Verifier::new(&config(&url, &[("JWT_JWKS_SNAPSHOT", &snapshot)])).await;
+    assert!(verifier
+        .verify(&rsa_token("rsa-2", RSA2_PRIVATE))
+        .await
+        .is_ok());
+    assert_eq!(
+        verifier.verify(&rsa_token("rsa-1", RSA_PRIVATE)).await,
+        Err(DenyReason::UnknownKid),
+        "a key the live issuer withdrew is not revived by the snapshot while it answers"
+    );
+    assert!(jwks.hits.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+}
+
+#[tokio::test]
+async fn a_snapshot_that_verifies_nothing_is_a_configuration_error() {
+    for (snapshot, says) in [
+        ("not json", "neither JSON nor base64url"),
+        ("e30", "not a JWKS"),
+        (r#"{"keys": []}"#, "no RS256 or ES256"),
+        (
+            r#"{"keys": [{"kty": "oct", "k": "c2VjcmV0", "kid": "x"}]}"#,
+            "no RS256 or ES256",
+        ),
+    ] {
+        let env: HashMap<&str, &str> = [
+            ("JWT_ISSUER", ISSUER),
+            ("JWT_AUDIENCE", AUDIENCE),
+            ("JWT_JWKS_URL", "https://issuer.example/jwks.json"),
+            ("JWT_JWKS_SNAPSHOT", snapshot),
+        ]
+        .into_iter()
+        .collect();
+        let error = authorizer::Config::from_lookup(|k| env.get(k).map(|v| v.to_string()))
+            .expect_err(snapshot)
+            .to_string();
+        assert!(
+            error.contains("JWT_JWKS_SNAPSHOT") && error.contains(says),
+            "{snapshot}: {error}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_snapshot_in_base64url_reads_as_its_json() {
+    let json = jwks_of(&["rsa-1"]);
+    let encoded = b64(json.as_bytes());
+    let verifier = Verifier::new(&config(
+        &unreachable_issuer(),
+        &[("JWT_JWKS_SNAPSHOT", &encoded)],
+    ))
+    .await;
+    assert!(verifier
+        .verify(&rsa_token("rsa-1", RSA_PRIVATE))
+        .await
+        .is_ok());
+}
