@@ -88,6 +88,9 @@ pub struct World {
     front_door: SocketAddr,
     /// The users' issuer, in its Region.
     identity: Arc<IdentityProvider>,
+    /// Each user's token as the app stores it (kept across restarts of the app), with the
+    /// second it was issued.
+    app_tokens: Mutex<std::collections::HashMap<String, (String, u64)>>,
     /// The canary issuer's secret: the chaos campaign's attackers hold it (a leaked secret).
     canary_secret: String,
     /// Strong mode's MRSC table (its members, quorum, faults); `None` in eventual mode.
@@ -459,6 +462,7 @@ impl World {
             timeline,
             front_door,
             identity,
+            app_tokens: Mutex::default(),
             canary_secret: canary_secret.clone(),
             owner,
             clock,
@@ -596,6 +600,30 @@ impl World {
         let now = self.clock.now_ms() / 1000;
         let claims = serde_json::json!({"sub": sub, "iss": USER_ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + USER_TOKEN_LIFETIME_SECS});
         self.identity.sign_in(&claims)
+    }
+
+    /// The token a user's app presents: the one it stores, until it is refused (`refresh`)
+    /// or has under five minutes left; then a sign-in. While the issuer's Region is down a
+    /// sign-in fails, and the app keeps presenting the stored token while it is valid.
+    pub fn app_token(&self, sub: &str, refresh: bool) -> anyhow::Result<String> {
+        let now = self.clock.now_ms() / 1000;
+        let mut stored = lock(&self.app_tokens);
+        let valid_for = |issued: u64| (issued + USER_TOKEN_LIFETIME_SECS).saturating_sub(now);
+        if let Some((token, issued)) = stored.get(sub) {
+            if !refresh && valid_for(*issued) > 300 {
+                return Ok(token.clone());
+            }
+        }
+        match self.user_token(sub) {
+            Ok(token) => {
+                stored.insert(sub.to_owned(), (token.clone(), now));
+                Ok(token)
+            }
+            Err(error) => match stored.get(sub) {
+                Some((token, issued)) if valid_for(*issued) > 0 => Ok(token.clone()),
+                _ => Err(error),
+            },
+        }
     }
 
     /// The users' issuer.

@@ -10,7 +10,7 @@ use crate::sim::history::{Answer, BidKey, Op, UserEnd, Violation};
 use crate::world::owner::Owner;
 use crate::world::scale::TimeScale;
 use crate::world::timeline::Kind;
-use crate::world::{World, USER_TOKEN_LIFETIME_SECS};
+use crate::world::World;
 use futures::future::BoxFuture;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -23,17 +23,14 @@ use tokio::time::Instant;
 use wsdr_client::{
     Backoff, Client, ClientBuilder, Event, Fallback, OfflineBids, RegionalEndpoint, TokenProvider,
 };
-use wsdr_core::Clock as _;
 use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, Versions};
 
-/// A user's tokens as an app keeps them: one from a sign-in, reused at every connect until
-/// it is refused or has under five minutes left, then a new sign-in (which fails while the
-/// issuer's Region is down: the app keeps the token it has while that one is still valid).
+/// A user's tokens as an app keeps them ([`World::app_token`]): stored across restarts of
+/// the app, reused until refused or nearly expired.
 #[derive(Debug)]
 pub struct LabTokens {
     pub lab: Arc<World>,
     pub sub: String,
-    pub held: std::sync::Mutex<Option<(String, u64)>>,
 }
 
 impl LabTokens {
@@ -41,7 +38,6 @@ impl LabTokens {
         Self {
             lab,
             sub: sub.to_owned(),
-            held: std::sync::Mutex::new(None),
         }
     }
 }
@@ -49,27 +45,9 @@ impl LabTokens {
 impl TokenProvider for LabTokens {
     fn token(&self, refresh: bool) -> BoxFuture<'_, Result<String, wsdr_client::TokenError>> {
         Box::pin(async move {
-            let now_secs = self.lab.clock().now_ms() / 1000;
-            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-            let usable = held
-                .as_ref()
-                .filter(|(_, issued)| now_secs < issued + USER_TOKEN_LIFETIME_SECS - 300)
-                .map(|(token, _)| token.clone());
-            if let (Some(token), false) = (&usable, refresh) {
-                return Ok(token.clone());
-            }
-            match self.lab.user_token(&self.sub) {
-                Ok(token) => {
-                    *held = Some((token.clone(), now_secs));
-                    Ok(token)
-                }
-                // No sign-in now: the token still held, while it lasts.
-                Err(e) => held
-                    .as_ref()
-                    .filter(|(_, issued)| now_secs < issued + USER_TOKEN_LIFETIME_SECS)
-                    .map(|(token, _)| token.clone())
-                    .ok_or_else(|| wsdr_client::TokenError::Unavailable(e.into())),
-            }
+            self.lab
+                .app_token(&self.sub, refresh)
+                .map_err(|e| wsdr_client::TokenError::Unavailable(e.into()))
         })
     }
 }

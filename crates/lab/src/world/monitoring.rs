@@ -285,7 +285,9 @@ impl World {
                             || id == fastpath::JUDGE
                             || !inside_link.is_cut();
                         async move {
-                            let ok = !blind && prober.probe_once().await.is_ok();
+                            // The real canary's rule: a handshake refused with 429 is a
+                            // Region up and busy (its connect quota spent), never a failure.
+                            let ok = !blind && canary::counts_as_up(&prober.probe_once().await);
                             reaches_judge.then_some(ok)
                         }
                     };
