@@ -45,6 +45,12 @@ pub enum Scenario {
     /// records' checks read the verdict where it was made (the secondary), so the name moves
     /// anyway; a health endpoint inside the primary would keep answering `serve`.
     Degraded,
+    /// The primary down while its users are a herd far larger than the secondary's
+    /// new-connection quota (the secondary admits 1% of it, `connect-quota`): for as long as
+    /// the herd lasts most handshakes get 429, the secondary's canary's among them. A 429 is
+    /// the quota of a Region that is up: its verdict must stay "serve", or DNS answers the
+    /// dead primary.
+    Herd,
 }
 
 impl Scenario {
@@ -62,6 +68,7 @@ impl Scenario {
             Self::Slow => "slow",
             Self::Isolate => "isolate",
             Self::Degraded => "degraded",
+            Self::Herd => "herd",
         }
     }
 }
@@ -85,6 +92,15 @@ impl Scenario {
                 Plan::new().inject(now, Fault::Throttle(Primary))
             }
             Scenario::Down => Plan::new().inject(now, Fault::Down(Primary)),
+            Scenario::Herd => Plan::new()
+                .inject(
+                    now,
+                    Fault::ConnectQuota {
+                        region: Secondary,
+                        percent: 1,
+                    },
+                )
+                .inject(now, Fault::Down(Primary)),
             Scenario::NeverReturns => Plan::new().inject(now, Fault::NeverReturns(Primary)),
             Scenario::Isolate => Plan::new().inject(now, Fault::Isolate(Primary)),
             Scenario::Degraded => Plan::new()

@@ -22,7 +22,8 @@
 //!   "percent": 0..100, "from": 0|1|"<Region name>"}`; kinds: `down`, `throttle`, `partition`, `lag` (ms), `never-returns`,
 //!   `ack-lost` (percent), `store-throttle` (percent), `store-outage`, `connections-throttle`
 //!   (percent), `disconnect-dropped`, `skew` (ms, may be negative), `one-way` (from),
-//!   `sticky-dns` (ms: how long answers are kept), `slow` (ms), `heal` (docs/LAB.md)
+//!   `sticky-dns` (ms: how long answers are kept), `slow` (ms), `isolate`, `connect-quota`
+//!   (percent of the quota left), `heal` (docs/LAB.md)
 
 pub use crate::world::fault::{FaultRequest, RegionRef};
 use crate::world::World;

@@ -57,6 +57,9 @@ pub enum FaultKind {
     Slow,
     /// The Region's table replica cut off from the other Regions (strong mode: no quorum).
     Isolate,
+    /// The Region's new-connection quota cut to --percent of its own: a herd that many times
+    /// larger than the lab's users meets it.
+    ConnectQuota,
     /// End every fault.
     Heal,
 }
@@ -89,6 +92,7 @@ impl FaultKind {
             Self::StickyDns => "sticky-dns",
             Self::Slow => "slow",
             Self::Isolate => "isolate",
+            Self::ConnectQuota => "connect-quota",
             Self::Heal => "heal",
         }
     }
@@ -148,6 +152,10 @@ pub enum Fault {
     /// Strong mode: the Region has no quorum and decides nothing. Eventual mode: its
     /// replication cut both ways (a partition).
     Isolate(RegionId),
+    /// The Region admits this percentage of its new-connection quota (API Gateway's 500 per
+    /// second, [`crate::world::LabConfig::connect_rate`]), at least one handshake in a burst:
+    /// the lab's users stand for a herd 100/percent times larger.
+    ConnectQuota { region: RegionId, percent: u8 },
     /// Everything back to normal (a Region that never returns stays gone).
     Heal,
 }
@@ -170,6 +178,7 @@ impl Fault {
             Fault::StickyDns(_) => FaultKind::StickyDns,
             Fault::Slow { .. } => FaultKind::Slow,
             Fault::Isolate(_) => FaultKind::Isolate,
+            Fault::ConnectQuota { .. } => FaultKind::ConnectQuota,
             Fault::Heal => FaultKind::Heal,
         }
     }
@@ -215,6 +224,11 @@ impl Fault {
                 "{}: every integration {} ms slower (AWS)",
                 names[region],
                 by.as_millis()
+            ),
+            Fault::ConnectQuota { region, percent } => format!(
+                "{}: new-connection quota cut to {percent}% (a herd {}x the lab's users)",
+                names[region],
+                100 / u32::from(percent.max(1))
             ),
             Fault::Heal => "all faults healed".into(),
         }
@@ -271,7 +285,7 @@ pub struct FaultRequest {
     #[serde(default)]
     pub ms: i64,
     /// `ack-lost`, `store-throttle`, `connections-throttle`: share affected, 0 to 100
-    /// (default 50).
+    /// (default 50); `connect-quota`: the share of the quota left.
     #[serde(default)]
     pub percent: Option<u8>,
     /// `one-way`: the Region whose outgoing replication is cut (default `region`).
@@ -338,6 +352,7 @@ impl FaultRequest {
                 by: non_negative()?,
             },
             FaultKind::Isolate => Fault::Isolate(region),
+            FaultKind::ConnectQuota => Fault::ConnectQuota { region, percent },
             FaultKind::Heal => Fault::Heal,
         })
     }

@@ -429,9 +429,17 @@ impl Region {
                 .faults
                 .slow_us
                 .store(self.scale.lab(by).as_micros() as u64, Ordering::SeqCst),
+            Fault::ConnectQuota { region, percent } if here(region) => {
+                let share = f64::from(percent.min(100)) / 100.0;
+                self.set_connect_rate(
+                    self.quotas.connect_rate * share,
+                    (self.quotas.connect_burst * share).max(1.0),
+                );
+            }
             Fault::Heal => {
                 self.faults.heal();
                 self.clock.reset();
+                self.set_connect_rate(self.quotas.connect_rate, self.quotas.connect_burst);
             }
             _ => {}
         }
