@@ -109,6 +109,7 @@ pub fn quotas(connect_rate: f64, post_latency: Duration, concurrency: usize) -> 
         max_message_bytes: 128 * 1024,
         herd_hint: None,
         consistency: wsdr_core::Consistency::Eventual,
+        verdict_age: wsdr_core::VerdictAge::DEFAULT,
     }
 }
 

@@ -283,6 +283,7 @@ impl World {
                 reuse_for: scale.lab(AwsDuration::from_secs(60)),
             }),
             consistency: config.consistency,
+            verdict_age: config.verdict_age,
         };
         let clocks = PerRegion::from_fn(|_| RegionClock::new(clock));
         let service_time = config
@@ -656,6 +657,11 @@ impl World {
             lost.extend(link.inject(&fault, &gone));
         }
         self.resolver.inject(&fault);
+        match fault {
+            Fault::WatcherSilent(quiet) => self.fast_faults.silence(Some(self.scale().lab(quiet))),
+            Fault::Heal => self.fast_faults.silence(None),
+            _ => {}
+        }
         if let Some(cluster) = &self.cluster {
             let before = self.now_ms();
             cluster.inject(&fault, &gone);

@@ -816,3 +816,41 @@ async fn a_herd_over_the_secondarys_quota_never_sends_dns_back_to_the_dead_prima
     assert_eq!(report.restored, 60, "{table}");
     assert!(report.passed(), "{:?}\n{table}", report.failed_checks);
 }
+
+/// The watcher falls silent for ten minutes a minute after the primary is lost
+/// (`watcher-silent`). The health endpoint answers the last known verdict (stale, held for
+/// 6 hours: `VerdictAge::DEFAULT`), so DNS stays on the secondary; with the rule it replaced
+/// (a verdict older than 60 s means "serve") the name goes back to the dead primary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_watcher_never_sends_dns_back_to_the_dead_primary() {
+    let with = |age: wsdr_core::VerdictAge| DrillConfig {
+        lab: LabConfig {
+            verdict_age: age,
+            ..LabConfig::wsdr_defaults()
+        },
+        ..config(Scenario::WatcherSilent)
+    };
+    let held = drill::run_simulated(with(wsdr_core::VerdictAge::DEFAULT))
+        .await
+        .unwrap();
+    let table = held.table();
+    assert_eq!(held.dns_flips_during_fault, 1, "{table}");
+    assert_eq!(held.restored, 10, "{table}");
+    assert!(held.passed(), "{:?}\n{table}", held.failed_checks);
+    let serve_when_old = drill::run_simulated(with(wsdr_core::VerdictAge {
+        stale_after_ms: 60_000,
+        hold_ms: 60_000,
+    }))
+    .await
+    .unwrap();
+    let table = serve_when_old.table();
+    assert!(serve_when_old.dns_flips_during_fault > 1, "{table}");
+    assert!(
+        serve_when_old
+            .failed_checks
+            .iter()
+            .any(|c| c.contains("answered the failed primary again")),
+        "{:?}",
+        serve_when_old.failed_checks
+    );
+}

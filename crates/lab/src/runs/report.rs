@@ -215,6 +215,14 @@ impl Report {
                 },
             );
         } else {
+            // One flip moves the name off the failed primary; any more sent it back there
+            // while it was still failed (a herd over the quota, a silent watcher, a flood).
+            check(
+                self.dns_flips_during_fault <= 1,
+                Check::DnsBackToFailedPrimary {
+                    flips: self.dns_flips_during_fault,
+                },
+            );
             let detected = match self.health_check {
                 HealthCheckKind::Alarm => self.detection_ms.is_some(),
                 HealthCheckKind::Endpoint => self
@@ -918,6 +926,7 @@ pub enum Check {
     NeverDetected { by: HealthCheckKind },
     NotAllRestored { restored: usize, users: usize },
     UsersDenied { handshakes: usize },
+    DnsBackToFailedPrimary { flips: usize },
     NoFailback,
     NotAllBack { back: usize, users: usize },
     AcknowledgedBidsLost { bids: usize },
@@ -973,6 +982,10 @@ impl std::fmt::Display for Check {
             Check::NotAllRestored { restored, users } => {
                 write!(f, "restored in the secondary: {restored}/{users}")
             }
+            Check::DnsBackToFailedPrimary { flips } => write!(
+                f,
+                "DNS flipped {flips} times during the fault: it answered the failed primary again"
+            ),
             Check::UsersDenied { handshakes } => write!(
                 f,
                 "the secondary's authorizer denied {handshakes} users' handshakes (403)"

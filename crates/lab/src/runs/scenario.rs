@@ -51,6 +51,11 @@ pub enum Scenario {
     /// the quota of a Region that is up: its verdict must stay "serve", or DNS answers the
     /// dead primary.
     Herd,
+    /// The primary down, and a minute later, once the name has moved, the judge's watcher
+    /// silent for ten minutes (a failed secret read at init, an EventBridge delay, a
+    /// deploy): the health endpoint answers from a verdict that ages. It must keep
+    /// answering the last known status, or DNS returns to the dead primary.
+    WatcherSilent,
 }
 
 impl Scenario {
@@ -69,6 +74,7 @@ impl Scenario {
             Self::Isolate => "isolate",
             Self::Degraded => "degraded",
             Self::Herd => "herd",
+            Self::WatcherSilent => "watcher-silent",
         }
     }
 }
@@ -92,6 +98,10 @@ impl Scenario {
                 Plan::new().inject(now, Fault::Throttle(Primary))
             }
             Scenario::Down => Plan::new().inject(now, Fault::Down(Primary)),
+            Scenario::WatcherSilent => Plan::new()
+                .inject(now, Fault::Down(Primary))
+                .inject(secs(60), Fault::WatcherSilent(secs(600)))
+                .lasting(secs(300)),
             Scenario::Herd => Plan::new()
                 .inject(
                     now,

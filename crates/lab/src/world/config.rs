@@ -62,6 +62,9 @@ pub struct LabConfig {
     /// The users' identity provider (its Region) and how each Region's authorizer keeps its
     /// keys.
     pub identity: crate::world::identity::IdentityConfig,
+    /// How the health endpoint answers a fast verdict nobody has rewritten (AWS time): the
+    /// last known status, held 6 hours (`VerdictAge::DEFAULT`).
+    pub verdict_age: wsdr_core::VerdictAge,
 }
 
 impl Default for LabConfig {
@@ -93,6 +96,7 @@ impl Default for LabConfig {
             // Every campaign and test of the guarantees runs with the snapshot; only the
             // reference design's own configuration goes without.
             identity: crate::world::identity::IdentityConfig::wsdr_defaults(),
+            verdict_age: wsdr_core::VerdictAge::DEFAULT,
         }
     }
 }

@@ -102,9 +102,25 @@ pub fn vantage_points(judged: RegionId) -> &'static [Vantage] {
 pub struct FastFaults {
     /// Per Region, per vantage point: that vantage point's probes fail.
     blind: PerRegion<[AtomicBool; 2]>,
+    /// The judge's watcher writes no verdict until then (`watcher-silent`).
+    silent_until: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
 
 impl FastFaults {
+    /// The watcher silent for `lab` (lab time) from now; `None`: writing again.
+    pub fn silence(&self, lab: Option<std::time::Duration>) {
+        *self.silent_until.lock().unwrap_or_else(|p| p.into_inner()) =
+            lab.map(|d| tokio::time::Instant::now() + d);
+    }
+
+    /// Whether the watcher is silent now.
+    pub fn is_silent(&self) -> bool {
+        self.silent_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|until| tokio::time::Instant::now() < until)
+    }
+
     /// Blind (or restore) one vantage point of `region`'s verdict.
     pub fn set_blind(&self, region: RegionId, vantage: usize, blind: bool) {
         if let Some(flag) = self.blind[region].get(vantage) {

@@ -60,6 +60,9 @@ pub enum FaultKind {
     /// The Region's new-connection quota cut to --percent of its own: a herd that many times
     /// larger than the lab's users meets it.
     ConnectQuota,
+    /// The judge's watcher writes no fast verdict for --ms (a failed secret read at init, an
+    /// EventBridge delay, a deploy).
+    WatcherSilent,
     /// End every fault.
     Heal,
 }
@@ -93,6 +96,7 @@ impl FaultKind {
             Self::Slow => "slow",
             Self::Isolate => "isolate",
             Self::ConnectQuota => "connect-quota",
+            Self::WatcherSilent => "watcher-silent",
             Self::Heal => "heal",
         }
     }
@@ -156,6 +160,9 @@ pub enum Fault {
     /// second, [`crate::world::LabConfig::connect_rate`]), at least one handshake in a burst:
     /// the lab's users stand for a herd 100/percent times larger.
     ConnectQuota { region: RegionId, percent: u8 },
+    /// The judge's watcher writes no fast verdict for this long: the health endpoint answers
+    /// from a verdict that ages.
+    WatcherSilent(AwsDuration),
     /// Everything back to normal (a Region that never returns stays gone).
     Heal,
 }
@@ -179,6 +186,7 @@ impl Fault {
             Fault::Slow { .. } => FaultKind::Slow,
             Fault::Isolate(_) => FaultKind::Isolate,
             Fault::ConnectQuota { .. } => FaultKind::ConnectQuota,
+            Fault::WatcherSilent(_) => FaultKind::WatcherSilent,
             Fault::Heal => FaultKind::Heal,
         }
     }
@@ -229,6 +237,10 @@ impl Fault {
                 "{}: new-connection quota cut to {percent}% (a herd {}x the lab's users)",
                 names[region],
                 100 / u32::from(percent.max(1))
+            ),
+            Fault::WatcherSilent(quiet) => format!(
+                "the watcher writes no verdict for {} s (AWS)",
+                quiet.as_secs()
             ),
             Fault::Heal => "all faults healed".into(),
         }
@@ -281,7 +293,7 @@ pub struct FaultRequest {
     pub kind: String,
     #[serde(default)]
     pub region: RegionRef,
-    /// AWS milliseconds (`lag`, `skew` (signed), `sticky-dns`, `slow`).
+    /// AWS milliseconds (`lag`, `skew` (signed), `sticky-dns`, `slow`, `watcher-silent`).
     #[serde(default)]
     pub ms: i64,
     /// `ack-lost`, `store-throttle`, `connections-throttle`: share affected, 0 to 100
@@ -353,6 +365,7 @@ impl FaultRequest {
             },
             FaultKind::Isolate => Fault::Isolate(region),
             FaultKind::ConnectQuota => Fault::ConnectQuota { region, percent },
+            FaultKind::WatcherSilent => Fault::WatcherSilent(non_negative()?),
             FaultKind::Heal => Fault::Heal,
         })
     }

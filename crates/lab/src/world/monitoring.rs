@@ -273,7 +273,8 @@ impl World {
                 let mut version: u64 = 0;
                 loop {
                     tick.tick().await;
-                    if judge.is_down() {
+                    // A judge that is down decides nothing; a silent watcher writes nothing.
+                    if judge.is_down() || faults.is_silent() {
                         continue;
                     }
                     let probe = |vantage: fastpath::Vantage| {
@@ -293,7 +294,13 @@ impl World {
                     };
                     let results =
                         futures::future::join_all(vantage_points.iter().map(|v| probe(*v))).await;
-                    if let Some(serve) = verdict.round(&results) {
+                    let changed = verdict.round(&results);
+                    if changed.is_none() {
+                        // The watcher rewrites its verdict every round: its age says the
+                        // watcher is alive.
+                        judge.record_verdict(id, version, verdict.serves());
+                    }
+                    if let Some(serve) = changed {
                         let (kind, what) = if serve {
                             (Kind::FastServe, "fast verdict -> serve")
                         } else {

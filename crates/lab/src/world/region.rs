@@ -66,6 +66,10 @@ pub struct Quotas {
     pub herd_hint: Option<wsdr_core::HerdHint>,
     /// How the handler decides bids (strong mode needs the MRSC table).
     pub consistency: wsdr_core::Consistency,
+    /// How the health function treats a fast verdict nobody has rewritten (AWS time):
+    /// wsdr's is `VerdictAge::DEFAULT` (stale after 60 s, answered as the last known status
+    /// for 6 hours).
+    pub verdict_age: wsdr_core::VerdictAge,
 }
 
 /// Faults that can be injected into a Region ([`Region::inject`]).
@@ -497,7 +501,13 @@ impl Region {
     /// This replica's copy of the fast verdict on `judged` (`true` = serve; none yet:
     /// serve, as the health function answers).
     pub fn verdict_on(&self, judged: RegionId) -> bool {
-        self.verdicts[judged].serves()
+        self.verdict_answer_on(judged).serves
+    }
+
+    /// The health function's whole answer about `judged` from this replica: the verdict,
+    /// and whether it is stale (its writer silent).
+    pub fn verdict_answer_on(&self, judged: RegionId) -> wsdr_core::EndpointAnswer {
+        self.verdicts[judged].answer(self.scale, self.quotas.verdict_age)
     }
 
     /// What this Region's replica says about the Region itself: what a health endpoint
@@ -1028,20 +1038,28 @@ async fn delete_connection(
     }
 }
 
-/// One replica's copy of a fast verdict item: its newest version wins.
+/// A replica's copy of one fast verdict item: its version (the judge's sequence number),
+/// the verdict, and when it was last written (lab time; the judge rewrites it every round).
 #[derive(Debug, Default)]
-struct VerdictCopy(Mutex<Option<(u64, bool)>>);
+struct VerdictCopy(Mutex<Option<(u64, bool, tokio::time::Instant)>>);
 
 impl VerdictCopy {
     fn record(&self, version: u64, serve: bool) {
         let mut copy = lock(&self.0);
-        if copy.is_none_or(|(held, _)| version > held) {
-            *copy = Some((version, serve));
+        if copy.is_none_or(|(held, _, _)| version >= held) {
+            *copy = Some((version, serve, tokio::time::Instant::now()));
         }
     }
 
-    fn serves(&self) -> bool {
-        lock(&self.0).is_none_or(|(_, serve)| serve)
+    /// What the health function answers from this copy: `endpoint_answer`'s rule on its
+    /// age, in AWS time.
+    fn answer(&self, scale: TimeScale, age: wsdr_core::VerdictAge) -> wsdr_core::EndpointAnswer {
+        let copy = *lock(&self.0);
+        let verdict = copy.map(|(_, serve, _)| (serve, 0));
+        let old_ms = copy.map_or(0, |(_, _, at)| {
+            (at.elapsed().as_secs_f64() * scale.factor() * 1000.0) as u64
+        });
+        wsdr_core::endpoint_answer(verdict, old_ms, age)
     }
 }
 
