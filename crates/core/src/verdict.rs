@@ -52,8 +52,11 @@ impl FailoverRule {
 /// result in a round counts as failed there).
 ///
 /// Fail over only when **every** vantage point has failed `fail_after` rounds in a row, so a
-/// fault between one vantage point and the Region (a network path, a broken watcher) can
-/// never fail a healthy Region over; serve again only when every vantage point has succeeded
+/// fault between one vantage point and the Region (a broken watcher, a network path only it
+/// uses) can never fail a healthy Region over. Not a partition between the two Regions: the
+/// watcher's probe and the Region's own rounds (which reach the judge by replication) both
+/// cross it, so both fail and a healthy primary is failed over (docs/DEPLOY.md, the
+/// dependency table, drilled by `inter-region-partition`). Serve again only when every vantage point has succeeded
 /// `recover_after` rounds in a row (slow failback, as with the minute rule). With rounds every
 /// 5 s, 3 and 12: a Region is failed over 15 s after it stops answering, and taken back after
 /// a healthy minute.

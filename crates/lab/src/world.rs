@@ -652,19 +652,29 @@ impl World {
         for store in self.stores.values() {
             store.inject(&fault);
         }
+        // Between the Regions, an inter-Region partition is a replication partition; the
+        // fast path's watcher loses its probe of the primary as well.
+        let between = match fault {
+            Fault::InterRegionPartition => Fault::Partition,
+            other => other,
+        };
         let mut lost = Vec::new();
         for link in self.links.values() {
-            lost.extend(link.inject(&fault, &gone));
+            lost.extend(link.inject(&between, &gone));
         }
         self.resolver.inject(&fault);
         match fault {
             Fault::WatcherSilent(quiet) => self.fast_faults.silence(Some(self.scale().lab(quiet))),
-            Fault::Heal => self.fast_faults.silence(None),
+            Fault::InterRegionPartition => self.fast_faults.cut_between(true),
+            Fault::Heal => {
+                self.fast_faults.silence(None);
+                self.fast_faults.cut_between(false);
+            }
             _ => {}
         }
         if let Some(cluster) = &self.cluster {
             let before = self.now_ms();
-            cluster.inject(&fault, &gone);
+            cluster.inject(&between, &gone);
             let quorum = PerRegion::from_fn(|r| cluster.has_quorum(r.index()));
             lock(&self.quorum_log).push((before, self.now_ms(), quorum));
         }

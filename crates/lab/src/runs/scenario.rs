@@ -56,6 +56,11 @@ pub enum Scenario {
     /// deploy): the health endpoint answers from a verdict that ages. It must keep
     /// answering the last known status, or DNS returns to the dead primary.
     WatcherSilent,
+    /// The network between the two Regions cut for five minutes (replication and the
+    /// watcher's probe of the primary), both Regions healthy and reached by their users.
+    /// Both views of the primary cross that path, so the primary is failed over while
+    /// healthy: what that costs is measured (docs/DEPLOY.md, the dependency table).
+    InterRegionPartition,
 }
 
 impl Scenario {
@@ -75,6 +80,7 @@ impl Scenario {
             Self::Degraded => "degraded",
             Self::Herd => "herd",
             Self::WatcherSilent => "watcher-silent",
+            Self::InterRegionPartition => "inter-region-partition",
         }
     }
 }
@@ -98,6 +104,9 @@ impl Scenario {
                 Plan::new().inject(now, Fault::Throttle(Primary))
             }
             Scenario::Down => Plan::new().inject(now, Fault::Down(Primary)),
+            Scenario::InterRegionPartition => Plan::new()
+                .inject(now, Fault::InterRegionPartition)
+                .lasting(secs(300)),
             Scenario::WatcherSilent => Plan::new()
                 .inject(now, Fault::Down(Primary))
                 .inject(secs(60), Fault::WatcherSilent(secs(600)))

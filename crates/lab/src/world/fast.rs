@@ -104,6 +104,9 @@ pub struct FastFaults {
     blind: PerRegion<[AtomicBool; 2]>,
     /// The judge's watcher writes no verdict until then (`watcher-silent`).
     silent_until: std::sync::Mutex<Option<tokio::time::Instant>>,
+    /// The network between the Regions cut: the watcher, in the judge, cannot reach the
+    /// Region it watches (`inter-region-partition`).
+    between_cut: AtomicBool,
 }
 
 impl FastFaults {
@@ -128,11 +131,20 @@ impl FastFaults {
         }
     }
 
+    /// Cut (or restore) the network between the Regions.
+    pub fn cut_between(&self, cut: bool) {
+        self.between_cut.store(cut, Ordering::SeqCst);
+    }
+
     /// Whether a vantage point is blind to a Region.
     pub fn is_blind(&self, region: RegionId, vantage: usize) -> bool {
-        self.blind[region]
-            .get(vantage)
-            .is_some_and(|flag| flag.load(Ordering::SeqCst))
+        let cut_off = region != JUDGE
+            && vantage == Vantage::Outside.index()
+            && self.between_cut.load(Ordering::SeqCst);
+        cut_off
+            || self.blind[region]
+                .get(vantage)
+                .is_some_and(|flag| flag.load(Ordering::SeqCst))
     }
 }
 

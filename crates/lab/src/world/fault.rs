@@ -63,6 +63,9 @@ pub enum FaultKind {
     /// The judge's watcher writes no fast verdict for --ms (a failed secret read at init, an
     /// EventBridge delay, a deploy).
     WatcherSilent,
+    /// The network between the two Regions cut (replication and the watcher's probe of the
+    /// primary), each Region still reachable by its users.
+    InterRegionPartition,
     /// End every fault.
     Heal,
 }
@@ -97,6 +100,7 @@ impl FaultKind {
             Self::Isolate => "isolate",
             Self::ConnectQuota => "connect-quota",
             Self::WatcherSilent => "watcher-silent",
+            Self::InterRegionPartition => "inter-region-partition",
             Self::Heal => "heal",
         }
     }
@@ -163,6 +167,9 @@ pub enum Fault {
     /// The judge's watcher writes no fast verdict for this long: the health endpoint answers
     /// from a verdict that ages.
     WatcherSilent(AwsDuration),
+    /// Replication cut both ways and the watcher (in the judge) unable to reach the primary:
+    /// the inter-Region path both views of the primary cross. Users reach both Regions.
+    InterRegionPartition,
     /// Everything back to normal (a Region that never returns stays gone).
     Heal,
 }
@@ -187,6 +194,7 @@ impl Fault {
             Fault::Isolate(_) => FaultKind::Isolate,
             Fault::ConnectQuota { .. } => FaultKind::ConnectQuota,
             Fault::WatcherSilent(_) => FaultKind::WatcherSilent,
+            Fault::InterRegionPartition => FaultKind::InterRegionPartition,
             Fault::Heal => FaultKind::Heal,
         }
     }
@@ -242,6 +250,10 @@ impl Fault {
                 "the watcher writes no verdict for {} s (AWS)",
                 quiet.as_secs()
             ),
+            Fault::InterRegionPartition => {
+                "the network between the Regions cut (replication, the watcher's probe); users reach both"
+                    .into()
+            }
             Fault::Heal => "all faults healed".into(),
         }
     }
@@ -366,6 +378,7 @@ impl FaultRequest {
             FaultKind::Isolate => Fault::Isolate(region),
             FaultKind::ConnectQuota => Fault::ConnectQuota { region, percent },
             FaultKind::WatcherSilent => Fault::WatcherSilent(non_negative()?),
+            FaultKind::InterRegionPartition => Fault::InterRegionPartition,
             FaultKind::Heal => Fault::Heal,
         })
     }
