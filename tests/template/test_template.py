@@ -175,7 +175,7 @@ def test_failover_decision_lives_in_the_secondary(template):
         assert (endpoint["RequestInterval"], endpoint["FailureThreshold"]) == (10, 1), check_name
     # Both records' endpoint checks read the judge (this stack's health function, in the
     # secondary), each on its own path: the verdict served where it was made.
-    judge_host = {"Fn::Select": [2, {"Fn::Split": ["/", {"Fn::GetAtt": ["HealthFunctionUrl", "FunctionUrl"]}]}]}
+    judge_host = {"Fn::GetAtt": ["HealthDistribution", "DomainName"]}
     for check_name, path in (("PrimaryHealthCheck", "/primary"), ("SecondaryHealthCheck", "/secondary")):
         endpoint = res[check_name]["Properties"]["HealthCheckConfig"]["Fn::If"][1]
         assert endpoint["FullyQualifiedDomainName"] == judge_host, check_name
@@ -551,7 +551,7 @@ def test_endpoint_checks_read_a_fast_verdict_decided_with_two_views(template):
     health = res["HealthFunction"]
     assert health["Condition"] == "JudgesHere"
     assert template["Conditions"]["JudgesHere"] == {"Fn::And": [{"Condition": "IsSecondary"}, {"Condition": "EndpointChecks"}]}
-    assert health["Properties"]["FunctionUrlConfig"] == {"AuthType": "NONE"}, "Route 53's checkers do not sign"
+    assert health["Properties"]["FunctionUrlConfig"] == {"AuthType": "AWS_IAM"}, "only the health distribution signs"
     (read,) = _statements(health)
     assert read["Action"] == "dynamodb:GetItem", "one item read per request, nothing else"
     env = health["Properties"]["Environment"]["Variables"]
@@ -756,3 +756,35 @@ def test_every_log_group_keeps_logs_for_log_retention_days(template):
     assert groups
     for name, group in groups.items():
         assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name
+
+
+def test_the_health_endpoint_is_a_cache_that_a_flood_cannot_reach_past(template):
+    """docs/DEPLOY.md, "Who decides": Route 53's checks read the verdict through CloudFront,
+    which keeps one answer per path for 2 s whatever the request carries, and is the only
+    caller the function URL accepts (origin access control); a "fail over" 503 is kept no
+    longer than a "serve"."""
+    res = template["Resources"]
+    oac = res["HealthOriginAccessControl"]["Properties"]["OriginAccessControlConfig"]
+    assert (oac["OriginAccessControlOriginType"], oac["SigningBehavior"], oac["SigningProtocol"]) == ("lambda", "always", "sigv4")
+    policy = res["HealthCachePolicy"]["Properties"]["CachePolicyConfig"]
+    assert (policy["MinTTL"], policy["DefaultTTL"], policy["MaxTTL"]) == (2, 2, 2)
+    key = policy["ParametersInCacheKeyAndForwardedToOrigin"]
+    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "none"}
+    assert key["HeadersConfig"] == {"HeaderBehavior": "none"}
+    assert key["CookiesConfig"] == {"CookieBehavior": "none"}
+    config = res["HealthDistribution"]["Properties"]["DistributionConfig"]
+    (origin,) = config["Origins"]
+    assert origin["OriginAccessControlId"] == {"Fn::GetAtt": ["HealthOriginAccessControl", "Id"]}
+    assert "HealthFunctionUrl" in json.dumps(origin["DomainName"])
+    behaviour = config["DefaultCacheBehavior"]
+    assert behaviour["CachePolicyId"] == {"Ref": "HealthCachePolicy"}
+    assert behaviour["AllowedMethods"] == ["GET", "HEAD"]
+    errors = {e["ErrorCode"]: e["ErrorCachingMinTTL"] for e in config["CustomErrorResponses"]}
+    assert errors[503] == 2, "a fail-over answer is not held for CloudFront's default 10 s"
+    permission = res["HealthDistributionInvokeUrl"]["Properties"]
+    assert permission["Principal"] == "cloudfront.amazonaws.com"
+    assert permission["FunctionUrlAuthType"] == "AWS_IAM"
+    assert "distribution/${HealthDistribution}" in permission["SourceArn"]["Fn::Sub"]
+    for name in ("HealthOriginAccessControl", "HealthCachePolicy", "HealthDistribution", "HealthDistributionInvokeUrl"):
+        assert res[name]["Condition"] == "JudgesHere", name
+    assert "HealthDistribution" not in json.dumps(template["Outputs"]), "no output names the endpoint"

@@ -170,10 +170,11 @@ def test_eventual_mode_table_is_unchanged_by_the_strong_mode_parameters():
     assert [r["Region"] for r in table["Replicas"]] == ["us-east-1", "us-west-2"]
 
 
-def test_the_judges_health_function_is_public_reserved_and_in_the_secondary_only():
-    """What reaches CloudFormation for the decision path: the health function, its public
-    function URL (Route 53's checkers do not sign) and the permission for it, all under
-    JudgesHere (secondary with endpoint checks); its reserved concurrency from the parameter."""
+def test_the_judges_health_function_is_private_reserved_and_in_the_secondary_only():
+    """What reaches CloudFormation for the decision path: the health function, its function
+    URL (AWS_IAM: only the health distribution, signing with origin access control, may
+    call it) and that one permission, all under JudgesHere (secondary with endpoint checks);
+    its reserved concurrency from the parameter."""
     out = translated("secondary", "us-west-2")
     health = out["Resources"]["HealthFunction"]
     assert health["Type"] == "AWS::Lambda::Function" and health["Condition"] == "JudgesHere"
@@ -182,15 +183,21 @@ def test_the_judges_health_function_is_public_reserved_and_in_the_secondary_only
     }
     urls = of_type(out, "AWS::Lambda::Url")
     (url,) = [u for u in urls.values() if u["Properties"]["TargetFunctionArn"] == {"Ref": "HealthFunction"}]
-    assert url["Properties"]["AuthType"] == "NONE" and url["Condition"] == "JudgesHere"
-    permissions = [
+    assert url["Properties"]["AuthType"] == "AWS_IAM" and url["Condition"] == "JudgesHere"
+    # No public invoke permission: the health distribution's is the only one.
+    public = [
         p for p in of_type(out, "AWS::Lambda::Permission").values()
         if p["Properties"].get("FunctionUrlAuthType") == "NONE"
     ]
-    assert permissions and all(p["Condition"] == "JudgesHere" for p in permissions)
+    assert not public
+    (cloudfront,) = [
+        p for p in of_type(out, "AWS::Lambda::Permission").values()
+        if p["Properties"].get("Principal") == "cloudfront.amazonaws.com"
+    ]
+    assert cloudfront["Condition"] == "JudgesHere"
     env = health["Properties"]["Environment"]["Variables"]
     assert env["PRIMARY_API_ID"] == {"Ref": "PrimaryApiId"}
     for check, path in (("PrimaryHealthCheck", "/primary"), ("SecondaryHealthCheck", "/secondary")):
         config = out["Resources"][check]["Properties"]["HealthCheckConfig"]["Fn::If"][1]
         assert config["ResourcePath"] == path
-        assert "HealthFunctionUrl" in json.dumps(config["FullyQualifiedDomainName"])
+        assert config["FullyQualifiedDomainName"] == {"Fn::GetAtt": ["HealthDistribution", "DomainName"]}

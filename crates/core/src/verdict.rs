@@ -60,6 +60,11 @@ impl FailoverRule {
 /// `recover_after` rounds in a row (slow failback, as with the minute rule). With rounds every
 /// 5 s, 3 and 12: a Region is failed over 15 s after it stops answering, and taken back after
 /// a healthy minute.
+///
+/// **Flap damping.** A Region failed over again within [`FLAP_WINDOW_ROUNDS`] rounds of being
+/// taken back is flapping: each such failover doubles the healthy rounds the next failback
+/// needs (up to x[`MAX_DAMPING_FACTOR`]), and a failover outside the window resets it. A
+/// primary that breaks again as soon as it looks fine is followed once, not back and forth.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FastVerdict {
     fail_after: u32,
@@ -67,7 +72,16 @@ pub struct FastVerdict {
     serving: bool,
     failed_in_a_row: Vec<u32>,
     ok_in_a_row: Vec<u32>,
+    rounds: u64,
+    last_failback_round: Option<u64>,
+    damping: u32,
 }
+
+/// A failover this many rounds after a failback (5 minutes at 5 s) counts as a flap.
+pub const FLAP_WINDOW_ROUNDS: u64 = 60;
+
+/// Flap damping multiplies the healthy rounds a failback needs by at most this.
+pub const MAX_DAMPING_FACTOR: u32 = 16;
 
 impl FastVerdict {
     /// A verdict that starts serving, over `vantage_points` (at least one).
@@ -79,7 +93,16 @@ impl FastVerdict {
             serving: true,
             failed_in_a_row: vec![0; n],
             ok_in_a_row: vec![0; n],
+            rounds: 0,
+            last_failback_round: None,
+            damping: 0,
         }
+    }
+
+    /// Healthy rounds in a row the next failback needs (flap damping applied).
+    pub fn rounds_to_fail_back(&self) -> u32 {
+        self.recover_after
+            .saturating_mul((1u32 << self.damping).min(MAX_DAMPING_FACTOR))
     }
 
     /// Start from a verdict already recorded (a watcher's cold start must not write "serve"
@@ -111,11 +134,24 @@ impl FastVerdict {
                 *ok = 0;
             }
         }
+        self.rounds += 1;
         let before = self.serving;
         if self.serving && self.failed_in_a_row.iter().all(|f| *f >= self.fail_after) {
             self.serving = false;
-        } else if !self.serving && self.ok_in_a_row.iter().all(|o| *o >= self.recover_after) {
-            self.serving = true;
+            let flapping = self
+                .last_failback_round
+                .is_some_and(|at| self.rounds - at <= FLAP_WINDOW_ROUNDS);
+            self.damping = if flapping {
+                (self.damping + 1).min(MAX_DAMPING_FACTOR.trailing_zeros())
+            } else {
+                0
+            };
+        } else if !self.serving {
+            let needed = self.rounds_to_fail_back();
+            if self.ok_in_a_row.iter().all(|o| *o >= needed) {
+                self.serving = true;
+                self.last_failback_round = Some(self.rounds);
+            }
         }
         (self.serving != before).then_some(self.serving)
     }
@@ -180,6 +216,38 @@ pub fn endpoint_serves(verdict: Option<(bool, u64)>, now_ms: u64, age: VerdictAg
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_region_that_flaps_needs_twice_the_healthy_rounds_each_time_and_is_forgiven_later() {
+        let mut verdict = FastVerdict::new(3, 12, 1);
+        let run = |v: &mut FastVerdict, ok: bool, rounds: u32| {
+            (0..rounds).filter_map(|_| v.round(&[Some(ok)])).last()
+        };
+        assert_eq!(run(&mut verdict, false, 3), Some(false));
+        assert_eq!(run(&mut verdict, true, 12), Some(true), "12 healthy rounds");
+        // Broken again within the window: a flap, the next failback needs 24.
+        assert_eq!(run(&mut verdict, false, 3), Some(false));
+        assert_eq!(verdict.rounds_to_fail_back(), 24);
+        assert_eq!(run(&mut verdict, true, 23), None);
+        assert_eq!(run(&mut verdict, true, 1), Some(true));
+        assert_eq!(run(&mut verdict, false, 3), Some(false));
+        assert_eq!(verdict.rounds_to_fail_back(), 48);
+        for _ in 0..6 {
+            let needed = verdict.rounds_to_fail_back();
+            assert_eq!(run(&mut verdict, true, needed), Some(true));
+            assert_eq!(run(&mut verdict, false, 3), Some(false));
+        }
+        assert_eq!(
+            verdict.rounds_to_fail_back(),
+            12 * MAX_DAMPING_FACTOR,
+            "bounded"
+        );
+        // Healthy long past the window: the next failover is not a flap.
+        assert_eq!(run(&mut verdict, true, 12 * MAX_DAMPING_FACTOR), Some(true));
+        let _ = run(&mut verdict, true, FLAP_WINDOW_ROUNDS as u32 + 1);
+        assert_eq!(run(&mut verdict, false, 3), Some(false));
+        assert_eq!(verdict.rounds_to_fail_back(), 12);
+    }
 
     fn minutes(s: &str) -> Vec<Option<bool>> {
         s.chars()

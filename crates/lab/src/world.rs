@@ -666,9 +666,11 @@ impl World {
         match fault {
             Fault::WatcherSilent(quiet) => self.fast_faults.silence(Some(self.scale().lab(quiet))),
             Fault::InterRegionPartition => self.fast_faults.cut_between(true),
+            Fault::HealthFlood { percent } => self.fast_faults.flood(percent),
             Fault::Heal => {
                 self.fast_faults.silence(None);
                 self.fast_faults.cut_between(false);
+                self.fast_faults.flood(0);
             }
             _ => {}
         }

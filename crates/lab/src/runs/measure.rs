@@ -105,6 +105,7 @@ pub fn measure(trace: &DrillTrace) -> Report {
         dns_flip_ms: times.dns_flip_ms,
         failback_ms: times.failback_ms,
         dns_flips_during_fault: times.dns_flips_during_fault,
+        dns_answers_to_failed_primary: times.dns_to_failed_primary,
         lost_acknowledged_bids: bids.lost_acknowledged,
         acknowledged_bids_lost_with_region: lost_acknowledged(ops, regions, lost),
         duplicate_bids: bids.duplicates,
@@ -317,6 +318,29 @@ struct TimelineFigures {
     dns_flip_ms: Option<f64>,
     failback_ms: Option<f64>,
     dns_flips_during_fault: usize,
+    dns_to_failed_primary: usize,
+}
+
+/// DNS flips to the primary while a fault was on (between a fault and the next heal, from
+/// the drill's fault to its heal): the name sent users to a Region still failed. A flapping
+/// primary's fine spells are heals, so following it is not counted here.
+fn dns_to_failed_primary(trace: &DrillTrace) -> usize {
+    let to_primary = format!("resolver now answers {}", trace.primary);
+    let mut failed = false;
+    let mut count = 0;
+    for e in trace
+        .timeline
+        .iter()
+        .filter(|e| e.at_ms >= trace.fault_ms && e.at_ms < trace.heal_ms)
+    {
+        match e.kind {
+            Kind::Fault => failed = true,
+            Kind::Heal => failed = false,
+            Kind::DnsFlip if failed && e.detail == to_primary => count += 1,
+            _ => {}
+        }
+    }
+    count
 }
 
 impl TimelineFigures {
@@ -347,6 +371,7 @@ impl TimelineFigures {
                     e.kind == Kind::DnsFlip && e.at_ms >= trace.fault_ms && e.at_ms < trace.heal_ms
                 })
                 .count(),
+            dns_to_failed_primary: dns_to_failed_primary(trace),
         }
     }
 }

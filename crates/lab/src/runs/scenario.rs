@@ -61,6 +61,11 @@ pub enum Scenario {
     /// Both views of the primary cross that path, so the primary is failed over while
     /// healthy: what that costs is measured (docs/DEPLOY.md, the dependency table).
     InterRegionPartition,
+    /// The primary down, and a minute later, once the name has moved, the health endpoint
+    /// flooded from the internet for five minutes (90% of the requests reaching the health
+    /// function refused). Route 53's checks must keep reading the verdict, or both records
+    /// turn unhealthy and DNS answers the dead primary.
+    HealthFlood,
 }
 
 impl Scenario {
@@ -81,6 +86,7 @@ impl Scenario {
             Self::Herd => "herd",
             Self::WatcherSilent => "watcher-silent",
             Self::InterRegionPartition => "inter-region-partition",
+            Self::HealthFlood => "health-flood",
         }
     }
 }
@@ -104,6 +110,10 @@ impl Scenario {
                 Plan::new().inject(now, Fault::Throttle(Primary))
             }
             Scenario::Down => Plan::new().inject(now, Fault::Down(Primary)),
+            Scenario::HealthFlood => Plan::new()
+                .inject(now, Fault::Down(Primary))
+                .inject(secs(60), Fault::HealthFlood { percent: 90 })
+                .lasting(secs(300)),
             Scenario::InterRegionPartition => Plan::new()
                 .inject(now, Fault::InterRegionPartition)
                 .lasting(secs(300)),

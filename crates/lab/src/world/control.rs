@@ -23,8 +23,8 @@
 //!   `ack-lost` (percent), `store-throttle` (percent), `store-outage`, `connections-throttle`
 //!   (percent), `disconnect-dropped`, `skew` (ms, may be negative), `one-way` (from),
 //!   `sticky-dns` (ms: how long answers are kept), `slow` (ms), `isolate`, `connect-quota`
-//!   (percent of the quota left), `watcher-silent` (ms), `inter-region-partition`, `heal`
-//!   (docs/LAB.md)
+//!   (percent of the quota left), `watcher-silent` (ms), `inter-region-partition`,
+//!   `health-flood` (percent refused), `heal` (docs/LAB.md)
 
 pub use crate::world::fault::{FaultRequest, RegionRef};
 use crate::world::World;

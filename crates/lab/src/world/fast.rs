@@ -48,6 +48,9 @@ pub struct FastConfig {
     pub check_interval: AwsDuration,
     /// Route 53 `FailureThreshold`: consecutive results that change the check's status.
     pub failure_threshold: u32,
+    /// What answers the checks: the health function itself, or a cache in front of it that
+    /// keeps each answer this long (wsdr's default: CloudFront, 2 s; docs/DEPLOY.md).
+    pub cached_for: Option<AwsDuration>,
 }
 
 impl Default for FastConfig {
@@ -58,6 +61,7 @@ impl Default for FastConfig {
             recover_after: 12,
             check_interval: AwsDuration::from_secs(10),
             failure_threshold: 1,
+            cached_for: Some(AwsDuration::from_secs(2)),
         }
     }
 }
@@ -107,6 +111,8 @@ pub struct FastFaults {
     /// The network between the Regions cut: the watcher, in the judge, cannot reach the
     /// Region it watches (`inter-region-partition`).
     between_cut: AtomicBool,
+    /// `health-flood`: the share of the health function's requests refused, percent.
+    flood_percent: std::sync::atomic::AtomicU8,
 }
 
 impl FastFaults {
@@ -129,6 +135,17 @@ impl FastFaults {
         if let Some(flag) = self.blind[region].get(vantage) {
             flag.store(blind, Ordering::SeqCst);
         }
+    }
+
+    /// Flood the health endpoint: `percent` of the requests reaching the health function
+    /// refused (0: no flood).
+    pub fn flood(&self, percent: u8) {
+        self.flood_percent.store(percent.min(100), Ordering::SeqCst);
+    }
+
+    /// The share of the health function's requests refused now, percent.
+    pub fn flood_percent(&self) -> u8 {
+        self.flood_percent.load(Ordering::SeqCst)
     }
 
     /// Cut (or restore) the network between the Regions.

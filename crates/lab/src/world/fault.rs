@@ -66,6 +66,8 @@ pub enum FaultKind {
     /// The network between the two Regions cut (replication and the watcher's probe of the
     /// primary), each Region still reachable by its users.
     InterRegionPartition,
+    /// The health endpoint flooded from the internet: --percent of its capacity taken.
+    HealthFlood,
     /// End every fault.
     Heal,
 }
@@ -101,6 +103,7 @@ impl FaultKind {
             Self::ConnectQuota => "connect-quota",
             Self::WatcherSilent => "watcher-silent",
             Self::InterRegionPartition => "inter-region-partition",
+            Self::HealthFlood => "health-flood",
             Self::Heal => "heal",
         }
     }
@@ -170,6 +173,10 @@ pub enum Fault {
     /// Replication cut both ways and the watcher (in the judge) unable to reach the primary:
     /// the inter-Region path both views of the primary cross. Users reach both Regions.
     InterRegionPartition,
+    /// Whoever knows the health endpoint's address floods it: this percentage of the
+    /// requests that reach the health function are refused (its concurrency spent), Route
+    /// 53's checks among them. A cache in front (wsdr's default) answers them instead.
+    HealthFlood { percent: u8 },
     /// Everything back to normal (a Region that never returns stays gone).
     Heal,
 }
@@ -195,6 +202,7 @@ impl Fault {
             Fault::ConnectQuota { .. } => FaultKind::ConnectQuota,
             Fault::WatcherSilent(_) => FaultKind::WatcherSilent,
             Fault::InterRegionPartition => FaultKind::InterRegionPartition,
+            Fault::HealthFlood { .. } => FaultKind::HealthFlood,
             Fault::Heal => FaultKind::Heal,
         }
     }
@@ -254,6 +262,9 @@ impl Fault {
                 "the network between the Regions cut (replication, the watcher's probe); users reach both"
                     .into()
             }
+            Fault::HealthFlood { percent } => format!(
+                "the health endpoint flooded: {percent}% of the requests reaching the health function refused"
+            ),
             Fault::Heal => "all faults healed".into(),
         }
     }
@@ -309,7 +320,8 @@ pub struct FaultRequest {
     #[serde(default)]
     pub ms: i64,
     /// `ack-lost`, `store-throttle`, `connections-throttle`: share affected, 0 to 100
-    /// (default 50); `connect-quota`: the share of the quota left.
+    /// (default 50); `connect-quota`: the share of the quota left; `health-flood`: the share of
+    /// the health function's requests refused.
     #[serde(default)]
     pub percent: Option<u8>,
     /// `one-way`: the Region whose outgoing replication is cut (default `region`).
@@ -379,6 +391,7 @@ impl FaultRequest {
             FaultKind::ConnectQuota => Fault::ConnectQuota { region, percent },
             FaultKind::WatcherSilent => Fault::WatcherSilent(non_negative()?),
             FaultKind::InterRegionPartition => Fault::InterRegionPartition,
+            FaultKind::HealthFlood => Fault::HealthFlood { percent },
             FaultKind::Heal => Fault::Heal,
         })
     }

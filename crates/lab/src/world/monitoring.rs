@@ -334,22 +334,48 @@ impl World {
         let timeout = self.probe_timeout(AwsDuration::from_secs(4));
         let threshold = fast.failure_threshold;
         let network = self.config.environment.network.clone();
+        let cached_for = fast.cached_for.map(|ttl| scale.lab(ttl));
+        let faults = self.fast_faults.clone();
+        let entropy = self.config.environment.entropy.clone();
         self.owner.spawn(async move {
             let judge_client = crate::world::control::ControlClient::new(judge_addr, None)
                 .with_timeout(timeout)
                 .on_network(network);
             let mut checks = PerRegion::from_fn(|_| EndpointCheck::new(threshold));
             let mut last = PerRegion::new(true, true);
+            // The cache in front of the health function, if any: each path's answer and when
+            // it was fetched. Whatever floods the endpoint meets the cache, not the function.
+            let mut cache: PerRegion<Option<(tokio::time::Instant, bool)>> =
+                PerRegion::new(None, None);
             let mut tick = tokio::time::interval(interval);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 tick.tick().await;
                 // Both checks read the judge: each Region's verdict where it was made.
+                let fresh = |entry: &Option<(tokio::time::Instant, bool)>| {
+                    entry.filter(|(at, _)| cached_for.is_some_and(|ttl| at.elapsed() < ttl))
+                };
                 let (a, b) = tokio::join!(
                     judge_client.get("/health/primary"),
                     judge_client.get("/health/secondary")
                 );
-                let ok = PerRegion::new(a, b).map(|_, r| matches!(r, Ok((200, _))));
+                let answers = PerRegion::new(a, b).map(|_, r| matches!(r, Ok((200, _))));
+                let mut ok = PerRegion::new(true, true);
+                for region in RegionId::ALL {
+                    ok[region] = match (cached_for, fresh(&cache[region])) {
+                        (Some(_), Some((_, cached))) => cached,
+                        (Some(_), None) => {
+                            cache[region] = Some((tokio::time::Instant::now(), answers[region]));
+                            answers[region]
+                        }
+                        // No cache: the flood's requests and the checkers' share the health
+                        // function's concurrency; a refused check is a failed one.
+                        (None, _) => {
+                            let refused = entropy.below(100) < u64::from(faults.flood_percent());
+                            answers[region] && !refused
+                        }
+                    };
+                }
                 for region in RegionId::ALL {
                     let healthy = checks[region].poll(ok[region]);
                     if healthy != last[region] {
