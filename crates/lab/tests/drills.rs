@@ -859,7 +859,8 @@ async fn a_silent_watcher_never_sends_dns_back_to_the_dead_primary() {
 /// The network between the two Regions cut, both Regions healthy and reached by their users
 /// (`inter-region-partition`). Both views of the primary (the watcher's probe from the
 /// secondary and the primary's own rounds arriving by replication) cross that path, so the
-/// healthy primary is failed over: docs/DEPLOY.md states it with these figures. What holds
+/// healthy primary is failed over, and the drill fails for it (nobody should move):
+/// docs/DEPLOY.md states it with these figures. What holds
 /// by shape: no acknowledged bid is lost, nothing is doubled, the Regions converge; eventual
 /// mode takes bids in both Regions for a while (each judged against what it has seen),
 /// strong mode accepts none below another.
@@ -880,6 +881,12 @@ async fn a_partition_between_the_regions_fails_the_healthy_primary_over_and_lose
         .unwrap();
         let table = report.table();
         assert_eq!(report.dns_flips_during_fault, 1, "failed over\n{table}");
+        // The drill says so: nobody should have moved.
+        assert_eq!(
+            report.failed_checks,
+            vec!["a partition between two healthy Regions moved DNS 1 times (nobody should move)"],
+            "{table}"
+        );
         assert_eq!(report.restored, 10, "{table}");
         assert_eq!(report.lost_acknowledged_bids, 0, "{table}");
         assert_eq!(report.duplicate_bids, 0, "{table}");

@@ -179,7 +179,16 @@ impl Report {
                 },
             );
         }
-        if self.scenario == Scenario::Blip {
+        if self.scenario == Scenario::InterRegionPartition {
+            // Both Regions are healthy and reached by their users: the right outcome is that
+            // nobody is failed over. wsdr's defaults fail this (docs/DEPLOY.md says why).
+            check(
+                self.dns_flips_during_fault == 0,
+                Check::FailedOverHealthyPrimary {
+                    flips: self.dns_flips_during_fault,
+                },
+            );
+        } else if self.scenario == Scenario::Blip {
             check(
                 self.restored == 0,
                 Check::MovedAfterBlip {
@@ -938,6 +947,7 @@ pub enum Check {
     NotAllRestored { restored: usize, users: usize },
     UsersDenied { handshakes: usize },
     DnsBackToFailedPrimary { times: usize },
+    FailedOverHealthyPrimary { flips: usize },
     NoFailback,
     NotAllBack { back: usize, users: usize },
     AcknowledgedBidsLost { bids: usize },
@@ -993,6 +1003,10 @@ impl std::fmt::Display for Check {
             Check::NotAllRestored { restored, users } => {
                 write!(f, "restored in the secondary: {restored}/{users}")
             }
+            Check::FailedOverHealthyPrimary { flips } => write!(
+                f,
+                "a partition between two healthy Regions moved DNS {flips} times (nobody should move)"
+            ),
             Check::DnsBackToFailedPrimary { times } => write!(
                 f,
                 "DNS answered the failed primary again {times} times during the fault"
