@@ -57,8 +57,9 @@ impl IdentityConfig {
     }
 }
 
-/// Whether a Region can be reached (set once the Regions have started).
-pub type Reach = Arc<OnceLock<PerRegion<Arc<crate::world::region::Region>>>>;
+/// The Regions, to ask whether the issuer's is up (set once they have started). Weak: each
+/// Region's authorizer holds the issuer, and the issuer must not keep the Regions alive.
+pub type Reach = Arc<OnceLock<PerRegion<std::sync::Weak<crate::world::region::Region>>>>;
 
 /// The users' issuer: mints ES256 tokens and serves its JWKS while its Region is up.
 pub struct IdentityProvider {
@@ -94,11 +95,14 @@ impl IdentityProvider {
 
     /// Whether its Region is up (down or lost: no sign-in, no JWKS).
     pub fn is_reachable(&self) -> bool {
-        match self.regions.get() {
-            Some(regions) => {
-                let home = &regions[self.home];
-                !home.is_down() && !home.is_gone()
-            }
+        match self
+            .regions
+            .get()
+            .map(|regions| regions[self.home].upgrade())
+        {
+            Some(Some(home)) => !home.is_down() && !home.is_gone(),
+            // The world is gone: nothing to reach.
+            Some(None) => false,
             None => true,
         }
     }
