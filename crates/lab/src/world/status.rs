@@ -102,6 +102,10 @@ impl World {
     /// The world as the control room shows it. Read-only.
     pub fn status(&self) -> Status {
         let names = self.names();
+        // The state first, the timeline after: a change is recorded before (or under the
+        // same lock as) the state it announces, so a status never shows a DNS answer whose
+        // flip is missing from its key events.
+        let dns_answer = Some(names[self.last_dns_answer()].clone());
         // Read once: the fault in force is derived from the same entries.
         let key_events = self.timeline().key_entries();
         let canary_of = |region: RegionId| -> Vec<bool> {
@@ -150,7 +154,7 @@ impl World {
             primary_healthy: self.healthy(RegionId::Primary),
             secondary_alarm: self.alarm_state(RegionId::Secondary),
             secondary_healthy: self.healthy(RegionId::Secondary),
-            dns_answer: Some(names[self.last_dns_answer()].clone()),
+            dns_answer,
             replication: RegionId::ALL
                 .iter()
                 .map(|from| {
