@@ -64,3 +64,25 @@ def test_the_service_role_changes_records_of_one_hosted_zone_only(bootstrap):
     for statement in service:
         if "*" in actions(statement):
             pytest.fail(f"{statement['Sid']}: every action")
+
+
+def _arn_matches(pattern, arn):
+    """IAM's wildcard match of a `Fn::Sub` resource against an ARN (the bootstrap's defaults)."""
+    import fnmatch
+
+    concrete = (pattern.replace("${AWS::Partition}", "aws").replace("${AWS::AccountId}", "123456789012")
+                .replace("${StateTableName}", "wsdr-state").replace("${StackPrefix}", "wsdr"))
+    return fnmatch.fnmatchcase(arn, concrete)
+
+
+@pytest.mark.parametrize("table", ["wsdr-state", "wsdr-state-strong"])
+def test_both_documented_state_tables_are_in_reach_of_the_deploy_and_the_service_role(bootstrap, table):
+    """docs/DEPLOY.md deploys strong mode on `wsdr-state-strong`: make deploy-secondary's
+    DescribeTable (deploy role) and the stack's table changes (service role) must reach it."""
+    arn = f"arn:aws:dynamodb:us-west-2:123456789012:table/{table}"
+    deploy = statements(bootstrap["Resources"]["DeployRole"])
+    reads = next(s for s in deploy if s["Sid"] == "PreDeployReads")
+    assert _arn_matches(reads["Resource"]["Fn::Sub"], arn), reads["Resource"]
+    service = statements(bootstrap["Resources"]["CloudFormationRole"])
+    tables = next(s for s in service if s["Sid"] == "Tables")
+    assert any(_arn_matches(r["Fn::Sub"], arn) for r in tables["Resource"]), tables["Resource"]

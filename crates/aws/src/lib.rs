@@ -71,11 +71,9 @@ pub enum Error {
 #[cfg(feature = "https")]
 pub async fn load_sdk_config() -> Result<SdkConfig, Error> {
     let roots = tls::Roots::from_env_value(std::env::var(tls::ROOTS_VAR).ok().as_deref())?;
-    let loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
-    let loader = match roots {
-        tls::Roots::AmazonTrustServices => loader.http_client(tls::amazon_https_client()?),
-        tls::Roots::System => loader,
-    };
+    // Always our client: the SDK's default one would link aws-lc.
+    let loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(tls::https_client(roots)?);
     Ok(loader.load().await)
 }
 

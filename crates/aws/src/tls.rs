@@ -7,8 +7,8 @@
 //! (<https://www.amazontrust.com/repository/>), compiled in: five certificates to parse
 //! instead of a bundle to read.
 //!
-//! `WSDR_TLS_ROOTS=system` restores the SDK's own client (the system bundle, and the proxy
-//! settings `HTTPS_PROXY`/`NO_PROXY` from the environment): for an endpoint override behind
+//! `WSDR_TLS_ROOTS=system` trusts what the SDK's own client trusts (the system bundle, and the
+//! proxy settings `HTTPS_PROXY`/`NO_PROXY` from the environment): for an endpoint override behind
 //! a private CA, or a TLS-inspecting proxy.
 
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
@@ -42,24 +42,58 @@ impl Roots {
     }
 }
 
-/// The SDK's own hyper/rustls client (aws-lc, the same client the SDK builds by default),
-/// trusting only the Amazon Trust Services roots.
-pub fn amazon_https_client() -> Result<SharedHttpClient, crate::Error> {
+/// The SDK's own hyper/rustls client (ring: the one crypto provider the whole workspace
+/// links, so no build compiles aws-lc's C and C++ as well), trusting `roots`: the compiled-in
+/// Amazon Trust Services roots, or the system's with the proxy settings from the environment
+/// (`HTTPS_PROXY`, `NO_PROXY`), as the SDK's default client reads them.
+pub fn https_client(roots: Roots) -> Result<SharedHttpClient, crate::Error> {
+    use aws_smithy_http_client::proxy::ProxyConfig;
     use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode, TlsContext, TrustStore};
-    let trust = TrustStore::empty().with_pem_certificate(AMAZON_TRUST_SERVICES_ROOTS.as_bytes());
+    use aws_smithy_http_client::{Builder, ConnectorBuilder};
+    let trust = match roots {
+        Roots::AmazonTrustServices => {
+            TrustStore::empty().with_pem_certificate(AMAZON_TRUST_SERVICES_ROOTS.as_bytes())
+        }
+        Roots::System => TrustStore::default(),
+    };
     let context = TlsContext::builder()
         .with_trust_store(trust)
         .build()
         .map_err(|e| crate::Error::Config(format!("TLS context: {e}")))?;
-    Ok(aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc))
-        .tls_context(context)
-        .build_https())
+    Ok(match roots {
+        Roots::AmazonTrustServices => Builder::new()
+            .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
+            .tls_context(context)
+            .build_https(),
+        Roots::System => Builder::new().build_with_connector_fn(move |settings, components| {
+            let mut connector = ConnectorBuilder::default()
+                .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
+                .tls_context(context.clone());
+            connector.set_connector_settings(settings.cloned());
+            if let Some(components) = components {
+                connector.set_sleep_impl(components.sleep_impl());
+            }
+            connector.set_proxy_config(Some(ProxyConfig::from_env()));
+            connector.build()
+        }),
+    })
+}
+
+/// [`https_client`] with the Amazon Trust Services roots.
+pub fn amazon_https_client() -> Result<SharedHttpClient, crate::Error> {
+    https_client(Roots::AmazonTrustServices)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_root_choices_build_the_sdk_client() {
+        for roots in [Roots::AmazonTrustServices, Roots::System] {
+            assert!(https_client(roots).is_ok(), "{roots:?}");
+        }
+    }
     use rustls_pki_types::pem::PemObject;
     use rustls_pki_types::CertificateDer;
 

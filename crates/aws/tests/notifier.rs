@@ -67,6 +67,8 @@ fn notifier(url: &str) -> ApiGatewayNotifier {
     let sdk = wsdr_aws::SdkConfig::builder()
         .behavior_version(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("us-east-1"))
+        // The loopback peer speaks plain HTTP (a deployed SdkConfig carries the HTTPS client).
+        .http_client(wsdr_aws::local::plain_http_client())
         .credentials_provider(
             aws_credential_types::provider::SharedCredentialsProvider::new(Credentials::new(
                 "AKIDLOCAL",

@@ -154,6 +154,7 @@ pub async fn dynamodb_local(endpoint: &str, iterations: usize) -> anyhow::Result
         .behavior_version(wsdr_aws::BehaviorVersion::latest())
         .region(wsdr_aws::Region::new("us-east-1"))
         .endpoint_url(endpoint)
+        .http_client(wsdr_aws::local::plain_http_client())
         .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
             wsdr_aws::Credentials::new("l", "l", None, None, "bench"),
         ))

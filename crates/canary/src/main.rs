@@ -16,7 +16,7 @@ async fn run() -> Result<(), lambda_runtime::Error> {
         wsdr_aws::load_sdk_config(),
         wsdr_secrets::env_with_secrets(
             &["CANARY_HS256_SECRET"],
-            Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+            Arc::new(rustls::crypto::ring::default_provider())
         )
     );
     let (sdk, env) = (sdk?, env?);

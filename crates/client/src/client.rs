@@ -74,6 +74,26 @@ impl TokenProvider for StaticToken {
     }
 }
 
+/// A token provider from an async closure: `TokenFn(|refresh| async move { ... })`, or through
+/// [`ClientBuilder::token_fn`].
+pub struct TokenFn<F>(pub F);
+
+impl<F> std::fmt::Debug for TokenFn<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenFn(..)")
+    }
+}
+
+impl<F, Fut> TokenProvider for TokenFn<F>
+where
+    F: Fn(bool) -> Fut + Send + Sync,
+    Fut: std::future::Future<Output = Result<String, TokenError>> + Send + 'static,
+{
+    fn token(&self, refresh: bool) -> BoxFuture<'_, Result<String, TokenError>> {
+        Box::pin((self.0)(refresh))
+    }
+}
+
 /// Milliseconds of wall-clock time. The client's timers run on the monotonic clock, which on
 /// most systems stops while a laptop sleeps; the wall clock does not, and is how a client
 /// waking up notices that its socket has been silent for far longer than it thought.
@@ -121,6 +141,8 @@ impl Default for OfflineBids {
 
 /// Why a session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// New variants and settings are additions, not breaking changes: match with a `_` arm.
+#[non_exhaustive]
 pub enum DisconnectReason {
     /// `threshold` consecutive heartbeats were answered with something other than a pong
     /// (API Gateway's internal-error frame, our `internal` error) or not answered.
@@ -190,6 +212,8 @@ impl DisconnectReason {
 
 /// What the client tells the application.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// New variants and settings are additions, not breaking changes: match with a `_` arm.
+#[non_exhaustive]
 pub enum Event {
     /// A connect is starting (before the token is asked for).
     Connecting {
@@ -299,6 +323,8 @@ pub enum Event {
 
 /// Why a command could not be carried out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+// New variants and settings are additions, not breaking changes: match with a `_` arm.
+#[non_exhaustive]
 pub enum ClientError {
     /// Offline, and [`OfflineBids::Reject`] is the policy.
     #[error("not connected, and offline bids are rejected")]
@@ -313,6 +339,8 @@ pub enum ClientError {
 
 /// Every setting of a client. Defaults follow the reference design (docs/CLIENT.md).
 #[derive(Clone)]
+// New variants and settings are additions, not breaking changes: match with a `_` arm.
+#[non_exhaustive]
 pub struct ClientConfig {
     /// The global name (`wss://auction.example.com`), or one Region's URL.
     pub url: String,
@@ -405,6 +433,15 @@ impl ClientBuilder {
     pub fn token_provider(mut self, provider: Arc<dyn TokenProvider>) -> Self {
         self.config.token_provider = provider;
         self
+    }
+    /// The token provider as an async closure; `refresh` is true after the server refused
+    /// the last token (see [`TokenProvider`]).
+    pub fn token_fn<F, Fut>(self, provider: F) -> Self
+    where
+        F: Fn(bool) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<String, TokenError>> + Send + 'static,
+    {
+        self.token_provider(Arc::new(TokenFn(provider)))
     }
     /// Where the token travels (default: the query string, as API Gateway's authorizer reads it).
     pub fn token_placement(mut self, placement: TokenPlacement) -> Self {

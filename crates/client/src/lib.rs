@@ -25,7 +25,13 @@ pub mod transport;
 pub use backoff::Backoff;
 pub use client::{
     Client, ClientBuilder, ClientConfig, ClientError, DisconnectReason, Event, OfflineBids,
-    StaticToken, SystemWallClock, TokenError, TokenProvider, WallClock,
+    StaticToken, SystemWallClock, TokenError, TokenFn, TokenProvider, WallClock,
 };
 pub use fallback::{Decision, EndpointPolicy, Fallback, ProbeResult, RegionalEndpoint, Target};
+/// The boxed future a [`TokenProvider`] returns.
+pub use futures::future::BoxFuture;
 pub use transport::{connect, ConnectError, ConnectOptions, TokenPlacement, WsStream};
+/// The protocol crate itself, for the rest of its types.
+pub use wsdr_protocol as protocol;
+/// The protocol types the client's API speaks, so that an app needs no other wsdr crate.
+pub use wsdr_protocol::{Amount, AuctionId, AuctionView, BidId, BidStatus, HighBidView, YouView};

@@ -117,7 +117,7 @@ async fn tls_handshake(
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
         rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::aws_lc_rs::default_provider(),
+            rustls::crypto::ring::default_provider(),
         ))
         .with_safe_default_protocol_versions()
         .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))

@@ -432,3 +432,21 @@ async fn a_token_provider_says_whether_to_try_again() {
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert_eq!(denied.calls.load(Ordering::SeqCst), 1, "never asked again");
 }
+
+/// A closure is a token provider (`ClientBuilder::token_fn`): it is asked for each connect,
+/// and the client connects with what it returns.
+#[tokio::test(start_paused = true)]
+async fn a_closure_is_a_token_provider() {
+    let region = FakeRegion::start("us-east-1").await;
+    let calls = Arc::new(AtomicU64::new(0));
+    let counted = calls.clone();
+    let (_client, mut events) = builder(&region)
+        .token_fn(move |_refresh| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async { Ok("t0k3n".to_owned()) }
+        })
+        .start();
+    let (served_by, _) = restored(&mut events, Duration::from_secs(30)).await;
+    assert_eq!(served_by, "us-east-1");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}

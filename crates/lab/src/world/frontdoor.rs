@@ -7,6 +7,7 @@ use crate::world::owner::Owner;
 use crate::world::region_id::PerRegion;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use wsdr_net::Network;
 
 /// Start the front door on `network`; returns its address.
@@ -22,7 +23,7 @@ pub async fn start(
     let network = network.clone();
     owner.spawn(async move {
         loop {
-            let mut inbound = match listener.accept().await {
+            let inbound = match listener.accept().await {
                 Ok((inbound, _)) => inbound,
                 Err(error) => {
                     // EMFILE and the like pass: keep accepting, as the Regions' listeners do
@@ -35,12 +36,40 @@ pub async fn start(
             let target = targets[resolver.answer()];
             let network = network.clone();
             connections.spawn(async move {
-                let Ok(mut outbound) = network.connect_addr(target).await else {
+                let Ok(outbound) = network.connect_addr(target).await else {
                     return;
                 };
-                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                splice(inbound, outbound).await;
             });
         }
     });
     Ok(addr)
+}
+
+/// How long a connection's Region side may keep it open after its client ended it.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// Bytes both ways until the Region ends the connection, or until [`LINGER`] after the client
+/// did. A plain two-way copy waits for both ends to close: a client gone while its Region
+/// could not accept (every descriptor in use) left both legs open for ever, so the process
+/// never got its descriptors back and the global name stopped answering anyone.
+async fn splice(inbound: wsdr_net::Stream, outbound: wsdr_net::Stream) {
+    use tokio::io::AsyncWriteExt;
+    let (mut client_reads, mut client_writes) = tokio::io::split(inbound);
+    let (mut region_reads, mut region_writes) = tokio::io::split(outbound);
+    let up = async {
+        let _ = tokio::io::copy(&mut client_reads, &mut region_writes).await;
+        let _ = region_writes.shutdown().await;
+    };
+    let down = async {
+        let _ = tokio::io::copy(&mut region_reads, &mut client_writes).await;
+        let _ = client_writes.shutdown().await;
+    };
+    tokio::pin!(up, down);
+    tokio::select! {
+        () = &mut down => {}
+        () = &mut up => {
+            let _ = tokio::time::timeout(LINGER, down).await;
+        }
+    }
 }

@@ -77,6 +77,7 @@ pub fn local_sdk() -> wsdr_aws::SdkConfig {
         .behavior_version(wsdr_aws::BehaviorVersion::latest())
         .region(wsdr_aws::Region::new("us-east-1"))
         .endpoint_url(dynamo_endpoint())
+        .http_client(wsdr_aws::local::plain_http_client())
         .credentials_provider(wsdr_aws::SharedCredentialsProvider::new(
             wsdr_aws::Credentials::new("local", "local", None, None, "test"),
         ))
