@@ -13,7 +13,7 @@ TOOLS := $(CURDIR)/.tools
 all: test
 
 ## test: formatting, lints, every test (with DynamoDB Local started and stopped around them)
-test: fmt-check clippy-lean deps-check template-lint unit js-test npm-package-check browser-test package-check chaos-short
+test: fmt-check clippy-lean deps-check template-lint unit invoke-local js-test npm-package-check browser-test package-check chaos-short
 
 # `make test` lints while it builds: for the workspace's own crates, the test build runs
 # clippy-driver in place of rustc, exactly as `cargo clippy` does it (RUSTC_WORKSPACE_WRAPPER,
@@ -138,11 +138,12 @@ sam-validate:
 	  { python3 -m venv .tools/sam && .tools/sam/bin/pip install --quiet "aws-sam-cli==$(SAM_CLI_VERSION)"; }
 	AWS_DEFAULT_REGION=us-east-1 SAM_CLI_TELEMETRY=0 .tools/sam/bin/sam validate --lint --region us-east-1 --template template.yaml
 
-## invoke-local: every sample event in events/ through the three Lambdas under `cargo lambda
-## watch`, against DynamoDB Local and a local @connections/CloudWatch peer (needs cargo-lambda)
+## invoke-local: every sample event in events/ through the five Lambdas under `cargo lambda
+## watch` (cargo-lambda from PyPI, pinned, by scripts/cargo-lambda.sh), against DynamoDB Local,
+## a local @connections/CloudWatch/Secrets Manager peer and `wsdr lab`; part of `make test`
 invoke-local:
-	@command -v cargo-lambda >/dev/null || { echo "invoke-local needs cargo-lambda: pip install cargo-lambda==1.9.2 (docs/DEPLOY.md)"; exit 1; }
-	bin="$$(scripts/python-tools.sh)"; scripts/with-dynamodb-local.sh "$$bin/python" scripts/invoke_local.py
+	bin="$$(scripts/python-tools.sh)"; lambda="$$(scripts/cargo-lambda.sh)"; \
+	  PATH="$$lambda:$$PATH" scripts/with-dynamodb-local.sh "$$bin/python" scripts/invoke_local.py
 
 # ---------------------------------------------------------------- deployment (needs an AWS account)
 # Required: DOMAIN HOSTED_ZONE_ID CERT_ARN_PRIMARY CERT_ARN_SECONDARY JWT_ISSUER JWT_AUDIENCE
