@@ -9,7 +9,9 @@ use wsdr_protocol::{
 
 /// The authenticated user: the JWT `sub`. All user state is keyed by this, never by a
 /// connection id (which changes on every reconnect and means nothing in the other Region).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Written as its string.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(transparent)]
 pub struct UserId(String);
 
 impl UserId {

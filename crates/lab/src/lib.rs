@@ -24,6 +24,7 @@ pub mod sim {
     pub mod attackers;
     pub mod history;
     pub mod judge;
+    pub mod trace;
     pub mod users;
 }
 

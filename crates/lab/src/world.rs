@@ -31,7 +31,7 @@ pub mod timeline;
 pub use config::{LabConfig, SIMULATED_STORE_SERVICE_TIME};
 pub use fault::{Fault, FaultKind};
 pub use region_id::{PerRegion, RegionId};
-pub use scale::{AwsDuration, TimeScale};
+pub use scale::{AwsDuration, AwsInstant, TimeScale};
 
 use crate::world::clock::{LabClock, RegionClock};
 use crate::world::fast::{FastConfig, FastFaults, HealthCheckKind};
@@ -48,8 +48,8 @@ use crate::world::timeline::{Kind, Timeline};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use wsdr_core::items::Change;
-use wsdr_core::{Auction, Clock};
-use wsdr_protocol::{Amount, AuctionId};
+use wsdr_core::{Auction, Clock, UserId};
+use wsdr_protocol::{Amount, AuctionId, BidId};
 
 pub const USER_ISSUER: &str = "https://lab.wsdr.local";
 pub const AUDIENCE: &str = "wsdr";
@@ -63,9 +63,9 @@ pub trait UsersView: Send + Sync {
     fn total(&self) -> usize;
     /// Users whose app holds an open connection now.
     fn online(&self) -> usize;
-    /// For each user restored (state read after a reconnect) at or after `since_ms` in
-    /// `region`: how long after `since_ms`, lab ms.
-    fn restored_since(&self, since_ms: f64, region: &str) -> Vec<f64>;
+    /// For each user restored (state read after a reconnect) at or after `since` in
+    /// `region`: how long after, AWS seconds.
+    fn restored_since(&self, since: AwsInstant, region: RegionId) -> Vec<f64>;
 }
 
 /// The running two-Region system.
@@ -225,8 +225,8 @@ impl World {
             Some(epoch_ms) => LabClock::at(epoch_ms),
             None => LabClock::new(),
         };
-        let echo = config.echo.then_some(scale.factor());
-        let timeline = Timeline::starting_at(clock.start(), echo, config.timeline_cap);
+        let timeline =
+            Timeline::starting_at(clock.start(), scale, config.echo, config.timeline_cap);
         // The user issuer's HS256 secret of the lab before it had an identity provider: still
         // drawn, so that a seed's later draws (connection ids, coin flips) are those it drew.
         let _ = secret(env.entropy.as_ref());
@@ -377,7 +377,12 @@ impl World {
             .map_err(|_| anyhow::anyhow!("two Regions start"))?;
         let regions = PerRegion::new(primary, secondary);
         // The issuer is reachable while its Region is.
-        let _ = reach.set(regions.as_ref().map(|_, region| Arc::downgrade(region)));
+        let weak = regions.as_ref().map(|_, region| Arc::downgrade(region));
+        let _ = reach.set(Box::new(move |id| {
+            weak[id]
+                .upgrade()
+                .map(|region| !region.is_down() && !region.is_gone())
+        }));
         if cluster.is_some() {
             for link in links.values() {
                 link.carry_quorum_writes();
@@ -537,6 +542,54 @@ impl World {
     /// World milliseconds since the world started (the timeline's time).
     pub fn now_ms(&self) -> f64 {
         self.timeline.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// Now, in AWS time: what a run's trace records.
+    pub fn now(&self) -> AwsInstant {
+        self.scale().instant(self.now_ms())
+    }
+
+    /// The lab time an AWS duration takes here (divided by the time scale): the one
+    /// conversion the people and the runs in this world need.
+    pub fn lab_time(&self, aws: AwsDuration) -> std::time::Duration {
+        self.scale().lab(aws)
+    }
+
+    /// Wait `aws` (AWS time).
+    pub async fn sleep(&self, aws: AwsDuration) {
+        tokio::time::sleep(self.lab_time(aws)).await;
+    }
+
+    /// Wait until `condition` holds, for at most `within` (AWS time); whether it held.
+    pub async fn wait_for(&self, within: AwsDuration, condition: impl FnMut() -> bool) -> bool {
+        crate::world::clock::wait_for(self.lab_time(within), condition).await
+    }
+
+    /// Strong mode: the bids the table accepted on `auction`, in the order it took them
+    /// (amount, accepting Region); `None` in eventual mode.
+    pub fn strong_order(&self, auction: &AuctionId) -> Option<Vec<(Amount, RegionId)>> {
+        let cluster = self.cluster.as_ref()?;
+        Some(
+            cluster
+                .accepted_in_order(auction)
+                .into_iter()
+                .filter_map(|(amount, name)| Some((amount, self.region_named(&name)?)))
+                .collect(),
+        )
+    }
+
+    /// Strong mode: every bid a head write accepted on `auction` (bidder, bidId, accepting
+    /// Region); empty in eventual mode.
+    pub fn strong_accepted_by(&self, auction: &AuctionId) -> Vec<(UserId, BidId, RegionId)> {
+        self.cluster.as_ref().map_or_else(Vec::new, |cluster| {
+            cluster
+                .accepted_by(auction)
+                .into_iter()
+                .filter_map(|(bidder, bid_id, name)| {
+                    Some((bidder, bid_id, self.region_named(&name)?))
+                })
+                .collect()
+        })
     }
 
     /// Strong mode's MRSC table; `None` in eventual mode.
@@ -701,10 +754,16 @@ impl World {
         self.fast_faults.set_blind(region, vantage, blind);
     }
 
-    /// Strong mode: whether `region` certainly had no quorum for the whole of
-    /// [`from_ms`, `to_ms`] (lab ms on the timeline): from after a change that left it
-    /// without one to before the next change. Always false in eventual mode.
-    pub fn lacked_quorum_throughout(&self, region: RegionId, from_ms: f64, to_ms: f64) -> bool {
+    /// Strong mode: whether `region` certainly had no quorum for the whole of [`from`,
+    /// `to`]: from after a change that left it without one to before the next change.
+    /// Always false in eventual mode.
+    pub fn lacked_quorum_throughout(
+        &self,
+        region: RegionId,
+        from: AwsInstant,
+        to: AwsInstant,
+    ) -> bool {
+        let (from_ms, to_ms) = (self.scale().lab_ms_of(from), self.scale().lab_ms_of(to));
         let log = lock(&self.quorum_log);
         log.iter().enumerate().any(|(i, (_, after, quorum))| {
             let until = log.get(i + 1).map_or(f64::INFINITY, |next| next.0);

@@ -216,7 +216,8 @@ async fn the_operator_sees_regions_users_the_fault_and_metrics() {
 
     let auction = wsdr_protocol::AuctionId::new("lot-1").unwrap();
     let users =
-        Population::through_front_door(&lab, 4, &auction, Behaviour::honest(5.0), 3, |_| false);
+        Population::through_front_door(&lab, 4, &auction, Behaviour::honest(5.0), 3, |_| false)
+            .unwrap();
     let scale = lab.config().scale;
     assert!(wsdr_lab::sim::users::wait_for(scale.secs(300.0), || users.all_connected()).await);
     // A Region by name, as `wsdr fault --region us-east-1` sends it.
@@ -435,7 +436,8 @@ async fn a_forged_or_pointless_move_redirects_nobody() {
     let users =
         Population::through_front_door(&lab, 6, &auction, Behaviour::honest(10.0), 5, |i| {
             i % 2 == 0
-        });
+        })
+        .unwrap();
     assert!(wait_for(scale.secs(300.0), || users.all_connected()).await);
     let primary = &lab.region(RegionId::Primary);
     let notifier = primary.connections_notifier();
@@ -466,9 +468,9 @@ async fn a_forged_or_pointless_move_redirects_nobody() {
     tokio::time::sleep(scale.secs(120.0)).await;
     for record in users.records() {
         assert!(record.connected, "{record:?}");
-        assert_eq!(record.moves, 0, "nobody changed endpoint");
-        assert!(record.disconnects.is_empty(), "nobody reconnected");
-        assert_eq!(record.unplanned_disconnects, 0);
+        assert_eq!(record.trace.moves, 0, "nobody changed endpoint");
+        assert!(record.trace.disconnects.is_empty(), "nobody reconnected");
+        assert_eq!(record.trace.unplanned_disconnects, 0);
     }
     users.close().await;
 }
@@ -510,7 +512,8 @@ async fn an_evacuation_under_push_throttling_tells_everyone_or_says_it_did_not()
     let scale = lab.config().scale;
     let auction = wsdr_protocol::AuctionId::new("lot-1").unwrap();
     let users =
-        Population::through_front_door(&lab, 24, &auction, Behaviour::honest(10.0), 5, |_| true);
+        Population::through_front_door(&lab, 24, &auction, Behaviour::honest(10.0), 5, |_| true)
+            .unwrap();
     assert!(wait_for(scale.secs(300.0), || users.all_connected()).await);
     let listed = lab.region(RegionId::Primary).registry.len();
     assert!(listed >= 24, "{listed} connections listed");
@@ -543,10 +546,11 @@ async fn an_evacuation_under_push_throttling_tells_everyone_or_says_it_did_not()
     );
     assert!(report.posts.retries > 0, "the throttle bit: {report:?}");
     assert!(
-        wait_for(scale.secs(300.0), || users
-            .records()
-            .iter()
-            .all(|r| r.moves >= 1 && r.connected))
+        wait_for(scale.secs(300.0), || users.records().iter().all(|r| r
+            .trace
+            .moves
+            >= 1
+            && r.connected))
         .await,
         "every user moved: {:?}",
         users.records()

@@ -171,7 +171,7 @@ async fn a_committed_head_write_whose_answer_is_lost_is_unknown_and_settles_as_s
     assert_eq!(
         taken
             .iter()
-            .filter(|(bidder, ..)| bidder == "alice")
+            .filter(|(bidder, ..)| bidder.as_str() == "alice")
             .count(),
         1,
         "decided once: {taken:?}"

@@ -101,17 +101,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     println!("  control API: http://{control}/api/status ; POST http://{control}/api/fault {{\"kind\":\"throttle\",\"region\":0}}");
     println!("  metrics (Prometheus): http://{control}/metrics");
     let auction = wsdr_protocol::AuctionId::new("lot-1")?;
-    let population = (users > 0).then(|| {
+    let population = if users > 0 {
         println!("  {users} simulated users bidding on lot-1 through the global name");
-        wsdr_lab::sim::users::Population::through_front_door(
+        Some(wsdr_lab::sim::users::Population::through_front_door(
             &lab,
             users,
             &auction,
             wsdr_lab::sim::users::Behaviour::honest(bid_every),
             1,
             |_| false,
-        )
-    });
+        )?)
+    } else {
+        None
+    };
     tokio::signal::ctrl_c().await?;
     if let Some(population) = population {
         population.close().await;

@@ -5,12 +5,13 @@
 //! bids involved.
 
 use crate::runs::plan::{Action, Plan};
-use crate::sim::history::{lost_acknowledged, Op, Violation};
+use crate::sim::history::Violation;
 use crate::sim::judge::{judge, Judgement};
+use crate::sim::trace::{FinalState, Op, Outcome};
 use crate::sim::users::{Behaviour, Population};
 use crate::world::clock::wait_for;
 use crate::world::owner::Holdings;
-use crate::world::scale::{AwsDuration, TimeScale};
+use crate::world::scale::{serde_as, AwsDuration, TimeScale};
 use crate::world::{Fault, LabConfig, RegionId, World};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -27,85 +28,151 @@ use wsdr_protocol::AuctionId;
 #[serde(tag = "fault", rename_all = "kebab-case")]
 pub enum Step {
     /// The primary down (sockets dropped, handshakes refused, its replication stalled).
-    Down { secs: f64 },
+    Down {
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// The primary's handler throttled (reserved concurrency 0).
-    Throttle { secs: f64 },
+    Throttle {
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// Replication cut both ways.
-    Partition { secs: f64 },
+    Partition {
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// Replication lag raised to `lag_ms`.
     #[serde(alias = "lag_spike")]
-    LagSpike { lag_ms: u64, secs: f64 },
+    LagSpike {
+        #[serde(with = "serde_as::millis")]
+        lag_ms: AwsDuration,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// The primary throttled and healed `cycles` times (`secs` each way).
-    Flapping { cycles: u32, secs: f64 },
+    Flapping {
+        cycles: u32,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// Throttled long enough to fail over, healed while users keep bidding, then long
     /// enough to fail back.
     #[serde(alias = "failback_under_load")]
-    FailbackUnderLoad { secs: f64 },
+    FailbackUnderLoad {
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// Replication lags `lag_ms`, then the primary is lost with data in flight.
     #[serde(alias = "lost_while_lagging")]
-    LostWhileLagging { lag_ms: u64, secs: f64 },
+    LostWhileLagging {
+        #[serde(with = "serde_as::millis")]
+        lag_ms: AwsDuration,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// Replication lags `lag_ms`, then the primary is lost for good: what it had not
     /// replicated is lost (the RPO), and the run ends on the secondary alone.
     #[serde(alias = "never_returns")]
-    NeverReturns { lag_ms: u64, secs: f64 },
+    NeverReturns {
+        #[serde(with = "serde_as::millis")]
+        lag_ms: AwsDuration,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// `percent`% of bids in `region` lose their connection right after the commit.
     #[serde(alias = "ack_lost")]
     AckLost {
         region: RegionId,
         percent: u8,
-        secs: f64,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
     },
     /// `percent`% of `region`'s table requests throttled.
     #[serde(alias = "store_throttle")]
     StoreThrottle {
         region: RegionId,
         percent: u8,
-        secs: f64,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
     },
     /// `region`'s table unreachable from its handler.
     #[serde(alias = "store_outage")]
-    StoreOutage { region: RegionId, secs: f64 },
+    StoreOutage {
+        region: RegionId,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// `percent`% of `region`'s `@connections` posts throttled.
     #[serde(alias = "connections_throttle")]
     ConnectionsThrottle {
         region: RegionId,
         percent: u8,
-        secs: f64,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
     },
     /// `$disconnect` never delivered in either Region, while the primary goes down.
     #[serde(alias = "disconnect_dropped")]
-    DisconnectDropped { secs: f64 },
+    DisconnectDropped {
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// `region`'s clock `ms` off (either sign).
     Skew {
         region: RegionId,
         ms: i64,
-        secs: f64,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
     },
     /// Replication out of `from` cut, the other direction flowing.
     #[serde(alias = "one_way")]
-    OneWay { from: RegionId, secs: f64 },
+    OneWay {
+        from: RegionId,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// A resolver that ignores the TTL (keeps answers `keep_secs`) while the primary is down.
     #[serde(alias = "sticky_dns")]
-    StickyDns { keep_secs: u64, secs: f64 },
+    StickyDns {
+        #[serde(with = "serde_as::whole_secs")]
+        keep_secs: AwsDuration,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// Every integration in `region` `ms` slower.
     Slow {
         region: RegionId,
-        ms: u64,
-        secs: f64,
+        #[serde(with = "serde_as::millis")]
+        ms: AwsDuration,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
     },
     /// A planned evacuation of `from` (out of DNS, every connection told to move), then
     /// back in service after `secs`.
-    Evacuate { from: RegionId, secs: f64 },
+    Evacuate {
+        from: RegionId,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// `region`'s table replica cut off from every other member (strong mode: no quorum
     /// there; eventual mode: replication cut both ways), its API still serving.
-    Isolate { region: RegionId, secs: f64 },
+    Isolate {
+        region: RegionId,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// Nothing.
-    Calm { secs: f64 },
+    Calm {
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
 }
 
 impl Step {
     fn draw(rng: &mut SmallRng) -> Self {
-        let secs = |rng: &mut SmallRng, lo: f64, hi: f64| rng.random_range(lo..hi).round();
+        let secs = |rng: &mut SmallRng, lo: f64, hi: f64| {
+            AwsDuration::from_secs_f64(rng.random_range(lo..hi).round())
+        };
         let region = |rng: &mut SmallRng| {
             if rng.random_range(0..2) == 0 {
                 RegionId::Primary
@@ -124,7 +191,7 @@ impl Step {
                 secs: secs(rng, 10.0, 200.0),
             },
             3 => Step::LagSpike {
-                lag_ms: rng.random_range(2_000..30_000),
+                lag_ms: AwsDuration::from_millis(rng.random_range(2_000..30_000)),
                 secs: secs(rng, 10.0, 120.0),
             },
             4 => Step::Flapping {
@@ -135,11 +202,11 @@ impl Step {
                 secs: secs(rng, 150.0, 300.0),
             },
             6 => Step::LostWhileLagging {
-                lag_ms: rng.random_range(5_000..30_000),
+                lag_ms: AwsDuration::from_millis(rng.random_range(5_000..30_000)),
                 secs: secs(rng, 60.0, 300.0),
             },
             7 => Step::NeverReturns {
-                lag_ms: rng.random_range(1_000..20_000),
+                lag_ms: AwsDuration::from_millis(rng.random_range(1_000..20_000)),
                 secs: secs(rng, 120.0, 300.0),
             },
             8 | 9 => Step::AckLost {
@@ -174,12 +241,12 @@ impl Step {
                 secs: secs(rng, 10.0, 200.0),
             },
             16 => Step::StickyDns {
-                keep_secs: rng.random_range(120..600),
+                keep_secs: AwsDuration::from_secs(rng.random_range(120..600)),
                 secs: secs(rng, 60.0, 300.0),
             },
             17 => Step::Slow {
                 region: region(rng),
-                ms: rng.random_range(200..3_000),
+                ms: AwsDuration::from_millis(rng.random_range(200..3_000)),
                 secs: secs(rng, 30.0, 200.0),
             },
             18 => Step::Evacuate {
@@ -199,52 +266,46 @@ impl Step {
     /// What this step does, as a plan: its faults, then a heal when it ends.
     pub fn plan(&self) -> Plan {
         use crate::world::RegionId::{Primary, Secondary};
-        let secs = AwsDuration::from_secs_f64;
-        let ms = AwsDuration::from_millis;
         let zero = AwsDuration::ZERO;
         let (plan, length) = match *self {
-            Step::Calm { secs: s } => (Plan::new(), secs(s)),
-            Step::Down { secs: s } => (Plan::new().inject(zero, Fault::Down(Primary)), secs(s)),
-            Step::Throttle { secs: s } => {
-                (Plan::new().inject(zero, Fault::Throttle(Primary)), secs(s))
-            }
-            Step::Partition { secs: s } => (Plan::new().inject(zero, Fault::Partition), secs(s)),
-            Step::LagSpike { lag_ms, secs: s } => {
-                (Plan::new().inject(zero, Fault::Lag(ms(lag_ms))), secs(s))
-            }
+            Step::Calm { secs: s } => (Plan::new(), s),
+            Step::Down { secs: s } => (Plan::new().inject(zero, Fault::Down(Primary)), s),
+            Step::Throttle { secs: s } => (Plan::new().inject(zero, Fault::Throttle(Primary)), s),
+            Step::Partition { secs: s } => (Plan::new().inject(zero, Fault::Partition), s),
+            Step::LagSpike { lag_ms, secs: s } => (Plan::new().inject(zero, Fault::Lag(lag_ms)), s),
             Step::Flapping { cycles, secs: s } => {
                 let mut plan = Plan::new();
                 for cycle in 0..cycles {
-                    let at = secs(s * 2.0 * f64::from(cycle));
+                    let at = s * (2 * cycle);
                     plan = plan
                         .inject(at, Fault::Throttle(Primary))
-                        .inject(at + secs(s), Fault::Heal);
+                        .inject(at + s, Fault::Heal);
                 }
-                (plan, secs(s * 2.0 * f64::from(cycles)))
+                (plan, s * (2 * cycles))
             }
             Step::FailbackUnderLoad { secs: s } => (
                 Plan::new()
                     .inject(zero, Fault::Throttle(Primary))
-                    .inject(secs(s), Fault::Heal),
-                secs(s) + secs(450.0),
+                    .inject(s, Fault::Heal),
+                s + AwsDuration::from_secs(450),
             ),
             Step::LostWhileLagging { lag_ms, secs: s } => (
                 Plan::new()
-                    .inject(zero, Fault::Lag(ms(lag_ms)))
-                    .inject(secs(10.0), Fault::Down(Primary)),
-                secs(10.0) + secs(s),
+                    .inject(zero, Fault::Lag(lag_ms))
+                    .inject(AwsDuration::from_secs(10), Fault::Down(Primary)),
+                AwsDuration::from_secs(10) + s,
             ),
             // Watch and strike: the primary is lost the moment the secondary holds one of
             // its summaries ahead of the copy it names (not by luck of timing).
             Step::NeverReturns { lag_ms, secs: s } => (
-                Plan::new().inject(zero, Fault::Lag(ms(lag_ms))).at(
-                    secs(10.0),
+                Plan::new().inject(zero, Fault::Lag(lag_ms)).at(
+                    AwsDuration::from_secs(10),
                     Action::LoseWhenSummaryAhead {
                         region: Primary,
-                        within: secs(60.0),
+                        within: AwsDuration::from_secs(60),
                     },
                 ),
-                secs(10.0) + secs(s),
+                AwsDuration::from_secs(10) + s,
             ),
             Step::AckLost {
                 region,
@@ -252,7 +313,7 @@ impl Step {
                 secs: s,
             } => (
                 Plan::new().inject(zero, Fault::AckLost { region, percent }),
-                secs(s),
+                s,
             ),
             Step::StoreThrottle {
                 region,
@@ -260,26 +321,25 @@ impl Step {
                 secs: s,
             } => (
                 Plan::new().inject(zero, Fault::StoreThrottle { region, percent }),
-                secs(s),
+                s,
             ),
-            Step::StoreOutage { region, secs: s } => (
-                Plan::new().inject(zero, Fault::StoreOutage(region)),
-                secs(s),
-            ),
+            Step::StoreOutage { region, secs: s } => {
+                (Plan::new().inject(zero, Fault::StoreOutage(region)), s)
+            }
             Step::ConnectionsThrottle {
                 region,
                 percent,
                 secs: s,
             } => (
                 Plan::new().inject(zero, Fault::ConnectionsThrottle { region, percent }),
-                secs(s),
+                s,
             ),
             Step::DisconnectDropped { secs: s } => (
                 Plan::new()
                     .inject(zero, Fault::DisconnectDropped(Primary))
                     .inject(zero, Fault::DisconnectDropped(Secondary))
                     .inject(zero, Fault::Down(Primary)),
-                secs(s),
+                s,
             ),
             Step::Skew {
                 region,
@@ -287,25 +347,20 @@ impl Step {
                 secs: s,
             } => (
                 Plan::new().inject(zero, Fault::Skew { region, ms: skew }),
-                secs(s),
+                s,
             ),
-            Step::OneWay { from, secs: s } => {
-                (Plan::new().inject(zero, Fault::OneWay { from }), secs(s))
-            }
+            Step::OneWay { from, secs: s } => (Plan::new().inject(zero, Fault::OneWay { from }), s),
             Step::StickyDns { keep_secs, secs: s } => (
                 Plan::new()
-                    .inject(zero, Fault::StickyDns(AwsDuration::from_secs(keep_secs)))
+                    .inject(zero, Fault::StickyDns(keep_secs))
                     .inject(zero, Fault::Down(Primary)),
-                secs(s),
+                s,
             ),
             Step::Slow {
                 region,
                 ms: by,
                 secs: s,
-            } => (
-                Plan::new().inject(zero, Fault::Slow { region, by: ms(by) }),
-                secs(s),
-            ),
+            } => (Plan::new().inject(zero, Fault::Slow { region, by }), s),
             // Under `@connections` throttling on purpose: the evacuation must keep telling.
             Step::Evacuate { from, secs: s } => (
                 Plan::new()
@@ -317,11 +372,11 @@ impl Step {
                         },
                     )
                     .at(zero, Action::Evacuate(from))
-                    .at(secs(s), Action::Restore(from)),
-                secs(s),
+                    .at(s, Action::Restore(from)),
+                s,
             ),
             Step::Isolate { region, secs: s } => {
-                (Plan::new().inject(zero, Fault::Isolate(region)), secs(s))
+                (Plan::new().inject(zero, Fault::Isolate(region)), s)
             }
         };
         plan.inject(length, Fault::Heal)
@@ -610,8 +665,10 @@ pub fn describe(run: &RunReport) -> String {
 /// violation). A simulated run is at scale 1 and never starved.
 fn attack_wait(scale: TimeScale, clock: Clock) -> Duration {
     match clock {
-        Clock::Simulated => scale.secs(30.0),
-        Clock::Real => scale.secs(30.0).max(Duration::from_secs(5)),
+        Clock::Simulated => scale.lab(AwsDuration::from_secs(30)),
+        Clock::Real => scale
+            .lab(AwsDuration::from_secs(30))
+            .max(Duration::from_secs(5)),
     }
 }
 
@@ -736,7 +793,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     };
     let scale = lab_config.scale;
     let lab = Arc::new(World::builder().config(lab_config).start().await?);
-    let steady = wait_for(scale.secs(900.0), || {
+    let steady = wait_for(scale.lab(AwsDuration::from_secs(900)), || {
         lab.healthy(RegionId::Primary) && lab.resolve() == RegionId::Primary
     })
     .await;
@@ -760,14 +817,18 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
             &lab,
             &AuctionId::new("lot-2")?,
             RACING_BIDS,
-            scale.secs(30.0),
+            scale.lab(AwsDuration::from_secs(30)),
         )
         .await,
     );
     // Then one bidId with two amounts, one in each Region, during a short split.
     attacks.extend(
-        crate::sim::attackers::split_reuser(&lab, &AuctionId::new("lot-3")?, scale.secs(30.0))
-            .await,
+        crate::sim::attackers::split_reuser(
+            &lab,
+            &AuctionId::new("lot-3")?,
+            scale.lab(AwsDuration::from_secs(30)),
+        )
+        .await,
     );
     // Half the users have client-assisted failover.
     let users = Population::through_front_door(
@@ -777,13 +838,13 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         Behaviour::hostile(),
         seed,
         |i| i % 2 == 1,
-    );
-    tokio::time::sleep(scale.secs(30.0)).await;
+    )?;
+    tokio::time::sleep(scale.lab(AwsDuration::from_secs(30))).await;
     // The impostor, once users have bids to steal: user 0 is the victim.
     attacks.extend(
         crate::sim::attackers::impostor(
             &lab,
-            &users.spec(0).sub,
+            users.spec(0).sub(),
             &auction,
             attack_wait(scale, config.clock),
         )
@@ -794,21 +855,27 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     crate::runs::plan::play(&lab, &plan).await;
     lab.inject(Fault::Heal);
     // Everyone back, bidding a little longer on the healed system.
-    wait_for(scale.secs(900.0), || users.all_connected()).await;
-    tokio::time::sleep(scale.secs(30.0)).await;
+    wait_for(scale.lab(AwsDuration::from_secs(900)), || {
+        users.all_connected()
+    })
+    .await;
+    tokio::time::sleep(scale.lab(AwsDuration::from_secs(30))).await;
     // Outstanding answers, replication drained, final views, the checker.
     let Judgement {
-        regions,
-        ops,
-        records,
-        lost,
+        trace,
         mut violations,
         excused,
-        ..
-    } = judge(&lab, &users, &auction, scale.secs(30.0)).await?;
+    } = judge(
+        &lab,
+        &users,
+        &auction,
+        scale.lab(AwsDuration::from_secs(30)),
+    )
+    .await?;
+    let ops = &trace.ops;
     violations.extend(attacks);
     violations.extend(users.retryable_rejections());
-    violations.extend(strong_mode_violations(&lab, &ops, &auction));
+    violations.extend(strong_mode_violations(&lab, ops, &auction));
     violations.extend(
         lab.planned_evacuations()
             .iter()
@@ -818,7 +885,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
                 connections: report.connections,
             }),
     );
-    let rpo_lost_acknowledged = lost_acknowledged(&ops, &regions, &lost);
+    let rpo_lost_acknowledged = trace.lost_acknowledged();
     let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
     for kind in plan.fault_names() {
         *faults_by_kind.entry(kind.to_owned()).or_default() += 1;
@@ -826,25 +893,20 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     let evidence: Vec<Op> = violations
         .iter()
         .filter_map(Violation::bid)
-        .filter_map(|(bidder, id)| {
-            ops.iter()
-                .find(|op| op.user == bidder && op.bid_id == id)
-                .cloned()
-        })
+        .filter_map(|key| ops.iter().find(|op| op.key() == key).cloned())
         .collect();
-    let closed_mid_bid = records.iter().map(|r| r.closed_mid_bid as usize).sum();
+    let closed_mid_bid = trace.users.iter().map(|u| u.closed_mid_bid as usize).sum();
     let history = history_lines(
         &schedule,
-        &ops,
+        ops,
         &lab.timeline().entries(),
-        &regions,
+        &trace.regions,
         &violations,
     );
     let mut digest = crate::runs::sim::Digest::default();
     for line in &history {
         digest.line(line);
     }
-    use crate::sim::history::Outcome;
     Ok(RunReport {
         run,
         seed,
@@ -860,17 +922,14 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         faults: plan.fault_names().count(),
         schedule,
         bids_invoked: ops.len(),
-        bids_acknowledged: ops.iter().filter(|o| o.outcome() == Outcome::Ok).count(),
-        bids_unknown: ops
-            .iter()
-            .filter(|o| o.outcome() == Outcome::Unknown)
-            .count(),
+        bids_acknowledged: trace.count(Outcome::Ok),
+        bids_unknown: trace.count(Outcome::Unknown),
         violations,
         evidence,
         holdings_after: Holdings::default(),
         faults_by_kind,
         rpo_lost_acknowledged,
-        lost_copies: lost.len(),
+        lost_copies: trace.lost.len(),
         closed_mid_bid,
         excused: excused
             .iter()
@@ -888,18 +947,17 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
 /// Strong mode's own promises, checked against the table's order and quorum (none on an
 /// eventual table).
 fn strong_mode_violations(lab: &World, ops: &[Op], auction: &AuctionId) -> Vec<Violation> {
-    let Some(cluster) = lab.cluster() else {
+    let Some(order) = lab.strong_order(auction) else {
         return Vec::new();
     };
     let mut violations =
-        crate::sim::history::redirected_but_decided(ops, &cluster.accepted_by(auction));
-    let count = crate::sim::history::below_an_earlier_bid(&cluster.accepted_in_order(auction));
+        crate::sim::history::redirected_but_decided(ops, &lab.strong_accepted_by(auction));
+    let count = crate::sim::history::below_an_earlier_bid(&order);
     if count > 0 {
         violations.push(Violation::AcceptedBelowEarlierBid { count });
     }
     violations.extend(crate::sim::history::acknowledged_without_quorum(
         ops,
-        lab.names(),
         |region, from, to| lab.lacked_quorum_throughout(region, from, to),
     ));
     violations
@@ -911,7 +969,7 @@ fn history_lines(
     schedule: &[Step],
     ops: &[Op],
     timeline: &[crate::world::timeline::Entry],
-    regions: &[crate::sim::history::FinalState],
+    regions: &[FinalState],
     violations: &[Violation],
 ) -> Vec<String> {
     fn line(kind: &str, value: &impl Serialize) -> String {
@@ -935,15 +993,23 @@ mod tests {
     #[tokio::test]
     async fn shrinking_keeps_exactly_the_steps_the_failure_needs() {
         let schedule = vec![
-            Step::Calm { secs: 10.0 },
-            Step::Down { secs: 60.0 },
-            Step::Partition { secs: 30.0 },
+            Step::Calm {
+                secs: AwsDuration::from_secs(10),
+            },
+            Step::Down {
+                secs: AwsDuration::from_secs(60),
+            },
+            Step::Partition {
+                secs: AwsDuration::from_secs(30),
+            },
             Step::Skew {
                 region: RegionId::Secondary,
                 ms: 500,
-                secs: 20.0,
+                secs: AwsDuration::from_secs(20),
             },
-            Step::Throttle { secs: 90.0 },
+            Step::Throttle {
+                secs: AwsDuration::from_secs(90),
+            },
         ];
         // Fails when a down and a throttle are both in the schedule.
         let fails = |candidate: Vec<Step>| async move {
@@ -953,7 +1019,14 @@ mod tests {
         let minimal = shrink_schedule(schedule, fails).await;
         assert_eq!(
             minimal,
-            vec![Step::Down { secs: 60.0 }, Step::Throttle { secs: 90.0 }]
+            vec![
+                Step::Down {
+                    secs: AwsDuration::from_secs(60)
+                },
+                Step::Throttle {
+                    secs: AwsDuration::from_secs(90)
+                }
+            ]
         );
     }
 
@@ -962,7 +1035,7 @@ mod tests {
         let step = Step::AckLost {
             region: RegionId::Primary,
             percent: 30,
-            secs: 60.0,
+            secs: AwsDuration::from_secs(60),
         };
         let written = serde_json::to_string(&step).unwrap_or_default();
         assert!(written.contains(r#""fault":"ack-lost""#), "{written}");
@@ -974,10 +1047,12 @@ mod tests {
             Ok(vec![
                 step,
                 Step::NeverReturns {
-                    lag_ms: 500,
-                    secs: 120.0
+                    lag_ms: AwsDuration::from_millis(500),
+                    secs: AwsDuration::from_secs(120)
                 },
-                Step::Down { secs: 60.0 },
+                Step::Down {
+                    secs: AwsDuration::from_secs(60)
+                },
             ])
         );
     }
@@ -989,6 +1064,34 @@ mod tests {
         assert_eq!(
             crate::cli::schedule(&text),
             Ok(crate::cli::ScheduleArg(schedule))
+        );
+    }
+
+    #[test]
+    fn durations_are_one_type_inside_and_keep_their_written_units() {
+        // Every Step duration is an AwsDuration; the JSON keeps the unit in the field name,
+        // so schedules recorded before read the same and digests taken over them hold.
+        let step = Step::StickyDns {
+            keep_secs: AwsDuration::from_secs(300),
+            secs: AwsDuration::from_millis(60_500),
+        };
+        assert_eq!(
+            serde_json::to_string(&step).unwrap_or_default(),
+            r#"{"fault":"sticky-dns","keep_secs":300,"secs":60.5}"#
+        );
+        let slow = r#"{"fault":"slow","region":"primary","ms":250,"secs":30.0}"#;
+        assert_eq!(
+            serde_json::from_str::<Step>(slow).ok(),
+            Some(Step::Slow {
+                region: RegionId::Primary,
+                ms: AwsDuration::from_millis(250),
+                secs: AwsDuration::from_secs(30),
+            })
+        );
+        let negative = serde_json::from_str::<Step>(r#"{"fault":"down","secs":-1.0}"#);
+        assert!(
+            negative.is_err_and(|e| e.to_string().contains("finite number >= 0")),
+            "a negative duration is refused with a reason"
         );
     }
 }

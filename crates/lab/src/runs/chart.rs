@@ -32,7 +32,7 @@ struct Marks {
 }
 
 fn marks(report: &Report) -> Marks {
-    let aws = |ms: f64| ms * report.time_scale / 1000.0;
+    let aws = |ms: f64| report.aws_secs(ms);
     let fault_ms = report
         .timeline
         .iter()

@@ -6,9 +6,8 @@ use crate::runs::report::{Percentiles, Report};
 pub use crate::runs::scenario::Scenario;
 use crate::sim::judge::judge;
 use crate::sim::users::{Behaviour, Population};
-use crate::world::clock::wait_for;
 use crate::world::timeline::Kind;
-use crate::world::{AwsDuration, Fault, LabConfig, RegionId, World};
+use crate::world::{AwsDuration, AwsInstant, Fault, LabConfig, RegionId, World};
 use std::sync::Arc;
 use wsdr_protocol::AuctionId;
 
@@ -53,18 +52,19 @@ impl Default for DrillConfig {
 /// Run one drill end to end.
 pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     let scale = config.lab.scale;
+    let secs = AwsDuration::from_secs;
     let lab = Arc::new(World::builder().config(config.lab.clone()).start().await?);
     if config.evacuate_on_failover {
         lab.start_failover_evacuator();
     }
-    let secondary = lab.name(RegionId::Secondary).to_owned();
     let timeline = lab.timeline().clone();
 
     // Steady state: the alarm has evaluated OK and the name resolves to the primary.
-    let steady = wait_for(scale.secs(600.0), || {
-        lab.healthy(RegionId::Primary) && lab.resolve() == RegionId::Primary
-    })
-    .await;
+    let steady = lab
+        .wait_for(secs(600), || {
+            lab.healthy(RegionId::Primary) && lab.resolve() == RegionId::Primary
+        })
+        .await;
     anyhow::ensure!(
         steady,
         "the lab never reached steady state (alarm OK, DNS on the primary)"
@@ -86,11 +86,12 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         },
         config.seed,
         move |_| fallback,
-    );
-    let connected = wait_for(scale.secs(300.0), || {
-        all_restored_on(&users, &lab.config().regions[0], 0.0)
-    })
-    .await;
+    )?;
+    let connected = lab
+        .wait_for(secs(300), || {
+            all_restored_on(&users, RegionId::Primary, AwsInstant::START)
+        })
+        .await;
     anyhow::ensure!(connected, "not every user connected to the primary");
     // The fault strikes at a seeded moment within one TTL: where it falls in the resolver's
     // cache period decides how long the old answer lives on, and one shared resolver (the
@@ -100,24 +101,24 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(config.seed ^ 0x5eed_f00d);
         rng.random::<f64>() * lab.config().dns_ttl.as_secs_f64()
     };
-    tokio::time::sleep(scale.lab(AwsDuration::from_secs_f64(
+    lab.sleep(AwsDuration::from_secs_f64(
         config.warm_bidding.as_secs_f64() + phase,
-    )))
+    ))
     .await;
 
     // The fault.
     let rpo = lab.in_flight();
-    let fault_ms = timeline.elapsed().as_secs_f64() * 1000.0;
+    let fault = lab.now();
     let before = lab.region(RegionId::Secondary).counters();
     let throttled_before = (before.throttled_429, before.denied);
     crate::runs::plan::play(&lab, &config.scenario.plan()).await;
     let recovered = if config.scenario == Scenario::Blip {
         // Two heartbeat rounds and three alarm periods: time for anything to go wrong.
-        tokio::time::sleep(scale.secs(180.0)).await;
+        lab.sleep(secs(180)).await;
         true
     } else {
-        wait_for(scale.lab(config.recovery_timeout), || {
-            all_restored_on(&users, &secondary, fault_ms)
+        lab.wait_for(config.recovery_timeout, || {
+            all_restored_on(&users, RegionId::Secondary, fault)
         })
         .await
     };
@@ -127,36 +128,34 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
             "recovery timeout: not every user restored on the secondary",
         );
     }
-    tokio::time::sleep(scale.secs(20.0)).await;
+    lab.sleep(secs(20)).await;
     // Never heal before the alarm and DNS have had their chance: clients that moved on their
     // own (client-assisted failover) may be back long before them, and a drill that healed
     // first would report no detection, or a DNS flip after the heal.
     if config.scenario != Scenario::Blip {
-        wait_for(scale.secs(600.0), || {
-            timeline.first(Kind::DnsFlip, fault_ms).is_some()
-        })
-        .await;
+        lab.wait_for(secs(600), || timeline.first(Kind::DnsFlip, fault).is_some())
+            .await;
         // Both kinds of health check timed side by side: let the slower one flip too.
         if lab.fast_config().is_some() && config.scenario != Scenario::Evacuate {
-            wait_for(scale.secs(600.0), || {
-                timeline.first(Kind::HealthUnhealthy, fault_ms).is_some()
-                    && timeline.first(Kind::EndpointUnhealthy, fault_ms).is_some()
+            lab.wait_for(secs(600), || {
+                timeline.first(Kind::HealthUnhealthy, fault).is_some()
+                    && timeline.first(Kind::EndpointUnhealthy, fault).is_some()
             })
             .await;
         }
     }
 
     let Failback {
-        heal_ms,
+        heal,
         failed_back,
-        back_on_primary_from_ms,
+        back_on_primary_from,
         throttled_during_move,
         denied_during_move,
     } = heal_and_fail_back(&lab, &config, &users, throttled_before).await?;
 
     // Stop bidding, let outstanding answers arrive and replication drain, then check the
     // history like any chaos run; everything after is measured from the trace alone.
-    let judgement = judge(&lab, &users, &auction, scale.secs(15.0)).await?;
+    let judgement = judge(&lab, &users, &auction, lab.lab_time(secs(15))).await?;
     let trace = DrillTrace {
         scenario: config.scenario,
         users: config.users,
@@ -168,18 +167,17 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         dns_ttl: lab.config().dns_ttl,
         consistency: lab.config().consistency,
         simulated: lab.config().environment.is_simulated(),
-        primary: lab.name(RegionId::Primary).to_owned(),
-        secondary,
-        fault_ms,
-        heal_ms,
+        names: lab.names().clone(),
+        fault,
+        heal,
         failed_back,
-        back_on_primary_from_ms,
+        back_on_primary_from,
         rpo_at_fault: rpo,
         throttled_handshakes_during_move: throttled_during_move,
         denied_handshakes_during_move: denied_during_move,
         timeline: timeline.entries(),
         judgement,
-        strong_order: lab.cluster().map(|c| c.accepted_in_order(&auction)),
+        strong_order: lab.strong_order(&auction),
         no_quorum_refusals: lab
             .cluster()
             .map(|c| c.refused().into_iter().take(2).collect())
@@ -203,9 +201,9 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
 
 /// What the heal and the failback after it marked.
 struct Failback {
-    heal_ms: f64,
+    heal: AwsInstant,
     failed_back: bool,
-    back_on_primary_from_ms: Option<f64>,
+    back_on_primary_from: Option<AwsInstant>,
     throttled_during_move: u64,
     denied_during_move: u64,
 }
@@ -218,11 +216,10 @@ async fn heal_and_fail_back(
     users: &Population,
     (throttled_before, denied_before): (u64, u64),
 ) -> anyhow::Result<Failback> {
-    let scale = config.lab.scale;
     let timeline = lab.timeline();
     let secondary = lab.name(RegionId::Secondary);
     // Heal and measure failback (the name resolving to the primary again).
-    let heal_ms = timeline.elapsed().as_secs_f64() * 1000.0;
+    let heal = lab.now();
     lab.inject(Fault::Heal);
     if config.scenario == Scenario::Evacuate {
         // Maintenance over: the primary back in DNS.
@@ -233,15 +230,19 @@ async fn heal_and_fail_back(
     let denied_during_move = at_heal.denied - denied_before;
     // A Region lost for good never takes traffic back.
     let failed_back = config.scenario != Scenario::NeverReturns
-        && wait_for(scale.secs(900.0), || lab.resolve() == RegionId::Primary).await;
+        && lab
+            .wait_for(AwsDuration::from_secs(900), || {
+                lab.resolve() == RegionId::Primary
+            })
+            .await;
 
     // Failback of the users: sockets stay where they are until they end. End them on the
     // secondary, as its 2-hour connection limit would, and time everyone's return.
-    let mut back_on_primary_from_ms = None;
+    let mut back_on_primary_from = None;
     let moves_back =
         matches!(config.scenario, Scenario::Failback | Scenario::Evacuate) && failed_back;
     if moves_back {
-        let ended_ms = timeline.elapsed().as_secs_f64() * 1000.0;
+        let ended = lab.now();
         if config.scenario == Scenario::Evacuate {
             // The same operation in reverse: DNS already answers the primary.
             lab.evacuate(RegionId::Secondary, false, "maintenance over")
@@ -253,27 +254,27 @@ async fn heal_and_fail_back(
             );
             lab.region(RegionId::Secondary).drop_all_sockets();
         }
-        wait_for(scale.lab(config.recovery_timeout), || {
-            all_restored_on(users, lab.name(RegionId::Primary), ended_ms)
+        lab.wait_for(config.recovery_timeout, || {
+            all_restored_on(users, RegionId::Primary, ended)
         })
         .await;
-        back_on_primary_from_ms = Some(ended_ms);
+        back_on_primary_from = Some(ended);
     }
     Ok(Failback {
-        heal_ms,
+        heal,
         failed_back,
-        back_on_primary_from_ms,
+        back_on_primary_from,
         throttled_during_move,
         denied_during_move,
     })
 }
 
-/// Every user has restored its state in `region` at or after `after` (lab ms).
-fn all_restored_on(users: &Population, region: &str, after: f64) -> bool {
+/// Every user has restored its state in `region` at or after `after`.
+fn all_restored_on(users: &Population, region: RegionId, after: AwsInstant) -> bool {
     users
         .records()
         .iter()
-        .all(|r| r.restores.iter().any(|(at, r)| *at >= after && r == region))
+        .all(|r| r.trace.first_restore(region, after).is_some())
 }
 
 impl DrillConfig {
@@ -300,8 +301,12 @@ mod tests {
 
     #[test]
     fn a_bid_taken_after_a_higher_one_is_counted() {
-        let order = |amounts: &[u64]| -> Vec<(u64, String)> {
-            amounts.iter().map(|a| (*a, "r".to_owned())).collect()
+        let order = |amounts: &[u64]| -> Vec<(wsdr_protocol::Amount, RegionId)> {
+            amounts
+                .iter()
+                .filter_map(|a| wsdr_protocol::Amount::new(*a).ok())
+                .map(|a| (a, RegionId::Primary))
+                .collect()
         };
         assert_eq!(below_an_earlier_bid(&order(&[100, 110, 120])), 0);
         assert_eq!(below_an_earlier_bid(&order(&[100, 130, 120, 140, 140])), 2);

@@ -3,8 +3,9 @@
 //! Clients connect to the primary's own endpoint (the front door would double the sockets in
 //! this one process).
 
-use crate::sim::history::{check, Outcome, Violation};
+use crate::sim::history::{check, Violation};
 use crate::sim::judge::final_states;
+use crate::sim::trace::{Lost, Outcome, RunTrace};
 use crate::sim::users::{Behaviour, ClientFactory, LabTokens, Population, UserSpec};
 use crate::world::scale::TimeScale;
 use crate::world::RegionId;
@@ -115,18 +116,15 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         .collect::<Result<_, _>>()?;
     seed_auctions(&lab, &auctions).await?;
     let specs = (0..config.connections)
-        .map(|i| UserSpec {
-            sub: format!("load-{i}"),
-            auction: auctions[i / per_auction].clone(),
-        })
-        .collect();
+        .map(|i| UserSpec::new(format!("load-{i}"), &auctions[i / per_auction]))
+        .collect::<anyhow::Result<_>>()?;
     // The primary's own endpoint, reference timers (time scale 1).
     let clients: ClientFactory = {
         let lab = lab.clone();
         let url = lab.region(RegionId::Primary).url();
         Arc::new(move |spec: &UserSpec, _index: usize, seed: u64| {
             ClientBuilder::new(url.clone())
-                .token_provider(Arc::new(LabTokens::new(lab.clone(), &spec.sub)))
+                .token_provider(Arc::new(LabTokens::new(lab.clone(), spec.sub())))
                 .subscribe(spec.auction.clone())
                 .seed(seed)
         })
@@ -160,12 +158,14 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let converged = lab.converged().await;
-    let mut highs: BTreeMap<AuctionId, Option<u64>> = BTreeMap::new();
+    let mut highs: BTreeMap<AuctionId, Option<Amount>> = BTreeMap::new();
     for id in &auctions {
         let states = final_states(&lab, id).await?;
         highs.insert(
             id.clone(),
-            states.first().and_then(|r| r.high.as_ref().map(|h| h.2)),
+            states
+                .first()
+                .and_then(|r| r.high.as_ref().map(|h| h.amount)),
         );
     }
     let ends = users
@@ -184,19 +184,18 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
     let mut violations = Vec::new();
     for id in &auctions {
         let regions = final_states(&lab, id).await?;
-        let ops: Vec<_> = ops
-            .iter()
-            .filter(|o| o.auction == id.as_str())
-            .cloned()
-            .collect();
-        let ends: Vec<_> = ends
-            .iter()
-            .filter(|u| u.auction == id.as_str())
-            .cloned()
-            .collect();
-        violations.extend(check(&ops, &regions, converged, &ends, &Default::default()));
+        let trace = RunTrace {
+            ops: ops.iter().filter(|o| &o.auction == id).cloned().collect(),
+            users: Vec::new(),
+            ends: ends.iter().filter(|u| &u.auction == id).cloned().collect(),
+            regions,
+            converged,
+            lost: Lost::new(),
+            lost_summaries: 0,
+        };
+        violations.extend(check(&trace).0);
     }
-    let lost: BTreeSet<(&str, &str)> = violations
+    let lost: BTreeSet<_> = violations
         .iter()
         .filter(|v| {
             matches!(
@@ -225,7 +224,10 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         bids_invoked: ops.len() as u64,
         bids_acknowledged: ops.iter().filter(|o| o.outcome() == Outcome::Ok).count(),
         lost_acknowledged_bids: lost.len(),
-        disconnects: records.iter().map(|r| r.disconnects.len() as u64).sum(),
+        disconnects: records
+            .iter()
+            .map(|r| r.trace.disconnects.len() as u64)
+            .sum(),
         stuck_connections: stuck,
         violations: violations.len(),
         violation_examples: violations.iter().take(10).cloned().collect(),

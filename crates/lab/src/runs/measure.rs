@@ -4,17 +4,18 @@
 
 use crate::runs::report::{HealthCheckPath, HealthCheckTimes, Percentiles, Report};
 use crate::runs::scenario::Scenario;
-use crate::sim::history::{below_an_earlier_bid, lost_acknowledged, Answer, Outcome, Violation};
+use crate::sim::history::{below_an_earlier_bid, Violation};
 use crate::sim::judge::Judgement;
-use crate::sim::users::UserRecord;
+use crate::sim::trace::{Answer, Outcome, UserTrace};
 use crate::world::fast::HealthCheckKind;
 use crate::world::replication::InFlight;
 use crate::world::timeline::{Entry, Kind};
-use crate::world::{AwsDuration, TimeScale};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::world::{AwsDuration, AwsInstant, PerRegion, RegionId, TimeScale};
+use std::collections::{BTreeMap, BTreeSet};
+use wsdr_protocol::Amount;
 
-/// What one drill recorded: its settings, the instants it marked (lab ms since the lab
-/// started), the timeline, and the judged history of every user.
+/// What one drill recorded: its settings, the instants it marked (AWS time), the timeline,
+/// and the judged trace of every user.
 #[derive(Debug)]
 pub struct DrillTrace {
     pub scenario: Scenario,
@@ -28,16 +29,15 @@ pub struct DrillTrace {
     pub dns_ttl: AwsDuration,
     pub consistency: wsdr_core::Consistency,
     pub simulated: bool,
-    /// The Regions' names.
-    pub primary: String,
-    pub secondary: String,
-    pub fault_ms: f64,
-    pub heal_ms: f64,
+    /// The Regions' names (the report's figures name them).
+    pub names: PerRegion<String>,
+    pub fault: AwsInstant,
+    pub heal: AwsInstant,
     /// DNS answered the primary again after the heal.
     pub failed_back: bool,
     /// `failback` and `evacuate`: when the secondary's connections were ended (or
     /// evacuated) to time everyone's return to the primary.
-    pub back_on_primary_from_ms: Option<f64>,
+    pub back_on_primary_from: Option<AwsInstant>,
     pub rpo_at_fault: InFlight,
     pub throttled_handshakes_during_move: u64,
     /// Handshakes the secondary's authorizer denied between the fault and the heal.
@@ -45,23 +45,45 @@ pub struct DrillTrace {
     pub timeline: Vec<Entry>,
     pub judgement: Judgement,
     /// Strong mode: the table's own order of accepted bids (amount, Region).
-    pub strong_order: Option<Vec<(u64, String)>>,
+    pub strong_order: Option<Vec<(Amount, RegionId)>>,
     pub no_quorum_refusals: Vec<u64>,
 }
 
 impl DrillTrace {
-    /// The first timeline entry of `kind` at or after `from_ms`, lab ms.
-    fn first(&self, kind: Kind, from_ms: f64) -> Option<f64> {
-        self.timeline
-            .iter()
-            .filter(|e| e.kind == kind && e.at_ms >= from_ms)
-            .map(|e| e.at_ms)
-            .reduce(f64::min)
+    /// A timeline entry's AWS instant (the timeline stamps lab time: the one conversion).
+    fn at(&self, entry: &Entry) -> AwsInstant {
+        self.scale.instant(entry.at_ms)
     }
 
-    /// Lab ms from the fault to the first entry of `kind` after it.
+    /// The first timeline entry of `kind` at or after `from`.
+    fn first(&self, kind: Kind, from: AwsInstant) -> Option<AwsInstant> {
+        self.timeline
+            .iter()
+            .filter(|e| e.kind == kind && self.at(e) >= from)
+            .map(|e| self.at(e))
+            .reduce(AwsInstant::min)
+    }
+
+    /// AWS ms from the fault to the first entry of `kind` after it.
     fn since_fault(&self, kind: Kind) -> Option<f64> {
-        self.first(kind, self.fault_ms).map(|t| t - self.fault_ms)
+        self.first(kind, self.fault).map(|t| t.ms_since(self.fault))
+    }
+
+    /// Timeline entries between the fault and the heal.
+    fn during_fault(&self) -> impl Iterator<Item = &Entry> {
+        self.timeline
+            .iter()
+            .filter(|e| self.at(e) >= self.fault && self.at(e) < self.heal)
+    }
+
+    /// The reports' `*_ms` figures are lab milliseconds, as they have always been: an AWS
+    /// duration in milliseconds, divided by the time scale.
+    fn lab_ms(&self, aws_ms: f64) -> f64 {
+        aws_ms / self.scale.factor()
+    }
+
+    fn name(&self, region: RegionId) -> &str {
+        &self.names[region]
     }
 }
 
@@ -69,11 +91,7 @@ impl DrillTrace {
 /// one is taken over this, the other is this machine's speed).
 pub fn measure(trace: &DrillTrace) -> Report {
     let Judgement {
-        converged,
-        regions,
-        ops,
-        records: logs,
-        lost,
+        trace: run,
         violations,
         ..
     } = &trace.judgement;
@@ -81,7 +99,7 @@ pub fn measure(trace: &DrillTrace) -> Report {
     let bids = BidFigures::of(trace);
     let users = UserFigures::of(trace);
     let times = TimelineFigures::of(trace);
-    let split = split_between_regions(logs, &bids.accepted, trace.fault_ms, trace.heal_ms);
+    let split = split_between_regions(&run.users, &bids.accepted, trace.fault, trace.heal);
     // Strong mode: the table's own order is the truth (answers can arrive out of it).
     let accepted_below_other_region = trace
         .strong_order
@@ -89,49 +107,57 @@ pub fn measure(trace: &DrillTrace) -> Report {
         .map_or(split.accepted_below_other_region, |order| {
             below_an_earlier_bid(order)
         });
+    let lab_ms = |aws_ms: f64| trace.lab_ms(aws_ms);
+    let lab_ms_of = |aws: &[f64]| aws.iter().map(|ms| lab_ms(*ms)).collect::<Vec<f64>>();
     let mut report = Report {
         scenario: trace.scenario,
         clients: trace.users,
         time_scale: scale.factor(),
-        restored: users.rtos.len(),
-        rto_ms: Percentiles::of(&users.rtos),
+        restored: users.rtos_aws_ms.len(),
+        rto_ms: Percentiles::of(&lab_ms_of(&users.rtos_aws_ms)),
         rto_aws_s: Percentiles::of(&users.restores_aws_s),
         restores_aws_s: users.restores_aws_s,
-        connections_aws: connections_per_region(logs, trace.fault_ms, scale.factor()),
-        detection_ms: times.detection_ms,
+        connections_aws: connections_per_region(trace),
+        detection_ms: times.detection_aws_ms.map(lab_ms),
         health_check: trace.health_check,
         dns_ttl_aws_s: trace.dns_ttl.as_secs_f64(),
-        health_checks: times.health_checks,
-        dns_flip_ms: times.dns_flip_ms,
-        failback_ms: times.failback_ms,
+        health_checks: times.health_checks.map(|checks| checks.in_lab_ms(trace)),
+        dns_flip_ms: times.dns_flip_aws_ms.map(lab_ms),
+        failback_ms: times.failback_aws_ms.map(lab_ms),
         dns_flips_during_fault: times.dns_flips_during_fault,
         dns_answers_to_failed_primary: times.dns_to_failed_primary,
         lost_acknowledged_bids: bids.lost_acknowledged,
-        acknowledged_bids_lost_with_region: lost_acknowledged(ops, regions, lost),
+        acknowledged_bids_lost_with_region: run.lost_acknowledged(),
         duplicate_bids: bids.duplicates,
         acks_for_a_replayed_bid_in_both_regions: bids.accepted_twice,
         acknowledged_bids: bids.acknowledged,
-        recorded_bids: regions.first().map_or(0, |r| r.bids.len()),
+        recorded_bids: run.regions.first().map_or(0, |r| r.bids.len()),
         high_bid_consistent: bids.high_bid_consistent,
-        converged: *converged,
+        converged: run.converged,
         rpo_items_at_fault: trace.rpo_at_fault.items,
         rpo_oldest_ms_at_fault: trace.rpo_at_fault.oldest_ms,
         client_fallback: trace.client_fallback,
         disconnects_during_fault: users.disconnects_during_fault,
         users_disconnected_during_fault: users.disconnected_during_fault,
         returns_to_primary_during_fault: users.returns_to_primary_during_fault,
-        endpoint_moves: logs.iter().map(|l| l.moves).sum(),
-        split_ms: split.duration_ms,
-        split_aws_s: scale.aws_secs(split.duration_ms),
+        endpoint_moves: run.users.iter().map(|u| u.moves).sum(),
+        split_ms: lab_ms(split.duration_aws_ms),
+        split_aws_s: split.duration_aws_ms / 1000.0,
         accepted_below_other_region,
         violations: violations.clone(),
         timeline: trace.timeline.clone(),
-        users_back_on_primary: users.back_on_primary.as_ref().map(Vec::len),
-        users_seeing_errors: logs.iter().filter(|l| l.unplanned_disconnects > 0).count(),
+        users_back_on_primary: users.back_on_primary_aws_ms.as_ref().map(Vec::len),
+        users_seeing_errors: run
+            .users
+            .iter()
+            .filter(|u| u.unplanned_disconnects > 0)
+            .count(),
         evacuate_on_failover: trace.evacuate_on_failover,
         throttled_handshakes_during_move: trace.throttled_handshakes_during_move as usize,
         denied_handshakes_during_move: trace.denied_handshakes_during_move as usize,
-        back_on_primary_ms: Percentiles::of(users.back_on_primary.as_deref().unwrap_or_default()),
+        back_on_primary_ms: Percentiles::of(&lab_ms_of(
+            users.back_on_primary_aws_ms.as_deref().unwrap_or_default(),
+        )),
         failed_checks: Vec::new(),
         consistency: trace.consistency.to_string(),
         bid_latency_aws_ms: Percentiles::of(&bids.latency_aws_ms),
@@ -149,7 +175,14 @@ pub fn measure(trace: &DrillTrace) -> Report {
     report
 }
 
-/// What became of the bids: from the judged history's operations and violations.
+/// An accepted answer: when, where, how much.
+struct Accepted {
+    at: AwsInstant,
+    region: RegionId,
+    amount: Amount,
+}
+
+/// What became of the bids: from the judged trace's operations and violations.
 struct BidFigures {
     /// Distinct acknowledged bids missing or altered (no lost Region explains them).
     lost_acknowledged: usize,
@@ -158,8 +191,8 @@ struct BidFigures {
     high_bid_consistent: bool,
     acknowledged: usize,
     accepted_twice: usize,
-    /// Every `accepted` answer: (lab ms, Region, amount).
-    accepted: Vec<(f64, String, u64)>,
+    /// Every `accepted` answer.
+    accepted: Vec<Accepted>,
     latency_aws_ms: Vec<f64>,
     redirected: usize,
 }
@@ -167,8 +200,11 @@ struct BidFigures {
 impl BidFigures {
     fn of(trace: &DrillTrace) -> Self {
         let Judgement {
-            ops, violations, ..
+            trace: run,
+            violations,
+            ..
         } = &trace.judgement;
+        let ops = &run.ops;
         let distinct = |keep: fn(&Violation) -> bool| {
             violations
                 .iter()
@@ -182,9 +218,9 @@ impl BidFigures {
             .iter()
             .filter(|op| {
                 let mut acknowledged = false;
-                op.answers.iter().any(|(_, answer, _, _)| {
-                    let twice = acknowledged && *answer == Answer::Accepted;
-                    acknowledged |= matches!(answer, Answer::Accepted | Answer::Duplicate);
+                op.answers.iter().any(|reply| {
+                    let twice = acknowledged && reply.answer == Answer::Accepted;
+                    acknowledged |= reply.answer.acknowledges();
                     twice
                 })
             })
@@ -206,15 +242,21 @@ impl BidFigures {
                         | Violation::HighAboveAcknowledged { .. }
                 )
             }),
-            acknowledged: ops.iter().filter(|o| o.outcome() == Outcome::Ok).count(),
+            acknowledged: run.count(Outcome::Ok),
             accepted_twice,
             accepted: ops
                 .iter()
                 .flat_map(|op| {
                     op.answers
                         .iter()
-                        .filter(|a| a.1 == Answer::Accepted)
-                        .map(move |a| (a.0, a.2.clone(), op.amount))
+                        .filter(|reply| reply.answer == Answer::Accepted)
+                        .filter_map(move |reply| {
+                            Some(Accepted {
+                                at: reply.at,
+                                region: reply.region?,
+                                amount: op.amount,
+                            })
+                        })
                 })
                 .collect(),
             // Bids answered on the connection they were sent on (not queued offline, not
@@ -227,14 +269,14 @@ impl BidFigures {
                 .filter_map(|op| {
                     op.answers
                         .first()
-                        .filter(|a| !a.3)
-                        .map(|a| trace.scale.aws_ms(a.0 - op.invoked_ms))
+                        .filter(|reply| !reply.reconnected)
+                        .map(|reply| reply.at.ms_since(op.invoked))
                 })
                 .collect(),
             redirected: ops
                 .iter()
                 .flat_map(|op| &op.answers)
-                .filter(|a| a.1 == Answer::Redirected)
+                .filter(|reply| reply.answer == Answer::Redirected)
                 .count(),
         }
     }
@@ -242,12 +284,12 @@ impl BidFigures {
 
 /// What the users lived through: restores, disconnects, returns.
 struct UserFigures {
-    /// Fault -> state restored in the secondary, lab ms, per restored user.
-    rtos: Vec<f64>,
+    /// Fault -> state restored in the secondary, AWS ms, per restored user.
+    rtos_aws_ms: Vec<f64>,
     /// The same in AWS seconds, sorted.
     restores_aws_s: Vec<f64>,
-    /// `failback` / `evacuate`: each returned user's time back on the primary, lab ms.
-    back_on_primary: Option<Vec<f64>>,
+    /// `failback` / `evacuate`: each returned user's time back on the primary, AWS ms.
+    back_on_primary_aws_ms: Option<Vec<f64>>,
     disconnects_during_fault: usize,
     disconnected_during_fault: usize,
     returns_to_primary_during_fault: usize,
@@ -255,84 +297,88 @@ struct UserFigures {
 
 impl UserFigures {
     fn of(trace: &DrillTrace) -> Self {
-        let logs = &trace.judgement.records;
-        let (fault_ms, heal_ms) = (trace.fault_ms, trace.heal_ms);
-        let first_restore_after = |l: &UserRecord, after: f64, region: &str| {
-            l.restores
-                .iter()
-                .find(|(at, r)| *at >= after && r == region)
-                .map(|(at, _)| at - after)
+        let users = &trace.judgement.trace.users;
+        let (fault, heal) = (trace.fault, trace.heal);
+        let restore_after = |u: &UserTrace, region: RegionId, after: AwsInstant| {
+            u.first_restore(region, after).map(|at| at.ms_since(after))
         };
-        let rtos: Vec<f64> = logs
+        let rtos_aws_ms: Vec<f64> = users
             .iter()
-            .filter_map(|l| first_restore_after(l, fault_ms, &trace.secondary))
+            .filter_map(|u| restore_after(u, RegionId::Secondary, fault))
             .collect();
-        let mut restores_aws_s: Vec<f64> =
-            rtos.iter().map(|ms| trace.scale.aws_secs(*ms)).collect();
+        let mut restores_aws_s: Vec<f64> = rtos_aws_ms.iter().map(|ms| ms / 1000.0).collect();
         restores_aws_s.sort_by(f64::total_cmp);
-        let disconnects_in_fault = |l: &UserRecord| {
-            l.disconnects
+        let disconnects_in_fault = |u: &UserTrace| {
+            u.disconnects
                 .iter()
-                .filter(|d| **d >= fault_ms && **d < heal_ms)
+                .filter(|d| **d >= fault && **d < heal)
                 .count()
         };
         // Ping-pong: back on the primary after having been restored in the secondary, while
         // the fault lasts.
-        let returns_to_primary_during_fault = logs
+        let returns_to_primary_during_fault = users
             .iter()
-            .map(|l| {
-                let Some(first_secondary) = l
-                    .restores
-                    .iter()
-                    .find(|(at, r)| *at >= fault_ms && *r == trace.secondary)
-                    .map(|r| r.0)
-                else {
+            .map(|u| {
+                let Some(first_secondary) = u.first_restore(RegionId::Secondary, fault) else {
                     return 0;
                 };
-                l.restores
+                u.restores
                     .iter()
-                    .filter(|(at, r)| *at > first_secondary && *at < heal_ms && *r == trace.primary)
+                    .filter(|r| {
+                        r.at > first_secondary && r.at < heal && r.region == RegionId::Primary
+                    })
                     .count()
             })
             .sum();
         Self {
-            back_on_primary: trace.back_on_primary_from_ms.map(|from| {
-                logs.iter()
-                    .filter_map(|l| first_restore_after(l, from, &trace.primary))
+            back_on_primary_aws_ms: trace.back_on_primary_from.map(|from| {
+                users
+                    .iter()
+                    .filter_map(|u| restore_after(u, RegionId::Primary, from))
                     .collect()
             }),
-            rtos,
+            rtos_aws_ms,
             restores_aws_s,
-            disconnects_during_fault: logs.iter().map(disconnects_in_fault).sum(),
-            disconnected_during_fault: logs.iter().filter(|l| disconnects_in_fault(l) > 0).count(),
+            disconnects_during_fault: users.iter().map(disconnects_in_fault).sum(),
+            disconnected_during_fault: users.iter().filter(|u| disconnects_in_fault(u) > 0).count(),
             returns_to_primary_during_fault,
         }
     }
 }
 
-/// What the timeline says of detection and DNS, lab ms from the fault (failback: from the
+/// What the timeline says of detection and DNS, AWS ms from the fault (failback: from the
 /// heal).
 struct TimelineFigures {
-    detection_ms: Option<f64>,
+    detection_aws_ms: Option<f64>,
     health_checks: Option<HealthCheckTimes>,
-    dns_flip_ms: Option<f64>,
-    failback_ms: Option<f64>,
+    dns_flip_aws_ms: Option<f64>,
+    failback_aws_ms: Option<f64>,
     dns_flips_during_fault: usize,
     dns_to_failed_primary: usize,
+}
+
+impl HealthCheckTimes {
+    /// The same times, AWS ms in, as the report writes them (lab ms).
+    fn in_lab_ms(self, trace: &DrillTrace) -> Self {
+        let lab = |path: HealthCheckPath| HealthCheckPath {
+            detection_ms: path.detection_ms.map(|ms| trace.lab_ms(ms)),
+            unhealthy_ms: path.unhealthy_ms.map(|ms| trace.lab_ms(ms)),
+        };
+        Self {
+            alarm: lab(self.alarm),
+            endpoint: lab(self.endpoint),
+        }
+    }
 }
 
 /// DNS flips to the primary while a fault was on (between a fault and the next heal, from
 /// the drill's fault to its heal): the name sent users to a Region still failed. A flapping
 /// primary's fine spells are heals, so following it is not counted here.
 fn dns_to_failed_primary(trace: &DrillTrace) -> usize {
-    let to_primary = format!("resolver now answers {}", trace.primary);
+    let to_primary = format!("resolver now answers {}", trace.name(RegionId::Primary));
     let mut failed = false;
     let mut count = 0;
-    for e in trace
-        .timeline
-        .iter()
-        .filter(|e| e.at_ms >= trace.fault_ms && e.at_ms < trace.heal_ms)
-    {
+    for e in trace.during_fault() {
         match e.kind {
             Kind::Fault => failed = true,
             Kind::Heal => failed = false,
@@ -345,12 +391,12 @@ fn dns_to_failed_primary(trace: &DrillTrace) -> usize {
 
 impl TimelineFigures {
     fn of(trace: &DrillTrace) -> Self {
-        let detection_ms = trace.since_fault(Kind::Alarm);
+        let detection_aws_ms = trace.since_fault(Kind::Alarm);
         Self {
-            detection_ms,
+            detection_aws_ms,
             health_checks: trace.fast_path.then(|| HealthCheckTimes {
                 alarm: HealthCheckPath {
-                    detection_ms,
+                    detection_ms: detection_aws_ms,
                     unhealthy_ms: trace.since_fault(Kind::HealthUnhealthy),
                 },
                 endpoint: HealthCheckPath {
@@ -358,55 +404,43 @@ impl TimelineFigures {
                     unhealthy_ms: trace.since_fault(Kind::EndpointUnhealthy),
                 },
             }),
-            dns_flip_ms: trace.since_fault(Kind::DnsFlip),
-            failback_ms: trace
+            dns_flip_aws_ms: trace.since_fault(Kind::DnsFlip),
+            failback_aws_ms: trace
                 .failed_back
-                .then(|| trace.first(Kind::DnsFlip, trace.heal_ms))
+                .then(|| trace.first(Kind::DnsFlip, trace.heal))
                 .flatten()
-                .map(|t| t - trace.heal_ms),
+                .map(|t| t.ms_since(trace.heal)),
             dns_flips_during_fault: trace
-                .timeline
-                .iter()
-                .filter(|e| {
-                    e.kind == Kind::DnsFlip && e.at_ms >= trace.fault_ms && e.at_ms < trace.heal_ms
-                })
+                .during_fault()
+                .filter(|e| e.kind == Kind::DnsFlip)
                 .count(),
             dns_to_failed_primary: dns_to_failed_primary(trace),
         }
     }
 }
 
-/// Users served by each Region over time: (AWS seconds since the fault, users) at every
-/// change. A user is served from a state restore until its next disconnect or restore.
-fn connections_per_region(
-    logs: &[UserRecord],
-    fault_ms: f64,
-    scale: f64,
-) -> BTreeMap<String, Vec<(f64, usize)>> {
-    let mut edges: Vec<(f64, String, i64)> = Vec::new();
-    for log in logs {
-        for (i, (start, region)) in log.restores.iter().enumerate() {
-            edges.push((*start, region.clone(), 1));
-            let next_restore = log.restores.get(i + 1).map(|r| r.0);
-            let disconnect = log.disconnects.iter().copied().find(|d| *d >= *start);
-            let end = match (disconnect, next_restore) {
-                (Some(d), Some(r)) => Some(d.min(r)),
-                (d, r) => d.or(r),
-            };
+/// Users served by each Region over time, keyed by the Region's name: (AWS seconds since the
+/// fault, users) at every change. A user is served from a state restore until its next
+/// disconnect or restore.
+fn connections_per_region(trace: &DrillTrace) -> BTreeMap<String, Vec<(f64, usize)>> {
+    let mut edges: Vec<(AwsInstant, RegionId, i64)> = Vec::new();
+    for user in &trace.judgement.trace.users {
+        for (region, start, end) in user.served() {
+            edges.push((start, region, 1));
             if let Some(end) = end {
-                edges.push((end, region.clone(), -1));
+                edges.push((end, region, -1));
             }
         }
     }
     edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.2.cmp(&b.2)));
-    let mut live: BTreeMap<String, i64> = BTreeMap::new();
+    let mut live: BTreeMap<RegionId, i64> = BTreeMap::new();
     let mut series: BTreeMap<String, Vec<(f64, usize)>> = BTreeMap::new();
     for (at, region, delta) in edges {
-        let count = live.entry(region.clone()).or_default();
+        let count = live.entry(region).or_default();
         *count = (*count + delta).max(0);
         let users = usize::try_from(*count).unwrap_or(0);
-        let point = ((at - fault_ms) * scale / 1000.0, users);
-        let points = series.entry(region).or_default();
+        let point = (at.secs_since(trace.fault), users);
+        let points = series.entry(trace.name(region).to_owned()).or_default();
         // Edges at one instant (a restore ending where the next begins) make one step.
         match points.last_mut() {
             Some(last) if last.0 == point.0 => *last = point,
@@ -418,9 +452,9 @@ fn connections_per_region(
 
 /// What clients split between Regions cost.
 struct Split {
-    /// Lab ms, between the fault and the heal, during which users were being served by
+    /// AWS ms, between the fault and the heal, during which users were being served by
     /// both Regions at once.
-    duration_ms: f64,
+    duration_aws_ms: f64,
     /// Bids accepted by one Region after the other Region had accepted an equal or higher
     /// one: a single Region would have answered `too_low`. The bidder was told `accepted`
     /// and then saw the higher bid arrive by replication. Correctness holds (the high bid is
@@ -430,57 +464,49 @@ struct Split {
 
 /// A user is served by a Region from a state restore there until its next disconnect.
 fn split_between_regions(
-    logs: &[UserRecord],
-    accepted: &[(f64, String, u64)],
-    from_ms: f64,
-    to_ms: f64,
+    users: &[UserTrace],
+    accepted: &[Accepted],
+    from: AwsInstant,
+    to: AwsInstant,
 ) -> Split {
     // (time, region, +1/-1) for each user's service intervals, clipped to [from, to].
-    let mut edges: Vec<(f64, String, i32)> = Vec::new();
-    for log in logs {
-        for (i, (start, region)) in log.restores.iter().enumerate() {
-            let next_restore = log.restores.get(i + 1).map(|r| r.0).unwrap_or(f64::MAX);
-            let end = log
-                .disconnects
-                .iter()
-                .copied()
-                .find(|d| *d >= *start)
-                .unwrap_or(f64::MAX)
-                .min(next_restore);
-            let (start, end) = (start.max(from_ms), end.min(to_ms));
+    let mut edges: Vec<(AwsInstant, RegionId, i32)> = Vec::new();
+    for user in users {
+        for (region, start, end) in user.served() {
+            let (start, end) = (start.max(from), end.unwrap_or(AwsInstant::NEVER).min(to));
             if start < end {
-                edges.push((start, region.clone(), 1));
-                edges.push((end, region.clone(), -1));
+                edges.push((start, region, 1));
+                edges.push((end, region, -1));
             }
         }
     }
     edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.2.cmp(&b.2)));
-    let mut live: BTreeMap<String, i32> = BTreeMap::new();
-    let mut duration_ms = 0.0;
-    let mut last = from_ms;
+    let mut live: BTreeMap<RegionId, i32> = BTreeMap::new();
+    let mut duration_aws_ms = 0.0;
+    let mut last = from;
     for (at, region, delta) in edges {
         if live.values().filter(|n| **n > 0).count() >= 2 {
-            duration_ms += at - last;
+            duration_aws_ms += at.ms_since(last);
         }
         *live.entry(region).or_default() += delta;
         last = at;
     }
-    let mut accepted: Vec<&(f64, String, u64)> = accepted.iter().collect();
-    accepted.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut best: HashMap<&str, u64> = HashMap::new();
+    let mut accepted: Vec<&Accepted> = accepted.iter().collect();
+    accepted.sort_by(|a, b| a.at.total_cmp(&b.at));
+    let mut best: BTreeMap<RegionId, Amount> = BTreeMap::new();
     let mut accepted_below_other_region = 0;
-    for (_, region, amount) in accepted {
+    for bid in accepted {
         if best
             .iter()
-            .any(|(r, high)| *r != region.as_str() && *high >= *amount)
+            .any(|(r, high)| *r != bid.region && *high >= bid.amount)
         {
             accepted_below_other_region += 1;
         }
-        let high = best.entry(region.as_str()).or_default();
-        *high = (*high).max(*amount);
+        let high = best.entry(bid.region).or_insert(bid.amount);
+        *high = (*high).max(bid.amount);
     }
     Split {
-        duration_ms,
+        duration_aws_ms,
         accepted_below_other_region,
     }
 }

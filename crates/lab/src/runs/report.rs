@@ -2,6 +2,7 @@
 
 use crate::runs::scenario::Scenario;
 use crate::world::fast::HealthCheckKind;
+use crate::world::scale::TimeScale;
 use crate::world::timeline::Entry;
 use serde::Serialize;
 use std::path::Path;
@@ -149,6 +150,12 @@ pub struct Report {
 }
 
 impl Report {
+    /// A lab-millisecond field of this report (`*_ms`, `timeline[].at_ms`) in AWS seconds:
+    /// the one place a report's two units meet.
+    pub fn aws_secs(&self, lab_ms: f64) -> f64 {
+        TimeScale::new(self.time_scale).aws_secs(lab_ms)
+    }
+
     /// Nothing lost, nothing doubled, Regions converged, no ping-pong, the fault detected
     /// and every client restored in the secondary; for a blip, nobody moved at all.
     pub fn passed(&self) -> bool {
@@ -322,10 +329,9 @@ impl Report {
     }
 
     pub fn table(&self) -> String {
-        let s = self.time_scale / 1000.0;
         let ms = |v: Option<f64>| {
             v.map_or("-".to_owned(), |v| {
-                format!("{:.0} ms lab = {:.1} s AWS", v, v * s)
+                format!("{:.0} ms lab = {:.1} s AWS", v, self.aws_secs(v))
             })
         };
         let mut rows: Vec<(&str, String)> = vec![
@@ -490,9 +496,7 @@ impl ConsistencyComparison {
 
     pub fn table(&self) -> String {
         let aws_s = |r: &Report, v: Option<f64>| {
-            v.map_or("-".to_owned(), |v| {
-                format!("{:.1} s", v * r.time_scale / 1000.0)
-            })
+            v.map_or("-".to_owned(), |v| format!("{:.1} s", r.aws_secs(v)))
         };
         let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.0} ms"));
         let real_ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2} ms"));
@@ -580,9 +584,7 @@ impl Comparison {
 
     pub fn table(&self) -> String {
         let aws = |r: &Report, v: Option<f64>| {
-            v.map_or("-".to_owned(), |v| {
-                format!("{:.1} s", v * r.time_scale / 1000.0)
-            })
+            v.map_or("-".to_owned(), |v| format!("{:.1} s", r.aws_secs(v)))
         };
         let (d, c) = (&self.dns_only, &self.client_assisted);
         let row = |name: &'static str, value: fn(&Report) -> String| (name, value(d), value(c));
@@ -792,7 +794,7 @@ impl ReferenceComparison {
     pub fn table(&self) -> String {
         let runs = [&self.reference, &self.wsdr_dns_only, &self.wsdr_clients];
         let s = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} s"));
-        let aws = |r: &Report, v: Option<f64>| s(v.map(|v| v * r.time_scale / 1000.0));
+        let aws = |r: &Report, v: Option<f64>| s(v.map(|v| r.aws_secs(v)));
         type Cell = fn(&Report) -> String;
         let rows: Vec<(&str, Cell)> = vec![
             ("health checks read", |r| match r.health_check {
@@ -815,14 +817,11 @@ impl ReferenceComparison {
                         .as_ref()
                         .and_then(|h| h.endpoint.detection_ms),
                 };
-                detection.map_or("-".into(), |v| {
-                    format!("{:.1} s", v * r.time_scale / 1000.0)
-                })
+                detection.map_or("-".into(), |v| format!("{:.1} s", r.aws_secs(v)))
             }),
             ("DNS flip (AWS)", |r| {
-                r.dns_flip_ms.map_or("-".into(), |v| {
-                    format!("{:.1} s", v * r.time_scale / 1000.0)
-                })
+                r.dns_flip_ms
+                    .map_or("-".into(), |v| format!("{:.1} s", r.aws_secs(v)))
             }),
             ("restored", |r| format!("{}/{}", r.restored, r.clients)),
             ("lost acknowledged bids", |r| {

@@ -14,6 +14,7 @@
 //! pass, not an error.
 
 use crate::sim::history::Violation;
+use crate::world::scale::AwsDuration;
 use crate::world::{RegionId, World};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -79,7 +80,7 @@ pub async fn impostor(
     within: Duration,
 ) -> Vec<Violation> {
     let mut found = Vec::new();
-    for (_, region) in lab.regions() {
+    for (id, region) in lab.regions() {
         let url = region.url();
         let name = region.name.clone();
         // The authorizer must refuse it (403). A 401 is the handler's `$connect` refusing an
@@ -88,13 +89,13 @@ pub async fn impostor(
         let attempt = try_open(lab, &url, lab.probe_token(victim)).await;
         if matches!(attempt, Err(ConnectError::Refused { status: 401 })) {
             found.push(Violation::ImpostorAdmitted {
-                region: name.clone(),
+                region: id,
                 sub: victim.to_owned(),
             });
         }
         if let Ok(mut ws) = attempt {
             found.push(Violation::ImpostorAdmitted {
-                region: name.clone(),
+                region: id,
                 sub: victim.to_owned(),
             });
             let state = ClientMessage::GetState {
@@ -104,7 +105,7 @@ pub async fn impostor(
             if let Some(ServerMessage::State { you, .. }) = ask(&mut ws, &state, within).await {
                 if !you.bids.is_empty() {
                     found.push(Violation::ProbeActedAsUser {
-                        region: name.clone(),
+                        region: id,
                         what: format!("read {} of {victim}'s bids", you.bids.len()),
                     });
                 }
@@ -121,7 +122,7 @@ pub async fn impostor(
         if let Some(ServerMessage::State { you, .. }) = ask(&mut ws, &state, within).await {
             if !you.bids.is_empty() || you.user_id != probe {
                 found.push(Violation::ProbeActedAsUser {
-                    region: name.clone(),
+                    region: id,
                     what: format!(
                         "a probe's state names {} with {} bids",
                         you.user_id,
@@ -141,7 +142,7 @@ pub async fn impostor(
         {
             if status != BidStatus::Rejected {
                 found.push(Violation::ProbeActedAsUser {
-                    region: name.clone(),
+                    region: id,
                     what: format!("a probe's bid was answered {status:?}"),
                 });
             }
@@ -162,6 +163,9 @@ pub async fn prolific(
     within: Duration,
 ) -> Vec<Violation> {
     let region = &lab.region(RegionId::Primary);
+    let Some(user) = subject(sub) else {
+        return Vec::new();
+    };
     let Some(mut ws) = open(lab, &region.url(), lab.user_token(sub)).await else {
         return Vec::new();
     };
@@ -204,7 +208,7 @@ pub async fn prolific(
         auction_id: auction.clone(),
         bid_ids: named.clone(),
     };
-    let Some(ServerMessage::State { you, region, .. }) = ask(&mut ws, &state, within).await else {
+    let Some(ServerMessage::State { you, .. }) = ask(&mut ws, &state, within).await else {
         return Vec::new();
     };
     let mut found = Vec::new();
@@ -213,24 +217,21 @@ pub async fn prolific(
     let Ok(states) = crate::sim::judge::final_states(lab, auction).await else {
         return found;
     };
-    let seen = crate::sim::history::UserEnd {
-        user: sub.to_owned(),
-        auction: auction.as_str().to_owned(),
+    let seen = crate::sim::trace::UserEnd {
+        user: user.clone(),
+        auction: auction.clone(),
         connected: true,
         high_seen: None,
         high_before_resync: None,
         views_backwards: 0,
         highs_lowered: 0,
-        served_by: Some(lab.name(RegionId::Primary).to_owned()),
+        served_by: Some(RegionId::Primary),
         own_bids: you
             .bids
             .iter()
-            .map(|b| (b.bid_id.as_str().to_owned(), b.amount.get()))
+            .map(|b| (b.bid_id.clone(), b.amount))
             .collect(),
-        last_bid: you
-            .last_bid
-            .as_ref()
-            .map(|b| (b.bid_id.as_str().to_owned(), b.amount.get())),
+        last_bid: you.last_bid.as_ref().map(|b| (b.bid_id.clone(), b.amount)),
     };
     crate::sim::history::check_own_bids(&seen, &states, &mut found);
     for id in &named {
@@ -246,9 +247,9 @@ pub async fn prolific(
         };
         if !right {
             found.push(Violation::SettledWrong {
-                user: sub.to_owned(),
-                region: region.clone(),
-                bid_id: id.as_str().to_owned(),
+                user: user.clone(),
+                region: RegionId::Primary,
+                bid_id: id.clone(),
             });
         }
     }
@@ -279,10 +280,12 @@ pub async fn racers(
     ));
     let race = |region: RegionId| async move {
         let index = region.index();
-        let region = lab.region(region);
         let sub = format!("racer-{index}");
         let mut found = Vec::new();
-        let Some(mut ws) = open(lab, &region.url(), lab.user_token(&sub)).await else {
+        let Some(racer) = subject(&sub) else {
+            return found;
+        };
+        let Some(mut ws) = open(lab, &lab.region(region).url(), lab.user_token(&sub)).await else {
             return found;
         };
         for i in 0..per_region {
@@ -297,15 +300,14 @@ pub async fn racers(
                 Some(ServerMessage::BidResult {
                     status: BidStatus::Rejected,
                     reason,
-                    region,
                     ..
                 }) if !reason
                     .as_deref()
                     .is_some_and(|r| crate::sim::users::FINAL_REJECTIONS.contains(&r)) =>
                 {
                     found.push(Violation::RetryableRejected {
-                        bidder: sub.clone(),
-                        bid_id: bid_id.as_str().to_owned(),
+                        bidder: racer.clone(),
+                        bid_id,
                         region,
                         reason: reason.unwrap_or_default(),
                     });
@@ -364,9 +366,9 @@ pub async fn racers(
     for (i, watcher) in watchers.iter_mut().enumerate() {
         watcher.drain();
         let lowered = watcher.highs_lowered();
-        if lowered > 0 {
+        if let (true, Some(user)) = (lowered > 0, subject(&format!("watcher-{i}"))) {
             found.push(Violation::HighWentDown {
-                user: format!("watcher-{i}"),
+                user,
                 times: lowered,
             });
         }
@@ -379,8 +381,10 @@ pub async fn racers(
 /// from its own copies (amount, then the earliest copy, then bidder, then bidId), and all
 /// serve the same: the racers left equal amounts from both Regions on the lot.
 async fn ties_decided_by_the_rule(lab: &World, auction: &AuctionId) -> Vec<Violation> {
-    let scale = lab.config().scale;
-    crate::world::clock::wait_for(scale.secs(120.0), || lab.in_flight().items == 0).await;
+    lab.wait_for(crate::world::AwsDuration::from_secs(120), || {
+        lab.in_flight().items == 0
+    })
+    .await;
     let Ok(states) = crate::sim::judge::final_states(lab, auction).await else {
         return Vec::new();
     };
@@ -388,7 +392,7 @@ async fn ties_decided_by_the_rule(lab: &World, auction: &AuctionId) -> Vec<Viola
         .iter()
         .filter(|state| state.high != state.expected_high())
         .map(|state| Violation::HighBidWrong {
-            region: state.region.clone(),
+            region: state.region,
             expected: state.expected_high(),
             actual: state.high.clone(),
         })
@@ -449,11 +453,7 @@ async fn pushed_across(
             }
         }
     }
-    vec![Violation::PushMissed {
-        user: "watcher-bare".into(),
-        pushed: None,
-        actual: Some(amount),
-    }]
+    missed("watcher-bare", amount)
 }
 
 /// A client following one auction on one Region's own endpoint, and every event it gave.
@@ -472,7 +472,10 @@ impl Watcher {
         let (client, events) = wsdr_client::ClientBuilder::new(lab.region(region).url())
             .token_provider(std::sync::Arc::new(wsdr_client::StaticToken(token)))
             .subscribe(auction.clone())
-            .heartbeat(scale.secs(30.0), scale.secs(35.0))
+            .heartbeat(
+                scale.lab(AwsDuration::from_secs(30)),
+                scale.lab(AwsDuration::from_secs(35)),
+            )
             .network(lab.config().environment.network.clone())
             .seed(index as u64 + 7)
             .start();
@@ -551,15 +554,14 @@ async fn bid_reaches(
     // The bound is a heartbeat (30 s AWS) and a round trip; at least 5 s of real time: at
     // time scale 300, 45 s AWS is 150 ms, which a loaded machine can miss (without the pong's
     // resync it is never shown: the partition holds until after the wait).
-    let deadline = Instant::now() + lab.config().scale.secs(45.0).max(Duration::from_secs(5));
+    let deadline = Instant::now()
+        + lab
+            .lab_time(crate::world::AwsDuration::from_secs(45))
+            .max(Duration::from_secs(5));
     if !accepted || watcher.shows(amount, deadline).await {
         return Vec::new();
     }
-    vec![Violation::PushMissed {
-        user: "watcher-1".into(),
-        pushed: None,
-        actual: Some(amount),
-    }]
+    missed("watcher-1", amount)
 }
 
 /// One bid of `amount` as `racer-0` in the first Region, on its own connection: whether it
@@ -604,17 +606,18 @@ pub async fn split_reuser(lab: &World, auction: &AuctionId, within: Duration) ->
         return found;
     }
     let sub = "split-reuser";
-    let (Ok(bid_id), Ok(low), Ok(high)) = (
+    let (Ok(bid_id), Ok(low), Ok(high), Some(user)) = (
         BidId::new("reused-0001"),
         Amount::new(500_000),
         Amount::new(700_000),
+        subject(sub),
     ) else {
         return found;
     };
-    let wrong = |region: &str| Violation::SettledWrong {
-        user: sub.to_owned(),
-        region: region.to_owned(),
-        bid_id: bid_id.as_str().to_owned(),
+    let wrong = |region: RegionId| Violation::SettledWrong {
+        user: user.clone(),
+        region,
+        bid_id: bid_id.clone(),
     };
     let mut sockets = Vec::new();
     for region in [RegionId::Primary, RegionId::Secondary] {
@@ -642,13 +645,12 @@ pub async fn split_reuser(lab: &World, auction: &AuctionId, within: Duration) ->
     }
     accepted.sort();
     for (region, ws) in &mut sockets {
-        let name = lab.region(*region).name.clone();
         let message = ClientMessage::GetState {
             auction_id: auction.clone(),
             bid_ids: vec![bid_id.clone()],
         };
         let Some(ServerMessage::State { you, .. }) = ask(ws, &message, within).await else {
-            found.push(wrong(&name));
+            found.push(wrong(*region));
             continue;
         };
         let right = you.settled.iter().any(|s| {
@@ -660,8 +662,26 @@ pub async fn split_reuser(lab: &World, auction: &AuctionId, within: Duration) ->
             s.bid_id == bid_id && s.stands && s.amount.is_none() && copies == accepted
         });
         if !right {
-            found.push(wrong(&name));
+            found.push(wrong(*region));
         }
     }
     found
+}
+
+/// A subject the attackers bid or watch as, as the checker names users (each is a literal
+/// that is a valid `sub`: `None` only if one were not, and the attack then does not run).
+fn subject(sub: &str) -> Option<wsdr_core::UserId> {
+    wsdr_core::UserId::new(sub).ok()
+}
+
+/// A subscriber that was never shown `amount` by a push.
+fn missed(user: &str, amount: u64) -> Vec<Violation> {
+    let (Some(user), Ok(amount)) = (subject(user), Amount::new(amount)) else {
+        return Vec::new();
+    };
+    vec![Violation::PushMissed {
+        user,
+        pushed: None,
+        actual: Some(amount),
+    }]
 }

@@ -1,174 +1,49 @@
-//! The chaos campaign's history checker: every client operation as it was invoked and
-//! answered, checked against both Regions' final state.
+//! The history checker: a run's trace ([`crate::sim::trace`]) in, broken guarantees out.
+//! Every operation as it was invoked and answered is checked against the surviving Regions'
+//! final states and the users' last views; each rule is named by the [`Violation`] it
+//! reports, and each case it forgives by the [`Excuse`] it counts (docs/RELIABILITY.md, the
+//! guarantee table).
 //!
-//! An operation's outcome is what the client can know:
-//! - **ok**: some answer was `accepted` or `duplicate`: the bid must be in both Regions;
-//! - **fail**: exactly one answer, `rejected`, and no reconnect between the invoke and the
-//!   answer (so the bid was never replayed elsewhere), or the client dropped it unsent
-//!   (expired in the offline queue): the bid must be in neither Region;
-//! - **unknown**: anything else (no answer, or a rejection after a replay): either is fine.
+//! An operation's outcome is what the client can know ([`Outcome`]): an acknowledged bid
+//! must be in every surviving Region, a failed one in none, an unknown one in either.
 
+use crate::sim::trace::{BidKey, BidRef, FinalState, Op, Outcome, OwnBid, RunTrace, UserEnd};
+use crate::world::region_id::RegionId;
+use crate::world::scale::AwsInstant;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use wsdr_core::UserId;
+use wsdr_protocol::{Amount, BidId};
 
-/// How a Region answered one attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Answer {
-    Accepted,
-    Duplicate,
-    Rejected,
-    /// The Region could not tell whether it recorded the bid.
-    Unknown,
-    /// Queued while offline and dropped unsent by the client (too old): never sent anywhere.
-    Expired,
-    /// Strong mode: the Region could not reach its table's quorum and decided nothing
-    /// (`redirect`); the client sends the bid to another Region.
-    Redirected,
-}
-
-/// One bid as a client made it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Op {
-    pub user: String,
-    /// The auction the bid was for.
-    pub auction: String,
-    pub bid_id: String,
-    pub amount: u64,
-    /// Lab ms at invoke.
-    pub invoked_ms: f64,
-    /// (lab ms, answer, Region, the client had reconnected since the invoke).
-    pub answers: Vec<(f64, Answer, String, bool)>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    Ok,
-    Fail,
-    Unknown,
-}
-
-impl Op {
-    pub fn outcome(&self) -> Outcome {
-        if self
-            .answers
-            .iter()
-            .any(|a| matches!(a.1, Answer::Accepted | Answer::Duplicate))
-        {
-            Outcome::Ok
-        } else if self.answers.iter().any(|a| a.1 == Answer::Expired)
-            || (self.answers.len() == 1
-                && self.answers[0].1 == Answer::Rejected
-                && !self.answers[0].3)
-        {
-            Outcome::Fail
-        } else {
-            Outcome::Unknown
-        }
-    }
-}
-
-/// The key of an operation and of a bid record: bidIds are scoped to their bidder, so a
-/// hostile user reusing someone else's bidId makes a different operation and record.
-pub type BidKey = (String, String);
-
-/// One logical bid as a Region holds it: the copies of (bidder, bidId, amount) folded, with
-/// the earliest copy's `at` (the rank uses it for equal amounts).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Record {
-    pub amount: u64,
-    pub at: u64,
-}
-
-/// One Region's final state of the auction.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct FinalState {
-    pub region: String,
-    /// (bidder, bid id) -> the logical bids recorded under it (one per amount).
-    pub bids: BTreeMap<BidKey, Vec<Record>>,
-    /// Bid copies in the store (a bid accepted in both Regions has two).
-    pub copies: usize,
-    /// (bidder, bid id, amount) of the high bid the Region serves.
-    pub high: Option<(String, String, u64)>,
-    /// The bid count the Region serves (the sum of its summaries).
-    pub bid_count: u64,
-    /// The winner's own bidder, asking the Region (`getState` naming the winning bidId),
-    /// finds it standing with its amount, in `you.settled` and in `you.bids`; `true` when
-    /// there is no winner. A winner the Region shows but its bidder cannot read is a lie.
-    pub winner_readable: bool,
-}
-
-impl FinalState {
-    /// The winner the ledger's rule picks from the records alone: highest amount, then the
-    /// earliest copy, then bidder, then bidId (docs/DATA_MODEL.md).
-    pub fn expected_high(&self) -> Option<(String, String, u64)> {
-        self.bids
-            .iter()
-            .flat_map(|((bidder, id), records)| records.iter().map(move |r| (bidder, id, r)))
-            .max_by(|(b1, i1, r1), (b2, i2, r2)| {
-                r1.amount
-                    .cmp(&r2.amount)
-                    .then_with(|| r2.at.cmp(&r1.at))
-                    .then_with(|| b2.cmp(b1))
-                    .then_with(|| i2.cmp(i1))
-            })
-            .map(|(bidder, id, r)| (bidder.clone(), id.clone(), r.amount))
-    }
-}
-
-/// What a user saw after the final resync.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct UserEnd {
-    pub user: String,
-    /// The auction the user follows.
-    pub auction: String,
-    pub connected: bool,
-    /// The high bid amount in the state the user was last served.
-    pub high_seen: Option<u64>,
-    /// The high bid its pushes (and its own reconnects' resyncs) had brought it just before
-    /// the forced final resync; `None` if it was not connected with a view then.
-    pub high_before_resync: Option<Option<u64>>,
-    /// Pushes its client reported that were strictly older than the view it already had.
-    pub views_backwards: u32,
-    /// Pushes its client reported with a lower high bid than the one it showed before
-    /// (with no state read between): a late push replaced a newer view.
-    #[serde(default)]
-    pub highs_lowered: u32,
-    /// The Region that served its final state, and the user's own bids in that state
-    /// (`you.bids`: (bidId, amount), newest first) and `you.lastBid`.
-    pub served_by: Option<String>,
-    pub own_bids: Vec<(String, u64)>,
-    pub last_bid: Option<(String, u64)>,
-}
+pub use crate::sim::trace::Answer;
 
 /// A broken guarantee.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Violation {
     AcknowledgedBidMissing {
-        bidder: String,
-        bid_id: String,
-        region: String,
+        bidder: UserId,
+        bid_id: BidId,
+        region: RegionId,
     },
     /// Under the acknowledged (bidder, bidId) the Region holds another amount, or more than
     /// the operations explain.
     AcknowledgedBidAltered {
-        bidder: String,
-        bid_id: String,
-        region: String,
+        bidder: UserId,
+        bid_id: BidId,
+        region: RegionId,
     },
     /// A record no operation explains (no operation of that bidder with that bidId and
     /// amount): applied twice, invented, or written over by someone else.
     UnexplainedRecord {
-        bidder: String,
-        bid_id: String,
-        region: String,
+        bidder: UserId,
+        bid_id: BidId,
+        region: RegionId,
     },
     RejectedBidPresent {
-        bidder: String,
-        bid_id: String,
-        region: String,
+        bidder: UserId,
+        bid_id: BidId,
+        region: RegionId,
     },
     /// Strong mode: in the table's own order, bids taken at or below a bid taken before
     /// them (one Region accepted below what another had already acknowledged).
@@ -178,23 +53,23 @@ pub enum Violation {
     /// Strong mode: a Region answered `accepted` or `duplicate` for a bid it received and
     /// answered while it had no quorum the whole time.
     AcknowledgedWithoutQuorum {
-        bidder: String,
-        bid_id: String,
-        region: String,
+        bidder: UserId,
+        bid_id: BidId,
+        region: RegionId,
     },
     /// The high bid the Region serves is not the one the ledger's rule picks from its
     /// records (amount, then earliest copy, then bidder, then bidId): a wrong amount, or the
     /// wrong winner among equal amounts.
     HighBidWrong {
-        region: String,
-        expected: Option<(String, String, u64)>,
-        actual: Option<(String, String, u64)>,
+        region: RegionId,
+        expected: Option<BidRef>,
+        actual: Option<BidRef>,
     },
     /// The Regions serve different high bids after convergence.
     WinnersDiffer,
     /// A Region serves a winner that its bidder's `getState` does not find standing.
     WinnerUnreadable {
-        region: String,
+        region: RegionId,
     },
     /// A planned evacuation ended with connections never told to move (its push path was
     /// throttled, not gone: telling again until the deadline reaches them).
@@ -204,93 +79,93 @@ pub enum Violation {
     },
     /// A recorded bid above every acknowledged one that no unanswered operation explains.
     HighAboveAcknowledged {
-        region: String,
-        amount: u64,
+        region: RegionId,
+        amount: Amount,
     },
     /// The summaries' bid count is not the number of bid copies in the store.
     BidCountWrong {
-        region: String,
+        region: RegionId,
         count: u64,
         copies: usize,
     },
     NotConverged,
     UserNotConnected {
-        user: String,
+        user: UserId,
     },
     UserStale {
-        user: String,
-        seen: Option<u64>,
-        actual: Option<u64>,
+        user: UserId,
+        seen: Option<Amount>,
+        actual: Option<Amount>,
     },
     /// A connected subscriber was never brought the final high bid by a push: only the forced
     /// final resync showed it (a replicated bid not pushed, a broadcast lost).
     PushMissed {
-        user: String,
-        pushed: Option<u64>,
-        actual: Option<u64>,
+        user: UserId,
+        pushed: Option<Amount>,
+        actual: Option<Amount>,
     },
     /// A client reported a view older than one it had already reported.
     ViewWentBackwards {
-        user: String,
+        user: UserId,
         times: u32,
     },
     /// The user's own bids (`you.bids`) in its final state are not the ones the serving
     /// Region holds for it: some missing, or someone else's (bidId, amount) among them.
     OwnBidsWrong {
-        user: String,
-        region: String,
-        missing: Vec<String>,
-        unexplained: Vec<String>,
+        user: UserId,
+        region: RegionId,
+        missing: Vec<BidId>,
+        unexplained: Vec<BidId>,
     },
     /// A canary-issuer token naming a user's subject was admitted by a Region's authorizer
     /// (docs/AUTH.md: canary tokens are `canary:*` principals only).
     ImpostorAdmitted {
-        region: String,
+        region: RegionId,
         sub: String,
     },
     /// A probe identity read a user's bids, or had a bid accepted (`what` says which).
     ProbeActedAsUser {
-        region: String,
+        region: RegionId,
         what: String,
     },
     /// A bid answered `rejected` for a reason that is not final (a retryable failure): the
     /// clients drop a rejected bid, so it may have been one that would have won.
     RetryableRejected {
-        bidder: String,
-        bid_id: String,
-        region: String,
+        bidder: UserId,
+        bid_id: BidId,
+        region: RegionId,
         reason: String,
     },
     /// A client showed a lower high bid after a push than before it.
     HighWentDown {
-        user: String,
+        user: UserId,
         times: u32,
     },
     /// Strong mode: a Region answered `redirect` ("decided nothing") for a bid that its own
     /// head write accepted.
     RedirectedButDecided {
-        bidder: String,
-        bid_id: String,
-        region: String,
+        bidder: UserId,
+        bid_id: BidId,
+        region: RegionId,
     },
     /// `you.settled` in a `getState` naming a bid is not what the Region holds for it.
     SettledWrong {
-        user: String,
-        region: String,
-        bid_id: String,
+        user: UserId,
+        region: RegionId,
+        bid_id: BidId,
     },
     /// `you.lastBid` is not the user's latest bid in the serving Region's records.
     LastBidWrong {
-        user: String,
-        region: String,
-        expected: Option<(String, u64)>,
-        actual: Option<(String, u64)>,
+        user: UserId,
+        region: RegionId,
+        expected: Option<OwnBid>,
+        actual: Option<OwnBid>,
     },
 }
 
 impl Violation {
     /// The bid the violation is about, if any (to print the minimal history).
-    pub fn bid(&self) -> Option<(&str, &str)> {
+    pub fn bid(&self) -> Option<BidKey> {
         match self {
             Violation::AcknowledgedBidMissing { bidder, bid_id, .. }
             | Violation::AcknowledgedBidAltered { bidder, bid_id, .. }
@@ -298,34 +173,35 @@ impl Violation {
             | Violation::RejectedBidPresent { bidder, bid_id, .. }
             | Violation::AcknowledgedWithoutQuorum { bidder, bid_id, .. }
             | Violation::RetryableRejected { bidder, bid_id, .. }
-            | Violation::RedirectedButDecided { bidder, bid_id, .. } => Some((bidder, bid_id)),
+            | Violation::RedirectedButDecided { bidder, bid_id, .. } => {
+                Some((bidder.clone(), bid_id.clone()))
+            }
             _ => None,
         }
     }
 }
 
 /// Acknowledgements no Region may have given: the Region had no quorum for the whole time
-/// between the bid's invoke and that answer (`lacked(region, from_ms, to_ms)`). Only answers
+/// between the bid's invoke and that answer (`lacked(region, from, to)`). Only answers
 /// without a reconnect since the invoke count: the bid was sent to that Region then.
 pub fn acknowledged_without_quorum(
     ops: &[Op],
-    regions: &crate::world::PerRegion<String>,
-    lacked: impl Fn(crate::world::RegionId, f64, f64) -> bool,
+    lacked: impl Fn(RegionId, AwsInstant, AwsInstant) -> bool,
 ) -> Vec<Violation> {
     let mut found = Vec::new();
     for op in ops {
-        for (at, answer, region, reconnected) in &op.answers {
-            if *reconnected || !matches!(answer, Answer::Accepted | Answer::Duplicate) {
+        for reply in &op.answers {
+            if reply.reconnected || !reply.answer.acknowledges() {
                 continue;
             }
-            let Some((id, _)) = regions.iter().find(|(_, name)| *name == region) else {
+            let Some(region) = reply.region else {
                 continue;
             };
-            if lacked(id, op.invoked_ms, *at) {
+            if lacked(region, op.invoked, reply.at) {
                 found.push(Violation::AcknowledgedWithoutQuorum {
                     bidder: op.user.clone(),
                     bid_id: op.bid_id.clone(),
-                    region: region.clone(),
+                    region,
                 });
             }
         }
@@ -338,22 +214,22 @@ pub fn acknowledged_without_quorum(
 /// redirect says nothing was decided there; a write that may have committed is `unknown`.
 pub fn redirected_but_decided(
     ops: &[Op],
-    accepted_by: &[(String, String, String)],
+    accepted_by: &[(UserId, BidId, RegionId)],
 ) -> Vec<Violation> {
-    let taken: std::collections::BTreeSet<(&str, &str, &str)> = accepted_by
-        .iter()
-        .map(|(b, i, r)| (b.as_str(), i.as_str(), r.as_str()))
-        .collect();
+    let taken: BTreeSet<&(UserId, BidId, RegionId)> = accepted_by.iter().collect();
     let mut found = Vec::new();
     for op in ops {
-        for (_, answer, region, _) in &op.answers {
-            if *answer == Answer::Redirected
-                && taken.contains(&(op.user.as_str(), op.bid_id.as_str(), region.as_str()))
+        for reply in &op.answers {
+            let Some(region) = reply.region else {
+                continue;
+            };
+            if reply.answer == Answer::Redirected
+                && taken.contains(&(op.user.clone(), op.bid_id.clone(), region))
             {
                 found.push(Violation::RedirectedButDecided {
                     bidder: op.user.clone(),
                     bid_id: op.bid_id.clone(),
-                    region: region.clone(),
+                    region,
                 });
             }
         }
@@ -363,8 +239,8 @@ pub fn redirected_but_decided(
 
 /// Bids taken at or below an earlier one, in the order a strongly consistent table took
 /// them ((amount, Region) each): in strong mode each accepted bid must beat every earlier one.
-pub fn below_an_earlier_bid(in_order: &[(u64, String)]) -> usize {
-    let mut best: Option<u64> = None;
+pub fn below_an_earlier_bid(in_order: &[(Amount, RegionId)]) -> usize {
+    let mut best: Option<Amount> = None;
     let mut below = 0;
     for (amount, _) in in_order {
         if best.is_some_and(|b| *amount <= b) {
@@ -425,120 +301,78 @@ pub fn excuse(excused: &mut Excused, excuse: Excuse, n: usize) {
     }
 }
 
-/// Bid copies (bidder, bid id, amount) a Region that never came back took with it: the only
-/// losses the checker accepts (docs/DATA_MODEL.md, "what no acknowledged bid is lost means").
-pub type Lost = std::collections::BTreeSet<(String, String, u64)>;
-
-/// Acknowledged operations whose bid is gone from every surviving Region because its only
-/// copies were lost with a Region that never came back: the measured RPO, in bids.
-pub fn lost_acknowledged(ops: &[Op], regions: &[FinalState], lost: &Lost) -> usize {
-    ops.iter()
-        .filter(|op| op.outcome() == Outcome::Ok)
-        .filter(|op| lost.contains(&(op.user.clone(), op.bid_id.clone(), op.amount)))
-        .filter(|op| {
-            regions.iter().all(|state| {
-                !state
-                    .bids
-                    .get(&(op.user.clone(), op.bid_id.clone()))
-                    .is_some_and(|records| records.iter().any(|r| r.amount == op.amount))
-            })
-        })
-        .count()
-}
-
 /// Every acknowledged bid is held by `state` with its own amount (unless its copies were lost
 /// with a Region that never came back), and no rejected bid is.
 fn acknowledged_and_rejected(
-    ops: &[Op],
+    trace: &RunTrace,
     state: &FinalState,
-    lost: &Lost,
     excused: &mut Excused,
 ) -> Vec<Violation> {
     let mut violations = Vec::new();
-    let region = state.region.clone();
-    for op in ops {
-        let key = (op.user.clone(), op.bid_id.clone());
-        let records = state.bids.get(&key).map(Vec::as_slice).unwrap_or_default();
-        let own = records.iter().any(|r| r.amount == op.amount);
-        let violation = |make: fn(String, String, String) -> Violation| {
-            make(op.user.clone(), op.bid_id.clone(), region.clone())
-        };
-        let lost_for_good = lost.contains(&(op.user.clone(), op.bid_id.clone(), op.amount));
+    let region = state.region;
+    for op in &trace.ops {
+        let key = op.key();
+        let held = state.bids.get(&key).map(Vec::as_slice).unwrap_or_default();
+        let own = held.iter().any(|r| r.amount == op.amount);
+        let (bidder, bid_id) = key;
+        let lost_for_good = trace.lost.contains(&BidRef {
+            bidder: bidder.clone(),
+            bid_id: bid_id.clone(),
+            amount: op.amount,
+        });
         match op.outcome() {
             Outcome::Ok if !own && lost_for_good => excuse(excused, Excuse::LostWithRegion, 1),
-            Outcome::Ok if !own => violations.push(if records.is_empty() {
-                violation(|bidder, bid_id, region| Violation::AcknowledgedBidMissing {
+            Outcome::Ok if !own && held.is_empty() => {
+                violations.push(Violation::AcknowledgedBidMissing {
                     bidder,
                     bid_id,
                     region,
                 })
-            } else {
-                violation(|bidder, bid_id, region| Violation::AcknowledgedBidAltered {
-                    bidder,
-                    bid_id,
-                    region,
-                })
+            }
+            Outcome::Ok if !own => violations.push(Violation::AcknowledgedBidAltered {
+                bidder,
+                bid_id,
+                region,
             }),
-            Outcome::Fail if own => violations.push(violation(|bidder, bid_id, region| {
-                Violation::RejectedBidPresent {
-                    bidder,
-                    bid_id,
-                    region,
-                }
-            })),
+            Outcome::Fail if own => violations.push(Violation::RejectedBidPresent {
+                bidder,
+                bid_id,
+                region,
+            }),
             _ => {}
         }
     }
     violations
 }
 
-/// Check a history against the surviving Regions' final states and the users' last views.
-/// `lost` holds the bid copies a Region lost for good took with it (empty unless a
-/// `never-returns` fault struck): exactly those may be missing, nothing else.
-pub fn check(
-    ops: &[Op],
-    regions: &[FinalState],
-    converged: bool,
-    users: &[UserEnd],
-    lost: &Lost,
-) -> Vec<Violation> {
-    check_counting_excuses(ops, regions, converged, users, lost).0
-}
-
-/// [`check`], with what it forgave counted by name.
-pub fn check_counting_excuses(
-    ops: &[Op],
-    regions: &[FinalState],
-    converged: bool,
-    users: &[UserEnd],
-    lost: &Lost,
-) -> (Vec<Violation>, Excused) {
+/// Check a run's trace: the surviving Regions' final states and the users' last views
+/// against every operation. `trace.lost` holds the bid copies a Region lost for good took
+/// with it (empty unless a `never-returns` fault struck): exactly those may be missing,
+/// nothing else. What the checker forgave is counted by name.
+pub fn check(trace: &RunTrace) -> (Vec<Violation>, Excused) {
     let mut excused = Excused::new();
     let mut violations = Vec::new();
     let mut by_key: BTreeMap<BidKey, Vec<&Op>> = BTreeMap::new();
-    for op in ops {
-        by_key
-            .entry((op.user.clone(), op.bid_id.clone()))
-            .or_default()
-            .push(op);
+    for op in &trace.ops {
+        by_key.entry(op.key()).or_default().push(op);
     }
-    let max_acknowledged = ops
+    let max_acknowledged = trace
+        .ops
         .iter()
         .filter(|op| op.outcome() == Outcome::Ok)
         .map(|op| op.amount)
         .max();
-    for state in regions {
-        let region = state.region.clone();
-        violations.extend(acknowledged_and_rejected(ops, state, lost, &mut excused));
-        for ((bidder, bid_id), records) in &state.bids {
-            let key = (bidder.clone(), bid_id.clone());
-            let ops_here = by_key.get(&key).map(Vec::as_slice).unwrap_or_default();
+    for state in &trace.regions {
+        let region = state.region;
+        violations.extend(acknowledged_and_rejected(trace, state, &mut excused));
+        for (key, records) in &state.bids {
+            let ops_here = by_key.get(key).map(Vec::as_slice).unwrap_or_default();
             for record in records {
                 if !ops_here.iter().any(|op| op.amount == record.amount) {
                     violations.push(Violation::UnexplainedRecord {
-                        bidder: bidder.clone(),
-                        bid_id: bid_id.clone(),
-                        region: region.clone(),
+                        bidder: key.0.clone(),
+                        bid_id: key.1.clone(),
+                        region,
                     });
                 }
             }
@@ -547,119 +381,113 @@ pub fn check_counting_excuses(
         // that arrived before its copy carries its high bid whole (wsdr_core::held_bids).
         let expected = state.expected_high();
         if !state.winner_readable {
-            violations.push(Violation::WinnerUnreadable {
-                region: region.clone(),
-            });
+            violations.push(Violation::WinnerUnreadable { region });
         }
         if state.high != expected {
             violations.push(Violation::HighBidWrong {
-                region: region.clone(),
+                region,
                 expected,
                 actual: state.high.clone(),
             });
         }
-        let max_recorded = state.high.as_ref().map(|h| h.2);
-        if let (Some(high), Some(acked)) = (max_recorded, max_acknowledged) {
-            if high > acked {
-                // Only an operation whose answer the client never got may stand above every
-                // acknowledged bid.
-                let explained = state.bids.iter().any(|(key, records)| {
-                    records.iter().any(|r| r.amount == high)
-                        && by_key.get(key).is_some_and(|ops| {
-                            ops.iter()
-                                .any(|op| op.amount == high && op.outcome() == Outcome::Unknown)
-                        })
+        if let (Some(high), Some(acked)) = (state.high.as_ref(), max_acknowledged) {
+            // Only an operation whose answer the client never got may stand above every
+            // acknowledged bid.
+            let explained = state.bids.iter().any(|(key, records)| {
+                records.iter().any(|r| r.amount == high.amount)
+                    && by_key.get(key).is_some_and(|ops| {
+                        ops.iter()
+                            .any(|op| op.amount == high.amount && op.outcome() == Outcome::Unknown)
+                    })
+            });
+            if high.amount > acked && !explained {
+                violations.push(Violation::HighAboveAcknowledged {
+                    region,
+                    amount: high.amount,
                 });
-                if !explained {
-                    violations.push(Violation::HighAboveAcknowledged {
-                        region: region.clone(),
-                        amount: high,
-                    });
-                }
             }
         }
-        let count_ok = if lost.is_empty() {
-            state.bid_count == state.copies as u64
+        let copies = state.copies as u64;
+        let count_ok = if trace.lost.is_empty() {
+            state.bid_count == copies
         } else {
             // Counted by a lost Region's summary, copies never delivered: at most the lost ones.
-            let within = (state.copies as u64..=(state.copies + lost.len()) as u64)
-                .contains(&state.bid_count);
+            let within = (copies..=copies + trace.lost.len() as u64).contains(&state.bid_count);
             if within {
                 excuse(
                     &mut excused,
                     Excuse::CountedCopiesLostWithRegion,
-                    (state.bid_count - state.copies as u64) as usize,
+                    (state.bid_count - copies) as usize,
                 );
             }
             within
         };
         if !count_ok {
             violations.push(Violation::BidCountWrong {
-                region: region.clone(),
+                region,
                 count: state.bid_count,
                 copies: state.copies,
             });
         }
     }
-    if !converged || regions.windows(2).any(|w| w[0].bids != w[1].bids) {
+    let regions = &trace.regions;
+    if !trace.converged || regions.windows(2).any(|w| w[0].bids != w[1].bids) {
         violations.push(Violation::NotConverged);
     }
     if regions.windows(2).any(|w| w[0].high != w[1].high) {
         violations.push(Violation::WinnersDiffer);
     }
-    let actual = regions.first().and_then(|r| r.high.as_ref().map(|h| h.2));
-    for user in users {
-        if user.views_backwards > 0 {
-            violations.push(Violation::ViewWentBackwards {
-                user: user.user.clone(),
-                times: user.views_backwards,
-            });
-        }
-        if user.highs_lowered > 0 {
-            violations.push(Violation::HighWentDown {
-                user: user.user.clone(),
-                times: user.highs_lowered,
-            });
-        }
-        if let Some(pushed) = user.high_before_resync {
-            if pushed != actual {
-                violations.push(Violation::PushMissed {
-                    user: user.user.clone(),
-                    pushed,
-                    actual,
-                });
-            }
-        }
-        if !user.connected {
-            violations.push(Violation::UserNotConnected {
-                user: user.user.clone(),
-            });
-        } else if user.high_seen != actual {
-            violations.push(Violation::UserStale {
-                user: user.user.clone(),
-                seen: user.high_seen,
-                actual,
-            });
-        }
-        if user.connected {
-            check_own_bids(user, regions, &mut violations);
-        }
+    let actual = regions
+        .first()
+        .and_then(|r| r.high.as_ref().map(|h| h.amount));
+    for user in &trace.ends {
+        check_user(user, actual, regions, &mut violations);
     }
+    excuse_lost_summaries(&mut violations, trace.lost_summaries, &mut excused);
     (violations, excused)
 }
 
-/// The user's own bids as `region` must list them: (at, bidId, amount), newest first (then
-/// by bidId, descending), at most [`wsdr_protocol::limits::OWN_BIDS_MAX`].
-pub fn own_bids_in(state: &FinalState, user: &str) -> Vec<(u64, String, u64)> {
-    let mut bids: Vec<(u64, String, u64)> = state
-        .bids
-        .iter()
-        .filter(|((bidder, _), _)| bidder == user)
-        .flat_map(|((_, id), records)| records.iter().map(move |r| (r.at, id.clone(), r.amount)))
-        .collect();
-    bids.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
-    bids.truncate(wsdr_protocol::limits::OWN_BIDS_MAX);
-    bids
+/// One user's final view against the converged high bid (`actual`) and its serving Region.
+fn check_user(
+    user: &UserEnd,
+    actual: Option<Amount>,
+    regions: &[FinalState],
+    violations: &mut Vec<Violation>,
+) {
+    let who = || user.user.clone();
+    if user.views_backwards > 0 {
+        violations.push(Violation::ViewWentBackwards {
+            user: who(),
+            times: user.views_backwards,
+        });
+    }
+    if user.highs_lowered > 0 {
+        violations.push(Violation::HighWentDown {
+            user: who(),
+            times: user.highs_lowered,
+        });
+    }
+    if let Some(pushed) = user.high_before_resync {
+        if pushed != actual {
+            violations.push(Violation::PushMissed {
+                user: who(),
+                pushed,
+                actual,
+            });
+        }
+    }
+    if !user.connected {
+        violations.push(Violation::UserNotConnected { user: who() });
+        return;
+    }
+    if user.high_seen != actual {
+        violations.push(Violation::UserStale {
+            user: who(),
+            seen: user.high_seen,
+            actual,
+        });
+    }
+    check_own_bids(user, regions, violations);
 }
 
 /// `you.bids` and `you.lastBid` of the user's final state against the serving Region's
@@ -667,37 +495,29 @@ pub fn own_bids_in(state: &FinalState, user: &str) -> Vec<(u64, String, u64)> {
 pub fn check_own_bids(user: &UserEnd, regions: &[FinalState], violations: &mut Vec<Violation>) {
     let Some(state) = user
         .served_by
-        .as_ref()
-        .and_then(|name| regions.iter().find(|r| &r.region == name))
+        .and_then(|region| regions.iter().find(|r| r.region == region))
     else {
         return;
     };
-    let expected = own_bids_in(state, &user.user);
-    let held: std::collections::BTreeSet<(&str, u64)> = expected
-        .iter()
-        .map(|(_, id, a)| (id.as_str(), *a))
-        .collect();
-    let listed: std::collections::BTreeSet<(&str, u64)> = user
-        .own_bids
-        .iter()
-        .map(|(id, a)| (id.as_str(), *a))
-        .collect();
+    let expected = state.own_bids(&user.user);
+    let held: BTreeSet<(&BidId, Amount)> = expected.iter().map(|(_, id, a)| (id, *a)).collect();
+    let listed: BTreeSet<(&BidId, Amount)> = user.own_bids.iter().map(|(id, a)| (id, *a)).collect();
     if held != listed {
         violations.push(Violation::OwnBidsWrong {
             user: user.user.clone(),
-            region: state.region.clone(),
+            region: state.region,
             missing: held
                 .difference(&listed)
-                .map(|(id, _)| (*id).to_owned())
+                .map(|(id, _)| (*id).clone())
                 .collect(),
             unexplained: listed
                 .difference(&held)
-                .map(|(id, _)| (*id).to_owned())
+                .map(|(id, _)| (*id).clone())
                 .collect(),
         });
     }
     // Equal `at` and bidId (one bidId, two amounts) may come in either order.
-    let latest: Vec<(String, u64)> = expected
+    let latest: Vec<OwnBid> = expected
         .iter()
         .take_while(|(at, id, _)| expected.first().is_some_and(|f| f.0 == *at && &f.1 == id))
         .map(|(_, id, amount)| (id.clone(), *amount))
@@ -709,19 +529,19 @@ pub fn check_own_bids(user: &UserEnd, regions: &[FinalState], violations: &mut V
     if !right {
         violations.push(Violation::LastBidWrong {
             user: user.user.clone(),
-            region: state.region.clone(),
+            region: state.region,
             expected: latest.first().cloned(),
             actual: user.last_bid.clone(),
         });
     }
 }
 
-/// Drop what a lost Region's undelivered summaries explain (see [`lost_summaries`] and
-/// docs/DATA_MODEL.md, "After a Region is lost for good"): a `bid_count_wrong` below the
-/// copies by at most that many, and a `high_bid_wrong` whose served high is *below* the one
-/// the records pick (the higher copy arrived without the summary that would name it). With
-/// no summary lost, nothing is excused.
-pub fn excuse_lost_summaries(
+/// Drop what a lost Region's undelivered summaries explain (docs/DATA_MODEL.md, "After a
+/// Region is lost for good"): a `bid_count_wrong` below the copies by at most that many, and
+/// a `high_bid_wrong` whose served high is *below* the one the records pick (the higher copy
+/// arrived without the summary that would name it). With no summary lost, nothing is
+/// excused.
+fn excuse_lost_summaries(
     violations: &mut Vec<Violation>,
     lost_summaries: usize,
     excused: &mut Excused,
@@ -746,7 +566,7 @@ pub fn excuse_lost_summaries(
             expected, actual, ..
         } => {
             let below = match (expected, actual) {
-                (Some(e), Some(a)) => a.2 < e.2,
+                (Some(e), Some(a)) => a.amount < e.amount,
                 (Some(_), None) => true,
                 _ => false,
             };
@@ -763,62 +583,60 @@ pub fn excuse_lost_summaries(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::sim::trace::{Lost, Record, Reply};
+    use RegionId::{Primary as E, Secondary as W};
 
-    #[test]
-    fn a_count_below_the_copies_is_excused_only_by_lost_summaries() {
-        let wrong = |count, copies| Violation::BidCountWrong {
-            region: "us-west-2".into(),
-            count,
-            copies,
-        };
-        let mut v = vec![wrong(114, 115), wrong(110, 115), wrong(116, 115)];
-        excuse_lost_summaries(&mut v, 1, &mut Excused::new());
-        assert_eq!(v, vec![wrong(110, 115), wrong(116, 115)]);
-        let mut none = vec![wrong(114, 115)];
-        excuse_lost_summaries(&mut none, 0, &mut Excused::new());
-        assert_eq!(none.len(), 1);
-        let high = |expected: u64, actual: u64| Violation::HighBidWrong {
-            region: "us-west-2".into(),
-            expected: Some(("a".into(), "b1".into(), expected)),
-            actual: Some(("b".into(), "b2".into(), actual)),
-        };
-        let mut highs = vec![high(500, 400), high(400, 500)];
-        excuse_lost_summaries(&mut highs, 2, &mut Excused::new());
-        assert_eq!(
-            highs,
-            vec![high(400, 500)],
-            "only a served high below the records'"
-        );
+    fn u(s: &str) -> UserId {
+        UserId::new(s).unwrap()
+    }
+
+    fn b(s: &str) -> BidId {
+        BidId::new(format!("{s}-bid-id")).unwrap()
+    }
+
+    fn a(n: u64) -> Amount {
+        Amount::new(n).unwrap()
+    }
+
+    fn bid(user: &str, id: &str, amount: u64) -> BidRef {
+        BidRef {
+            bidder: u(user),
+            bid_id: b(id),
+            amount: a(amount),
+        }
     }
 
     fn op(user: &str, id: &str, amount: u64, answers: &[(Answer, bool)]) -> Op {
         Op {
-            user: user.into(),
-            auction: "lot-1".into(),
-            bid_id: id.into(),
-            amount,
-            invoked_ms: 0.0,
+            user: u(user),
+            auction: wsdr_protocol::AuctionId::new("lot-1").unwrap(),
+            bid_id: b(id),
+            amount: a(amount),
+            invoked: AwsInstant::START,
             answers: answers
                 .iter()
-                .map(|(a, replayed)| (1.0, *a, "r".to_owned(), *replayed))
+                .map(|(answer, reconnected)| Reply {
+                    at: AwsInstant::from_ms(1.0),
+                    answer: *answer,
+                    region: Some(E),
+                    reconnected: *reconnected,
+                })
                 .collect(),
         }
     }
 
     /// A Region holding (bid id, bidder, amount) records, each with `at` = its position, and
     /// serving the high bid the rule picks.
-    fn state(region: &str, bids: &[(&str, &str, u64)]) -> FinalState {
+    fn state(region: RegionId, bids: &[(&str, &str, u64)]) -> FinalState {
         let mut map: BTreeMap<BidKey, Vec<Record>> = BTreeMap::new();
-        for (at, (id, u, a)) in bids.iter().enumerate() {
-            map.entry((u.to_string(), id.to_string()))
-                .or_default()
-                .push(Record {
-                    amount: *a,
-                    at: at as u64,
-                });
+        for (at, (id, user, amount)) in bids.iter().enumerate() {
+            map.entry((u(user), b(id))).or_default().push(Record {
+                amount: a(*amount),
+                at: at as u64,
+            });
         }
         let mut s = FinalState {
-            region: region.into(),
+            region,
             bid_count: bids.len() as u64,
             winner_readable: true,
             copies: bids.len(),
@@ -831,11 +649,11 @@ mod tests {
 
     fn user(high: Option<u64>) -> UserEnd {
         UserEnd {
-            user: "u".into(),
-            auction: "lot-1".into(),
+            user: u("u"),
+            auction: wsdr_protocol::AuctionId::new("lot-1").unwrap(),
             connected: true,
-            high_seen: high,
-            high_before_resync: Some(high),
+            high_seen: high.map(a),
+            high_before_resync: Some(high.map(a)),
             views_backwards: 0,
             highs_lowered: 0,
             served_by: None,
@@ -845,13 +663,58 @@ mod tests {
     }
 
     /// User `u`, served by `region`, listing `own` as its bids (newest first).
-    fn bidder(region: &str, high: Option<u64>, own: &[(&str, u64)]) -> UserEnd {
+    fn bidder(region: RegionId, high: Option<u64>, own: &[(&str, u64)]) -> UserEnd {
         UserEnd {
-            served_by: Some(region.into()),
-            own_bids: own.iter().map(|(id, a)| (id.to_string(), *a)).collect(),
-            last_bid: own.first().map(|(id, a)| (id.to_string(), *a)),
+            served_by: Some(region),
+            own_bids: own.iter().map(|(id, n)| (b(id), a(*n))).collect(),
+            last_bid: own.first().map(|(id, n)| (b(id), a(*n))),
             ..user(high)
         }
+    }
+
+    fn trace(ops: &[Op], regions: &[FinalState], ends: &[UserEnd], lost: &Lost) -> RunTrace {
+        RunTrace {
+            ops: ops.to_vec(),
+            users: Vec::new(),
+            ends: ends.to_vec(),
+            regions: regions.to_vec(),
+            converged: true,
+            lost: lost.clone(),
+            lost_summaries: 0,
+        }
+    }
+
+    fn judged(ops: &[Op], regions: &[FinalState], ends: &[UserEnd]) -> Vec<Violation> {
+        check(&trace(ops, regions, ends, &Lost::new())).0
+    }
+
+    #[test]
+    fn a_count_below_the_copies_is_excused_only_by_lost_summaries() {
+        let wrong = |count, copies| Violation::BidCountWrong {
+            region: W,
+            count,
+            copies,
+        };
+        let mut v = vec![wrong(114, 115), wrong(110, 115), wrong(116, 115)];
+        let mut excused = Excused::new();
+        excuse_lost_summaries(&mut v, 1, &mut excused);
+        assert_eq!(v, vec![wrong(110, 115), wrong(116, 115)]);
+        assert_eq!(excused.get(&Excuse::CopiesWhoseSummaryWasLost), Some(&1));
+        let mut none = vec![wrong(114, 115)];
+        excuse_lost_summaries(&mut none, 0, &mut Excused::new());
+        assert_eq!(none.len(), 1);
+        let high = |expected: u64, actual: u64| Violation::HighBidWrong {
+            region: W,
+            expected: Some(bid("a", "b1", expected)),
+            actual: Some(bid("b", "b2", actual)),
+        };
+        let mut highs = vec![high(500, 400), high(400, 500)];
+        excuse_lost_summaries(&mut highs, 2, &mut Excused::new());
+        assert_eq!(
+            highs,
+            vec![high(400, 500)],
+            "only a served high below the records'"
+        );
     }
 
     #[test]
@@ -860,9 +723,9 @@ mod tests {
             op("u", "b1", 100, &[(Answer::Accepted, false)]),
             op("u", "b2", 120, &[(Answer::Accepted, false)]),
         ];
-        let s = state("e", &[("b1", "u", 100), ("b2", "u", 120)]);
-        let u = bidder("e", Some(120), &[("b2", 120), ("b1", 100)]);
-        assert_eq!(check(&ops, &[s], true, &[u], &Lost::new()), vec![]);
+        let s = state(E, &[("b1", "u", 100), ("b2", "u", 120)]);
+        let user = bidder(E, Some(120), &[("b2", 120), ("b1", 100)]);
+        assert_eq!(judged(&ops, &[s], &[user]), vec![]);
     }
 
     #[test]
@@ -872,16 +735,16 @@ mod tests {
             op("u", "b2", 120, &[(Answer::Accepted, false)]),
             op("v", "b9", 90, &[(Answer::Accepted, false)]),
         ];
-        let s = state("e", &[("b9", "v", 90), ("b1", "u", 100), ("b2", "u", 120)]);
+        let s = state(E, &[("b9", "v", 90), ("b1", "u", 100), ("b2", "u", 120)]);
         // b1 left out, someone else's b9 listed as the user's own.
-        let u = bidder("e", Some(120), &[("b2", 120), ("b9", 90)]);
-        let v = check(&ops, &[s], true, &[u], &Lost::new());
+        let user = bidder(E, Some(120), &[("b2", 120), ("b9", 90)]);
+        let v = judged(&ops, &[s], &[user]);
         assert!(
             v.contains(&Violation::OwnBidsWrong {
-                user: "u".into(),
-                region: "e".into(),
-                missing: vec!["b1".into()],
-                unexplained: vec!["b9".into()],
+                user: u("u"),
+                region: E,
+                missing: vec![b("b1")],
+                unexplained: vec![b("b9")],
             }),
             "{v:?}"
         );
@@ -893,27 +756,20 @@ mod tests {
             op("u", "b1", 100, &[(Answer::Accepted, false)]),
             op("u", "b2", 120, &[(Answer::Accepted, false)]),
         ];
-        let s = state("e", &[("b1", "u", 100), ("b2", "u", 120)]);
-        let mut u = bidder("e", Some(120), &[("b2", 120), ("b1", 100)]);
-        u.last_bid = Some(("b1".into(), 100));
-        let v = check(
-            &ops,
-            std::slice::from_ref(&s),
-            true,
-            std::slice::from_ref(&u),
-            &Lost::new(),
-        );
+        let s = state(E, &[("b1", "u", 100), ("b2", "u", 120)]);
+        let mut user = bidder(E, Some(120), &[("b2", 120), ("b1", 100)]);
+        user.last_bid = Some((b("b1"), a(100)));
         assert_eq!(
-            v,
+            judged(&ops, std::slice::from_ref(&s), std::slice::from_ref(&user)),
             vec![Violation::LastBidWrong {
-                user: "u".into(),
-                region: "e".into(),
-                expected: Some(("b2".into(), 120)),
-                actual: Some(("b1".into(), 100)),
+                user: u("u"),
+                region: E,
+                expected: Some((b("b2"), a(120))),
+                actual: Some((b("b1"), a(100))),
             }]
         );
-        u.last_bid = None;
-        assert_eq!(check(&ops, &[s], true, &[u], &Lost::new()).len(), 1);
+        user.last_bid = None;
+        assert_eq!(judged(&ops, &[s], &[user]).len(), 1);
     }
 
     #[test]
@@ -923,15 +779,12 @@ mod tests {
             op("b", "b2", 90, &[(Answer::Rejected, false)]),
             op("b", "b3", 120, &[]),
         ];
-        let s = state("e", &[("b1", "a", 100), ("b3", "b", 120)]);
+        let s = state(E, &[("b1", "a", 100), ("b3", "b", 120)]);
         let west = FinalState {
-            region: "w".into(),
+            region: W,
             ..s.clone()
         };
-        assert_eq!(
-            check(&ops, &[s, west], true, &[user(Some(120))], &Lost::new()),
-            vec![]
-        );
+        assert_eq!(judged(&ops, &[s, west], &[user(Some(120))]), vec![]);
     }
 
     #[test]
@@ -941,28 +794,28 @@ mod tests {
             op("b", "b2", 150, &[(Answer::Rejected, false)]),
         ];
         // b1 missing in w, b2 (rejected) present, an invented record, a stale user.
-        let east = state("e", &[("b1", "a", 100), ("b2", "b", 150), ("zz", "c", 1)]);
-        let west = state("w", &[]);
-        let v = check(&ops, &[east, west], true, &[user(Some(100))], &Lost::new());
+        let east = state(E, &[("b1", "a", 100), ("b2", "b", 150), ("zz", "c", 1)]);
+        let west = state(W, &[]);
+        let v = judged(&ops, &[east, west], &[user(Some(100))]);
         assert!(v.contains(&Violation::AcknowledgedBidMissing {
-            bidder: "a".into(),
-            bid_id: "b1".into(),
-            region: "w".into()
+            bidder: u("a"),
+            bid_id: b("b1"),
+            region: W
         }));
         assert!(v.contains(&Violation::RejectedBidPresent {
-            bidder: "b".into(),
-            bid_id: "b2".into(),
-            region: "e".into()
+            bidder: u("b"),
+            bid_id: b("b2"),
+            region: E
         }));
         assert!(v.contains(&Violation::UnexplainedRecord {
-            bidder: "c".into(),
-            bid_id: "zz".into(),
-            region: "e".into()
+            bidder: u("c"),
+            bid_id: b("zz"),
+            region: E
         }));
         assert!(v.contains(&Violation::WinnersDiffer));
         assert!(v.contains(&Violation::HighAboveAcknowledged {
-            region: "e".into(),
-            amount: 150
+            region: E,
+            amount: a(150)
         }));
         assert!(v.contains(&Violation::NotConverged));
         assert!(v.iter().any(|x| matches!(x, Violation::UserStale { .. })));
@@ -971,10 +824,10 @@ mod tests {
     #[test]
     fn a_wrong_high_bid_or_count_is_reported() {
         let ops = [op("a", "b1", 100, &[(Answer::Accepted, false)])];
-        let mut east = state("e", &[("b1", "a", 100)]);
+        let mut east = state(E, &[("b1", "a", 100)]);
         east.high = None;
         east.bid_count = 2;
-        let v = check(&ops, &[east], true, &[], &Lost::new());
+        let v = judged(&ops, &[east], &[]);
         assert!(v
             .iter()
             .any(|x| matches!(x, Violation::HighBidWrong { .. })));
@@ -985,28 +838,55 @@ mod tests {
 
     #[test]
     fn an_acknowledgement_from_a_region_without_quorum_throughout_is_reported() {
-        use crate::world::{PerRegion, RegionId};
-        let regions = PerRegion::new("e".to_owned(), "w".to_owned());
         let mut acked = op("a", "b1", 100, &[(Answer::Accepted, false)]);
-        acked.invoked_ms = 10.0;
-        acked.answers[0].0 = 20.0;
-        acked.answers[0].2 = "e".into();
-        // "e" lacked quorum from 5 to 30 ms.
-        let lacked =
-            |r: RegionId, from: f64, to: f64| r == RegionId::Primary && from >= 5.0 && to < 30.0;
+        acked.invoked = AwsInstant::from_ms(10.0);
+        acked.answers[0].at = AwsInstant::from_ms(20.0);
+        // E lacked quorum from 5 to 30 ms.
+        let lacked = |r: RegionId, from: AwsInstant, to: AwsInstant| {
+            r == E && from.ms() >= 5.0 && to.ms() < 30.0
+        };
         assert_eq!(
-            acknowledged_without_quorum(std::slice::from_ref(&acked), &regions, lacked).len(),
+            acknowledged_without_quorum(std::slice::from_ref(&acked), lacked).len(),
             1
         );
         // Invoked before the loss: it may have been decided with the quorum.
-        acked.invoked_ms = 1.0;
-        assert!(acknowledged_without_quorum(&[acked.clone()], &regions, lacked).is_empty());
+        acked.invoked = AwsInstant::from_ms(1.0);
+        assert!(acknowledged_without_quorum(&[acked.clone()], lacked).is_empty());
         // A redirect, or an answer after a reconnect, is not such an acknowledgement.
-        acked.invoked_ms = 10.0;
-        acked.answers[0].1 = Answer::Redirected;
-        assert!(acknowledged_without_quorum(&[acked.clone()], &regions, lacked).is_empty());
-        acked.answers[0] = (20.0, Answer::Accepted, "e".into(), true);
-        assert!(acknowledged_without_quorum(&[acked], &regions, lacked).is_empty());
+        acked.invoked = AwsInstant::from_ms(10.0);
+        acked.answers[0].answer = Answer::Redirected;
+        assert!(acknowledged_without_quorum(&[acked.clone()], lacked).is_empty());
+        acked.answers[0].answer = Answer::Accepted;
+        acked.answers[0].reconnected = true;
+        assert!(acknowledged_without_quorum(&[acked], lacked).is_empty());
+    }
+
+    #[test]
+    fn a_redirect_for_a_bid_its_own_region_accepted_is_reported() {
+        let redirected = op("a", "b1", 100, &[(Answer::Redirected, false)]);
+        let accepted_by = [(u("a"), b("b1"), E)];
+        assert_eq!(
+            redirected_but_decided(std::slice::from_ref(&redirected), &accepted_by),
+            vec![Violation::RedirectedButDecided {
+                bidder: u("a"),
+                bid_id: b("b1"),
+                region: E
+            }]
+        );
+        // Accepted by the other Region's write: the redirect decided nothing itself.
+        assert!(redirected_but_decided(&[redirected], &[(u("a"), b("b1"), W)]).is_empty());
+    }
+
+    #[test]
+    fn bids_taken_at_or_below_an_earlier_one_are_counted() {
+        let order = [
+            (a(100), E),
+            (a(120), W),
+            (a(120), E),
+            (a(110), W),
+            (a(130), E),
+        ];
+        assert_eq!(below_an_earlier_bid(&order), 2);
     }
 
     #[test]
@@ -1045,23 +925,23 @@ mod tests {
             op("alice", "b1", 500, &[(Answer::Accepted, false)]),
             op("mallory", "b1", 200, &[(Answer::Accepted, false)]),
         ];
-        let overwritten = state("e", &[("b1", "mallory", 200)]);
-        let v = check(&ops, &[overwritten], true, &[], &Lost::new());
+        let overwritten = state(E, &[("b1", "mallory", 200)]);
+        let v = judged(&ops, &[overwritten], &[]);
         assert!(v.contains(&Violation::AcknowledgedBidMissing {
-            bidder: "alice".into(),
-            bid_id: "b1".into(),
-            region: "e".into()
+            bidder: u("alice"),
+            bid_id: b("b1"),
+            region: E
         }));
         // Keyed by (bidder, bidId), both records stand and nothing is reported.
-        let kept = state("e", &[("b1", "alice", 500), ("b1", "mallory", 200)]);
-        assert_eq!(check(&ops, &[kept], true, &[], &Lost::new()), vec![]);
+        let kept = state(E, &[("b1", "alice", 500), ("b1", "mallory", 200)]);
+        assert_eq!(judged(&ops, &[kept], &[]), vec![]);
     }
 
     #[test]
     fn an_acknowledged_bid_with_another_amount_under_its_key_is_altered() {
         let ops = [op("alice", "b1", 500, &[(Answer::Accepted, false)])];
-        let altered = state("e", &[("b1", "alice", 300)]);
-        let v = check(&ops, &[altered], true, &[], &Lost::new());
+        let altered = state(E, &[("b1", "alice", 300)]);
+        let v = judged(&ops, &[altered], &[]);
         assert!(v
             .iter()
             .any(|x| matches!(x, Violation::AcknowledgedBidAltered { .. })));
@@ -1075,10 +955,10 @@ mod tests {
         ];
         // alice's copy is the earlier one: she must win; a Region serving bob is wrong even
         // though the amount is right.
-        let mut east = state("e", &[("b1", "alice", 500), ("b2", "bob", 500)]);
-        assert_eq!(east.high, Some(("alice".into(), "b1".into(), 500)));
-        east.high = Some(("bob".into(), "b2".into(), 500));
-        let v = check(&ops, &[east], true, &[], &Lost::new());
+        let mut east = state(E, &[("b1", "alice", 500), ("b2", "bob", 500)]);
+        assert_eq!(east.high, Some(bid("alice", "b1", 500)));
+        east.high = Some(bid("bob", "b2", 500));
+        let v = judged(&ops, &[east], &[]);
         assert!(v
             .iter()
             .any(|x| matches!(x, Violation::HighBidWrong { .. })));
@@ -1087,20 +967,31 @@ mod tests {
     #[test]
     fn regions_serving_different_winners_are_reported() {
         let ops = [op("alice", "b1", 500, &[(Answer::Accepted, false)])];
-        let east = state("e", &[("b1", "alice", 500)]);
+        let east = state(E, &[("b1", "alice", 500)]);
         let mut west = east.clone();
-        west.region = "w".into();
+        west.region = W;
         west.high = None;
-        let v = check(&ops, &[east, west], true, &[], &Lost::new());
+        let v = judged(&ops, &[east, west], &[]);
         assert!(v.contains(&Violation::WinnersDiffer));
+    }
+
+    #[test]
+    fn a_winner_its_bidder_cannot_read_is_reported() {
+        let ops = [op("alice", "b1", 500, &[(Answer::Accepted, false)])];
+        let mut east = state(E, &[("b1", "alice", 500)]);
+        east.winner_readable = false;
+        assert_eq!(
+            judged(&ops, &[east], &[]),
+            vec![Violation::WinnerUnreadable { region: E }]
+        );
     }
 
     #[test]
     fn a_count_that_is_not_the_copies_is_reported() {
         let ops = [op("alice", "b1", 500, &[(Answer::Accepted, false)])];
-        let mut east = state("e", &[("b1", "alice", 500)]);
+        let mut east = state(E, &[("b1", "alice", 500)]);
         east.copies = 2; // a second copy the summaries never counted
-        let v = check(&ops, &[east], true, &[], &Lost::new());
+        let v = judged(&ops, &[east], &[]);
         assert!(v
             .iter()
             .any(|x| matches!(x, Violation::BidCountWrong { .. })));
@@ -1109,38 +1000,53 @@ mod tests {
     #[test]
     fn a_subscriber_whose_pushes_never_brought_the_high_bid_is_reported() {
         let ops = [op("a", "b1", 100, &[(Answer::Accepted, false)])];
-        let east = state("e", &[("b1", "a", 100)]);
-        let mut u = user(Some(100));
-        u.high_before_resync = Some(None); // connected, but no push ever showed the bid
-        let v = check(&ops, std::slice::from_ref(&east), true, &[u], &Lost::new());
+        let east = state(E, &[("b1", "a", 100)]);
+        let mut pushed_nothing = user(Some(100));
+        pushed_nothing.high_before_resync = Some(None); // connected, but no push showed it
+        let v = judged(&ops, std::slice::from_ref(&east), &[pushed_nothing]);
         assert!(v.iter().any(|x| matches!(x, Violation::PushMissed { .. })));
         // Not connected before the resync: nothing to say about its pushes.
         let mut away = user(Some(100));
         away.high_before_resync = None;
-        assert_eq!(check(&ops, &[east], true, &[away], &Lost::new()), vec![]);
+        assert_eq!(judged(&ops, &[east], &[away]), vec![]);
     }
 
     #[test]
     fn a_view_going_backwards_is_reported() {
         let ops = [op("a", "b1", 100, &[(Answer::Accepted, false)])];
-        let east = state("e", &[("b1", "a", 100)]);
-        let mut u = user(Some(100));
-        u.views_backwards = 2;
-        let v = check(&ops, &[east], true, &[u], &Lost::new());
+        let east = state(E, &[("b1", "a", 100)]);
+        let mut backwards = user(Some(100));
+        backwards.views_backwards = 2;
+        let v = judged(&ops, &[east], &[backwards]);
         assert!(v.contains(&Violation::ViewWentBackwards {
-            user: "u".into(),
+            user: u("u"),
             times: 2
         }));
     }
 
     #[test]
+    fn a_high_bid_shown_lower_after_a_push_is_reported() {
+        let ops = [op("a", "b1", 100, &[(Answer::Accepted, false)])];
+        let east = state(E, &[("b1", "a", 100)]);
+        let mut lowered = user(Some(100));
+        lowered.highs_lowered = 1;
+        assert_eq!(
+            judged(&ops, &[east], &[lowered]),
+            vec![Violation::HighWentDown {
+                user: u("u"),
+                times: 1
+            }]
+        );
+    }
+
+    #[test]
     fn a_user_left_disconnected_or_stale_is_reported() {
         let ops = [op("a", "b1", 100, &[(Answer::Accepted, false)])];
-        let east = state("e", &[("b1", "a", 100)]);
+        let east = state(E, &[("b1", "a", 100)]);
         let mut gone = user(Some(100));
         gone.connected = false;
         let stale = user(Some(90));
-        let v = check(&ops, &[east], true, &[gone, stale], &Lost::new());
+        let v = judged(&ops, &[east], &[gone, stale]);
         assert!(v
             .iter()
             .any(|x| matches!(x, Violation::UserNotConnected { .. })));
@@ -1153,21 +1059,21 @@ mod tests {
             op("a", "b1", 100, &[(Answer::Accepted, false)]),
             op("b", "b2", 110, &[(Answer::Accepted, false)]),
         ];
-        let survivor = state("w", &[]);
-        let lost: Lost = [("a".to_owned(), "b1".to_owned(), 100)]
-            .into_iter()
-            .collect();
-        let v = check(&ops, std::slice::from_ref(&survivor), true, &[], &lost);
-        // b1 is excused (its only copy was lost), b2 is not.
+        let survivor = state(W, &[]);
+        let lost: Lost = [bid("a", "b1", 100)].into_iter().collect();
+        let run = trace(&ops, std::slice::from_ref(&survivor), &[], &lost);
+        let (v, excused) = check(&run);
+        // b1 is excused (its only copy was lost), and counted under its name; b2 is not.
         assert_eq!(
             v,
             vec![Violation::AcknowledgedBidMissing {
-                bidder: "b".into(),
-                bid_id: "b2".into(),
-                region: "w".into()
+                bidder: u("b"),
+                bid_id: b("b2"),
+                region: W
             }]
         );
-        assert_eq!(lost_acknowledged(&ops, &[survivor], &lost), 1);
+        assert_eq!(excused.get(&Excuse::LostWithRegion), Some(&1));
+        assert_eq!(run.lost_acknowledged(), 1);
     }
 
     #[test]
@@ -1176,16 +1082,26 @@ mod tests {
             op("a", "b1", 100, &[(Answer::Accepted, false)]),
             op("b", "b2", 150, &[]), // never answered: may stand
         ];
-        let east = state("e", &[("b1", "a", 100), ("b2", "b", 150)]);
-        assert_eq!(
-            check(&ops, &[east], true, &[user(Some(150))], &Lost::new()),
-            vec![]
-        );
+        let east = state(E, &[("b1", "a", 100), ("b2", "b", 150)]);
+        assert_eq!(judged(&ops, &[east], &[user(Some(150))]), vec![]);
         let invented = [op("a", "b1", 100, &[(Answer::Accepted, false)])];
-        let east = state("e", &[("b1", "a", 100), ("b2", "b", 150)]);
-        let v = check(&invented, &[east], true, &[], &Lost::new());
+        let east = state(E, &[("b1", "a", 100), ("b2", "b", 150)]);
+        let v = judged(&invented, &[east], &[]);
         assert!(v
             .iter()
             .any(|x| matches!(x, Violation::HighAboveAcknowledged { .. })));
+    }
+
+    #[test]
+    fn a_final_state_is_written_as_json_the_digest_can_cover() {
+        // A map keyed by a pair has no JSON object form: it is written as pairs.
+        let s = state(E, &[("b1", "a", 100)]);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(
+            json.contains(r#""bids":[[["a","b1-bid-id"],[{"amount":100,"at":0}]]]"#),
+            "{json}"
+        );
+        assert!(json.contains(r#""high":["a","b1-bid-id",100]"#), "{json}");
+        assert!(json.contains(r#""region":"primary""#), "{json}");
     }
 }

@@ -3,26 +3,19 @@
 //! hold, and run the checker. Everything that reads the world is here; the checker
 //! (crate::sim::history) only judges what it is given.
 
-use crate::sim::history::{
-    check_counting_excuses, BidKey, Excused, FinalState, Lost, Op, Record, UserEnd, Violation,
-};
-use crate::sim::users::{Population, UserRecord};
+use crate::sim::history::{check, Excused, Violation};
+use crate::sim::trace::{BidKey, BidRef, FinalState, Lost, Record, RunTrace};
+use crate::sim::users::Population;
+use crate::world::scale::AwsDuration;
 use crate::world::World;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use wsdr_protocol::AuctionId;
 
-/// What a run ended with, and what the checker made of it.
+/// What a run ended with (its trace), and what the checker made of it.
 #[derive(Debug)]
 pub struct Judgement {
-    pub converged: bool,
-    /// The surviving Regions' final states (read after the users' final views).
-    pub regions: Vec<FinalState>,
-    pub ends: Vec<UserEnd>,
-    pub ops: Vec<Op>,
-    pub records: Vec<UserRecord>,
-    /// Bid copies lost with Regions that never came back.
-    pub lost: Lost,
+    pub trace: RunTrace,
     pub violations: Vec<Violation>,
     /// What the checker forgave, by name (never dropped in silence).
     pub excused: Excused,
@@ -37,7 +30,6 @@ pub async fn judge(
     auction: &AuctionId,
     drain: Duration,
 ) -> anyhow::Result<Judgement> {
-    let scale = lab.config().scale;
     users.set_bidding(false);
     tokio::time::sleep(drain).await;
     let converged = settle(lab).await;
@@ -55,37 +47,44 @@ pub async fn judge(
         }
         regions = again;
     }
-    let converged_high = regions.first().and_then(|r| r.high.as_ref().map(|h| h.2));
+    let converged_high = regions
+        .first()
+        .and_then(|r| r.high.as_ref().map(|h| h.amount));
     let mut ends = users
-        .final_views(|_| converged_high, scale.secs(60.0), scale.secs(300.0))
+        .final_views(
+            |_| converged_high,
+            lab.lab_time(AwsDuration::from_secs(60)),
+            lab.lab_time(AwsDuration::from_secs(300)),
+        )
         .await;
     // Read again: a late replay could have landed during the final views.
     let regions = final_states(lab, auction).await?;
     // A bid still in flight when bidding stopped (strong mode's decisions are slower) may
     // commit after the push window was judged against the first read: pushes then had no
     // target to reach. The forced resync's views are still checked against the final state.
-    let final_high = regions.first().and_then(|r| r.high.as_ref().map(|h| h.2));
+    let final_high = regions
+        .first()
+        .and_then(|r| r.high.as_ref().map(|h| h.amount));
     if final_high != converged_high {
         for end in &mut ends {
             end.high_before_resync = None;
         }
     }
-    let ops = users.ops();
-    let records = users.records();
-    users.close().await;
-    // A Region lost for good is not checked: what it took with it is the RPO, and the
-    // checker is told exactly which bid copies those are.
-    let lost = lost_with_regions(lab);
-    let (mut violations, mut excused) =
-        check_counting_excuses(&ops, &regions, converged, &ends, &lost);
-    crate::sim::history::excuse_lost_summaries(&mut violations, lost_summaries(lab), &mut excused);
-    Ok(Judgement {
-        converged,
-        regions,
+    let trace = RunTrace {
+        ops: users.ops(),
+        users: users.records().into_iter().map(|r| r.trace).collect(),
         ends,
-        ops,
-        records,
-        lost,
+        regions,
+        converged,
+        // A Region lost for good is not checked: what it took with it is the RPO, and the
+        // checker is told exactly which bid copies those are.
+        lost: lost_with_regions(lab),
+        lost_summaries: lost_summaries(lab),
+    };
+    users.close().await;
+    let (violations, excused) = check(&trace);
+    Ok(Judgement {
+        trace,
         violations,
         excused,
     })
@@ -96,11 +95,11 @@ pub async fn judge(
 /// still write after the first drain, so this takes up to four bounded rounds of drain, five
 /// AWS seconds' rest, compare. Whether the Regions converged.
 pub async fn settle(lab: &crate::world::World) -> bool {
-    let scale = lab.config().scale;
     for _ in 0..4 {
-        let drained =
-            crate::world::clock::wait_for(scale.secs(600.0), || lab.in_flight().items == 0).await;
-        tokio::time::sleep(scale.secs(5.0)).await;
+        let drained = lab
+            .wait_for(AwsDuration::from_secs(600), || lab.in_flight().items == 0)
+            .await;
+        lab.sleep(AwsDuration::from_secs(5)).await;
         if drained && lab.converged().await {
             return true;
         }
@@ -130,15 +129,12 @@ pub async fn final_states(
         let mut bids: BTreeMap<BidKey, Vec<Record>> = BTreeMap::new();
         for copy in &copies {
             let records = bids
-                .entry((
-                    copy.bidder.as_str().to_owned(),
-                    copy.bid_id.as_str().to_owned(),
-                ))
+                .entry((copy.bidder.clone(), copy.bid_id.clone()))
                 .or_default();
-            match records.iter_mut().find(|r| r.amount == copy.amount.get()) {
+            match records.iter_mut().find(|r| r.amount == copy.amount) {
                 Some(record) => record.at = record.at.min(copy.at),
                 None => records.push(Record {
-                    amount: copy.amount.get(),
+                    amount: copy.amount,
                     at: copy.at,
                 }),
             }
@@ -152,15 +148,13 @@ pub async fn final_states(
             None => true,
         };
         states.push(FinalState {
-            region: region.name.clone(),
+            region: id,
             bids,
             copies: copies.len(),
-            high: snapshot.high_bid.as_ref().map(|b| {
-                (
-                    b.bidder.as_str().to_owned(),
-                    b.bid_id.as_str().to_owned(),
-                    b.amount.get(),
-                )
+            high: snapshot.high_bid.as_ref().map(|b| BidRef {
+                bidder: b.bidder.clone(),
+                bid_id: b.bid_id.clone(),
+                amount: b.amount,
             }),
             bid_count: snapshot.bid_count,
             winner_readable,
@@ -205,11 +199,11 @@ pub fn lost_with_regions(lab: &crate::world::World) -> Lost {
     lab.lost_writes()
         .into_iter()
         .filter_map(|change| match change.item {
-            wsdr_core::items::Item::Bid { bid, .. } => Some((
-                bid.bidder.as_str().to_owned(),
-                bid.bid_id.as_str().to_owned(),
-                bid.amount.get(),
-            )),
+            wsdr_core::items::Item::Bid { bid, .. } => Some(BidRef {
+                bidder: bid.bidder,
+                bid_id: bid.bid_id,
+                amount: bid.amount,
+            }),
             _ => None,
         })
         .collect()

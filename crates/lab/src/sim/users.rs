@@ -6,9 +6,11 @@
 //! timer, may reuse someone else's bidId, may close the app right after sending a bid (before
 //! its answer) and open it again a little later, as a new session that knows nothing of it.
 
-use crate::sim::history::{Answer, BidKey, Op, UserEnd, Violation};
+use crate::sim::history::Violation;
+use crate::sim::trace::{Answer, BidKey, Op, OwnBid, Reply, Restore, UserEnd, UserTrace};
 use crate::world::owner::Owner;
-use crate::world::scale::TimeScale;
+use crate::world::region_id::RegionId;
+use crate::world::scale::{AwsDuration, AwsInstant};
 use crate::world::timeline::Kind;
 use crate::world::World;
 use futures::future::BoxFuture;
@@ -23,6 +25,7 @@ use tokio::time::Instant;
 use wsdr_client::{
     Backoff, Client, ClientBuilder, Event, Fallback, OfflineBids, RegionalEndpoint, TokenProvider,
 };
+use wsdr_core::UserId;
 use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, Versions};
 
 /// A user's tokens as an app keeps them ([`World::app_token`]): stored across restarts of
@@ -65,13 +68,20 @@ pub fn user_client(
     let mut builder = ClientBuilder::new(lab.front_door_url())
         .token_provider(Arc::new(LabTokens::new(lab.clone(), sub)))
         .subscribe(auction.clone())
-        .heartbeat(scale.secs(30.0), scale.secs(35.0))
+        .heartbeat(
+            scale.lab(AwsDuration::from_secs(30)),
+            scale.lab(AwsDuration::from_secs(35)),
+        )
         .backoff(Backoff::default().scaled(scale.factor()))
-        .stable_after(scale.secs(30.0))
-        .connect_timeout(scale.secs(10.0).max(Duration::from_millis(500)))
+        .stable_after(scale.lab(AwsDuration::from_secs(30)))
+        .connect_timeout(
+            scale
+                .lab(AwsDuration::from_secs(10))
+                .max(Duration::from_millis(500)),
+        )
         .offline_bids(OfflineBids::Queue {
             max: 4,
-            max_age: scale.secs(30.0),
+            max_age: scale.lab(AwsDuration::from_secs(30)),
         })
         .wall_clock(Arc::new(LabWallClock(lab.clock())))
         .network(lab.config().environment.network.clone())
@@ -170,12 +180,12 @@ impl Behaviour {
 pub struct UserRecord {
     /// Connected, with a state restored since.
     pub connected: bool,
-    pub high_seen: Option<u64>,
+    pub high_seen: Option<Amount>,
     /// Sessions lost so far (a closed app counts).
     pub reconnects: u64,
     /// bid id -> `reconnects` at its invoke: an answer after a reconnect may answer a replay,
     /// in another Region.
-    invoked_at: HashMap<String, u64>,
+    invoked_at: HashMap<BidId, u64>,
     /// A `getState` answer arrived since the last [`Population::resync_all`] or disconnect.
     pub resynced: bool,
     /// The bidId of the last high bid pushed to this user by someone else.
@@ -186,38 +196,29 @@ pub struct UserRecord {
     pub views_backwards: u32,
     /// The high bid amount the client last showed (a state's, then each push's), and how
     /// many pushes showed a lower one than that.
-    shown_high: Option<u64>,
+    shown_high: Option<Amount>,
     pub highs_lowered: u32,
     /// (connected with a view, high bid seen) just before the forced final resync.
-    pub before_resync: Option<(bool, Option<u64>)>,
-    /// (lab ms, Region) of each state restore.
-    pub restores: Vec<(f64, String)>,
-    /// Lab ms of each lost session.
-    pub disconnects: Vec<f64>,
-    /// Sessions that ended for a reason the user would see as an error: anything but a
-    /// server-directed move, a planned return, or the user closing the app.
-    pub unplanned_disconnects: u32,
-    /// Endpoint changes made by client-assisted failover.
-    pub moves: usize,
-    /// The Region that served the last state, and the user's own bids in it:
-    /// (bidId, amount) newest first, and `lastBid`.
-    pub served_by: Option<String>,
-    pub own_bids: Vec<(String, u64)>,
-    pub last_bid: Option<(String, u64)>,
-    /// Times the app was closed with a bid unanswered.
-    pub closed_mid_bid: u32,
+    pub before_resync: Option<(bool, Option<Amount>)>,
+    /// Its sessions, as the run's trace records them.
+    pub trace: UserTrace,
+    /// The Region that served the last state, and the user's own bids in it (newest
+    /// first), and `lastBid`.
+    pub served_by: Option<RegionId>,
+    pub own_bids: Vec<OwnBid>,
+    pub last_bid: Option<OwnBid>,
 }
 
 impl UserRecord {
-    fn replayed_since_invoke(&self, bid_id: &str) -> bool {
+    fn replayed_since_invoke(&self, bid_id: &BidId) -> bool {
         self.invoked_at
             .get(bid_id)
             .is_none_or(|at| *at != self.reconnects)
     }
 
-    fn session_lost(&mut self, at_ms: f64) {
+    fn session_lost(&mut self, at: AwsInstant) {
         if self.connected {
-            self.disconnects.push(at_ms);
+            self.trace.disconnects.push(at);
         }
         self.connected = false;
         self.resynced = false;
@@ -228,8 +229,24 @@ impl UserRecord {
 /// Who a user is: its `sub` and the auction it follows.
 #[derive(Debug, Clone)]
 pub struct UserSpec {
-    pub sub: String,
+    /// Its `sub`: who the Regions key its bids by.
+    pub user: UserId,
     pub auction: AuctionId,
+}
+
+impl UserSpec {
+    /// `name` following `auction`, if `name` is a valid `sub`.
+    pub fn new(name: impl Into<String>, auction: &AuctionId) -> anyhow::Result<Self> {
+        Ok(Self {
+            user: UserId::new(name).map_err(|e| anyhow::anyhow!("a simulated user: {e}"))?,
+            auction: auction.clone(),
+        })
+    }
+
+    /// Its `sub`, as its tokens carry it.
+    pub fn sub(&self) -> &str {
+        self.user.as_str()
+    }
 }
 
 /// Builds a user's client for a session: (user, index, session seed).
@@ -310,39 +327,35 @@ impl Population {
         behaviour: Behaviour,
         seed: u64,
         fallback: impl Fn(usize) -> bool + Send + Sync + 'static,
-    ) -> Arc<Self> {
+    ) -> anyhow::Result<Arc<Self>> {
         let specs = (0..n)
-            .map(|i| UserSpec {
-                sub: format!("user-{i}"),
-                auction: auction.clone(),
-            })
-            .collect();
+            .map(|i| UserSpec::new(format!("user-{i}"), auction))
+            .collect::<anyhow::Result<_>>()?;
         let clients: ClientFactory = {
             let lab = lab.clone();
             Arc::new(move |spec: &UserSpec, index: usize, seed: u64| {
-                user_client(&lab, &spec.sub, &spec.auction, seed, fallback(index))
+                user_client(&lab, spec.sub(), &spec.auction, seed, fallback(index))
             })
         };
         let population = Self::start(lab.clone(), specs, behaviour, seed, clients, true);
         let view: Arc<dyn crate::world::UsersView> = population.clone();
         lab.attach_users(&view);
-        population
+        Ok(population)
     }
 
     pub fn len(&self) -> usize {
         self.users.len()
     }
 
-    /// The users restored in `region` at or after `since_ms`: how long after.
-    fn restores_since(&self, since_ms: f64, region: &str) -> Vec<f64> {
+    /// The users restored in `region` at or after `since`: how long after, AWS seconds.
+    fn restores_since(&self, since: AwsInstant, region: RegionId) -> Vec<f64> {
         self.users
             .iter()
             .filter_map(|user| {
                 lock(&user.record)
-                    .restores
-                    .iter()
-                    .find(|(at, r)| *at >= since_ms && r == region)
-                    .map(|(at, _)| at - since_ms)
+                    .trace
+                    .first_restore(region, since)
+                    .map(|at| at.secs_since(since))
             })
             .collect()
     }
@@ -397,7 +410,7 @@ impl Population {
     /// asks for the state itself).
     pub async fn final_views(
         &self,
-        high_of: impl Fn(&AuctionId) -> Option<u64>,
+        high_of: impl Fn(&AuctionId) -> Option<Amount>,
         push_window: Duration,
         resync_window: Duration,
     ) -> Vec<UserEnd> {
@@ -431,14 +444,14 @@ impl Population {
                 let r = lock(&u.record);
                 let (was_connected, pushed) = r.before_resync.unwrap_or((false, None));
                 UserEnd {
-                    user: u.spec.sub.clone(),
-                    auction: u.spec.auction.as_str().to_owned(),
+                    user: u.spec.user.clone(),
+                    auction: u.spec.auction.clone(),
                     connected: r.connected && r.resynced,
                     high_seen: r.high_seen,
                     high_before_resync: was_connected.then_some(pushed),
                     views_backwards: r.views_backwards,
                     highs_lowered: r.highs_lowered,
-                    served_by: r.served_by.clone(),
+                    served_by: r.served_by,
                     own_bids: r.own_bids.clone(),
                     last_bid: r.last_bid.clone(),
                 }
@@ -457,8 +470,8 @@ impl Population {
         self.owner.wait().await;
     }
 
-    fn now_ms(&self) -> f64 {
-        self.lab.now_ms()
+    fn now(&self) -> AwsInstant {
+        self.lab.now()
     }
 
     fn went_online(&self) {
@@ -497,14 +510,14 @@ async fn run_user(
     seed: u64,
     clients: ClientFactory,
 ) {
-    let scale: TimeScale = population.lab.scale();
     let user = &population.users[index];
-    let sub = user.spec.sub.clone();
+    let bidder = user.spec.user.clone();
     let auction = user.spec.auction.clone();
     let timeline = population.lab.timeline().clone();
     let mut rng = SmallRng::seed_from_u64(seed ^ ((index as u64) << 32));
     let mut bidding = population.bidding.subscribe();
-    let aws = |secs: f64| scale.secs(secs.max(0.0));
+    let lab = population.lab.clone();
+    let aws = |secs: f64| lab.lab_time(AwsDuration::from_secs_f64(secs));
     let mut session: u64 = 0;
     loop {
         let session_seed = seed
@@ -534,25 +547,25 @@ async fn run_user(
                         None => client.bid(auction.clone(), amount).await,
                     };
                     let Ok(bid_id) = sent else { continue };
-                    lock(&population.ops).insert((sub.clone(), bid_id.as_str().to_owned()), Op {
-                        user: sub.clone(),
-                        auction: auction.as_str().to_owned(),
-                        bid_id: bid_id.as_str().to_owned(),
-                        amount: amount.get(),
-                        invoked_ms: population.now_ms(),
+                    lock(&population.ops).insert((bidder.clone(), bid_id.clone()), Op {
+                        user: bidder.clone(),
+                        auction: auction.clone(),
+                        bid_id: bid_id.clone(),
+                        amount,
+                        invoked: population.now(),
                         answers: Vec::new(),
                     });
                     let mut record = lock(&user.record);
                     let reconnects = record.reconnects;
-                    record.invoked_at.insert(bid_id.as_str().to_owned(), reconnects);
+                    record.invoked_at.insert(bid_id, reconnects);
                     if rng.random_bool(behaviour.closes_mid_bid) {
                         // The person closes the app with the bid on the wire: its answer
                         // goes nowhere, and the next session never heard of it.
-                        record.closed_mid_bid += 1;
+                        record.trace.closed_mid_bid += 1;
                         if record.connected {
                             population.went_offline();
                         }
-                        record.session_lost(population.now_ms());
+                        record.session_lost(population.now());
                         break;
                     }
                 }
@@ -577,7 +590,9 @@ fn next_amount(
     rng: &mut SmallRng,
 ) -> Option<(Amount, Option<BidId>)> {
     let user = &population.users[index];
-    let high = lock(&user.record).high_seen.unwrap_or(behaviour.floor);
+    let high = lock(&user.record)
+        .high_seen
+        .map_or(behaviour.floor, Amount::get);
     let step = rng.random_range(behaviour.steps.0..behaviour.steps.1.max(behaviour.steps.0 + 1));
     let mut amount = if rng.random_bool(behaviour.below_high) {
         high.saturating_sub(behaviour.increment * rng.random_range(0..3))
@@ -591,9 +606,7 @@ fn next_amount(
     let amount = Amount::new(amount).ok()?;
     let stolen = if rng.random_bool(behaviour.hostile) {
         let seen = lock(&user.record).others_bid_id.clone();
-        seen.filter(|id| {
-            !lock(&population.ops).contains_key(&(user.spec.sub.clone(), id.as_str().to_owned()))
-        })
+        seen.filter(|id| !lock(&population.ops).contains_key(&(user.spec.user.clone(), id.clone())))
     } else {
         None
     };
@@ -629,8 +642,9 @@ fn on_event(
     timeline: &crate::world::timeline::Timeline,
 ) {
     let user = &population.users[index];
-    let sub = &user.spec.sub;
-    let at = population.now_ms();
+    let sub = user.spec.sub();
+    let at = population.now();
+    let region_of = |name: &str| population.lab.region_named(name);
     let mut record = lock(&user.record);
     match event {
         Event::StateRestored {
@@ -646,19 +660,20 @@ fn on_event(
             }
             record.connected = true;
             record.resynced = true;
-            record.high_seen = auction.high_bid.map(|h| h.amount.get());
+            record.high_seen = auction.high_bid.map(|h| h.amount);
             record.shown_high = record.high_seen;
             record.versions = auction.versions;
-            record.restores.push((at, region.clone()));
+            let served_by = region_of(&region);
+            if let Some(region) = served_by {
+                record.trace.restores.push(Restore { at, region });
+            }
             record.own_bids = you
                 .bids
                 .iter()
-                .map(|b| (b.bid_id.as_str().to_owned(), b.amount.get()))
+                .map(|b| (b.bid_id.clone(), b.amount))
                 .collect();
-            record.last_bid = you
-                .last_bid
-                .map(|b| (b.bid_id.as_str().to_owned(), b.amount.get()));
-            record.served_by = Some(region.clone());
+            record.last_bid = you.last_bid.map(|b| (b.bid_id, b.amount));
+            record.served_by = served_by;
             drop(record);
             if narrate {
                 timeline.record_in(
@@ -680,7 +695,7 @@ fn on_event(
                 record.views_backwards += 1;
             }
             wsdr_protocol::merge_versions(&mut record.versions, &versions);
-            let seen = high_bid.map(|h| h.amount.get());
+            let seen = high_bid.map(|h| h.amount);
             // Nor show a lower high bid than it showed: high bids are max registers.
             if seen < record.shown_high {
                 record.highs_lowered += 1;
@@ -695,11 +710,11 @@ fn on_event(
                     | wsdr_client::DisconnectReason::Returning
                     | wsdr_client::DisconnectReason::ClientClosed
             ) {
-                record.unplanned_disconnects += 1;
+                record.trace.unplanned_disconnects += 1;
             }
             // The Region that had this user, if it was connected with a state (the chart's
             // connections per Region).
-            let lost_from = record.connected.then(|| record.served_by.clone()).flatten();
+            let lost_from = record.connected.then_some(record.served_by).flatten();
             if record.connected {
                 population.went_offline();
             }
@@ -707,8 +722,12 @@ fn on_event(
             drop(record);
             if narrate {
                 let detail = format!("{sub}: {reason:?}");
-                match &lost_from {
-                    Some(region) => timeline.record_in(Kind::ClientDisconnected, region, detail),
+                match lost_from {
+                    Some(region) => timeline.record_in(
+                        Kind::ClientDisconnected,
+                        population.lab.name(region),
+                        detail,
+                    ),
                     None => timeline.record(Kind::ClientDisconnected, detail),
                 }
             }
@@ -718,7 +737,7 @@ fn on_event(
             regional,
             reason,
         } => {
-            record.moves += 1;
+            record.trace.moves += 1;
             drop(record);
             if narrate {
                 let to = if regional {
@@ -731,10 +750,13 @@ fn on_event(
         }
         Event::BidExpired { bid_id } => {
             drop(record);
-            if let Some(op) =
-                lock(&population.ops).get_mut(&(sub.clone(), bid_id.as_str().to_owned()))
-            {
-                op.answers.push((at, Answer::Expired, String::new(), true));
+            if let Some(op) = lock(&population.ops).get_mut(&(user.spec.user.clone(), bid_id)) {
+                op.answers.push(Reply {
+                    at,
+                    answer: Answer::Expired,
+                    region: None,
+                    reconnected: true,
+                });
             }
         }
         Event::BidResult {
@@ -743,7 +765,8 @@ fn on_event(
             region,
             reason,
         } => {
-            let replayed = record.replayed_since_invoke(bid_id.as_str());
+            let replayed = record.replayed_since_invoke(&bid_id);
+            let answered_by = region_of(&region);
             // A rejection is final for the clients: only a reason that sending the bid again
             // cannot change may come with one.
             if status == BidStatus::Rejected
@@ -751,18 +774,25 @@ fn on_event(
                     .as_deref()
                     .is_some_and(|r| FINAL_REJECTIONS.contains(&r))
             {
-                lock(&population.retryable_rejections).push(Violation::RetryableRejected {
-                    bidder: sub.clone(),
-                    bid_id: bid_id.as_str().to_owned(),
-                    region: region.clone(),
-                    reason: reason.clone().unwrap_or_default(),
-                });
+                if let Some(region) = answered_by {
+                    lock(&population.retryable_rejections).push(Violation::RetryableRejected {
+                        bidder: user.spec.user.clone(),
+                        bid_id: bid_id.clone(),
+                        region,
+                        reason: reason.clone().unwrap_or_default(),
+                    });
+                }
             }
             let answer = answer_of(status);
             let mut ops = lock(&population.ops);
-            if let Some(op) = ops.get_mut(&(sub.clone(), bid_id.as_str().to_owned())) {
-                op.answers.push((at, answer, region, replayed));
-                if matches!(answer, Answer::Accepted | Answer::Duplicate) {
+            if let Some(op) = ops.get_mut(&(user.spec.user.clone(), bid_id)) {
+                op.answers.push(Reply {
+                    at,
+                    answer,
+                    region: answered_by,
+                    reconnected: replayed,
+                });
+                if answer.acknowledges() {
                     record.high_seen = record.high_seen.max(Some(op.amount));
                 }
             }
@@ -780,7 +810,7 @@ impl crate::world::UsersView for Population {
         Population::online(self)
     }
 
-    fn restored_since(&self, since_ms: f64, region: &str) -> Vec<f64> {
-        self.restores_since(since_ms, region)
+    fn restored_since(&self, since: AwsInstant, region: RegionId) -> Vec<f64> {
+        self.restores_since(since, region)
     }
 }

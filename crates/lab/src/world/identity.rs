@@ -13,7 +13,7 @@
 //! Region's authorizer has always cold-started again by the time a herd arrives after the
 //! issuer's Region is lost.
 
-use crate::world::region_id::{PerRegion, RegionId};
+use crate::world::region_id::RegionId;
 use crate::world::scale::AwsDuration;
 use authorizer::{Authorizer, FetchJwks, FetchResult};
 use jsonwebtoken::jwk::JwkSet;
@@ -57,9 +57,10 @@ impl IdentityConfig {
     }
 }
 
-/// The Regions, to ask whether the issuer's is up (set once they have started). Weak: each
+/// Whether a Region is up (`None`: the world is gone), asked by the issuer about its own;
+/// set once the Regions have started. The world sets it with weak references: each
 /// Region's authorizer holds the issuer, and the issuer must not keep the Regions alive.
-pub type Reach = Arc<OnceLock<PerRegion<std::sync::Weak<crate::world::region::Region>>>>;
+pub type Reach = Arc<OnceLock<Box<dyn Fn(RegionId) -> Option<bool> + Send + Sync>>>;
 
 /// The users' issuer: mints ES256 tokens and serves its JWKS while its Region is up.
 pub struct IdentityProvider {
@@ -95,12 +96,8 @@ impl IdentityProvider {
 
     /// Whether its Region is up (down or lost: no sign-in, no JWKS).
     pub fn is_reachable(&self) -> bool {
-        match self
-            .regions
-            .get()
-            .map(|regions| regions[self.home].upgrade())
-        {
-            Some(Some(home)) => !home.is_down() && !home.is_gone(),
+        match self.regions.get().map(|is_up| is_up(self.home)) {
+            Some(Some(up)) => up,
             // The world is gone: nothing to reach.
             Some(None) => false,
             None => true,

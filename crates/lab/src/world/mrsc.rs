@@ -39,7 +39,7 @@ use wsdr_core::{
     Advance, Auction, BidCommit, BidRecord, CommitOutcome, Error, LedgerHead, LedgerStore,
     RegionSummary, StateStore, UserId,
 };
-use wsdr_protocol::{AuctionId, BidId};
+use wsdr_protocol::{Amount, AuctionId, BidId};
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
@@ -98,7 +98,7 @@ pub struct Cluster {
 
 /// One head write the table took: (auction, the head's version, amount, accepting Region,
 /// bidder, bidId).
-type TakenBid = (AuctionId, u64, u64, String, String, String);
+type TakenBid = (AuctionId, u64, Amount, String, UserId, BidId);
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -278,9 +278,9 @@ impl Cluster {
             .collect()
     }
 
-    /// Bids accepted on `auction` in the order the table took them: (amount, Region).
-    pub fn accepted_in_order(&self, auction: &AuctionId) -> Vec<(u64, String)> {
-        let mut taken: Vec<(u64, u64, String)> = lock(&self.order)
+    /// Bids accepted on `auction` in the order the table took them: (amount, Region name).
+    pub fn accepted_in_order(&self, auction: &AuctionId) -> Vec<(Amount, String)> {
+        let mut taken: Vec<(u64, Amount, String)> = lock(&self.order)
             .iter()
             .filter(|(a, ..)| a == auction)
             .map(|(_, seq, amount, region, ..)| (*seq, *amount, region.clone()))
@@ -293,8 +293,8 @@ impl Cluster {
             .collect()
     }
 
-    /// Every bid a head write accepted on `auction`: (bidder, bidId, accepting Region).
-    pub fn accepted_by(&self, auction: &AuctionId) -> Vec<(String, String, String)> {
+    /// Every bid a head write accepted on `auction`: (bidder, bidId, accepting Region's name).
+    pub fn accepted_by(&self, auction: &AuctionId) -> Vec<(UserId, BidId, String)> {
         lock(&self.order)
             .iter()
             .filter(|(a, ..)| a == auction)
@@ -508,10 +508,10 @@ impl LedgerStore for MrscMember {
                         lock(&self.cluster.order).push((
                             auction.clone(),
                             next.summary.accepted,
-                            last.bid.amount.get(),
+                            last.bid.amount,
                             last.bid.region.clone(),
-                            last.bid.bidder.as_str().to_owned(),
-                            last.bid.bid_id.as_str().to_owned(),
+                            last.bid.bidder.clone(),
+                            last.bid.bid_id.clone(),
                         ));
                     }
                 }

@@ -73,6 +73,107 @@ impl std::ops::Mul<u32> for AwsDuration {
     }
 }
 
+/// Serde forms of an [`AwsDuration`] for records whose field names carry their unit
+/// (`secs`, `lag_ms`, `keep_secs`): the Rust side holds one type, the JSON keeps the
+/// spelling that recorded schedules and outside tools already read and write.
+pub mod serde_as {
+    use super::AwsDuration;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Seconds, as a number with a fraction (`"secs": 60.0`).
+    pub mod secs {
+        use super::*;
+        pub fn serialize<S: Serializer>(d: &AwsDuration, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_f64(d.as_secs_f64())
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<AwsDuration, D::Error> {
+            let secs = f64::deserialize(d)?;
+            if !secs.is_finite() || secs < 0.0 {
+                return Err(serde::de::Error::custom(format!(
+                    "a duration in seconds must be a finite number >= 0, not {secs}"
+                )));
+            }
+            Ok(AwsDuration::from_secs_f64(secs))
+        }
+    }
+
+    /// Whole seconds (`"keep_secs": 300`).
+    pub mod whole_secs {
+        use super::*;
+        pub fn serialize<S: Serializer>(d: &AwsDuration, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_u64(d.as_secs())
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<AwsDuration, D::Error> {
+            Ok(AwsDuration::from_secs(u64::deserialize(d)?))
+        }
+    }
+
+    /// Whole milliseconds (`"lag_ms": 500`).
+    pub mod millis {
+        use super::*;
+        pub fn serialize<S: Serializer>(d: &AwsDuration, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<AwsDuration, D::Error> {
+            Ok(AwsDuration::from_millis(u64::deserialize(d)?))
+        }
+    }
+}
+
+/// An instant in AWS time: AWS milliseconds since the lab started (what a run records; a
+/// simulated run is at scale 1, where it is also the lab's own time). Written as a number
+/// of milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AwsInstant(f64);
+
+impl AwsInstant {
+    pub const START: AwsInstant = AwsInstant(0.0);
+    /// Later than every instant a run records (an open-ended interval's end).
+    pub const NEVER: AwsInstant = AwsInstant(f64::MAX);
+
+    /// `ms` AWS milliseconds after the lab started.
+    pub const fn from_ms(ms: f64) -> Self {
+        Self(ms)
+    }
+
+    /// AWS milliseconds since the lab started.
+    pub const fn ms(self) -> f64 {
+        self.0
+    }
+
+    /// The AWS time from `earlier` to this instant, in milliseconds (negative when
+    /// `earlier` is later).
+    pub fn ms_since(self, earlier: AwsInstant) -> f64 {
+        self.0 - earlier.0
+    }
+
+    /// The AWS time from `earlier` to this instant, in seconds.
+    pub fn secs_since(self, earlier: AwsInstant) -> f64 {
+        self.ms_since(earlier) / 1000.0
+    }
+
+    pub fn min(self, other: Self) -> Self {
+        Self(self.0.min(other.0))
+    }
+
+    pub fn max(self, other: Self) -> Self {
+        Self(self.0.max(other.0))
+    }
+
+    /// Total order (instants are finite).
+    pub fn total_cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+impl std::ops::Add<AwsDuration> for AwsInstant {
+    type Output = Self;
+    fn add(self, d: AwsDuration) -> Self {
+        Self(self.0 + d.as_secs_f64() * 1000.0)
+    }
+}
+
 /// `--time-scale S`: one lab second stands for S AWS seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TimeScale(f64);
@@ -119,6 +220,17 @@ impl TimeScale {
     /// faster, so as many more events fit in each of its seconds).
     pub fn per_lab_second(self, per_aws_second: f64) -> f64 {
         per_aws_second * self.0
+    }
+
+    /// The AWS instant of a lab instant (lab milliseconds since the lab started).
+    pub fn instant(self, lab_ms: f64) -> AwsInstant {
+        AwsInstant(lab_ms * self.0)
+    }
+
+    /// The lab milliseconds since the lab started of an AWS instant (the reports' `*_ms`
+    /// fields, which have always been lab time).
+    pub fn lab_ms_of(self, at: AwsInstant) -> f64 {
+        at.0 / self.0
     }
 
     /// AWS milliseconds as lab milliseconds, rounded (a clock skew).

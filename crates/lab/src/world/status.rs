@@ -208,19 +208,16 @@ impl World {
         let since_lab_s = (self.timeline().elapsed().as_secs_f64() * 1000.0 - fault.at_ms) / 1000.0;
         let restores: Option<Vec<f64>> = self
             .users()
-            .map(|u| u.restored_since(fault.at_ms, &self.names()[RegionId::Secondary]));
+            .map(|u| u.restored_since(scale.instant(fault.at_ms), RegionId::Secondary));
         Some((
             FaultStatus {
                 detail: fault.detail.clone(),
                 since_lab_s,
                 since_aws_s: scale.aws_secs(since_lab_s * 1000.0),
                 restored: restores.as_ref().map(Vec::len),
-                rto_so_far_aws_s: restores.as_ref().and_then(|r| {
-                    r.iter()
-                        .copied()
-                        .reduce(f64::max)
-                        .map(|ms| scale.aws_secs(ms))
-                }),
+                rto_so_far_aws_s: restores
+                    .as_ref()
+                    .and_then(|r| r.iter().copied().reduce(f64::max)),
             },
             healed,
         ))

@@ -1,5 +1,8 @@
-//! Everything that happens in the lab, stamped with lab time since the start.
+//! Everything that happens in the lab, stamped with lab time since the start (an entry's
+//! `at_ms`, as reports and the control API have always written it); [`Timeline::instant`]
+//! reads an entry's AWS instant.
 
+use crate::world::scale::{AwsInstant, TimeScale};
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -100,7 +103,8 @@ pub const KEY_ENTRIES_KEPT: usize = 2_000;
 pub struct Timeline {
     start: Instant,
     entries: Arc<Mutex<Entries>>,
-    echo: Option<f64>,
+    scale: TimeScale,
+    echo: bool,
 }
 
 #[derive(Debug, Default)]
@@ -111,21 +115,25 @@ struct Entries {
 }
 
 impl Timeline {
-    /// `echo = Some(scale)` prints each entry with its AWS-equivalent time.
+    /// `echo = Some(scale)` prints each entry with its AWS-equivalent time; its instants are
+    /// AWS time at that scale (1 without one).
     pub fn new(echo: Option<f64>) -> Self {
         Self {
             start: Instant::now(),
             entries: Arc::default(),
-            echo,
+            scale: TimeScale::new(echo.unwrap_or(1.0)),
+            echo: echo.is_some(),
         }
     }
 
     /// A timeline whose time 0 is `origin` (the world's clock's start: one origin for the
-    /// timeline, the alarms' periods, the canaries' schedule and every Region's clock).
-    pub fn starting_at(origin: Instant, echo: Option<f64>, cap: Option<usize>) -> Self {
+    /// timeline, the alarms' periods, the canaries' schedule and every Region's clock), at
+    /// the world's time `scale`; `echo` prints each entry as it happens.
+    pub fn starting_at(origin: Instant, scale: TimeScale, echo: bool, cap: Option<usize>) -> Self {
         let timeline = Self {
             start: origin,
             entries: Arc::default(),
+            scale,
             echo,
         };
         timeline.lock().cap = cap.map(|c| c.max(1));
@@ -190,7 +198,8 @@ impl Timeline {
             detail,
             region,
         };
-        if let Some(scale) = self.echo {
+        if self.echo {
+            let scale = self.scale.factor();
             if !matches!(
                 kind,
                 Kind::ProbeOk | Kind::ClientDisconnected | Kind::ClientRestored | Kind::ClientMoved
@@ -241,13 +250,26 @@ impl Timeline {
         self.lock().all.iter().cloned().collect()
     }
 
-    /// The first entry of `kind` at or after `from_ms`.
-    pub fn first(&self, kind: Kind, from_ms: f64) -> Option<f64> {
+    /// Now, as an AWS instant.
+    pub fn now(&self) -> AwsInstant {
+        self.scale
+            .instant(self.start.elapsed().as_secs_f64() * 1000.0)
+    }
+
+    /// An entry's AWS instant.
+    pub fn instant(&self, entry: &Entry) -> AwsInstant {
+        self.scale.instant(entry.at_ms)
+    }
+
+    /// The instant of the first entry of `kind` at or after `from`.
+    pub fn first(&self, kind: Kind, from: AwsInstant) -> Option<AwsInstant> {
+        let from_ms = self.scale.lab_ms_of(from);
         self.entries()
             .iter()
             .filter(|e| e.kind == kind && e.at_ms >= from_ms)
             .map(|e| e.at_ms)
             .reduce(f64::min)
+            .map(|ms| self.scale.instant(ms))
     }
 }
 
