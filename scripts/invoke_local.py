@@ -210,12 +210,28 @@ def lab_fault(control, kind, region=0):
         r.read()
 
 
+FUNCTIONS = ["ws-handler", "authorizer", "canary", "evacuator", "health"]
+
+
 class Watch:
-    def __init__(self, env, port):
+    """`cargo lambda watch`: the Lambda runtime and invoke APIs. By default it starts each
+    function itself (`cargo run --bin NAME`, the card's local workflow). With `prebuilt` (a
+    directory holding the five binaries, `make test`'s test build) it serves the APIs alone
+    (`--only-lambda-apis`) and each function is that binary, started here on its first invoke
+    with the runtime API Lambda would give it: `cargo run` would build the functions again with
+    the features of a plain build (no dev-dependencies), minutes on a fresh clone."""
+
+    def __init__(self, env, port, prebuilt=None):
         self.port = port
+        self.env = env
+        self.prebuilt = prebuilt
+        self.functions = {}
         self.log = open(ROOT / "target" / "invoke-local-watch.log", "w")
+        command = ["cargo", "lambda", "watch", "--invoke-address", "127.0.0.1", "--invoke-port", str(port)]
+        if prebuilt:
+            command += ["--only-lambda-apis", "--ignore-changes"]
         self.proc = subprocess.Popen(
-            ["cargo", "lambda", "watch", "--invoke-address", "127.0.0.1", "--invoke-port", str(port)],
+            command,
             cwd=ROOT,
             env=env,
             stdout=self.log,
@@ -223,12 +239,38 @@ class Watch:
             start_new_session=True,
         )
 
+    def start_function(self, function):
+        """The prebuilt function's process, started once (Lambda's runtime API for it: the
+        watch server's `/.rt/NAME`)."""
+        if not self.prebuilt or function in self.functions:
+            return
+        env = dict(self.env)
+        env.update({
+            "AWS_LAMBDA_RUNTIME_API": f"http://127.0.0.1:{self.port}/.rt/{function}",
+            "AWS_LAMBDA_FUNCTION_NAME": function, "AWS_LAMBDA_FUNCTION_VERSION": "1",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
+        })
+        self.log.write(f"starting {function}: {self.prebuilt / function}\n")
+        self.log.flush()
+        self.functions[function] = subprocess.Popen(
+            [str(self.prebuilt / function)], cwd=ROOT, env=env,
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+    def died(self, function):
+        """Why the prebuilt function's process ended, or None while it runs."""
+        proc = self.functions.get(function)
+        if proc is None or proc.poll() is None:
+            return None
+        return f"{function} exited with code {proc.returncode}"
+
     def invoke(self, function, event):
         """The function's answer, or (None, why). A function that dies at init fails here at
         once with the lines the watch log shows for it, instead of waiting out the timeout
         (cargo lambda watch keeps the invoke open while the function restarts)."""
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(event, f)
+        self.start_function(function)
         self.log.flush()
         seen = len(watch_log())
         proc = subprocess.Popen(
@@ -240,6 +282,10 @@ class Watch:
         try:
             while proc.poll() is None:
                 died = init_failure(watch_log()[seen:])
+                if not died and self.died(function):
+                    # the process is gone: its last lines are what it said (the watch log)
+                    time.sleep(0.2)
+                    died = init_failure(watch_log()[seen:]) or self.died(function)
                 if died or time.time() > deadline:
                     proc.kill()
                     proc.communicate()
@@ -253,6 +299,12 @@ class Watch:
         return json.loads(out), None
 
     def stop(self):
+        for proc in self.functions.values():
+            try:
+                os.killpg(proc.pid, 15)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=30)
         try:
             os.killpg(self.proc.pid, 15)
         except ProcessLookupError:
@@ -315,14 +367,26 @@ def main():
         "VERDICT_FAILOVER_DATAPOINTS": "1", "VERDICT_WINDOW": "2",
     })
     # Build first, so the first invoke does not wait on the compiler under cargo lambda's timeout.
-    subprocess.run(["cargo", "build", "--quiet", "--bin", "ws-handler", "--bin", "authorizer",
-                    "--bin", "canary", "--bin", "evacuator", "--bin", "health", "--bin", "wsdr"],
-                   cwd=ROOT, check=True)
+    # WSDR_LAMBDA_PREBUILT=1 (make test): the test build's binaries, which `--all-targets`
+    # builds for the functions' integration tests (CARGO_BIN_EXE_*); asking cargo for that
+    # build again finds it done.
+    prebuilt = None
+    if os.environ.get("WSDR_LAMBDA_PREBUILT") == "1":
+        subprocess.run(["cargo", "test", "--workspace", "--all-targets", "--no-run", "--quiet"],
+                       cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        prebuilt = ROOT / "target" / "debug"
+        missing = [f for f in FUNCTIONS + ["wsdr"] if not (prebuilt / f).exists()]
+        if missing:
+            raise SystemExit(f"the test build made no binary for {missing} under {prebuilt}")
+    else:
+        subprocess.run(["cargo", "build", "--quiet", "--bin", "ws-handler", "--bin", "authorizer",
+                        "--bin", "canary", "--bin", "evacuator", "--bin", "health", "--bin", "wsdr"],
+                       cwd=ROOT, check=True)
     # The canary's target: the lab's primary Region (API Gateway semantics in front of the real
     # authorizer and handler), which the lab can take down.
     lab, control, primary = start_lab(env)
     env.update({"TARGET_URL": primary["url"], "EXPECTED_REGION": primary["region"]})
-    watch = Watch(env, free_port())
+    watch = Watch(env, free_port(), prebuilt)
     try:
         deadline = time.time() + 120
         while True:
