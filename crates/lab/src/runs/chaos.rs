@@ -161,6 +161,33 @@ pub enum Step {
         #[serde(with = "serde_as::secs")]
         secs: AwsDuration,
     },
+    /// The primary down while the secondary admits `percent`% of its new-connection quota:
+    /// the users stand for a herd 100/percent times larger, and most handshakes get 429.
+    Herd {
+        percent: u8,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
+    /// The primary down, and a minute later the judge's watcher silent for `quiet`.
+    WatcherSilent {
+        #[serde(with = "serde_as::secs")]
+        quiet: AwsDuration,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
+    /// The network between the Regions cut (replication and the watcher's probe of the
+    /// primary), both Regions serving their users.
+    InterRegionPartition {
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
+    /// The primary down, and a minute later the health endpoint flooded: `percent`% of the
+    /// requests reaching the health function refused.
+    HealthFlood {
+        percent: u8,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// Nothing.
     Calm {
         #[serde(with = "serde_as::secs")]
@@ -180,7 +207,7 @@ impl Step {
                 RegionId::Secondary
             }
         };
-        match rng.random_range(0..20) {
+        match rng.random_range(0..24) {
             0 => Step::Down {
                 secs: secs(rng, 30.0, 300.0),
             },
@@ -256,6 +283,21 @@ impl Step {
             19 => Step::Isolate {
                 region: region(rng),
                 secs: secs(rng, 30.0, 300.0),
+            },
+            20 => Step::Herd {
+                percent: rng.random_range(1..10),
+                secs: secs(rng, 60.0, 300.0),
+            },
+            21 => Step::WatcherSilent {
+                quiet: secs(rng, 120.0, 900.0),
+                secs: secs(rng, 120.0, 300.0),
+            },
+            22 => Step::InterRegionPartition {
+                secs: secs(rng, 30.0, 300.0),
+            },
+            23 => Step::HealthFlood {
+                percent: rng.random_range(50..100),
+                secs: secs(rng, 120.0, 300.0),
             },
             _ => Step::Calm {
                 secs: secs(rng, 5.0, 60.0),
@@ -374,6 +416,33 @@ impl Step {
                     .at(zero, Action::Evacuate(from))
                     .at(s, Action::Restore(from)),
                 s,
+            ),
+            Step::Herd { percent, secs: s } => (
+                Plan::new()
+                    .inject(
+                        zero,
+                        Fault::ConnectQuota {
+                            region: Secondary,
+                            percent,
+                        },
+                    )
+                    .inject(zero, Fault::Down(Primary)),
+                s,
+            ),
+            Step::WatcherSilent { quiet, secs: s } => (
+                Plan::new()
+                    .inject(zero, Fault::Down(Primary))
+                    .inject(AwsDuration::from_secs(60), Fault::WatcherSilent(quiet)),
+                AwsDuration::from_secs(60) + s,
+            ),
+            Step::InterRegionPartition { secs: s } => {
+                (Plan::new().inject(zero, Fault::InterRegionPartition), s)
+            }
+            Step::HealthFlood { percent, secs: s } => (
+                Plan::new()
+                    .inject(zero, Fault::Down(Primary))
+                    .inject(AwsDuration::from_secs(60), Fault::HealthFlood { percent }),
+                AwsDuration::from_secs(60) + s,
             ),
             Step::Isolate { region, secs: s } => {
                 (Plan::new().inject(zero, Fault::Isolate(region)), s)
