@@ -5,9 +5,9 @@
 //! bids involved.
 
 use crate::runs::plan::{Action, Plan};
-use crate::sim::history::Violation;
+use crate::sim::history::{Excused, Violation};
 use crate::sim::judge::{judge, Judgement};
-use crate::sim::trace::{FinalState, Op, Outcome};
+use crate::sim::trace::{FinalState, Op, Outcome, RunTrace};
 use crate::sim::users::{Behaviour, Population};
 use crate::world::clock::wait_for;
 use crate::world::owner::Holdings;
@@ -869,36 +869,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     anyhow::ensure!(steady, "run {run}: the lab never reached steady state");
 
     let auction = AuctionId::new("lot-1")?;
-    // The prolific user first, alone on its own lot, before any fault: hundreds of bids.
-    let started = std::time::Instant::now();
-    let mut attacks = crate::sim::attackers::prolific(
-        &lab,
-        "prolific-user",
-        &AuctionId::new("lot-2")?,
-        PROLIFIC_BIDS,
-        attack_wait(scale, config.clock),
-    )
-    .await;
-    tracing::debug!(elapsed = ?started.elapsed(), "prolific user done");
-    // Then two racers on the same lot, one in each Region.
-    attacks.extend(
-        crate::sim::attackers::racers(
-            &lab,
-            &AuctionId::new("lot-2")?,
-            RACING_BIDS,
-            scale.lab(AwsDuration::from_secs(30)),
-        )
-        .await,
-    );
-    // Then one bidId with two amounts, one in each Region, during a short split.
-    attacks.extend(
-        crate::sim::attackers::split_reuser(
-            &lab,
-            &AuctionId::new("lot-3")?,
-            scale.lab(AwsDuration::from_secs(30)),
-        )
-        .await,
-    );
+    let mut attacks = attack_before_the_users(&lab, scale, config.clock).await?;
     // Half the users have client-assisted failover.
     let users = Population::through_front_door(
         &lab,
@@ -954,6 +925,65 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
                 connections: report.connections,
             }),
     );
+    Ok(run_report(
+        run, seed, config, schedule, &plan, &lab, trace, violations, &excused,
+    ))
+}
+
+/// The attackers who need the lab to themselves, before the users arrive: the prolific user
+/// alone on its lot, two racers (one in each Region), one bidId with two amounts in a split.
+async fn attack_before_the_users(
+    lab: &Arc<World>,
+    scale: TimeScale,
+    clock: Clock,
+) -> anyhow::Result<Vec<Violation>> {
+    // The prolific user first, alone on its own lot, before any fault: hundreds of bids.
+    let started = std::time::Instant::now();
+    let mut attacks = crate::sim::attackers::prolific(
+        lab,
+        "prolific-user",
+        &AuctionId::new("lot-2")?,
+        PROLIFIC_BIDS,
+        attack_wait(scale, clock),
+    )
+    .await;
+    tracing::debug!(elapsed = ?started.elapsed(), "prolific user done");
+    // Then two racers on the same lot, one in each Region.
+    attacks.extend(
+        crate::sim::attackers::racers(
+            lab,
+            &AuctionId::new("lot-2")?,
+            RACING_BIDS,
+            scale.lab(AwsDuration::from_secs(30)),
+        )
+        .await,
+    );
+    // Then one bidId with two amounts, one in each Region, during a short split.
+    attacks.extend(
+        crate::sim::attackers::split_reuser(
+            lab,
+            &AuctionId::new("lot-3")?,
+            scale.lab(AwsDuration::from_secs(30)),
+        )
+        .await,
+    );
+    Ok(attacks)
+}
+
+/// The run's report: its record, checked, summed and digested.
+#[allow(clippy::too_many_arguments)]
+fn run_report(
+    run: usize,
+    seed: u64,
+    config: &ChaosConfig,
+    schedule: Vec<Step>,
+    plan: &Plan,
+    lab: &World,
+    trace: RunTrace,
+    violations: Vec<Violation>,
+    excused: &Excused,
+) -> RunReport {
+    let ops = &trace.ops;
     let rpo_lost_acknowledged = trace.lost_acknowledged();
     let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
     for kind in plan.fault_names() {
@@ -976,7 +1006,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     for line in &history {
         digest.line(line);
     }
-    Ok(RunReport {
+    RunReport {
         run,
         seed,
         consistency: config.consistency.to_string(),
@@ -1010,7 +1040,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
             .iter()
             .filter(|e| e.detail == crate::runs::plan::STRUCK_SUMMARY_AHEAD)
             .count(),
-    })
+    }
 }
 
 /// Strong mode's own promises, checked against the table's order and quorum (none on an

@@ -165,69 +165,85 @@ impl Report {
     /// The checks this drill failed.
     pub fn checks(&self) -> Vec<Check> {
         let mut failed = Vec::new();
-        let mut check = |ok: bool, failure: Check| {
-            if !ok {
-                failed.push(failure);
-            }
-        };
-        check(self.clients > 0, Check::NoUsers);
+        fail_unless(&mut failed, self.clients > 0, Check::NoUsers);
+        self.mode_checks(&mut failed);
+        self.scenario_checks(&mut failed);
+        self.outcome_checks(&mut failed);
+        failed
+    }
+
+    /// What the consistency mode promises.
+    fn mode_checks(&self, failed: &mut Vec<Check>) {
         if self.consistency == "strong" {
             // What strong mode promises (docs/DATA_MODEL.md, "Strong mode").
-            check(
+            fail_unless(
+                failed,
                 self.accepted_below_other_region == 0,
                 Check::StrongAcceptedBelow {
                     bids: self.accepted_below_other_region,
                 },
             );
-            check(
+            fail_unless(
+                failed,
                 self.acknowledged_bids_lost_with_region == 0,
                 Check::StrongLostWithRegion {
                     bids: self.acknowledged_bids_lost_with_region,
                 },
             );
         }
+    }
+
+    /// What the scenario must show: who moved, who did not, where the name pointed.
+    fn scenario_checks(&self, failed: &mut Vec<Check>) {
         if self.scenario == Scenario::InterRegionPartition {
             // Both Regions are healthy and reached by their users: the right outcome is that
             // nobody is failed over. wsdr's defaults fail this (docs/DEPLOY.md says why).
-            check(
+            fail_unless(
+                failed,
                 self.dns_flips_during_fault == 0,
                 Check::FailedOverHealthyPrimary {
                     flips: self.dns_flips_during_fault,
                 },
             );
         } else if self.scenario == Scenario::Blip {
-            check(
+            fail_unless(
+                failed,
                 self.restored == 0,
                 Check::MovedAfterBlip {
                     users: self.restored,
                 },
             );
-            check(
+            fail_unless(
+                failed,
                 self.users_disconnected_during_fault == 0 && self.disconnects_during_fault == 0,
                 Check::DisconnectedDuringBlip {
                     users: self.users_disconnected_during_fault,
                 },
             );
-            check(
+            fail_unless(
+                failed,
                 self.endpoint_moves == 0,
                 Check::EndpointMovesDuringBlip {
                     moves: self.endpoint_moves,
                 },
             );
-            check(
+            fail_unless(
+                failed,
                 self.dns_flips_during_fault == 0,
                 Check::DnsFlippedDuringBlip {
                     flips: self.dns_flips_during_fault,
                 },
             );
         } else if self.scenario == Scenario::Evacuate {
-            check(
+            fail_unless(
+                failed,
                 self.users_seeing_errors == 0,
                 Check::ErrorsDuringEvacuation {
                     users: self.users_seeing_errors,
                 },
             );
-            check(
+            fail_unless(
+                failed,
                 self.restored == self.clients,
                 Check::NotAllMoved {
                     moved: self.restored,
@@ -240,7 +256,8 @@ impl Report {
             // looks like a recovery until it breaks again: the name may follow it once, and
             // flap damping (wsdr_core::FastVerdict) keeps it from following again.
             let allowed = usize::from(self.scenario == Scenario::Flapping);
-            check(
+            fail_unless(
+                failed,
                 self.dns_answers_to_failed_primary <= allowed,
                 Check::DnsBackToFailedPrimary {
                     times: self.dns_answers_to_failed_primary,
@@ -253,13 +270,15 @@ impl Report {
                     .as_ref()
                     .is_some_and(|h| h.endpoint.detection_ms.is_some()),
             };
-            check(
+            fail_unless(
+                failed,
                 detected,
                 Check::NeverDetected {
                     by: self.health_check,
                 },
             );
-            check(
+            fail_unless(
+                failed,
                 self.restored == self.clients,
                 Check::NotAllRestored {
                     restored: self.restored,
@@ -267,16 +286,22 @@ impl Report {
                 },
             );
         }
-        check(
+    }
+
+    /// What every drill must end with: nobody denied, no bid lost or doubled, one winner.
+    fn outcome_checks(&self, failed: &mut Vec<Check>) {
+        fail_unless(
+            failed,
             self.denied_handshakes_during_move == 0,
             Check::UsersDenied {
                 handshakes: self.denied_handshakes_during_move,
             },
         );
         if matches!(self.scenario, Scenario::Failback | Scenario::Evacuate) {
-            check(self.failback_ms.is_some(), Check::NoFailback);
+            fail_unless(failed, self.failback_ms.is_some(), Check::NoFailback);
             let back = self.users_back_on_primary.unwrap_or(0);
-            check(
+            fail_unless(
+                failed,
                 back == self.clients,
                 Check::NotAllBack {
                     back,
@@ -284,21 +309,24 @@ impl Report {
                 },
             );
         }
-        check(
+        fail_unless(
+            failed,
             self.lost_acknowledged_bids == 0,
             Check::AcknowledgedBidsLost {
                 bids: self.lost_acknowledged_bids,
             },
         );
-        check(
+        fail_unless(
+            failed,
             self.duplicate_bids == 0,
             Check::DuplicateBids {
                 bids: self.duplicate_bids,
             },
         );
-        check(self.converged, Check::NotConverged);
-        check(self.high_bid_consistent, Check::HighBidInconsistent);
-        check(
+        fail_unless(failed, self.converged, Check::NotConverged);
+        fail_unless(failed, self.high_bid_consistent, Check::HighBidInconsistent);
+        fail_unless(
+            failed,
             self.returns_to_primary_during_fault == 0,
             Check::PingPong {
                 returns: self.returns_to_primary_during_fault,
@@ -317,7 +345,8 @@ impl Report {
                 .collect();
             kinds.sort();
             kinds.dedup();
-            check(
+            fail_unless(
+                failed,
                 false,
                 Check::HistoryViolations {
                     count: self.violations.len(),
@@ -325,7 +354,6 @@ impl Report {
                 },
             );
         }
-        failed
     }
 
     pub fn table(&self) -> String {
@@ -1062,4 +1090,11 @@ pub fn write_pretty_json(path: &Path, value: &impl Serialize) -> anyhow::Result<
     }
     std::fs::write(path, serde_json::to_vec_pretty(value)?)?;
     Ok(())
+}
+
+/// Record `failure` unless `ok`.
+fn fail_unless(failed: &mut Vec<Check>, ok: bool, failure: Check) {
+    if !ok {
+        failed.push(failure);
+    }
 }

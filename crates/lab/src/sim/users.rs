@@ -764,40 +764,63 @@ fn on_event(
             status,
             region,
             reason,
-        } => {
-            let replayed = record.replayed_since_invoke(&bid_id);
-            let answered_by = region_of(&region);
-            // A rejection is final for the clients: only a reason that sending the bid again
-            // cannot change may come with one.
-            if status == BidStatus::Rejected
-                && !reason
-                    .as_deref()
-                    .is_some_and(|r| FINAL_REJECTIONS.contains(&r))
-            {
-                if let Some(region) = answered_by {
-                    lock(&population.retryable_rejections).push(Violation::RetryableRejected {
-                        bidder: user.spec.user.clone(),
-                        bid_id: bid_id.clone(),
-                        region,
-                        reason: reason.clone().unwrap_or_default(),
-                    });
-                }
-            }
-            let answer = answer_of(status);
-            let mut ops = lock(&population.ops);
-            if let Some(op) = ops.get_mut(&(user.spec.user.clone(), bid_id)) {
-                op.answers.push(Reply {
-                    at,
-                    answer,
-                    region: answered_by,
-                    reconnected: replayed,
-                });
-                if answer.acknowledges() {
-                    record.high_seen = record.high_seen.max(Some(op.amount));
-                }
-            }
-        }
+        } => on_bid_result(
+            population,
+            user,
+            &mut record,
+            at,
+            bid_id,
+            status,
+            &region,
+            reason,
+        ),
         _ => {}
+    }
+}
+
+/// A bid's answer: into the op's replies, and a retryable rejection is a violation.
+#[allow(clippy::too_many_arguments)]
+fn on_bid_result(
+    population: &Population,
+    user: &SimUser,
+    record: &mut UserRecord,
+    at: AwsInstant,
+    bid_id: BidId,
+    status: BidStatus,
+    region: &str,
+    reason: Option<String>,
+) {
+    let region_of = |name: &str| population.lab.region_named(name);
+    let replayed = record.replayed_since_invoke(&bid_id);
+    let answered_by = region_of(region);
+    // A rejection is final for the clients: only a reason that sending the bid again
+    // cannot change may come with one.
+    if status == BidStatus::Rejected
+        && !reason
+            .as_deref()
+            .is_some_and(|r| FINAL_REJECTIONS.contains(&r))
+    {
+        if let Some(region) = answered_by {
+            lock(&population.retryable_rejections).push(Violation::RetryableRejected {
+                bidder: user.spec.user.clone(),
+                bid_id: bid_id.clone(),
+                region,
+                reason: reason.clone().unwrap_or_default(),
+            });
+        }
+    }
+    let answer = answer_of(status);
+    let mut ops = lock(&population.ops);
+    if let Some(op) = ops.get_mut(&(user.spec.user.clone(), bid_id)) {
+        op.answers.push(Reply {
+            at,
+            answer,
+            region: answered_by,
+            reconnected: replayed,
+        });
+        if answer.acknowledges() {
+            record.high_seen = record.high_seen.max(Some(op.amount));
+        }
     }
 }
 

@@ -7,7 +7,8 @@
 //! frame with the socket left open; quotas (new connections per second -> 429, idle timeout,
 //! maximum duration -> close 1001, 32 KB frames and 128 KB messages -> close 1009);
 //! `@connections` POST/GET/DELETE with 410 for a gone connection, called by the handler's real
-//! `aws-sdk-apigatewaymanagement` client.
+//! `aws-sdk-apigatewaymanagement` client on TCP (in process on the in-memory network: the
+//! same function behind the HTTP route, the same answers).
 
 use crate::world::clock::RegionClock;
 use crate::world::env::gateway_id;
@@ -286,8 +287,18 @@ impl Region {
         let callback = format!("http://{addr}/{stage}");
         let sdk = lab_sdk(name, &env.network, &clock);
         let registry = Arc::new(MemoryConnections::default());
+        // On the in-memory network the Region's own handler posts to its own `@connections`
+        // in process: the same answers (429 under throttling, 410 for a gone connection)
+        // without an SDK request, signature and HTTP exchange per post, which were half of a
+        // simulated run's CPU. TCP labs keep the real SDK client end to end.
+        let home = Arc::new(std::sync::OnceLock::new());
+        let path = if env.network.is_memory() {
+            PushPath::InProcess(home.clone())
+        } else {
+            PushPath::Sdk(wsdr_aws::ApiGatewayNotifier::new(&sdk, &callback))
+        };
         let notifier = Arc::new(SharedClientNotifier {
-            inner: wsdr_aws::ApiGatewayNotifier::new(&sdk, &callback),
+            path,
             permits: tokio::sync::Semaphore::new(MAX_POSTS_IN_FLIGHT),
         });
         // The mode is the table's type: an eventual table has no ledger to hand a strong
@@ -341,6 +352,8 @@ impl Region {
             clock,
             scale,
         });
+        // Set once, before the Region serves or its handler runs.
+        let _ = home.set(Arc::downgrade(&region));
         let router = Router::new()
             .route("/health", get(health_endpoint))
             .route("/health/{judged}", get(verdict_endpoint))
@@ -709,8 +722,17 @@ const MAX_POSTS_IN_FLIGHT: usize = 256;
 /// client in one process; without this bound, a busy lab opens an HTTP connection per post in
 /// flight and runs out of file descriptors (seen at 5,000 users bidding).
 struct SharedClientNotifier {
-    inner: wsdr_aws::ApiGatewayNotifier,
+    path: PushPath,
     permits: tokio::sync::Semaphore,
+}
+
+/// How the Region's handler reaches its own `@connections` API.
+enum PushPath {
+    /// The real SDK client over the lab's network (TCP labs).
+    Sdk(wsdr_aws::ApiGatewayNotifier),
+    /// The Region's `@connections` logic called in process (simulated worlds): the Region
+    /// is set right after it is built, before anything can post.
+    InProcess(Arc<std::sync::OnceLock<std::sync::Weak<Region>>>),
 }
 
 #[async_trait::async_trait]
@@ -725,8 +747,35 @@ impl wsdr_core::Notifier for SharedClientNotifier {
             .acquire()
             .await
             .map_err(|_| wsdr_core::Error::Internal("notifier closed".into()))?;
-        self.inner.send(connection, payload).await
+        match &self.path {
+            PushPath::Sdk(notifier) => notifier.send(connection, payload).await,
+            PushPath::InProcess(home) => {
+                let region = home
+                    .get()
+                    .and_then(std::sync::Weak::upgrade)
+                    .ok_or_else(|| {
+                        wsdr_core::Error::Transient("the Region's endpoint is gone".into())
+                    })?;
+                // What `classify` makes of the HTTP answers below.
+                match region.post(connection.as_str(), payload).await {
+                    PostAnswer::Delivered => Ok(()),
+                    PostAnswer::Throttled => Err(wsdr_core::Error::Throttled(
+                        "LimitExceededException (HTTP 429): Rate exceeded".into(),
+                    )),
+                    PostAnswer::Gone => Err(wsdr_core::Error::Gone),
+                }
+            }
+        }
     }
+}
+
+/// What `@connections` POST answers.
+enum PostAnswer {
+    Delivered,
+    /// 429 `LimitExceededException`.
+    Throttled,
+    /// 410 `GoneException`.
+    Gone,
 }
 
 impl Region {
@@ -972,32 +1021,42 @@ async fn post_to_connection(
     Path((_stage, id)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    region.counters.posts.fetch_add(1, Ordering::Relaxed);
-    if region.chance(
-        region
-            .faults
-            .connections_throttle_percent
-            .load(Ordering::Relaxed),
-    ) {
-        return (
+    match region.post(&id, &body).await {
+        PostAnswer::Delivered => StatusCode::OK.into_response(),
+        PostAnswer::Throttled => (
             StatusCode::TOO_MANY_REQUESTS,
             [("x-amzn-errortype", "LimitExceededException")],
             r#"{"message":"Rate exceeded"}"#,
         )
-            .into_response();
+            .into_response(),
+        PostAnswer::Gone => gone(),
     }
-    if !region.quotas.post_latency.is_zero() {
-        tokio::time::sleep(region.quotas.post_latency).await;
-    }
-    let sent = lock(&region.sockets).get(&id).map(|s| {
-        s.tx.send(Outbound::Frame(String::from_utf8_lossy(&body).into_owned()))
-            .is_ok()
-    });
-    if sent == Some(true) {
-        StatusCode::OK.into_response()
-    } else {
-        region.counters.gone.fetch_add(1, Ordering::Relaxed);
-        gone()
+}
+
+impl Region {
+    /// `@connections` POST: one path for the HTTP endpoint and the in-process push.
+    async fn post(&self, id: &str, body: &[u8]) -> PostAnswer {
+        self.counters.posts.fetch_add(1, Ordering::Relaxed);
+        if self.chance(
+            self.faults
+                .connections_throttle_percent
+                .load(Ordering::Relaxed),
+        ) {
+            return PostAnswer::Throttled;
+        }
+        if !self.quotas.post_latency.is_zero() {
+            tokio::time::sleep(self.quotas.post_latency).await;
+        }
+        let sent = lock(&self.sockets).get(id).map(|s| {
+            s.tx.send(Outbound::Frame(String::from_utf8_lossy(body).into_owned()))
+                .is_ok()
+        });
+        if sent == Some(true) {
+            PostAnswer::Delivered
+        } else {
+            self.counters.gone.fetch_add(1, Ordering::Relaxed);
+            PostAnswer::Gone
+        }
     }
 }
 
