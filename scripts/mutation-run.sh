@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Mutation runs of the chaos checker: each patch in scripts/mutants/ breaks one guarantee on
 # purpose; the campaign must report violations for it (exit non-zero). Runs are simulated, so
-# the result does not depend on --parallel. Builds each mutant in a
-# throwaway git worktree under target/mutants/ (one shared target dir), never touching the
-# checkout. A patch whose first line is `# caught-by-test: <cargo test arguments>` is judged
+# the result does not depend on --parallel. Builds each mutant in one throwaway git worktree
+# (target/mutants/tree, reset to HEAD before each patch, so that only the files the last
+# and the next patch touch get new times and cargo rebuilds just their crates), never
+# touching the checkout. A patch whose first line is `# caught-by-test: <cargo test arguments>` is judged
 # by that test instead (it must fail). Usage: scripts/mutation-run.sh [runs per mutant,
 # default 30] [patch ...]
 set -euo pipefail
@@ -17,9 +18,16 @@ export CARGO_TARGET_DIR="$work/target"
 status=0
 for patch in "${patches[@]}"; do
   name="$(basename "$patch" .patch)"
-  tree="$work/$name"
-  git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || rm -rf "$tree"
-  git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
+  tree="$work/tree"
+  if [ -d "$tree/.git" ] || [ -f "$tree/.git" ]; then
+    git -C "$tree" reset --quiet --hard
+    git -C "$tree" clean --quiet -fd
+    git -C "$tree" checkout --quiet --detach "$(git -C "$root" rev-parse HEAD)"
+  else
+    rm -rf "$tree"
+    git -C "$root" worktree prune
+    git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
+  fi
   git -C "$tree" apply "$patch"
   log="$work/$name.log"
   # A mutant whose first line says `# caught-by-test: <cargo test arguments>` breaks a promise
@@ -37,7 +45,6 @@ for patch in "${patches[@]}"; do
       echo "MISSED  $name: cargo test $test_args passed"
       status=1
     fi
-    git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || true
     continue
   fi
   (cd "$tree" && cargo build -q -p wsdr-lab --bin wsdr)
@@ -59,6 +66,6 @@ print(", ".join(f"{k} {n}" for k,n in c.most_common()) or "none")' "$work/$name.
     status=1
   fi
   echo "        violations by kind: $kinds"
-  git -C "$root" worktree remove --force "$tree" >/dev/null 2>&1 || true
 done
+git -C "$work/tree" reset --quiet --hard
 exit $status
