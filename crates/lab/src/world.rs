@@ -24,6 +24,7 @@ pub mod region;
 pub mod region_id;
 pub mod replication;
 pub mod scale;
+pub mod secrets;
 pub mod status;
 pub mod store;
 pub mod timeline;
@@ -38,11 +39,12 @@ use crate::world::fast::{FastConfig, FastFaults, HealthCheckKind};
 use crate::world::health::{
     Alarm, AlarmConfig, AlarmState, HealthCheck, MetricKind, MetricsStore, MissingData, Resolver,
 };
-use crate::world::identity::{AuthorizerFunction, IdentityProvider};
+use crate::world::identity::{AuthorizerFunction, ColdStart, IdentityProvider};
 use crate::world::mrsc::{Cluster, MemberKind};
 use crate::world::owner::Owner;
 use crate::world::region::{Quotas, Region};
 use crate::world::replication::{InFlight, Link};
+use crate::world::secrets::SecretsManager;
 use crate::world::store::{FaultyStore, LedgerReplica, RegionTable, ReplicaStore};
 use crate::world::timeline::{Kind, Timeline};
 use std::net::SocketAddr;
@@ -261,12 +263,19 @@ impl World {
         // Token times judged by the lab's clock (a simulation's starts at a fixed epoch).
         let token_clock: authorizer::NowSecs = Arc::new(move || clock.now_ms() / 1000);
         let authorizers = PerRegion::from_fn(|_| {
-            Arc::new(AuthorizerFunction::new(
-                auth_config.clone(),
-                identity.clone(),
-                token_clock.clone(),
-                scale.lab(config.identity.sandbox_lifetime),
-            ))
+            Arc::new(AuthorizerFunction::new(ColdStart {
+                config: auth_config.clone(),
+                issuer: identity.clone(),
+                now_secs: token_clock.clone(),
+                secrets: SecretsManager::new(scale),
+                reads: config.identity.secrets,
+                entropy: env.entropy.clone(),
+                lifetime: scale.lab(config.identity.sandbox_lifetime),
+                init: scale.lab(config.identity.init_time),
+                invocation: scale.lab(config.identity.invocation_time),
+                scale,
+                started: tokio::time::Instant::now(),
+            }))
         });
         let quotas = Quotas {
             connect_rate: scale.per_lab_second(config.connect_rate),
@@ -720,6 +729,16 @@ impl World {
             Fault::WatcherSilent(quiet) => self.fast_faults.silence(Some(self.scale().lab(quiet))),
             Fault::InterRegionPartition => self.fast_faults.cut_between(true),
             Fault::HealthFlood { percent } => self.fast_faults.flood(percent),
+            Fault::ReconnectHerd { region, clients } => {
+                let now = self.clock.now_ms() / 1000;
+                // A canary-issuer token, valid for the herd's whole life: what the herd
+                // spends is sandboxes and quotas, whoever its clients are.
+                let claims = serde_json::json!({"sub": "canary:herd", "iss": "wsdr-canary", "aud": AUDIENCE, "iat": now, "exp": now + 3_600});
+                match mint(&self.canary_secret, &claims) {
+                    Ok(token) => self.regions[region].reconnect_herd(clients, &token),
+                    Err(error) => tracing::error!(%error, "no token for the reconnect herd"),
+                }
+            }
             Fault::Heal => {
                 self.fast_faults.silence(None);
                 self.fast_faults.cut_between(false);

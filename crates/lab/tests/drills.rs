@@ -822,6 +822,50 @@ async fn a_herd_over_the_secondarys_quota_never_sends_dns_back_to_the_dead_prima
     assert!(report.passed(), "{:?}\n{table}", report.failed_checks);
 }
 
+/// The primary down and 2,000 other clients reconnecting to the secondary at once
+/// (`secrets-storm`): the connect quota's burst lets 500 handshakes in at the first
+/// instant, each finds every authorizer sandbox busy or starting, and every new sandbox
+/// reads its two keys from the secondary's Secrets Manager. With one `GetSecretValue` per key
+/// (quota 10,000/s) no read is throttled and no `$connect` gets a 500; with the one
+/// `BatchGetSecretValue` the authorizer made before (quota 100/s), sandboxes fail their init
+/// and the drill fails for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_of_authorizer_cold_starts_never_meets_the_secrets_quota() {
+    use wsdr_lab::world::secrets::{SecretCall, SecretReads};
+    let with = |call: SecretCall| {
+        let wsdr = LabConfig::wsdr_defaults();
+        DrillConfig {
+            lab: LabConfig {
+                identity: wsdr_lab::world::identity::IdentityConfig {
+                    secrets: SecretReads { keys: 2, call },
+                    ..wsdr.identity.clone()
+                },
+                ..wsdr
+            },
+            ..config(Scenario::SecretsStorm)
+        }
+    };
+    let storm = drill::run_simulated(with(SecretCall::GetEach))
+        .await
+        .unwrap();
+    let table = storm.table();
+    let figures = &storm.authorizer;
+    assert!(
+        figures.peak_cold_starts_per_second > 100,
+        "a storm: more sandboxes a second than BatchGetSecretValue's quota\n{figures:?}"
+    );
+    assert_eq!(figures.secrets_throttled, 0, "{figures:?}");
+    assert_eq!(figures.handshakes_failed, 0, "{figures:?}");
+    assert_eq!(figures.herd_connected, 2_000, "{figures:?}");
+    assert_eq!(storm.restored, 10, "{table}");
+    assert!(storm.passed(), "{:?}\n{table}", storm.failed_checks);
+    let batch = drill::run_simulated(with(SecretCall::Batch)).await.unwrap();
+    let figures = &batch.authorizer;
+    assert!(figures.secrets_throttled > 0, "{figures:?}");
+    assert!(figures.handshakes_failed > 0, "{figures:?}");
+    assert_fails_with(&batch, "new authorizer sandboxes failed their init");
+}
+
 /// The watcher falls silent for ten minutes a minute after the primary is lost
 /// (`watcher-silent`). The health endpoint answers the last known verdict (stale, held for
 /// 6 hours: `VerdictAge::DEFAULT`), so DNS stays on the secondary; with the rule it replaced

@@ -59,9 +59,9 @@ const GET: &str = "secretsmanager.GetSecretValue";
 /// The signing name of Secrets Manager.
 const SERVICE: &str = "secretsmanager";
 /// Attempts per secret: throttling and server errors are retried with full-jitter backoff.
-const ATTEMPTS: u32 = 3;
+pub const ATTEMPTS: u32 = 3;
 /// The first retry's backoff ceiling; doubled for each later one.
-const BACKOFF_BASE: Duration = Duration::from_millis(50);
+pub const BACKOFF_BASE: Duration = Duration::from_millis(50);
 
 /// Reads secret strings by name (or ARN) from one Region's Secrets Manager. Built once per
 /// cold start.

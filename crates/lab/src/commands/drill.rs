@@ -94,6 +94,11 @@ pub struct Args {
     /// never part of the verdict.
     #[arg(long, value_parser = cli::time_scale, requires = "compare_reference")]
     real_beside: Option<f64>,
+    /// How each new authorizer sandbox reads its two keys: `get-each` (wsdr's: one
+    /// `GetSecretValue` each, quota 10,000/s) or `batch` (one `BatchGetSecretValue`, quota
+    /// 100/s: what the `secrets-storm` scenario fails on).
+    #[arg(long, value_enum, default_value = "get-each")]
+    authorizer_secrets: wsdr_lab::world::secrets::SecretCall,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -119,6 +124,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         strong_cost_ms,
         clock,
         real_beside,
+        authorizer_secrets,
     } = args;
     let simulated = clock == cli::ClockArg::Simulated;
     anyhow::ensure!(
@@ -139,6 +145,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         LabConfig::reference()
     } else {
         LabConfig::wsdr_defaults()
+    };
+    let settings = LabConfig {
+        identity: wsdr_lab::world::identity::IdentityConfig {
+            secrets: wsdr_lab::world::secrets::SecretReads {
+                call: authorizer_secrets,
+                ..settings.identity.secrets
+            },
+            ..settings.identity
+        },
+        ..settings
     };
     let health_check = health_check.unwrap_or(settings.health_check);
     let endpoint_checks = health_check == wsdr_lab::world::fast::HealthCheckKind::Endpoint;

@@ -20,6 +20,9 @@ pub struct Args {
     /// `one-way`: the Region whose outgoing replication is cut (as --region).
     #[arg(long, value_parser = cli::region)]
     from: Option<wsdr_lab::world::control::RegionRef>,
+    /// `reconnect-herd`: how many clients reconnect at once (default 2000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(wsdr_lab::world::fault::MAX_HERD_CLIENTS)))]
+    clients: Option<u32>,
     #[command(flatten)]
     lab: super::LabAddress,
 }
@@ -31,12 +34,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         ms,
         percent,
         from,
+        clients,
         lab,
     } = args;
     let body = serde_json::to_string(&wsdr_lab::world::fault::FaultRequest {
         ms,
         percent,
         from,
+        clients,
         ..wsdr_lab::world::fault::FaultRequest::new(kind, region)
     })?;
     Ok(super::control_call(lab, "/api/fault", &body, "fault").await)

@@ -188,6 +188,13 @@ pub enum Step {
         #[serde(with = "serde_as::secs")]
         secs: AwsDuration,
     },
+    /// The primary down while `clients` other clients reconnect to the secondary at once:
+    /// a storm of authorizer cold starts, each reading its keys from Secrets Manager.
+    SecretsStorm {
+        clients: u32,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// Nothing.
     Calm {
         #[serde(with = "serde_as::secs")]
@@ -207,7 +214,7 @@ impl Step {
                 RegionId::Secondary
             }
         };
-        match rng.random_range(0..24) {
+        match rng.random_range(0..25) {
             0 => Step::Down {
                 secs: secs(rng, 30.0, 300.0),
             },
@@ -298,6 +305,10 @@ impl Step {
             23 => Step::HealthFlood {
                 percent: rng.random_range(50..100),
                 secs: secs(rng, 120.0, 300.0),
+            },
+            24 => Step::SecretsStorm {
+                clients: rng.random_range(500..3_000),
+                secs: secs(rng, 60.0, 300.0),
             },
             _ => Step::Calm {
                 secs: secs(rng, 5.0, 60.0),
@@ -447,6 +458,16 @@ impl Step {
             Step::Isolate { region, secs: s } => {
                 (Plan::new().inject(zero, Fault::Isolate(region)), s)
             }
+            Step::SecretsStorm { clients, secs: s } => (
+                Plan::new().inject(zero, Fault::Down(Primary)).inject(
+                    zero,
+                    Fault::ReconnectHerd {
+                        region: Secondary,
+                        clients,
+                    },
+                ),
+                s,
+            ),
         };
         plan.inject(length, Fault::Heal)
     }

@@ -42,6 +42,7 @@ pub struct DrillTrace {
     pub throttled_handshakes_during_move: u64,
     /// Handshakes the secondary's authorizer denied between the fault and the heal.
     pub denied_handshakes_during_move: u64,
+    pub authorizer: crate::runs::report::AuthorizerFigures,
     pub timeline: Vec<Entry>,
     pub judgement: Judgement,
     /// Strong mode: the table's own order of accepted bids (amount, Region).
@@ -155,6 +156,7 @@ pub fn measure(trace: &DrillTrace) -> Report {
         evacuate_on_failover: trace.evacuate_on_failover,
         throttled_handshakes_during_move: trace.throttled_handshakes_during_move as usize,
         denied_handshakes_during_move: trace.denied_handshakes_during_move as usize,
+        authorizer: trace.authorizer.clone(),
         back_on_primary_ms: Percentiles::of(&lab_ms_of(
             users.back_on_primary_aws_ms.as_deref().unwrap_or_default(),
         )),

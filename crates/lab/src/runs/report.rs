@@ -116,6 +116,9 @@ pub struct Report {
     /// denies every user. A drill has no attacker, so any is a failure.
     #[serde(default)]
     pub denied_handshakes_during_move: usize,
+    /// The authorizer functions of both Regions over the whole drill: cold starts, their
+    /// secret reads, and the `$connect`s answered 500 because a new sandbox's init failed.
+    pub authorizer: AuthorizerFigures,
     /// Every check the drill failed, in words (empty: PASS). The same list the console's
     /// verdict line prints.
     #[serde(default)]
@@ -295,6 +298,14 @@ impl Report {
             self.denied_handshakes_during_move == 0,
             Check::UsersDenied {
                 handshakes: self.denied_handshakes_during_move,
+            },
+        );
+        fail_unless(
+            failed,
+            self.authorizer.handshakes_failed == 0,
+            Check::AuthorizerInitFailed {
+                handshakes: self.authorizer.handshakes_failed,
+                throttled_reads: self.authorizer.secrets_throttled,
             },
         );
         if matches!(self.scenario, Scenario::Failback | Scenario::Evacuate) {
@@ -962,27 +973,71 @@ fn verdict(failed: &[Check]) -> String {
 #[serde(tag = "check", rename_all = "snake_case")]
 pub enum Check {
     NoUsers,
-    StrongAcceptedBelow { bids: usize },
-    StrongLostWithRegion { bids: usize },
-    MovedAfterBlip { users: usize },
-    DisconnectedDuringBlip { users: usize },
-    EndpointMovesDuringBlip { moves: usize },
-    DnsFlippedDuringBlip { flips: usize },
-    ErrorsDuringEvacuation { users: usize },
-    NotAllMoved { moved: usize, users: usize },
-    NeverDetected { by: HealthCheckKind },
-    NotAllRestored { restored: usize, users: usize },
-    UsersDenied { handshakes: usize },
-    DnsBackToFailedPrimary { times: usize },
-    FailedOverHealthyPrimary { flips: usize },
+    StrongAcceptedBelow {
+        bids: usize,
+    },
+    StrongLostWithRegion {
+        bids: usize,
+    },
+    MovedAfterBlip {
+        users: usize,
+    },
+    DisconnectedDuringBlip {
+        users: usize,
+    },
+    EndpointMovesDuringBlip {
+        moves: usize,
+    },
+    DnsFlippedDuringBlip {
+        flips: usize,
+    },
+    ErrorsDuringEvacuation {
+        users: usize,
+    },
+    NotAllMoved {
+        moved: usize,
+        users: usize,
+    },
+    NeverDetected {
+        by: HealthCheckKind,
+    },
+    NotAllRestored {
+        restored: usize,
+        users: usize,
+    },
+    UsersDenied {
+        handshakes: usize,
+    },
+    AuthorizerInitFailed {
+        handshakes: usize,
+        throttled_reads: u64,
+    },
+    DnsBackToFailedPrimary {
+        times: usize,
+    },
+    FailedOverHealthyPrimary {
+        flips: usize,
+    },
     NoFailback,
-    NotAllBack { back: usize, users: usize },
-    AcknowledgedBidsLost { bids: usize },
-    DuplicateBids { bids: usize },
+    NotAllBack {
+        back: usize,
+        users: usize,
+    },
+    AcknowledgedBidsLost {
+        bids: usize,
+    },
+    DuplicateBids {
+        bids: usize,
+    },
     NotConverged,
     HighBidInconsistent,
-    PingPong { returns: usize },
-    HistoryViolations { count: usize, kinds: Vec<String> },
+    PingPong {
+        returns: usize,
+    },
+    HistoryViolations {
+        count: usize,
+        kinds: Vec<String>,
+    },
 }
 
 impl std::fmt::Display for Check {
@@ -1042,6 +1097,13 @@ impl std::fmt::Display for Check {
                 f,
                 "the secondary's authorizer denied {handshakes} users' handshakes (403)"
             ),
+            Check::AuthorizerInitFailed {
+                handshakes,
+                throttled_reads,
+            } => write!(
+                f,
+                "{handshakes} handshakes answered 500: new authorizer sandboxes failed their init ({throttled_reads} secret reads throttled)"
+            ),
             Check::NoFailback => write!(f, "DNS never failed back to the primary after the heal"),
             Check::NotAllBack { back, users } => {
                 write!(f, "back on the primary after failback: {back}/{users}")
@@ -1097,4 +1159,22 @@ fn fail_unless(failed: &mut Vec<Check>, ok: bool, failure: Check) {
     if !ok {
         failed.push(failure);
     }
+}
+
+/// What the authorizer functions of both Regions did over a drill.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AuthorizerFigures {
+    pub invocations: u64,
+    pub cold_starts: u64,
+    /// The most cold starts one Region's function began in one AWS second.
+    pub peak_cold_starts_per_second: u64,
+    /// Cold starts whose secret reads were all throttled.
+    pub init_failures: u64,
+    /// `$connect`s answered 500 for an init failure (users' and a reconnect herd's).
+    pub handshakes_failed: usize,
+    pub secrets_requests: u64,
+    pub secrets_throttled: u64,
+    /// A reconnect herd's clients authorized, and those that gave up.
+    pub herd_connected: u64,
+    pub herd_gave_up: u64,
 }

@@ -66,6 +66,12 @@ pub enum Scenario {
     /// function refused). Route 53's checks must keep reading the verdict, or both records
     /// turn unhealthy and DNS answers the dead primary.
     HealthFlood,
+    /// The primary down, and at that moment 2,000 other clients reconnect to the secondary
+    /// at once (other apps' clients, without a herd window): the connect quota's burst lets
+    /// 500 through in the first instant, each finds every authorizer sandbox busy or
+    /// starting, and each new sandbox reads its keys from the secondary's Secrets Manager.
+    /// No read may be throttled out of its retries: no `$connect` may get a 500.
+    SecretsStorm,
 }
 
 impl Scenario {
@@ -87,6 +93,7 @@ impl Scenario {
             Self::WatcherSilent => "watcher-silent",
             Self::InterRegionPartition => "inter-region-partition",
             Self::HealthFlood => "health-flood",
+            Self::SecretsStorm => "secrets-storm",
         }
     }
 }
@@ -130,6 +137,13 @@ impl Scenario {
                     },
                 )
                 .inject(now, Fault::Down(Primary)),
+            Scenario::SecretsStorm => Plan::new().inject(now, Fault::Down(Primary)).inject(
+                now,
+                Fault::ReconnectHerd {
+                    region: Secondary,
+                    clients: 2_000,
+                },
+            ),
             Scenario::NeverReturns => Plan::new().inject(now, Fault::NeverReturns(Primary)),
             Scenario::Isolate => Plan::new().inject(now, Fault::Isolate(Primary)),
             Scenario::Degraded => Plan::new()

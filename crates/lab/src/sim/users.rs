@@ -526,6 +526,15 @@ async fn run_user(
             .wrapping_add(session << 48);
         session += 1;
         let (client, mut events) = clients(&user.spec, index, session_seed).start();
+        {
+            // A reopened app is a new client: it has shown nothing yet, so what a client
+            // promises about the views it shows (G7's and G8's rules: never a view older,
+            // never a lower high bid, than one it showed) starts over with it. Its first
+            // view may be a push that arrives before its `getState` answer.
+            let mut record = lock(&user.record);
+            record.shown_high = None;
+            record.versions = Default::default();
+        }
         *lock(&user.client) = Some(client.clone());
         let mut next_bid = Instant::now() + aws(rng.random_range(0.0..behaviour.first_bid_within));
         // A session ends when the person closes the app or the client stops.

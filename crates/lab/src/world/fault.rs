@@ -68,6 +68,9 @@ pub enum FaultKind {
     InterRegionPartition,
     /// The health endpoint flooded from the internet: --percent of its capacity taken.
     HealthFlood,
+    /// --clients other clients reconnect to the Region at once: its connect quota and its
+    /// authorizer's cold starts (and their secret reads) meet them.
+    ReconnectHerd,
     /// End every fault.
     Heal,
 }
@@ -104,6 +107,7 @@ impl FaultKind {
             Self::WatcherSilent => "watcher-silent",
             Self::InterRegionPartition => "inter-region-partition",
             Self::HealthFlood => "health-flood",
+            Self::ReconnectHerd => "reconnect-herd",
             Self::Heal => "heal",
         }
     }
@@ -177,6 +181,9 @@ pub enum Fault {
     /// requests that reach the health function are refused (its concurrency spent), Route
     /// 53's checks among them. A cache in front (wsdr's default) answers them instead.
     HealthFlood { percent: u8 },
+    /// This many clients (other apps', without a herd window) reconnect to the Region at
+    /// once, each with a valid token, retrying with backoff.
+    ReconnectHerd { region: RegionId, clients: u32 },
     /// Everything back to normal (a Region that never returns stays gone).
     Heal,
 }
@@ -203,6 +210,7 @@ impl Fault {
             Fault::WatcherSilent(_) => FaultKind::WatcherSilent,
             Fault::InterRegionPartition => FaultKind::InterRegionPartition,
             Fault::HealthFlood { .. } => FaultKind::HealthFlood,
+            Fault::ReconnectHerd { .. } => FaultKind::ReconnectHerd,
             Fault::Heal => FaultKind::Heal,
         }
     }
@@ -265,6 +273,10 @@ impl Fault {
             Fault::HealthFlood { percent } => format!(
                 "the health endpoint flooded: {percent}% of the requests reaching the health function refused"
             ),
+            Fault::ReconnectHerd { region, clients } => format!(
+                "{clients} clients reconnect to {} at once (cold starts, secret reads)",
+                names[region]
+            ),
             Fault::Heal => "all faults healed".into(),
         }
     }
@@ -308,6 +320,9 @@ impl RegionRef {
     }
 }
 
+/// The largest reconnect herd a request may ask for (each client is a task of the lab).
+pub const MAX_HERD_CLIENTS: u32 = 100_000;
+
 /// A fault as the control API takes it (`POST /api/fault`); docs/LAB.md lists the fields.
 /// `wsdr fault` sends this type ([`FaultRequest::new`]); the kind stays a string on the wire
 /// so that an unknown one gets a 400 that lists the known ones.
@@ -327,6 +342,9 @@ pub struct FaultRequest {
     /// `one-way`: the Region whose outgoing replication is cut (default `region`).
     #[serde(default)]
     pub from: Option<RegionRef>,
+    /// `reconnect-herd`: how many clients (default 2,000, at most 100,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u32>,
 }
 
 impl FaultRequest {
@@ -338,6 +356,7 @@ impl FaultRequest {
             ms: 0,
             percent: None,
             from: None,
+            clients: None,
         }
     }
 
@@ -392,6 +411,16 @@ impl FaultRequest {
             FaultKind::WatcherSilent => Fault::WatcherSilent(non_negative()?),
             FaultKind::InterRegionPartition => Fault::InterRegionPartition,
             FaultKind::HealthFlood => Fault::HealthFlood { percent },
+            FaultKind::ReconnectHerd => Fault::ReconnectHerd {
+                region,
+                clients: match self.clients {
+                    Some(n) if n > MAX_HERD_CLIENTS => {
+                        return Err(format!("clients must be at most {MAX_HERD_CLIENTS}"))
+                    }
+                    Some(n) => n,
+                    None => 2_000,
+                },
+            },
             FaultKind::Heal => Fault::Heal,
         })
     }

@@ -14,7 +14,8 @@
 //! issuer's Region is lost.
 
 use crate::world::region_id::RegionId;
-use crate::world::scale::AwsDuration;
+use crate::world::scale::{AwsDuration, TimeScale};
+use crate::world::secrets::{InitFailed, SecretReads, SecretsManager};
 use authorizer::{Authorizer, FetchJwks, FetchResult};
 use jsonwebtoken::jwk::JwkSet;
 use std::future::Future;
@@ -36,6 +37,14 @@ pub struct IdentityConfig {
     pub snapshot: bool,
     /// How long an authorizer sandbox lives before the next `$connect` cold-starts one.
     pub sandbox_lifetime: AwsDuration,
+    /// A cold start's own time, apart from its secret reads (an assumption: a Rust
+    /// function's init on provided.al2023 is a few hundred milliseconds at most).
+    pub init_time: AwsDuration,
+    /// One invocation's time in its sandbox: a `$connect` that arrives while every sandbox
+    /// is busy or starting starts another (Lambda does not queue synchronous invocations).
+    pub invocation_time: AwsDuration,
+    /// What a cold start reads from its Region's Secrets Manager.
+    pub secrets: SecretReads,
 }
 
 impl IdentityConfig {
@@ -45,6 +54,9 @@ impl IdentityConfig {
             home: RegionId::Primary,
             snapshot: false,
             sandbox_lifetime: AwsDuration::from_secs(60),
+            init_time: AwsDuration::from_millis(250),
+            invocation_time: AwsDuration::from_millis(20),
+            secrets: SecretReads::WSDR,
         }
     }
 
@@ -143,34 +155,86 @@ impl FetchJwks for IdentityProvider {
 }
 
 /// What a cold start needs: the configuration, the issuer to fetch keys from, the token
-/// clock, and how long a sandbox lives (lab time).
-struct ColdStart {
-    config: authorizer::Config,
-    issuer: Arc<IdentityProvider>,
-    now_secs: authorizer::NowSecs,
-    lifetime: std::time::Duration,
+/// clock, the Region's Secrets Manager, and the sandbox's times (lab time).
+pub struct ColdStart {
+    pub config: authorizer::Config,
+    pub issuer: Arc<IdentityProvider>,
+    pub now_secs: authorizer::NowSecs,
+    pub secrets: Arc<SecretsManager>,
+    pub reads: SecretReads,
+    /// The backoffs' jitter (the world's entropy).
+    pub entropy: Arc<dyn wsdr_core::Entropy>,
+    pub lifetime: std::time::Duration,
+    pub init: std::time::Duration,
+    pub invocation: std::time::Duration,
+    pub scale: TimeScale,
+    /// When the function was created (its seconds are counted from here).
+    pub started: tokio::time::Instant,
 }
 
-/// One Region's authorizer function: its current sandbox, cold-started again once it is
-/// older than the lifetime.
+/// One Region's authorizer function: sandboxes as Lambda keeps them. An invocation takes an
+/// idle sandbox younger than the lifetime, or cold-starts one (its secret reads, then its
+/// keys from the issuer); it holds the sandbox for the invocation's time.
 pub struct AuthorizerFunction {
     sandboxes: Sandboxes,
 }
 
 enum Sandboxes {
-    /// One sandbox for ever.
+    /// One sandbox for ever, free at once (benchmarks of a Region on its own).
     Warm(Arc<Authorizer>),
-    ColdStarting {
+    Pool {
         cold_start: ColdStart,
-        current: tokio::sync::Mutex<Option<(tokio::time::Instant, Arc<Authorizer>)>>,
+        /// Idle sandboxes and when each was born: the most recently used last.
+        idle: std::sync::Mutex<Vec<(tokio::time::Instant, Arc<Authorizer>)>>,
+        stats: std::sync::Mutex<SandboxStats>,
     },
+}
+
+/// What a Region's authorizer function did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct SandboxStats {
+    pub invocations: u64,
+    pub cold_starts: u64,
+    /// Cold starts whose secret reads were all throttled: API Gateway answered 500.
+    pub init_failures: u64,
+    /// The most cold starts begun in one AWS second (from the function's start).
+    pub peak_cold_starts_per_second: u64,
+    /// Requests its cold starts made to the Region's Secrets Manager, and those throttled.
+    pub secrets_requests: u64,
+    pub secrets_throttled: u64,
+    /// (AWS second, cold starts begun in it) of the second being counted.
+    #[serde(skip)]
+    current_second: (u64, u64),
+}
+
+impl SandboxStats {
+    fn cold_start_at(&mut self, aws_second: u64) {
+        self.cold_starts += 1;
+        if self.current_second.0 != aws_second {
+            self.current_second = (aws_second, 0);
+        }
+        self.current_second.1 += 1;
+        self.peak_cold_starts_per_second =
+            self.peak_cold_starts_per_second.max(self.current_second.1);
+    }
+}
+
+impl std::fmt::Debug for ColdStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ColdStart")
+            .field("reads", &self.reads)
+            .field("lifetime", &self.lifetime)
+            .field("init", &self.init)
+            .field("invocation", &self.invocation)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for AuthorizerFunction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let lifetime = match &self.sandboxes {
             Sandboxes::Warm(_) => None,
-            Sandboxes::ColdStarting { cold_start, .. } => Some(cold_start.lifetime),
+            Sandboxes::Pool { cold_start, .. } => Some(cold_start.lifetime),
         };
         f.debug_struct("AuthorizerFunction")
             .field("lifetime", &lifetime)
@@ -178,23 +242,17 @@ impl std::fmt::Debug for AuthorizerFunction {
     }
 }
 
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl AuthorizerFunction {
-    /// `now_secs`: the clock token times are judged by; `lifetime`: a sandbox's, lab time.
-    pub fn new(
-        config: authorizer::Config,
-        issuer: Arc<IdentityProvider>,
-        now_secs: authorizer::NowSecs,
-        lifetime: std::time::Duration,
-    ) -> Self {
+    pub fn new(cold_start: ColdStart) -> Self {
         Self {
-            sandboxes: Sandboxes::ColdStarting {
-                cold_start: ColdStart {
-                    config,
-                    issuer,
-                    now_secs,
-                    lifetime,
-                },
-                current: tokio::sync::Mutex::new(None),
+            sandboxes: Sandboxes::Pool {
+                cold_start,
+                idle: std::sync::Mutex::default(),
+                stats: std::sync::Mutex::default(),
             },
         }
     }
@@ -206,29 +264,78 @@ impl AuthorizerFunction {
         }
     }
 
-    /// The sandbox the next invocation runs in: a cold start (keys fetched from the issuer,
-    /// the snapshot if that fails) when there is none or it is too old.
-    pub async fn sandbox(&self) -> Arc<Authorizer> {
-        let (cold, current) = match &self.sandboxes {
-            Sandboxes::Warm(sandbox) => return sandbox.clone(),
-            Sandboxes::ColdStarting {
-                cold_start,
-                current,
-            } => (cold_start, current),
-        };
-        let now = tokio::time::Instant::now();
-        let mut current = current.lock().await;
-        if let Some((born, sandbox)) = current.as_ref() {
-            if now.duration_since(*born) < cold.lifetime {
-                return sandbox.clone();
+    /// What the function did so far (a warm function counts nothing).
+    pub fn stats(&self) -> SandboxStats {
+        match &self.sandboxes {
+            Sandboxes::Warm(_) => SandboxStats::default(),
+            Sandboxes::Pool {
+                stats, cold_start, ..
+            } => {
+                let secrets = cold_start.secrets.counts();
+                SandboxStats {
+                    secrets_requests: secrets.requests,
+                    secrets_throttled: secrets.throttled,
+                    ..lock(stats).clone()
+                }
             }
         }
+    }
+
+    /// One invocation, as API Gateway makes it for a `$connect`: the authorizer's answer,
+    /// or the init failure of the sandbox it had to start.
+    pub async fn invoke(
+        &self,
+        request: &aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequestTypeRequest,
+    ) -> Result<authorizer::AuthorizerResponse, InitFailed> {
+        let (cold, idle, stats) = match &self.sandboxes {
+            Sandboxes::Warm(sandbox) => return Ok(sandbox.authorize(request).await),
+            Sandboxes::Pool {
+                cold_start,
+                idle,
+                stats,
+            } => (cold_start, idle, stats),
+        };
+        lock(stats).invocations += 1;
+        let reused = {
+            let now = tokio::time::Instant::now();
+            let mut idle = lock(idle);
+            // Lambda retires sandboxes: one past its lifetime serves nobody again.
+            idle.retain(|(born, _)| now.duration_since(*born) < cold.lifetime);
+            idle.pop()
+        };
+        let (born, sandbox) = match reused {
+            Some(sandbox) => sandbox,
+            None => Self::cold_start(cold, stats).await?,
+        };
+        let answer = sandbox.authorize(request).await;
+        tokio::time::sleep(cold.invocation).await;
+        lock(idle).push((born, sandbox));
+        Ok(answer)
+    }
+
+    /// A new sandbox: its secret reads (retried as `wsdr-secrets` retries them), the rest of
+    /// its init, then its keys from the issuer (the snapshot if that fails).
+    async fn cold_start(
+        cold: &ColdStart,
+        stats: &std::sync::Mutex<SandboxStats>,
+    ) -> Result<(tokio::time::Instant, Arc<Authorizer>), InitFailed> {
+        let born = tokio::time::Instant::now();
+        let since_start = born.duration_since(cold.started);
+        lock(stats).cold_start_at(cold.scale.aws(since_start).as_secs());
+        if let Err(failed) = cold
+            .secrets
+            .read_keys(cold.reads, cold.entropy.as_ref())
+            .await
+        {
+            lock(stats).init_failures += 1;
+            return Err(failed);
+        }
+        tokio::time::sleep(cold.init).await;
         let sandbox = Arc::new(
             Authorizer::with_jwks_fetcher(&cold.config, cold.issuer.clone())
                 .await
                 .with_clock(cold.now_secs.clone()),
         );
-        *current = Some((now, sandbox.clone()));
-        sandbox
+        Ok((born, sandbox))
     }
 }

@@ -16,7 +16,7 @@ use crate::world::fault::Fault;
 use crate::world::identity::AuthorizerFunction;
 use crate::world::owner::Owner;
 use crate::world::region_id::{PerRegion, RegionId};
-use crate::world::scale::TimeScale;
+use crate::world::scale::{AwsDuration, TimeScale};
 use crate::world::store::{RegionTable, ReplicaStore};
 use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerRequestTypeRequest, ApiGatewayWebsocketProxyRequest,
@@ -122,6 +122,11 @@ struct Counters {
     acks_lost: AtomicU64,
     /// Bids answered `accepted` (the lab's stand-in for the app's own bid metric).
     bids_accepted: AtomicU64,
+    /// `$connect`s answered 500 because the authorizer's new sandbox failed its init.
+    authorizer_errors: AtomicU64,
+    /// A reconnect herd's clients (`reconnect-herd`): authorized, and given up.
+    herd_connected: AtomicU64,
+    herd_gave_up: AtomicU64,
 }
 
 /// A Region's counters at one moment.
@@ -137,6 +142,9 @@ pub struct CountersSnapshot {
     pub gone: u64,
     pub acks_lost: u64,
     pub bids_accepted: u64,
+    pub authorizer_errors: u64,
+    pub herd_connected: u64,
+    pub herd_gave_up: u64,
 }
 
 enum Outbound {
@@ -492,6 +500,9 @@ impl Region {
             gone: read(&c.gone),
             acks_lost: read(&c.acks_lost),
             bids_accepted: read(&c.bids_accepted),
+            authorizer_errors: read(&c.authorizer_errors),
+            herd_connected: read(&c.herd_connected),
+            herd_gave_up: read(&c.herd_gave_up),
         }
     }
 
@@ -540,6 +551,66 @@ impl Region {
         let (rate, burst) = *lock(&self.connect_rate);
         let now_s = self.born.elapsed().as_secs_f64();
         lock(&self.bucket).take(now_s, rate, burst)
+    }
+
+    /// Other apps' clients reconnecting here all at once (`reconnect-herd`): each takes a
+    /// new-connection token (429 without one) and invokes the authorizer, as a handshake
+    /// does, retrying with full-jitter backoff (2 s doubling to 20 s, the client's) until
+    /// authorized, denied, or out of attempts. They hold no socket: what they spend is the
+    /// quota and the authorizer's sandboxes, and through those the secrets quota.
+    pub fn reconnect_herd(self: &Arc<Self>, clients: u32, token: &str) {
+        let query = HashMap::from([("token".to_owned(), token.to_owned())]);
+        for _ in 0..clients {
+            let region = self.clone();
+            let query = query.clone();
+            self.owner
+                .spawn(async move { region.herd_client(&query).await });
+        }
+    }
+
+    async fn herd_client(&self, query: &HashMap<String, String>) {
+        const ATTEMPTS: u32 = 8;
+        for attempt in 0..ATTEMPTS {
+            if self.is_down() {
+                return;
+            }
+            if !self.take_token() {
+                self.counters.throttled_429.fetch_add(1, Ordering::Relaxed);
+            } else if let Some(request) = authorizer_request(
+                &HeaderMap::new(),
+                query,
+                &self.method_arn(),
+                &self.stage,
+                &self.api_id,
+                &gateway_id(self.entropy.as_ref()),
+            ) {
+                match self.authorizer.invoke(&request).await {
+                    Ok(decision) => {
+                        let counter = if decision.is_allow() {
+                            &self.counters.herd_connected
+                        } else {
+                            &self.counters.denied
+                        };
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                    Err(_) => {
+                        self.counters
+                            .authorizer_errors
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            let ceiling = (2.0 * 2f64.powi(attempt as i32)).min(20.0);
+            let wait = crate::world::env::uniform(self.entropy.as_ref(), 0.0, ceiling);
+            tokio::time::sleep(self.scale.lab(AwsDuration::from_secs_f64(wait))).await;
+        }
+        self.counters.herd_gave_up.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Its authorizer function's sandboxes and init failures so far.
+    pub fn authorizer_stats(&self) -> crate::world::identity::SandboxStats {
+        self.authorizer.stats()
     }
 
     fn method_arn(&self) -> String {
@@ -824,12 +895,23 @@ async fn upgrade(
     ) else {
         return StatusCode::BAD_REQUEST.into_response();
     };
-    let decision = region
-        .authorizer
-        .sandbox()
-        .await
-        .authorize(&auth_request)
-        .await;
+    let decision = match region.authorizer.invoke(&auth_request).await {
+        Ok(decision) => decision,
+        Err(failed) => {
+            // The sandbox's init failed (its secret reads throttled): API Gateway answers a
+            // failed authorizer with 500.
+            tracing::debug!(%failed, "authorizer init failed");
+            region
+                .counters
+                .authorizer_errors
+                .fetch_add(1, Ordering::Relaxed);
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                r#"{"message": "Internal server error"}"#,
+            )
+                .into_response();
+        }
+    };
     if !decision.is_allow() {
         region.counters.denied.fetch_add(1, Ordering::Relaxed);
         return (StatusCode::FORBIDDEN, r#"{"message":"Forbidden"}"#).into_response();
