@@ -82,7 +82,7 @@ pub fn run(users: usize, policy: Policy, quota_per_s: f64, seed: u64) -> SimResu
         }
     }
     // The lab's own quota rule (a full bucket at the outage).
-    let mut bucket = wsdr_lab::world::region::QuotaBucket::full(quota_per_s, 0.0);
+    let mut bucket = wsdr_lab::world::quota::QuotaBucket::full(quota_per_s, 0.0);
     let mut restored: Vec<f64> = Vec::with_capacity(users);
     let mut throttled = 0u64;
     while let Some(Reverse((at, user))) = due.pop() {

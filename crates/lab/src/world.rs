@@ -20,6 +20,7 @@ mod monitoring;
 pub mod mrsc;
 pub mod owner;
 pub mod prometheus;
+pub mod quota;
 pub mod region;
 pub mod region_id;
 pub mod replication;

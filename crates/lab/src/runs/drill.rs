@@ -295,6 +295,27 @@ pub async fn run_simulated(config: DrillConfig) -> anyhow::Result<Report> {
     crate::runs::sim::simulate(config.seed, move || run(config)).await
 }
 
+/// Both Regions' authorizer functions and their `$connect` 500s, summed.
+fn authorizer_figures(lab: &World) -> crate::runs::report::AuthorizerFigures {
+    let mut figures = crate::runs::report::AuthorizerFigures::default();
+    for (_, region) in lab.regions() {
+        let stats = region.authorizer_stats();
+        let counters = region.counters();
+        figures.invocations += stats.invocations;
+        figures.cold_starts += stats.cold_starts;
+        figures.peak_cold_starts_per_second = figures
+            .peak_cold_starts_per_second
+            .max(stats.peak_cold_starts_per_second);
+        figures.init_failures += stats.init_failures;
+        figures.secrets_requests += stats.secrets_requests;
+        figures.secrets_throttled += stats.secrets_throttled;
+        figures.handshakes_failed += counters.authorizer_errors as usize;
+        figures.herd_connected += counters.herd_connected;
+        figures.herd_gave_up += counters.herd_gave_up;
+    }
+    figures
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,25 +345,4 @@ mod tests {
             assert_eq!(json, scenario.name());
         }
     }
-}
-
-/// Both Regions' authorizer functions and their `$connect` 500s, summed.
-fn authorizer_figures(lab: &World) -> crate::runs::report::AuthorizerFigures {
-    let mut figures = crate::runs::report::AuthorizerFigures::default();
-    for (_, region) in lab.regions() {
-        let stats = region.authorizer_stats();
-        let counters = region.counters();
-        figures.invocations += stats.invocations;
-        figures.cold_starts += stats.cold_starts;
-        figures.peak_cold_starts_per_second = figures
-            .peak_cold_starts_per_second
-            .max(stats.peak_cold_starts_per_second);
-        figures.init_failures += stats.init_failures;
-        figures.secrets_requests += stats.secrets_requests;
-        figures.secrets_throttled += stats.secrets_throttled;
-        figures.handshakes_failed += counters.authorizer_errors as usize;
-        figures.herd_connected += counters.herd_connected;
-        figures.herd_gave_up += counters.herd_gave_up;
-    }
-    figures
 }

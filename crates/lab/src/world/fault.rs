@@ -491,6 +491,15 @@ mod tests {
         assert!(request(r#"{"kind":"lag","ms":-5}"#).is_err_and(|e| e.contains("ms >= 0")));
         assert!(request(r#"{"kind":"ack-lost","percent":101}"#).is_err());
         assert_eq!(
+            request(r#"{"kind":"reconnect-herd","region":"secondary","clients":300}"#),
+            Ok(Fault::ReconnectHerd {
+                region: RegionId::Secondary,
+                clients: 300
+            })
+        );
+        assert!(request(r#"{"kind":"reconnect-herd","clients":100001}"#)
+            .is_err_and(|e| e.contains("at most 100000")));
+        assert_eq!(
             request(r#"{"kind":"skew","region":0,"ms":-250}"#),
             Ok(Fault::Skew {
                 region: RegionId::Primary,

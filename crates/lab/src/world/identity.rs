@@ -183,7 +183,7 @@ enum Sandboxes {
     /// One sandbox for ever, free at once (benchmarks of a Region on its own).
     Warm(Arc<Authorizer>),
     Pool {
-        cold_start: ColdStart,
+        cold_start: Box<ColdStart>,
         /// Idle sandboxes and when each was born: the most recently used last.
         idle: std::sync::Mutex<Vec<(tokio::time::Instant, Arc<Authorizer>)>>,
         stats: std::sync::Mutex<SandboxStats>,
@@ -250,7 +250,7 @@ impl AuthorizerFunction {
     pub fn new(cold_start: ColdStart) -> Self {
         Self {
             sandboxes: Sandboxes::Pool {
-                cold_start,
+                cold_start: Box::new(cold_start),
                 idle: std::sync::Mutex::default(),
                 stats: std::sync::Mutex::default(),
             },

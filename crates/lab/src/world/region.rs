@@ -15,6 +15,7 @@ use crate::world::env::gateway_id;
 use crate::world::fault::Fault;
 use crate::world::identity::AuthorizerFunction;
 use crate::world::owner::Owner;
+use crate::world::quota::QuotaBucket;
 use crate::world::region_id::{PerRegion, RegionId};
 use crate::world::scale::{AwsDuration, TimeScale};
 use crate::world::store::{RegionTable, ReplicaStore};
@@ -157,43 +158,6 @@ struct Socket {
     tx: mpsc::UnboundedSender<Outbound>,
     connected_at: Instant,
     sub: String,
-}
-
-/// A token bucket for the new-connection quota: `rate` tokens a second of the caller's time,
-/// at most `depth` held (one AWS second's worth: the burst does not grow with the lab's time
-/// scale). Time is the caller's (seconds since any origin it keeps), so the storm simulation
-/// (`wsdr-bench sim`) spends tokens by exactly the rule the lab enforces.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct QuotaBucket {
-    tokens: f64,
-    at_s: f64,
-}
-
-impl QuotaBucket {
-    /// A full bucket (`depth` tokens) at time `at_s`.
-    pub fn full(depth: f64, at_s: f64) -> Self {
-        Self {
-            tokens: depth,
-            at_s,
-        }
-    }
-
-    /// Refill to `now_s` at `rate`, holding at most `depth`, then take a token if there is one.
-    pub fn take(&mut self, now_s: f64, rate: f64, depth: f64) -> bool {
-        self.tokens = (self.tokens + (now_s - self.at_s).max(0.0) * rate).min(depth);
-        self.at_s = now_s;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-
-    /// Hold at most `depth` tokens (the quota lowered).
-    pub fn cap(&mut self, depth: f64) {
-        self.tokens = self.tokens.min(depth);
-    }
 }
 
 pub struct Region {
@@ -912,6 +876,11 @@ async fn upgrade(
                 .into_response();
         }
     };
+    // The Region went down while its authorizer ran: nothing answers the handshake.
+    if region.faults.down.load(Ordering::SeqCst) {
+        region.counters.refused_down.fetch_add(1, Ordering::Relaxed);
+        return (StatusCode::SERVICE_UNAVAILABLE, "Region unavailable").into_response();
+    }
     if !decision.is_allow() {
         region.counters.denied.fetch_add(1, Ordering::Relaxed);
         return (StatusCode::FORBIDDEN, r#"{"message":"Forbidden"}"#).into_response();
@@ -997,14 +966,23 @@ async fn serve_socket(
 ) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let connected_at = Instant::now();
-    lock(&region.sockets).insert(
-        connection_id.clone(),
-        Socket {
-            tx,
-            connected_at,
-            sub,
-        },
-    );
+    {
+        let mut sockets = lock(&region.sockets);
+        // A handshake still in its authorizer or `$connect` when the Region went down never
+        // becomes a connection: `drop_all_sockets` (after the flag is set, under this lock)
+        // could not see it, so it must not enter the map now.
+        if region.is_down() {
+            return;
+        }
+        sockets.insert(
+            connection_id.clone(),
+            Socket {
+                tx,
+                connected_at,
+                sub,
+            },
+        );
+    }
     let (mut sink, mut stream) = socket.split();
     let mut last_active = Instant::now();
     let mut aborted = false;

@@ -9,7 +9,7 @@
 //! jitter, doubling ceilings, a fixed number of attempts) and an init whose reads all fail
 //! fails the sandbox: API Gateway answers that `$connect` with 500.
 
-use crate::world::region::QuotaBucket;
+use crate::world::quota::QuotaBucket;
 use crate::world::scale::{AwsDuration, TimeScale};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
