@@ -589,14 +589,24 @@ impl World {
     }
 
     /// Strong mode: every bid a head write accepted on `auction` (bidder, bidId, accepting
-    /// Region); empty in eventual mode.
-    pub fn strong_accepted_by(&self, auction: &AuctionId) -> Vec<(UserId, BidId, RegionId)> {
+    /// Region, when it committed); empty in eventual mode.
+    pub fn strong_accepted_by(
+        &self,
+        auction: &AuctionId,
+    ) -> Vec<(UserId, BidId, RegionId, AwsInstant)> {
+        let start = self.timeline.start();
         self.cluster.as_ref().map_or_else(Vec::new, |cluster| {
             cluster
                 .accepted_by(auction)
                 .into_iter()
-                .filter_map(|(bidder, bid_id, name)| {
-                    Some((bidder, bid_id, self.region_named(&name)?))
+                .filter_map(|(bidder, bid_id, name, at)| {
+                    let lab_ms = at.saturating_duration_since(start).as_secs_f64() * 1000.0;
+                    Some((
+                        bidder,
+                        bid_id,
+                        self.region_named(&name)?,
+                        self.scale().instant(lab_ms),
+                    ))
                 })
                 .collect()
         })

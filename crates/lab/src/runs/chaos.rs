@@ -925,7 +925,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     let Judgement {
         trace,
         mut violations,
-        excused,
+        mut excused,
     } = judge(
         &lab,
         &users,
@@ -933,10 +933,9 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         scale.lab(AwsDuration::from_secs(30)),
     )
     .await?;
-    let ops = &trace.ops;
     violations.extend(attacks);
     violations.extend(users.retryable_rejections());
-    violations.extend(strong_mode_violations(&lab, ops, &auction));
+    violations.extend(strong_mode_violations(&lab, &trace, &auction, &mut excused));
     violations.extend(
         lab.planned_evacuations()
             .iter()
@@ -1066,18 +1065,33 @@ fn run_report(
 
 /// Strong mode's own promises, checked against the table's order and quorum (none on an
 /// eventual table).
-fn strong_mode_violations(lab: &World, ops: &[Op], auction: &AuctionId) -> Vec<Violation> {
+fn strong_mode_violations(
+    lab: &World,
+    trace: &RunTrace,
+    auction: &AuctionId,
+    excused: &mut Excused,
+) -> Vec<Violation> {
     let Some(order) = lab.strong_order(auction) else {
         return Vec::new();
     };
-    let mut violations =
-        crate::sim::history::redirected_but_decided(ops, &lab.strong_accepted_by(auction));
+    let disconnects: BTreeMap<_, _> = trace
+        .ends
+        .iter()
+        .zip(&trace.users)
+        .map(|(end, user)| (end.user.clone(), user.disconnects.clone()))
+        .collect();
+    let mut violations = crate::sim::history::redirected_but_decided(
+        &trace.ops,
+        &lab.strong_accepted_by(auction),
+        &disconnects,
+        excused,
+    );
     let count = crate::sim::history::below_an_earlier_bid(&order);
     if count > 0 {
         violations.push(Violation::AcceptedBelowEarlierBid { count });
     }
     violations.extend(crate::sim::history::acknowledged_without_quorum(
-        ops,
+        &trace.ops,
         |region, from, to| lab.lacked_quorum_throughout(region, from, to),
     ));
     violations

@@ -210,22 +210,41 @@ pub fn acknowledged_without_quorum(
 }
 
 /// Strong mode: `redirect` answers from a Region whose own head write accepted that very bid
-/// (`accepted_by`: (bidder, bidId, accepting Region) of every head write the table took). A
-/// redirect says nothing was decided there; a write that may have committed is `unknown`.
+/// (`accepted_by`: (bidder, bidId, accepting Region, when it committed) of every head write
+/// the table took). A redirect says this request decided nothing; a write that may have
+/// committed is `unknown`. A redirect that answers a later send, on a connection opened after
+/// the commit (the commit's answer lost with its connection, the bid sent again to a Region
+/// that has since lost its quorum), is what PROTOCOL.md describes ("`duplicate` if the first
+/// attempt did reach the quorum after all"): counted as
+/// [`Excuse::RedirectedReplayOfADecidedBid`], never dropped.
 pub fn redirected_but_decided(
     ops: &[Op],
-    accepted_by: &[(UserId, BidId, RegionId)],
+    accepted_by: &[(UserId, BidId, RegionId, AwsInstant)],
+    disconnects: &BTreeMap<UserId, Vec<AwsInstant>>,
+    excused: &mut Excused,
 ) -> Vec<Violation> {
-    let taken: BTreeSet<&(UserId, BidId, RegionId)> = accepted_by.iter().collect();
+    let committed: BTreeMap<(&UserId, &BidId, RegionId), AwsInstant> = accepted_by
+        .iter()
+        .map(|(user, bid, region, at)| ((user, bid, *region), *at))
+        .collect();
     let mut found = Vec::new();
     for op in ops {
         for reply in &op.answers {
             let Some(region) = reply.region else {
                 continue;
             };
-            if reply.answer == Answer::Redirected
-                && taken.contains(&(op.user.clone(), op.bid_id.clone(), region))
-            {
+            if reply.answer != Answer::Redirected {
+                continue;
+            }
+            let Some(&at) = committed.get(&(&op.user, &op.bid_id, region)) else {
+                continue;
+            };
+            let connection_ended_since = disconnects
+                .get(&op.user)
+                .is_some_and(|ds| ds.iter().any(|d| *d >= at && *d <= reply.at));
+            if connection_ended_since {
+                excuse(excused, Excuse::RedirectedReplayOfADecidedBid, 1);
+            } else {
                 found.push(Violation::RedirectedButDecided {
                     bidder: op.user.clone(),
                     bid_id: op.bid_id.clone(),
@@ -269,15 +288,20 @@ pub enum Excuse {
     /// A surviving Region's winner is below a copy it holds: that copy arrived, the summary
     /// version naming it was lost with its Region (once per Region).
     HighCopyWhoseSummaryWasLost,
+    /// Strong mode: a Region without quorum answered `redirect` to a bid sent again on a
+    /// connection opened after its own head write had accepted that bid (the first
+    /// attempt's answer lost with its connection); the other Region answers `duplicate`.
+    RedirectedReplayOfADecidedBid,
 }
 
 impl Excuse {
     /// Every excuse, in the docs' order.
-    pub const ALL: [Excuse; 4] = [
+    pub const ALL: [Excuse; 5] = [
         Excuse::LostWithRegion,
         Excuse::CountedCopiesLostWithRegion,
         Excuse::CopiesWhoseSummaryWasLost,
         Excuse::HighCopyWhoseSummaryWasLost,
+        Excuse::RedirectedReplayOfADecidedBid,
     ];
 
     /// The name the summary and the reports count it under.
@@ -287,6 +311,7 @@ impl Excuse {
             Excuse::CountedCopiesLostWithRegion => "counted_copies_lost_with_region",
             Excuse::CopiesWhoseSummaryWasLost => "copies_whose_summary_was_lost",
             Excuse::HighCopyWhoseSummaryWasLost => "high_copy_whose_summary_was_lost",
+            Excuse::RedirectedReplayOfADecidedBid => "redirected_replay_of_a_decided_bid",
         }
     }
 }
@@ -864,9 +889,17 @@ mod tests {
     #[test]
     fn a_redirect_for_a_bid_its_own_region_accepted_is_reported() {
         let redirected = op("a", "b1", 100, &[(Answer::Redirected, false)]);
-        let accepted_by = [(u("a"), b("b1"), E)];
+        let committed = redirected.answers[0].at;
+        let accepted_by = [(u("a"), b("b1"), E, committed)];
+        let mut excused = Excused::new();
+        let none = BTreeMap::new();
         assert_eq!(
-            redirected_but_decided(std::slice::from_ref(&redirected), &accepted_by),
+            redirected_but_decided(
+                std::slice::from_ref(&redirected),
+                &accepted_by,
+                &none,
+                &mut excused
+            ),
             vec![Violation::RedirectedButDecided {
                 bidder: u("a"),
                 bid_id: b("b1"),
@@ -874,7 +907,25 @@ mod tests {
             }]
         );
         // Accepted by the other Region's write: the redirect decided nothing itself.
-        assert!(redirected_but_decided(&[redirected], &[(u("a"), b("b1"), W)]).is_empty());
+        let by_the_other = [(u("a"), b("b1"), W, committed)];
+        assert!(redirected_but_decided(
+            std::slice::from_ref(&redirected),
+            &by_the_other,
+            &none,
+            &mut excused
+        )
+        .is_empty());
+        assert!(excused.is_empty());
+        // The committing attempt's connection ended before the redirect: a later send,
+        // redirected as the protocol allows, and counted by name.
+        let ended = BTreeMap::from([(u("a"), vec![committed])]);
+        assert!(
+            redirected_but_decided(&[redirected], &accepted_by, &ended, &mut excused).is_empty()
+        );
+        assert_eq!(
+            excused.get(&Excuse::RedirectedReplayOfADecidedBid),
+            Some(&1)
+        );
     }
 
     #[test]

@@ -98,7 +98,16 @@ pub struct Cluster {
 
 /// One head write the table took: (auction, the head's version, amount, accepting Region,
 /// bidder, bidId).
-type TakenBid = (AuctionId, u64, Amount, String, UserId, BidId);
+/// (auction, head version, amount, accepting Region, bidder, bidId, when the write committed).
+type TakenBid = (
+    AuctionId,
+    u64,
+    Amount,
+    String,
+    UserId,
+    BidId,
+    tokio::time::Instant,
+);
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -293,13 +302,17 @@ impl Cluster {
             .collect()
     }
 
-    /// Every bid a head write accepted on `auction`: (bidder, bidId, accepting Region's name).
-    pub fn accepted_by(&self, auction: &AuctionId) -> Vec<(UserId, BidId, String)> {
+    /// Every bid a head write accepted on `auction`: (bidder, bidId, accepting Region's
+    /// name, when the write committed).
+    pub fn accepted_by(
+        &self,
+        auction: &AuctionId,
+    ) -> Vec<(UserId, BidId, String, tokio::time::Instant)> {
         lock(&self.order)
             .iter()
             .filter(|(a, ..)| a == auction)
-            .map(|(_, _, _, region, bidder, bid_id)| {
-                (bidder.clone(), bid_id.clone(), region.clone())
+            .map(|(_, _, _, region, bidder, bid_id, at)| {
+                (bidder.clone(), bid_id.clone(), region.clone(), *at)
             })
             .collect()
     }
@@ -512,6 +525,7 @@ impl LedgerStore for MrscMember {
                             last.bid.region.clone(),
                             last.bid.bidder.clone(),
                             last.bid.bid_id.clone(),
+                            tokio::time::Instant::now(),
                         ));
                     }
                 }
