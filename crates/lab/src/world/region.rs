@@ -865,15 +865,7 @@ async fn upgrade(
             // The sandbox's init failed (its secret reads throttled): API Gateway answers a
             // failed authorizer with 500.
             tracing::debug!(%failed, "authorizer init failed");
-            region
-                .counters
-                .authorizer_errors
-                .fetch_add(1, Ordering::Relaxed);
-            return (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                r#"{"message": "Internal server error"}"#,
-            )
-                .into_response();
+            return internal_error(&region.counters.authorizer_errors);
         }
     };
     // The Region went down while its authorizer ran: nothing answers the handshake.
@@ -897,15 +889,7 @@ async fn upgrade(
     let authorizer = Value::Object(context);
     // The $connect integration.
     if region.faults.throttled.load(Ordering::SeqCst) {
-        region
-            .counters
-            .integration_errors
-            .fetch_add(1, Ordering::Relaxed);
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            r#"{"message": "Internal server error"}"#,
-        )
-            .into_response();
+        return internal_error(&region.counters.integration_errors);
     }
     let mut connect_event = json!({
         "requestContext": region.context("$connect", "CONNECT", &connection_id, &authorizer),
@@ -941,6 +925,17 @@ async fn upgrade(
             .into_response(),
         None => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
+}
+
+/// API Gateway's handshake answer when the authorizer or the `$connect` integration failed,
+/// counted where `counter` says.
+fn internal_error(counter: &AtomicU64) -> Response {
+    counter.fetch_add(1, Ordering::Relaxed);
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        r#"{"message": "Internal server error"}"#,
+    )
+        .into_response()
 }
 
 fn header_map_value(headers: &HeaderMap) -> Value {
