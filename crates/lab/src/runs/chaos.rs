@@ -1074,16 +1074,16 @@ fn strong_mode_violations(
     let Some(order) = lab.strong_order(auction) else {
         return Vec::new();
     };
-    let disconnects: BTreeMap<_, _> = trace
+    let connections_ended: BTreeMap<_, _> = trace
         .ends
         .iter()
         .zip(&trace.users)
-        .map(|(end, user)| (end.user.clone(), user.disconnects.clone()))
+        .map(|(end, user)| (end.user.clone(), user.connections_ended.clone()))
         .collect();
     let mut violations = crate::sim::history::redirected_but_decided(
         &trace.ops,
         &lab.strong_accepted_by(auction),
-        &disconnects,
+        &connections_ended,
         excused,
     );
     let count = crate::sim::history::below_an_earlier_bid(&order);

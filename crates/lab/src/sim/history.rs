@@ -209,9 +209,9 @@ pub fn acknowledged_without_quorum(
     found
 }
 
-/// Strong mode: `redirect` answers from a Region whose own head write accepted that very bid
-/// (`accepted_by`: (bidder, bidId, accepting Region, when it committed) of every head write
-/// the table took). A redirect says this request decided nothing; a write that may have
+/// Strong mode: `redirect` answers from a Region whose own head write had accepted that very
+/// bid by then (`accepted_by`: (bidder, bidId, accepting Region, when it committed) of every
+/// head write the table took). A redirect says this request decided nothing; a write that may have
 /// committed is `unknown`. A redirect that answers a later send, on a connection opened after
 /// the commit (the commit's answer lost with its connection, the bid sent again to a Region
 /// that has since lost its quorum), is what PROTOCOL.md describes ("`duplicate` if the first
@@ -220,7 +220,7 @@ pub fn acknowledged_without_quorum(
 pub fn redirected_but_decided(
     ops: &[Op],
     accepted_by: &[(UserId, BidId, RegionId, AwsInstant)],
-    disconnects: &BTreeMap<UserId, Vec<AwsInstant>>,
+    connections_ended: &BTreeMap<UserId, Vec<AwsInstant>>,
     excused: &mut Excused,
 ) -> Vec<Violation> {
     let committed: BTreeMap<(&UserId, &BidId, RegionId), AwsInstant> = accepted_by
@@ -239,7 +239,12 @@ pub fn redirected_but_decided(
             let Some(&at) = committed.get(&(&op.user, &op.bid_id, region)) else {
                 continue;
             };
-            let connection_ended_since = disconnects
+            // Decided after the redirect (by a later send, once the Region had its quorum
+            // back): the redirect was true when it was given.
+            if at > reply.at {
+                continue;
+            }
+            let connection_ended_since = connections_ended
                 .get(&op.user)
                 .is_some_and(|ds| ds.iter().any(|d| *d >= at && *d <= reply.at));
             if connection_ended_since {
@@ -916,6 +921,20 @@ mod tests {
         )
         .is_empty());
         assert!(excused.is_empty());
+        // Committed after the redirect (a later send): the redirect was true.
+        let later = [(
+            u("a"),
+            b("b1"),
+            E,
+            AwsInstant::from_ms(committed.ms() + 1.0),
+        )];
+        assert!(redirected_but_decided(
+            std::slice::from_ref(&redirected),
+            &later,
+            &none,
+            &mut excused
+        )
+        .is_empty());
         // The committing attempt's connection ended before the redirect: a later send,
         // redirected as the protocol allows, and counted by name.
         let ended = BTreeMap::from([(u("a"), vec![committed])]);

@@ -267,6 +267,9 @@ pub struct UserTrace {
     pub restores: Vec<Restore>,
     /// Every lost session (a closed app counts), in order.
     pub disconnects: Vec<AwsInstant>,
+    /// Every connection that ended, whether or not it had restored a state (a connection
+    /// that a `no_quorum` or a `redirect` ended before any state counts here, not above).
+    pub connections_ended: Vec<AwsInstant>,
     /// Sessions that ended for a reason the user would see as an error: anything but a
     /// server-directed move, a planned return, or the user closing the app.
     pub unplanned_disconnects: u32,

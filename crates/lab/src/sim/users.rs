@@ -220,6 +220,7 @@ impl UserRecord {
         if self.connected {
             self.trace.disconnects.push(at);
         }
+        self.trace.connections_ended.push(at);
         self.connected = false;
         self.resynced = false;
         self.reconnects += 1;
