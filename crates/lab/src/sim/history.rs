@@ -246,7 +246,9 @@ pub fn redirected_but_decided(
             }
             let connection_ended_since = connections_ended
                 .get(&op.user)
-                .is_some_and(|ds| ds.iter().any(|d| *d >= at && *d <= reply.at));
+                // Strictly before the redirect arrived: the session the redirect itself ends
+                // (the clients leave at once) ends at the redirect's own instant.
+                .is_some_and(|ds| ds.iter().any(|d| *d >= at && *d < reply.at));
             if connection_ended_since {
                 excuse(excused, Excuse::RedirectedReplayOfADecidedBid, 1);
             } else {
@@ -937,9 +939,24 @@ mod tests {
         .is_empty());
         // The committing attempt's connection ended before the redirect: a later send,
         // redirected as the protocol allows, and counted by name.
-        let ended = BTreeMap::from([(u("a"), vec![committed])]);
+        // A session the redirect itself ended (at its own instant) is no earlier connection.
+        let at_the_redirect = BTreeMap::from([(u("a"), vec![committed])]);
+        assert_eq!(
+            redirected_but_decided(
+                std::slice::from_ref(&redirected),
+                &accepted_by,
+                &at_the_redirect,
+                &mut excused
+            )
+            .len(),
+            1
+        );
+        let before = AwsInstant::from_ms(committed.ms() - 1.0);
+        let accepted_earlier = [(u("a"), b("b1"), E, before)];
+        let ended = BTreeMap::from([(u("a"), vec![before])]);
         assert!(
-            redirected_but_decided(&[redirected], &accepted_by, &ended, &mut excused).is_empty()
+            redirected_but_decided(&[redirected], &accepted_earlier, &ended, &mut excused)
+                .is_empty()
         );
         assert_eq!(
             excused.get(&Excuse::RedirectedReplayOfADecidedBid),
