@@ -183,12 +183,19 @@ def test_failover_decision_lives_in_the_secondary(template):
     assert "PrimaryHealthEndpoint" not in template["Parameters"], "nothing in the primary is asked"
 
 
+def verdict_check(side):
+    """The record's verdict check: the secondary's holds while the primary is failed over."""
+    if side == "Secondary":
+        return {"Fn::If": ["HoldsByCalculatedCheck", {"Ref": "SecondaryHoldsHealthCheck"}, {"Ref": "SecondaryHealthCheck"}]}
+    return {"Ref": f"{side}HealthCheck"}
+
+
 def health_check_by_failover_control(side):
     """The record's check for each FailoverControl: the verdict alarm's, the plan's, or both."""
     return {
         "Fn::If": [
             "AlarmOnly",
-            {"Ref": f"{side}HealthCheck"},
+            verdict_check(side),
             {"Fn::If": ["RegionSwitchOnly", {"Ref": f"RegionSwitch{side}HealthCheckId"}, {"Ref": f"{side}CombinedHealthCheck"}]},
         ]
     }
@@ -215,6 +222,30 @@ def test_failover_records_each_have_their_health_check(template):
     # wsdr's defaults: CNAME records with a 20 s TTL (alias records are API Gateway's 60 s).
     assert template["Parameters"]["DnsTtl"]["Default"] == 20
     assert template["Parameters"]["AliasRecords"]["Default"] == "false"
+
+
+def test_the_secondary_record_holds_while_the_primary_is_failed_over(template):
+    """Both records unhealthy would answer the failed primary: with alarm checks the SECONDARY
+    record's check is its verdict OR the primary's verdict inverted (a calculated check of
+    threshold 1); with endpoint checks the judge answers /secondary so (tested in
+    crates/health)."""
+    res = template["Resources"]
+    assert template["Conditions"]["HoldsByCalculatedCheck"] == {
+        "Fn::And": [{"Condition": "IsSecondary"}, {"Fn::Not": [{"Condition": "EndpointChecks"}]}]
+    }
+    inverted = res["PrimaryFailedHealthCheck"]
+    assert inverted["Condition"] == "HoldsByCalculatedCheck"
+    config = inverted["Properties"]["HealthCheckConfig"]
+    assert config["Inverted"] is True
+    assert config["AlarmIdentifier"]["Name"] == {"Ref": "PrimaryHealthAlarm"}
+    assert config["InsufficientDataHealthStatus"] == "LastKnownStatus"
+    holds = res["SecondaryHoldsHealthCheck"]
+    assert holds["Condition"] == "HoldsByCalculatedCheck"
+    config = holds["Properties"]["HealthCheckConfig"]
+    assert config["Type"] == "CALCULATED" and config["HealthThreshold"] == 1
+    assert config["ChildHealthChecks"] == [{"Ref": "SecondaryHealthCheck"}, {"Ref": "PrimaryFailedHealthCheck"}]
+    combined = res["SecondaryCombinedHealthCheck"]["Properties"]["HealthCheckConfig"]
+    assert combined["ChildHealthChecks"][0] == verdict_check("Secondary")
 
 
 def test_custom_domain_is_regional_tls12_and_mapped(template):
@@ -465,7 +496,7 @@ def test_verdict_and_region_switch_together_need_both_healthy(template, side):
     assert check["Condition"] == "AlarmAndRegionSwitch"
     config = check["Properties"]["HealthCheckConfig"]
     assert config["Type"] == "CALCULATED"
-    assert config["ChildHealthChecks"] == [{"Ref": f"{side}HealthCheck"}, {"Ref": f"RegionSwitch{side}HealthCheckId"}]
+    assert config["ChildHealthChecks"] == [verdict_check(side), {"Ref": f"RegionSwitch{side}HealthCheckId"}]
     assert config["HealthThreshold"] == 2, "either child going unhealthy takes the Region out"
 
 

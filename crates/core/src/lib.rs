@@ -38,7 +38,8 @@ pub use ports::{
 };
 pub use service::{AuctionService, BidReason, HerdHint, Reply};
 pub use verdict::{
-    endpoint_answer, endpoint_serves, EndpointAnswer, FailoverRule, FastVerdict, VerdictAge,
+    endpoint_answer, endpoint_serves, secondary_holds, EndpointAnswer, FailoverRule, FastVerdict,
+    VerdictAge,
 };
 
 /// Result of every fallible domain operation.

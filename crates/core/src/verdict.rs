@@ -208,6 +208,18 @@ pub fn endpoint_answer(
     }
 }
 
+/// Whether the secondary's failover record is healthy, from both verdicts: its own, or the
+/// primary failed over. "When the secondary resource record set is unhealthy, Route 53
+/// responds to DNS queries with the applicable value from the primary resource record set
+/// regardless of the health of the primary" (Route 53 API Reference, `ResourceRecordSet`,
+/// `Failover`), so marking the secondary unhealthy while the primary is failed over can only send new
+/// connections to the Region already judged failing. The usual way the secondary fails then
+/// is the failover itself: the whole audience's reconnect herd, or a survivor whose requests
+/// are slow, makes its own probes time out (docs/ARCHITECTURE.md, "The secondary holds").
+pub fn secondary_holds(secondary_serves: bool, primary_serves: bool) -> bool {
+    secondary_serves || !primary_serves
+}
+
 /// [`endpoint_answer`]'s verdict alone.
 pub fn endpoint_serves(verdict: Option<(bool, u64)>, now_ms: u64, age: VerdictAge) -> bool {
     endpoint_answer(verdict, now_ms, age).serves
@@ -257,6 +269,17 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn the_secondary_is_failed_only_while_the_primary_serves() {
+        assert!(secondary_holds(true, true));
+        assert!(secondary_holds(true, false));
+        assert!(
+            secondary_holds(false, false),
+            "both failing: the name stays on the secondary, not on the failed primary"
+        );
+        assert!(!secondary_holds(false, true));
     }
 
     #[test]

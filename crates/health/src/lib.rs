@@ -95,9 +95,27 @@ impl Health {
         }
     }
 
-    /// The status and body for this Region now (`/secondary`, `/`).
+    /// The status and body for this Region now (`/secondary`, `/`). On the judge (it knows
+    /// the primary), a failed secondary still answers 200 while the primary's verdict is
+    /// fail over: with both records unhealthy Route 53 would answer the failed primary
+    /// (`wsdr_core::secondary_holds`).
     pub async fn answer(&self) -> (StatusCode, &'static str) {
-        self.answer_for(&self.config.api_id).await
+        let own = self.answer_for(&self.config.api_id).await;
+        if own.0 == StatusCode::OK {
+            return own;
+        }
+        let Some(primary) = &self.config.primary_api_id else {
+            return own;
+        };
+        let primary_serves = self.answer_for(primary).await.0 == StatusCode::OK;
+        if wsdr_core::secondary_holds(false, primary_serves) {
+            (
+                StatusCode::OK,
+                "serve (holding: the primary is failed over)",
+            )
+        } else {
+            own
+        }
     }
 
     /// The status and body for the API `api_id`'s Region now.

@@ -112,8 +112,8 @@ async fn the_endpoint_answers_from_the_recorded_verdict() {
 }
 
 /// The judge answers for both Regions from its own replica: `/primary` reads the primary's
-/// verdict (written here by the watcher), `/secondary` and `/` this Region's; each path
-/// reads only its own Region's verdict, and a judge told no primary refuses `/primary`.
+/// verdict (written here by the watcher), `/secondary` and `/` this Region's (holding while
+/// the primary is failed over), and a judge told no primary refuses `/primary`.
 #[tokio::test]
 async fn the_judge_answers_each_record_from_its_own_replica() {
     let (client, table) = state_table("us-west-2", "judge").await;
@@ -147,12 +147,21 @@ async fn the_judge_answers_each_record_from_its_own_replica() {
     assert_eq!(status("/primary").await, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(status("/secondary").await, StatusCode::OK);
     assert_eq!(status("/").await, StatusCode::OK);
-    // The secondary's own canary fails it: the SECONDARY record's check sees it.
+    // The secondary's own canary fails it while the primary is failed over: the secondary
+    // holds (both unhealthy, Route 53 would answer the failed primary).
     records
         .put_verdict("secondaryApi", false, NOW)
         .await
         .unwrap();
+    assert_eq!(status("/secondary").await, StatusCode::OK, "holds");
+    assert_eq!(status("/primary").await, StatusCode::SERVICE_UNAVAILABLE);
+    // The primary serves again: now the SECONDARY record's check sees its own verdict.
+    records
+        .put_verdict("primaryApi", true, NOW + 1)
+        .await
+        .unwrap();
     assert_eq!(status("/secondary").await, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(status("/").await, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(status("/elsewhere").await, StatusCode::NOT_FOUND);
     // Without a primary to judge, `/primary` is no answer at all (never a silent 200).
     let env = HashMap::from([

@@ -294,6 +294,7 @@ impl World {
             }),
             consistency: config.consistency,
             verdict_age: config.verdict_age,
+            secondary_holds: config.secondary_holds,
         };
         let clocks = PerRegion::from_fn(|_| RegionClock::new(clock));
         let service_time = config

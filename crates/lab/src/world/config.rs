@@ -65,6 +65,9 @@ pub struct LabConfig {
     /// How the health endpoint answers a fast verdict nobody has rewritten (AWS time): the
     /// last known status, held 6 hours (`VerdictAge::DEFAULT`).
     pub verdict_age: wsdr_core::VerdictAge,
+    /// wsdr's SECONDARY record stays healthy while the PRIMARY record is unhealthy
+    /// (`wsdr_core::secondary_holds`); the reference design's records are independent.
+    pub secondary_holds: bool,
 }
 
 impl Default for LabConfig {
@@ -97,6 +100,7 @@ impl Default for LabConfig {
             // reference design's own configuration goes without.
             identity: crate::world::identity::IdentityConfig::wsdr_defaults(),
             verdict_age: wsdr_core::VerdictAge::DEFAULT,
+            secondary_holds: true,
         }
     }
 }
@@ -109,6 +113,7 @@ impl LabConfig {
     pub fn reference() -> Self {
         Self {
             identity: crate::world::identity::IdentityConfig::reference(),
+            secondary_holds: false,
             ..Self::default()
         }
     }

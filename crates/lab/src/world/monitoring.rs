@@ -153,6 +153,7 @@ impl World {
     pub(super) fn start_health_checks(&mut self) {
         // With endpoint checks in charge, the alarm's checks are only timed (side by side).
         let drives_dns = self.config.health_check == HealthCheckKind::Alarm;
+        let secondary_holds = self.config.secondary_holds;
         let checks = self.health_checks.clone();
         let resolver = self.resolver.clone();
         let timeline = self.timeline.clone();
@@ -162,7 +163,15 @@ impl World {
             let mut last: PerRegion<Option<bool>> = PerRegion::default();
             loop {
                 tick.tick().await;
-                let healthy = PerRegion::from_fn(|region| checks[region].poll());
+                let mut healthy = PerRegion::from_fn(|region| checks[region].poll());
+                // wsdr's SECONDARY record is a calculated check: its verdict's, or the
+                // primary's inverted (template.yaml, `SecondaryHoldsHealthCheck`).
+                if secondary_holds {
+                    healthy[RegionId::Secondary] = wsdr_core::secondary_holds(
+                        healthy[RegionId::Secondary],
+                        healthy[RegionId::Primary],
+                    );
+                }
                 if drives_dns {
                     for (region, healthy) in healthy.iter() {
                         resolver.set_healthy(region, *healthy);

@@ -72,6 +72,9 @@ pub struct Quotas {
     /// wsdr's is `VerdictAge::DEFAULT` (stale after 60 s, answered as the last known status
     /// for 6 hours).
     pub verdict_age: wsdr_core::VerdictAge,
+    /// Whether the health function's answer on the secondary holds while the primary's
+    /// verdict is fail over (`wsdr_core::secondary_holds`; wsdr's, not the reference's).
+    pub secondary_holds: bool,
 }
 
 /// Faults that can be injected into a Region ([`Region::inject`]).
@@ -1186,6 +1189,15 @@ fn verdict_answer(region: &Region, judged: RegionId) -> (axum::http::StatusCode,
     }
     if region.verdict_on(judged) {
         (axum::http::StatusCode::OK, "serve")
+    } else if judged == RegionId::Secondary
+        && region.quotas.secondary_holds
+        && wsdr_core::secondary_holds(false, region.verdict_on(RegionId::Primary))
+    {
+        // Failing both records would send the name back to the failed primary.
+        (
+            axum::http::StatusCode::OK,
+            "serve (holding: the primary is failed over)",
+        )
     } else {
         (axum::http::StatusCode::SERVICE_UNAVAILABLE, "fail over")
     }
