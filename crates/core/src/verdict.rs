@@ -215,7 +215,7 @@ pub fn endpoint_answer(
 /// `Failover`), so marking the secondary unhealthy while the primary is failed over can only send new
 /// connections to the Region already judged failing. The usual way the secondary fails then
 /// is the failover itself: the whole audience's reconnect herd, or a survivor whose requests
-/// are slow, makes its own probes time out (docs/ARCHITECTURE.md, "The secondary holds").
+/// are slow, makes its own probes time out (docs/DEPLOY.md, case 7 of "What follows").
 pub fn secondary_holds(secondary_serves: bool, primary_serves: bool) -> bool {
     secondary_serves || !primary_serves
 }
