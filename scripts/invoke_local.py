@@ -314,17 +314,17 @@ class Watch:
 
 
 def create_tables_command():
-    """The table-creating example: the binary `make test`'s test build made (`--all-targets`
-    builds examples) when it is newer than every source it is built from, else `cargo run`.
-    Building the example on its own resolves wsdr-aws's features with its dev-dependencies
-    alone, a third feature set: two minutes of rebuilding on a fresh clone."""
-    built = ROOT / "target" / "debug" / "examples" / "create_tables"
+    """The table-creating binary: the one `make test`'s test build made (`--all-targets` builds
+    a package's binaries for its integration tests) when it is newer than every source it is
+    built from, else `cargo run`. Building it on its own resolves wsdr-aws's features without
+    the dev-dependencies, another feature set: two minutes of rebuilding on a fresh clone."""
+    built = ROOT / "target" / "debug" / "wsdr-local-tables"
     sources = [p for d in ("crates/aws", "crates/core", "crates/protocol", "crates/lambda", "crates/net")
                for p in (ROOT / d).rglob("*") if p.suffix in (".rs", ".toml")]
     sources += [ROOT / "Cargo.toml", ROOT / "Cargo.lock"]
     if built.exists() and all(built.stat().st_mtime > p.stat().st_mtime for p in sources):
         return [str(built)]
-    return ["cargo", "run", "--quiet", "-p", "wsdr-aws", "--example", "create_tables", "--"]
+    return ["cargo", "run", "--quiet", "-p", "wsdr-aws", "--bin", "wsdr-local-tables", "--"]
 
 
 def main():

@@ -110,6 +110,7 @@ pub fn quotas(connect_rate: f64, post_latency: Duration, concurrency: usize) -> 
         herd_hint: None,
         consistency: wsdr_core::Consistency::Eventual,
         verdict_age: wsdr_core::VerdictAge::DEFAULT,
+        secondary_holds: true,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Create the state and connections tables on a local DynamoDB endpoint, identical to
 //! `template.yaml`'s, so the Lambdas can run locally (`cargo lambda watch`, `make invoke-local`).
 //!
-//! `cargo run -p wsdr-aws --example create_tables -- <endpoint> <state table> <connections table>`
+//! `cargo run -p wsdr-aws --bin wsdr-local-tables -- <endpoint> <state table> <connections table>`
 //!
 //! An existing table is left as it is, so the command can be repeated.
 
@@ -11,7 +11,7 @@ use std::process::ExitCode;
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [endpoint, state, connections] = args.as_slice() else {
-        eprintln!("usage: create_tables <endpoint> <state table> <connections table>");
+        eprintln!("usage: wsdr-local-tables <endpoint> <state table> <connections table>");
         return ExitCode::from(2);
     };
     let client = wsdr_aws::local::dynamo_client(endpoint, "us-east-1");
