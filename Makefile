@@ -229,13 +229,20 @@ deploy-secondary: deploy-vars
 	stream=$$(aws dynamodb describe-table --region $(SECONDARY_REGION) --table-name $$table \
 	  --query Table.LatestStreamArn --output text); \
 	[ -n "$$stream" ] && [ "$$stream" != None ] || { echo "no stream on the state table's $(SECONDARY_REGION) replica"; exit 1; }; \
+	switch=$$(scripts/record-kind-guard.sh $(SECONDARY_REGION) wsdr-secondary $(COMMON_PARAMS)) || exit 1; \
 	{ [ "$(SAM_BUILD)" = false ] || $(MAKE) --no-print-directory sam-build; } && \
-	$(SAM) deploy --config-env secondary --region $(SECONDARY_REGION) $(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN)) \
+	deploy() { $(SAM) deploy --config-env secondary --region $(SECONDARY_REGION) $(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN)) \
 	  --parameter-overrides Role=secondary CertificateArn=$(CERT_ARN_SECONDARY) \
 	  $(if $(REGIONAL_NAME_SECONDARY),RegionalName=$(REGIONAL_NAME_SECONDARY)) $(COMMON_PARAMS) \
 	  PrimaryApiId=$$api PrimaryRegionalDomainName=$$dom PrimaryRegionalHostedZoneId=$$zone \
 	  PrimaryConnectionsTableName=$$conns StateTableStreamArn=$$stream $(REGION_SWITCH_PARAMS) \
-	  DecisionPathReservedConcurrency=$(DECISION_PATH_RESERVED_CONCURRENCY)
+	  DecisionPathReservedConcurrency=$(DECISION_PATH_RESERVED_CONCURRENCY) "$$@"; }; \
+	if [ "$$switch" = two-step ]; then \
+	  echo "switching the failover records' kind: first without records (AliasRecords=none), then the new kind"; \
+	  deploy AliasRecords=none && deploy; \
+	else \
+	  deploy; \
+	fi
 
 ## smoke: after a deploy, one user on each Region's own endpoint and on the global name sends
 ## heartbeat, getState and one bid; prints which Region answered each. The token: SMOKE_TOKEN

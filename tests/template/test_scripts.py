@@ -167,6 +167,74 @@ def test_the_reference_settings_are_one_variable_away(tmp_path):
         assert setting in reference.split(), reference
 
 
+def deploy_secondary(tmp_path, live_alias_records, extra=()):
+    """make deploy-secondary against a fake AWS whose secondary stack has AliasRecords =
+    `live_alias_records` (None: no stack yet). Returns (exit code, output, sam calls)."""
+    calls = tmp_path / "sam-calls"
+    calls.unlink(missing_ok=True)
+    sam = tmp_path / "bin" / "sam"
+    if live_alias_records is None:
+        secondary = "echo 'Stack with id wsdr-secondary does not exist' >&2; exit 254"
+    else:
+        secondary = f"echo {live_alias_records}"
+    env = fake_aws(tmp_path, f"""
+        case "$*" in
+          *get-account-settings*) echo "1000	1000";;
+          *list-stack-resources*) echo "";;
+          *describe-stacks*wsdr-primary*) echo out-value;;
+          *describe-stacks*wsdr-secondary*AliasRecords*) {secondary};;
+          *describe-table*) echo arn:aws:dynamodb:us-west-2:1:table/wsdr-state/stream/1;;
+          *) echo "unexpected: $*" >&2; exit 2;;
+        esac
+        """)
+    sam.write_text(f"#!/usr/bin/env bash\necho \"$*\" >> {calls}\n")
+    sam.chmod(0o755)
+    variables = {
+        "DOMAIN": "ws.example.com", "HOSTED_ZONE_ID": "Z1", "CERT_ARN_PRIMARY": "arn:cert:1",
+        "CERT_ARN_SECONDARY": "arn:cert:2", "JWT_ISSUER": "https://idp", "JWT_AUDIENCE": "app",
+        "CANARY_SECRET_NAME": "wsdr/canary",
+    }
+    result = subprocess.run(
+        ["make", "--no-print-directory", "deploy-secondary", f"SAM={sam}", "SAM_BUILD=false",
+         *[f"{k}={v}" for k, v in variables.items()], *extra],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    deploys = calls.read_text().splitlines() if calls.exists() else []
+    return result.returncode, result.stdout + result.stderr, deploys
+
+
+def alias_records(deploy):
+    """The AliasRecords a sam deploy line sets (the last one wins; none given: the default)."""
+    values = [w.split("=", 1)[1] for w in deploy.split() if w.startswith("AliasRecords=")]
+    return values[-1] if values else "false"
+
+
+def test_a_first_secondary_or_the_same_record_kind_deploys_once(tmp_path):
+    for live in (None, "false"):
+        code, output, deploys = deploy_secondary(tmp_path, live)
+        assert code == 0, output
+        assert [alias_records(d) for d in deploys] == ["false"], (live, deploys)
+    code, output, deploys = deploy_secondary(tmp_path, "true", ["FAILOVER_SETTINGS=reference"])
+    assert code == 0, output
+    assert [alias_records(d) for d in deploys] == ["true"]
+
+
+def test_switching_the_record_kind_in_one_update_is_refused_with_the_way_through(tmp_path):
+    """CloudFormation creates the new records before deleting the old, and Route 53 refuses a
+    CNAME beside an A record of the same name: one update would roll back."""
+    code, output, deploys = deploy_secondary(tmp_path, "false", ["FAILOVER_SETTINGS=reference"])
+    assert code != 0 and deploys == [], output
+    assert "RECORD_SWITCH=two-step" in output and "AliasRecords=none" in output
+    code, output, deploys = deploy_secondary(tmp_path, "true")
+    assert code != 0 and deploys == [], output
+
+
+def test_a_two_step_switch_removes_the_records_first(tmp_path):
+    code, output, deploys = deploy_secondary(
+        tmp_path, "false", ["FAILOVER_SETTINGS=reference", "RECORD_SWITCH=two-step"])
+    assert code == 0, output
+    assert [alias_records(d) for d in deploys] == ["none", "true"], deploys
+
+
 def invoke_local():
     """scripts/invoke_local.py as a module (its peer and log reader, without running it)."""
     import importlib.util

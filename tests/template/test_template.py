@@ -248,6 +248,17 @@ def test_the_secondary_record_holds_while_the_primary_is_failed_over(template):
     assert combined["ChildHealthChecks"][0] == verdict_check("Secondary")
 
 
+def test_alias_records_none_makes_no_failover_records(template):
+    """The first of the two deploys that switch record kinds (scripts/record-kind-guard.sh)."""
+    assert template["Parameters"]["AliasRecords"]["AllowedValues"] == ["true", "false", "none"]
+    conditions = template["Conditions"]
+    assert conditions["UseAlias"] == {"Fn::And": [{"Condition": "IsSecondary"}, {"Fn::Equals": [{"Ref": "AliasRecords"}, "true"]}]}
+    assert conditions["UseCname"] == {"Fn::And": [{"Condition": "IsSecondary"}, {"Fn::Equals": [{"Ref": "AliasRecords"}, "false"]}]}
+    for name, record in resources(template, "AWS::Route53::RecordSet").items():
+        if "Failover" in record["Properties"]:
+            assert record["Condition"] in ("UseAlias", "UseCname"), name
+
+
 def test_custom_domain_is_regional_tls12_and_mapped(template):
     domain = template["Resources"]["CustomDomain"]["Properties"]
     (config,) = domain["DomainNameConfigurations"]
