@@ -86,3 +86,24 @@ def test_both_documented_state_tables_are_in_reach_of_the_deploy_and_the_service
     service = statements(bootstrap["Resources"]["CloudFormationRole"])
     tables = next(s for s in service if s["Sid"] == "Tables")
     assert any(_arn_matches(r["Fn::Sub"], arn) for r in tables["Resource"]), tables["Resource"]
+
+
+def test_a_fresh_account_can_get_the_two_service_linked_roles_and_no_other(bootstrap):
+    """The first global table and the first API Gateway custom domain create their services'
+    linked roles as the caller; the service role may create exactly those two."""
+    role = bootstrap["Resources"]["CloudFormationRole"]
+    creating = [s for s in statements(role) if "iam:CreateServiceLinkedRole" in actions(s)]
+    assert len(creating) == 1, creating
+    (statement,) = creating
+    services = statement["Condition"]["StringEquals"]["iam:AWSServiceName"]
+    assert sorted(services) == ["ops.apigateway.amazonaws.com", "replication.dynamodb.amazonaws.com"]
+    assert "aws-service-role/" in statement["Resource"]["Fn::Sub"]
+
+
+def test_a_rollback_can_list_what_it_must_remove(bootstrap):
+    """Deleting a role lists its policies first; deleting a tagged alarm reads and removes its
+    tags: without these a rollback ends ROLLBACK_FAILED and a retry does not start clean."""
+    granted = {a for s in statements(bootstrap["Resources"]["CloudFormationRole"]) for a in actions(s)}
+    for action in ("iam:ListRolePolicies", "iam:ListAttachedRolePolicies", "cloudwatch:UntagResource",
+                   "cloudwatch:ListTagsForResource"):
+        assert action in granted, action
