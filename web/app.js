@@ -1,7 +1,7 @@
 // The live auction page and the lab's control room. Talks to the lab's control API
 // (/api/config, /api/token, /api/status, /api/fault) and to the auction over WebSocket with
 // the wsdr client module.
-import { AuctionClient } from './wsdr-client.js';
+import { AuctionClient, minimumNextBid } from './wsdr-client.js';
 
 const $ = (id) => document.getElementById(id);
 const money = (minor) => `$${(minor / 100).toLocaleString('en-US', { minimumFractionDigits: 2 })}`;
@@ -43,7 +43,12 @@ function setText(id, text) {
   if (el.textContent !== text) el.textContent = text;
 }
 
+// The auction's rules from its last `state` (startingPrice, minIncrement): the bid form shows
+// the minimum next bid against whatever high bid is on screen.
+let rules = {};
+
 function showAuction(auction, region) {
+  rules = { startingPrice: auction.startingPrice, minIncrement: auction.minIncrement };
   setText('auction-id', auction.id);
   setText('item', auction.item);
   const high = auction.highBid ?? null;
@@ -55,6 +60,8 @@ function showHigh(high, bidCount, region) {
   setText('high-bid', high ? money(high.amount) : '–');
   setText('high-bidder', high ? high.bidder : '–');
   setText('bid-count', String(bidCount));
+  const minimum = minimumNextBid({ ...rules, highBid: high });
+  $('bid-amount').placeholder = minimum == null ? '' : `at least ${money(minimum)}`;
   if (high) addHistory(`${money(high.amount)} by ${high.bidder} (via ${region})`, high.bidId);
 }
 

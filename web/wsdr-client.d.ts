@@ -26,6 +26,12 @@ export interface AuctionView {
   bidCount: number;
   version: number;
   versions: Versions;
+  /** The auction's rules (absent from servers that predate them): the first bid must be at
+   * least `startingPrice`, a later one beat the high bid by at least `minIncrement`. */
+  startingPrice?: number;
+  minIncrement?: number;
+  /** The smallest amount the serving Region would accept when it sent this view. */
+  minNextBid?: number;
 }
 
 export interface OwnBid {
@@ -287,6 +293,11 @@ export declare function dominates(a: Versions | null | undefined, b: Versions | 
 export declare function outranks(a: HighBid, b: HighBid): boolean;
 /** The higher of two optional high bids. */
 export declare function higherBid(a: HighBid | null | undefined, b: HighBid | null | undefined): HighBid | null;
+/** The largest amount the protocol allows (minor units). */
+export declare const MAX_AMOUNT: number;
+/** The smallest amount that can win against the high bid a view shows, by the auction's
+ * rules; `null` without rules or when nothing can beat it (conformance/minimum_bid.json). */
+export declare function minimumNextBid(auction: Pick<AuctionView, 'highBid' | 'startingPrice' | 'minIncrement'> | null | undefined): number | null;
 
 export interface Settlement {
   bidId: string;

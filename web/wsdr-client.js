@@ -267,6 +267,23 @@ export function higherBid(a, b) {
   return outranks(b, a) ? b : a;
 }
 
+/** The largest amount the protocol allows (minor units). */
+export const MAX_AMOUNT = 1_000_000_000_000;
+
+/** The smallest amount that can win against the high bid `auction` shows, by the auction's
+ * rules (`startingPrice`, `minIncrement`, sent in `state`): the starting price with no high
+ * bid, else the high bid plus the increment (0 counts as 1). `null` when the server sent no
+ * rules or no amount within MAX_AMOUNT can beat the high bid. The server decides bids by the
+ * same rule (conformance/minimum_bid.json). */
+export function minimumNextBid(auction) {
+  const start = auction?.startingPrice;
+  const increment = auction?.minIncrement;
+  if (!Number.isInteger(start) || !Number.isInteger(increment)) return null;
+  const high = auction.highBid?.amount;
+  const floor = high == null ? start : high + Math.max(increment, 1);
+  return floor >= 1 && floor <= MAX_AMOUNT ? floor : null;
+}
+
 /** Most bidIds one getState may name (`bidIds`), as the server enforces. */
 export const SETTLE_BIDS_MAX = 32;
 

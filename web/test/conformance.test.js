@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove } from '../wsdr-client.js';
+import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid } from '../wsdr-client.js';
 
 function vectors(rule) {
   const file = JSON.parse(readFileSync(new URL(`../../conformance/${rule}.json`, import.meta.url), 'utf8'));
@@ -112,4 +112,19 @@ test('moves vectors', () => {
     assert.equal(earliest.afterMs, c.expect.after_min_ms, c.name);
     assert.ok(Math.abs(latest.afterMs - c.expect.after_max_ms) <= 1, `${c.name}: latest ${latest.afterMs}`);
   }
+});
+
+test('minimum bid vectors', () => {
+  const cases = vectors('minimum_bid');
+  assert.ok(cases.length >= 5);
+  for (const c of cases) {
+    const auction = {
+      startingPrice: c.starting_price,
+      minIncrement: c.min_increment,
+      highBid: c.high == null ? null : { amount: c.high, bidder: 'bob', bidId: 'bob-00000001', at: 1 },
+    };
+    assert.equal(minimumNextBid(auction), c.expect, c.name);
+  }
+  // A server that sent no rules: nothing to show.
+  assert.equal(minimumNextBid({ highBid: null }), null);
 });

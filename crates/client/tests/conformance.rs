@@ -265,3 +265,40 @@ fn moves_vectors() {
         }
     }
 }
+
+#[test]
+fn minimum_bid_vectors() {
+    let cases = vectors("minimum_bid");
+    assert!(cases.len() >= 5);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let amount = |v: &Value| v.as_u64().map(|a| wsdr_client::Amount::new(a).unwrap());
+        let view = wsdr_client::AuctionView {
+            id: wsdr_client::AuctionId::new("lot-1").unwrap(),
+            item: "lot".into(),
+            high_bid: amount(&case["high"]).map(|amount| wsdr_client::HighBidView {
+                amount,
+                bidder: "bob".into(),
+                bid_id: wsdr_client::BidId::new("bob-00000001").unwrap(),
+                at: 1,
+            }),
+            bid_count: 1,
+            version: 1,
+            versions: Default::default(),
+            starting_price: amount(&case["starting_price"]),
+            min_increment: case["min_increment"].as_u64(),
+            min_next_bid: None,
+        };
+        assert_eq!(
+            view.minimum_next_bid().map(wsdr_client::Amount::get),
+            case["expect"].as_u64(),
+            "{name}"
+        );
+    }
+    // A server that sent no rules: no minimum to show.
+    let bare: wsdr_client::AuctionView = serde_json::from_str(
+        r#"{"id":"lot-1","item":"lot","highBid":null,"bidCount":0,"version":0,"versions":{}}"#,
+    )
+    .unwrap();
+    assert_eq!(bare.minimum_next_bid(), None);
+}

@@ -290,6 +290,9 @@ impl AuctionSnapshot {
             bid_count: self.bid_count,
             version: self.bid_count,
             versions: self.versions.clone(),
+            starting_price: Some(auction.starting_price),
+            min_increment: Some(auction.min_increment.max(1)),
+            min_next_bid: Amount::new(auction.minimum_next_bid(self.high_bid.as_ref())).ok(),
         }
     }
 }

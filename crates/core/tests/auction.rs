@@ -686,3 +686,66 @@ async fn state_advertises_the_herd_window_from_a_recent_census_only() {
     w.clock.advance(300_000);
     assert_eq!(advertised(&service, "c0").await, None);
 }
+
+/// The server decides bids by the rule the clients show as the minimum next bid: the shared
+/// vectors (conformance/minimum_bid.json) against `Auction::minimum_next_bid`, the floor every
+/// bid is judged by, and against the `state` view's rules.
+#[test]
+fn the_acceptance_floor_is_the_minimum_the_clients_show() {
+    let path = format!(
+        "{}/../../conformance/minimum_bid.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for case in file["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let rules = Auction {
+            starting_price: Amount::new(case["starting_price"].as_u64().unwrap()).unwrap(),
+            min_increment: case["min_increment"].as_u64().unwrap(),
+            ..auction("lot-1")
+        };
+        let high = case["high"].as_u64().map(|amount| wsdr_core::BidRecord {
+            auction_id: AuctionId::new("lot-1").unwrap(),
+            bid_id: wsdr_protocol::BidId::new("bob-00000001").unwrap(),
+            bidder: user("bob"),
+            amount: Amount::new(amount).unwrap(),
+            at: T0,
+            region: "us-east-1".into(),
+        });
+        let floor = rules.minimum_next_bid(high.as_ref());
+        assert_eq!(
+            Amount::new(floor).ok().map(Amount::get),
+            case["expect"].as_u64(),
+            "{name}"
+        );
+    }
+}
+
+async fn state_json(w: &World) -> serde_json::Value {
+    let frame = w
+        .service
+        .get_state(&conn("c1"), &user("alice"), &AuctionId::new("a1").unwrap())
+        .await
+        .unwrap();
+    serde_json::to_value(&frame).unwrap()
+}
+
+#[tokio::test]
+async fn a_state_names_the_auctions_rules_and_its_minimum_next_bid() {
+    let w = world().await;
+    let rules = auction("a1");
+    let first = state_json(&w).await;
+    assert_eq!(
+        first["auction"]["startingPrice"],
+        rules.starting_price.get()
+    );
+    assert_eq!(first["auction"]["minIncrement"], rules.min_increment);
+    assert_eq!(first["auction"]["minNextBid"], rules.starting_price.get());
+    assert_eq!(
+        bid(&w, "alice", 150, "alice-00000001").await.0,
+        BidStatus::Accepted
+    );
+    let after = state_json(&w).await;
+    assert_eq!(after["auction"]["minNextBid"], 150 + rules.min_increment);
+}

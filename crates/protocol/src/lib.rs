@@ -16,7 +16,7 @@ pub use client::{parse_client_message, ClientMessage};
 pub use error::{ErrorCode, ProtocolError};
 pub use ids::{Amount, AuctionId, BidId};
 pub use server::{
-    dominates, higher_bid, merge_versions, parse_server_frame, AuctionView, BidStatus, HighBidView,
-    LastBidView, OwnBidView, ServerFrame, ServerMessage, SettledBidView, SettledCopyView, Versions,
-    YouView, GATEWAY_INTERNAL_ERROR,
+    dominates, higher_bid, merge_versions, minimum_next_bid, parse_server_frame, AuctionView,
+    BidStatus, HighBidView, LastBidView, OwnBidView, ServerFrame, ServerMessage, SettledBidView,
+    SettledCopyView, Versions, YouView, GATEWAY_INTERNAL_ERROR,
 };

@@ -78,6 +78,42 @@ pub struct AuctionView {
     /// Accepted bids per Region (a version vector): see [`dominates`].
     #[serde(default)]
     pub versions: Versions,
+    /// The auction's rules, for a bid form: the first bid must be at least `startingPrice`,
+    /// a later one must beat the high bid by at least `minIncrement` (see
+    /// [`minimum_next_bid`]). Absent from servers that predate them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starting_price: Option<Amount>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_increment: Option<u64>,
+    /// The smallest amount the serving Region would accept when it sent this view (its rules
+    /// on the high bid it held). After a `bidUpdate`, [`AuctionView::minimum_next_bid`] gives
+    /// it for the merged view.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_next_bid: Option<Amount>,
+}
+
+impl AuctionView {
+    /// The smallest amount that can win against the high bid this view shows, by the
+    /// auction's rules; `None` when the server sent no rules (or nothing can beat it).
+    pub fn minimum_next_bid(&self) -> Option<Amount> {
+        let high = self.high_bid.as_ref().map(|h| h.amount);
+        minimum_next_bid(self.starting_price?, self.min_increment?, high)
+    }
+}
+
+/// The acceptance rule's floor, the one rule the server decides bids with: with no high bid
+/// the starting price, else the high bid plus the increment (at least 1); `None` when no
+/// amount within the protocol's limit can beat the high bid.
+pub fn minimum_next_bid(
+    starting_price: Amount,
+    min_increment: u64,
+    high: Option<Amount>,
+) -> Option<Amount> {
+    let floor = match high {
+        None => starting_price.get(),
+        Some(h) => h.get().saturating_add(min_increment.max(1)),
+    };
+    Amount::new(floor).ok()
 }
 
 /// The caller's own last bid in an auction.
