@@ -177,6 +177,7 @@ COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGI
 	$(if $(JWT_ALGORITHMS),JwtAlgorithms=$(JWT_ALGORITHMS)) \
 	$(if $(USER_HS256_SECRET_NAME),UserHs256SecretName=$(USER_HS256_SECRET_NAME)) \
 	CanarySecretName=$(CANARY_SECRET_NAME) Consistency=$(CONSISTENCY) \
+	$(if $(PERMISSIONS_BOUNDARY_ARN),PermissionsBoundaryArn=$(PERMISSIONS_BOUNDARY_ARN)) \
 	$(if $(filter reference,$(FAILOVER_SETTINGS)),$(REFERENCE_SETTINGS)) $(EXTRA_PARAMS)
 
 ## package: the three arm64 bootstraps, and the cold-start anchor `make bench` compares them

@@ -107,3 +107,26 @@ def test_a_rollback_can_list_what_it_must_remove(bootstrap):
     for action in ("iam:ListRolePolicies", "iam:ListAttachedRolePolicies", "cloudwatch:UntagResource",
                    "cloudwatch:ListTagsForResource"):
         assert action in granted, action
+
+
+def test_a_deployer_cannot_make_a_role_beyond_the_boundary(bootstrap):
+    """Every action that creates a wsdr role or changes its permissions is allowed only with
+    the boundary on it; nobody may take the boundary off or rewrite it; the boundary itself
+    grants no IAM, and its secrets and tables are wsdr's."""
+    role = bootstrap["Resources"]["CloudFormationRole"]
+    shaping = {"iam:CreateRole", "iam:PutRolePolicy", "iam:DeleteRolePolicy", "iam:AttachRolePolicy",
+               "iam:DetachRolePolicy", "iam:PutRolePermissionsBoundary"}
+    for statement in statements(role):
+        granted = set(actions(statement)) & shaping
+        if statement["Effect"] == "Allow" and granted:
+            assert statement["Condition"] == {"StringEquals": {"iam:PermissionsBoundary": {"Ref": "FunctionBoundary"}}}, statement
+    (deny,) = [s for s in statements(role) if s["Effect"] == "Deny"]
+    assert "iam:DeleteRolePermissionsBoundary" in actions(deny)
+    assert {"Ref": "FunctionBoundary"} in deny["Resource"]
+    boundary = bootstrap["Resources"]["FunctionBoundary"]["Properties"]["PolicyDocument"]["Statement"]
+    for statement in boundary:
+        assert statement["Effect"] == "Allow"
+        assert not any(a.startswith(("iam:", "sts:", "lambda:", "cloudformation:")) for a in actions(statement)), statement
+        if any(a.startswith("secretsmanager:") for a in actions(statement)):
+            assert "${SecretNamePrefix}" in statement["Resource"]["Fn::Sub"]
+    assert bootstrap["Outputs"]["FunctionBoundaryArn"]["Value"] == {"Ref": "FunctionBoundary"}

@@ -201,3 +201,28 @@ def test_the_judges_health_function_is_private_reserved_and_in_the_secondary_onl
         config = out["Resources"][check]["Properties"]["HealthCheckConfig"]["Fn::If"][1]
         assert config["ResourcePath"] == path
         assert config["FullyQualifiedDomainName"] == {"Fn::GetAtt": ["HealthDistribution", "DomainName"]}
+
+
+BOUNDARY = "arn:aws:iam::123456789012:policy/wsdr-function-boundary"
+
+
+@pytest.mark.parametrize("role,region", [("primary", "us-east-1"), ("secondary", "us-west-2")])
+def test_every_role_the_stack_creates_carries_the_permissions_boundary(role, region):
+    """What reaches CloudFormation: each function's role (SAM makes them from Globals) and the
+    API Gateway logs role carry PermissionsBoundaryArn; the CI service role creates no wsdr
+    role without it (ci/bootstrap.yaml)."""
+    out = translated(role, region, {"PermissionsBoundaryArn": BOUNDARY})
+    roles = of_type(out, "AWS::IAM::Role")
+    assert len(roles) >= 5, sorted(roles)
+    for name, resource in roles.items():
+        boundary = resource["Properties"].get("PermissionsBoundary")
+        if isinstance(boundary, dict) and "Fn::If" in boundary:
+            condition, value, _ = boundary["Fn::If"]
+            assert condition == "HasPermissionsBoundary" and value == {"Ref": "PermissionsBoundaryArn"}, name
+        else:
+            assert boundary == BOUNDARY, (name, boundary)
+    # Without one (a deploy with your own credentials): no boundary at all.
+    plain = translated(role, region)
+    for name, resource in of_type(plain, "AWS::IAM::Role").items():
+        boundary = resource["Properties"].get("PermissionsBoundary")
+        assert boundary is None or "Fn::If" in boundary, (name, boundary)

@@ -59,8 +59,10 @@ def test_rust_builds_are_cached(workflow):
 def test_the_deploys_run_as_the_bootstraps_service_role(workflow):
     env = workflow["jobs"]["deploy-primary"]["env"]
     assert env["CFN_ROLE_ARN"] == "${{ vars.WSDR_CFN_ROLE_ARN }}"
+    assert env["PERMISSIONS_BOUNDARY_ARN"] == "${{ vars.WSDR_PERMISSIONS_BOUNDARY_ARN }}"
     makefile = (ROOT / "Makefile").read_text()
     assert "$(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN))" in makefile
+    assert "$(if $(PERMISSIONS_BOUNDARY_ARN),PermissionsBoundaryArn=$(PERMISSIONS_BOUNDARY_ARN))" in makefile
 
 
 def test_every_function_bootstrap_is_attached_to_the_release(workflow):
