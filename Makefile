@@ -216,13 +216,13 @@ deploy-primary: deploy-vars
 	else \
 	  echo "first create of wsdr-primary: the state table starts without deletion protection, so that a create that rolls back deletes it (RetainExceptOnCreate) and the retry starts clean; DeletionProtection=$(DELETION_PROTECTION) follows in an update once the stack exists"; \
 	  deploy false && { [ "$(DELETION_PROTECTION)" = false ] || deploy $(DELETION_PROTECTION); }; \
-	fi
+	fi && \
+	scripts/primary-outputs.sh publish $(PRIMARY_REGION) $(SECONDARY_REGION) wsdr
 
 deploy-secondary: deploy-vars
 	scripts/check-concurrency.sh $(SECONDARY_REGION) wsdr-secondary \
 	  $$([ "$(DECISION_PATH_RESERVED_CONCURRENCY)" -gt 0 ] && echo $$(( $(DECISION_PATH_RESERVED_CONCURRENCY) + 4 )) || echo 0)
-	@out() { aws cloudformation describe-stacks --region $(PRIMARY_REGION) --stack-name wsdr-primary \
-	  --query "Stacks[0].Outputs[?OutputKey=='$$1'].OutputValue" --output text; }; \
+	@out() { scripts/primary-outputs.sh read $(PRIMARY_REGION) $(SECONDARY_REGION) wsdr "$$1"; }; \
 	api=$$(out ApiId); dom=$$(out RegionalDomainName); zone=$$(out RegionalHostedZoneId); \
 	conns=$$(out ConnectionsTableName); table=$$(out StateTableName); \
 	[ -n "$$api" ] && [ "$$api" != None ] || { echo "deploy the primary first (make deploy-primary)"; exit 1; }; \

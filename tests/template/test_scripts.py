@@ -103,7 +103,8 @@ def deploy_primary(tmp_path, stack_exists, extra=()):
         case "$*" in
           *get-account-settings*) echo "1000	1000";;
           *list-stack-resources*) echo "";;
-          *describe-stacks*) {"echo ok" if stack_exists else "echo 'Stack with id wsdr-primary does not exist' >&2; exit 254"};;
+          *describe-stacks*) {"echo ok" if stack_exists else "[ -f " + str(calls) + " ] && echo out-value || { echo 'Stack with id wsdr-primary does not exist' >&2; exit 254; }"};;
+          *"ssm put-parameter"*) echo "$*" >> {tmp_path / "ssm-calls"};;
           *) echo "unexpected: $*" >&2; exit 2;;
         esac
         """)
@@ -167,7 +168,18 @@ def test_the_reference_settings_are_one_variable_away(tmp_path):
         assert setting in reference.split(), reference
 
 
-def deploy_secondary(tmp_path, live_alias_records, extra=()):
+def test_a_primary_deploy_copies_its_outputs_to_the_secondarys_region(tmp_path):
+    """What deploy-secondary needs from the primary is kept where the secondary can read it
+    while the primary's Region is down: Parameter Store in the secondary's Region."""
+    deploy_primary(tmp_path, stack_exists=True)
+    puts = (tmp_path / "ssm-calls").read_text().splitlines()
+    names = sorted(call.split("--name ")[1].split()[0] for call in puts)
+    assert names == sorted(f"/wsdr/primary/{k}" for k in (
+        "ApiId", "RegionalDomainName", "RegionalHostedZoneId", "ConnectionsTableName", "StateTableName"))
+    assert all("--region us-west-2" in call and "--overwrite" in call for call in puts), puts
+
+
+def deploy_secondary(tmp_path, live_alias_records, extra=(), primary_answers=True, copies=None):
     """make deploy-secondary against a fake AWS whose secondary stack has AliasRecords =
     `live_alias_records` (None: no stack yet). Returns (exit code, output, sam calls)."""
     calls = tmp_path / "sam-calls"
@@ -177,11 +189,20 @@ def deploy_secondary(tmp_path, live_alias_records, extra=()):
         secondary = "echo 'Stack with id wsdr-secondary does not exist' >&2; exit 254"
     else:
         secondary = f"echo {live_alias_records}"
+    if primary_answers:
+        primary = "echo live-$(echo \"$*\" | sed -n \"s/.*OutputKey=='\\([A-Za-z]*\\)'.*/\\1/p\")"
+    else:
+        primary = "echo 'Could not connect to the endpoint URL: \"https://cloudformation.us-east-1.amazonaws.com/\"' >&2; exit 255"
+    if copies:
+        ssm = "[[ \"$*\" == *us-west-2* ]] || exit 254; for a in \"$@\"; do [[ $a == /wsdr/primary/* ]] && echo copy-${a#/wsdr/primary/}; done; true"
+    else:
+        ssm = "echo 'An error occurred (ParameterNotFound)' >&2; exit 254"
     env = fake_aws(tmp_path, f"""
         case "$*" in
           *get-account-settings*) echo "1000	1000";;
           *list-stack-resources*) echo "";;
-          *describe-stacks*wsdr-primary*) echo out-value;;
+          *describe-stacks*wsdr-primary*) {primary};;
+          *"ssm get-parameter"*) {ssm};;
           *describe-stacks*wsdr-secondary*AliasRecords*) {secondary};;
           *describe-table*) echo arn:aws:dynamodb:us-west-2:1:table/wsdr-state/stream/1;;
           *) echo "unexpected: $*" >&2; exit 2;;
@@ -233,6 +254,24 @@ def test_a_two_step_switch_removes_the_records_first(tmp_path):
         tmp_path, "false", ["FAILOVER_SETTINGS=reference", "RECORD_SWITCH=two-step"])
     assert code == 0, output
     assert [alias_records(d) for d in deploys] == ["none", "true"], deploys
+
+
+def test_the_secondary_deploys_with_the_primarys_region_down(tmp_path):
+    """The primary's Region refuses every call: deploy-secondary takes the primary's outputs
+    from the copy in its own Region's Parameter Store and deploys."""
+    code, output, deploys = deploy_secondary(tmp_path, "false", primary_answers=False, copies=True)
+    assert code == 0, output
+    (deploy,) = deploys
+    assert "PrimaryApiId=copy-ApiId" in deploy.split(), deploy
+    assert "PrimaryConnectionsTableName=copy-ConnectionsTableName" in deploy.split(), deploy
+    assert "using the copy in us-west-2's Parameter Store" in output
+    # While the primary answers, its own outputs win over the copy.
+    code, output, deploys = deploy_secondary(tmp_path, "false", primary_answers=True, copies=True)
+    assert code == 0, output
+    assert "PrimaryApiId=live-ApiId" in deploys[0].split(), deploys
+    # Neither: nothing to deploy against.
+    code, output, deploys = deploy_secondary(tmp_path, "false", primary_answers=False, copies=False)
+    assert code != 0 and deploys == [] and "deploy the primary first" in output, output
 
 
 def invoke_local():

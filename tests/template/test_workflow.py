@@ -32,7 +32,8 @@ def test_each_job_gets_only_what_it_uses(workflow):
 def test_release_is_published_after_the_secondary_is_deployed(workflow):
     jobs = workflow["jobs"]
     assert jobs["deploy-primary"]["needs"] == "build"
-    assert jobs["deploy-secondary"]["needs"] == "deploy-primary"
+    assert jobs["deploy-secondary"]["needs"] == ["build", "deploy-primary"]
+    assert "needs.deploy-primary.result == 'success'" in jobs["deploy-secondary"]["if"]
     assert jobs["publish"]["needs"] == "deploy-secondary"
     for name, job in jobs.items():
         if name != "publish":
@@ -69,3 +70,17 @@ def test_every_function_bootstrap_is_attached_to_the_release(workflow):
     steps = yaml.safe_dump(workflow["jobs"]["build"])
     for fn in ("ws-handler", "authorizer", "canary", "evacuator", "health"):
         assert fn in steps, fn
+
+
+def test_the_secondary_can_be_deployed_alone_while_the_primarys_region_is_down(workflow):
+    """A dispatch with secondary_only skips the primary's deploy (its Region does not answer)
+    and publishes nothing; the secondary's job runs on the build alone, and its make target
+    reads the primary's outputs from its own Region (test_scripts.py)."""
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as true
+    assert triggers["workflow_dispatch"]["inputs"]["secondary_only"]["type"] == "boolean"
+    jobs = workflow["jobs"]
+    assert jobs["deploy-primary"]["if"] == "${{ !inputs.secondary_only }}"
+    assert jobs["publish"]["if"] == "${{ !inputs.secondary_only }}"
+    condition = jobs["deploy-secondary"]["if"]
+    assert "inputs.secondary_only" in condition and "needs.build.result == 'success'" in condition
+    assert "!cancelled()" in condition, "a skipped primary must not skip the secondary"
