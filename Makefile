@@ -294,9 +294,8 @@ evacuate:
 	@[ -n "$(DOMAIN)" ] && [ -n "$(HOSTED_ZONE_ID)" ] || { echo "set DOMAIN and HOSTED_ZONE_ID (docs/DEPLOY.md)"; exit 1; }
 	@set -e; if [ -z "$(KEEP_DNS)" ]; then \
 	  dest=$(call secondary_out,$(destination_check_output)); \
-	  case "$$(aws route53 get-health-check-status --health-check-id "$$dest" \
-	    --query "HealthCheckObservations[].StatusReport.Status" --output text)" in \
-	    *Failure*) echo "$(to_region)'s health check is not healthy: Route 53 would keep answering $(from_region); nothing changed"; exit 1;; esac; \
+	  scripts/health-check-healthy.sh "$$dest" || \
+	    { echo "$(to_region)'s health check is not healthy: Route 53 would keep answering $(from_region); nothing changed"; exit 1; }; \
 	  check=$(call secondary_out,$(health_check_output)); \
 	  target=$$(aws cloudformation describe-stacks --region $(to_region) --stack-name wsdr-$(if $(filter secondary,$(FROM)),primary,secondary) \
 	    --query "Stacks[0].Outputs[?OutputKey=='RegionalDomainName'].OutputValue" --output text); \

@@ -6,6 +6,8 @@ import pathlib
 import subprocess
 import textwrap
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -93,6 +95,17 @@ def test_make_evacuate_waits_on_route_53s_answer_not_on_checker_observations():
     evacuate = makefile[makefile.index("\nevacuate:"):makefile.index("\nrestore:")]
     assert "wait-for-dns-answer.sh" in evacuate
     assert "get-health-check-status --health-check-id \"$$check\"" not in evacuate
+
+
+@pytest.mark.parametrize("failing,healthy", [(0, True), (3, True), (13, True), (14, False), (16, False)])
+def test_a_health_check_is_healthy_by_route_53s_share_not_by_one_checker(tmp_path, failing, healthy):
+    """make evacuate's pre-check: Route 53 calls a check healthy while more than 18% of its
+    checkers report healthy; one failing checker (of 16) is not a failed check."""
+    reports = ["Failure: Connection timed out"] * failing + ["Success: HTTP Status Code 200, OK"] * (16 - failing)
+    env = fake_aws(tmp_path, "printf '%s\\t' " + " ".join(f"'{r}'" for r in reports) + "; echo\n")
+    result = run("health-check-healthy.sh", ["hc-1"], env)
+    assert (result.returncode == 0) == healthy, result.stdout + result.stderr
+    assert f"{16 - failing} of 16 checkers" in result.stdout
 
 
 def deploy_primary(tmp_path, stack_exists, extra=()):
