@@ -162,6 +162,13 @@ STATE_TABLE_NAME ?= wsdr-state
 # The secondary's health function (both failover records' checks) gets this much reserved
 # concurrency, its watcher and canary 2 each; 0 = none (docs/DEPLOY.md, "Concurrency").
 DECISION_PATH_RESERVED_CONCURRENCY ?= 5
+# The authorizer's own reservation in both stacks (AuthorizerReservedConcurrency; -1 = none):
+# counted by the concurrency check like the decision path's.
+AUTHORIZER_RESERVED_CONCURRENCY ?= -1
+authorizer_reserve = $(if $(filter -1,$(AUTHORIZER_RESERVED_CONCURRENCY)),0,$(AUTHORIZER_RESERVED_CONCURRENCY))
+# The secondary's reservations: the decision path (the health function, its watcher and canary
+# 2 each) and the authorizer.
+secondary_reserve = $$(( $$([ "$(DECISION_PATH_RESERVED_CONCURRENCY)" -gt 0 ] && echo $$(( $(DECISION_PATH_RESERVED_CONCURRENCY) + 4 )) || echo 0) + $(authorizer_reserve) ))
 # The state table's replicas' deletion protection once the primary stack exists (its first
 # create runs without, so that a failed create can remove what it made).
 DELETION_PROTECTION ?= true
@@ -177,6 +184,7 @@ COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGI
 	$(if $(JWT_ALGORITHMS),JwtAlgorithms=$(JWT_ALGORITHMS)) \
 	$(if $(USER_HS256_SECRET_NAME),UserHs256SecretName=$(USER_HS256_SECRET_NAME)) \
 	CanarySecretName=$(CANARY_SECRET_NAME) Consistency=$(CONSISTENCY) \
+	$(if $(filter -1,$(AUTHORIZER_RESERVED_CONCURRENCY)),,AuthorizerReservedConcurrency=$(AUTHORIZER_RESERVED_CONCURRENCY)) \
 	$(if $(PERMISSIONS_BOUNDARY_ARN),PermissionsBoundaryArn=$(PERMISSIONS_BOUNDARY_ARN)) \
 	$(if $(filter reference,$(FAILOVER_SETTINGS)),$(REFERENCE_SETTINGS)) $(EXTRA_PARAMS)
 
@@ -201,12 +209,11 @@ sam-build:
 
 ## check-concurrency: the account's Lambda concurrency in both Regions can hold what the stacks reserve
 check-concurrency:
-	scripts/check-concurrency.sh $(PRIMARY_REGION) wsdr-primary 0
-	scripts/check-concurrency.sh $(SECONDARY_REGION) wsdr-secondary \
-	  $$([ "$(DECISION_PATH_RESERVED_CONCURRENCY)" -gt 0 ] && echo $$(( $(DECISION_PATH_RESERVED_CONCURRENCY) + 4 )) || echo 0)
+	scripts/check-concurrency.sh $(PRIMARY_REGION) wsdr-primary $(authorizer_reserve)
+	scripts/check-concurrency.sh $(SECONDARY_REGION) wsdr-secondary $(secondary_reserve)
 
 deploy-primary: deploy-vars
-	scripts/check-concurrency.sh $(PRIMARY_REGION) wsdr-primary 0
+	scripts/check-concurrency.sh $(PRIMARY_REGION) wsdr-primary $(authorizer_reserve)
 	@[ "$(SAM_BUILD)" = false ] || $(MAKE) --no-print-directory sam-build
 	@deploy() { $(SAM) deploy --config-env primary --region $(PRIMARY_REGION) $(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN)) \
 	  --parameter-overrides Role=primary CertificateArn=$(CERT_ARN_PRIMARY) \
@@ -220,8 +227,7 @@ deploy-primary: deploy-vars
 	scripts/primary-outputs.sh publish $(PRIMARY_REGION) $(SECONDARY_REGION) wsdr
 
 deploy-secondary: deploy-vars
-	scripts/check-concurrency.sh $(SECONDARY_REGION) wsdr-secondary \
-	  $$([ "$(DECISION_PATH_RESERVED_CONCURRENCY)" -gt 0 ] && echo $$(( $(DECISION_PATH_RESERVED_CONCURRENCY) + 4 )) || echo 0)
+	scripts/check-concurrency.sh $(SECONDARY_REGION) wsdr-secondary $(secondary_reserve)
 	@out() { scripts/primary-outputs.sh read $(PRIMARY_REGION) $(SECONDARY_REGION) wsdr "$$1"; }; \
 	api=$$(out ApiId); dom=$$(out RegionalDomainName); zone=$$(out RegionalHostedZoneId); \
 	conns=$$(out ConnectionsTableName); table=$$(out StateTableName); \

@@ -351,3 +351,22 @@ def test_a_function_that_dies_at_init_is_read_from_the_watch_log():
            'Error: Malformed { id: "wsdr/canary,wsdr/users", reason: "unreadable answer" }\n')
     assert "Malformed" in module.init_failure(log)
     assert module.init_failure("INFO function ready\nINFO invoked\n") == ""
+
+
+def test_the_concurrency_check_counts_the_authorizers_reservation(tmp_path):
+    """AUTHORIZER_RESERVED_CONCURRENCY reserves in both stacks: the check counts it beside the
+    decision path's (5 + 4 in the secondary), and the deploy passes it to the template."""
+    env = concurrency_aws(tmp_path, 1000, 150)
+    check = lambda *extra: subprocess.run(  # noqa: E731
+        ["make", "--no-print-directory", "check-concurrency", *extra],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    plain = check()
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "wsdr-secondary reserves 9" in plain.stdout + plain.stderr
+    reserved = check("AUTHORIZER_RESERVED_CONCURRENCY=50")
+    assert reserved.returncode != 0, reserved.stdout + reserved.stderr
+    assert "reserving 59" in reserved.stdout + reserved.stderr
+    (deploy,) = deploy_primary(tmp_path, stack_exists=True, extra=["AUTHORIZER_RESERVED_CONCURRENCY=20"])
+    assert "AuthorizerReservedConcurrency=20" in deploy.split()
+    (default,) = deploy_primary(tmp_path, stack_exists=True)
+    assert "AuthorizerReservedConcurrency" not in default
