@@ -98,7 +98,11 @@ impl Secrets {
         let endpoint =
             match get("AWS_ENDPOINT_URL_SECRETS_MANAGER").or_else(|| get("AWS_ENDPOINT_URL")) {
                 Some(url) => url,
-                None => default_endpoint(&region),
+                None => default_endpoint(
+                    &region,
+                    flag(get("AWS_USE_FIPS_ENDPOINT")),
+                    flag(get("AWS_USE_DUALSTACK_ENDPOINT")),
+                ),
             };
         let endpoint = Endpoint::parse(endpoint.trim(), crypto)
             .map_err(|e| Error::Config(format!("Secrets Manager endpoint `{endpoint}`: {e}")))?;
@@ -159,7 +163,7 @@ impl Secrets {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let outcome = match self.endpoint.post(self.signed(id)).await {
+            let outcome = match self.endpoint.post(self.signed(id)?).await {
                 Ok(answer) => interpret(id, answer),
                 Err(lost) => Err(Attempt::Retry(lost)),
             };
@@ -182,7 +186,7 @@ impl Secrets {
     }
 
     /// A signed `GetSecretValue` of `id`.
-    fn signed(&self, id: &str) -> transport::Post {
+    fn signed(&self, id: &str) -> Result<transport::Post> {
         let target = GET;
         let body = serde_json::json!({ "SecretId": id }).to_string();
         let host = self.endpoint.authority();
@@ -198,13 +202,14 @@ impl Secrets {
             &self.region,
             SERVICE,
             SystemTime::now(),
-        );
+        )
+        .map_err(|reason| Error::Config(format!("secret {id}: {reason}")))?;
         let mut headers = vec![
-            ("content-type", sigv4::CONTENT_TYPE.to_owned()),
-            ("x-amz-target", target.to_owned()),
+            ("content-type".to_owned(), sigv4::CONTENT_TYPE.to_owned()),
+            ("x-amz-target".to_owned(), target.to_owned()),
         ];
         headers.extend(signed);
-        transport::Post { headers, body }
+        Ok(transport::Post { headers, body })
     }
 }
 
@@ -285,13 +290,30 @@ struct Failure {
 }
 
 /// Secrets Manager's Regional endpoint (<https://docs.aws.amazon.com/general/latest/gr/asm.html>).
-fn default_endpoint(region: &str) -> String {
-    let suffix = if region.starts_with("cn-") {
-        "amazonaws.com.cn"
-    } else {
-        "amazonaws.com"
+/// Secrets Manager's endpoint in `region`, as the SDKs pick it: the partition's DNS suffix
+/// (China, the ISO partitions), `secretsmanager-fips` with `AWS_USE_FIPS_ENDPOINT=true`, and
+/// the dual-stack suffix with `AWS_USE_DUALSTACK_ENDPOINT=true` (AWS General Reference,
+/// "AWS Secrets Manager endpoints and quotas"; the SDKs' shared configuration settings).
+fn default_endpoint(region: &str, fips: bool, dual_stack: bool) -> String {
+    let suffix = match (region, dual_stack) {
+        (r, false) if r.starts_with("cn-") => "amazonaws.com.cn",
+        (r, true) if r.starts_with("cn-") => "api.amazonwebservices.com.cn",
+        (r, _) if r.starts_with("us-isob-") => "sc2s.sgov.gov",
+        (r, _) if r.starts_with("us-iso-") => "c2s.ic.gov",
+        (_, true) => "api.aws",
+        (_, false) => "amazonaws.com",
     };
-    format!("https://secretsmanager.{region}.{suffix}")
+    let service = if fips {
+        "secretsmanager-fips"
+    } else {
+        "secretsmanager"
+    };
+    format!("https://{service}.{region}.{suffix}")
+}
+
+/// An SDK boolean setting from the environment (`true`/`false`, any case).
+fn flag(value: Option<String>) -> bool {
+    value.is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
 /// A delay drawn uniformly from `[0, ceiling)`: cold starts that all met the same throttle
@@ -396,6 +418,52 @@ mod tests {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn fips_dual_stack_and_the_partition_pick_the_endpoint_as_the_sdks_do() {
+        let endpoint = |region: &str, extra: &[(&str, &str)]| {
+            let mut pairs = vec![
+                ("AWS_REGION", region),
+                ("AWS_ACCESS_KEY_ID", "AKID"),
+                ("AWS_SECRET_ACCESS_KEY", "secret"),
+            ];
+            pairs.extend_from_slice(extra);
+            Secrets::from_lookup(lookup(&pairs), ring())
+                .unwrap()
+                .endpoint()
+        };
+        let fips = [("AWS_USE_FIPS_ENDPOINT", "true")];
+        let dual = [("AWS_USE_DUALSTACK_ENDPOINT", "TRUE")];
+        let both = [fips[0], dual[0]];
+        assert_eq!(
+            endpoint("us-east-1", &fips),
+            "https://secretsmanager-fips.us-east-1.amazonaws.com/"
+        );
+        assert_eq!(
+            endpoint("us-west-2", &dual),
+            "https://secretsmanager.us-west-2.api.aws/"
+        );
+        assert_eq!(
+            endpoint("us-gov-west-1", &both),
+            "https://secretsmanager-fips.us-gov-west-1.api.aws/"
+        );
+        assert_eq!(
+            endpoint("cn-northwest-1", &dual),
+            "https://secretsmanager.cn-northwest-1.api.amazonwebservices.com.cn/"
+        );
+        assert_eq!(
+            endpoint("us-iso-east-1", &[]),
+            "https://secretsmanager.us-iso-east-1.c2s.ic.gov/"
+        );
+        assert_eq!(
+            endpoint("us-isob-east-1", &[]),
+            "https://secretsmanager.us-isob-east-1.sc2s.sgov.gov/"
+        );
+        assert_eq!(
+            endpoint("us-east-1", &[("AWS_USE_FIPS_ENDPOINT", "false")]),
+            "https://secretsmanager.us-east-1.amazonaws.com/"
+        );
     }
 
     #[test]

@@ -90,7 +90,7 @@ impl Endpoint {
     async fn exchange(&self, post: Post) -> Result<Answer, String> {
         let mut request = http::Request::post(self.path.as_str()).header("host", self.authority());
         for (name, value) in &post.headers {
-            request = request.header(*name, value.as_str());
+            request = request.header(name.as_str(), value.as_str());
         }
         let request = request
             .body(Full::new(Bytes::from(post.body)))
@@ -160,7 +160,7 @@ where
 /// One request: its headers (beside `Host`) and its body.
 #[derive(Debug)]
 pub struct Post {
-    pub headers: Vec<(&'static str, String)>,
+    pub headers: Vec<(String, String)>,
     pub body: String,
 }
 
