@@ -12,7 +12,8 @@ import type {
 export interface BidState {
   amount: number | null;
   /** `sent` until the server answers. */
-  status: BidStatus | 'sent';
+  /** `sent` until answered; `expired`: made offline, too old when the connection came back, never sent. */
+  status: BidStatus | 'sent' | 'expired';
   reason: string | null;
   region: string | null;
   /** Neither accepted nor rejected for sure yet: show it as pending, not as lost. */

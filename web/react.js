@@ -52,6 +52,12 @@ export function reduce(state, type, detail) {
       if (!bid) return state;
       return { ...state, bids: { ...state.bids, [detail.bidId]: { ...bid, doubtful: false, stands: detail.stands, region: detail.region ?? bid.region } } };
     }
+    case 'bidExpired': {
+      // Made offline and too old when the connection came back: never sent.
+      const bid = state.bids[detail.bidId];
+      if (!bid) return state;
+      return { ...state, bids: { ...state.bids, [detail.bidId]: { ...bid, status: 'expired', doubtful: false } } };
+    }
     case 'endpoint':
       return { ...state, endpoint: detail };
     case 'disconnected':
@@ -61,7 +67,7 @@ export function reduce(state, type, detail) {
   }
 }
 
-const EVENTS = ['status', 'restored', 'update', 'bidResult', 'bidSettled', 'endpoint', 'disconnected'];
+const EVENTS = ['status', 'restored', 'update', 'bidResult', 'bidSettled', 'bidExpired', 'endpoint', 'disconnected'];
 
 /**
  * Connects while the component is mounted (a new client when `url` or `auctionId` change;

@@ -307,17 +307,28 @@ export interface Settlement {
 }
 
 /** The client's book of its own bids: replay, doubt, settlement, the merged view. */
+/** Bids made while disconnected: at most `max` wait, one older than `maxAgeMs` when a session
+ * opens is dropped unsent (`bidExpired`). */
+export declare const OFFLINE_BIDS: Readonly<{ max: number; maxAgeMs: number }>;
+/** Whether a bid queued `ageMs` ago is too old to send when a session opens. */
+export declare function offlineBidExpired(ageMs: number, maxAgeMs?: number): boolean;
+
 export declare class BidBook {
-  constructor(options?: { settleWindowMs?: number });
+  constructor(options?: { settleWindowMs?: number; offline?: { max?: number; maxAgeMs?: number } });
   readonly settleWindowMs: number;
+  readonly offline: { max: number; maxAgeMs: number };
   versions: Versions | null;
   high: HighBid | null;
   userId: string | null;
-  readonly unconfirmed: Map<string, { frame: string; amount: number; sends: number }>;
+  readonly unconfirmed: Map<string, { frame: string; amount: number; sends: number; queuedAt: number }>;
   readonly doubtful: Map<string, { frame: string; amount: number; since: number; unknown: boolean }>;
   stateRequest(auctionId: string): string;
   behind(versions: Versions | null | undefined): boolean;
-  add(bidId: string, frame: string, amount: number, sentNow: boolean): void;
+  /** Throws when a bid made offline finds `offline.max` already waiting. */
+  add(bidId: string, frame: string, amount: number, sentNow: boolean, now?: number): void;
+  queued(): number;
+  /** The bids made offline that are too old to send now, dropped; call before `replay`. */
+  expireOffline(now?: number): string[];
   replay(): string[];
   onResult(frame: BidResultFrame, now: number): { amount: number | null; doubtful: boolean };
   onState(frame: StateFrame): { settled: Settlement[]; resend: string[] };
@@ -358,6 +369,8 @@ export interface AuctionClientOptions {
   backoff?: BackoffOptions;
   /** How long a doubtful bid may wait for its settlement, ms (default 120000). */
   settleWindowMs?: number;
+  /** Bids made while disconnected (default 16 at most, dropped unsent after 30 s). */
+  offlineBids?: { max?: number; maxAgeMs?: number };
   /** Divides every duration (the lab's time scale). */
   timeScale?: number;
   /** The WebSocket implementation (default the global one). */
@@ -409,6 +422,8 @@ export interface AuctionClientEventMap {
   update: CustomEvent<UpdateView>;
   bidResult: CustomEvent<BidResultDetail>;
   bidSettled: CustomEvent<Settlement>;
+  /** A bid made offline was too old when the next session opened: dropped, never sent. */
+  bidExpired: CustomEvent<{ bidId: string }>;
   endpoint: CustomEvent<EndpointDetail>;
   moveScheduled: CustomEvent<MoveScheduledDetail>;
   disconnected: CustomEvent<{ reason: string }>;

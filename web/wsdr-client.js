@@ -298,10 +298,21 @@ export const SETTLE_BIDS_MAX = 32;
  *   registers): a late or reordered push cannot take the view backwards, and one that adds
  *   nothing is stale and dropped.
  */
+/** Bids made while disconnected: at most `max` wait for the next session, and one older than
+ * `maxAgeMs` when it opens is dropped unsent (`bidExpired`), never sent late; the Rust
+ * client's `OfflineBids::Queue` default (conformance/offline_bids.json). */
+export const OFFLINE_BIDS = Object.freeze({ max: 16, maxAgeMs: 30000 });
+
+/** Whether a bid queued `ageMs` ago is too old to send when a session opens. */
+export function offlineBidExpired(ageMs, maxAgeMs = OFFLINE_BIDS.maxAgeMs) {
+  return ageMs > maxAgeMs;
+}
+
 export class BidBook {
-  constructor({ settleWindowMs = 120000 } = {}) {
+  constructor({ settleWindowMs = 120000, offline = OFFLINE_BIDS } = {}) {
     this.settleWindowMs = settleWindowMs;
-    this.unconfirmed = new Map(); // bidId -> { frame, amount, sends }
+    this.offline = { ...OFFLINE_BIDS, ...offline };
+    this.unconfirmed = new Map(); // bidId -> { frame, amount, sends, queuedAt }
     this.doubtful = new Map(); // bidId -> { frame, amount, since, unknown }
     this.versions = null;
     this.high = null;
@@ -320,9 +331,33 @@ export class BidBook {
     return !dominates(this.versions ?? {}, versions ?? {});
   }
 
-  /** A new bid; `sentNow` when it goes out on the open session at once. */
-  add(bidId, frame, amount, sentNow) {
-    this.unconfirmed.set(bidId, { frame, amount, sends: sentNow ? 1 : 0 });
+  /** A new bid; `sentNow` when it goes out on the open session at once. A bid made offline
+   * waits for the next session (throws when `offline.max` already wait). */
+  add(bidId, frame, amount, sentNow, now = Date.now()) {
+    if (!sentNow && this.queued() >= this.offline.max) {
+      throw new Error(`offline: ${this.offline.max} bids already wait for the connection`);
+    }
+    this.unconfirmed.set(bidId, { frame, amount, sends: sentNow ? 1 : 0, queuedAt: now });
+  }
+
+  /** Bids made offline and never sent yet. */
+  queued() {
+    let n = 0;
+    for (const bid of this.unconfirmed.values()) if (bid.sends === 0) n += 1;
+    return n;
+  }
+
+  /** As a session opens, before `replay`: drops the bids made offline that are now too old
+   * to send, and returns their bidIds (the client emits `bidExpired` for each). */
+  expireOffline(now = Date.now()) {
+    const expired = [];
+    for (const [bidId, bid] of this.unconfirmed) {
+      if (bid.sends === 0 && offlineBidExpired(now - bid.queuedAt, this.offline.maxAgeMs)) {
+        this.unconfirmed.delete(bidId);
+        expired.push(bidId);
+      }
+    }
+    return expired;
   }
 
   /** The frames to (re)send on a new session; counts the send. */
@@ -451,7 +486,10 @@ export class AuctionClient extends EventTarget {
       : null;
     this.WebSocket = options.WebSocket ?? globalThis.WebSocket;
     this.attempt = 0;
-    this.book = new BidBook({ settleWindowMs: (options.settleWindowMs ?? 120000) / scale });
+    this.book = new BidBook({
+      settleWindowMs: (options.settleWindowMs ?? 120000) / scale,
+      offline: { max: options.offlineBids?.max ?? OFFLINE_BIDS.max, maxAgeMs: (options.offlineBids?.maxAgeMs ?? OFFLINE_BIDS.maxAgeMs) / scale },
+    });
     this.ws = null;
     this.closed = false;
     this.outageSince = null;
@@ -479,7 +517,7 @@ export class AuctionClient extends EventTarget {
     const bidId = newBidId();
     const frame = JSON.stringify({ action: 'bid', auctionId: this.auctionId, amount, bidId });
     const open = Boolean(this.session?.open);
-    this.book.add(bidId, frame, amount, open);
+    this.book.add(bidId, frame, amount, open, Date.now());
     if (open) this.ws.send(frame);
     return bidId;
   }
@@ -529,6 +567,7 @@ export class AuctionClient extends EventTarget {
       session.open = true;
       session.connectedAt = Date.now();
       ws.send(this.book.stateRequest(this.auctionId));
+      for (const bidId of this.book.expireOffline(Date.now())) this.emit('bidExpired', { bidId });
       for (const frame of this.book.replay()) ws.send(frame);
       this.schedule(this.heartbeat.intervalMs);
       if (this.policy) {

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid } from '../wsdr-client.js';
+import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid, BidBook, offlineBidExpired } from '../wsdr-client.js';
 
 function vectors(rule) {
   const file = JSON.parse(readFileSync(new URL(`../../conformance/${rule}.json`, import.meta.url), 'utf8'));
@@ -127,4 +127,35 @@ test('minimum bid vectors', () => {
   }
   // A server that sent no rules: nothing to show.
   assert.equal(minimumNextBid({ highBid: null }), null);
+});
+
+test('offline bids vectors', () => {
+  const cases = vectors('offline_bids');
+  assert.ok(cases.length >= 5);
+  for (const c of cases) {
+    if (c.expect_expired) {
+      // Through the book: bids made offline at `now - age`, the session opening at `now`.
+      const now = 1_000_000;
+      const book = new BidBook({ offline: { max: c.max, maxAgeMs: c.max_age_ms } });
+      c.ages_ms.forEach((age, i) => {
+        assert.equal(offlineBidExpired(age, c.max_age_ms), c.expect_expired[i], `${c.name}: ${age}`);
+        book.add(`bid-${i}`, `frame-${i}`, 100 + i, false, now - age);
+      });
+      const expired = new Set(book.expireOffline(now));
+      c.ages_ms.forEach((_, i) => assert.equal(expired.has(`bid-${i}`), c.expect_expired[i], `${c.name}: bid ${i}`));
+      assert.equal(book.replay().length, c.expect_expired.filter((e) => !e).length, c.name);
+    }
+    if (c.expect_admitted) {
+      const book = new BidBook({ offline: { max: c.max, maxAgeMs: c.max_age_ms } });
+      c.expect_admitted.forEach((admitted, i) => {
+        let ok = true;
+        try {
+          book.add(`bid-${i}`, `frame-${i}`, 100 + i, false, 0);
+        } catch {
+          ok = false;
+        }
+        assert.equal(ok, admitted, `${c.name}: bid ${i}`);
+      });
+    }
+  }
 });

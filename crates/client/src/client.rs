@@ -991,7 +991,9 @@ impl Runner {
             }) => {
                 let answer = match self.config.offline_bids {
                     OfflineBids::Reject => Err(ClientError::NotConnected),
-                    OfflineBids::Queue { max, .. } if self.queued.len() >= max => {
+                    OfflineBids::Queue { max, .. }
+                        if !crate::offline::admits(self.queued.len(), max) =>
+                    {
                         Err(ClientError::QueueFull)
                     }
                     OfflineBids::Queue { .. } => {
@@ -1263,7 +1265,7 @@ impl Runner {
             OfflineBids::Reject => Duration::ZERO,
         };
         while let Some(queued) = self.queued.pop_front() {
-            if queued.queued_at.elapsed() > max_age {
+            if crate::offline::expired(queued.queued_at.elapsed(), max_age) {
                 self.emit(Event::BidExpired {
                     bid_id: queued.bid_id,
                 });

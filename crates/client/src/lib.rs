@@ -20,6 +20,7 @@ pub mod exchange;
 mod fallback;
 pub mod heartbeat;
 pub mod moves;
+pub mod offline;
 pub mod transport;
 
 pub use backoff::Backoff;

@@ -302,3 +302,35 @@ fn minimum_bid_vectors() {
     .unwrap();
     assert_eq!(bare.minimum_next_bid(), None);
 }
+
+#[test]
+fn offline_bids_vectors() {
+    use wsdr_client::offline::{admits, expired};
+    let cases = vectors("offline_bids");
+    assert!(cases.len() >= 5);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let max = case["max"].as_u64().unwrap() as usize;
+        let max_age = ms(&case["max_age_ms"]);
+        let ages: Vec<Duration> = case["ages_ms"].as_array().unwrap().iter().map(ms).collect();
+        if let Some(expect) = case["expect_expired"].as_array() {
+            for (age, expect) in ages.iter().zip(expect) {
+                assert_eq!(
+                    expired(*age, max_age),
+                    expect.as_bool().unwrap(),
+                    "{name}: {age:?}"
+                );
+            }
+        }
+        if let Some(expect) = case["expect_admitted"].as_array() {
+            let mut queued = 0;
+            for (i, expect) in expect.iter().enumerate() {
+                let admitted = admits(queued, max);
+                assert_eq!(admitted, expect.as_bool().unwrap(), "{name}: bid {i}");
+                if admitted {
+                    queued += 1;
+                }
+            }
+        }
+    }
+}
