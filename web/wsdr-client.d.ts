@@ -343,17 +343,35 @@ export declare class BidBook {
  * counts it as a failed attempt and backs off. */
 export type TokenProvider = () => string | Promise<string>;
 
+/** What the client needs of a WebSocket: the platform's (`globalThis.WebSocket`) and the `ws`
+ * package's both fit. The client only assigns the handlers, so their parameters are `any`:
+ * each implementation's own event types (DOM `Event`, `MessageEvent`, `CloseEvent`; `ws`'s)
+ * are accepted as they are. */
 export interface WebSocketLike {
   readonly readyState?: number;
   send(data: string): void;
-  close(code?: number): void;
-  onopen: ((event: unknown) => void) | null;
-  onmessage: ((event: { data: string }) => void) | null;
-  onclose: ((event: { code: number }) => void) | null;
-  onerror: ((event: unknown) => void) | null;
+  close(code?: number, reason?: string): void;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  onopen: ((event: any) => void) | null;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  onmessage: ((event: any) => void) | null;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  onclose: ((event: any) => void) | null;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  onerror: ((event: any) => void) | null;
 }
 
-export type WebSocketConstructor = new (url: string) => WebSocketLike;
+/** A WebSocket class: `new (url, protocols?)`, as the platform's and `ws`'s are. */
+export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
+
+/** Where the token goes: `?token=` on the URL (default), or the subprotocol
+ * (`Sec-WebSocket-Protocol: wsdr, <token>`, docs/AUTH.md), which keeps it out of URLs and
+ * their logs. */
+export type TokenPlacement = 'query' | 'subprotocol';
+/** The protocol name offered beside a subprotocol token. */
+export declare const SUBPROTOCOL: 'wsdr';
+/** Opens `url` with the token where `placement` says. */
+export declare function openSocket(WebSocketClass: WebSocketConstructor, url: string, token: string, placement?: TokenPlacement): WebSocketLike;
 
 export interface AuctionClientOptions {
   /** The global name, `wss://auction.example.com` (or one Region's URL). */
@@ -375,6 +393,8 @@ export interface AuctionClientOptions {
   timeScale?: number;
   /** The WebSocket implementation (default the global one). */
   WebSocket?: WebSocketConstructor;
+  /** Where the token goes (default `query`). */
+  tokenPlacement?: TokenPlacement;
 }
 
 export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'closed';

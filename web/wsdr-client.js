@@ -457,6 +457,17 @@ export class BidBook {
  * - `endpoint`: { url, regional, reason }
  * - `disconnected`: { reason }
  */
+/** The protocol name offered beside a subprotocol token (docs/AUTH.md). */
+export const SUBPROTOCOL = 'wsdr';
+
+/** Opens `url` with the token where `placement` says: `?token=` (query), or the offered
+ * subprotocols `wsdr, <token>` (the server answers `wsdr`, never the token). */
+export function openSocket(WebSocketClass, url, token, placement = 'query') {
+  if (placement === 'subprotocol') return new WebSocketClass(url, [SUBPROTOCOL, token]);
+  const separator = url.includes('?') ? '&' : '?';
+  return new WebSocketClass(`${url}${separator}token=${encodeURIComponent(token)}`);
+}
+
 export class AuctionClient extends EventTarget {
   constructor(options) {
     super();
@@ -485,6 +496,10 @@ export class AuctionClient extends EventTarget {
       ? new FallbackPolicy({ regions: options.regions, recheckMs: 60000 / scale })
       : null;
     this.WebSocket = options.WebSocket ?? globalThis.WebSocket;
+    this.tokenPlacement = options.tokenPlacement ?? 'query';
+    if (this.tokenPlacement !== 'query' && this.tokenPlacement !== 'subprotocol') {
+      throw new Error(`tokenPlacement must be 'query' or 'subprotocol', not ${this.tokenPlacement}`);
+    }
     this.attempt = 0;
     this.book = new BidBook({
       settleWindowMs: (options.settleWindowMs ?? 120000) / scale,
@@ -533,10 +548,9 @@ export class AuctionClient extends EventTarget {
       this.failed(`token provider failed: ${error}`, true);
       return;
     }
-    const separator = url.includes('?') ? '&' : '?';
     let ws;
     try {
-      ws = new this.WebSocket(`${url}${separator}token=${encodeURIComponent(token)}`);
+      ws = openSocket(this.WebSocket, url, token, this.tokenPlacement);
     } catch (error) {
       this.failed(`cannot open: ${error}`, true);
       return;

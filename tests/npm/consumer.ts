@@ -36,6 +36,24 @@ const options: AuctionClientOptions = {
   timeScale: 1,
 };
 
+// The platform's WebSocket class fits the option as it is, and so does a class shaped like
+// the `ws` package's (its own event types, extra constructor options).
+const platform: AuctionClientOptions = { ...options, WebSocket: WebSocket, tokenPlacement: 'subprotocol' };
+class WsLike {
+  readyState = 0;
+  constructor(_address: string | URL, _protocols?: string | string[], _options?: { headers?: Record<string, string> }) {}
+  send(_data: string | Uint8Array): void {}
+  close(_code?: number, _reason?: string | Uint8Array): void {}
+  onopen: ((event: { target: WsLike }) => void) | null = null;
+  onmessage: ((event: { data: string | Uint8Array; type: string; target: WsLike }) => void) | null = null;
+  onclose: ((event: { wasClean: boolean; code: number; reason: string; target: WsLike }) => void) | null = null;
+  onerror: ((event: { error: unknown; message: string; type: string; target: WsLike }) => void) | null = null;
+}
+const fromWs: AuctionClientOptions = { ...options, WebSocket: WsLike };
+// @ts-expect-error: only the two placements exist
+const misplaced: AuctionClientOptions = { ...options, tokenPlacement: 'header' };
+void [platform, fromWs, misplaced];
+
 const client = new AuctionClient(options);
 client.addEventListener('status', (e) => {
   const state: 'connecting' | 'connected' | 'reconnecting' | 'closed' = e.detail.state;

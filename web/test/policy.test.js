@@ -188,3 +188,22 @@ test('backoff is per endpoint: the first connect after a fallback draws from the
   assert.equal(client.policy.url(client.globalUrl), 'wss://usw2.example.com');
   client.closed = true;
 });
+
+test('the token goes in the query string or, asked, in the subprotocol: never both', async () => {
+  const { openSocket, SUBPROTOCOL } = await import('../wsdr-client.js');
+  const opened = [];
+  class Recorder {
+    constructor(url, protocols) {
+      opened.push({ url, protocols });
+    }
+  }
+  openSocket(Recorder, 'wss://a.example/ws', 'ey.J/w+t', 'query');
+  openSocket(Recorder, 'wss://a.example/ws?x=1', 'tok', 'query');
+  openSocket(Recorder, 'wss://a.example/ws', 'ey.J.w', 'subprotocol');
+  assert.deepEqual(opened, [
+    { url: 'wss://a.example/ws?token=ey.J%2Fw%2Bt', protocols: undefined },
+    { url: 'wss://a.example/ws?x=1&token=tok', protocols: undefined },
+    { url: 'wss://a.example/ws', protocols: [SUBPROTOCOL, 'ey.J.w'] },
+  ]);
+  assert.equal(SUBPROTOCOL, 'wsdr');
+});
