@@ -22,6 +22,8 @@ export function reduce(state, type, detail) {
         ...state,
         connection: detail.state,
         region: detail.state === 'connected' ? (detail.region ?? state.region) : state.region,
+        // `failed` is terminal: its reason stays readable (sign in again, then remount).
+        lastDisconnect: detail.state === 'failed' ? detail.reason : state.lastDisconnect,
       };
     case 'restored':
       // A state frame replaces the view: after a failover it is the new Region's truth.
@@ -81,7 +83,7 @@ export function useWsdr(options) {
   const latest = useRef(options);
   latest.current = options;
   useEffect(() => {
-    const next = new AuctionClient({ ...latest.current, tokenProvider: () => latest.current.tokenProvider() });
+    const next = new AuctionClient({ ...latest.current, tokenProvider: (context) => latest.current.tokenProvider(context) });
     client.current = next;
     setState(INITIAL);
     for (const type of EVENTS) {

@@ -341,7 +341,18 @@ export declare class BidBook {
 
 /** A fresh token for every connect. Throw (or reject) when none can be had: the client
  * counts it as a failed attempt and backs off. */
-export type TokenProvider = () => string | Promise<string>;
+/** A token for every (re)connect. `refresh`: the last attempt never opened (a browser cannot
+ * tell a refused token from a network failure), so a cached token may be the problem. Throw a
+ * `TokenDenied` when no token will come: the client gives up at once. */
+export type TokenProvider = (context: { refresh: boolean }) => string | Promise<string>;
+/** Thrown by a token provider when no token will come (the user signed out). */
+export declare class TokenDenied extends Error {
+  constructor(message?: string);
+}
+/** Whether the next retry is one too many (`maxAttempts` null: never). */
+export declare function givesUp(attempt: number, maxAttempts: number | null | undefined): boolean;
+/** Whether a token provider's error ends the client at once (a `TokenDenied` does). */
+export declare function tokenErrorGivesUp(error: unknown): boolean;
 
 /** What the client needs of a WebSocket: the platform's (`globalThis.WebSocket`) and the `ws`
  * package's both fit. The client only assigns the handlers, so their parameters are `any`:
@@ -395,9 +406,12 @@ export interface AuctionClientOptions {
   WebSocket?: WebSocketConstructor;
   /** Where the token goes (default `query`). */
   tokenPlacement?: TokenPlacement;
+  /** Reconnects in a row before giving up (`gaveUp`, state `failed`); default: never. */
+  maxAttempts?: number;
 }
 
-export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'closed';
+/** `failed`: gave up for good (`gaveUp` says why); `closed`: the app closed the client. */
+export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'closed' | 'failed';
 
 export interface StatusDetail {
   state: ConnectionState;
@@ -442,6 +456,9 @@ export interface AuctionClientEventMap {
   update: CustomEvent<UpdateView>;
   bidResult: CustomEvent<BidResultDetail>;
   bidSettled: CustomEvent<Settlement>;
+  /** The client stopped for good: `maxAttempts` ran out, or the token provider threw a
+   * `TokenDenied`. Sign the user in again, then make a new client. */
+  gaveUp: CustomEvent<{ reason: string }>;
   /** A bid made offline was too old when the next session opened: dropped, never sent. */
   bidExpired: CustomEvent<{ bidId: string }>;
   endpoint: CustomEvent<EndpointDetail>;

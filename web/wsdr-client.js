@@ -457,6 +457,27 @@ export class BidBook {
  * - `endpoint`: { url, regional, reason }
  * - `disconnected`: { reason }
  */
+/** What a token provider throws when no token will come (the user signed out): the client
+ * gives up at once (`gaveUp`, state `failed`) instead of retrying. Anything else it throws is
+ * "no token for now" and retried with the backoff, like a failed connect. */
+export class TokenDenied extends Error {
+  constructor(message = 'no token') {
+    super(message);
+    this.name = 'TokenDenied';
+  }
+}
+
+/** Whether the next retry is one too many: `attempt` reconnects failed in a row, `maxAttempts`
+ * allowed (Infinity or null: never give up). conformance/give_up.json. */
+export function givesUp(attempt, maxAttempts) {
+  return maxAttempts != null && attempt >= maxAttempts;
+}
+
+/** Whether a token provider's error ends the client at once (a TokenDenied does). */
+export function tokenErrorGivesUp(error) {
+  return error instanceof TokenDenied || error?.name === 'TokenDenied';
+}
+
 /** The protocol name offered beside a subprotocol token (docs/AUTH.md). */
 export const SUBPROTOCOL = 'wsdr';
 
@@ -497,6 +518,9 @@ export class AuctionClient extends EventTarget {
       : null;
     this.WebSocket = options.WebSocket ?? globalThis.WebSocket;
     this.tokenPlacement = options.tokenPlacement ?? 'query';
+    // Reconnects before giving up (`gaveUp`); unbounded by default: a real-time app keeps trying.
+    this.maxAttempts = options.maxAttempts ?? null;
+    this.openFailed = false;
     if (this.tokenPlacement !== 'query' && this.tokenPlacement !== 'subprotocol') {
       throw new Error(`tokenPlacement must be 'query' or 'subprotocol', not ${this.tokenPlacement}`);
     }
@@ -543,11 +567,19 @@ export class AuctionClient extends EventTarget {
     this.emit('status', { state: 'connecting', attempt: this.attempt, url });
     let token;
     try {
-      token = await this.tokenProvider();
+      // `refresh`: the last attempt never opened. A browser cannot see a handshake's status,
+      // so a refused token (401/403) and a network failure look alike: a provider that caches
+      // should fetch a new token then.
+      token = await this.tokenProvider({ refresh: this.openFailed === true });
     } catch (error) {
+      if (tokenErrorGivesUp(error)) {
+        this.giveUp(`the token provider gave up: ${error.message ?? error}`);
+        return;
+      }
       this.failed(`token provider failed: ${error}`, true);
       return;
     }
+    if (this.closed) return;
     let ws;
     try {
       ws = openSocket(this.WebSocket, url, token, this.tokenPlacement);
@@ -579,6 +611,7 @@ export class AuctionClient extends EventTarget {
     ws.onopen = () => {
       clearTimeout(connectTimer);
       session.open = true;
+      this.openFailed = false;
       session.connectedAt = Date.now();
       ws.send(this.book.stateRequest(this.auctionId));
       for (const bidId of this.book.expireOffline(Date.now())) this.emit('bidExpired', { bidId });
@@ -753,6 +786,7 @@ export class AuctionClient extends EventTarget {
   failed(reason, failure, clean = false, immediate = false) {
     if (this.closed) return;
     if (this.outageSince === null) this.outageSince = Date.now();
+    if (!this.session?.open) this.openFailed = true;
     if (failure && this.policy?.onFailure()) {
       this.emit('endpoint', {
         url: this.policy.url(this.globalUrl),
@@ -766,10 +800,21 @@ export class AuctionClient extends EventTarget {
     if (clean) this.attempt = 0;
     // An unplanned loss may be the whole Region's: the first retry spreads over the herd hint.
     const advertisedHerdMs = clean ? 0 : this.herdHintMs;
+    if (givesUp(this.attempt, this.maxAttempts)) {
+      this.giveUp(`${this.attempt} reconnect attempts failed (${reason})`);
+      return;
+    }
     const delayMs = immediate ? 0 : backoffDelay(this.attempt, { ...this.backoff, advertisedHerdMs });
     this.attempt += 1;
     this.emit('status', { state: 'reconnecting', attempt: this.attempt, delayMs, reason });
     setTimeout(() => this.connect(), delayMs);
+  }
+
+  /** Stops for good: `gaveUp` with the reason, then the terminal status `failed`. */
+  giveUp(reason) {
+    this.closed = true;
+    this.emit('gaveUp', { reason });
+    this.emit('status', { state: 'failed', attempt: this.attempt, reason });
   }
 
   /** Client-assisted failover: is the global name healthy, and which Region answers it? */
@@ -789,10 +834,9 @@ export class AuctionClient extends EventTarget {
         }
         resolve(value);
       };
-      Promise.resolve(this.tokenProvider())
+      Promise.resolve(this.tokenProvider({ refresh: false }))
         .then((token) => {
-          const separator = this.globalUrl.includes('?') ? '&' : '?';
-          const ws = new this.WebSocket(`${this.globalUrl}${separator}token=${encodeURIComponent(token)}`);
+          const ws = openSocket(this.WebSocket, this.globalUrl, token, this.tokenPlacement);
           setTimeout(() => finish(null, ws), 2 * this.connectTimeoutMs);
           ws.onopen = () => ws.send(JSON.stringify({ action: 'heartbeat' }));
           ws.onmessage = (m) => {

@@ -13,6 +13,7 @@ import {
   higherBid,
   isInternalError,
   newBidId,
+  TokenDenied,
   type AuctionClientOptions,
   type ClientFrame,
   type ServerFrame,
@@ -56,9 +57,26 @@ void [platform, fromWs, misplaced];
 
 const client = new AuctionClient(options);
 client.addEventListener('status', (e) => {
-  const state: 'connecting' | 'connected' | 'reconnecting' | 'closed' = e.detail.state;
+  const state: 'connecting' | 'connected' | 'reconnecting' | 'closed' | 'failed' = e.detail.state;
   void state;
 });
+client.addEventListener('gaveUp', (e) => {
+  const reason: string = e.detail.reason;
+  void reason;
+});
+client.addEventListener('bidExpired', (e) => {
+  const bidId: string = e.detail.bidId;
+  void bidId;
+});
+const signedOut: AuctionClientOptions = {
+  ...options,
+  maxAttempts: 10,
+  tokenProvider: ({ refresh }) => {
+    if (refresh) throw new TokenDenied('signed out');
+    return 'token';
+  },
+};
+void signedOut;
 client.addEventListener('restored', (e) => {
   const high = e.detail.auction.highBid;
   const amount: number | undefined = high?.amount;

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid, BidBook, offlineBidExpired } from '../wsdr-client.js';
+import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid, BidBook, offlineBidExpired, givesUp, tokenErrorGivesUp, TokenDenied } from '../wsdr-client.js';
 
 function vectors(rule) {
   const file = JSON.parse(readFileSync(new URL(`../../conformance/${rule}.json`, import.meta.url), 'utf8'));
@@ -157,5 +157,25 @@ test('offline bids vectors', () => {
         assert.equal(ok, admitted, `${c.name}: bid ${i}`);
       });
     }
+  }
+});
+
+test('give up vectors', () => {
+  const cases = vectors('give_up');
+  assert.ok(cases.length >= 6);
+  for (const c of cases) {
+    if (c.token_error) {
+      const error = c.token_error === 'denied' ? new TokenDenied('signed out') : new Error('timeout');
+      assert.equal(tokenErrorGivesUp(error), c.expect_gives_up, c.name);
+      continue;
+    }
+    let gaveUpAt = null;
+    for (let attempt = 0; attempt < c.failures; attempt += 1) {
+      if (givesUp(attempt, c.max_attempts)) {
+        gaveUpAt = attempt;
+        break;
+      }
+    }
+    assert.equal(gaveUpAt, c.expect_gave_up_at, c.name);
   }
 });

@@ -207,3 +207,40 @@ test('the token goes in the query string or, asked, in the subprotocol: never bo
   ]);
   assert.equal(SUBPROTOCOL, 'wsdr');
 });
+
+test('the client gives up: after maxAttempts failed reconnects, or at once on TokenDenied', async () => {
+  const { AuctionClient, TokenDenied } = await import('../wsdr-client.js');
+  let opened = 0;
+  class Refused {
+    constructor() {
+      opened += 1;
+      setTimeout(() => this.onclose?.({ code: 1006 }), 0);
+    }
+    send() {}
+    close() {}
+  }
+  const run = (options) => new Promise((resolve) => {
+    const events = [];
+    const refreshes = [];
+    const client = new AuctionClient({
+      url: 'wss://a.example', auctionId: 'lot-1', timeScale: 1000, WebSocket: Refused,
+      tokenProvider: ({ refresh }) => { refreshes.push(refresh); return 'tok'; },
+      ...options,
+    });
+    client.addEventListener('gaveUp', (e) => events.push(['gaveUp', e.detail.reason]));
+    client.addEventListener('status', (e) => {
+      events.push(['status', e.detail.state]);
+      if (e.detail.state === 'failed') resolve({ events, refreshes });
+    });
+    client.start();
+  });
+  const bounded = await run({ maxAttempts: 2 });
+  assert.equal(opened, 3, 'the first connect and two retries');
+  assert.deepEqual(bounded.events.filter(([kind]) => kind === 'gaveUp').length, 1);
+  assert.equal(bounded.events.at(-1)[1], 'failed');
+  assert.deepEqual(bounded.refreshes, [false, true, true], 'after a connect that never opened, a fresh token');
+  opened = 0;
+  const denied = await run({ tokenProvider: () => { throw new TokenDenied('signed out'); } });
+  assert.equal(opened, 0, 'no socket without a token');
+  assert.match(denied.events.find(([kind]) => kind === 'gaveUp')[1], /signed out/);
+});

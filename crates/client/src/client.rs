@@ -939,13 +939,11 @@ impl Runner {
         // An unplanned loss may be the whole Region's: spread the first retry over the
         // herd window the server advertised (crate::backoff).
         let herd_hint = if going_away { None } else { self.herd_hint };
-        if let Some(max) = self.config.max_attempts {
-            if self.attempt >= max {
-                self.emit(Event::GaveUp {
-                    reason: format!("{max} reconnect attempts failed"),
-                });
-                return Next::Stop;
-            }
+        if crate::give_up::after_failures(self.attempt, self.config.max_attempts) {
+            self.emit(Event::GaveUp {
+                reason: format!("{} reconnect attempts failed", self.attempt),
+            });
+            return Next::Stop;
         }
         let delay =
             self.config
@@ -1109,13 +1107,13 @@ impl Runner {
         let refresh = self.refused_token.is_some();
         let token = match self.config.token_provider.token(refresh).await {
             Ok(token) => token,
-            Err(TokenError::Denied(reason)) => {
+            Err(error) if crate::give_up::on_token_error(&error) => {
                 self.emit(Event::GaveUp {
-                    reason: format!("the token provider will give no token: {reason}"),
+                    reason: format!("the token provider gave up: {error}"),
                 });
                 return Ok(None);
             }
-            Err(error @ TokenError::Unavailable(_)) => {
+            Err(error) => {
                 return Err(DisconnectReason::Error(format!(
                     "token provider failed: {error}"
                 )))

@@ -18,6 +18,7 @@ mod backoff;
 mod client;
 pub mod exchange;
 mod fallback;
+pub mod give_up;
 pub mod heartbeat;
 pub mod moves;
 pub mod offline;

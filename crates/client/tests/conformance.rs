@@ -334,3 +334,37 @@ fn offline_bids_vectors() {
         }
     }
 }
+
+#[test]
+fn give_up_vectors() {
+    use wsdr_client::give_up::{after_failures, on_token_error};
+    use wsdr_client::TokenError;
+    let cases = vectors("give_up");
+    assert!(cases.len() >= 6);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        if let Some(kind) = case["token_error"].as_str() {
+            let error = match kind {
+                "denied" => TokenError::Denied("signed out".into()),
+                "unavailable" => TokenError::Unavailable("timeout".into()),
+                other => panic!("{name}: unknown token error {other}"),
+            };
+            assert_eq!(
+                on_token_error(&error),
+                case["expect_gives_up"].as_bool().unwrap(),
+                "{name}"
+            );
+            continue;
+        }
+        let max = case["max_attempts"].as_u64().map(|m| m as u32);
+        // The retry after the `attempt`-th failure in a row asks the rule first.
+        let gave_up_at = (0..=case["failures"].as_u64().unwrap() as u32)
+            .take_while(|attempt| *attempt < case["failures"].as_u64().unwrap() as u32)
+            .find(|attempt| after_failures(*attempt, max));
+        assert_eq!(
+            gave_up_at.map(u64::from),
+            case["expect_gave_up_at"].as_u64(),
+            "{name}"
+        );
+    }
+}
