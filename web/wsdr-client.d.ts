@@ -459,6 +459,8 @@ export interface AuctionClientEventMap {
   /** The client stopped for good: `maxAttempts` ran out, or the token provider threw a
    * `TokenDenied`. Sign the user in again, then make a new client. */
   gaveUp: CustomEvent<{ reason: string }>;
+  /** A bid was made (`bid()`): sent now, or waiting for the connection. */
+  bidSent: CustomEvent<{ bidId: string; amount: number }>;
   /** A bid made offline was too old when the next session opened: dropped, never sent. */
   bidExpired: CustomEvent<{ bidId: string }>;
   endpoint: CustomEvent<EndpointDetail>;
@@ -467,8 +469,44 @@ export interface AuctionClientEventMap {
 }
 
 /** The reconnecting auction client (docs/CLIENT.md). */
+/** One of the user's bids, as the view shows it. */
+export interface BidView {
+  amount: number | null;
+  /** `sent` until answered; `expired`: made offline, too old when the connection came back, never sent. */
+  status: BidStatus | 'sent' | 'expired';
+  reason: string | null;
+  region: string | null;
+  /** Neither accepted nor rejected for sure yet: show it as pending, not as lost. */
+  doubtful: boolean;
+  /** The final word on a doubtful bid, once settled. */
+  stands?: boolean;
+}
+
+/** What an app renders: the reduction of the client's events (`client.state`, the hook). */
+export interface ClientView {
+  connection: ConnectionState;
+  /** The Region serving this session (every frame names it). */
+  region: string | null;
+  /** The auction as the serving Region last told it; null until the first state. */
+  auction: AuctionView | null;
+  you: You | null;
+  /** How long the last outage lasted, ms (null before any). */
+  outageMs: number | null;
+  endpoint: EndpointDetail | null;
+  bids: Readonly<Record<string, BidView>>;
+  /** The last disconnect's reason; after `failed`, why the client gave up. */
+  lastDisconnect: string | null;
+}
+
+/** The view before any event. */
+export declare const INITIAL_VIEW: ClientView;
+/** The view after one client event (pure). */
+export declare function reduceView(state: ClientView, type: string, detail: unknown): ClientView;
+
 export declare class AuctionClient extends EventTarget {
   constructor(options: AuctionClientOptions);
+  /** The view so far, for a listener that comes late (the hook starts from it). */
+  readonly state: ClientView;
   readonly auctionId: string;
   readonly globalUrl: string;
   readonly book: BidBook;

@@ -457,6 +457,75 @@ export class BidBook {
  * - `endpoint`: { url, regional, reason }
  * - `disconnected`: { reason }
  */
+export const INITIAL_VIEW = Object.freeze({
+  connection: 'connecting',
+  region: null,
+  auction: null,
+  you: null,
+  outageMs: null,
+  endpoint: null,
+  bids: Object.freeze({}),
+  lastDisconnect: null,
+});
+
+/** The view an app renders, from the client's own events (pure): what `client.state` holds
+ * and what the React hook renders. */
+export function reduceView(state, type, detail) {
+  switch (type) {
+    case 'status':
+      return {
+        ...state,
+        connection: detail.state,
+        region: detail.state === 'connected' ? (detail.region ?? state.region) : state.region,
+        // `failed` is terminal: its reason stays readable (sign in again, then remount).
+        lastDisconnect: detail.state === 'failed' ? detail.reason : state.lastDisconnect,
+      };
+    case 'restored':
+      // A state frame replaces the view: after a failover it is the new Region's truth.
+      return { ...state, connection: 'connected', region: detail.region, auction: detail.auction, you: detail.you, outageMs: detail.outageMs };
+    case 'update':
+      if (!state.auction || detail.auctionId !== state.auction.id) return state;
+      return {
+        ...state,
+        auction: { ...state.auction, highBid: detail.highBid, bidCount: detail.bidCount, version: detail.version, versions: detail.versions },
+      };
+    case 'bidSent':
+      return { ...state, bids: { ...state.bids, [detail.bidId]: { amount: detail.amount, status: 'sent', reason: null, region: null, doubtful: false } } };
+    case 'bidResult':
+      return {
+        ...state,
+        bids: {
+          ...state.bids,
+          [detail.bidId]: {
+            ...(state.bids[detail.bidId] ?? {}),
+            amount: detail.amount ?? state.bids[detail.bidId]?.amount ?? null,
+            status: detail.status,
+            reason: detail.reason ?? null,
+            region: detail.region,
+            doubtful: detail.doubtful,
+          },
+        },
+      };
+    case 'bidSettled': {
+      const bid = state.bids[detail.bidId];
+      if (!bid) return state;
+      return { ...state, bids: { ...state.bids, [detail.bidId]: { ...bid, doubtful: false, stands: detail.stands, region: detail.region ?? bid.region } } };
+    }
+    case 'bidExpired': {
+      // Made offline and too old when the connection came back: never sent.
+      const bid = state.bids[detail.bidId];
+      if (!bid) return state;
+      return { ...state, bids: { ...state.bids, [detail.bidId]: { ...bid, status: 'expired', doubtful: false } } };
+    }
+    case 'endpoint':
+      return { ...state, endpoint: detail };
+    case 'disconnected':
+      return { ...state, lastDisconnect: detail.reason };
+    default:
+      return state;
+  }
+}
+
 /** What a token provider throws when no token will come (the user signed out): the client
  * gives up at once (`gaveUp`, state `failed`) instead of retrying. Anything else it throws is
  * "no token for now" and retried with the backoff, like a failed connect. */
@@ -525,6 +594,7 @@ export class AuctionClient extends EventTarget {
       throw new Error(`tokenPlacement must be 'query' or 'subprotocol', not ${this.tokenPlacement}`);
     }
     this.attempt = 0;
+    this.view = INITIAL_VIEW;
     this.book = new BidBook({
       settleWindowMs: (options.settleWindowMs ?? 120000) / scale,
       offline: { max: options.offlineBids?.max ?? OFFLINE_BIDS.max, maxAgeMs: (options.offlineBids?.maxAgeMs ?? OFFLINE_BIDS.maxAgeMs) / scale },
@@ -536,7 +606,14 @@ export class AuctionClient extends EventTarget {
   }
 
   emit(type, detail) {
+    this.view = reduceView(this.view, type, detail);
     this.dispatchEvent(new CustomEvent(type, { detail }));
+  }
+
+  /** The view so far (connection, region, auction, you, bids, ...), whenever a listener
+   * comes: the same reduction of the client's events the React hook renders. */
+  get state() {
+    return this.view;
   }
 
   start() {
@@ -557,6 +634,7 @@ export class AuctionClient extends EventTarget {
     const frame = JSON.stringify({ action: 'bid', auctionId: this.auctionId, amount, bidId });
     const open = Boolean(this.session?.open);
     this.book.add(bidId, frame, amount, open, Date.now());
+    this.emit('bidSent', { bidId, amount });
     if (open) this.ws.send(frame);
     return bidId;
   }

@@ -244,3 +244,38 @@ test('the client gives up: after maxAttempts failed reconnects, or at once on To
   assert.equal(opened, 0, 'no socket without a token');
   assert.match(denied.events.find(([kind]) => kind === 'gaveUp')[1], /signed out/);
 });
+
+test('client.state is the view so far, for a listener that comes late', async () => {
+  const { AuctionClient, INITIAL_VIEW } = await import('../wsdr-client.js');
+  let socket = null;
+  class Open {
+    constructor() {
+      socket = this;
+      this.sent = [];
+      setTimeout(() => {
+        this.onopen?.({});
+        this.onmessage?.({ data: JSON.stringify({
+          type: 'state', region: 'us-west-2',
+          auction: { id: 'lot-1', item: 'lamp', highBid: null, bidCount: 0, version: 0, versions: {} },
+          you: { userId: 'alice', lastBid: null, bids: [] },
+        }) });
+      }, 0);
+    }
+    send(frame) { this.sent.push(frame); }
+    close() {}
+  }
+  const client = new AuctionClient({ url: 'wss://a.example', auctionId: 'lot-1', WebSocket: Open, tokenProvider: () => 't' });
+  assert.equal(client.state, INITIAL_VIEW);
+  const restored = new Promise((resolve) => client.addEventListener('restored', resolve));
+  client.start();
+  await restored;
+  const bidId = client.bid(150000);
+  const view = client.state;
+  assert.equal(view.connection, 'connected');
+  assert.equal(view.region, 'us-west-2');
+  assert.equal(view.auction.id, 'lot-1');
+  assert.deepEqual(view.bids[bidId], { amount: 150000, status: 'sent', reason: null, region: null, doubtful: false });
+  assert.ok(socket.sent.some((f) => f.includes(bidId)));
+  client.close();
+  assert.equal(client.state.connection, 'closed');
+});
