@@ -108,6 +108,21 @@ def test_a_health_check_is_healthy_by_route_53s_share_not_by_one_checker(tmp_pat
     assert f"{16 - failing} of 16 checkers" in result.stdout
 
 
+DEPLOY_VARIABLES = {
+    "DOMAIN": "ws.example.com", "HOSTED_ZONE_ID": "Z1", "CERT_ARN_PRIMARY": "arn:cert:1",
+    "CERT_ARN_SECONDARY": "arn:cert:2", "JWT_ISSUER": "https://idp", "JWT_AUDIENCE": "app",
+    "CANARY_SECRET_NAME": "wsdr/canary",
+}
+
+
+def make_deploy(target, sam, env, extra):
+    """`make <target>` with a fake sam, the deploy variables set, an existing build."""
+    return subprocess.run(
+        ["make", "--no-print-directory", target, f"SAM={sam}", "SAM_BUILD=false",
+         *[f"{k}={v}" for k, v in DEPLOY_VARIABLES.items()], *extra],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+
 def deploy_primary(tmp_path, stack_exists, extra=()):
     calls = tmp_path / "sam-calls"
     calls.unlink(missing_ok=True)
@@ -123,15 +138,7 @@ def deploy_primary(tmp_path, stack_exists, extra=()):
         """)
     sam.write_text(f"#!/usr/bin/env bash\necho \"$*\" >> {calls}\n")
     sam.chmod(0o755)
-    variables = {
-        "DOMAIN": "ws.example.com", "HOSTED_ZONE_ID": "Z1", "CERT_ARN_PRIMARY": "arn:cert:1",
-        "CERT_ARN_SECONDARY": "arn:cert:2", "JWT_ISSUER": "https://idp", "JWT_AUDIENCE": "app",
-        "CANARY_SECRET_NAME": "wsdr/canary",
-    }
-    result = subprocess.run(
-        ["make", "--no-print-directory", "deploy-primary", f"SAM={sam}", "SAM_BUILD=false",
-         *[f"{k}={v}" for k, v in variables.items()], *extra],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    result = make_deploy("deploy-primary", sam, env, extra)
     assert result.returncode == 0, result.stdout + result.stderr
     return calls.read_text().splitlines()
 
@@ -223,15 +230,7 @@ def deploy_secondary(tmp_path, live_alias_records, extra=(), primary_answers=Tru
         """)
     sam.write_text(f"#!/usr/bin/env bash\necho \"$*\" >> {calls}\n")
     sam.chmod(0o755)
-    variables = {
-        "DOMAIN": "ws.example.com", "HOSTED_ZONE_ID": "Z1", "CERT_ARN_PRIMARY": "arn:cert:1",
-        "CERT_ARN_SECONDARY": "arn:cert:2", "JWT_ISSUER": "https://idp", "JWT_AUDIENCE": "app",
-        "CANARY_SECRET_NAME": "wsdr/canary",
-    }
-    result = subprocess.run(
-        ["make", "--no-print-directory", "deploy-secondary", f"SAM={sam}", "SAM_BUILD=false",
-         *[f"{k}={v}" for k, v in variables.items()], *extra],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    result = make_deploy("deploy-secondary", sam, env, extra)
     deploys = calls.read_text().splitlines() if calls.exists() else []
     return result.returncode, result.stdout + result.stderr, deploys
 
