@@ -11,6 +11,10 @@ export type WsdrState = ClientView;
 export interface WsdrHook extends WsdrState {
   /** Send a bid (a positive integer of minor units); returns its bidId. */
   bid(amount: number): string;
+  /** Connect now: ends the session, or cuts a retry's backoff short. */
+  reconnect(): void;
+  /** Close the client for good (the component stays mounted; remount to start again). */
+  close(): void;
 }
 
 export declare function useWsdr(options: AuctionClientOptions): WsdrHook;

@@ -38,5 +38,8 @@ export function useWsdr(options) {
     // The client emits `bidSent`, which the listeners fold in like every other event.
     return current.bid(amount);
   }, []);
-  return { ...state, bid };
+  // Connect now (a "reconnect" button; cuts a retry's backoff short) and close for good.
+  const reconnect = useCallback(() => client.current?.reconnect(), []);
+  const close = useCallback(() => client.current?.close(), []);
+  return { ...state, bid, reconnect, close };
 }

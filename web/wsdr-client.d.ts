@@ -408,6 +408,9 @@ export interface AuctionClientOptions {
   tokenPlacement?: TokenPlacement;
   /** Reconnects in a row before giving up (`gaveUp`, state `failed`); default: never. */
   maxAttempts?: number;
+  /** Where the browser announces `online` (default `window`): a retry waiting out its backoff
+   * then goes at once. */
+  networkEvents?: Pick<EventTarget, 'addEventListener' | 'removeEventListener'> | null;
 }
 
 /** `failed`: gave up for good (`gaveUp` says why); `closed`: the app closed the client. */
@@ -515,6 +518,8 @@ export declare class AuctionClient extends EventTarget {
   start(): this;
   /** Close for good. */
   close(): void;
+  /** Connect now: ends the current session (a "reconnect" button) or cuts a retry's wait. */
+  reconnect(): void;
   /** Send a bid (a positive integer of minor units); returns its bidId. Throws on a bad amount. */
   bid(amount: number): string;
   addEventListener<K extends keyof AuctionClientEventMap>(

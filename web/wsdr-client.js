@@ -589,6 +589,10 @@ export class AuctionClient extends EventTarget {
     this.tokenPlacement = options.tokenPlacement ?? 'query';
     // Reconnects before giving up (`gaveUp`); unbounded by default: a real-time app keeps trying.
     this.maxAttempts = options.maxAttempts ?? null;
+    // Where `online` is announced (the browser's window); null: nowhere to listen.
+    this.networkEvents = options.networkEvents ?? (typeof window !== 'undefined' ? window : null);
+    this.retryTimer = null;
+    this.onOnline = null;
     this.openFailed = false;
     if (this.tokenPlacement !== 'query' && this.tokenPlacement !== 'subprotocol') {
       throw new Error(`tokenPlacement must be 'query' or 'subprotocol', not ${this.tokenPlacement}`);
@@ -617,14 +621,45 @@ export class AuctionClient extends EventTarget {
   }
 
   start() {
+    // The browser knows when the network comes back: a retry waiting out its backoff then
+    // goes at once (the backoff spreads a fleet over a failing Region; a device that was
+    // offline is not part of that herd).
+    const target = this.networkEvents;
+    if (target?.addEventListener && !this.onOnline) {
+      this.onOnline = () => this.retryNow('the network is back');
+      target.addEventListener('online', this.onOnline);
+    }
     this.connect();
     return this;
   }
 
   close() {
     this.closed = true;
+    clearTimeout(this.retryTimer);
+    if (this.onOnline) this.networkEvents?.removeEventListener?.('online', this.onOnline);
     this.endSession('client closed');
     this.emit('status', { state: 'closed', attempt: this.attempt });
+  }
+
+  /** Connect now: ends the current session if any (a user's "reconnect" button), or cuts a
+   * retry's wait short. Nothing once the client is closed or gave up. */
+  reconnect() {
+    if (this.closed) return;
+    if (this.session && !this.session.ended) {
+      this.attempt = 0;
+      this.endSession('reconnect asked', false, true, true);
+      return;
+    }
+    this.retryNow('reconnect asked');
+  }
+
+  /** A retry waiting out its backoff goes now. */
+  retryNow(reason) {
+    if (this.closed || this.retryTimer === null || this.retryTimer === undefined) return;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.emit('status', { state: 'reconnecting', attempt: this.attempt, delayMs: 0, reason });
+    this.connect();
   }
 
   /** Send a bid (amount in integer minor units). Returns the bidId. */
@@ -885,7 +920,10 @@ export class AuctionClient extends EventTarget {
     const delayMs = immediate ? 0 : backoffDelay(this.attempt, { ...this.backoff, advertisedHerdMs });
     this.attempt += 1;
     this.emit('status', { state: 'reconnecting', attempt: this.attempt, delayMs, reason });
-    setTimeout(() => this.connect(), delayMs);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.connect();
+    }, delayMs);
   }
 
   /** Stops for good: `gaveUp` with the reason, then the terminal status `failed`. */

@@ -279,3 +279,48 @@ test('client.state is the view so far, for a listener that comes late', async ()
   client.close();
   assert.equal(client.state.connection, 'closed');
 });
+
+test('the network coming back, or reconnect(), cuts a retry\'s backoff short', async () => {
+  const { AuctionClient } = await import('../wsdr-client.js');
+  let opened = 0;
+  class Refused {
+    constructor() {
+      opened += 1;
+      setTimeout(() => this.onclose?.({ code: 1006 }), 0);
+    }
+    send() {}
+    close() {}
+  }
+  const network = new EventTarget();
+  const client = new AuctionClient({
+    url: 'wss://a.example', auctionId: 'lot-1', WebSocket: Refused, tokenProvider: () => 't',
+    networkEvents: network,
+    // Every retry waits a full minute unless cut short.
+    backoff: { baseMs: 60000, capMs: 60000, floorMs: 60000, jitter: false },
+  });
+  const waiting = () => new Promise((resolve) => {
+    const on = (e) => {
+      if (e.detail.state === 'reconnecting' && e.detail.delayMs > 0) {
+        client.removeEventListener('status', on);
+        resolve();
+      }
+    };
+    client.addEventListener('status', on);
+  });
+  let next = waiting();
+  client.start();
+  await next;
+  assert.equal(opened, 1);
+  next = waiting();
+  network.dispatchEvent(new Event('online'));
+  await next;
+  assert.equal(opened, 2, 'online: connected at once, not a minute later');
+  next = waiting();
+  client.reconnect();
+  await next;
+  assert.equal(opened, 3, 'reconnect(): at once');
+  client.close();
+  network.dispatchEvent(new Event('online'));
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(opened, 3, 'closed: the network coming back changes nothing');
+});
