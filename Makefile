@@ -6,14 +6,14 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: lab evacuate restore check-concurrency smoke package-check npm-package-check deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
+.PHONY: lambda-host-build lab evacuate restore check-concurrency smoke package-check npm-package-check deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
 .PHONY: all test unit fmt fmt-check lint clippy clippy-lean template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
 all: test
 
 ## test: formatting, lints, every test (with DynamoDB Local started and stopped around them)
-test: fmt-check clippy-lean deps-check template-lint unit invoke-local js-test npm-package-check browser-test package-check chaos-short
+test: fmt-check clippy-lean deps-check template-lint unit invoke-local lambda-host-build js-test npm-package-check browser-test package-check chaos-short
 
 # `make test` lints while it builds: for the workspace's own crates, the test build runs
 # clippy-driver in place of rustc, exactly as `cargo clippy` does it (RUSTC_WORKSPACE_WRAPPER,
@@ -148,6 +148,12 @@ sam-validate:
 invoke-local:
 	bin="$$(scripts/python-tools.sh)"; lambda="$$(scripts/cargo-lambda.sh)"; \
 	  PATH="$$lambda:$$PATH" scripts/with-dynamodb-local.sh "$$bin/python" scripts/invoke_local.py
+
+## lambda-host-build: `cargo lambda build --release` of the five functions for this machine
+## (x86_64), checked: cargo-lambda's bootstrap layout, each an ELF that stops at once outside
+## Lambda saying why (scripts/lambda-host-build.sh; arm64 is the release workflow's)
+lambda-host-build:
+	scripts/lambda-host-build.sh
 
 # ---------------------------------------------------------------- deployment (needs an AWS account)
 # Required: DOMAIN HOSTED_ZONE_ID CERT_ARN_PRIMARY CERT_ARN_SECONDARY JWT_ISSUER JWT_AUDIENCE
