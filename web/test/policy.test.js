@@ -208,17 +208,25 @@ test('the token goes in the query string or, asked, in the subprotocol: never bo
   assert.equal(SUBPROTOCOL, 'wsdr');
 });
 
-test('the client gives up: after maxAttempts failed reconnects, or at once on TokenDenied', async () => {
-  const { AuctionClient, TokenDenied } = await import('../wsdr-client.js');
-  let opened = 0;
-  class Refused {
+/** A WebSocket class whose every socket is refused (closed 1006 without opening), counting
+ * how many were opened. */
+function refusedSockets() {
+  const counter = { opened: 0, Socket: null };
+  counter.Socket = class {
     constructor() {
-      opened += 1;
+      counter.opened += 1;
       setTimeout(() => this.onclose?.({ code: 1006 }), 0);
     }
     send() {}
     close() {}
-  }
+  };
+  return counter;
+}
+
+test('the client gives up: after maxAttempts failed reconnects, or at once on TokenDenied', async () => {
+  const { AuctionClient, TokenDenied } = await import('../wsdr-client.js');
+  const refusing = refusedSockets();
+  const Refused = refusing.Socket;
   const run = (options) => new Promise((resolve) => {
     const events = [];
     const refreshes = [];
@@ -235,13 +243,13 @@ test('the client gives up: after maxAttempts failed reconnects, or at once on To
     client.start();
   });
   const bounded = await run({ maxAttempts: 2 });
-  assert.equal(opened, 3, 'the first connect and two retries');
+  assert.equal(refusing.opened, 3, 'the first connect and two retries');
   assert.deepEqual(bounded.events.filter(([kind]) => kind === 'gaveUp').length, 1);
   assert.equal(bounded.events.at(-1)[1], 'failed');
   assert.deepEqual(bounded.refreshes, [false, true, true], 'after a connect that never opened, a fresh token');
-  opened = 0;
+  refusing.opened = 0;
   const denied = await run({ tokenProvider: () => { throw new TokenDenied('signed out'); } });
-  assert.equal(opened, 0, 'no socket without a token');
+  assert.equal(refusing.opened, 0, 'no socket without a token');
   assert.match(denied.events.find(([kind]) => kind === 'gaveUp')[1], /signed out/);
 });
 
@@ -282,15 +290,8 @@ test('client.state is the view so far, for a listener that comes late', async ()
 
 test('the network coming back, or reconnect(), cuts a retry\'s backoff short', async () => {
   const { AuctionClient } = await import('../wsdr-client.js');
-  let opened = 0;
-  class Refused {
-    constructor() {
-      opened += 1;
-      setTimeout(() => this.onclose?.({ code: 1006 }), 0);
-    }
-    send() {}
-    close() {}
-  }
+  const refusing = refusedSockets();
+  const Refused = refusing.Socket;
   const network = new EventTarget();
   const client = new AuctionClient({
     url: 'wss://a.example', auctionId: 'lot-1', WebSocket: Refused, tokenProvider: () => 't',
@@ -310,17 +311,17 @@ test('the network coming back, or reconnect(), cuts a retry\'s backoff short', a
   let next = waiting();
   client.start();
   await next;
-  assert.equal(opened, 1);
+  assert.equal(refusing.opened, 1);
   next = waiting();
   network.dispatchEvent(new Event('online'));
   await next;
-  assert.equal(opened, 2, 'online: connected at once, not a minute later');
+  assert.equal(refusing.opened, 2, 'online: connected at once, not a minute later');
   next = waiting();
   client.reconnect();
   await next;
-  assert.equal(opened, 3, 'reconnect(): at once');
+  assert.equal(refusing.opened, 3, 'reconnect(): at once');
   client.close();
   network.dispatchEvent(new Event('online'));
   await new Promise((r) => setTimeout(r, 10));
-  assert.equal(opened, 3, 'closed: the network coming back changes nothing');
+  assert.equal(refusing.opened, 3, 'closed: the network coming back changes nothing');
 });
