@@ -100,13 +100,20 @@ def test_state_table_is_a_global_table_with_both_replicas(template):
     assert {"AttributeName": "at", "AttributeType": "N"} in props["AttributeDefinitions"]
 
 
-def test_connections_table_has_ttl_and_auction_index(template):
+def test_connections_table_has_ttl_and_the_shard_index(template):
     props = template["Resources"]["ConnectionsTable"]["Properties"]
     assert props["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
-    (gsi,) = props["GlobalSecondaryIndexes"]
-    assert gsi["IndexName"] == "by-auction"
-    assert [k["AttributeName"] for k in gsi["KeySchema"]] == ["auctionId", "pk"]
-    assert "expiresAt" in gsi["Projection"]["NonKeyAttributes"]
+    old, shard = props["GlobalSecondaryIndexes"]
+    # The old index stays one release (one GSI created or deleted per table update).
+    assert old["IndexName"] == "by-auction"
+    assert shard["IndexName"] == "by-auction-shard"
+    assert [k["AttributeName"] for k in shard["KeySchema"]] == ["auctionShard", "pk"]
+    assert "expiresAt" in shard["Projection"]["NonKeyAttributes"]
+    assert {"AttributeName": "auctionShard", "AttributeType": "S"} in props["AttributeDefinitions"]
+    # The handler reads the shard index only.
+    stmt = next(s for s in _statements(template["Resources"]["WsHandlerFunction"]) if s["Sid"] == "ConnectionsTable")
+    assert {"Fn::Sub": "${ConnectionsTable.Arn}/index/by-auction-shard"} in stmt["Resource"]
+    assert {"Fn::Sub": "${ConnectionsTable.Arn}/index/by-auction"} not in stmt["Resource"]
 
 
 def test_paging_alarm_is_the_asymmetric_m_of_n_rule_on_raw_health(template):
@@ -335,11 +342,12 @@ def test_regional_endpoint_is_optional_never_failed_over_and_always_output(templ
     assert "RegionalEndpointUrl" in template["Outputs"]
 
 
-def test_replicated_bids_are_pushed_from_each_regions_own_stream(template):
+def test_every_push_starts_from_each_regions_own_stream(template):
     import json
 
     fn = template["Resources"]["WsHandlerFunction"]["Properties"]
-    event = fn["Events"]["ReplicatedBids"]
+    assert "ReplicatedBids" not in fn["Events"]
+    event = fn["Events"]["SummaryChanges"]
     assert event["Type"] == "DynamoDB"
     props = event["Properties"]
     # The primary takes its replica's stream from the table; the secondary from a parameter
@@ -348,16 +356,24 @@ def test_replicated_bids_are_pushed_from_each_regions_own_stream(template):
         "Fn::If": ["IsPrimary", {"Fn::GetAtt": ["StateTable", "StreamArn"]}, {"Ref": "StateTableStreamArn"}]
     }
     assert props["StartingPosition"] == "LATEST"
+    # One pusher per stream shard: the conflation's spacing holds per auction.
+    assert props["ParallelizationFactor"] == 1
     (flt,) = props["FilterCriteria"]["Filters"]
-    condition, strong, eventual = flt["Pattern"]["Fn::If"]
-    assert condition == "IsStrong"
-    pattern = json.loads(eventual["Fn::Sub"].replace("${AWS::Region}", "us-west-2"))
-    assert pattern["dynamodb"]["Keys"]["pk"]["S"] == [{"prefix": "SUMMARY#"}]
-    assert pattern["dynamodb"]["NewImage"]["region"]["S"] == [{"anything-but": ["us-west-2"]}]
-    # Strong mode: the one ledger head, moved by another Region (its `lastRegion`).
-    pattern = json.loads(strong["Fn::Sub"].replace("${AWS::Region}", "us-west-2"))
-    assert pattern["dynamodb"]["Keys"]["sk"]["S"] == ["LEDGER"]
-    assert pattern["dynamodb"]["NewImage"]["lastRegion"]["S"] == [{"anything-but": ["us-west-2"]}]
+    pattern = json.loads(flt["Pattern"])
+    # Every Region's summary and the ledger head: this Region's own bids are pushed from
+    # here too (the bid's answer waits for no push), so nothing filters on the Region.
+    assert pattern == {"dynamodb": {"Keys": {"pk": {"S": [{"prefix": "SUMMARY#"}]}}}}
+    env = fn["Environment"]["Variables"]
+    for name, param in [
+        ("PUSH_WINDOW_MS", "PushWindowMs"),
+        ("PUSH_BUDGET_PER_SECOND", "PushBudgetPerSecond"),
+        ("PUSH_WORKERS", "PushWorkers"),
+        ("PUSH_PAGE_SIZE", "PushPageSize"),
+    ]:
+        assert env[name] == {"Ref": param}
+    # The budget is a share of the account's 10,000 requests per second per Region.
+    budget = template["Parameters"]["PushBudgetPerSecond"]
+    assert budget["MaxValue"] <= 10000 and budget["Default"] < 10000
     rule = template["Rules"]["SecondaryNeedsThePrimary"]["Assertions"][0]["Assert"]["Fn::And"]
     assert any("StateTableStreamArn" in json.dumps(a) for a in rule)
     # The bid transaction is authorised by its actions: PutItem on the state table.

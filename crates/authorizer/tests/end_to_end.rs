@@ -69,7 +69,7 @@ async fn authorizer_context_flows_into_state_keyed_by_sub() {
         })
         .await
         .unwrap();
-    let app = ws_handler::App::new(service, "wsdr");
+    let app = ws_handler::App::new(service, "wsdr", wsdr_core::PushSettings::default());
 
     assert_eq!(
         app.respond(with_authorizer(CONNECT, "first=", &response))

@@ -5,14 +5,16 @@
 //! | item | pk | sk | attributes |
 //! |---|---|---|---|
 //! | connection | `<connectionId>` | `META` | userId, connectedAt, expiresAt |
-//! | subscription | `<connectionId>` | `SUB#<auctionId>` | auctionId (GSI `by-auction`), userId, expiresAt |
+//! | subscription | `<connectionId>` | `SUB#<auctionId>` | auctionId (GSI `by-auction`), auctionShard `<auctionId>#<shard>` (GSI `by-auction-shard`), userId, expiresAt |
 //! | census | `#census` | `CENSUS` | connections, countedAt (ms): the last count of live connections |
 //!
 //! A connection id never starts with `#` (API Gateway's ids are base64 without it), so the
 //! census item can never collide with a connection, and `all` skips it by its sort key.
 
 use crate::classify::classify;
-use crate::schema::{AUCTION_ID, BY_AUCTION_INDEX, EXPIRES_AT, PK, SK};
+use crate::schema::{
+    auction_shard, AUCTION_ID, AUCTION_SHARD, BY_AUCTION_SHARD_INDEX, EXPIRES_AT, PK, SK,
+};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
 use aws_sdk_dynamodb::Client;
@@ -113,6 +115,13 @@ impl Connections for DynamoConnections {
             (PK.into(), s(connection.as_str())),
             (SK.into(), s(format!("SUB#{auction}"))),
             (AUCTION_ID.into(), s(auction.as_str())),
+            (
+                AUCTION_SHARD.into(),
+                s(auction_shard(
+                    auction.as_str(),
+                    wsdr_core::push::shard_of(connection),
+                )),
+            ),
             ("userId".into(), s(user.as_str())),
             (EXPIRES_AT.into(), n(self.expires_at_secs(now_ms))),
         ]))
@@ -120,22 +129,74 @@ impl Connections for DynamoConnections {
     }
 
     async fn subscribers(&self, auction: &AuctionId, now_ms: u64) -> Result<Vec<ConnectionId>> {
+        // Every shard, page by page (the pushes read one page of one shard at a time).
+        let mut out = Vec::new();
+        for shard in 0..wsdr_core::SUBSCRIBER_SHARDS {
+            let mut after: Option<ConnectionId> = None;
+            loop {
+                let page = self
+                    .subscribers_page(auction, shard, after.as_ref(), 1_000, now_ms)
+                    .await?;
+                out.extend(page.connections);
+                match page.resume_after {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn subscribers_page(
+        &self,
+        auction: &AuctionId,
+        shard: u16,
+        after: Option<&ConnectionId>,
+        limit: usize,
+        now_ms: u64,
+    ) -> Result<wsdr_core::SubscriberPage> {
         let now_secs = now_ms / 1000;
-        let pages = self
+        let shard_key = auction_shard(auction.as_str(), shard);
+        // A GSI query resumes from the index's keys and the table's.
+        let start = after.map(|connection| {
+            HashMap::from([
+                (AUCTION_SHARD.to_owned(), s(&shard_key)),
+                (PK.to_owned(), s(connection.as_str())),
+                (SK.to_owned(), s(format!("SUB#{auction}"))),
+            ])
+        });
+        let page = self
             .client
             .query()
             .table_name(&self.table)
-            .index_name(BY_AUCTION_INDEX)
-            .key_condition_expression("#auction = :auction")
+            .index_name(BY_AUCTION_SHARD_INDEX)
+            .key_condition_expression("#shard = :shard")
             .filter_expression("#expires > :now")
-            .expression_attribute_names("#auction", AUCTION_ID)
+            .expression_attribute_names("#shard", AUCTION_SHARD)
             .expression_attribute_names("#expires", EXPIRES_AT)
-            .expression_attribute_values(":auction", s(auction.as_str()))
+            .expression_attribute_values(":shard", s(&shard_key))
             .expression_attribute_values(":now", n(now_secs))
-            .into_paginator()
-            .items()
-            .send();
-        live_connection_ids(pages, now_secs).await
+            .limit(i32::try_from(limit.max(1)).unwrap_or(i32::MAX))
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|e| classify(&e))?;
+        let connections = page
+            .items
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|item| live_connection_id(item, now_secs))
+            .collect();
+        let resume_after = page
+            .last_evaluated_key
+            .as_ref()
+            .and_then(|key| key.get(PK))
+            .and_then(|pk| pk.as_s().ok())
+            .and_then(|pk| ConnectionId::new(pk.as_str()).ok());
+        Ok(wsdr_core::SubscriberPage {
+            connections,
+            resume_after,
+        })
     }
 
     async fn remove(&self, connection: &ConnectionId) -> Result<()> {

@@ -24,6 +24,17 @@ pub const EXPIRES_AT: &str = "expiresAt";
 pub const BY_AUCTION_INDEX: &str = "by-auction";
 /// Connections table: partition key of [`BY_AUCTION_INDEX`] (only on subscription items).
 pub const AUCTION_ID: &str = "auctionId";
+/// Connections table: the GSI that pages one shard of an auction's subscribed connections
+/// (the push workers' read; `wsdr_core::push`).
+pub const BY_AUCTION_SHARD_INDEX: &str = "by-auction-shard";
+/// Connections table: partition key of [`BY_AUCTION_SHARD_INDEX`]:
+/// `<auctionId>#<shard>` (only on subscription items).
+pub const AUCTION_SHARD: &str = "auctionShard";
+
+/// The [`AUCTION_SHARD`] value of one shard of an auction.
+pub fn auction_shard(auction: &str, shard: u16) -> String {
+    format!("{auction}#{shard}")
+}
 
 fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, wsdr_core::Error> {
     KeySchemaElement::builder()
@@ -77,11 +88,24 @@ pub async fn create_state_table(client: &Client, name: &str) -> Result<(), wsdr_
 }
 
 /// The regional connections table: `pk` = connection id, `sk` = `META` or
-/// `SUB#<auctionId>`, GSI `by-auction` on `auctionId`/`pk`, TTL on `expiresAt`.
+/// `SUB#<auctionId>`, GSI `by-auction` on `auctionId`/`pk` and `by-auction-shard` on
+/// `auctionShard`/`pk`, TTL on `expiresAt`.
 pub async fn create_connections_table(client: &Client, name: &str) -> Result<(), wsdr_core::Error> {
     let index = GlobalSecondaryIndex::builder()
         .index_name(BY_AUCTION_INDEX)
         .key_schema(key(AUCTION_ID, KeyType::Hash)?)
+        .key_schema(key(PK, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::Include)
+                .non_key_attributes(EXPIRES_AT)
+                .build(),
+        )
+        .build()
+        .map_err(|e| wsdr_core::Error::Internal(e.to_string()))?;
+    let by_shard = GlobalSecondaryIndex::builder()
+        .index_name(BY_AUCTION_SHARD_INDEX)
+        .key_schema(key(AUCTION_SHARD, KeyType::Hash)?)
         .key_schema(key(PK, KeyType::Range)?)
         .projection(
             Projection::builder()
@@ -98,9 +122,11 @@ pub async fn create_connections_table(client: &Client, name: &str) -> Result<(),
         .attribute_definitions(attribute(PK)?)
         .attribute_definitions(attribute(SK)?)
         .attribute_definitions(attribute(AUCTION_ID)?)
+        .attribute_definitions(attribute(AUCTION_SHARD)?)
         .key_schema(key(PK, KeyType::Hash)?)
         .key_schema(key(SK, KeyType::Range)?)
         .global_secondary_indexes(index)
+        .global_secondary_indexes(by_shard)
         .send()
         .await
         .map_err(|e| classify(&e))?;

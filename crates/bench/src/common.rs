@@ -111,6 +111,7 @@ pub fn quotas(connect_rate: f64, post_latency: Duration, concurrency: usize) -> 
         consistency: wsdr_core::Consistency::Eventual,
         verdict_age: wsdr_core::VerdictAge::DEFAULT,
         secondary_holds: true,
+        push: wsdr_core::PushSettings::default(),
     }
 }
 

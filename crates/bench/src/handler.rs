@@ -130,7 +130,12 @@ pub async fn in_memory(iterations: usize) -> anyhow::Result<Vec<RouteCost>> {
         "bench",
     );
     seed(&service).await?;
-    measure(&App::new(service, "wsdr"), "in-memory", iterations).await
+    measure(
+        &App::new(service, "wsdr", wsdr_core::PushSettings::default()),
+        "in-memory",
+        iterations,
+    )
+    .await
 }
 
 /// Against DynamoDB Local (DYNAMODB_ENDPOINT), through the real adapters and `app_from_aws`.

@@ -146,7 +146,6 @@ async fn prepare(
 impl Prepared {
     /// `n` more rising bids, timed one by one.
     async fn measure(&mut self, n: usize) -> anyhow::Result<()> {
-        let connection = ConnectionId::new("bench-conn")?;
         let user = UserId::new("bench-user")?;
         let before = self.store.io().get();
         for _ in 0..n {
@@ -158,7 +157,7 @@ impl Prepared {
             let start = Instant::now();
             let reply = self
                 .service
-                .bid(&connection, &user, &self.auction, amount, &bid_id)
+                .bid(&user, &self.auction, amount, &bid_id)
                 .await?;
             self.samples.push(start.elapsed().as_secs_f64() * 1e6);
             match reply.message {

@@ -21,6 +21,7 @@ pub mod items;
 pub mod memory;
 pub mod model;
 pub mod ports;
+pub mod push;
 mod service;
 pub mod verdict;
 
@@ -36,6 +37,7 @@ pub use ports::{
     HealthLedger, LedgerStore, Metrics, Notifier, Pause, SeededEntropy, StateStore, SystemClock,
     ThreadEntropy, TokioPause, VerdictDatapoint,
 };
+pub use push::{Conflator, PushJob, PushSettings, PushWorker, SubscriberPage, SUBSCRIBER_SHARDS};
 pub use service::{AuctionService, BidReason, HerdHint, Reply};
 pub use verdict::{
     endpoint_answer, endpoint_serves, secondary_holds, EndpointAnswer, FailoverRule, FastVerdict,

@@ -340,9 +340,18 @@ struct ConnectionEntry {
 #[derive(Debug, Default)]
 struct Registry {
     connections: BTreeMap<ConnectionId, ConnectionEntry>,
-    subscribers: BTreeMap<AuctionId, BTreeSet<ConnectionId>>,
+    /// By auction and shard, as DynamoDB's `by-auction-shard` index holds them.
+    subscribers: BTreeMap<(AuctionId, u16), BTreeSet<ConnectionId>>,
     /// The last census taken, as DynamoDB's census item holds it.
     census: Option<Census>,
+}
+
+impl Registry {
+    fn is_live(&self, connection: &ConnectionId, now_ms: u64) -> bool {
+        self.connections
+            .get(connection)
+            .is_some_and(|e| e.expires_at > now_ms)
+    }
 }
 
 /// An in-memory [`Connections`] registry with the same expiry rule as the DynamoDB one.
@@ -418,7 +427,7 @@ impl Connections for MemoryConnections {
             .insert(auction.clone());
         registry
             .subscribers
-            .entry(auction.clone())
+            .entry((auction.clone(), crate::push::shard_of(connection)))
             .or_default()
             .insert(connection.clone());
         Ok(())
@@ -426,26 +435,53 @@ impl Connections for MemoryConnections {
 
     async fn subscribers(&self, auction: &AuctionId, now_ms: u64) -> Result<Vec<ConnectionId>> {
         let registry = lock(&self.registry);
-        let Some(members) = registry.subscribers.get(auction) else {
-            return Ok(Vec::new());
-        };
-        Ok(members
-            .iter()
-            .filter(|c| {
-                registry
-                    .connections
-                    .get(*c)
-                    .is_some_and(|e| e.expires_at > now_ms)
-            })
+        Ok((0..crate::push::SUBSCRIBER_SHARDS)
+            .filter_map(|shard| registry.subscribers.get(&(auction.clone(), shard)))
+            .flatten()
+            .filter(|c| registry.is_live(c, now_ms))
             .cloned()
             .collect())
+    }
+
+    async fn subscribers_page(
+        &self,
+        auction: &AuctionId,
+        shard: u16,
+        after: Option<&ConnectionId>,
+        limit: usize,
+        now_ms: u64,
+    ) -> Result<crate::push::SubscriberPage> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let registry = lock(&self.registry);
+        let Some(members) = registry.subscribers.get(&(auction.clone(), shard)) else {
+            return Ok(crate::push::SubscriberPage::default());
+        };
+        let start = after.map_or(Unbounded, Excluded);
+        // Like a DynamoDB query with a filter: `limit` items are read, the expired ones
+        // among them dropped after the read.
+        let mut read = members.range((start, Unbounded));
+        let page: Vec<&ConnectionId> = read.by_ref().take(limit).collect();
+        let resume_after = match read.next() {
+            Some(_) => page.last().map(|c| (*c).clone()),
+            None => None,
+        };
+        let connections = page
+            .into_iter()
+            .filter(|c| registry.is_live(c, now_ms))
+            .cloned()
+            .collect();
+        Ok(crate::push::SubscriberPage {
+            connections,
+            resume_after,
+        })
     }
 
     async fn remove(&self, connection: &ConnectionId) -> Result<()> {
         let mut registry = lock(&self.registry);
         if let Some(entry) = registry.connections.remove(connection) {
             for auction in entry.auctions {
-                if let Some(members) = registry.subscribers.get_mut(&auction) {
+                let key = (auction, crate::push::shard_of(connection));
+                if let Some(members) = registry.subscribers.get_mut(&key) {
                     members.remove(connection);
                 }
             }

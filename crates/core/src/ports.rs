@@ -122,6 +122,17 @@ pub trait Connections: Send + Sync {
     /// Live subscribers of an auction. Records past their expiry are ignored even if the
     /// backend has not deleted them yet (DynamoDB TTL deletion is lazy).
     async fn subscribers(&self, auction: &AuctionId, now_ms: u64) -> Result<Vec<ConnectionId>>;
+    /// One page of the live subscribers of one shard of an auction
+    /// ([`crate::push::shard_of`]), in connection-id order, starting after `after`: at most
+    /// `limit` of them, and whether the shard holds more.
+    async fn subscribers_page(
+        &self,
+        auction: &AuctionId,
+        shard: u16,
+        after: Option<&ConnectionId>,
+        limit: usize,
+        now_ms: u64,
+    ) -> Result<crate::push::SubscriberPage>;
     /// Forget a connection and its subscriptions. Removing an unknown one is not an error.
     async fn remove(&self, connection: &ConnectionId) -> Result<()>;
     /// Every live connection of this Region (an evacuation tells each one to move). Records

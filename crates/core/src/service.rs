@@ -1,6 +1,6 @@
 //! The auction service: one method per route, each returning the reply for the caller.
 
-use crate::fanout::{broadcast, FanoutConfig, FanoutReport};
+use crate::fanout::FanoutConfig;
 use crate::model::{
     held_bids, last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency,
     LedgerHead, Principal, RegionSummary, UserId,
@@ -94,19 +94,16 @@ impl BidReason {
     }
 }
 
-/// The answer to one client frame, plus what the broadcast it caused did (if any).
+/// The answer to one client frame. Nothing a frame causes is pushed before it is answered
+/// (pushes start from the state table's stream: [`crate::push`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
     pub message: ServerMessage,
-    pub fanout: Option<FanoutReport>,
 }
 
 impl Reply {
     fn only(message: ServerMessage) -> Self {
-        Self {
-            message,
-            fanout: None,
-        }
+        Self { message }
     }
 }
 
@@ -483,10 +480,7 @@ impl AuctionService {
                     bid_id,
                 },
                 Principal::User(user),
-            ) => {
-                self.bid(connection, user, &auction_id, amount, &bid_id)
-                    .await
-            }
+            ) => self.bid(user, &auction_id, amount, &bid_id).await,
             (ClientMessage::Bid { bid_id, .. }, Principal::Probe(probe)) => {
                 tracing::warn!(user = %probe, %bid_id, "a probe identity tried to bid: refused");
                 Ok(self.bid_result(&bid_id, Err(BidReason::Forbidden)))
@@ -674,7 +668,6 @@ impl AuctionService {
     /// failure included, is a `bidResult` for this bidId.
     pub async fn bid(
         &self,
-        connection: &ConnectionId,
         user: &UserId,
         auction_id: &AuctionId,
         amount: Amount,
@@ -684,12 +677,9 @@ impl AuctionService {
             Err(error) => Err(BidFailure::BeforeCommit(error)),
             Ok(None) => Ok(self.bid_result(bid_id, Err(BidReason::UnknownAuction))),
             Ok(Some(auction)) => match &self.path {
-                BidPath::Regional => {
-                    self.try_bid(connection, user, &auction, amount, bid_id)
-                        .await
-                }
+                BidPath::Regional => self.try_bid(user, &auction, amount, bid_id).await,
                 BidPath::Ledger(ledger) => {
-                    self.try_bid_strong(ledger.as_ref(), connection, user, &auction, amount, bid_id)
+                    self.try_bid_strong(ledger.as_ref(), user, &auction, amount, bid_id)
                         .await
                 }
             },
@@ -716,7 +706,6 @@ impl AuctionService {
 
     async fn try_bid(
         &self,
-        connection: &ConnectionId,
         user: &UserId,
         auction: &Auction,
         amount: Amount,
@@ -729,7 +718,7 @@ impl AuctionService {
             return Ok(reply);
         }
         self.decide("the auction's summary", |_| {
-            self.regional_attempt(connection, user, auction, amount, bid_id)
+            self.regional_attempt(user, auction, amount, bid_id)
         })
         .await
     }
@@ -738,7 +727,6 @@ impl AuctionService {
     /// commit the copy and this Region's summary in one transaction.
     async fn regional_attempt(
         &self,
-        connection: &ConnectionId,
         user: &UserId,
         auction: &Auction,
         amount: Amount,
@@ -779,17 +767,7 @@ impl AuctionService {
             bid,
         };
         match self.store.commit_bid(&commit).await.map_err(AtCommit)? {
-            CommitOutcome::Committed => {
-                let after = AuctionSnapshot::merge(
-                    summaries
-                        .iter()
-                        .filter(|s| s.region != self.region)
-                        .chain(std::iter::once(&commit.summary)),
-                );
-                Ok(Attempt::Decided(Box::new(
-                    self.accepted(connection, auction_id, bid_id, &after).await,
-                )))
-            }
+            CommitOutcome::Committed => Ok(Attempt::Decided(Box::new(self.accepted(bid_id)))),
             CommitOutcome::Exists(existing) => Ok(Attempt::Decided(Box::new(
                 self.replay_result(amount, &existing),
             ))),
@@ -805,14 +783,13 @@ impl AuctionService {
     async fn try_bid_strong(
         &self,
         ledger: &dyn LedgerStore,
-        connection: &ConnectionId,
         user: &UserId,
         auction: &Auction,
         amount: Amount,
         bid_id: &BidId,
     ) -> Result<Reply, BidFailure> {
         self.decide("the auction's ledger head", |_| {
-            self.ledger_attempt(ledger, connection, user, auction, amount, bid_id)
+            self.ledger_attempt(ledger, user, auction, amount, bid_id)
         })
         .await
     }
@@ -822,7 +799,6 @@ impl AuctionService {
     async fn ledger_attempt(
         &self,
         ledger: &dyn LedgerStore,
-        connection: &ConnectionId,
         user: &UserId,
         auction: &Auction,
         amount: Amount,
@@ -872,10 +848,7 @@ impl AuctionService {
                 if let Err(error) = ledger.settle(&bid, &write_id).await {
                     tracing::warn!(%error, %bid_id, "copy of an accepted bid deferred to the next bid");
                 }
-                let after = AuctionSnapshot::merge(std::iter::once(&next.summary));
-                Ok(Attempt::Decided(Box::new(
-                    self.accepted(connection, auction_id, bid_id, &after).await,
-                )))
+                Ok(Attempt::Decided(Box::new(self.accepted(bid_id))))
             }
             // Another bid moved the head first, or a request in another Region was
             // writing it (nothing written either way): decide again on fresh state.
@@ -884,52 +857,20 @@ impl AuctionService {
         }
     }
 
-    /// The answer to a recorded bid, after pushing the auction's new state to its other
-    /// subscribers. From here on nothing may turn the answer into an error: a failed
-    /// broadcast is logged (subscribers resync on reconnect).
-    async fn accepted(
-        &self,
-        connection: &ConnectionId,
-        auction_id: &AuctionId,
-        bid_id: &BidId,
-        after: &AuctionSnapshot,
-    ) -> Reply {
-        let fanout = match self.announce(Some(connection), auction_id, after).await {
-            Ok(report) => Some(report),
-            Err(error) => {
-                tracing::warn!(%error, %bid_id, "broadcast after an accepted bid failed");
-                None
-            }
-        };
-        Reply {
-            message: self.bid_result(bid_id, Ok(BidStatus::Accepted)).message,
-            fanout,
-        }
+    /// The answer to a recorded bid. It waits for no push: the state table's stream starts
+    /// the auction's push ([`crate::push`]), the same path as for bids that replication
+    /// brought.
+    fn accepted(&self, bid_id: &BidId) -> Reply {
+        self.bid_result(bid_id, Ok(BidStatus::Accepted))
     }
 
-    /// Bids arrived by replication changed the auction (in AWS: the table's stream showed
-    /// another Region's summary; in the lab: the replicator applied one). Push the merged
-    /// state to every subscriber in this Region.
-    pub async fn announce_replicated(&self, auction_id: &AuctionId) -> Result<FanoutReport> {
+    /// The `bidUpdate` frame of one push of `auction_id`: the merged state of every Region's
+    /// summary this Region holds, read when the push starts (so a conflated push carries
+    /// every change before it).
+    pub async fn push_frame(&self, auction_id: &AuctionId) -> Result<String> {
         let (summaries, _) = self.read_summaries(auction_id).await?;
         let snapshot = AuctionSnapshot::merge(&summaries);
-        self.announce(None, auction_id, &snapshot).await
-    }
-
-    /// Push the auction's state to its subscribers (except the sender, who gets its answer).
-    async fn announce(
-        &self,
-        sender: Option<&ConnectionId>,
-        auction_id: &AuctionId,
-        snapshot: &AuctionSnapshot,
-    ) -> Result<FanoutReport> {
-        let now = self.clock.now_ms();
-        let subscribers = self.connections.subscribers(auction_id, now).await?;
-        let targets: Vec<ConnectionId> = subscribers
-            .into_iter()
-            .filter(|c| Some(c) != sender)
-            .collect();
-        let frame = ServerMessage::BidUpdate {
+        Ok(ServerMessage::BidUpdate {
             region: self.region.clone(),
             auction_id: auction_id.clone(),
             high_bid: snapshot.high_bid.as_ref().map(BidRecord::view),
@@ -937,15 +878,18 @@ impl AuctionService {
             version: snapshot.bid_count,
             versions: snapshot.versions.clone(),
         }
-        .to_json();
-        Ok(broadcast(
-            &self.notifier,
-            &self.connections,
-            &targets,
-            frame.as_bytes(),
-            &self.fanout,
-        )
-        .await)
+        .to_json())
+    }
+
+    /// The registry, notifier and fan-out settings a push worker posts with.
+    pub fn push_worker(&self, settings: crate::push::PushSettings) -> crate::push::PushWorker {
+        crate::push::PushWorker {
+            connections: self.connections.clone(),
+            notifier: self.notifier.clone(),
+            fanout: self.fanout.clone(),
+            settings,
+            pause: self.fanout.pause.clone(),
+        }
     }
 
     /// The answer to a bid whose (bidder, bidId) this Region already holds copies of.

@@ -419,10 +419,21 @@ async fn store_outage_answers_the_bid_by_its_id_without_leaking_detail() {
     assert!(!message.contains("10.0.0.7"));
 }
 
-#[tokio::test]
-async fn accepted_bid_is_pushed_to_other_subscribers_only() {
-    let w = world().await;
-    for who in ["alice", "bob", "carol"] {
+/// The Region's stream reader: the auction changed, push what is due.
+async fn push(w: &World) -> wsdr_core::push::PushTotals {
+    let pusher = wsdr_core::push::Pusher::new(
+        w.service.clone(),
+        wsdr_core::PushSettings::default(),
+        w.clock.clone(),
+        Arc::new(wsdr_core::TokioPause),
+    );
+    pusher.changed([&AuctionId::new("a1").unwrap()]);
+    pusher.push_due().await;
+    pusher.totals()
+}
+
+async fn watch(w: &World, who: &[&str]) {
+    for who in who {
         w.service
             .connect(&conn(&format!("c-{who}")), &user(who))
             .await
@@ -435,6 +446,12 @@ async fn accepted_bid_is_pushed_to_other_subscribers_only() {
             )
             .await;
     }
+}
+
+#[tokio::test]
+async fn an_accepted_bid_is_answered_before_any_push_and_pushed_from_the_stream() {
+    let w = world().await;
+    watch(&w, &["alice", "bob", "carol"]).await;
     let reply = w
         .service
         .handle_frame(
@@ -443,8 +460,17 @@ async fn accepted_bid_is_pushed_to_other_subscribers_only() {
             &bid_frame("a1", 100, "bid-a-0001"),
         )
         .await;
-    let fanout = reply.fanout.unwrap();
-    assert_eq!((fanout.targets, fanout.delivered), (2, 2));
+    assert!(matches!(
+        reply.message,
+        ServerMessage::BidResult {
+            status: BidStatus::Accepted,
+            ..
+        }
+    ));
+    assert!(w.notifier.sent().is_empty(), "the answer waits for no push");
+    let totals = push(&w).await;
+    assert_eq!((totals.pushes, totals.posts, totals.delivered), (1, 3, 3));
+    assert_eq!(totals.jobs, u64::from(wsdr_core::SUBSCRIBER_SHARDS));
     let mut targets: Vec<String> = w
         .notifier
         .sent()
@@ -452,7 +478,11 @@ async fn accepted_bid_is_pushed_to_other_subscribers_only() {
         .map(|(c, _)| c.to_string())
         .collect();
     targets.sort();
-    assert_eq!(targets, ["c-bob", "c-carol"]);
+    assert_eq!(
+        targets,
+        ["c-alice", "c-bob", "c-carol"],
+        "the bidder too: one path"
+    );
     let frame: serde_json::Value = serde_json::from_slice(&w.notifier.sent()[0].1).unwrap();
     assert_eq!(frame["type"], "bidUpdate");
     assert_eq!(frame["highBid"]["amount"], 100);
@@ -460,32 +490,19 @@ async fn accepted_bid_is_pushed_to_other_subscribers_only() {
 }
 
 #[tokio::test]
-async fn gone_target_is_removed_but_sender_is_kept() {
+async fn gone_target_is_removed_by_the_push() {
     let w = world().await;
-    for who in ["alice", "bob", "carol"] {
-        w.service
-            .connect(&conn(&format!("c-{who}")), &user(who))
-            .await
-            .unwrap();
-        w.service
-            .handle_frame(
-                &conn(&format!("c-{who}")),
-                &user(who),
-                br#"{"action":"getState","auctionId":"a1"}"#,
-            )
-            .await;
-    }
+    watch(&w, &["alice", "bob", "carol"]).await;
     w.notifier.mark_gone(&conn("c-bob"));
-    let reply = w
-        .service
+    w.service
         .handle_frame(
             &conn("c-alice"),
             &user("alice"),
             &bid_frame("a1", 100, "bid-a-0001"),
         )
         .await;
-    let fanout = reply.fanout.unwrap();
-    assert_eq!((fanout.delivered, fanout.gone), (1, 1));
+    let totals = push(&w).await;
+    assert_eq!((totals.delivered, totals.gone), (2, 1));
     assert!(!w.connections.contains(&conn("c-bob")));
     assert!(w.connections.contains(&conn("c-alice")));
     assert!(w.connections.contains(&conn("c-carol")));
@@ -494,40 +511,23 @@ async fn gone_target_is_removed_but_sender_is_kept() {
 #[tokio::test(start_paused = true)]
 async fn throttled_target_is_retried_then_delivered() {
     let w = world().await;
-    for who in ["alice", "bob"] {
-        w.service
-            .handle_frame(
-                &conn(&format!("c-{who}")),
-                &user(who),
-                br#"{"action":"getState","auctionId":"a1"}"#,
-            )
-            .await;
-    }
+    watch(&w, &["alice", "bob"]).await;
     w.notifier.throttle(&conn("c-bob"), 3);
-    let reply = w
-        .service
+    w.service
         .handle_frame(
             &conn("c-alice"),
             &user("alice"),
             &bid_frame("a1", 100, "bid-a-0001"),
         )
         .await;
-    let fanout = reply.fanout.unwrap();
-    assert_eq!((fanout.delivered, fanout.retries, fanout.failed), (1, 3, 0));
+    let totals = push(&w).await;
+    assert_eq!((totals.delivered, totals.failed), (2, 0));
 }
 
 #[tokio::test(start_paused = true)]
 async fn target_throttled_past_retry_budget_is_counted_failed_not_fatal() {
     let w = world().await;
-    for who in ["alice", "bob"] {
-        w.service
-            .handle_frame(
-                &conn(&format!("c-{who}")),
-                &user(who),
-                br#"{"action":"getState","auctionId":"a1"}"#,
-            )
-            .await;
-    }
+    watch(&w, &["alice", "bob"]).await;
     w.notifier.throttle(&conn("c-bob"), 100);
     let reply = w
         .service
@@ -544,8 +544,48 @@ async fn target_throttled_past_retry_budget_is_counted_failed_not_fatal() {
             ..
         }
     ));
-    let fanout = reply.fanout.unwrap();
-    assert_eq!((fanout.delivered, fanout.failed), (0, 1));
+    let totals = push(&w).await;
+    assert_eq!((totals.delivered, totals.failed), (1, 1));
+}
+
+#[tokio::test]
+async fn a_push_reads_one_page_per_job_and_carries_on_where_it_ended() {
+    let w = world().await;
+    let watchers: Vec<String> = (0..200).map(|i| format!("w{i:03}")).collect();
+    let names: Vec<&str> = watchers.iter().map(String::as_str).collect();
+    watch(&w, &names).await;
+    w.service
+        .handle_frame(
+            &conn("c-w000"),
+            &user("w000"),
+            &bid_frame("a1", 100, "bid-a-0001"),
+        )
+        .await;
+    let pusher = wsdr_core::push::Pusher::new(
+        w.service.clone(),
+        wsdr_core::PushSettings {
+            page: 4,
+            workers: 3,
+            ..wsdr_core::PushSettings::default()
+        },
+        w.clock.clone(),
+        Arc::new(wsdr_core::TokioPause),
+    );
+    pusher.changed([&AuctionId::new("a1").unwrap()]);
+    pusher.push_due().await;
+    let totals = pusher.totals();
+    assert_eq!((totals.delivered, totals.subscriber_reads), (200, 200));
+    // 16 shards of about 12 at 4 a page: about 3 or 4 jobs a shard, never one for all.
+    assert!(totals.jobs >= 50, "{totals:?}");
+    let mut told: Vec<String> = w
+        .notifier
+        .sent()
+        .iter()
+        .map(|(c, _)| c.to_string())
+        .collect();
+    told.sort();
+    told.dedup();
+    assert_eq!(told.len(), 200, "each once");
 }
 
 #[tokio::test]

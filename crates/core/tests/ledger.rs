@@ -12,6 +12,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use wsdr_core::memory::{
     Change, Item, ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier,
 };
+use wsdr_core::push::{PushSettings, Pusher};
 use wsdr_core::{Auction, AuctionService, ConnectionId, StateStore, UserId};
 use wsdr_protocol::{Amount, AuctionId, BidStatus, ServerMessage};
 
@@ -20,6 +21,8 @@ struct Region {
     store: Arc<MemoryStateStore>,
     notifier: Arc<RecordingNotifier>,
     service: AuctionService,
+    /// The Region's stream reader (no window: the tests step the clock themselves).
+    pusher: Pusher,
     feed: UnboundedReceiver<Change>,
 }
 
@@ -35,8 +38,17 @@ fn region(name: &'static str, clock: Arc<ManualClock>) -> Region {
         store.clone(),
         Arc::new(MemoryConnections::default()),
         notifier.clone(),
-        clock,
+        clock.clone(),
         name,
+    );
+    let pusher = Pusher::new(
+        service.clone(),
+        PushSettings {
+            window: std::time::Duration::ZERO,
+            ..PushSettings::default()
+        },
+        clock,
+        Arc::new(wsdr_core::TokioPause),
     );
     let feed = store.change_feed();
     Region {
@@ -44,6 +56,7 @@ fn region(name: &'static str, clock: Arc<ManualClock>) -> Region {
         store,
         notifier,
         service,
+        pusher,
         feed,
     }
 }
@@ -90,7 +103,8 @@ impl World {
                 let summary = matches!(change.item, Item::Summary { .. });
                 let auction = change.item.auction_id().clone();
                 if to.store.apply_replicated(change) && summary {
-                    to.service.announce_replicated(&auction).await.unwrap();
+                    to.pusher.changed([&auction]);
+                    to.pusher.push_due().await;
                 }
             }
         }

@@ -47,5 +47,5 @@ pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error
         }),
         None => service,
     };
-    Ok(App::new(service, &config.subprotocol))
+    Ok(App::new(service, &config.subprotocol, config.push))
 }

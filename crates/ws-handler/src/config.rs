@@ -33,6 +33,11 @@ pub struct Config {
     /// `CONSISTENCY` (default `eventual`): `strong` when the state table is a multi-Region
     /// strongly consistent (MRSC) global table; bids then go through its ledger head.
     pub consistency: wsdr_core::Consistency,
+    /// How the stream's pushes run (`wsdr_core::push`): `PUSH_WINDOW_MS` (default 200, 10 to
+    /// 60,000), `PUSH_BUDGET_PER_SECOND` (default 5,000, 1 to 10,000: this Region's share of
+    /// the account's API Gateway quota), `PUSH_WORKERS` (default 16, 1 to 256),
+    /// `PUSH_PAGE_SIZE` (default 500, 1 to 1,000).
+    pub push: wsdr_core::PushSettings,
 }
 
 /// One entry of `SEED_AUCTIONS`.
@@ -126,6 +131,36 @@ impl Config {
                         reason: e.to_string(),
                     })?,
             },
+            push: push_settings(&env)?,
         })
     }
+}
+
+/// One whole-number setting within `range`, or a clear error naming it.
+fn bounded(
+    env: &wsdr_lambda::env::Env<impl Fn(&str) -> Option<String>>,
+    name: &'static str,
+    default: u64,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u64, EnvError> {
+    let value = env.number(name, default)?;
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(EnvError::Invalid {
+            name,
+            reason: format!("must be {} to {}", range.start(), range.end()),
+        })
+    }
+}
+
+fn push_settings(
+    env: &wsdr_lambda::env::Env<impl Fn(&str) -> Option<String>>,
+) -> Result<wsdr_core::PushSettings, EnvError> {
+    Ok(wsdr_core::PushSettings {
+        window: Duration::from_millis(bounded(env, "PUSH_WINDOW_MS", 200, 10..=60_000)?),
+        budget_per_second: bounded(env, "PUSH_BUDGET_PER_SECOND", 5_000, 1..=10_000)? as f64,
+        workers: bounded(env, "PUSH_WORKERS", 16, 1..=256)? as usize,
+        page: bounded(env, "PUSH_PAGE_SIZE", 500, 1..=1_000)? as usize,
+    })
 }

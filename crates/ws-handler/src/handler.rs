@@ -4,7 +4,9 @@ use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxy
 use aws_lambda_events::encodings::Body;
 use aws_lambda_events::http::{HeaderMap, HeaderValue};
 use lambda_runtime::LambdaEvent;
+use std::sync::Arc;
 use tracing::Instrument;
+use wsdr_core::push::{PushSettings, Pusher};
 use wsdr_core::{AuctionService, ConnectionId, Principal};
 use wsdr_protocol::{ErrorCode, ProtocolError};
 
@@ -13,23 +15,42 @@ pub const SUB_CONTEXT_KEY: &str = "sub";
 /// Authorizer context key that says the identity is a probe's (the canary issuer's).
 pub const CANARY_CONTEXT_KEY: &str = "canary";
 
-/// The handler: the auction service plus what `$connect` needs.
+/// The handler: the auction service, what `$connect` needs, and the instance's pusher (the
+/// stream's path).
 #[derive(Debug, Clone)]
 pub struct App {
     service: AuctionService,
     subprotocol: String,
+    pusher: Arc<Pusher>,
 }
 
 impl App {
-    pub fn new(service: AuctionService, subprotocol: &str) -> Self {
+    /// A handler whose pusher runs on the system clock and tokio's sleep, with `push`.
+    pub fn new(service: AuctionService, subprotocol: &str, push: PushSettings) -> Self {
+        let pusher = Pusher::new(
+            service.clone(),
+            push,
+            Arc::new(wsdr_core::SystemClock),
+            Arc::new(wsdr_core::TokioPause),
+        );
+        Self::with_pusher(service, subprotocol, pusher)
+    }
+
+    /// A handler with a pusher built elsewhere (the lab's, on its scaled clock).
+    pub fn with_pusher(service: AuctionService, subprotocol: &str, pusher: Pusher) -> Self {
         Self {
             service,
             subprotocol: subprotocol.to_owned(),
+            pusher: Arc::new(pusher),
         }
     }
 
     pub fn service(&self) -> &AuctionService {
         &self.service
+    }
+
+    pub fn pusher(&self) -> &Pusher {
+        &self.pusher
     }
 
     /// The Lambda entry point. Never returns `Err`: an `Err` would make API Gateway send its
@@ -105,16 +126,6 @@ impl App {
             (None, false) => b"",
         };
         let reply = self.service.handle_frame(&connection, user, body).await;
-        if let Some(fanout) = &reply.fanout {
-            tracing::info!(
-                targets = fanout.targets,
-                delivered = fanout.delivered,
-                gone = fanout.gone,
-                retries = fanout.retries,
-                failed = fanout.failed,
-                "broadcast"
-            );
-        }
         self.frame(&reply.message)
     }
 

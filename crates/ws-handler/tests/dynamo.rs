@@ -99,8 +99,29 @@ async fn alice_bids(w: &World) -> serde_json::Value {
     )
 }
 
+/// The state table's stream shows lot-1's summary (or ledger head) changed: the handler's
+/// stream path pushes it.
+async fn stream_shows_lot_1(w: &World, sk: &str) {
+    let event = serde_json::json!({
+        "Records": [{
+            "eventSource": "aws:dynamodb",
+            "eventName": "MODIFY",
+            "dynamodb": { "Keys": { "pk": { "S": "SUMMARY#lot-1" }, "sk": { "S": sk } } }
+        }]
+    });
+    let answer = w
+        .app
+        .handle_any(lambda_runtime::LambdaEvent::new(
+            event,
+            lambda_runtime::Context::default(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(answer, serde_json::json!({ "batchItemFailures": [] }));
+}
+
 #[tokio::test]
-async fn accepted_bid_is_broadcast_through_the_real_management_client() {
+async fn accepted_bid_is_pushed_from_the_stream_through_the_real_management_client() {
     let w = world("us-east-1").await;
     join(&w, "alice=", "alice").await;
     join(&w, "bob=", "bob").await;
@@ -108,7 +129,12 @@ async fn accepted_bid_is_broadcast_through_the_real_management_client() {
     let reply = alice_bids(&w).await;
     assert_eq!(reply["status"], "accepted", "{reply}");
     assert_eq!(reply["region"], "us-east-1");
-    assert_eq!(w.callback.posted_to(), ["bob=", "carol="]);
+    assert!(
+        w.callback.posted_to().is_empty(),
+        "the answer waits for no push"
+    );
+    stream_shows_lot_1(&w, "us-east-1").await;
+    assert_eq!(w.callback.posted_to(), ["alice=", "bob=", "carol="]);
     let pushed: serde_json::Value =
         serde_json::from_str(&w.callback.posts.lock().unwrap()[0].1).unwrap();
     assert_eq!(pushed["type"], "bidUpdate");
@@ -125,6 +151,7 @@ async fn gone_target_records_are_deleted_and_the_sender_is_kept() {
     w.callback.gone.lock().unwrap().insert("stale=".into());
     let reply = alice_bids(&w).await;
     assert_eq!(reply["status"], "accepted");
+    stream_shows_lot_1(&w, "us-east-1").await;
     let after = count(&w.client, &w.connections_table).await;
     assert_eq!(
         before - after,
@@ -204,7 +231,8 @@ async fn strong_mode_decides_a_bid_on_the_ledger_head() {
     join(&w, "bob=", "bob").await;
     let reply = alice_bids(&w).await;
     assert_eq!(reply["status"], "accepted", "{reply}");
-    assert_eq!(w.callback.posted_to(), ["bob="]);
+    stream_shows_lot_1(&w, "LEDGER").await;
+    assert_eq!(w.callback.posted_to(), ["alice=", "bob="]);
     let head = w
         .client
         .get_item()

@@ -37,7 +37,7 @@ async fn world() -> World {
         .await
         .unwrap();
     World {
-        app: App::new(service, "wsdr"),
+        app: App::new(service, "wsdr", wsdr_core::PushSettings::default()),
         connections,
         store,
     }

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
 //! The state table's stream sample (`events/dynamodb-stream.json`) through the real handler:
-//! another Region's summary is pushed to this Region's subscribers, this Region's own is not.
+//! every summary (this Region's and the other's) is pushed to this Region's subscribers,
+//! conflated per auction; other items push nothing.
 
 use std::sync::Arc;
 use ws_handler::App;
@@ -38,7 +39,10 @@ async fn app(region: &str) -> (App, Arc<RecordingNotifier>) {
         )
         .await
         .unwrap();
-    (App::new(service, "wsdr"), notifier)
+    (
+        App::new(service, "wsdr", wsdr_core::PushSettings::default()),
+        notifier,
+    )
 }
 
 fn lambda_event(payload: serde_json::Value) -> lambda_runtime::LambdaEvent<serde_json::Value> {
@@ -60,7 +64,7 @@ async fn another_regions_summary_in_the_stream_is_pushed_to_subscribers() {
     assert_eq!(
         sent.len(),
         1,
-        "one push for lot-1 (the us-east-1 summary), none for our own"
+        "one push for lot-1: both Regions' summaries conflated"
     );
     assert_eq!(sent[0].0.as_str(), "carol-conn");
     let frame: serde_json::Value = serde_json::from_slice(&sent[0].1).unwrap();
@@ -70,15 +74,21 @@ async fn another_regions_summary_in_the_stream_is_pushed_to_subscribers() {
 }
 
 #[tokio::test]
-async fn own_summaries_and_other_items_in_the_stream_push_nothing() {
+async fn other_items_push_nothing_and_this_regions_own_summary_is_pushed() {
     let (app, notifier) = app("us-east-1").await;
     let mut event: serde_json::Value = serde_json::from_str(STREAM).unwrap();
-    // Only this Region's summary and a bid copy: nothing to push.
+    // A bid copy alone: nothing to push.
     event["Records"][0]["dynamodb"]["Keys"]["pk"]["S"] = "BIDS#lot-1#alice".into();
     event["Records"][0]["dynamodb"]["Keys"]["sk"]["S"] = "bid-alice-0002#us-west-2".into();
+    let mut copy_only = event.clone();
+    copy_only["Records"].as_array_mut().unwrap().truncate(1);
+    app.handle_any(lambda_event(copy_only)).await.unwrap();
+    assert!(notifier.sent().is_empty());
+    // This Region's own summary: its bid is pushed from the stream (the bid's answer did
+    // not wait for it).
     event["Records"][1]["dynamodb"]["Keys"]["sk"]["S"] = "us-east-1".into();
     app.handle_any(lambda_event(event)).await.unwrap();
-    assert!(notifier.sent().is_empty());
+    assert_eq!(notifier.sent().len(), 1);
 }
 
 #[tokio::test]
@@ -92,22 +102,11 @@ async fn api_gateway_events_still_route_through_handle_any() {
 }
 
 #[test]
-fn a_strong_mode_ledger_head_names_the_region_that_moved_it() {
+fn a_strong_mode_ledger_head_names_its_auction() {
     let mut event: serde_json::Value = serde_json::from_str(STREAM).unwrap();
     let record = &mut event["Records"][0]["dynamodb"];
-    record["Keys"]["pk"]["S"] = "SUMMARY#lot-1".into();
+    record["Keys"]["pk"]["S"] = "SUMMARY#lot-9".into();
     record["Keys"]["sk"]["S"] = "LEDGER".into();
-    record["NewImage"]["lastRegion"] = serde_json::json!({ "S": "us-east-2" });
-    let keys = ws_handler::stream::summary_keys(&event);
-    assert_eq!(keys[0].1, "us-east-2");
-    // A head without its last bid's Region says nothing to push on.
-    event["Records"][0]["dynamodb"]["NewImage"]
-        .as_object_mut()
-        .unwrap()
-        .remove("lastRegion");
-    let keys = ws_handler::stream::summary_keys(&event);
-    assert!(
-        keys.iter().all(|(_, region)| region != "LEDGER"),
-        "{keys:?}"
-    );
+    let auctions = ws_handler::stream::summary_keys(&event);
+    assert_eq!(auctions[0].as_str(), "lot-9");
 }

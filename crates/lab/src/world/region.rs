@@ -42,6 +42,7 @@ use tokio::time::Instant;
 use ws_handler::App;
 use wsdr_core::memory::MemoryConnections;
 use wsdr_core::{AuctionService, Clock};
+use wsdr_protocol::AuctionId;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -75,6 +76,8 @@ pub struct Quotas {
     /// Whether the health function's answer on the secondary holds while the primary's
     /// verdict is fail over (`wsdr_core::secondary_holds`; wsdr's, not the reference's).
     pub secondary_holds: bool,
+    /// How the Region's pusher conflates, shards and budgets pushes (AWS units).
+    pub push: wsdr_core::PushSettings,
 }
 
 /// Faults that can be injected into a Region ([`Region::inject`]).
@@ -164,6 +167,9 @@ struct Socket {
 }
 
 pub struct Region {
+    /// This Region's stream: the auction of every summary its table commits or replication
+    /// applies, read by its pusher.
+    stream: mpsc::UnboundedSender<AuctionId>,
     /// Its role in the deployment.
     pub id: RegionId,
     pub name: String,
@@ -204,6 +210,24 @@ pub struct Region {
     connect_rate: Mutex<(f64, f64)>,
 }
 
+/// The auction a stream record names, if it is a summary or a ledger head (the template's
+/// stream filter: partition key `SUMMARY#`).
+fn stream_auction(change: &wsdr_core::items::Change) -> Option<AuctionId> {
+    match &change.item {
+        wsdr_core::items::Item::Summary { auction, .. }
+        | wsdr_core::items::Item::Head { auction, .. } => Some(auction.clone()),
+        _ => None,
+    }
+}
+
+/// Sleep `wait`, or forever when nothing waits.
+async fn sleep_for(wait: Option<Duration>) {
+    match wait {
+        Some(wait) => tokio::time::sleep(wait).await,
+        None => std::future::pending().await,
+    }
+}
+
 impl std::fmt::Debug for Region {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Region")
@@ -214,24 +238,57 @@ impl std::fmt::Debug for Region {
 }
 
 impl Region {
-    /// A write replicated into this Region: another Region's summary changed, so push the
-    /// merged state here (the stream handler's path, off the replication task).
+    /// A write replicated into this Region: it enters this Region's stream, as a local
+    /// write does ([`stream_auction`]).
     pub fn on_replicated(&self, change: &wsdr_core::items::Change) {
-        let keys = match &change.item {
-            wsdr_core::items::Item::Summary { auction, summary } => {
-                vec![(auction.clone(), summary.region.clone())]
+        if let Some(auction) = stream_auction(change) {
+            let _ = self.stream.send(auction);
+        }
+    }
+
+    /// What this Region's pusher has done (the drill report's push figures).
+    pub fn push_totals(&self) -> wsdr_core::push::PushTotals {
+        self.app.pusher().totals()
+    }
+
+    /// The stream's reader: this Region's own summary writes (its table's change feed) and
+    /// the replicated ones ([`Region::on_replicated`]) feed the pusher, which pushes each
+    /// auction when its spacing allows (the ws-handler's stream path, `App::on_summaries`,
+    /// run as one long-lived reader).
+    fn start_stream(
+        &self,
+        mut changes: mpsc::UnboundedReceiver<AuctionId>,
+        clock: crate::world::scale::ScaledClock,
+    ) {
+        let mut own = self.store.change_feed();
+        let stream = self.stream.clone();
+        self.owner.spawn(async move {
+            while let Some(change) = own.recv().await {
+                if let Some(auction) = stream_auction(&change) {
+                    if stream.send(auction).is_err() {
+                        break;
+                    }
+                }
             }
-            // Strong mode: the head names the Region that accepted its last bid (the
-            // template's stream filter reads the same attribute, `lastRegion`).
-            wsdr_core::items::Item::Head { auction, head } => match &head.last {
-                Some(last) => vec![(auction.clone(), last.bid.region.clone())],
-                None => return,
-            },
-            _ => return,
-        };
+        });
         let app = self.app.clone();
         self.owner.spawn(async move {
-            app.on_replicated_summaries(&keys).await;
+            loop {
+                let wait = app.pusher().next_due_ms().map(|due| clock.until(due));
+                tokio::select! {
+                    biased;
+                    change = changes.recv() => {
+                        let Some(auction) = change else { break };
+                        let mut batch = vec![auction];
+                        while let Ok(more) = changes.try_recv() {
+                            batch.push(more);
+                        }
+                        app.pusher().changed(&batch);
+                    }
+                    () = sleep_for(wait) => {}
+                }
+                app.pusher().push_due().await;
+            }
         });
     }
 
@@ -302,7 +359,16 @@ impl Region {
             Some(hint) => service.with_herd_hint(hint),
             None => service,
         };
+        let conflation_clock = crate::world::scale::ScaledClock::new(scale);
+        let pusher = wsdr_core::push::Pusher::new(
+            service.clone(),
+            quotas.push,
+            Arc::new(conflation_clock),
+            Arc::new(crate::world::scale::ScaledPause(scale)),
+        );
+        let (stream, stream_rx) = mpsc::unbounded_channel();
         let region = Arc::new(Self {
+            stream,
             id,
             name: name.to_owned(),
             api_id: format!("lab{}", name.replace('-', "")),
@@ -317,7 +383,7 @@ impl Region {
             born: Instant::now(),
             connect_rate: Mutex::new((quotas.connect_rate, quotas.connect_burst)),
             quotas,
-            app: App::new(service, "wsdr"),
+            app: App::with_pusher(service, "wsdr", pusher),
             authorizer,
             sockets: Mutex::default(),
             bid_handler_us: Mutex::default(),
@@ -329,6 +395,7 @@ impl Region {
         });
         // Set once, before the Region serves or its handler runs.
         let _ = home.set(Arc::downgrade(&region));
+        region.start_stream(stream_rx, conflation_clock);
         let router = Router::new()
             .route("/health", get(health_endpoint))
             .route("/health/{judged}", get(verdict_endpoint))

@@ -244,6 +244,37 @@ impl TimeScale {
 #[derive(Debug, Clone, Copy)]
 pub struct ScaledPause(pub TimeScale);
 
+/// AWS milliseconds since the clock was made, on the lab's (tokio's) clock times the scale:
+/// what the pushers' conflation runs on, so that its window is an AWS duration at any scale.
+#[derive(Debug, Clone, Copy)]
+pub struct ScaledClock {
+    start: tokio::time::Instant,
+    scale: TimeScale,
+}
+
+impl ScaledClock {
+    pub fn new(scale: TimeScale) -> Self {
+        Self {
+            start: tokio::time::Instant::now(),
+            scale,
+        }
+    }
+
+    /// The lab duration until `aws_ms` on this clock (zero if it passed).
+    pub fn until(&self, aws_ms: u64) -> Duration {
+        let now = wsdr_core::Clock::now_ms(self);
+        self.scale.lab(AwsDuration::from(Duration::from_millis(
+            aws_ms.saturating_sub(now),
+        )))
+    }
+}
+
+impl wsdr_core::Clock for ScaledClock {
+    fn now_ms(&self) -> u64 {
+        (self.start.elapsed().as_secs_f64() * self.scale.factor() * 1000.0) as u64
+    }
+}
+
 #[async_trait::async_trait]
 impl wsdr_core::Pause for ScaledPause {
     async fn pause(&self, aws: Duration) {
