@@ -48,6 +48,79 @@ async fn subscribers_of_an_auction_come_from_the_index_and_skip_expired() {
 }
 
 #[tokio::test]
+async fn a_shard_is_paged_in_connection_order_and_every_page_moves_on() {
+    let client = common::client();
+    let table = common::connections_table(&client).await;
+    let connections = DynamoConnections::new(client.clone(), &table, Duration::from_secs(9_000));
+    // Today's time: DynamoDB Local runs TTL deletion, so records that expire by the wall
+    // clock (as the fixed now's do) vanish while the test reads them.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let a1 = AuctionId::new("a1").unwrap();
+    let user = UserId::new("watcher").unwrap();
+    // 160 watchers (about ten a shard), some of them expired.
+    let mut expected: std::collections::BTreeMap<u16, Vec<String>> = Default::default();
+    for i in 0..160 {
+        let c = ConnectionId::new(format!("w{i:03}=")).unwrap();
+        let at = if i % 7 == 0 { now - 9_001_000 } else { now };
+        connections.subscribe(&c, &user, &a1, at).await.unwrap();
+        if at == now {
+            expected
+                .entry(wsdr_core::push::shard_of(&c))
+                .or_default()
+                .push(c.to_string());
+        }
+    }
+    // A GSI is eventually consistent (DynamoDB Local's too): wait, bounded, until the index
+    // shows every live subscription before paging it.
+    for _ in 0..100 {
+        if connections.subscribers(&a1, now).await.unwrap().len() == 160 - 23 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let mut pages = 0;
+    for shard in 0..wsdr_core::SUBSCRIBER_SHARDS {
+        let mut seen = Vec::new();
+        let mut after: Option<ConnectionId> = None;
+        loop {
+            let page = connections
+                .subscribers_page(&a1, shard, after.as_ref(), 3, now)
+                .await
+                .unwrap();
+            pages += 1;
+            assert!(
+                page.connections.len() <= 3,
+                "a page holds at most its limit"
+            );
+            seen.extend(page.connections.iter().map(|c| c.to_string()));
+            match page.resume_after {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        let mut want = expected.remove(&shard).unwrap_or_default();
+        want.sort();
+        assert_eq!(
+            seen, want,
+            "shard {shard}: every live watcher once, in order"
+        );
+    }
+    assert!(
+        pages > usize::from(wsdr_core::SUBSCRIBER_SHARDS) * 3,
+        "{pages}"
+    );
+    // The whole audience, as every shard's pages give it.
+    assert_eq!(
+        connections.subscribers(&a1, now).await.unwrap().len(),
+        160 - 23
+    );
+}
+
+#[tokio::test]
 async fn remove_deletes_the_connection_and_all_its_subscriptions() {
     let client = common::client();
     let table = common::connections_table(&client).await;
