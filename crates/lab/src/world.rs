@@ -293,7 +293,7 @@ impl World {
                 reuse_for: scale.lab(AwsDuration::from_secs(60)),
             }),
             consistency: config.consistency,
-            push: wsdr_core::PushSettings::default(),
+            push: config.push,
             verdict_age: config.verdict_age,
             secondary_holds: config.secondary_holds,
         };

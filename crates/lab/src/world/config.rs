@@ -68,6 +68,9 @@ pub struct LabConfig {
     /// wsdr's SECONDARY record stays healthy while the PRIMARY record is unhealthy
     /// (`wsdr_core::secondary_holds`); the reference design's records are independent.
     pub secondary_holds: bool,
+    /// How each Region's pusher conflates, shards and budgets its pushes (AWS units;
+    /// `template.yaml`'s `Push*` parameters).
+    pub push: wsdr_core::PushSettings,
 }
 
 impl Default for LabConfig {
@@ -101,6 +104,7 @@ impl Default for LabConfig {
             identity: crate::world::identity::IdentityConfig::wsdr_defaults(),
             verdict_age: wsdr_core::VerdictAge::DEFAULT,
             secondary_holds: true,
+            push: wsdr_core::PushSettings::default(),
         }
     }
 }
