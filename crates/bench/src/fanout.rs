@@ -1,6 +1,6 @@
-//! Fan-out: one accepted bid broadcast to N subscribed lab connections through the real
-//! `@connections` path (handler -> aws-sdk-apigatewaymanagement -> the lab's endpoint ->
-//! each socket), bounded concurrency (64 in flight) against a one-by-one loop.
+//! One accepted bid pushed to N subscribed lab connections through the real `@connections`
+//! path (the Region's stream -> the pusher -> aws-sdk-apigatewaymanagement -> the lab's
+//! endpoint -> each socket).
 
 use crate::common::{percentile, quotas, region, token, wall_ms, Child};
 use futures::{SinkExt, StreamExt};
@@ -46,7 +46,7 @@ pub async fn run(
             r#"{"action":"bid","auctionId":"lot-1","amount":500,"bidId":"bench-bid-0001"}"#,
         ))
         .await?;
-    // The bidder's own result arrives after the broadcast (the handler replies when done).
+    // The bidder's own result arrives first (no push on the bid's path).
     while let Some(Ok(frame)) = bidder.next().await {
         if frame.to_text().is_ok_and(|t| t.contains("bidResult")) {
             break;

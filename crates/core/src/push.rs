@@ -16,8 +16,8 @@
 //!   continuation. No job's work grows with the audience; a push's jobs run in parallel on the
 //!   workers.
 //! - **A budget** ([`PushSettings::budget_per_second`]): the Region's share of the account's
-//!   API Gateway request quota. Each of the `workers` posts at most `budget / workers` per
-//!   second, so the Region's pushes stay under the budget by construction; an auction whose
+//!   API Gateway request quota. Every worker posts by one schedule ([`Pacer`]) that admits
+//!   at most the budget in any second, so the pushes stay under it by construction; an auction whose
 //!   audience needs longer than the window at that rate gets a wider spacing
 //!   (`audience / budget`), and [`Conflator::widened`] says how often and how wide.
 
@@ -74,11 +74,6 @@ impl Default for PushSettings {
 }
 
 impl PushSettings {
-    /// Posts per second one worker may make.
-    pub fn per_worker_rate(&self) -> f64 {
-        self.budget_per_second / self.workers.max(1) as f64
-    }
-
     /// The spacing an auction with `audience` subscribers needs: its window, or the time its
     /// audience takes at the budget, whichever is longer.
     pub fn spacing(&self, audience: usize) -> Duration {
@@ -243,6 +238,117 @@ pub struct PushWorker {
     pub fanout: FanoutConfig,
     pub settings: PushSettings,
     pub pause: Arc<dyn Pause>,
+    /// The schedule every worker of the Region's pusher posts by.
+    pub pacer: Arc<Pacer>,
+    /// Where each chunk's frame comes from: the newest state, re-read at most once per
+    /// window (`None`: the job's own frame throughout).
+    pub frames: Option<Arc<FrameSource>>,
+}
+
+/// The newest `bidUpdate` frame of each auction, read at most once per `max_age`: a chunk
+/// posted late in a long push carries the state of its own moment, not its push's start.
+pub struct FrameSource {
+    service: AuctionService,
+    clock: Arc<dyn Clock>,
+    max_age_ms: u64,
+    cache: Mutex<HashMap<AuctionId, (Arc<str>, u64)>>,
+}
+
+impl std::fmt::Debug for FrameSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameSource")
+            .field("max_age_ms", &self.max_age_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FrameSource {
+    pub fn new(service: AuctionService, clock: Arc<dyn Clock>, max_age: Duration) -> Self {
+        Self {
+            service,
+            clock,
+            max_age_ms: max_age.as_millis() as u64,
+            cache: Mutex::default(),
+        }
+    }
+
+    /// The auction's frame, at most `max_age` old; `fallback` if it cannot be read.
+    pub async fn frame(&self, auction: &AuctionId, fallback: &Arc<str>) -> Arc<str> {
+        let now = self.clock.now_ms();
+        if let Some((frame, read_at)) = locked(&self.cache).get(auction) {
+            if now < read_at.saturating_add(self.max_age_ms) {
+                return frame.clone();
+            }
+        }
+        match self.service.push_frame(auction).await {
+            Ok(frame) => {
+                let frame: Arc<str> = Arc::from(frame);
+                let mut cache = locked(&self.cache);
+                // Bounded: only auctions being pushed are cached; drop the rest when large.
+                if cache.len() > 10_000 {
+                    cache.clear();
+                }
+                cache.insert(auction.clone(), (frame.clone(), now));
+                frame
+            }
+            Err(_) => fallback.clone(),
+        }
+    }
+}
+
+/// One schedule for a pusher's posts at its budget: each chunk of posts reserves its share
+/// of time (`posts / rate`) after the chunks before it, and starts when its reservation
+/// does. Chunks starting within any one second then hold at most `rate` posts plus one
+/// chunk, and one more for the clock's millisecond steps (a chunk may start up to a
+/// millisecond after its reservation); the rate is the budget less two chunks: never over it.
+#[derive(Debug)]
+pub struct Pacer {
+    /// Posts per second the schedule admits.
+    rate: f64,
+    /// Posts of one chunk (a hundredth of the budget).
+    chunk: usize,
+    next_free_ms: Mutex<f64>,
+    clock: Arc<dyn Clock>,
+    pause: Arc<dyn Pause>,
+}
+
+impl Pacer {
+    pub fn new(budget_per_second: f64, clock: Arc<dyn Clock>, pause: Arc<dyn Pause>) -> Self {
+        let budget = if budget_per_second.is_finite() && budget_per_second >= 1.0 {
+            budget_per_second
+        } else {
+            1.0
+        };
+        let chunk = ((budget / 100.0).floor() as usize).max(1);
+        Self {
+            rate: (budget - 2.0 * chunk as f64).max(budget / 2.0),
+            chunk,
+            next_free_ms: Mutex::new(0.0),
+            clock,
+            pause,
+        }
+    }
+
+    /// Posts one chunk may hold.
+    pub fn chunk(&self) -> usize {
+        self.chunk
+    }
+
+    /// Wait until `posts` may start.
+    pub async fn admit(&self, posts: usize) {
+        let wait_ms = {
+            let mut next_free = locked(&self.next_free_ms);
+            let now = self.clock.now_ms() as f64;
+            let start = next_free.max(now);
+            *next_free = start + posts as f64 * 1000.0 / self.rate;
+            start - now
+        };
+        if wait_ms > 0.0 {
+            self.pause
+                .pause(Duration::from_secs_f64(wait_ms / 1000.0))
+                .await;
+        }
+    }
 }
 
 impl std::fmt::Debug for PushWorker {
@@ -253,12 +359,9 @@ impl std::fmt::Debug for PushWorker {
     }
 }
 
-/// Posts of one pacing step: a tenth of a second's worth at the worker's rate.
-const PACING_STEPS_PER_SECOND: f64 = 10.0;
-
 impl PushWorker {
-    /// Read the job's page and post to it, at most `budget / workers` posts per second. A
-    /// failed read is an error (the job is to be run again); failed posts are counted.
+    /// Read the job's page and post to it, chunk by chunk on the pusher's schedule. A failed
+    /// read is an error (the job is to be run again); failed posts are counted.
     pub async fn run(&self, job: &PushJob, now_ms: u64) -> crate::Result<JobOutcome> {
         let page = self
             .connections
@@ -278,32 +381,17 @@ impl PushWorker {
             }),
             ..JobOutcome::default()
         };
-        let rate = self.settings.per_worker_rate();
-        let step = if rate.is_finite() && rate > 0.0 {
-            ((rate / PACING_STEPS_PER_SECOND).floor() as usize).max(1)
-        } else {
-            usize::MAX
-        };
-        let step_time = if step == usize::MAX {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(step as f64 / rate)
-        };
-        for (i, chunk) in page
-            .connections
-            .chunks(step.min(page.connections.len().max(1)))
-            .enumerate()
-        {
-            if i > 0 && !step_time.is_zero() {
-                // The chunk's posts took some of the step already; waiting a whole step keeps
-                // the rate under the share (never over).
-                self.pause.pause(step_time).await;
-            }
+        for chunk in page.connections.chunks(self.pacer.chunk()) {
+            self.pacer.admit(chunk.len()).await;
+            let frame = match &self.frames {
+                Some(source) => source.frame(&job.auction, &job.frame).await,
+                None => job.frame.clone(),
+            };
             let report = broadcast(
                 &self.notifier,
                 &self.connections,
                 chunk,
-                job.frame.as_bytes(),
+                frame.as_bytes(),
                 &self.fanout,
             )
             .await;
@@ -397,6 +485,18 @@ impl Pusher {
         pause: Arc<dyn Pause>,
     ) -> Self {
         let mut worker = service.push_worker(settings);
+        worker.pacer = Arc::new(Pacer::new(
+            settings.budget_per_second,
+            clock.clone(),
+            pause.clone(),
+        ));
+        // Each chunk posts the newest state of its moment (read at most once per window): a
+        // bid committed during a long push reaches every watcher still ahead in it.
+        worker.frames = Some(Arc::new(FrameSource::new(
+            service.clone(),
+            clock.clone(),
+            settings.window,
+        )));
         worker.pause = pause;
         Self {
             service,

@@ -889,6 +889,12 @@ impl AuctionService {
             fanout: self.fanout.clone(),
             settings,
             pause: self.fanout.pause.clone(),
+            pacer: Arc::new(crate::push::Pacer::new(
+                settings.budget_per_second,
+                self.clock.clone(),
+                self.fanout.pause.clone(),
+            )),
+            frames: None,
         }
     }
 
