@@ -176,6 +176,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         throttled_handshakes_during_move: throttled_during_move,
         denied_handshakes_during_move: denied_during_move,
         authorizer: authorizer_figures(&lab),
+        pushes: push_figures(&lab),
         timeline: timeline.entries(),
         judgement,
         strong_order: lab.strong_order(&auction),
@@ -293,6 +294,29 @@ impl DrillConfig {
 pub async fn run_simulated(config: DrillConfig) -> anyhow::Result<Report> {
     let config = config.simulated();
     crate::runs::sim::simulate(config.seed, move || run(config)).await
+}
+
+/// Both Regions' pushers, summed (the widest spacing is the wider of the two).
+fn push_figures(lab: &World) -> wsdr_core::push::PushTotals {
+    let mut sum = wsdr_core::push::PushTotals::default();
+    for (_, region) in lab.regions() {
+        let t = region.push_totals();
+        sum.pushes += t.pushes;
+        sum.changes += t.changes;
+        sum.jobs += t.jobs;
+        sum.subscriber_reads += t.subscriber_reads;
+        sum.posts += t.posts;
+        sum.delivered += t.delivered;
+        sum.gone += t.gone;
+        sum.failed += t.failed;
+        sum.failed_jobs += t.failed_jobs;
+        sum.widening.widened_pushes += t.widening.widened_pushes;
+        sum.widening.widest_spacing_ms = sum
+            .widening
+            .widest_spacing_ms
+            .max(t.widening.widest_spacing_ms);
+    }
+    sum
 }
 
 /// Both Regions' authorizer functions and their `$connect` 500s, summed.

@@ -43,6 +43,7 @@ pub struct DrillTrace {
     /// Handshakes the secondary's authorizer denied between the fault and the heal.
     pub denied_handshakes_during_move: u64,
     pub authorizer: crate::runs::report::AuthorizerFigures,
+    pub pushes: wsdr_core::push::PushTotals,
     pub timeline: Vec<Entry>,
     pub judgement: Judgement,
     /// Strong mode: the table's own order of accepted bids (amount, Region).
@@ -157,6 +158,7 @@ pub fn measure(trace: &DrillTrace) -> Report {
         throttled_handshakes_during_move: trace.throttled_handshakes_during_move as usize,
         denied_handshakes_during_move: trace.denied_handshakes_during_move as usize,
         authorizer: trace.authorizer.clone(),
+        pushes: trace.pushes.clone(),
         back_on_primary_ms: Percentiles::of(&lab_ms_of(
             users.back_on_primary_aws_ms.as_deref().unwrap_or_default(),
         )),

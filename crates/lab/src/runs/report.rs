@@ -119,6 +119,10 @@ pub struct Report {
     /// The authorizer functions of both Regions over the whole drill: cold starts, their
     /// secret reads, and the `$connect`s answered 500 because a new sandbox's init failed.
     pub authorizer: AuthorizerFigures,
+    /// Both Regions' pushers over the drill: pushes, posts, subscriber reads, and how often
+    /// an audience over the `@connections` budget widened an auction's window.
+    #[serde(default)]
+    pub pushes: wsdr_core::push::PushTotals,
     /// Every check the drill failed, in words (empty: PASS). The same list the console's
     /// verdict line prints.
     #[serde(default)]
@@ -467,6 +471,16 @@ impl Report {
         if self.client_fallback {
             rows.push(("endpoint moves (clients)", self.endpoint_moves.to_string()));
         }
+        rows.push((
+            "pushes (window widened)",
+            format!(
+                "{} pushes, {} posts ({} widened by the budget, widest spacing {} ms AWS)",
+                self.pushes.pushes,
+                self.pushes.posts,
+                self.pushes.widening.widened_pushes,
+                self.pushes.widening.widest_spacing_ms
+            ),
+        ));
         rows.push(("consistency", self.consistency.clone()));
         let p50_p99 = |p: &Percentiles, digits: usize| match (p.p50, p.p99) {
             (Some(p50), Some(p99)) => format!("p50 {p50:.digits$} ms, p99 {p99:.digits$} ms"),
