@@ -220,6 +220,13 @@ fn stream_auction(change: &wsdr_core::items::Change) -> Option<AuctionId> {
     }
 }
 
+/// How often Lambda polls a DynamoDB stream shard (4 times a second), AWS ms.
+const STREAM_POLL_MS: u64 = 250;
+
+fn clock_now_ms(clock: &crate::world::scale::ScaledClock) -> u64 {
+    wsdr_core::Clock::now_ms(clock)
+}
+
 /// Sleep `wait`, or forever when nothing waits.
 async fn sleep_for(wait: Option<Duration>) {
     match wait {
@@ -279,6 +286,11 @@ impl Region {
                     biased;
                     change = changes.recv() => {
                         let Some(auction) = change else { break };
+                        // Lambda reads a stream shard by polling it (4 times a second): a
+                        // record waits for the next poll, and the poll takes every record
+                        // since (one batch).
+                        let poll_in = STREAM_POLL_MS - clock_now_ms(&clock) % STREAM_POLL_MS;
+                        tokio::time::sleep(clock.until(clock_now_ms(&clock) + poll_in)).await;
                         let mut batch = vec![auction];
                         while let Ok(more) = changes.try_recv() {
                             batch.push(more);
