@@ -1,15 +1,20 @@
-// Types for react.js (`wsdr-client/react`). Independent of @types/react: the hook's
-// argument and result are plain data.
-import type { AuctionClientOptions, BidView, ClientView } from './wsdr-client.js';
+// Types for react.js (`wsdr-client/react`). Independent of @types/react: the hooks' arguments
+// and results are plain data, and the provider's children are whatever React accepts.
+import type { AuctionClientOptions, BidView, ClientView, ConnectionState } from './wsdr-client.js';
 
 /** One bid as the hook shows it (the client's `BidView`). */
 export type BidState = BidView;
 
-/** What the hook renders (the client's `ClientView`: `client.state`). */
-export type WsdrState = ClientView;
+/** What the hook renders (the client's `ClientView`: `client.state`), `idle` while the hook
+ * is not enabled (no client, no socket). */
+export type WsdrState = Omit<ClientView, 'connection'> & { connection: ConnectionState | 'idle' };
+
+/** The client's options, plus `enabled` (default true): false keeps the hook idle, e.g.
+ * before sign-in. */
+export type WsdrOptions = AuctionClientOptions & { enabled?: boolean };
 
 export interface WsdrHook extends WsdrState {
-  /** Send a bid (a positive integer of minor units); returns its bidId. */
+  /** Send a bid (a positive integer of minor units); returns its bidId. Throws while idle. */
   bid(amount: number): string;
   /** Connect now: ends the session, or cuts a retry's backoff short. */
   reconnect(): void;
@@ -17,7 +22,11 @@ export interface WsdrHook extends WsdrState {
   close(): void;
 }
 
-export declare function useWsdr(options: AuctionClientOptions): WsdrHook;
+/** With options, a client of the component's own; without, the nearest provider's. */
+export declare function useWsdr(options?: WsdrOptions): WsdrHook;
+
+/** One client (one socket) shared by every `useWsdr()` below it. */
+export declare function WsdrProvider(props: WsdrOptions & { children?: unknown }): unknown;
 
 /** The state transition for one client event (what the hook applies). */
 export declare function reduce(state: WsdrState, type: string, detail: unknown): WsdrState;

@@ -1,6 +1,8 @@
-// useWsdr: the reconnecting auction client as a React hook. React is a peer dependency; this
-// module is the package's `wsdr-client/react` entry and is not loaded by the lab's page.
-import { useCallback, useEffect, useRef, useState } from 'react';
+// useWsdr and WsdrProvider: the reconnecting auction client as React hooks. React is a peer
+// dependency; this module is the package's `wsdr-client/react` entry and is not loaded by the
+// lab's page. Server rendering is safe: nothing here touches `window` or opens a socket
+// outside an effect, and effects do not run on the server.
+import { createContext, createElement, useCallback, useContext, useEffect, useRef, useState } from 'react';
 import { AuctionClient, INITIAL_VIEW, reduceView } from './wsdr-client.js';
 
 /** The state transition for one client event (the client's own `reduceView`). */
@@ -8,19 +10,28 @@ export const reduce = reduceView;
 
 const EVENTS = ['status', 'restored', 'update', 'bidSent', 'bidResult', 'bidSettled', 'bidExpired', 'endpoint', 'disconnected'];
 
+/** What a hook shows while it is not enabled (before sign-in, say): no client, no socket. */
+const IDLE_VIEW = Object.freeze({ ...INITIAL_VIEW, connection: 'idle' });
+
+const WsdrContext = createContext(null);
+
 /**
- * Connects while the component is mounted (a new client when `url` or `auctionId` change;
- * the other options are read when it connects; `tokenProvider` may change freely) and
- * returns the auction as the serving Region last told it, the connection's state, the
- * serving Region, the user's bids and `bid(amount)`.
+ * One client for `options` while `enabled` (default true) and mounted: a new client when
+ * `url`, `auctionId` or `enabled` change; the other options are read when it connects;
+ * `tokenProvider` may change freely.
  */
-export function useWsdr(options) {
-  const [state, setState] = useState(INITIAL_VIEW);
+function useWsdrClient(options, enabled) {
+  const [state, setState] = useState(enabled ? INITIAL_VIEW : IDLE_VIEW);
   const client = useRef(null);
   const latest = useRef(options);
   latest.current = options;
   useEffect(() => {
-    const next = new AuctionClient({ ...latest.current, tokenProvider: (context) => latest.current.tokenProvider(context) });
+    if (!enabled) {
+      setState(IDLE_VIEW);
+      return undefined;
+    }
+    const { enabled: _enabled, children: _children, ...clientOptions } = latest.current;
+    const next = new AuctionClient({ ...clientOptions, tokenProvider: (context) => latest.current.tokenProvider(context) });
     client.current = next;
     setState(next.state);
     for (const type of EVENTS) {
@@ -31,10 +42,10 @@ export function useWsdr(options) {
       next.close();
       if (client.current === next) client.current = null;
     };
-  }, [options.url, options.auctionId]);
+  }, [options?.url, options?.auctionId, enabled]);
   const bid = useCallback((amount) => {
     const current = client.current;
-    if (!current) throw new Error('not connected: the component is not mounted');
+    if (!current) throw new Error('not connected: the hook is not enabled, or its component is not mounted');
     // The client emits `bidSent`, which the listeners fold in like every other event.
     return current.bid(amount);
   }, []);
@@ -42,4 +53,28 @@ export function useWsdr(options) {
   const reconnect = useCallback(() => client.current?.reconnect(), []);
   const close = useCallback(() => client.current?.close(), []);
   return { ...state, bid, reconnect, close };
+}
+
+/**
+ * Shares one client (one socket) among every component under it that calls `useWsdr()`
+ * without options. Takes the client's options as props, plus `enabled`.
+ */
+export function WsdrProvider(props) {
+  const value = useWsdrClient(props, props.enabled ?? true);
+  return createElement(WsdrContext.Provider, { value }, props.children);
+}
+
+/**
+ * With options: a client of this component's own (connected while `options.enabled`, default
+ * true). Without: the nearest `WsdrProvider`'s shared client. Either way the auction as the
+ * serving Region last told it, the connection's state (`idle` while not enabled), the
+ * serving Region, the user's bids, `bid(amount)`, `reconnect()` and `close()`.
+ */
+export function useWsdr(options) {
+  const shared = useContext(WsdrContext);
+  // Both hooks run on every render (the rules of hooks); the one not asked for stays idle.
+  const own = useWsdrClient(options, options !== undefined && (options.enabled ?? true));
+  if (options !== undefined) return own;
+  if (shared === null) throw new Error('useWsdr() without options needs a <WsdrProvider> above it');
+  return shared;
 }

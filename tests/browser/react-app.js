@@ -1,25 +1,16 @@
-// A React app on the package's hook (`wsdr-client/react`, here from web/react.js): the live
-// auction, the connection's state and the serving Region. Bundled by esbuild in
-// react.test.js and served on the lab's origin.
+// A React app on the package's React layer (`wsdr-client/react`, here from web/react.js): a
+// provider holding one client, and two components sharing it (the live auction with the
+// connection's state and the serving Region, and a badge with the high bid). Bundled by
+// esbuild in react.test.js and served on the lab's origin.
 import { createElement as h, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { useWsdr } from '../../web/react.js';
+import { useWsdr, WsdrProvider } from '../../web/react.js';
 
 const params = new URLSearchParams(window.location.search);
 const user = params.get('user') ?? 'react-user';
 
-function Auction({ config }) {
-  const { connection, region, auction, bids, outageMs, bid } = useWsdr({
-    url: config.front_door,
-    regions: config.regions,
-    auctionId: config.auction,
-    timeScale: config.time_scale,
-    tokenProvider: async () => {
-      const response = await fetch(`/api/token?sub=${encodeURIComponent(user)}`);
-      if (!response.ok) throw new Error(`token: HTTP ${response.status}`);
-      return (await response.json()).token;
-    },
-  });
+function Auction() {
+  const { connection, region, auction, bids, outageMs, bid } = useWsdr();
   const [amount, setAmount] = useState('');
   const high = auction?.highBid ?? null;
   return h('main', null,
@@ -42,5 +33,23 @@ function Auction({ config }) {
   );
 }
 
+/** A second component on the same client: no socket of its own. */
+function Badge() {
+  const { auction } = useWsdr();
+  return h('p', { id: 'badge', 'data-amount': auction?.highBid ? String(auction.highBid.amount) : '' }, 'high bid');
+}
+
 const config = await (await fetch('/api/config')).json();
-createRoot(document.getElementById('root')).render(h(Auction, { config }));
+createRoot(document.getElementById('root')).render(
+  h(WsdrProvider, {
+    url: config.front_door,
+    regions: config.regions,
+    auctionId: config.auction,
+    timeScale: config.time_scale,
+    tokenProvider: async () => {
+      const response = await fetch(`/api/token?sub=${encodeURIComponent(user)}`);
+      if (!response.ok) throw new Error(`token: HTTP ${response.status}`);
+      return (await response.json()).token;
+    },
+  }, h(Auction), h(Badge)),
+);

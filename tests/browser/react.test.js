@@ -64,6 +64,17 @@ test('the React hook shows the live auction and survives a failover', async () =
   const page = await browser.newPage({ viewport: { width: 900, height: 600 } });
   const errors = [];
   page.on('pageerror', (error) => errors.push(String(error)));
+  // Count the sockets the page opens: the provider's two components must share one.
+  await page.addInitScript(() => {
+    const Native = window.WebSocket;
+    window.__sockets = 0;
+    window.WebSocket = class extends Native {
+      constructor(...args) {
+        super(...args);
+        window.__sockets += 1;
+      }
+    };
+  });
   await page.goto(`${app}/react-app.html?user=erin`);
 
   await page.waitForSelector('#connection[data-state="connected"]');
@@ -74,6 +85,8 @@ test('the React hook shows the live auction and survives a failover', async () =
   await page.keyboard.press('Enter');
   await page.waitForSelector(`#bids li[data-amount="${amount}"][data-status="accepted"][data-region="us-east-1"]`);
   await page.waitForSelector(`#high-bid[data-amount="${amount}"][data-bidder="erin"]`);
+  await page.waitForSelector(`#badge[data-amount="${amount}"]`);
+  assert.equal(await page.evaluate(() => window.__sockets), 1, 'two components, one socket');
   await page.screenshot({ path: path.join(shots, 'react-1-bid-on-primary.png') });
 
   const fault = await fetch(`${base}/api/fault`, {

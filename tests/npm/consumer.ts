@@ -19,7 +19,7 @@ import {
   type ServerFrame,
   type Settlement,
 } from 'wsdr-client';
-import { reduce, useWsdr, type WsdrHook, type WsdrState } from 'wsdr-client/react';
+import { reduce, useWsdr, WsdrProvider, type WsdrHook, type WsdrOptions, type WsdrState } from 'wsdr-client/react';
 
 const options: AuctionClientOptions = {
   url: 'wss://auction.example.com',
@@ -150,4 +150,10 @@ const next: WsdrState = reduce(
   'status',
   { state: 'connected' },
 );
-void hook, next.bids;
+// Lazy connect and the shared client: `enabled`, a provider taking the same options, and
+// `useWsdr()` without options reading the provider's.
+const lazy: WsdrOptions = { ...options, enabled: false };
+const shared: () => WsdrHook = () => useWsdr();
+const provider: unknown = WsdrProvider({ ...lazy, children: null });
+const idle: WsdrState['connection'] = 'idle';
+void hook, next.bids, shared, provider, idle;
