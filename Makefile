@@ -63,7 +63,8 @@ package-check:
 	  \( -name 'wsdr-protocol-*' -o -name 'wsdr-net-*' -o -name 'wsdr-client-*' \) \
 	  -not -path '*/index.*' -exec rm -rf {} + 2>/dev/null || true
 	@rm -rf $(PACKAGE_TARGET)/debug/.fingerprint/wsdr-*
-	$(CARGO) package --quiet --allow-dirty --target-dir $(PACKAGE_TARGET) -p wsdr-protocol -p wsdr-net -p wsdr-client
+	@# The release's own command, dry: packages the three and verifies each against the others.
+	$(CARGO) publish --dry-run --quiet --allow-dirty --target-dir $(PACKAGE_TARGET) -p wsdr-protocol -p wsdr-net -p wsdr-client
 
 ## npm-package-check: the browser client as an npm package: npm pack, install into a scratch
 ## project, import both entries, exports = declarations, a consumer type-checked by tsc --strict

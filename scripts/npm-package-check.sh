@@ -26,4 +26,7 @@ npm install --offline --no-audit --no-fund --silent "$out/$tarball" "$OLDPWD/tes
 cp "$OLDPWD/tests/npm/import.mjs" "$OLDPWD/tests/npm/consumer.ts" "$OLDPWD/tests/npm/tsconfig.json" .
 node import.mjs
 "$OLDPWD/tests/browser/node_modules/.bin/tsc" -p tsconfig.json
-echo "npm package $tarball: packed, installed, imported, type-checked (tsc --strict)"
+# The release's own command, dry (no login needed; provenance only exists in the workflow).
+published="$(cd "$OLDPWD/web" && npm publish --dry-run --provenance=false 2>&1)"
+grep -q '^+ wsdr-client@' <<<"$published" || { echo "npm publish --dry-run failed:"; echo "$published"; exit 1; }
+echo "npm package $tarball: packed, installed, imported, type-checked (tsc --strict), publish dry run"

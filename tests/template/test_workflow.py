@@ -26,7 +26,7 @@ def test_each_job_gets_only_what_it_uses(workflow):
     writers = {n for n, j in jobs.items() if j["permissions"].get("contents") == "write"}
     assert writers == {"publish"}, writers
     oidc = {n for n, j in jobs.items() if j["permissions"].get("id-token") == "write"}
-    assert oidc == {"deploy-primary", "deploy-secondary"}, oidc
+    assert oidc == {"deploy-primary", "deploy-secondary", "publish-npm"}, oidc
 
 
 def test_release_is_published_after_the_secondary_is_deployed(workflow):
@@ -38,6 +38,21 @@ def test_release_is_published_after_the_secondary_is_deployed(workflow):
     for name, job in jobs.items():
         if name != "publish":
             assert "gh release" not in yaml.safe_dump(job), f"{name} publishes before both deploys"
+
+
+def test_client_packages_are_published_after_both_deploys_and_dry_run_in_make_test(workflow):
+    jobs = workflow["jobs"]
+    for name in ("publish-crates", "publish-npm"):
+        assert jobs[name]["needs"] == "deploy-secondary", name
+        assert jobs[name]["if"] == "${{ !inputs.secondary_only }}", name
+    crates = " ".join(s.get("run", "") for s in jobs["publish-crates"]["steps"])
+    assert "cargo publish -p wsdr-protocol -p wsdr-net -p wsdr-client" in crates
+    npm = " ".join(s.get("run", "") for s in jobs["publish-npm"]["steps"])
+    assert "npm publish --provenance" in npm
+    # The same commands, dry, in make test.
+    makefile = (ROOT / "Makefile").read_text()
+    assert "publish --dry-run" in makefile
+    assert "npm publish --dry-run" in (ROOT / "scripts/npm-package-check.sh").read_text()
 
 
 def test_tools_are_pinned_and_installed_from_wheels(workflow):
