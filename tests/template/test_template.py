@@ -166,7 +166,10 @@ def test_failover_decision_lives_in_the_secondary(template):
     assert res["PrimaryHealthAlarm"]["Condition"] == "IsSecondary"
     assert res["PrimaryWatcherFunction"]["Condition"] == "IsSecondary"
     watcher_env = res["PrimaryWatcherFunction"]["Properties"]["Environment"]["Variables"]
-    assert "${PrimaryApiId}" in watcher_env["TARGET_URL"]["Fn::Sub"]
+    # The primary through its custom domain: the failover name, dialled at the primary's
+    # own regional domain endpoint (its certificate and API mapping on the path).
+    assert watcher_env["TARGET_URL"] == {"Fn::Sub": "wss://${DomainName}"}
+    assert watcher_env["TARGET_CONNECT_TO"] == {"Ref": "PrimaryRegionalDomainName"}
     assert watcher_env["API_ID"] == {"Ref": "PrimaryApiId"}
     assert res["PrimaryHealthAlarm"]["Properties"]["Dimensions"][0]["Value"] == {"Ref": "PrimaryApiId"}
     for check_name, alarm in (("PrimaryHealthCheck", "PrimaryHealthAlarm"), ("SecondaryHealthCheck", "RegionVerdictAlarm")):
@@ -309,13 +312,14 @@ def test_policies_are_scoped(template):
     assert res["AuthorizerInvokePermission"]["Properties"]["SourceArn"]["Fn::Sub"].endswith("/authorizers/${Authorizer}")
 
 
-def test_canaries_run_every_minute_against_execute_api_urls(template):
+def test_canaries_run_every_minute(template):
     res = template["Resources"]
     for name in ("CanaryFunction", "PrimaryWatcherFunction"):
         props = res[name]["Properties"]
         assert props["Events"]["EveryMinute"]["Properties"]["Schedule"] == "rate(1 minute)"
-        assert ".execute-api." in props["Environment"]["Variables"]["TARGET_URL"]["Fn::Sub"]
         assert props["Timeout"] < 60
+    # The Region's own canary probes its execute-api URL; the watcher, the custom domain.
+    assert ".execute-api." in res["CanaryFunction"]["Properties"]["Environment"]["Variables"]["TARGET_URL"]["Fn::Sub"]
 
 
 def test_access_log_never_records_the_query_string(template):

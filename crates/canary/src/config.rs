@@ -8,8 +8,14 @@ use wsdr_protocol::AuctionId;
 /// The canary's configuration, read once at cold start.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// `TARGET_URL`: this Region's execute-api WebSocket URL.
+    /// `TARGET_URL`: the WebSocket URL probed: the execute-api URL, or the custom domain's
+    /// when `TARGET_CONNECT_TO` pins it to one Region.
     pub target_url: String,
+    /// `TARGET_CONNECT_TO` (optional, `host[:port]`): dial this address for `TARGET_URL`'s
+    /// name (the judged Region's custom-domain endpoint, `d-….execute-api.<region>.amazonaws.com`),
+    /// so the probe goes through that Region's certificate and API mapping whatever the
+    /// failover record answers.
+    pub target_connect_to: Option<String>,
     /// `EXPECTED_REGION` (default `REGION_LABEL`, then `AWS_REGION`).
     pub expected_region: String,
     /// `API_ID`: the `ApiId` dimension.
@@ -161,6 +167,9 @@ impl Config {
         let defaults = MetricNames::default();
         Ok(Self {
             target_url: env.required("TARGET_URL")?,
+            target_connect_to: env
+                .get("TARGET_CONNECT_TO")
+                .filter(|v| !v.trim().is_empty() && v != "none"),
             expected_region: env
                 .get("EXPECTED_REGION")
                 .or_else(|| env.get("REGION_LABEL"))

@@ -192,6 +192,7 @@ impl Canary {
             token: Some(token),
             placement: self.config.placement,
             network: self.network.clone(),
+            connect_to: self.config.target_connect_to.clone(),
             ..ConnectOptions::default()
         };
         probe(&target, &options).await
@@ -218,6 +219,7 @@ impl Canary {
                         token: Some(token),
                         placement: self.config.placement,
                         network: self.network.clone(),
+                        connect_to: self.config.target_connect_to.clone(),
                         ..ConnectOptions::default()
                     };
                     probe(&target, &options).await

@@ -453,3 +453,26 @@ impl wsdr_core::Metrics for FailingReads {
         Ok(())
     }
 }
+
+#[tokio::test]
+async fn the_watcher_judges_a_region_through_the_name_clients_use_at_that_regions_address() {
+    let s = server(Behavior::Good).await;
+    // The server's URL with its address swapped for a name no resolver knows (RFC 6761's
+    // `.invalid`): only `TARGET_CONNECT_TO` can reach it, and no lookup is made.
+    let (address, rest) = s
+        .url
+        .strip_prefix("ws://")
+        .unwrap()
+        .split_once('/')
+        .unwrap_or((s.url.strip_prefix("ws://").unwrap(), ""));
+    let port = address.rsplit_once(':').unwrap().1;
+    let by_name = format!("ws://auction.wsdr.invalid:{port}/{rest}");
+    let metrics = Arc::new(MemoryMetrics::default());
+    let canary = Canary::new(
+        config_with(&by_name, &[("TARGET_CONNECT_TO", address)]),
+        metrics.clone(),
+        Arc::new(SystemClock),
+    );
+    let report = canary.run_once().await.unwrap();
+    assert!(report.healthy, "{report:?}");
+}

@@ -79,6 +79,10 @@ pub struct ConnectOptions {
     pub max_message_bytes: usize,
     /// Where connections go: TCP (default), or a simulation's in-memory network.
     pub network: Network,
+    /// Dial this `host[:port]` instead of the URL's, keeping the URL's name for TLS (SNI and
+    /// the certificate check) and the `Host` header, like curl's `--connect-to`: a probe of
+    /// one Region's custom domain (its certificate and API mapping) whatever DNS answers.
+    pub connect_to: Option<String>,
 }
 
 impl Default for ConnectOptions {
@@ -90,6 +94,7 @@ impl Default for ConnectOptions {
             timeout: Duration::from_secs(10),
             max_message_bytes: 1024 * 1024,
             network: Network::Tcp,
+            connect_to: None,
         }
     }
 }
@@ -163,6 +168,15 @@ fn percent_encode(value: &str) -> String {
         .collect()
 }
 
+/// `host[:port]` (the port defaulting to the URL's); `None` when malformed.
+fn dial_address(address: &str, default_port: u16) -> Option<(String, u16)> {
+    let (host, port) = match address.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => (host, port.parse().ok()?),
+        _ => (address, default_port),
+    };
+    (!host.is_empty() && !host.contains('/')).then(|| (host.to_owned(), port))
+}
+
 /// Open a WebSocket to `url` (`ws://` or `wss://`).
 pub async fn connect(url: &str, options: &ConnectOptions) -> Result<WsStream, ConnectError> {
     tokio::time::timeout(options.timeout, connect_inner(url, options))
@@ -196,10 +210,16 @@ async fn connect_inner(url: &str, options: &ConnectOptions) -> Result<WsStream, 
         .ok_or_else(|| ConnectError::InvalidUrl(format!("{url}: no host")))?
         .to_owned();
     let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+    let (dial_host, dial_port) = match &options.connect_to {
+        None => (host, port),
+        Some(address) => dial_address(address, port).ok_or_else(|| {
+            ConnectError::InvalidUrl(format!("connect_to {address}: not host[:port]"))
+        })?,
+    };
 
     let stream = options
         .network
-        .connect(&host, port)
+        .connect(&dial_host, dial_port)
         .await
         .map_err(|e| match e {
             DialError::Lookup(detail) => ConnectError::Dns(detail),

@@ -22,6 +22,7 @@ fn canary(
     let region = &lab.region(RegionId::Primary);
     let config = canary::Config {
         target_url: region.url(),
+        target_connect_to: None,
         expected_region: region.name.clone(),
         api_id: region.api_id.clone(),
         metric_names: wsdr_aws::MetricNames::default(),

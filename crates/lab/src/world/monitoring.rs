@@ -39,6 +39,7 @@ impl World {
         for (_, region) in self.regions.iter() {
             let config = canary::Config {
                 target_url: region.url(),
+                target_connect_to: None,
                 expected_region: region.name.clone(),
                 api_id: region.api_id.clone(),
                 metric_names: wsdr_aws::MetricNames::default(),
@@ -237,6 +238,7 @@ impl World {
         for (id, region) in self.regions.iter() {
             let config = canary::Config {
                 target_url: region.url(),
+                target_connect_to: None,
                 expected_region: region.name.clone(),
                 api_id: region.api_id.clone(),
                 metric_names: wsdr_aws::MetricNames::default(),
