@@ -20,9 +20,8 @@ pub const BY_TIME_INDEX: &str = "by-time";
 pub const BID_AT: &str = "at";
 /// Connections table: TTL attribute (epoch seconds).
 pub const EXPIRES_AT: &str = "expiresAt";
-/// Connections table: the GSI that finds an auction's subscribed connections.
-pub const BY_AUCTION_INDEX: &str = "by-auction";
-/// Connections table: partition key of [`BY_AUCTION_INDEX`] (only on subscription items).
+/// Connections table: a subscription's auction, written for the template's older `by-auction`
+/// index (no longer read; it goes in the next release).
 pub const AUCTION_ID: &str = "auctionId";
 /// Connections table: the GSI that pages one shard of an auction's subscribed connections
 /// (the push workers' read; `wsdr_core::push`).
@@ -88,21 +87,9 @@ pub async fn create_state_table(client: &Client, name: &str) -> Result<(), wsdr_
 }
 
 /// The regional connections table: `pk` = connection id, `sk` = `META` or
-/// `SUB#<auctionId>`, GSI `by-auction` on `auctionId`/`pk` and `by-auction-shard` on
-/// `auctionShard`/`pk`, TTL on `expiresAt`.
+/// `SUB#<auctionId>`, GSI `by-auction-shard` on `auctionShard`/`pk`, TTL on `expiresAt`. (The
+/// template's table also keeps the `by-auction` index, no longer read, for one release.)
 pub async fn create_connections_table(client: &Client, name: &str) -> Result<(), wsdr_core::Error> {
-    let index = GlobalSecondaryIndex::builder()
-        .index_name(BY_AUCTION_INDEX)
-        .key_schema(key(AUCTION_ID, KeyType::Hash)?)
-        .key_schema(key(PK, KeyType::Range)?)
-        .projection(
-            Projection::builder()
-                .projection_type(ProjectionType::Include)
-                .non_key_attributes(EXPIRES_AT)
-                .build(),
-        )
-        .build()
-        .map_err(|e| wsdr_core::Error::Internal(e.to_string()))?;
     let by_shard = GlobalSecondaryIndex::builder()
         .index_name(BY_AUCTION_SHARD_INDEX)
         .key_schema(key(AUCTION_SHARD, KeyType::Hash)?)
@@ -121,11 +108,9 @@ pub async fn create_connections_table(client: &Client, name: &str) -> Result<(),
         .billing_mode(BillingMode::PayPerRequest)
         .attribute_definitions(attribute(PK)?)
         .attribute_definitions(attribute(SK)?)
-        .attribute_definitions(attribute(AUCTION_ID)?)
         .attribute_definitions(attribute(AUCTION_SHARD)?)
         .key_schema(key(PK, KeyType::Hash)?)
         .key_schema(key(SK, KeyType::Range)?)
-        .global_secondary_indexes(index)
         .global_secondary_indexes(by_shard)
         .send()
         .await
