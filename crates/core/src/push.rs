@@ -205,17 +205,21 @@ pub struct PushJob {
     pub after: Option<ConnectionId>,
     /// The `bidUpdate` frame, built once per push from the merged state when it started.
     pub frame: Arc<str>,
+    /// When the push started (the pusher's clock, ms): no chunk of it posts a state read
+    /// before then.
+    pub started_ms: u64,
 }
 
 impl PushJob {
     /// A push's jobs: one per shard.
-    pub fn for_push(auction: &AuctionId, frame: Arc<str>) -> Vec<PushJob> {
+    pub fn for_push(auction: &AuctionId, frame: Arc<str>, started_ms: u64) -> Vec<PushJob> {
         (0..SUBSCRIBER_SHARDS)
             .map(|shard| PushJob {
                 auction: auction.clone(),
                 shard,
                 after: None,
                 frame: frame.clone(),
+                started_ms,
             })
             .collect()
     }
@@ -272,11 +276,19 @@ impl FrameSource {
         }
     }
 
-    /// The auction's frame, at most `max_age` old; `fallback` if it cannot be read.
-    pub async fn frame(&self, auction: &AuctionId, fallback: &Arc<str>) -> Arc<str> {
+    /// The auction's frame for a chunk of the push that started at `started_ms`: the cached
+    /// one if it was read since the push started and is at most `max_age` old (a frame read
+    /// before the push could miss the very change the push is for), else a fresh read;
+    /// `fallback` (the push's own frame) if it cannot be read.
+    pub async fn frame(
+        &self,
+        auction: &AuctionId,
+        started_ms: u64,
+        fallback: &Arc<str>,
+    ) -> Arc<str> {
         let now = self.clock.now_ms();
         if let Some((frame, read_at)) = locked(&self.cache).get(auction) {
-            if now < read_at.saturating_add(self.max_age_ms) {
+            if *read_at >= started_ms && now < read_at.saturating_add(self.max_age_ms) {
                 return frame.clone();
             }
         }
@@ -384,7 +396,7 @@ impl PushWorker {
         for chunk in page.connections.chunks(self.pacer.chunk()) {
             self.pacer.admit(chunk.len()).await;
             let frame = match &self.frames {
-                Some(source) => source.frame(&job.auction, &job.frame).await,
+                Some(source) => source.frame(&job.auction, job.started_ms, &job.frame).await,
                 None => job.frame.clone(),
             };
             let report = broadcast(
@@ -554,7 +566,7 @@ impl Pusher {
                 Ok(frame) => {
                     let frame: Arc<str> = Arc::from(frame);
                     queue.extend(
-                        PushJob::for_push(&auction, frame)
+                        PushJob::for_push(&auction, frame, now)
                             .into_iter()
                             .map(|j| (j, 0)),
                     );

@@ -789,3 +789,38 @@ async fn a_state_names_the_auctions_rules_and_its_minimum_next_bid() {
     let after = state_json(&w).await;
     assert_eq!(after["auction"]["minNextBid"], 150 + rules.min_increment);
 }
+
+#[tokio::test]
+async fn a_push_never_posts_a_state_read_before_it_started() {
+    let w = world().await;
+    let frames = wsdr_core::push::FrameSource::new(
+        w.service.clone(),
+        w.clock.clone(),
+        std::time::Duration::from_millis(200),
+    );
+    let a1 = AuctionId::new("a1").unwrap();
+    let fallback: Arc<str> = Arc::from("");
+    w.service
+        .handle_frame(
+            &conn("c-alice"),
+            &user("alice"),
+            &bid_frame("a1", 100, "bid-a-0001"),
+        )
+        .await;
+    // A chunk of an earlier push reads (and caches) the state with alice's bid.
+    let first = frames.frame(&a1, T0, &fallback).await;
+    assert!(first.contains("\"amount\":100"), "{first}");
+    w.clock.advance(50);
+    w.service
+        .handle_frame(
+            &conn("c-bob"),
+            &user("bob"),
+            &bid_frame("a1", 200, "bid-b-0001"),
+        )
+        .await;
+    w.clock.advance(50);
+    // The push for bob's bid starts after it: its chunks must not post the cached state
+    // (still within the window's age), which lacks the very bid the push is for.
+    let pushed = frames.frame(&a1, T0 + 75, &fallback).await;
+    assert!(pushed.contains("\"amount\":200"), "{pushed}");
+}
