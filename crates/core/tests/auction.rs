@@ -428,7 +428,7 @@ async fn push(w: &World) -> wsdr_core::push::PushTotals {
         Arc::new(wsdr_core::TokioPause),
     );
     pusher.changed([&AuctionId::new("a1").unwrap()]);
-    pusher.push_due().await;
+    pusher.drain().await;
     pusher.totals()
 }
 
@@ -572,7 +572,7 @@ async fn a_push_reads_one_page_per_job_and_carries_on_where_it_ended() {
         Arc::new(wsdr_core::TokioPause),
     );
     pusher.changed([&AuctionId::new("a1").unwrap()]);
-    pusher.push_due().await;
+    pusher.drain().await;
     let totals = pusher.totals();
     assert_eq!((totals.delivered, totals.subscriber_reads), (200, 200));
     // 16 shards of about 12 at 4 a page: about 3 or 4 jobs a shard, never one for all.
@@ -586,6 +586,81 @@ async fn a_push_reads_one_page_per_job_and_carries_on_where_it_ended() {
     told.sort();
     told.dedup();
     assert_eq!(told.len(), 200, "each once");
+}
+
+/// The stream's reader and the workers as two instances on one queue and one set of leases
+/// (SQS and the DynamoDB lease item in AWS): the reader only starts pushes, a change during a
+/// push is merged into it, and the push's last job starts the trailing push, which carries
+/// the newest bid.
+#[tokio::test]
+async fn the_stream_starts_pushes_the_workers_post_and_the_last_job_starts_the_trailing_one() {
+    use wsdr_core::push::{InProcessLeases, LocalPushQueue, PushPorts};
+    let w = world().await;
+    let names: Vec<String> = (0..40).map(|i| format!("w{i:02}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    watch(&w, &names).await;
+    let queue = Arc::new(LocalPushQueue::default());
+    let leases = Arc::new(InProcessLeases::default());
+    let instance = || {
+        wsdr_core::push::Pusher::queued(
+            w.service.clone(),
+            wsdr_core::PushSettings::default(),
+            w.clock.clone(),
+            Arc::new(wsdr_core::TokioPause),
+            PushPorts {
+                leases: leases.clone(),
+                queue: queue.clone(),
+                posts_per_second: 5_000.0 / 16.0,
+            },
+        )
+    };
+    let (stream, worker) = (instance(), instance());
+    let a1 = AuctionId::new("a1").unwrap();
+    assert_eq!(
+        bid(&w, "w00", 100, "bid-a-0001").await.0,
+        BidStatus::Accepted
+    );
+    stream.changed([&a1]);
+    assert_eq!(stream.drain().await, vec![a1.clone()]);
+    assert_eq!(queue.len(), usize::from(wsdr_core::SUBSCRIBER_SHARDS));
+    assert!(
+        w.notifier.sent().is_empty(),
+        "the stream's reader posts nothing"
+    );
+    // A second bid while the first push is queued: merged, no second set of jobs.
+    assert_eq!(
+        bid(&w, "w01", 150, "bid-b-0001").await.0,
+        BidStatus::Accepted
+    );
+    stream.changed([&a1]);
+    assert!(stream.drain().await.is_empty());
+    assert_eq!(stream.totals().merged, 1);
+    assert_eq!(queue.len(), usize::from(wsdr_core::SUBSCRIBER_SHARDS));
+    // The spacing passes while the workers run: the last job starts the trailing push.
+    w.clock.advance(250);
+    let mut ran = 0;
+    while let Some(job) = queue.try_next() {
+        worker.run_job(&job).await.unwrap();
+        ran += 1;
+    }
+    assert_eq!(ran, 2 * usize::from(wsdr_core::SUBSCRIBER_SHARDS));
+    let totals = worker.totals();
+    assert_eq!((totals.pushes, totals.delivered), (1, 80), "{totals:?}");
+    // Every watcher's last frame carries the newest bid.
+    let mut last: std::collections::BTreeMap<String, serde_json::Value> = Default::default();
+    for (to, frame) in w.notifier.sent() {
+        last.insert(to.to_string(), serde_json::from_slice(&frame).unwrap());
+    }
+    assert_eq!(last.len(), 40);
+    assert!(
+        last.values().all(|f| f["highBid"]["amount"] == 150),
+        "{last:?}"
+    );
+    // Nothing waits: the next change after the spacing starts a push at once.
+    assert!(queue.is_empty());
+    w.clock.advance(250);
+    stream.changed([&a1]);
+    assert_eq!(stream.drain().await, vec![a1]);
 }
 
 #[tokio::test]

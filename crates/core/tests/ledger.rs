@@ -104,7 +104,7 @@ impl World {
                 let auction = change.item.auction_id().clone();
                 if to.store.apply_replicated(change) && summary {
                     to.pusher.changed([&auction]);
-                    to.pusher.push_due().await;
+                    to.pusher.drain().await;
                 }
             }
         }

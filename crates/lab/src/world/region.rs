@@ -170,6 +170,8 @@ pub struct Region {
     /// This Region's stream: the auction of every summary its table commits or replication
     /// applies, read by its pusher.
     stream: mpsc::UnboundedSender<AuctionId>,
+    /// The push jobs the Region's workers take (SQS in AWS).
+    push_queue: Arc<wsdr_core::push::LocalPushQueue>,
     /// Its role in the deployment.
     pub id: RegionId,
     pub name: String,
@@ -227,14 +229,6 @@ fn clock_now_ms(clock: &crate::world::scale::ScaledClock) -> u64 {
     wsdr_core::Clock::now_ms(clock)
 }
 
-/// Sleep `wait`, or forever when nothing waits.
-async fn sleep_for(wait: Option<Duration>) {
-    match wait {
-        Some(wait) => tokio::time::sleep(wait).await,
-        None => std::future::pending().await,
-    }
-}
-
 impl std::fmt::Debug for Region {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Region")
@@ -280,28 +274,36 @@ impl Region {
         });
         let app = self.app.clone();
         self.owner.spawn(async move {
-            loop {
-                let wait = app.pusher().next_due_ms().map(|due| clock.until(due));
-                tokio::select! {
-                    biased;
-                    change = changes.recv() => {
-                        let Some(auction) = change else { break };
-                        // Lambda reads a stream shard by polling it (4 times a second): a
-                        // record waits for the next poll, and the poll takes every record
-                        // since (one batch).
-                        let poll_in = STREAM_POLL_MS - clock_now_ms(&clock) % STREAM_POLL_MS;
-                        tokio::time::sleep(clock.until(clock_now_ms(&clock) + poll_in)).await;
-                        let mut batch = vec![auction];
-                        while let Ok(more) = changes.try_recv() {
-                            batch.push(more);
-                        }
-                        app.pusher().changed(&batch);
-                    }
-                    () = sleep_for(wait) => {}
+            while let Some(auction) = changes.recv().await {
+                // Lambda reads a stream shard by polling it (4 times a second): a record
+                // waits for the next poll, and the poll takes every record since (one batch).
+                let poll_in = STREAM_POLL_MS - clock_now_ms(&clock) % STREAM_POLL_MS;
+                tokio::time::sleep(clock.until(clock_now_ms(&clock) + poll_in)).await;
+                let mut batch = vec![auction];
+                while let Ok(more) = changes.try_recv() {
+                    batch.push(more);
                 }
-                app.pusher().push_due().await;
+                app.pusher().changed(&batch);
+                // Starts pushes only: the jobs go to the queue the workers read.
+                app.pusher().drain().await;
             }
         });
+        // The workers: the queue's maximum concurrency, each taking the next job (SQS and
+        // its event source mapping in AWS). A job whose lease or queue call failed is handed
+        // back after a pause, as SQS redelivers it after its visibility timeout.
+        for _ in 0..self.quotas.push.workers.max(1) {
+            let (app, queue) = (self.app.clone(), self.push_queue.clone());
+            let pause = crate::world::scale::ScaledPause(self.scale);
+            self.owner.spawn(async move {
+                loop {
+                    let job = queue.next().await;
+                    if app.pusher().run_job(&job).await.is_err() {
+                        wsdr_core::Pause::pause(&pause, std::time::Duration::from_secs(1)).await;
+                        let _ = wsdr_core::PushQueue::send(&*queue, vec![job]).await;
+                    }
+                }
+            });
+        }
     }
 
     /// Bind a loopback port, build the real handler against this Region's `@connections`
@@ -372,15 +374,24 @@ impl Region {
             None => service,
         };
         let conflation_clock = crate::world::scale::ScaledClock::new(scale);
-        let pusher = wsdr_core::push::Pusher::new(
+        // The stream's reader and every worker share one pusher (one schedule at the whole
+        // budget, which in AWS is `workers` instances at budget / workers each).
+        let push_queue = Arc::new(wsdr_core::push::LocalPushQueue::default());
+        let pusher = wsdr_core::push::Pusher::queued(
             service.clone(),
             quotas.push,
             Arc::new(conflation_clock),
             Arc::new(crate::world::scale::ScaledPause(scale)),
+            wsdr_core::push::PushPorts {
+                leases: Arc::new(wsdr_core::push::InProcessLeases::default()),
+                queue: push_queue.clone(),
+                posts_per_second: quotas.push.budget_per_second,
+            },
         );
         let (stream, stream_rx) = mpsc::unbounded_channel();
         let region = Arc::new(Self {
             stream,
+            push_queue,
             id,
             name: name.to_owned(),
             api_id: format!("lab{}", name.replace('-', "")),

@@ -1,0 +1,119 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+//! The push path's adapters against real local peers: the lease item on DynamoDB Local (the
+//! same contract the in-process book keeps, and a race of many starters), the job queue on
+//! the SQS peer (moto's server; `make test` starts both).
+
+mod common;
+
+use std::sync::Arc;
+use wsdr_aws::{DynamoPushLeases, SqsPushQueue};
+use wsdr_core::push::{check_lease_contract, Begin, PushJob, PushLeases, PushQueue};
+use wsdr_protocol::AuctionId;
+
+fn sqs_endpoint() -> String {
+    std::env::var("SQS_ENDPOINT").unwrap_or_else(|_| {
+        panic!(
+            "SQS_ENDPOINT is not set: this test runs against a local SQS peer. \
+             Run it with `make test` (or scripts/with-dynamodb-local.sh cargo test)."
+        )
+    })
+}
+
+#[tokio::test]
+async fn the_lease_item_keeps_the_lease_contract() {
+    let client = common::client();
+    let table = common::connections_table(&client).await;
+    let leases = DynamoPushLeases::new(client, &table);
+    check_lease_contract(&leases, &AuctionId::new("a1").unwrap())
+        .await
+        .unwrap();
+}
+
+/// Twenty starters at once (stream invocations and last jobs of several instances): exactly
+/// one holds the lease, every other learns that a push is in flight.
+#[tokio::test]
+async fn of_many_racing_starters_exactly_one_takes_the_lease() {
+    let client = common::client();
+    let table = common::connections_table(&client).await;
+    let leases = Arc::new(DynamoPushLeases::new(client, &table));
+    let auction = AuctionId::new("hot").unwrap();
+    let mut racers = tokio::task::JoinSet::new();
+    for _ in 0..20 {
+        let (leases, auction) = (leases.clone(), auction.clone());
+        racers.spawn(async move { leases.begin(&auction, 5_000, 200).await.unwrap() });
+    }
+    let mut outcomes = Vec::new();
+    while let Some(outcome) = racers.join_next().await {
+        outcomes.push(outcome.unwrap());
+    }
+    let started = outcomes
+        .iter()
+        .filter(|o| matches!(o, Begin::Started { .. }))
+        .count();
+    assert_eq!(started, 1, "{outcomes:?}");
+    assert_eq!(outcomes.iter().filter(|o| **o == Begin::Marked).count(), 19);
+}
+
+/// The lease item lives beside the connections but is none of them: the evacuator's scan
+/// and the census skip it.
+#[tokio::test]
+async fn a_lease_item_is_not_a_connection() {
+    use wsdr_core::Connections;
+    let client = common::client();
+    let table = common::connections_table(&client).await;
+    let leases = DynamoPushLeases::new(client.clone(), &table);
+    leases
+        .begin(&AuctionId::new("a1").unwrap(), 1_000, 200)
+        .await
+        .unwrap();
+    let connections =
+        wsdr_aws::DynamoConnections::new(client, &table, std::time::Duration::from_secs(3_600));
+    assert!(connections.all(1_000).await.unwrap().is_empty());
+    assert_eq!(connections.take_census(1_000).await.unwrap().connections, 0);
+}
+
+#[tokio::test]
+async fn a_push_s_jobs_cross_the_sqs_peer_intact_in_batches_of_ten() {
+    let sqs = wsdr_aws::local::sqs_client(&sqs_endpoint(), "us-east-1");
+    let url = sqs
+        .create_queue()
+        .queue_name(common::unique("push"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let queue = SqsPushQueue::new(sqs.clone(), &url);
+    let auction = AuctionId::new("a1").unwrap();
+    let jobs = PushJob::for_push(&auction, Arc::from(r#"{"type":"bidUpdate"}"#), 1_234, 9);
+    queue.send(jobs.clone()).await.unwrap();
+    let mut received = Vec::new();
+    for _ in 0..10 {
+        let out = sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .unwrap();
+        for message in out.messages() {
+            received.push(wsdr_aws::push_queue::decode_job(message.body().unwrap()).unwrap());
+        }
+        if received.len() == jobs.len() {
+            break;
+        }
+    }
+    received.sort_by_key(|j| j.shard);
+    assert_eq!(received, jobs);
+}
+
+#[tokio::test]
+async fn a_queue_that_does_not_exist_is_an_error_not_a_loss() {
+    let sqs = wsdr_aws::local::sqs_client(&sqs_endpoint(), "us-east-1");
+    let queue = SqsPushQueue::new(
+        sqs,
+        format!("{}/123456789012/no-such-queue", sqs_endpoint()),
+    );
+    let jobs = PushJob::for_push(&AuctionId::new("a1").unwrap(), Arc::from("{}"), 1, 1);
+    assert!(queue.send(jobs).await.is_err());
+}

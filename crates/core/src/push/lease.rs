@@ -1,0 +1,351 @@
+//! One push in flight per auction: the lease.
+//!
+//! The stream's reader and the workers are different invocations (different instances, in
+//! AWS), so what the old in-memory conflator knew ("a push of this auction is running; a change
+//! waits for it") lives in one item per auction, changed only by atomic conditional updates:
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `generation` | which push holds the lease (each start adds one) |
+//! | `jobs` | the push's jobs not yet done (a continuation keeps its job's place) |
+//! | `started_ms` | when it started |
+//! | `audience` | the posts its jobs made so far |
+//! | `pending` | a change arrived while it was in flight |
+//! | `next_ms` | the earliest the next push may start (its spacing) |
+//!
+//! - [`PushLeases::begin`]: start a push if none is in flight and the spacing has passed; if one
+//!   is in flight, set `pending` (its last job starts the trailing push); otherwise say when.
+//! - [`PushLeases::record`]: a job posted `targets` more; the job that takes `jobs` to zero learns
+//!   it was the last (exactly one does: each decrement is atomic and returns the new values).
+//! - [`PushLeases::close`]: the last job sets the spacing and learns whether a change waits.
+//!
+//! A push whose jobs are lost (a worker's retries exhausted) would hold the lease forever: a
+//! lease older than [`LEASE_STALE`] is taken over by the next change. Jobs are delivered at
+//! least once (SQS): a job run twice decrements twice, which ends the push's count early (its
+//! trailing push starts a little sooner); no post is lost by it, and clients merge duplicates.
+
+use super::locked;
+use crate::Result;
+use async_trait::async_trait;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use wsdr_protocol::AuctionId;
+
+/// A lease held longer than this is taken over by the next change: its push's jobs are
+/// presumed lost. Longer than any push at the budget (100,000 watchers at 5,000 a second take
+/// 20 s) and than the queue's retries of a job.
+pub const LEASE_STALE: Duration = Duration::from_secs(120);
+
+/// What [`PushLeases::begin`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Begin {
+    /// This caller holds the lease for push `generation`: read the state, queue its jobs.
+    Started { generation: u64 },
+    /// A push is in flight; the change is marked, and its last job starts a trailing push.
+    Marked,
+    /// No push is in flight, but the last one's spacing ends at this instant (ms).
+    NotBefore(u64),
+}
+
+/// The totals of a push whose last job just recorded itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finished {
+    pub started_ms: u64,
+    /// Posts its jobs made.
+    pub audience: u64,
+}
+
+/// The per-auction leases of one Region's pushes (a DynamoDB item each in AWS, in the
+/// Regional connections table; [`InProcessLeases`] in one process).
+#[async_trait]
+pub trait PushLeases: Send + Sync {
+    /// Start a push of `auction` at `now_ms` with [`crate::push::SUBSCRIBER_SHARDS`] jobs, if
+    /// none is in flight (or the one in flight is older than [`LEASE_STALE`]) and the spacing
+    /// has passed; the new push's spacing is at least `window_ms` until it closes.
+    async fn begin(&self, auction: &AuctionId, now_ms: u64, window_ms: u64) -> Result<Begin>;
+
+    /// A job of push `generation` posted `targets` more; `job_done`: it left no continuation.
+    /// `Some` for the job whose record made the push's outstanding jobs zero; `None` otherwise,
+    /// and for a push the lease has moved past.
+    async fn record(
+        &self,
+        auction: &AuctionId,
+        generation: u64,
+        targets: u64,
+        job_done: bool,
+    ) -> Result<Option<Finished>>;
+
+    /// Push `generation` ended: the next may start at `next_ms`. Whether a change is waiting
+    /// for it (the caller then starts the trailing push).
+    async fn close(&self, auction: &AuctionId, generation: u64, next_ms: u64) -> Result<bool>;
+
+    /// Push `generation` could not be queued: free the lease (a retried start takes it again).
+    async fn release(&self, auction: &AuctionId, generation: u64) -> Result<()>;
+}
+
+/// One auction's lease.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lease {
+    pub generation: u64,
+    pub jobs: u64,
+    pub started_ms: u64,
+    pub audience: u64,
+    pub pending: bool,
+    pub next_ms: u64,
+}
+
+/// The lease rules on plain data: what [`InProcessLeases`] runs, and the DynamoDB adapter's
+/// conditions state in its own terms.
+#[derive(Debug, Default)]
+pub struct LeaseBook {
+    leases: HashMap<AuctionId, Lease>,
+}
+
+impl LeaseBook {
+    pub fn lease(&self, auction: &AuctionId) -> Option<Lease> {
+        self.leases.get(auction).copied()
+    }
+
+    pub fn begin(&mut self, auction: &AuctionId, now_ms: u64, window_ms: u64) -> Begin {
+        self.forget_idle(now_ms);
+        let lease = self.leases.entry(auction.clone()).or_default();
+        let stale = now_ms
+            >= lease
+                .started_ms
+                .saturating_add(LEASE_STALE.as_millis() as u64);
+        if lease.jobs > 0 && !stale {
+            lease.pending = true;
+            return Begin::Marked;
+        }
+        if lease.jobs == 0 && now_ms < lease.next_ms {
+            return Begin::NotBefore(lease.next_ms);
+        }
+        *lease = Lease {
+            generation: lease.generation + 1,
+            jobs: u64::from(super::SUBSCRIBER_SHARDS),
+            started_ms: now_ms,
+            audience: 0,
+            pending: false,
+            next_ms: now_ms.saturating_add(window_ms),
+        };
+        Begin::Started {
+            generation: lease.generation,
+        }
+    }
+
+    pub fn record(
+        &mut self,
+        auction: &AuctionId,
+        generation: u64,
+        targets: u64,
+        job_done: bool,
+    ) -> Option<Finished> {
+        let lease = self.leases.get_mut(auction)?;
+        if lease.generation != generation || lease.jobs == 0 {
+            return None;
+        }
+        lease.audience += targets;
+        if !job_done {
+            return None;
+        }
+        lease.jobs -= 1;
+        (lease.jobs == 0).then_some(Finished {
+            started_ms: lease.started_ms,
+            audience: lease.audience,
+        })
+    }
+
+    pub fn close(&mut self, auction: &AuctionId, generation: u64, next_ms: u64) -> bool {
+        match self.leases.get_mut(auction) {
+            Some(lease) if lease.generation == generation && lease.jobs == 0 => {
+                lease.next_ms = next_ms;
+                lease.pending
+            }
+            _ => false,
+        }
+    }
+
+    pub fn release(&mut self, auction: &AuctionId, generation: u64) {
+        if let Some(lease) = self.leases.get_mut(auction) {
+            if lease.generation == generation {
+                lease.jobs = 0;
+                lease.next_ms = 0;
+            }
+        }
+    }
+
+    /// Bounded memory in a long-lived process: leases with nothing in flight or waiting whose
+    /// spacing ended a minute ago hold nothing a fresh lease would not.
+    fn forget_idle(&mut self, now_ms: u64) {
+        if self.leases.len() < 10_000 {
+            return;
+        }
+        self.leases
+            .retain(|_, l| l.jobs > 0 || l.pending || now_ms < l.next_ms.saturating_add(60_000));
+    }
+}
+
+/// [`PushLeases`] in one process (the lab's Regions, tests, a pusher that runs its own jobs).
+#[derive(Debug, Default)]
+pub struct InProcessLeases(Mutex<LeaseBook>);
+
+impl InProcessLeases {
+    pub fn lease(&self, auction: &AuctionId) -> Option<Lease> {
+        locked(&self.0).lease(auction)
+    }
+}
+
+#[async_trait]
+impl PushLeases for InProcessLeases {
+    async fn begin(&self, auction: &AuctionId, now_ms: u64, window_ms: u64) -> Result<Begin> {
+        Ok(locked(&self.0).begin(auction, now_ms, window_ms))
+    }
+
+    async fn record(
+        &self,
+        auction: &AuctionId,
+        generation: u64,
+        targets: u64,
+        job_done: bool,
+    ) -> Result<Option<Finished>> {
+        Ok(locked(&self.0).record(auction, generation, targets, job_done))
+    }
+
+    async fn close(&self, auction: &AuctionId, generation: u64, next_ms: u64) -> Result<bool> {
+        Ok(locked(&self.0).close(auction, generation, next_ms))
+    }
+
+    async fn release(&self, auction: &AuctionId, generation: u64) -> Result<()> {
+        locked(&self.0).release(auction, generation);
+        Ok(())
+    }
+}
+
+/// The lease contract, for every adapter's tests: the same steps against any [`PushLeases`]
+/// (the in-process book here, DynamoDB Local in `wsdr-aws`). The first broken rule, if any.
+#[doc(hidden)]
+pub async fn check_contract(leases: &dyn PushLeases, auction: &AuctionId) -> Result<(), String> {
+    fn expect<T: PartialEq + std::fmt::Debug>(step: &str, got: T, want: T) -> Result<(), String> {
+        if got == want {
+            Ok(())
+        } else {
+            Err(format!("{step}: got {got:?}, want {want:?}"))
+        }
+    }
+    fn started(step: &str, begin: Result<Begin>) -> Result<u64, String> {
+        match begin {
+            Ok(Begin::Started { generation }) => Ok(generation),
+            other => Err(format!("{step}: got {other:?}, want a start")),
+        }
+    }
+    let e = |error: crate::Error| error.to_string();
+    let shards = u64::from(super::SUBSCRIBER_SHARDS);
+    let g1 = started(
+        "a first change starts a push",
+        leases.begin(auction, 1_000, 200).await,
+    )?;
+    expect(
+        "a change while it is in flight is marked",
+        leases.begin(auction, 1_050, 200).await.map_err(e)?,
+        Begin::Marked,
+    )?;
+    for shard in 0..shards - 1 {
+        let finished = leases.record(auction, g1, 10, true).await.map_err(e)?;
+        expect(&format!("job {shard} is not the last"), finished, None)?;
+    }
+    expect(
+        "a continuation counts its posts, not a job",
+        leases.record(auction, g1, 5, false).await.map_err(e)?,
+        None,
+    )?;
+    expect(
+        "another generation's record changes nothing",
+        leases.record(auction, g1 + 7, 99, true).await.map_err(e)?,
+        None,
+    )?;
+    expect(
+        "the last job learns it was the last, with the push's totals",
+        leases.record(auction, g1, 10, true).await.map_err(e)?,
+        Some(Finished {
+            started_ms: 1_000,
+            audience: 10 * shards + 5,
+        }),
+    )?;
+    expect(
+        "a record after the last (a duplicate delivery) changes nothing",
+        leases.record(auction, g1, 10, true).await.map_err(e)?,
+        None,
+    )?;
+    expect(
+        "the close learns that a change waits",
+        leases.close(auction, g1, 1_400).await.map_err(e)?,
+        true,
+    )?;
+    expect(
+        "before the spacing ends: not yet, and when",
+        leases.begin(auction, 1_300, 200).await.map_err(e)?,
+        Begin::NotBefore(1_400),
+    )?;
+    let g2 = started(
+        "the trailing push starts once the spacing ends",
+        leases.begin(auction, 1_400, 200).await,
+    )?;
+    expect("generations grow", g2 > g1, true)?;
+    expect(
+        "a close of an old generation says nothing waits",
+        leases.close(auction, g1, 9_999).await.map_err(e)?,
+        false,
+    )?;
+    let stale = 1_400 + LEASE_STALE.as_millis() as u64;
+    expect(
+        "a lease in flight is not taken over before it is stale",
+        leases.begin(auction, stale - 1, 200).await.map_err(e)?,
+        Begin::Marked,
+    )?;
+    let g3 = started(
+        "a stale lease is taken over",
+        leases.begin(auction, stale, 200).await,
+    )?;
+    expect("generations grow", g3 > g2, true)?;
+    for _ in 0..shards {
+        expect(
+            "the old push's records no longer count",
+            leases.record(auction, g2, 1, true).await.map_err(e)?,
+            None,
+        )?;
+    }
+    leases.release(auction, g3).await.map_err(e)?;
+    started(
+        "a released lease is free at once",
+        leases.begin(auction, stale + 1, 200).await,
+    )?;
+    if let Ok(other) = AuctionId::new(format!("{auction}-other")) {
+        started(
+            "another auction's lease is its own",
+            leases.begin(&other, stale + 1, 200).await,
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_in_process_book_keeps_the_lease_contract() {
+        let leases = InProcessLeases::default();
+        check_contract(&leases, &AuctionId::new("a1").unwrap())
+            .await
+            .unwrap();
+    }
+
+    #[test]
+    fn a_record_after_the_push_closed_or_with_no_lease_is_ignored() {
+        let mut book = LeaseBook::default();
+        let a = AuctionId::new("a").unwrap();
+        assert_eq!(book.record(&a, 1, 5, true), None);
+        assert!(!book.close(&a, 1, 10));
+    }
+}

@@ -1,0 +1,411 @@
+//! The push path: how an auction's changes reach its subscribers, off the bid's path.
+//!
+//! A bid is answered as soon as it is durable. Its push starts from the state table's stream
+//! (in AWS; the lab's change feed), which shows this Region's own summaries and the ones that
+//! replication brought alike: one push path for local and replicated bids. The stream's
+//! reader only *starts* pushes; the posting is done by workers fed from a queue (SQS in AWS),
+//! so no invocation's work grows with the audience. Three rules keep the work bounded:
+//!
+//! - **One push in flight per auction, spaced** ([`PushLeases`]): a lease per auction says
+//!   whether a push is in flight, when the next may start, and whether a change waits. A
+//!   change while a push is in flight is merged into one trailing push, started by the push's
+//!   last job; each push reads the auction's merged state when it starts: every subscriber
+//!   gets the newest state, and never an older one than it had (clients merge pushes
+//!   element-wise by the `versions` they carry). Pushes of an auction start at most once per
+//!   *spacing*: its window (default 200 ms AWS), widened to `audience / budget` when the
+//!   audience needs it ([`Widening`]).
+//! - **Shards and pages** ([`PushJob`]): an auction's subscriptions live in
+//!   [`SUBSCRIBER_SHARDS`] shards (a stable hash of the connection id); a push is one job per
+//!   shard, and a job posts to at most one page of subscribers, handing the rest on as a
+//!   continuation through the queue.
+//! - **A budget** ([`PushSettings::budget_per_second`]): the Region's share of the account's
+//!   API Gateway request quota. At most `workers` run at once (the queue's maximum
+//!   concurrency), each posting by its own schedule ([`Pacer`]) at budget / workers: the
+//!   Region's pushes stay under the budget by construction.
+
+use crate::fanout::{broadcast, FanoutConfig, FanoutReport};
+use crate::model::ConnectionId;
+use crate::ports::{Clock, Connections, Notifier, Pause};
+use crate::service::AuctionService;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wsdr_protocol::AuctionId;
+
+mod lease;
+mod pusher;
+mod queue;
+
+pub use lease::{
+    check_contract as check_lease_contract, Begin, Finished, InProcessLeases, LeaseBook,
+    PushLeases, LEASE_STALE,
+};
+pub use pusher::{PushPorts, Pusher, DRAIN_ROUNDS, DRAIN_WAIT_LIMIT};
+pub use queue::{LocalPushQueue, PushQueue};
+
+/// Shards of one auction's subscriptions. A constant of the data model: a subscription's shard
+/// is written with it, and readers must agree on the count.
+pub const SUBSCRIBER_SHARDS: u16 = 16;
+
+/// The shard of a connection's subscriptions: FNV-1a of its id (stable across builds and
+/// processes, unlike the standard library's hasher).
+pub fn shard_of(connection: &ConnectionId) -> u16 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in connection.as_str().bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    (hash % u32::from(SUBSCRIBER_SHARDS)) as u16
+}
+
+/// How a Region pushes (template parameters `PushWindowMs`, `PushBudgetPerSecond`,
+/// `PushWorkers`, `PushPageSize`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PushSettings {
+    /// The shortest time between two pushes of one auction.
+    pub window: Duration,
+    /// `@connections` posts per second this Region's pushes may use: a share of the account's
+    /// 10,000 requests per second, which every API of the account (the canary's probes,
+    /// `$connect`) shares.
+    pub budget_per_second: f64,
+    /// Jobs posting at once (the workers' maximum concurrency).
+    pub workers: usize,
+    /// Subscribers one job posts to at most.
+    pub page: usize,
+}
+
+impl Default for PushSettings {
+    fn default() -> Self {
+        Self {
+            window: Duration::from_millis(200),
+            budget_per_second: 5_000.0,
+            workers: 16,
+            page: 500,
+        }
+    }
+}
+
+impl PushSettings {
+    /// The spacing an auction with `audience` subscribers needs: its window, or the time its
+    /// audience takes at the budget, whichever is longer.
+    pub fn spacing(&self, audience: usize) -> Duration {
+        let at_budget = if self.budget_per_second > 0.0 {
+            Duration::from_secs_f64(audience as f64 / self.budget_per_second)
+        } else {
+            Duration::ZERO
+        };
+        self.window.max(at_budget)
+    }
+}
+
+/// How often, and by how much, the budget widened an auction's window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Widening {
+    /// Pushes that started at a spacing wider than the window.
+    pub widened_pushes: u64,
+    /// The widest spacing any auction needed (AWS ms, as the conflator's clock runs).
+    pub widest_spacing_ms: u64,
+}
+
+/// One shard's share of one push: post `frame` to the shard's subscribers after `after`, at
+/// most a page of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushJob {
+    pub auction: AuctionId,
+    pub shard: u16,
+    /// The page starts after this connection id (`None`: from the shard's first).
+    pub after: Option<ConnectionId>,
+    /// The `bidUpdate` frame, built once per push from the merged state when it started.
+    pub frame: Arc<str>,
+    /// When the push started (the pusher's clock, ms): no chunk of it posts a state read
+    /// before then.
+    pub started_ms: u64,
+    /// The push's lease generation: a job of a push the lease has moved past (a stale one,
+    /// taken over) is still posted, but no longer counted.
+    pub generation: u64,
+}
+
+impl PushJob {
+    /// A push's jobs: one per shard.
+    pub fn for_push(
+        auction: &AuctionId,
+        frame: Arc<str>,
+        started_ms: u64,
+        generation: u64,
+    ) -> Vec<PushJob> {
+        (0..SUBSCRIBER_SHARDS)
+            .map(|shard| PushJob {
+                auction: auction.clone(),
+                shard,
+                after: None,
+                frame: frame.clone(),
+                started_ms,
+                generation,
+            })
+            .collect()
+    }
+}
+
+/// What one job did, and the job that carries on where its page ended.
+#[derive(Debug, Clone, Default)]
+pub struct JobOutcome {
+    pub report: FanoutReport,
+    /// Subscriber items the job read.
+    pub read: usize,
+    pub next: Option<PushJob>,
+}
+
+/// The work of one worker: post one job's page, paced to the worker's share of the budget.
+#[derive(Clone)]
+pub struct PushWorker {
+    pub connections: Arc<dyn Connections>,
+    pub notifier: Arc<dyn Notifier>,
+    pub fanout: FanoutConfig,
+    pub settings: PushSettings,
+    pub pause: Arc<dyn Pause>,
+    /// The schedule every worker of the Region's pusher posts by.
+    pub pacer: Arc<Pacer>,
+    /// Where each chunk's frame comes from: the newest state, re-read at most once per
+    /// window (`None`: the job's own frame throughout).
+    pub frames: Option<Arc<FrameSource>>,
+}
+
+/// The newest `bidUpdate` frame of each auction, read at most once per `max_age`: a chunk
+/// posted late in a long push carries the state of its own moment, not its push's start.
+pub struct FrameSource {
+    service: AuctionService,
+    clock: Arc<dyn Clock>,
+    max_age_ms: u64,
+    cache: Mutex<HashMap<AuctionId, (Arc<str>, u64)>>,
+}
+
+impl std::fmt::Debug for FrameSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameSource")
+            .field("max_age_ms", &self.max_age_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FrameSource {
+    pub fn new(service: AuctionService, clock: Arc<dyn Clock>, max_age: Duration) -> Self {
+        Self {
+            service,
+            clock,
+            max_age_ms: max_age.as_millis() as u64,
+            cache: Mutex::default(),
+        }
+    }
+
+    /// The auction's frame for a chunk of the push that started at `started_ms`: the cached
+    /// one if it was read since the push started and is at most `max_age` old (a frame read
+    /// before the push could miss the very change the push is for), else a fresh read;
+    /// `fallback` (the push's own frame) if it cannot be read.
+    pub async fn frame(
+        &self,
+        auction: &AuctionId,
+        started_ms: u64,
+        fallback: &Arc<str>,
+    ) -> Arc<str> {
+        let now = self.clock.now_ms();
+        if let Some((frame, read_at)) = locked(&self.cache).get(auction) {
+            if *read_at >= started_ms && now < read_at.saturating_add(self.max_age_ms) {
+                return frame.clone();
+            }
+        }
+        match self.service.push_frame(auction).await {
+            Ok(frame) => {
+                let frame: Arc<str> = Arc::from(frame);
+                let mut cache = locked(&self.cache);
+                // Bounded: only auctions being pushed are cached; drop the rest when large.
+                if cache.len() > 10_000 {
+                    cache.clear();
+                }
+                cache.insert(auction.clone(), (frame.clone(), now));
+                frame
+            }
+            Err(_) => fallback.clone(),
+        }
+    }
+}
+
+/// One schedule for a pusher's posts at its budget: each chunk of posts reserves its share
+/// of time (`posts / rate`) after the chunks before it, and starts when its reservation
+/// does. Chunks starting within any one second then hold at most `rate` posts plus one
+/// chunk, and one more for the clock's millisecond steps (a chunk may start up to a
+/// millisecond after its reservation); the rate is the budget less two chunks: never over it.
+#[derive(Debug)]
+pub struct Pacer {
+    /// Posts per second the schedule admits.
+    rate: f64,
+    /// Posts of one chunk (a hundredth of the budget).
+    chunk: usize,
+    next_free_ms: Mutex<f64>,
+    clock: Arc<dyn Clock>,
+    pause: Arc<dyn Pause>,
+}
+
+impl Pacer {
+    pub fn new(budget_per_second: f64, clock: Arc<dyn Clock>, pause: Arc<dyn Pause>) -> Self {
+        let budget = if budget_per_second.is_finite() && budget_per_second >= 1.0 {
+            budget_per_second
+        } else {
+            1.0
+        };
+        let chunk = ((budget / 100.0).floor() as usize).max(1);
+        Self {
+            rate: (budget - 2.0 * chunk as f64).max(budget / 2.0),
+            chunk,
+            next_free_ms: Mutex::new(0.0),
+            clock,
+            pause,
+        }
+    }
+
+    /// Posts one chunk may hold.
+    pub fn chunk(&self) -> usize {
+        self.chunk
+    }
+
+    /// Wait until `posts` may start.
+    pub async fn admit(&self, posts: usize) {
+        let wait_ms = {
+            let mut next_free = locked(&self.next_free_ms);
+            let now = self.clock.now_ms() as f64;
+            let start = next_free.max(now);
+            *next_free = start + posts as f64 * 1000.0 / self.rate;
+            start - now
+        };
+        if wait_ms > 0.0 {
+            self.pause
+                .pause(Duration::from_secs_f64(wait_ms / 1000.0))
+                .await;
+        }
+    }
+}
+
+impl std::fmt::Debug for PushWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushWorker")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PushWorker {
+    /// Read the job's page and post to it, chunk by chunk on the pusher's schedule. A failed
+    /// read is an error (the job is to be run again); failed posts are counted.
+    pub async fn run(&self, job: &PushJob, now_ms: u64) -> crate::Result<JobOutcome> {
+        let page = self
+            .connections
+            .subscribers_page(
+                &job.auction,
+                job.shard,
+                job.after.as_ref(),
+                self.settings.page.max(1),
+                now_ms,
+            )
+            .await?;
+        let mut outcome = JobOutcome {
+            read: page.connections.len(),
+            next: page.resume_after.clone().map(|after| PushJob {
+                after: Some(after),
+                ..job.clone()
+            }),
+            ..JobOutcome::default()
+        };
+        for chunk in page.connections.chunks(self.pacer.chunk()) {
+            self.pacer.admit(chunk.len()).await;
+            let frame = match &self.frames {
+                Some(source) => source.frame(&job.auction, job.started_ms, &job.frame).await,
+                None => job.frame.clone(),
+            };
+            let report = broadcast(
+                &self.notifier,
+                &self.connections,
+                chunk,
+                frame.as_bytes(),
+                &self.fanout,
+            )
+            .await;
+            add(&mut outcome.report, &report);
+        }
+        Ok(outcome)
+    }
+}
+
+/// Sum of two reports.
+pub fn add(total: &mut FanoutReport, part: &FanoutReport) {
+    total.targets += part.targets;
+    total.delivered += part.delivered;
+    total.gone += part.gone;
+    total.retries += part.retries;
+    total.failed += part.failed;
+}
+
+/// One page of a shard's live subscribers, in connection-id order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubscriberPage {
+    pub connections: Vec<ConnectionId>,
+    /// Where the next page starts (the last item read, live or not), if the shard may hold
+    /// more: a page of expired records still moves the reader on.
+    pub resume_after: Option<ConnectionId>,
+}
+
+/// What a pusher has done since it started.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushTotals {
+    /// Pushes started (one per auction per spacing at most).
+    pub pushes: u64,
+    /// Changes seen (stream records of a summary, local or replicated).
+    pub changes: u64,
+    /// Jobs run (a shard's page each).
+    pub jobs: u64,
+    /// Subscriber items read.
+    pub subscriber_reads: u64,
+    /// Posts made, delivered, to connections found gone, failed after retries.
+    pub posts: u64,
+    pub delivered: u64,
+    pub gone: u64,
+    pub failed: u64,
+    /// Jobs whose page could not be read (their subscribers wait for the next push, or their
+    /// own heartbeat's resync).
+    pub failed_jobs: u64,
+    /// Changes merged into a push already in flight (its last job starts a trailing one).
+    pub merged: u64,
+    /// Changes left waiting because the auction's spacing ended past the wait limit (the
+    /// auction's next change pushes it; subscribers resync by heartbeat anyway).
+    pub deferred: u64,
+    /// Pushes whose jobs could not be queued (the stream batch is retried for them).
+    pub unqueued: u64,
+    pub widening: Widening,
+}
+
+/// A mutex's guard, poisoned or not (a panicking holder leaves plain data behind).
+pub(crate) fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_are_stable_and_spread() {
+        let mut counts = [0usize; SUBSCRIBER_SHARDS as usize];
+        for i in 0..16_000 {
+            let id = ConnectionId::new(format!("conn-{i:06}")).unwrap();
+            counts[shard_of(&id) as usize] += 1;
+        }
+        assert!(
+            counts.iter().all(|&n| (700..1_300).contains(&n)),
+            "{counts:?}"
+        );
+        let id = ConnectionId::new("abc=").unwrap();
+        assert_eq!(shard_of(&id), shard_of(&id.clone()));
+    }
+}
