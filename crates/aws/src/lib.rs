@@ -30,6 +30,7 @@ mod metric_names;
 mod metrics;
 #[cfg(feature = "apigateway")]
 mod notifier;
+pub mod push_jobs;
 #[cfg(feature = "dynamodb")]
 mod push_leases;
 #[cfg(feature = "sqs")]

@@ -97,7 +97,7 @@ async fn a_push_s_jobs_cross_the_sqs_peer_intact_in_batches_of_ten() {
             .await
             .unwrap();
         for message in out.messages() {
-            received.push(wsdr_aws::push_queue::decode_job(message.body().unwrap()).unwrap());
+            received.push(wsdr_aws::push_jobs::decode_job(message.body().unwrap()).unwrap());
         }
         if received.len() == jobs.len() {
             break;

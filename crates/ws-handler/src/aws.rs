@@ -2,8 +2,12 @@
 
 use crate::{App, Config, Error};
 use std::sync::Arc;
-use wsdr_aws::{ApiGatewayNotifier, DynamoConnections, DynamoStateStore, SdkConfig};
-use wsdr_core::{AuctionService, FanoutConfig, HerdHint, SystemClock};
+use wsdr_aws::{
+    ApiGatewayNotifier, DynamoConnections, DynamoPushLeases, DynamoStateStore, SdkConfig,
+    SqsPushQueue,
+};
+use wsdr_core::push::{PushPorts, Pusher};
+use wsdr_core::{AuctionService, FanoutConfig, HerdHint, SystemClock, TokioPause};
 
 /// Build the handler on DynamoDB and API Gateway: clients built once per cold start, then
 /// the configured auctions created if absent (idempotent; safe in both Regions).
@@ -11,7 +15,7 @@ pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error
     let dynamo = wsdr_aws::dynamo_client(sdk);
     let state = DynamoStateStore::new(dynamo.clone(), &config.state_table);
     let connections = Arc::new(DynamoConnections::new(
-        dynamo,
+        dynamo.clone(),
         &config.connections_table,
         config.connection_ttl,
     ));
@@ -47,5 +51,27 @@ pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error
         }),
         None => service,
     };
-    Ok(App::new(service, &config.subprotocol, config.push))
+    let push = config.push;
+    let pusher = match &config.push_queue_url {
+        // As deployed: one function reads the stream and starts pushes, another (the same
+        // binary) runs their jobs, at most `workers` at once, each at its share of the budget.
+        Some(url) => Pusher::queued(
+            service.clone(),
+            push,
+            Arc::new(SystemClock),
+            Arc::new(TokioPause),
+            PushPorts {
+                leases: Arc::new(DynamoPushLeases::new(dynamo, &config.connections_table)),
+                queue: Arc::new(SqsPushQueue::new(wsdr_aws::sqs_client(sdk), url)),
+                posts_per_second: push.budget_per_second / push.workers.max(1) as f64,
+            },
+        ),
+        None => Pusher::new(
+            service.clone(),
+            push,
+            Arc::new(SystemClock),
+            Arc::new(TokioPause),
+        ),
+    };
+    Ok(App::with_pusher(service, &config.subprotocol, pusher))
 }

@@ -38,6 +38,10 @@ pub struct Config {
     /// the account's API Gateway quota), `PUSH_WORKERS` (default 16, 1 to 256),
     /// `PUSH_PAGE_SIZE` (default 500, 1 to 1,000).
     pub push: wsdr_core::PushSettings,
+    /// `PUSH_QUEUE_URL` (default none): the SQS queue of push jobs. Set (as deployed), the
+    /// stream's reader only starts pushes and the push workers' function runs the jobs; unset
+    /// (a local run), the instance that reads the stream runs its pushes' jobs itself.
+    pub push_queue_url: Option<String>,
 }
 
 /// One entry of `SEED_AUCTIONS`.
@@ -132,6 +136,16 @@ impl Config {
                     })?,
             },
             push: push_settings(&env)?,
+            push_queue_url: match env.get("PUSH_QUEUE_URL").filter(|v| !v.trim().is_empty()) {
+                Some(url) if !(url.starts_with("https://") || url.starts_with("http://")) => {
+                    return Err(EnvError::Invalid {
+                        name: "PUSH_QUEUE_URL",
+                        reason: "must be an http(s) URL (the queue's URL)".into(),
+                    }
+                    .into())
+                }
+                url => url,
+            },
         })
     }
 }

@@ -5,12 +5,13 @@
 //! item into the replica's own stream like a local write (docs/DATA_MODEL.md cites the AWS
 //! page), the other Region's too: one push path for local and replicated bids. A changed
 //! summary item (`SUMMARY#<auction>` / `<region>`, or strong mode's ledger head) names the
-//! auction; the instance's [`wsdr_core::push::Pusher`] conflates the batch's changes with the
-//! last push of each auction (at most one push per auction per spacing) and runs each push as
-//! one job per subscriber shard.
+//! auction; the instance's [`wsdr_core::push::Pusher`] starts a push of each (or, if one is in
+//! flight, marks its lease for a trailing push), each push one job per subscriber shard on the
+//! push queue. The push workers' function (the same binary) receives those jobs from SQS
+//! ([`App::handle_push_jobs`]).
 //!
 //! The lab runs [`App::on_summaries`], the same path, on every summary its Region commits or
-//! its replicator applies.
+//! its replicator applies, and its workers run [`wsdr_core::push::Pusher::run_job`].
 
 use crate::App;
 use serde_json::Value;
@@ -35,21 +36,31 @@ pub fn summary_keys(event: &Value) -> Vec<AuctionId> {
         .collect()
 }
 
-/// Whether a Lambda event is a DynamoDB stream batch (and not an API Gateway event).
-pub fn is_stream_event(event: &Value) -> bool {
+/// The event source of a batch's first record (`aws:dynamodb`, `aws:sqs`), if the event is a
+/// batch of records (and not an API Gateway event).
+fn record_source(event: &Value) -> Option<&str> {
     event
         .get("Records")
         .and_then(Value::as_array)
         .and_then(|r| r.first())
         .and_then(|r| r.get("eventSource"))
         .and_then(Value::as_str)
-        == Some("aws:dynamodb")
+}
+
+/// Whether a Lambda event is a DynamoDB stream batch.
+pub fn is_stream_event(event: &Value) -> bool {
+    record_source(event) == Some("aws:dynamodb")
+}
+
+/// Whether a Lambda event is a batch of push jobs from SQS.
+pub fn is_push_job_event(event: &Value) -> bool {
+    record_source(event) == Some("aws:sqs")
 }
 
 impl App {
-    /// Push every auction whose summary changed, conflated with its last push: returns the
-    /// auctions pushed. A push that fails is logged and counted, never an error: the stream
-    /// batch must not be retried for a push (subscribers resync by heartbeat anyway).
+    /// Start a push of every auction whose summary changed (or mark the one in flight):
+    /// returns the auctions whose push started. A push whose posts fail is counted, never an
+    /// error (subscribers resync by heartbeat anyway).
     pub async fn on_summaries(&self, auctions: &[AuctionId]) -> Vec<AuctionId> {
         self.pusher().changed(auctions);
         let pushed = self.pusher().drain().await;
@@ -58,27 +69,81 @@ impl App {
             changes = auctions.len(),
             pushed = pushed.len(),
             total_pushes = totals.pushes,
+            total_merged = totals.merged,
             total_posts = totals.posts,
             widened_pushes = totals.widening.widened_pushes,
-            "pushed"
+            "pushes started"
         );
         pushed
     }
 
-    /// A DynamoDB stream batch. Always succeeds (see [`App::on_summaries`]).
-    pub async fn handle_stream(&self, event: &Value) -> Value {
+    /// A DynamoDB stream batch. An error (the batch is then retried, at most twice) only when
+    /// a push's jobs could not be queued: its change would otherwise wait for the next one.
+    pub async fn handle_stream(&self, event: &Value) -> Result<Value, lambda_runtime::Error> {
+        let unqueued = self.pusher().totals().unqueued;
         self.on_summaries(&summary_keys(event)).await;
-        serde_json::json!({ "batchItemFailures": [] })
+        let now_unqueued = self.pusher().totals().unqueued;
+        if now_unqueued > unqueued {
+            return Err(format!(
+                "{} push(es) not queued; the batch is retried",
+                now_unqueued - unqueued
+            )
+            .into());
+        }
+        Ok(serde_json::json!({ "batchItemFailures": [] }))
     }
 
-    /// Any event the function receives: an API Gateway WebSocket event, or a batch from the
-    /// state table's stream.
+    /// A batch of push jobs from SQS: each job posted, recorded and, if it was its push's
+    /// last, followed by the trailing push. A message that is not a job, or whose lease or
+    /// queue call failed, is reported as a batch item failure: SQS delivers it again, and
+    /// after the queue's receive limit moves it to the dead-letter queue.
+    pub async fn handle_push_jobs(&self, event: &Value) -> Value {
+        let records = event
+            .get("Records")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let mut failures = Vec::new();
+        for record in records {
+            let id = record
+                .get("messageId")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let body = record
+                .get("body")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let outcome = match wsdr_aws::push_jobs::decode_job(body) {
+                Ok(job) => self.pusher().run_job(&job).await,
+                Err(error) => Err(error),
+            };
+            if let Err(error) = outcome {
+                tracing::warn!(%error, message_id = id, "push job failed; SQS delivers it again");
+                failures.push(serde_json::json!({ "itemIdentifier": id }));
+            }
+        }
+        let totals = self.pusher().totals();
+        tracing::info!(
+            jobs = records.len(),
+            failed = failures.len(),
+            total_posts = totals.posts,
+            total_delivered = totals.delivered,
+            "push jobs run"
+        );
+        serde_json::json!({ "batchItemFailures": failures })
+    }
+
+    /// Any event the function receives: an API Gateway WebSocket event, a batch from the
+    /// state table's stream, or a batch of push jobs from SQS.
     pub async fn handle_any(
         &self,
         event: lambda_runtime::LambdaEvent<Value>,
     ) -> Result<Value, lambda_runtime::Error> {
         if is_stream_event(&event.payload) {
-            return Ok(self.handle_stream(&event.payload).await);
+            return self.handle_stream(&event.payload).await;
+        }
+        if is_push_job_event(&event.payload) {
+            return Ok(self.handle_push_jobs(&event.payload).await);
         }
         let request = serde_json::from_value(event.payload)?;
         Ok(serde_json::to_value(self.respond(request).await)?)

@@ -46,7 +46,7 @@ async fn world_with(region: &str, extra: &[(&'static str, &str)]) -> World {
     ]);
     env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
     let config = Config::from_lookup(|k| env.get(k).cloned()).unwrap();
-    let sdk = local_sdk();
+    let sdk = local_sdk_with_sqs();
     let app = app_from_aws(&config, &sdk).await.unwrap();
     World {
         app,
@@ -140,6 +140,124 @@ async fn accepted_bid_is_pushed_from_the_stream_through_the_real_management_clie
     assert_eq!(pushed["type"], "bidUpdate");
     assert_eq!(pushed["highBid"]["amount"], 120_000);
     assert_eq!(pushed["highBid"]["bidder"], "alice");
+}
+
+/// As deployed: the stream's reader starts the push (a lease item in the connections table,
+/// 16 jobs on the SQS queue) and posts nothing; the workers' function (the same handler, an
+/// SQS event) posts. A second change while the jobs wait is merged into the push, and the
+/// push's last job starts the trailing one, which carries bob's newer bid.
+#[tokio::test]
+async fn a_push_crosses_the_sqs_queue_to_the_workers_and_its_last_job_starts_the_trailing_one() {
+    let sqs = wsdr_aws::local::sqs_client(&sqs_endpoint(), "us-east-1");
+    let queue = sqs
+        .create_queue()
+        .queue_name(unique("push"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let w = world_with(
+        "us-east-1",
+        &[("PUSH_QUEUE_URL", &queue), ("PUSH_WINDOW_MS", "10")],
+    )
+    .await;
+    join(&w, "alice=", "alice").await;
+    join(&w, "bob=", "bob").await;
+    assert_eq!(alice_bids(&w).await["status"], "accepted");
+    stream_shows_lot_1(&w, "us-east-1").await;
+    assert!(
+        w.callback.posted_to().is_empty(),
+        "the stream's reader posts nothing"
+    );
+    let lease_items = count(&w.client, &w.connections_table).await;
+    let frame = br#"{"action":"bid","auctionId":"lot-1","amount":130000,"bidId":"bob-bid-1"}"#;
+    let reply = body(&w.app.respond(message("bid", "bob=", "bob", frame)).await);
+    assert_eq!(reply["status"], "accepted", "{reply}");
+    stream_shows_lot_1(&w, "us-east-1").await;
+    assert_eq!(
+        count(&w.client, &w.connections_table).await,
+        lease_items,
+        "one lease item per auction, marked"
+    );
+    // The workers: every message SQS holds, as the event source mapping hands them over.
+    let mut jobs = 0;
+    for _ in 0..20 {
+        let received = sqs
+            .receive_message()
+            .queue_url(&queue)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .unwrap();
+        if received.messages().is_empty() {
+            break;
+        }
+        let records: Vec<serde_json::Value> = received
+            .messages()
+            .iter()
+            .map(|m| {
+                serde_json::json!({
+                    "messageId": m.message_id(),
+                    "receiptHandle": m.receipt_handle(),
+                    "body": m.body(),
+                    "eventSource": "aws:sqs",
+                })
+            })
+            .collect();
+        jobs += records.len();
+        let answer = w
+            .app
+            .handle_any(lambda_runtime::LambdaEvent::new(
+                serde_json::json!({ "Records": records }),
+                lambda_runtime::Context::default(),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(answer, serde_json::json!({ "batchItemFailures": [] }));
+        for m in received.messages() {
+            sqs.delete_message()
+                .queue_url(&queue)
+                .receipt_handle(m.receipt_handle().unwrap())
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(
+        jobs, 32,
+        "two pushes of 16 jobs: the first and the trailing one"
+    );
+    let posts = w.callback.posts.lock().unwrap().clone();
+    let last_to = |who: &str| -> serde_json::Value {
+        let (_, frame) = posts.iter().rev().find(|(to, _)| to == who).unwrap();
+        serde_json::from_str(frame).unwrap()
+    };
+    assert_eq!(posts.len(), 4, "{posts:?}");
+    assert_eq!(last_to("alice=")["highBid"]["amount"], 130_000);
+    assert_eq!(last_to("bob=")["highBid"]["amount"], 130_000);
+}
+
+/// A message that is not a push job is a batch item failure (SQS redelivers it, then moves
+/// it to the dead-letter queue), and the rest of the batch still runs.
+#[tokio::test]
+async fn a_message_that_is_not_a_job_fails_alone() {
+    let w = world("us-east-1").await;
+    let event = serde_json::json!({ "Records": [
+        { "messageId": "m-1", "body": "not a job", "eventSource": "aws:sqs" },
+    ]});
+    let answer = w
+        .app
+        .handle_any(lambda_runtime::LambdaEvent::new(
+            event,
+            lambda_runtime::Context::default(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        answer,
+        serde_json::json!({ "batchItemFailures": [{ "itemIdentifier": "m-1" }] })
+    );
 }
 
 #[tokio::test]

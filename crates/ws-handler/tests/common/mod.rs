@@ -84,6 +84,33 @@ pub fn local_sdk() -> wsdr_aws::SdkConfig {
         .build()
 }
 
+pub fn sqs_endpoint() -> String {
+    std::env::var("SQS_ENDPOINT").unwrap_or_else(|_| {
+        panic!(
+            "SQS_ENDPOINT is not set: run these tests with `make test`, which starts the SQS peer"
+        )
+    })
+}
+
+/// SQS's own endpoint in an SDK configuration whose global one is DynamoDB Local: what
+/// `AWS_ENDPOINT_URL_SQS` gives a configuration loaded from the environment.
+#[derive(Debug)]
+struct SqsEndpoint(String);
+
+impl aws_types::service_config::LoadServiceConfig for SqsEndpoint {
+    fn load_config(&self, key: aws_types::service_config::ServiceConfigKey<'_>) -> Option<String> {
+        (key.service_id() == "SQS" && key.env() == "AWS_ENDPOINT_URL").then(|| self.0.clone())
+    }
+}
+
+/// [`local_sdk`] with SQS at the local SQS peer.
+pub fn local_sdk_with_sqs() -> wsdr_aws::SdkConfig {
+    local_sdk()
+        .into_builder()
+        .service_config(SqsEndpoint(sqs_endpoint()))
+        .build()
+}
+
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{:016x}", rand::rng().random::<u64>())
 }
