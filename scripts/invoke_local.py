@@ -338,6 +338,12 @@ def main():
 
     subprocess.run(create_tables_command() + [endpoint, "wsdr-state", "wsdr-connections"],
                    cwd=ROOT, check=True)
+    # The push jobs' queue on the local SQS peer: ws-handler runs as deployed (PUSH_QUEUE_URL
+    # set), the stream's reader queueing jobs and the same binary running them from SQS.
+    import boto3
+    sqs = boto3.client("sqs", endpoint_url=os.environ["SQS_ENDPOINT"], region_name=REGION,
+                       aws_access_key_id="local", aws_secret_access_key="local")
+    push_queue = sqs.create_queue(QueueName="wsdr-push-jobs")["QueueUrl"]
     peer = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Peer)
     threading.Thread(target=peer.serve_forever, daemon=True).start()
     peer_url = f"http://127.0.0.1:{peer.server_address[1]}"
@@ -348,6 +354,7 @@ def main():
         "AWS_EC2_METADATA_DISABLED": "true",
         "AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_CLOUDWATCH": peer_url,
         "AWS_ENDPOINT_URL_SECRETS_MANAGER": peer_url,
+        "AWS_ENDPOINT_URL_SQS": os.environ["SQS_ENDPOINT"], "PUSH_QUEUE_URL": push_queue,
         # ws-handler
         "STATE_TABLE": "wsdr-state", "CONNECTIONS_TABLE": "wsdr-connections",
         "WS_CALLBACK_URL": f"{peer_url}/prod", "SEED_AUCTIONS": SEED,
@@ -429,6 +436,25 @@ def main():
         check("ws-handler getState after bid",
               high.get("amount") == 150000 and high.get("bidder") == "user-alice"
               and body.get("auction", {}).get("bidCount") == 1, err or body)
+        # The push path as deployed: the stream's batch queues one job per subscriber shard
+        # and posts nothing; the jobs, handed over as SQS hands them, post the new state.
+        before = len(Peer.seen)
+        reply, err = watch.invoke("ws-handler", event("dynamodb-stream.json"))
+        check("ws-handler stream batch queues the push and posts nothing",
+              reply == {"batchItemFailures": []} and len(Peer.seen) == before, err or reply)
+        records = []
+        for _ in range(10):
+            got = sqs.receive_message(QueueUrl=push_queue, MaxNumberOfMessages=10).get("Messages", [])
+            if not got:
+                break
+            records += [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"],
+                         "body": m["Body"], "eventSource": "aws:sqs"} for m in got]
+        reply, err = watch.invoke("ws-handler", {"Records": records})
+        pushes = [json.loads(body) for path, body in Peer.seen[before:] if "/@connections/" in path]
+        check("ws-handler push jobs from SQS post the auction's new state",
+              len(records) == 16 and reply == {"batchItemFailures": []} and pushes
+              and all(p.get("type") == "bidUpdate" and (p.get("highBid") or {}).get("amount") == 150000
+                      for p in pushes), err or (len(records), reply, pushes))
         reply, err = watch.invoke("ws-handler", event("heartbeat.json"))
         body = frame(reply)
         check("ws-handler heartbeat", body.get("type") == "pong" and body.get("region") == REGION,

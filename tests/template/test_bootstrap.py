@@ -130,3 +130,18 @@ def test_a_deployer_cannot_make_a_role_beyond_the_boundary(bootstrap):
         if any(a.startswith("secretsmanager:") for a in actions(statement)):
             assert "${SecretNamePrefix}" in statement["Resource"]["Fn::Sub"]
     assert bootstrap["Outputs"]["FunctionBoundaryArn"]["Value"] == {"Ref": "FunctionBoundary"}
+
+
+def test_the_push_queues_are_in_reach_of_the_service_role_and_the_boundary_only_under_the_prefix(bootstrap):
+    """CloudFormation creates and deletes the push queues (names derived from the stack's,
+    so under the prefix); the boundary lets the functions send, receive and delete messages of
+    those queues only."""
+    service = statements(bootstrap["Resources"]["CloudFormationRole"])
+    (queues,) = [s for s in service if s.get("Sid") == "Queues"]
+    for action in ("sqs:CreateQueue", "sqs:DeleteQueue", "sqs:SetQueueAttributes", "sqs:GetQueueAttributes", "sqs:TagQueue"):
+        assert action in actions(queues), action
+    assert queues["Resource"]["Fn::Sub"].endswith(":sqs:*:${AWS::AccountId}:${StackPrefix}-*")
+    boundary = bootstrap["Resources"]["FunctionBoundary"]["Properties"]["PolicyDocument"]["Statement"]
+    (sqs,) = [s for s in boundary if any(a.startswith("sqs:") for a in actions(s))]
+    assert set(actions(sqs)) >= {"sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
+    assert sqs["Resource"]["Fn::Sub"].endswith(":sqs:*:${AWS::AccountId}:${StackPrefix}-*")

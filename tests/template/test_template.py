@@ -54,7 +54,7 @@ def test_functions_are_rust_on_arm64_with_tracing_and_json_logs(template):
     functions = resources(template, "AWS::Serverless::Function")
     assert set(functions) == {
         "WsHandlerFunction", "AuthorizerFunction", "CanaryFunction", "PrimaryWatcherFunction",
-        "EvacuatorFunction", "PrimaryEvacuatorFunction", "HealthFunction",
+        "EvacuatorFunction", "PrimaryEvacuatorFunction", "HealthFunction", "PushWorkerFunction",
     }
     for name, fn in functions.items():
         assert fn["Metadata"]["BuildMethod"] == "rust-cargolambda", name
@@ -310,6 +310,46 @@ def test_policies_are_scoped(template):
     # reconnect path of every cold start.
     assert "BatchGetSecretValue" not in json.dumps(res["AuthorizerFunction"])
     assert res["AuthorizerInvokePermission"]["Properties"]["SourceArn"]["Fn::Sub"].endswith("/authorizers/${Authorizer}")
+
+
+def test_push_jobs_go_through_one_queue_to_workers_capped_at_the_worker_count(template):
+    """The stream's reader only starts pushes: it sends jobs to PushJobs; PushWorkerFunction
+    (the same binary) runs them from an SQS event whose maximum concurrency is PushWorkers,
+    reporting failed jobs one by one; the queue redrives to a dead-letter queue and its
+    visibility timeout is at least six times the workers' timeout (Lambda's SQS guidance)."""
+    res = template["Resources"]
+    queue = res["PushJobs"]["Properties"]
+    worker = res["PushWorkerFunction"]
+    assert worker["Metadata"]["BuildProperties"]["Binary"] == "ws-handler"
+    props = worker["Properties"]
+    assert queue["VisibilityTimeout"] >= 6 * props["Timeout"]
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["PushJobsDeadLetters", "Arn"]}
+    assert 1 <= queue["RedrivePolicy"]["maxReceiveCount"] <= 5
+    assert queue["SqsManagedSseEnabled"] is True
+    event = props["Events"]["PushJobs"]
+    assert event["Type"] == "SQS"
+    assert event["Properties"]["Queue"] == {"Fn::GetAtt": ["PushJobs", "Arn"]}
+    assert event["Properties"]["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "PushWorkers"}}
+    assert event["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    # SQS's maximum concurrency is 2 to 1,000: the parameter cannot ask for less.
+    assert template["Parameters"]["PushWorkers"]["MinValue"] >= 2
+    for name in ("WsHandlerFunction", "PushWorkerFunction"):
+        env = res[name]["Properties"]["Environment"]["Variables"]
+        assert env["PUSH_QUEUE_URL"] == {"Ref": "PushJobs"}, name
+        for var, param in (("PUSH_WORKERS", "PushWorkers"), ("PUSH_BUDGET_PER_SECOND", "PushBudgetPerSecond")):
+            assert env[var] == {"Ref": param}, (name, var)
+        sends = [s for s in _statements(res[name]) if s["Sid"] == "QueuePushJobs"]
+        assert sends and sends[0]["Action"] == "sqs:SendMessage"
+        assert sends[0]["Resource"] == {"Fn::GetAtt": ["PushJobs", "Arn"]}
+        leases = next(s for s in _statements(res[name]) if s["Sid"] == "ConnectionsTable")
+        assert "dynamodb:UpdateItem" in leases["Action"], "the push leases"
+    # Both settings the worker reads are in its binary.
+    source = (ROOT / "crates" / "ws-handler" / "src" / "config.rs").read_text()
+    assert '"PUSH_QUEUE_URL"' in source
+    assert "is_push_job_event" in (ROOT / "crates" / "ws-handler" / "src" / "stream.rs").read_text()
+    # The worker posts, reads pages and leases; it never scans, writes state or deletes tables.
+    worker_actions = {a for s in _statements(worker) for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])}
+    assert not worker_actions & {"dynamodb:Scan", "dynamodb:PutItem", "dynamodb:DeleteTable"}
 
 
 def test_canaries_run_every_minute(template):

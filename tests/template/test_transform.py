@@ -226,3 +226,47 @@ def test_every_role_the_stack_creates_carries_the_permissions_boundary(role, reg
     for name, resource in of_type(plain, "AWS::IAM::Role").items():
         boundary = resource["Properties"].get("PermissionsBoundary")
         assert boundary is None or "Fn::If" in boundary, (name, boundary)
+
+
+# What the managed policies SAM attaches grant (AWS managed policies; the boundary must admit
+# the actions a function uses of them, or the function fails at run time, not at deploy).
+MANAGED_ACTIONS_USED = {
+    "AWSLambdaBasicExecutionRole": {"logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"},
+    "AWSXrayWriteOnlyAccess": {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
+                               "xray:GetSamplingTargets", "xray:GetSamplingStatisticSummaries"},
+    "AWSLambdaDynamoDBExecutionRole": {"dynamodb:DescribeStream", "dynamodb:GetRecords",
+                                       "dynamodb:GetShardIterator", "dynamodb:ListStreams"},
+    "AWSLambdaSQSQueueExecutionRole": {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"},
+}
+
+
+@pytest.mark.parametrize("role,region", [("primary", "us-east-1"), ("secondary", "us-west-2")])
+def test_the_boundary_admits_every_action_a_function_role_is_given(role, region):
+    """A role's effective permissions are its policies within its boundary: an action a
+    function's policy grants but the boundary (ci/bootstrap.yaml) does not would fail only
+    when called, in the account. Every action of every function role, inline or from a
+    managed policy SAM attaches, must be one the boundary allows."""
+    from test_bootstrap import actions
+
+    boot, matches = decode(str(ROOT / "ci" / "bootstrap.yaml"))
+    assert not matches, matches
+    allowed = {a for s in boot["Resources"]["FunctionBoundary"]["Properties"]["PolicyDocument"]["Statement"] for a in actions(s)}
+    out = translated(role, region)
+    missing = []
+    for name, resource in of_type(out, "AWS::IAM::Role").items():
+        if not name.endswith("FunctionRole"):
+            continue
+        props = resource["Properties"]
+        granted = set()
+        for policy in props.get("Policies", []):
+            for statement in policy["PolicyDocument"]["Statement"]:
+                if isinstance(statement, dict) and "Fn::If" in statement:
+                    statement = statement["Fn::If"][1]
+                if statement.get("Effect") == "Allow":
+                    granted |= set(actions(statement))
+        for arn in props.get("ManagedPolicyArns", []):
+            policy = str(arn).rsplit("/", 1)[-1].rstrip("'}")
+            assert policy in MANAGED_ACTIONS_USED, (name, arn)
+            granted |= MANAGED_ACTIONS_USED[policy]
+        missing += [(name, a) for a in sorted(granted) if a not in allowed]
+    assert not missing, missing

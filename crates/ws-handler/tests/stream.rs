@@ -110,3 +110,29 @@ fn a_strong_mode_ledger_head_names_its_auction() {
     let auctions = ws_handler::stream::summary_keys(&event);
     assert_eq!(auctions[0].as_str(), "lot-9");
 }
+
+/// The SQS sample (`events/push-jobs.json`): one job of lot-1's push, for the shard of the
+/// sample connection `carol-conn`, run by the push workers' path.
+#[tokio::test]
+async fn the_push_job_sample_runs_through_handle_any() {
+    let (app, notifier) = app("us-east-1").await;
+    let event: serde_json::Value =
+        serde_json::from_str(include_str!("../../../events/push-jobs.json")).unwrap();
+    assert!(ws_handler::stream::is_push_job_event(&event));
+    let answer = app.handle_any(lambda_event(event)).await.unwrap();
+    assert_eq!(answer, serde_json::json!({ "batchItemFailures": [] }));
+    let carol = ConnectionId::new("carol-conn").unwrap();
+    assert_eq!(
+        wsdr_core::push::shard_of(&carol),
+        7,
+        "the sample names carol's shard"
+    );
+    let sent = notifier.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0, carol);
+    let frame: serde_json::Value = serde_json::from_slice(&sent[0].1).unwrap();
+    assert_eq!(
+        (frame["type"].as_str(), frame["auctionId"].as_str()),
+        (Some("bidUpdate"), Some("lot-1"))
+    );
+}
