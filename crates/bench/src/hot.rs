@@ -6,22 +6,30 @@
 //! - the state table: every request of the bid path waits 4-12 ms (uniform);
 //! - the connections table: one page query of a shard waits 5-15 ms;
 //! - the table's stream: polled 4 times a second (Lambda's rate for a DynamoDB stream shard),
-//!   one invocation per shard at a time (`ParallelizationFactor` 1), which runs the instance's
-//!   pusher (`App::on_summaries`: `Pusher::drain`);
+//!   one invocation per shard at a time (`ParallelizationFactor` 1), which only starts pushes
+//!   (`App::on_summaries`: the lease, one state read, the jobs on the queue);
+//! - the push lease item: each conditional update waits 4-12 ms;
+//! - SQS and the workers' event source mapping: a job is handed to a worker 10-40 ms after it
+//!   was sent, one job per invocation (template.yaml's `BatchSize: 1`), to at most `workers`
+//!   invocations at once (the mapping's maximum concurrency), each its own instance posting at
+//!   budget / workers (`run_job`);
 //! - `@connections`: each post takes 8-20 ms, and every post draws a token from the account's
 //!   bucket (10,000 requests per second, burst 5,000, API Gateway's account quota); an empty
 //!   bucket answers 429, which the fan-out retries with backoff as it does against AWS.
 //!
-//! Not modelled: the bids' own invocation's cold starts, other APIs of the account (the budget
-//! leaves them the rest of the bucket), the Lambda scaling rate (the pusher runs in one
-//! invocation per stream shard, so it never scales).
+//! Not modelled: cold starts, other APIs of the account (the budget leaves them the rest of the
+//! bucket), Lambda's scaling rate (1,000 execution environments per 10 s per function: the
+//! workers' 16 are there at once).
 
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 use wsdr_core::memory::{MemoryConnections, MemoryStateStore};
-use wsdr_core::push::{PushSettings, Pusher};
+use wsdr_core::push::{
+    Begin, Finished, InProcessLeases, LocalPushQueue, PushJob, PushLeases, PushPorts, PushQueue,
+    PushSettings, Pusher,
+};
 use wsdr_core::{
     Auction, AuctionService, Census, Clock, ConnectionId, Connections, Entropy, Notifier,
     SeededEntropy, SubscriberPage, UserId,
@@ -67,6 +75,17 @@ pub struct HotResult {
     /// Stream invocations and their total duration (s), for the Lambda cost.
     pub stream_invocations: u64,
     pub stream_seconds: f64,
+    /// The stream invocation's p99 (ms): it starts pushes only, whatever the audience.
+    pub stream_p99_ms: f64,
+    /// Worker invocations (one job each) and their total duration (s).
+    pub worker_invocations: u64,
+    pub worker_seconds: f64,
+    /// The longest worker invocation (ms): one batch of pages, whatever the audience.
+    pub worker_max_ms: f64,
+    /// SQS requests: sends (10 jobs each at most), and a receive and a delete per batch.
+    pub sqs_requests: u64,
+    /// Conditional updates of the push leases (a write unit each).
+    pub lease_writes: u64,
     pub bid_handler_seconds: f64,
 }
 
@@ -207,6 +226,82 @@ impl Connections for ModelConnections {
     }
 }
 
+/// The push lease item: each conditional update's service time, counted.
+#[derive(Debug)]
+struct ModelLeases {
+    inner: InProcessLeases,
+    entropy: Arc<dyn Entropy>,
+    writes: std::sync::atomic::AtomicU64,
+}
+
+impl ModelLeases {
+    async fn wait(&self) {
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let wait = 4_000 + self.entropy.below(8_001);
+        tokio::time::sleep(Duration::from_micros(wait)).await;
+    }
+}
+
+#[async_trait]
+impl PushLeases for ModelLeases {
+    async fn begin(
+        &self,
+        auction: &AuctionId,
+        now_ms: u64,
+        window_ms: u64,
+    ) -> wsdr_core::Result<Begin> {
+        self.wait().await;
+        self.inner.begin(auction, now_ms, window_ms).await
+    }
+    async fn record(
+        &self,
+        auction: &AuctionId,
+        generation: u64,
+        targets: u64,
+        job_done: bool,
+    ) -> wsdr_core::Result<Option<Finished>> {
+        self.wait().await;
+        self.inner
+            .record(auction, generation, targets, job_done)
+            .await
+    }
+    async fn close(
+        &self,
+        auction: &AuctionId,
+        generation: u64,
+        next_ms: u64,
+    ) -> wsdr_core::Result<bool> {
+        self.wait().await;
+        self.inner.close(auction, generation, next_ms).await
+    }
+    async fn release(&self, auction: &AuctionId, generation: u64) -> wsdr_core::Result<()> {
+        self.wait().await;
+        self.inner.release(auction, generation).await
+    }
+}
+
+/// SQS: a send takes 5-15 ms per request of up to 10 jobs; the jobs wait in memory for the
+/// workers.
+#[derive(Debug)]
+struct ModelQueue {
+    jobs: LocalPushQueue,
+    entropy: Arc<dyn Entropy>,
+    requests: std::sync::atomic::AtomicU64,
+}
+
+#[async_trait]
+impl PushQueue for ModelQueue {
+    async fn send(&self, jobs: Vec<PushJob>) -> wsdr_core::Result<()> {
+        let requests = jobs.len().div_ceil(10) as u64;
+        self.requests
+            .fetch_add(requests, std::sync::atomic::Ordering::Relaxed);
+        let wait = 5_000 + self.entropy.below(10_001);
+        tokio::time::sleep(Duration::from_micros(wait)).await;
+        self.jobs.send(jobs).await
+    }
+}
+
 /// For each accepted bid (answered at, amount): from its answer to the moment the last
 /// watcher had been sent a high bid at least as high (ms), and how many bids some watcher
 /// never got. Each delivery raises its watcher's shown high over a range of bid amounts; a
@@ -287,6 +382,12 @@ fn every_watcher_latencies(
     (latencies, never)
 }
 
+/// Jobs per worker invocation: template.yaml's `BatchSize` on the push queue. One: a batch of
+/// several would run its pages one after another at one worker's share of the budget while
+/// other workers wait idle (measured: 10 to a batch put 1,000 watchers' p99 at 893 ms against
+/// 1 s, one to a batch brings it back under the window's reach).
+const WORKER_BATCH: usize = 1;
+
 /// Lambda polls a DynamoDB stream shard 4 times a second.
 const STREAM_POLL: Duration = Duration::from_millis(250);
 
@@ -353,15 +454,36 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
             .subscribe(&ConnectionId::new(format!("w{i:07}"))?, &watcher, &lot, now)
             .await?;
     }
-    let pusher = Arc::new(Pusher::new(
-        service.clone(),
-        params.push,
-        clock.clone(),
-        Arc::new(wsdr_core::TokioPause),
-    ));
+    let leases = Arc::new(ModelLeases {
+        inner: InProcessLeases::default(),
+        entropy: entropy.clone(),
+        writes: Default::default(),
+    });
+    let queue = Arc::new(ModelQueue {
+        jobs: LocalPushQueue::default(),
+        entropy: entropy.clone(),
+        requests: Default::default(),
+    });
+    let workers = params.push.workers.max(1);
+    // One instance per invocation that may run at once: the stream's reader, and each worker
+    // (its own schedule at budget / workers).
+    let instance = |posts_per_second: f64| {
+        Arc::new(Pusher::queued(
+            service.clone(),
+            params.push,
+            clock.clone(),
+            Arc::new(wsdr_core::TokioPause),
+            PushPorts {
+                leases: leases.clone(),
+                queue: queue.clone(),
+                posts_per_second,
+            },
+        ))
+    };
+    let pusher = instance(params.push.budget_per_second);
 
-    // The stream: every poll that finds records is one invocation draining the pusher.
-    let stream_stats = Arc::new(Mutex::new((0u64, 0f64)));
+    // The stream: every poll that finds records is one invocation starting pushes.
+    let stream_stats = Arc::new(Mutex::new(Vec::<f64>::new()));
     let stream = {
         let (pusher, stats) = (pusher.clone(), stream_stats.clone());
         tokio::spawn(async move {
@@ -389,12 +511,46 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
                 let began = Instant::now();
                 pusher.changed(&batch);
                 pusher.drain().await;
-                let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
-                s.0 += 1;
-                s.1 += began.elapsed().as_secs_f64();
+                stats
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(began.elapsed().as_secs_f64());
             }
         })
     };
+
+    // The workers: at most `workers` invocations at once, each handed one job (a batch of
+    // `WORKER_BATCH`) 10-40 ms after it was sent.
+    let worker_stats = Arc::new(Mutex::new(Vec::<f64>::new()));
+    let mut worker_tasks = Vec::new();
+    let mut worker_instances = Vec::new();
+    for _ in 0..workers {
+        let worker = instance(params.push.budget_per_second / workers as f64);
+        worker_instances.push(worker.clone());
+        let (queue, stats, entropy) = (queue.clone(), worker_stats.clone(), entropy.clone());
+        worker_tasks.push(tokio::spawn(async move {
+            loop {
+                let mut batch = vec![queue.jobs.next().await];
+                let handoff = 10_000 + entropy.below(30_001);
+                tokio::time::sleep(Duration::from_micros(handoff)).await;
+                while batch.len() < WORKER_BATCH {
+                    match queue.jobs.try_next() {
+                        Some(job) => batch.push(job),
+                        None => break,
+                    }
+                }
+                let began = Instant::now();
+                for job in &batch {
+                    // A failed job would go back to the queue; the models never fail one.
+                    let _ = worker.run_job(job).await;
+                }
+                stats
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(began.elapsed().as_secs_f64());
+            }
+        }));
+    }
 
     // The bids: one every 1/rate s, each its own invocation; amounts rise with time.
     let total = (params.bids_per_s * params.seconds).round() as usize;
@@ -439,10 +595,23 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
     let settle = Duration::from_secs(60) + params.push.spacing(params.watchers);
     tokio::time::sleep(settle).await;
     stream.abort();
+    for task in &worker_tasks {
+        task.abort();
+    }
 
     let notifier_state =
         std::mem::take(&mut *notifier.state.lock().unwrap_or_else(|p| p.into_inner()));
-    let totals = pusher.totals();
+    let mut totals = pusher.totals();
+    for worker in &worker_instances {
+        let part = worker.totals();
+        totals.pushes += part.pushes;
+        totals.subscriber_reads += part.subscriber_reads;
+        totals.widening.widened_pushes += part.widening.widened_pushes;
+        totals.widening.widest_spacing_ms = totals
+            .widening
+            .widest_spacing_ms
+            .max(part.widening.widest_spacing_ms);
+    }
     let (latencies, never) =
         every_watcher_latencies(&notifier_state.deliveries, &accepted, params.watchers);
     let mut latencies = latencies;
@@ -458,8 +627,19 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
         }
         max_in_second = max_in_second.max(i + 1 - first);
     }
-    let (stream_invocations, stream_seconds) =
-        *stream_stats.lock().unwrap_or_else(|p| p.into_inner());
+    let mut stream_times = stream_stats
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    stream_times.sort_by(f64::total_cmp);
+    let mut worker_times = worker_stats
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    worker_times.sort_by(f64::total_cmp);
+    let worker_invocations = worker_times.len() as u64;
+    let sqs_requests =
+        queue.requests.load(std::sync::atomic::Ordering::Relaxed) + 2 * worker_invocations;
     Ok(HotResult {
         watchers: params.watchers,
         bids_per_s: params.bids_per_s,
@@ -476,8 +656,14 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
         widened_pushes: totals.widening.widened_pushes,
         widest_spacing_ms: totals.widening.widest_spacing_ms,
         subscriber_reads_per_bid: totals.subscriber_reads as f64 / accepted.len().max(1) as f64,
-        stream_invocations,
-        stream_seconds,
+        stream_invocations: stream_times.len() as u64,
+        stream_seconds: stream_times.iter().sum(),
+        stream_p99_ms: crate::common::percentile(&stream_times, 0.99) * 1000.0,
+        worker_invocations,
+        worker_seconds: worker_times.iter().sum(),
+        worker_max_ms: worker_times.last().copied().unwrap_or(0.0) * 1000.0,
+        sqs_requests,
+        lease_writes: leases.writes.load(std::sync::atomic::Ordering::Relaxed),
         bid_handler_seconds: handler.iter().sum(),
     })
 }
@@ -492,6 +678,8 @@ mod price {
     pub const READ_UNIT: f64 = 0.125 / 1e6;
     /// API Gateway WebSocket: per message (32 KB increments; every post here is one).
     pub const MESSAGE: f64 = 1.00 / 1e6;
+    /// SQS standard queue: per request (64 KB chunks; every request here is one).
+    pub const SQS_REQUEST: f64 = 0.40 / 1e6;
 }
 
 /// The functions' memory (template.yaml's Globals).
@@ -511,16 +699,19 @@ fn cost_per_hour(r: &HotResult, seconds: f64) -> (f64, f64) {
         bids * price::LAMBDA_REQUEST + r.bid_handler_seconds * LAMBDA_GB * price::LAMBDA_GB_S;
     let bid_table =
         bids * (BID_WRITE_UNITS * price::WRITE_UNIT + BID_READ_UNITS * price::READ_UNIT);
-    // wsdr: the stream invocations, the shard pages (one read unit per 4 KB, half for an
+    // wsdr: the stream and worker invocations, the lease writes, the SQS requests, the shard
+    // pages (one read unit per 4 KB, half for an
     // eventually consistent query, at least half a unit each), the posts made.
     let pages = (r.subscriber_reads_per_bid * bids) / 500.0 + r.pushes as f64 * 16.0;
     let page_units =
         ((r.subscriber_reads_per_bid * bids * INDEX_ITEM_BYTES) / 4096.0 * 0.5).max(pages * 0.5);
     let wsdr = bid_lambda
         + bid_table
-        + r.stream_invocations as f64 * price::LAMBDA_REQUEST
-        + r.stream_seconds * LAMBDA_GB * price::LAMBDA_GB_S
+        + (r.stream_invocations + r.worker_invocations) as f64 * price::LAMBDA_REQUEST
+        + (r.stream_seconds + r.worker_seconds) * LAMBDA_GB * price::LAMBDA_GB_S
         + page_units * price::READ_UNIT
+        + r.lease_writes as f64 * price::WRITE_UNIT
+        + r.sqs_requests as f64 * price::SQS_REQUEST
         + r.posts as f64 * price::MESSAGE;
     // Inline: every bid reads every subscriber and posts to each (if the account's quota let
     // it: above 10,000 posts a second it cannot, and the cost is what it would be billed),
@@ -561,19 +752,24 @@ pub fn section(
     }
     writeln!(
         md,
-        "| watchers | bids/s | bid handler p99 | every watcher shown, p99 / max | pushes (widened) | widest spacing | busiest second of posts (budget {:.0}) | 429s | subscriber items read per bid | cost per hour: wsdr | inline design |",
+        "| watchers | bids/s | bid handler p99 | stream invocation p99 | longest worker invocation | every watcher shown, p99 / max | pushes (widened) | widest spacing | busiest second of posts (budget {:.0}) | 429s | subscriber items read per bid | SQS requests / lease writes per s | cost per hour: wsdr | inline design |",
         push.budget_per_second
     )?;
-    writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(
+        md,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )?;
     for r in &results {
         let (wsdr, inline) = cost_per_hour(r, seconds);
         let inline_demand = r.watchers as f64 * r.bids_per_s;
         writeln!(
             md,
-            "| {} | {} | {:.0} ms | {:.0} / {:.0} ms{} | {} ({}) | {} ms | {} | {} | {:.1} | ${:.3} | ${:.2}{} |",
+            "| {} | {} | {:.0} ms | {:.0} ms | {:.0} ms | {:.0} / {:.0} ms{} | {} ({}) | {} ms | {} | {} | {:.1} | {:.1} / {:.1} | ${:.3} | ${:.2}{} |",
             r.watchers,
             r.bids_per_s,
             r.bid_handler_p99_ms,
+            r.stream_p99_ms,
+            r.worker_max_ms,
             r.every_watcher_p99_ms,
             r.every_watcher_max_ms,
             if r.bids_never_shown > 0 {
@@ -587,6 +783,8 @@ pub fn section(
             r.max_posts_per_s,
             r.throttled,
             r.subscriber_reads_per_bid,
+            r.sqs_requests as f64 / seconds,
+            r.lease_writes as f64 / seconds,
             wsdr,
             inline,
             if inline_demand > 10_000.0 {
@@ -609,6 +807,15 @@ pub fn section(
         watchers.iter().max().copied().unwrap_or(0),
     );
     let ratio = p99(large) / p99(small);
+    let stream_p99 = |n: usize| {
+        results
+            .iter()
+            .filter(|r| r.watchers == n)
+            .map(|r| r.stream_p99_ms)
+            .fold(f64::NAN, f64::max)
+    };
+    let stream_ratio = stream_p99(large) / stream_p99(small);
+    let longest_worker = results.iter().map(|r| r.worker_max_ms).fold(0.0, f64::max);
     let over_budget = results
         .iter()
         .filter(|r| r.max_posts_per_s as f64 > r.budget_per_s)
@@ -623,6 +830,10 @@ pub fn section(
         md,
         "- Bid handler p99 at {large} watchers over {small}: **{ratio:.2}x** (target <= 1.2: {}).",
         crate::verdict(ratio <= 1.2)
+    )?;
+    writeln!(
+        md,
+        "- Stream invocation p99 at {large} watchers over {small}: **{stream_ratio:.2}x** (it starts pushes only); the longest worker invocation of any run: **{longest_worker:.0} ms** (one batch of pages, whatever the audience).",
     )?;
     writeln!(
         md,

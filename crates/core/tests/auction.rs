@@ -592,7 +592,7 @@ async fn a_push_reads_one_page_per_job_and_carries_on_where_it_ended() {
 /// (SQS and the DynamoDB lease item in AWS): the reader only starts pushes, a change during a
 /// push is merged into it, and the push's last job starts the trailing push, which carries
 /// the newest bid.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_stream_starts_pushes_the_workers_post_and_the_last_job_starts_the_trailing_one() {
     use wsdr_core::push::{InProcessLeases, LocalPushQueue, PushPorts};
     let w = world().await;

@@ -30,6 +30,7 @@ use crate::service::AuctionService;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::task::JoinSet;
 use wsdr_protocol::AuctionId;
 
 mod lease;
@@ -315,25 +316,45 @@ impl PushWorker {
             }),
             ..JobOutcome::default()
         };
+        // Chunks start by the schedule, not by the previous chunk's end: a chunk's posts take
+        // a round trip each, and a small share of the budget (a worker's) in chunks of a few
+        // posts would otherwise be held to a few posts per round trip. Each chunk is its own
+        // task, so that its posts start at their admitted instant.
+        let mut in_flight = JoinSet::new();
         for chunk in page.connections.chunks(self.pacer.chunk()) {
-            self.pacer.admit(chunk.len()).await;
+            while in_flight.len() >= CHUNKS_IN_FLIGHT {
+                if let Some(Ok(report)) = in_flight.join_next().await {
+                    add(&mut outcome.report, &report);
+                }
+            }
+            // The frame first, then the schedule: the posts start at their admitted instant,
+            // not a state read later (which would bunch them past the budget's second).
             let frame = match &self.frames {
                 Some(source) => source.frame(&job.auction, job.started_ms, &job.frame).await,
                 None => job.frame.clone(),
             };
-            let report = broadcast(
-                &self.notifier,
-                &self.connections,
-                chunk,
-                frame.as_bytes(),
-                &self.fanout,
-            )
-            .await;
-            add(&mut outcome.report, &report);
+            self.pacer.admit(chunk.len()).await;
+            let (notifier, connections, fanout, chunk) = (
+                self.notifier.clone(),
+                self.connections.clone(),
+                self.fanout.clone(),
+                chunk.to_vec(),
+            );
+            in_flight.spawn(async move {
+                broadcast(&notifier, &connections, &chunk, frame.as_bytes(), &fanout).await
+            });
+        }
+        while let Some(joined) = in_flight.join_next().await {
+            if let Ok(report) = joined {
+                add(&mut outcome.report, &report);
+            }
         }
         Ok(outcome)
     }
 }
+
+/// Chunks of one job posting at once at most.
+const CHUNKS_IN_FLIGHT: usize = 8;
 
 /// Sum of two reports.
 pub fn add(total: &mut FanoutReport, part: &FanoutReport) {
