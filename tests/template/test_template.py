@@ -331,6 +331,9 @@ def test_push_jobs_go_through_one_queue_to_workers_capped_at_the_worker_count(te
     assert event["Properties"]["Queue"] == {"Fn::GetAtt": ["PushJobs", "Arn"]}
     assert event["Properties"]["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "PushWorkers"}}
     assert event["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    # One job per invocation, as the benchmark models it (crates/bench/src/hot.rs, WORKER_BATCH).
+    assert event["Properties"]["BatchSize"] == 1
+    assert "const WORKER_BATCH: usize = 1;" in (ROOT / "crates" / "bench" / "src" / "hot.rs").read_text()
     # SQS's maximum concurrency is 2 to 1,000: the parameter cannot ask for less.
     assert template["Parameters"]["PushWorkers"]["MinValue"] >= 2
     for name in ("WsHandlerFunction", "PushWorkerFunction"):
