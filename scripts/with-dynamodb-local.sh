@@ -19,20 +19,15 @@ dir="$(dirname "$jar")"
 
 command -v java >/dev/null || { echo "java is required for DynamoDB Local" >&2; exit 1; }
 
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+. "$root/scripts/local-peer.sh"
+port="$(free_port)"
 log="$root/target/dynamodb-local.log"
 mkdir -p "$root/target"
 java -Djava.library.path="$dir/DynamoDBLocal_lib" -jar "$jar" -inMemory -sharedDb -port "$port" >"$log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
 
-for _ in $(seq 1 200); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then ready=1; break; fi
-  kill -0 "$pid" 2>/dev/null || { echo "DynamoDB Local exited; see $log" >&2; cat "$log" >&2; exit 1; }
-  sleep 0.1
-done
-[ "${ready:-}" = 1 ] || { echo "DynamoDB Local did not listen on port $port" >&2; exit 1; }
-echo "DynamoDB Local ready on 127.0.0.1:$port" >&2
+wait_listening "DynamoDB Local" "$pid" "$port" "$log"
 
 export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
 "$root/scripts/with-sqs-local.sh" "$@"
