@@ -1,9 +1,12 @@
-//! A push job's wire form: the body of its SQS message (JSON, versioned). Compiled without
+//! Push work's wire form: the body of its SQS message (JSON, versioned). Compiled without
 //! the SQS client, so that any build of the handler can decode what the queue delivers.
+//!
+//! Two kinds share the queue: a page job (no `kind`, or `"kind":"page"`) and a delayed start
+//! (`{"v":1,"kind":"start","auction":"…"}`).
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use wsdr_core::push::PushJob;
+use wsdr_core::push::{PushJob, PushWork};
 use wsdr_core::{ConnectionId, Error, Result};
 use wsdr_protocol::AuctionId;
 
@@ -15,6 +18,8 @@ const JOB_FORMAT: u32 = 1;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct JobMessage {
     v: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kind: Option<String>,
     auction: String,
     shard: u16,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -28,6 +33,7 @@ struct JobMessage {
 pub fn encode_job(job: &PushJob) -> String {
     let message = JobMessage {
         v: JOB_FORMAT,
+        kind: None,
         auction: job.auction.to_string(),
         shard: job.shard,
         after: job.after.as_ref().map(ToString::to_string),
@@ -39,15 +45,62 @@ pub fn encode_job(job: &PushJob) -> String {
     serde_json::to_string(&message).unwrap_or_default()
 }
 
-/// A message body back to its job; a body that is not one is a clear error.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StartMessage {
+    v: u32,
+    kind: String,
+    auction: String,
+}
+
+const START: &str = "start";
+
+/// A delayed start as a message body (JSON).
+pub fn encode_start(auction: &AuctionId) -> String {
+    let message = StartMessage {
+        v: JOB_FORMAT,
+        kind: START.to_owned(),
+        auction: auction.to_string(),
+    };
+    serde_json::to_string(&message).unwrap_or_default()
+}
+
+fn bad(what: String) -> Error {
+    Error::BadRequest(format!("push job message: {what}"))
+}
+
+fn check_format(v: u32) -> Result<()> {
+    if v == JOB_FORMAT {
+        Ok(())
+    } else {
+        Err(bad(format!("format {v} (this worker reads {JOB_FORMAT})")))
+    }
+}
+
+/// A message body back to its work (a page job or a start); a body that is neither is a clear
+/// error.
+pub fn decode_work(body: &str) -> Result<PushWork> {
+    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| bad(e.to_string()))?;
+    match value.get("kind").and_then(serde_json::Value::as_str) {
+        Some(START) => {
+            let message: StartMessage =
+                serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
+            check_format(message.v)?;
+            Ok(PushWork::Start(
+                AuctionId::new(message.auction).map_err(|e| bad(e.to_string()))?,
+            ))
+        }
+        None | Some("page") => decode_job(body).map(PushWork::Page),
+        Some(other) => Err(bad(format!("unknown kind {other:?}"))),
+    }
+}
+
+/// A page job's message body back to its job; a body that is not one is a clear error.
 pub fn decode_job(body: &str) -> Result<PushJob> {
-    let bad = |what: String| Error::BadRequest(format!("push job message: {what}"));
     let message: JobMessage = serde_json::from_str(body).map_err(|e| bad(e.to_string()))?;
-    if message.v != JOB_FORMAT {
-        return Err(bad(format!(
-            "format {} (this worker reads {JOB_FORMAT})",
-            message.v
-        )));
+    check_format(message.v)?;
+    if message.kind.as_deref().is_some_and(|k| k != "page") {
+        return Err(bad(format!("not a page job: {:?}", message.kind)));
     }
     if message.shard >= wsdr_core::SUBSCRIBER_SHARDS {
         return Err(bad(format!("shard {} out of range", message.shard)));
@@ -81,14 +134,28 @@ mod tests {
             generation: 42,
         };
         assert_eq!(decode_job(&encode_job(&job)).unwrap(), job);
+        assert_eq!(
+            decode_work(&encode_job(&job)).unwrap(),
+            PushWork::Page(job.clone())
+        );
+        let a1 = AuctionId::new("a1").unwrap();
+        assert_eq!(
+            decode_work(&encode_start(&a1)).unwrap(),
+            PushWork::Start(a1)
+        );
         for body in [
             "",
             "{}",
             r#"{"v":2,"auction":"a1","shard":1,"frame":"","startedMs":0,"generation":1}"#,
             r#"{"v":1,"auction":"a1","shard":16,"frame":"","startedMs":0,"generation":1}"#,
             r#"{"v":1,"auction":"","shard":1,"frame":"","startedMs":0,"generation":1}"#,
+            r#"{"v":1,"kind":"start","auction":""}"#,
+            r#"{"v":2,"kind":"start","auction":"a1"}"#,
+            r#"{"v":1,"kind":"start","auction":"a1","shard":1}"#,
+            r#"{"v":1,"kind":"stop","auction":"a1"}"#,
+            r#"{"v":1,"kind":"start","auction":"a1","shard":1,"frame":"","startedMs":0,"generation":1}"#,
         ] {
-            let error = decode_job(body).unwrap_err();
+            let error = decode_work(body).unwrap_err();
             assert!(matches!(error, Error::BadRequest(_)), "{body}: {error}");
         }
     }

@@ -4,15 +4,18 @@
 //! `SendMessageBatch`, ten to a request; a worker sends a continuation the same way. The
 //! push workers' function reads the queue through its event source mapping, whose maximum
 //! concurrency is the worker count (template.yaml, `PushJobs`), and decodes each message with
-//! [`crate::push_jobs::decode_job`].
+//! [`crate::push_jobs::decode_work`]. A start put off until an auction's spacing ends is one
+//! message with `DelaySeconds`.
 
 use crate::classify::classify;
-use crate::push_jobs::encode_job;
+use crate::push_jobs::{encode_job, encode_start};
 use async_trait::async_trait;
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use aws_sdk_sqs::Client;
-use wsdr_core::push::{PushJob, PushQueue};
+use std::time::Duration;
+use wsdr_core::push::{PushJob, PushQueue, START_DELAY_LIMIT};
 use wsdr_core::{Error, Result};
+use wsdr_protocol::AuctionId;
 
 /// SQS takes at most ten messages per batch request.
 const BATCH: usize = 10;
@@ -75,6 +78,19 @@ impl PushQueue for SqsPushQueue {
                 });
             }
         }
+        Ok(())
+    }
+
+    async fn send_start(&self, auction: &AuctionId, delay: Duration) -> Result<()> {
+        let seconds = delay.min(START_DELAY_LIMIT).as_secs_f64().ceil() as i32;
+        self.client
+            .send_message()
+            .queue_url(&self.url)
+            .message_body(encode_start(auction))
+            .delay_seconds(seconds)
+            .send()
+            .await
+            .map_err(|e| classify(&e))?;
         Ok(())
     }
 }

@@ -107,6 +107,61 @@ async fn a_push_s_jobs_cross_the_sqs_peer_intact_in_batches_of_ten() {
     assert_eq!(received, jobs);
 }
 
+/// A put-off start is one message, held back by its delay: due now it is received at once,
+/// due in fifteen minutes it is not (the peer keeps SQS's `DelaySeconds`).
+#[tokio::test]
+async fn a_put_off_start_crosses_the_sqs_peer_with_its_delay() {
+    use std::time::Duration;
+    use wsdr_core::push::PushWork;
+    let sqs = wsdr_aws::local::sqs_client(&sqs_endpoint(), "us-east-1");
+    let url = sqs
+        .create_queue()
+        .queue_name(common::unique("push-start"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let queue = SqsPushQueue::new(sqs.clone(), &url);
+    let (later, now) = (
+        AuctionId::new("later").unwrap(),
+        AuctionId::new("now").unwrap(),
+    );
+    queue
+        .send_start(&later, Duration::from_secs(900))
+        .await
+        .unwrap();
+    queue.send_start(&now, Duration::ZERO).await.unwrap();
+    let mut received = Vec::new();
+    for _ in 0..3 {
+        let out = sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .unwrap();
+        for message in out.messages() {
+            received.push(wsdr_aws::push_jobs::decode_work(message.body().unwrap()).unwrap());
+        }
+    }
+    assert_eq!(received, vec![PushWork::Start(now)]);
+    let attributes = sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesDelayed)
+        .send()
+        .await
+        .unwrap();
+    let delayed = attributes
+        .attributes()
+        .and_then(|a| {
+            a.get(&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesDelayed)
+        })
+        .cloned();
+    assert_eq!(delayed.as_deref(), Some("1"));
+}
+
 #[tokio::test]
 async fn a_queue_that_does_not_exist_is_an_error_not_a_loss() {
     let sqs = wsdr_aws::local::sqs_client(&sqs_endpoint(), "us-east-1");

@@ -300,6 +300,14 @@ impl PushQueue for ModelQueue {
         tokio::time::sleep(Duration::from_micros(wait)).await;
         self.jobs.send(jobs).await
     }
+
+    async fn send_start(&self, auction: &AuctionId, delay: Duration) -> wsdr_core::Result<()> {
+        self.requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let wait = 5_000 + self.entropy.below(10_001);
+        tokio::time::sleep(Duration::from_micros(wait)).await;
+        self.jobs.send_start(auction, delay).await
+    }
 }
 
 /// For each accepted bid (answered at, amount): from its answer to the moment the last
@@ -460,7 +468,7 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
         writes: Default::default(),
     });
     let queue = Arc::new(ModelQueue {
-        jobs: LocalPushQueue::default(),
+        jobs: LocalPushQueue::new(clock.clone(), Arc::new(wsdr_core::TokioPause)),
         entropy: entropy.clone(),
         requests: Default::default(),
     });
@@ -542,7 +550,7 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
                 let began = Instant::now();
                 for job in &batch {
                     // A failed job would go back to the queue; the models never fail one.
-                    let _ = worker.run_job(job).await;
+                    let _ = worker.run(job).await;
                 }
                 stats
                     .lock()

@@ -599,7 +599,10 @@ async fn the_stream_starts_pushes_the_workers_post_and_the_last_job_starts_the_t
     let names: Vec<String> = (0..40).map(|i| format!("w{i:02}")).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     watch(&w, &names).await;
-    let queue = Arc::new(LocalPushQueue::default());
+    let queue = Arc::new(LocalPushQueue::new(
+        w.clock.clone(),
+        Arc::new(wsdr_core::TokioPause),
+    ));
     let leases = Arc::new(InProcessLeases::default());
     let instance = || {
         wsdr_core::push::Pusher::queued(
@@ -640,7 +643,7 @@ async fn the_stream_starts_pushes_the_workers_post_and_the_last_job_starts_the_t
     w.clock.advance(250);
     let mut ran = 0;
     while let Some(job) = queue.try_next() {
-        worker.run_job(&job).await.unwrap();
+        worker.run(&job).await.unwrap();
         ran += 1;
     }
     assert_eq!(ran, 2 * usize::from(wsdr_core::SUBSCRIBER_SHARDS));
@@ -661,6 +664,100 @@ async fn the_stream_starts_pushes_the_workers_post_and_the_last_job_starts_the_t
     w.clock.advance(250);
     stream.changed([&a1]);
     assert_eq!(stream.drain().await, vec![a1]);
+}
+
+/// A push whose spacing ends long after the change that needs it (a wide window, or a push
+/// that finished early) is neither waited for past the limit nor dropped: it is queued as a
+/// delayed start, and the worker that takes it when due pushes the newest bid. Both starters
+/// do so: a push's last job (a change merged into it) and the stream's reader (a change after
+/// it).
+#[tokio::test(start_paused = true)]
+async fn a_push_whose_spacing_ends_past_the_wait_limit_is_queued_as_a_delayed_start() {
+    use wsdr_core::push::{InProcessLeases, LocalPushQueue, PushPorts, PushWork};
+    let w = world().await;
+    watch(&w, &["w00", "w01", "w02"]).await;
+    let queue = Arc::new(LocalPushQueue::new(
+        w.clock.clone(),
+        Arc::new(wsdr_core::TokioPause),
+    ));
+    let settings = wsdr_core::PushSettings {
+        window: std::time::Duration::from_secs(20),
+        ..wsdr_core::PushSettings::default()
+    };
+    let pusher = wsdr_core::push::Pusher::queued(
+        w.service.clone(),
+        settings,
+        w.clock.clone(),
+        Arc::new(wsdr_core::TokioPause),
+        PushPorts {
+            leases: Arc::new(InProcessLeases::default()),
+            queue: queue.clone(),
+            posts_per_second: 5_000.0,
+        },
+    );
+    let shown = |w: &World| {
+        let mut last: std::collections::BTreeMap<String, u64> = Default::default();
+        for (to, frame) in w.notifier.sent() {
+            let frame: serde_json::Value = serde_json::from_slice(&frame).unwrap();
+            last.insert(to.to_string(), frame["highBid"]["amount"].as_u64().unwrap());
+        }
+        last
+    };
+    let run_ready = |queue: Arc<LocalPushQueue>| {
+        let pusher = &pusher;
+        async move {
+            let mut ran = Vec::new();
+            while let Some(work) = queue.try_next() {
+                pusher.run(&work).await.unwrap();
+                ran.push(work);
+            }
+            ran
+        }
+    };
+    let a1 = AuctionId::new("a1").unwrap();
+    assert_eq!(
+        bid(&w, "w00", 100, "bid-a-0001").await.0,
+        BidStatus::Accepted
+    );
+    pusher.changed([&a1]);
+    assert_eq!(pusher.drain().await, vec![a1.clone()]);
+    // A change while the push is queued is merged; its last job finds the spacing 19 s ahead.
+    assert_eq!(
+        bid(&w, "w01", 150, "bid-b-0001").await.0,
+        BidStatus::Accepted
+    );
+    pusher.changed([&a1]);
+    assert!(pusher.drain().await.is_empty());
+    w.clock.advance(1_000);
+    let ran = run_ready(queue.clone()).await;
+    assert!(ran.iter().all(|work| matches!(work, PushWork::Page(_))));
+    assert_eq!((queue.len(), queue.delayed()), (0, 1));
+    assert_eq!(pusher.totals().deferred, 1);
+    // Not due before the spacing ends; due after it (delays are whole seconds).
+    w.clock.advance(18_000);
+    assert!(queue.try_next().is_none());
+    w.clock.advance(1_000);
+    let ran = run_ready(queue.clone()).await;
+    assert_eq!(ran.first(), Some(&PushWork::Start(a1.clone())));
+    assert_eq!(pusher.totals().pushes, 2);
+    assert!(shown(&w).values().all(|&amount| amount == 150));
+    // A change right after that push: the stream's reader puts its start off as well.
+    w.clock.advance(1_000);
+    assert_eq!(
+        bid(&w, "w02", 200, "bid-c-0001").await.0,
+        BidStatus::Accepted
+    );
+    pusher.changed([&a1]);
+    assert!(pusher.drain().await.is_empty());
+    assert_eq!((queue.len(), queue.delayed()), (0, 1));
+    assert!(shown(&w).values().all(|&amount| amount == 150));
+    w.clock.advance(19_000);
+    run_ready(queue.clone()).await;
+    let last = shown(&w);
+    assert_eq!(last.len(), 3);
+    assert!(last.values().all(|&amount| amount == 200), "{last:?}");
+    let totals = pusher.totals();
+    assert_eq!((totals.pushes, totals.deferred), (3, 2), "{totals:?}");
 }
 
 #[tokio::test]

@@ -113,8 +113,8 @@ impl App {
                 .get("body")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            let outcome = match wsdr_aws::push_jobs::decode_job(body) {
-                Ok(job) => self.pusher().run_job(&job).await,
+            let outcome = match wsdr_aws::push_jobs::decode_work(body) {
+                Ok(work) => self.pusher().run(&work).await,
                 Err(error) => Err(error),
             };
             if let Err(error) = outcome {

@@ -41,8 +41,8 @@ pub use lease::{
     check_contract as check_lease_contract, Begin, Finished, InProcessLeases, LeaseBook,
     PushLeases, LEASE_STALE,
 };
-pub use pusher::{PushPorts, Pusher, DRAIN_ROUNDS, DRAIN_WAIT_LIMIT};
-pub use queue::{LocalPushQueue, PushQueue};
+pub use pusher::{start_delay, PushPorts, Pusher, DRAIN_ROUNDS, DRAIN_WAIT_LIMIT};
+pub use queue::{LocalPushQueue, PushQueue, PushWork, START_DELAY_LIMIT};
 
 /// Shards of one auction's subscriptions. A constant of the data model: a subscription's shard
 /// is written with it, and readers must agree on the count.
@@ -396,8 +396,8 @@ pub struct PushTotals {
     pub failed_jobs: u64,
     /// Changes merged into a push already in flight (its last job starts a trailing one).
     pub merged: u64,
-    /// Changes left waiting because the auction's spacing ended past the wait limit (the
-    /// auction's next change pushes it; subscribers resync by heartbeat anyway).
+    /// Starts put off to the queue, due when the auction's spacing ends (it ended past the
+    /// wait limit: a worker starts the push then).
     pub deferred: u64,
     /// Pushes whose jobs could not be queued (the stream batch is retried for them).
     pub unqueued: u64,

@@ -10,7 +10,8 @@
 
 use super::{
     locked, Begin, FrameSource, InProcessLeases, JobOutcome, LocalPushQueue, Pacer, PushJob,
-    PushLeases, PushQueue, PushSettings, PushTotals, PushWorker, Widening,
+    PushLeases, PushQueue, PushSettings, PushTotals, PushWork, PushWorker, Widening,
+    START_DELAY_LIMIT,
 };
 use crate::ports::{Clock, Pause};
 use crate::service::AuctionService;
@@ -81,7 +82,7 @@ impl Pusher {
         clock: Arc<dyn Clock>,
         pause: Arc<dyn Pause>,
     ) -> Self {
-        let queue = Arc::new(LocalPushQueue::default());
+        let queue = Arc::new(LocalPushQueue::new(clock.clone(), pause.clone()));
         let mut pusher = Self::queued(
             service,
             settings,
@@ -176,6 +177,22 @@ impl Pusher {
         started
     }
 
+    /// One piece of work from the queue, as a worker runs it: a page ([`Pusher::run_job`]) or
+    /// a delayed start (put off again if the auction's spacing is still ahead). An error asks
+    /// the queue to deliver the work again.
+    pub async fn run(&self, work: &PushWork) -> crate::Result<()> {
+        match work {
+            PushWork::Page(job) => self.run_job(job).await,
+            PushWork::Start(auction) => {
+                let deadline = self
+                    .clock
+                    .now_ms()
+                    .saturating_add(DRAIN_WAIT_LIMIT.as_millis() as u64);
+                self.start(auction, deadline).await.map(|_| ())
+            }
+        }
+    }
+
     /// One job, as a worker runs it: post its page (a failed read is retried, then the job is
     /// given up), queue its continuation, record it in the lease; the push's last job sets the
     /// spacing and starts the trailing push if a change waits. An error (the lease or queue
@@ -195,12 +212,36 @@ impl Pusher {
         let mut running = JoinSet::new();
         loop {
             while running.len() < workers {
-                let Some(job) = queue.try_next() else { break };
-                let (worker, clock) = (self.worker.clone(), self.clock.clone());
-                running.spawn(async move {
-                    let outcome = run_page(&worker, &clock, &job).await;
-                    (job, outcome)
-                });
+                match queue.try_next() {
+                    Some(PushWork::Page(job)) => {
+                        let (worker, clock) = (self.worker.clone(), self.clock.clone());
+                        running.spawn(async move {
+                            let outcome = run_page(&worker, &clock, &job).await;
+                            (job, outcome)
+                        });
+                    }
+                    Some(PushWork::Start(auction)) => {
+                        if self.start_with_retries(&auction, deadline).await {
+                            started.push(auction);
+                        }
+                    }
+                    None => break,
+                }
+            }
+            if running.is_empty() {
+                // Nothing runs and nothing is ready: a start put off until before the deadline
+                // is waited for; one due later stays queued for the next drain.
+                let now = self.clock.now_ms();
+                match queue.next_due_ms() {
+                    Some(at) if at <= deadline => {
+                        self.worker
+                            .pause
+                            .pause(Duration::from_millis(at.saturating_sub(now).max(1)))
+                            .await;
+                        continue;
+                    }
+                    _ => break,
+                }
             }
             let Some(joined) = running.join_next().await else {
                 break;
@@ -282,9 +323,11 @@ impl Pusher {
         {
             return Ok(None);
         }
+        // The lease is closed now: a redelivered job could not start the trailing push again,
+        // so its start is retried here (and counted `unqueued` if it still fails).
         Ok(self
-            .start(&job.auction, deadline)
-            .await?
+            .start_with_retries(&job.auction, deadline)
+            .await
             .then(|| job.auction.clone()))
     }
 
@@ -337,7 +380,9 @@ impl Pusher {
                     return Ok(false);
                 }
                 Begin::NotBefore(at) if at > deadline => {
-                    locked(&self.totals).deferred += 1;
+                    // Waiting longer would hold the stream (or a worker) up: the start goes on
+                    // the queue, due when the spacing ends.
+                    self.put_off(auction, at.saturating_sub(now)).await?;
                     return Ok(false);
                 }
                 Begin::NotBefore(at) => {
@@ -349,9 +394,22 @@ impl Pusher {
                 }
             }
         }
-        locked(&self.totals).deferred += 1;
+        self.put_off(auction, window_ms).await?;
         Ok(false)
     }
+
+    /// Queue a start of `auction` in `wait_ms` (rounded up to whole seconds, as SQS delays).
+    async fn put_off(&self, auction: &AuctionId, wait_ms: u64) -> crate::Result<()> {
+        self.queue.send_start(auction, start_delay(wait_ms)).await?;
+        locked(&self.totals).deferred += 1;
+        Ok(())
+    }
+}
+
+/// A queued start's delay: `wait_ms` rounded up to whole seconds (at least one, at most
+/// [`START_DELAY_LIMIT`]).
+pub fn start_delay(wait_ms: u64) -> Duration {
+    Duration::from_secs(wait_ms.div_ceil(1_000).max(1)).min(START_DELAY_LIMIT)
 }
 
 /// One job's page, its read retried [`JOB_RETRIES`] times when the error may pass.

@@ -1,60 +1,156 @@
-//! Where a Region's push jobs wait for a worker: SQS in AWS (`wsdr-aws`), a queue in memory
+//! Where a Region's push work waits for a worker: SQS in AWS (`wsdr-aws`), a queue in memory
 //! for a process that runs its own workers (the lab's Regions, tests, the benchmark).
 
 use super::{locked, PushJob};
+use crate::ports::{Clock, Pause};
 use crate::Result;
 use async_trait::async_trait;
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::Notify;
+use wsdr_protocol::AuctionId;
 
-/// A queue of push jobs. Delivery is at least once; a job may run twice.
+/// The longest a queued start may be put off (SQS's `DelaySeconds` ends at 900). A start that
+/// runs while its spacing is still ahead is put off again.
+pub const START_DELAY_LIMIT: Duration = Duration::from_secs(900);
+
+/// What a worker takes from the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushWork {
+    /// One shard's page of a push.
+    Page(PushJob),
+    /// Start a push of this auction (a change whose spacing ended after its reader could wait:
+    /// queued with a delay, so that no change is left without its push).
+    Start(AuctionId),
+}
+
+/// A queue of push work. Delivery is at least once; work may run twice.
 #[async_trait]
 pub trait PushQueue: Send + Sync {
     async fn send(&self, jobs: Vec<PushJob>) -> Result<()>;
+
+    /// Start a push of `auction` after `delay` (whole seconds, at most
+    /// [`START_DELAY_LIMIT`]: the callers round it so, as SQS takes it).
+    async fn send_start(&self, auction: &AuctionId, delay: Duration) -> Result<()>;
 }
 
-/// Jobs in memory, in order, for workers of the same process.
-#[derive(Debug, Default)]
+/// Work in memory, in order, for workers of the same process; a delayed start waits on the
+/// queue's clock (the lab's scaled one, a test's) until it is due.
+#[derive(Debug)]
 pub struct LocalPushQueue {
-    jobs: Mutex<VecDeque<PushJob>>,
+    clock: Arc<dyn Clock>,
+    pause: Arc<dyn Pause>,
+    work: Mutex<Queued>,
     ready: Notify,
 }
 
-impl LocalPushQueue {
-    /// The next job, if one waits.
-    pub fn try_next(&self) -> Option<PushJob> {
-        locked(&self.jobs).pop_front()
-    }
+#[derive(Debug, Default)]
+struct Queued {
+    ready: VecDeque<PushWork>,
+    /// Starts not yet due: (due at, ms on the queue's clock; auction).
+    delayed: Vec<(u64, AuctionId)>,
+}
 
-    /// The next job, waiting for one.
-    pub async fn next(&self) -> PushJob {
-        loop {
-            let notified = self.ready.notified();
-            if let Some(job) = self.try_next() {
-                return job;
-            }
-            notified.await;
+impl LocalPushQueue {
+    pub fn new(clock: Arc<dyn Clock>, pause: Arc<dyn Pause>) -> Self {
+        Self {
+            clock,
+            pause,
+            work: Mutex::default(),
+            ready: Notify::new(),
         }
     }
 
+    /// The next work that is due, if any.
+    pub fn try_next(&self) -> Option<PushWork> {
+        let now = self.clock.now_ms();
+        let mut work = locked(&self.work);
+        let mut i = 0;
+        while i < work.delayed.len() {
+            if work.delayed[i].0 <= now {
+                let (_, auction) = work.delayed.remove(i);
+                work.ready.push_back(PushWork::Start(auction));
+            } else {
+                i += 1;
+            }
+        }
+        work.ready.pop_front()
+    }
+
+    /// When the earliest delayed start is due (ms on the queue's clock).
+    pub fn next_due_ms(&self) -> Option<u64> {
+        locked(&self.work).delayed.iter().map(|(at, _)| *at).min()
+    }
+
+    /// The next work, waiting for some to be sent or fall due.
+    pub async fn next(&self) -> PushWork {
+        loop {
+            let notified = self.ready.notified();
+            if let Some(work) = self.try_next() {
+                return work;
+            }
+            match self.next_due_ms() {
+                Some(at) => {
+                    let wait = at.saturating_sub(self.clock.now_ms()).max(1);
+                    tokio::select! {
+                        () = notified => {}
+                        () = self.pause.pause(Duration::from_millis(wait)) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Work ready now (delayed starts not counted).
     pub fn len(&self) -> usize {
-        locked(&self.jobs).len()
+        locked(&self.work).ready.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Starts waiting for their delay.
+    pub fn delayed(&self) -> usize {
+        locked(&self.work).delayed.len()
+    }
+
+    fn push(&self, work: impl IntoIterator<Item = PushWork>) {
+        let mut count = 0;
+        {
+            let mut queued = locked(&self.work);
+            for item in work {
+                queued.ready.push_back(item);
+                count += 1;
+            }
+        }
+        for _ in 0..count {
+            self.ready.notify_one();
+        }
     }
 }
 
 #[async_trait]
 impl PushQueue for LocalPushQueue {
     async fn send(&self, jobs: Vec<PushJob>) -> Result<()> {
-        let count = jobs.len();
-        locked(&self.jobs).extend(jobs);
-        for _ in 0..count {
-            self.ready.notify_one();
+        self.push(jobs.into_iter().map(PushWork::Page));
+        Ok(())
+    }
+
+    async fn send_start(&self, auction: &AuctionId, delay: Duration) -> Result<()> {
+        if delay.is_zero() {
+            self.push([PushWork::Start(auction.clone())]);
+            return Ok(());
         }
+        let due = self
+            .clock
+            .now_ms()
+            .saturating_add(delay.min(START_DELAY_LIMIT).as_millis() as u64);
+        locked(&self.work).delayed.push((due, auction.clone()));
+        // A worker waiting with nothing due learns of the new earliest instant.
+        self.ready.notify_one();
         Ok(())
     }
 }

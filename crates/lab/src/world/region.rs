@@ -296,10 +296,22 @@ impl Region {
             let pause = crate::world::scale::ScaledPause(self.scale);
             self.owner.spawn(async move {
                 loop {
-                    let job = queue.next().await;
-                    if app.pusher().run_job(&job).await.is_err() {
+                    let work = queue.next().await;
+                    if app.pusher().run(&work).await.is_err() {
                         wsdr_core::Pause::pause(&pause, std::time::Duration::from_secs(1)).await;
-                        let _ = wsdr_core::PushQueue::send(&*queue, vec![job]).await;
+                        let _ = match work {
+                            wsdr_core::push::PushWork::Page(job) => {
+                                wsdr_core::PushQueue::send(&*queue, vec![job]).await
+                            }
+                            wsdr_core::push::PushWork::Start(auction) => {
+                                wsdr_core::PushQueue::send_start(
+                                    &*queue,
+                                    &auction,
+                                    std::time::Duration::ZERO,
+                                )
+                                .await
+                            }
+                        };
                     }
                 }
             });
@@ -374,13 +386,17 @@ impl Region {
             None => service,
         };
         let conflation_clock = crate::world::scale::ScaledClock::new(scale);
+        let push_clock: Arc<dyn wsdr_core::Clock> = Arc::new(conflation_clock);
         // The stream's reader and every worker share one pusher (one schedule at the whole
         // budget, which in AWS is `workers` instances at budget / workers each).
-        let push_queue = Arc::new(wsdr_core::push::LocalPushQueue::default());
+        let push_queue = Arc::new(wsdr_core::push::LocalPushQueue::new(
+            push_clock.clone(),
+            Arc::new(crate::world::scale::ScaledPause(scale)),
+        ));
         let pusher = wsdr_core::push::Pusher::queued(
             service.clone(),
             quotas.push,
-            Arc::new(conflation_clock),
+            push_clock,
             Arc::new(crate::world::scale::ScaledPause(scale)),
             wsdr_core::push::PushPorts {
                 leases: Arc::new(wsdr_core::push::InProcessLeases::default()),
