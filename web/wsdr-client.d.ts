@@ -453,22 +453,41 @@ export interface MoveScheduledDetail {
   reason: string;
 }
 
+/** The event a listener receives: the platform's `CustomEvent` at run time, declared here by
+ * what a listener reads, so that the declarations need no DOM lib (a Node-only project's
+ * `lib: ["ES2022"]` type-checks them). */
+export interface WsdrEvent<T> {
+  readonly type: string;
+  readonly detail: T;
+}
+
+/** The listener options the platform's `addEventListener` takes. */
+export interface WsdrListenerOptions {
+  capture?: boolean;
+  once?: boolean;
+  passive?: boolean;
+  signal?: { readonly aborted: boolean };
+}
+
+/** Any listener: a function or an object with `handleEvent`. */
+export type WsdrListener = ((event: any) => void) | { handleEvent(event: any): void };
+
 export interface AuctionClientEventMap {
-  status: CustomEvent<StatusDetail>;
-  restored: CustomEvent<RestoredDetail>;
-  update: CustomEvent<UpdateView>;
-  bidResult: CustomEvent<BidResultDetail>;
-  bidSettled: CustomEvent<Settlement>;
+  status: WsdrEvent<StatusDetail>;
+  restored: WsdrEvent<RestoredDetail>;
+  update: WsdrEvent<UpdateView>;
+  bidResult: WsdrEvent<BidResultDetail>;
+  bidSettled: WsdrEvent<Settlement>;
   /** The client stopped for good: `maxAttempts` ran out, or the token provider threw a
    * `TokenDenied`. Sign the user in again, then make a new client. */
-  gaveUp: CustomEvent<{ reason: string }>;
+  gaveUp: WsdrEvent<{ reason: string }>;
   /** A bid was made (`bid()`): sent now, or waiting for the connection. */
-  bidSent: CustomEvent<{ bidId: string; amount: number }>;
+  bidSent: WsdrEvent<{ bidId: string; amount: number }>;
   /** A bid made offline was too old when the next session opened: dropped, never sent. */
-  bidExpired: CustomEvent<{ bidId: string }>;
-  endpoint: CustomEvent<EndpointDetail>;
-  moveScheduled: CustomEvent<MoveScheduledDetail>;
-  disconnected: CustomEvent<{ reason: string }>;
+  bidExpired: WsdrEvent<{ bidId: string }>;
+  endpoint: WsdrEvent<EndpointDetail>;
+  moveScheduled: WsdrEvent<MoveScheduledDetail>;
+  disconnected: WsdrEvent<{ reason: string }>;
 }
 
 /** The reconnecting auction client (docs/CLIENT.md). */
@@ -506,7 +525,8 @@ export declare const INITIAL_VIEW: ClientView;
 /** The view after one client event (pure). */
 export declare function reduceView(state: ClientView, type: string, detail: unknown): ClientView;
 
-export declare class AuctionClient extends EventTarget {
+/** An `EventTarget` at run time (events in `AuctionClientEventMap`). */
+export declare class AuctionClient {
   constructor(options: AuctionClientOptions);
   /** The view so far, for a listener that comes late (the hook starts from it). */
   readonly state: ClientView;
@@ -522,24 +542,25 @@ export declare class AuctionClient extends EventTarget {
   reconnect(): void;
   /** Send a bid (a positive integer of minor units); returns its bidId. Throws on a bad amount. */
   bid(amount: number): string;
+  dispatchEvent(event: { readonly type: string }): boolean;
   addEventListener<K extends keyof AuctionClientEventMap>(
     type: K,
     listener: (event: AuctionClientEventMap[K]) => void,
-    options?: boolean | AddEventListenerOptions,
+    options?: boolean | WsdrListenerOptions,
   ): void;
   addEventListener(
     type: string,
-    listener: EventListenerOrEventListenerObject | null,
-    options?: boolean | AddEventListenerOptions,
+    listener: WsdrListener | null,
+    options?: boolean | WsdrListenerOptions,
   ): void;
   removeEventListener<K extends keyof AuctionClientEventMap>(
     type: K,
     listener: (event: AuctionClientEventMap[K]) => void,
-    options?: boolean | EventListenerOptions,
+    options?: boolean | Pick<WsdrListenerOptions, 'capture'>,
   ): void;
   removeEventListener(
     type: string,
-    listener: EventListenerOrEventListenerObject | null,
-    options?: boolean | EventListenerOptions,
+    listener: WsdrListener | null,
+    options?: boolean | Pick<WsdrListenerOptions, 'capture'>,
   ): void;
 }
