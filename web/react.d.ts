@@ -14,8 +14,11 @@ export type WsdrState = Omit<ClientView, 'connection'> & { connection: Connectio
 export type WsdrOptions = AuctionClientOptions & { enabled?: boolean };
 
 export interface WsdrHook extends WsdrState {
-  /** Send a bid (a positive integer of minor units); returns its bidId. Throws while idle. */
-  bid(amount: number): string;
+  /** Send a bid (a positive integer of minor units) in `auctionId` (default: the first
+   * auction); returns its bidId. Throws while idle. */
+  bid(amount: number, auctionId?: string): string;
+  /** Watch one more auction over the same socket (kept if the client is made again). */
+  watch(auctionId: string): void;
   /** Connect now: ends the session, or cuts a retry's backoff short. */
   reconnect(): void;
   /** Close the client for good (the component stays mounted; remount to start again). */
@@ -30,3 +33,7 @@ export declare function WsdrProvider(props: WsdrOptions & { children?: unknown }
 
 /** The state transition for one client event (what the hook applies). */
 export declare function reduce(state: WsdrState, type: string, detail: unknown): WsdrState;
+
+/** One auction of the nearest provider's shared client: `auction` is its view (null until its
+ * first state), `bid(amount)` bids in it; watched over the provider's one socket from mount. */
+export declare function useAuction(auctionId: string): WsdrHook;

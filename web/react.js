@@ -25,13 +25,20 @@ function useWsdrClient(options, enabled) {
   const client = useRef(null);
   const latest = useRef(options);
   latest.current = options;
+  // Auctions components asked for with `watch` (useAuction): kept across clients, since a
+  // child's effect runs before its provider's creates the client.
+  const watched = useRef(new Set());
   useEffect(() => {
     if (!enabled) {
       setState(IDLE_VIEW);
       return undefined;
     }
     const { enabled: _enabled, children: _children, ...clientOptions } = latest.current;
-    const next = new AuctionClient({ ...clientOptions, tokenProvider: (context) => latest.current.tokenProvider(context) });
+    const next = new AuctionClient({
+      ...clientOptions,
+      auctionIds: [...(clientOptions.auctionIds ?? []), ...watched.current],
+      tokenProvider: (context) => latest.current.tokenProvider(context),
+    });
     client.current = next;
     setState(next.state);
     for (const type of EVENTS) {
@@ -43,16 +50,21 @@ function useWsdrClient(options, enabled) {
       if (client.current === next) client.current = null;
     };
   }, [options?.url, options?.auctionId, enabled]);
-  const bid = useCallback((amount) => {
+  const bid = useCallback((amount, auctionId) => {
     const current = client.current;
     if (!current) throw new Error('not connected: the hook is not enabled, or its component is not mounted');
     // The client emits `bidSent`, which the listeners fold in like every other event.
-    return current.bid(amount);
+    return auctionId === undefined ? current.bid(amount) : current.bid(amount, auctionId);
+  }, []);
+  // Watch one more auction over this client's socket (now, and in every client it makes).
+  const watch = useCallback((auctionId) => {
+    watched.current.add(auctionId);
+    client.current?.watch(auctionId);
   }, []);
   // Connect now (a "reconnect" button; cuts a retry's backoff short) and close for good.
   const reconnect = useCallback(() => client.current?.reconnect(), []);
   const close = useCallback(() => client.current?.close(), []);
-  return { ...state, bid, reconnect, close };
+  return { ...state, bid, watch, reconnect, close };
 }
 
 /**
@@ -77,4 +89,21 @@ export function useWsdr(options) {
   if (options !== undefined) return own;
   if (shared === null) throw new Error('useWsdr() without options needs a <WsdrProvider> above it');
   return shared;
+}
+
+/**
+ * One auction of the nearest `WsdrProvider`'s shared client: watched over its one socket from
+ * this component's mount (several components, several auctions, one socket). Returns the
+ * provider's hook with `auction` this auction's view (null until its first state) and
+ * `bid(amount)` bidding in it.
+ */
+export function useAuction(auctionId) {
+  const shared = useContext(WsdrContext);
+  if (shared === null) throw new Error('useAuction() needs a <WsdrProvider> above it');
+  const { watch, bid } = shared;
+  useEffect(() => {
+    watch(auctionId);
+  }, [watch, auctionId]);
+  const bidHere = useCallback((amount) => bid(amount, auctionId), [bid, auctionId]);
+  return { ...shared, auction: shared.auctions?.[auctionId] ?? null, bid: bidHere };
 }

@@ -317,15 +317,20 @@ export declare class BidBook {
   constructor(options?: { settleWindowMs?: number; offline?: { max?: number; maxAgeMs?: number } });
   readonly settleWindowMs: number;
   readonly offline: { max: number; maxAgeMs: number };
-  versions: Versions | null;
-  high: HighBid | null;
+  /** Each auction's versions and high bid as this view knows them. */
+  readonly auctions: Map<string, { versions: Versions | null; high: HighBid | null }>;
   userId: string | null;
-  readonly unconfirmed: Map<string, { frame: string; amount: number; sends: number; queuedAt: number }>;
-  readonly doubtful: Map<string, { frame: string; amount: number; since: number; unknown: boolean }>;
+  readonly unconfirmed: Map<string, { frame: string; amount: number; sends: number; queuedAt: number; auctionId?: string }>;
+  readonly doubtful: Map<string, { frame: string; amount: number; since: number; unknown: boolean; auctionId?: string }>;
+  known(auctionId: string): { versions: Versions | null; high: HighBid | null };
+  /** The getState frame for `auctionId`, naming its doubtful bids. */
   stateRequest(auctionId: string): string;
-  behind(versions: Versions | null | undefined): boolean;
-  /** Throws when a bid made offline finds `offline.max` already waiting. */
-  add(bidId: string, frame: string, amount: number, sentNow: boolean, now?: number): void;
+  /** The auctions that have doubtful bids. */
+  doubtfulAuctions(): string[];
+  behind(versions: Versions | null | undefined, auctionId: string): boolean;
+  /** Throws when a bid made offline finds `offline.max` already waiting. `auctionId`: the
+   * one the frame names, by default. */
+  add(bidId: string, frame: string, amount: number, sentNow: boolean, now?: number, auctionId?: string): void;
   queued(): number;
   /** The bids made offline that are too old to send now, dropped; call before `replay`. */
   expireOffline(now?: number): string[];
@@ -388,7 +393,11 @@ export interface AuctionClientOptions {
   /** The global name, `wss://auction.example.com` (or one Region's URL). */
   url: string;
   tokenProvider: TokenProvider;
-  auctionId: string;
+  /** The auction this client watches first: the view's `auction`, `bid()`'s default. */
+  auctionId?: string;
+  /** More auctions over the same socket (each in the view's `auctions`); `watch()` adds one
+   * later. */
+  auctionIds?: string[];
   /** Each Region's own endpoint: enables client-assisted failover. */
   regions?: RegionEndpoint[];
   heartbeatIntervalMs?: number;
@@ -429,8 +438,11 @@ export interface RestoredDetail {
   region: string;
   auction: AuctionView;
   you: You;
-  /** How long the user was without a session, ms; null on the first connect. */
+  /** How long the user was without a session, ms; null on the first connect, and for every
+   * state after a session's first of that auction. */
   outageMs: number | null;
+  /** Whether this is the client's first auction (`auctionId`): the view's `auction`. */
+  primary?: boolean;
 }
 
 export interface UpdateView extends BidUpdateFrame {}
@@ -509,8 +521,10 @@ export interface ClientView {
   connection: ConnectionState;
   /** The Region serving this session (every frame names it). */
   region: string | null;
-  /** The auction as the serving Region last told it; null until the first state. */
+  /** The first auction as the serving Region last told it; null until its first state. */
   auction: AuctionView | null;
+  /** Every watched auction by id, as the serving Region last told it (pushes merged). */
+  auctions: Readonly<Record<string, AuctionView>>;
   you: You | null;
   /** How long the last outage lasted, ms (null before any). */
   outageMs: number | null;
@@ -530,7 +544,10 @@ export declare class AuctionClient {
   constructor(options: AuctionClientOptions);
   /** The view so far, for a listener that comes late (the hook starts from it). */
   readonly state: ClientView;
-  readonly auctionId: string;
+  /** The first watched auction (null if none yet). */
+  readonly auctionId: string | null;
+  /** Every auction watched over this socket, in the order they were added. */
+  readonly auctionIds: readonly string[];
   readonly globalUrl: string;
   readonly book: BidBook;
   readonly policy: FallbackPolicy | null;
@@ -540,8 +557,13 @@ export declare class AuctionClient {
   close(): void;
   /** Connect now: ends the current session (a "reconnect" button) or cuts a retry's wait. */
   reconnect(): void;
-  /** Send a bid (a positive integer of minor units); returns its bidId. Throws on a bad amount. */
-  bid(amount: number): string;
+  /** Watch one more auction over this socket (its state now if connected, and after every
+   * reconnect). Throws on an empty id. */
+  watch(auctionId: string): void;
+  /** Send a bid (a positive integer of minor units) in `auctionId` (default: the first
+   * auction; another is watched from now on); returns its bidId. Throws on a bad amount, or
+   * when no auction is given or watched. */
+  bid(amount: number, auctionId?: string): string;
   dispatchEvent(event: { readonly type: string }): boolean;
   addEventListener<K extends keyof AuctionClientEventMap>(
     type: K,

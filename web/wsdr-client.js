@@ -308,36 +308,61 @@ export function offlineBidExpired(ageMs, maxAgeMs = OFFLINE_BIDS.maxAgeMs) {
   return ageMs > maxAgeMs;
 }
 
+/** The auction a bid frame names (undefined for a frame that is not one). */
+function auctionOf(frame) {
+  try {
+    const id = JSON.parse(frame)?.auctionId;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export class BidBook {
   constructor({ settleWindowMs = 120000, offline = OFFLINE_BIDS } = {}) {
     this.settleWindowMs = settleWindowMs;
     this.offline = { ...OFFLINE_BIDS, ...offline };
-    this.unconfirmed = new Map(); // bidId -> { frame, amount, sends, queuedAt }
-    this.doubtful = new Map(); // bidId -> { frame, amount, since, unknown }
-    this.versions = null;
-    this.high = null;
+    this.unconfirmed = new Map(); // bidId -> { frame, amount, sends, queuedAt, auctionId }
+    this.doubtful = new Map(); // bidId -> { frame, amount, since, unknown, auctionId }
+    // Each watched auction's versions and high bid as this view knows them (several auctions
+    // share one socket, and one book).
+    this.auctions = new Map(); // auctionId -> { versions, high }
     this.userId = null;
   }
 
-  /** The getState frame for `auctionId`, naming the doubtful bids (the oldest first, at most
+  /** What this view knows of `auctionId`: { versions, high } (nulls before its first state). */
+  known(auctionId) {
+    return this.auctions.get(auctionId) ?? { versions: null, high: null };
+  }
+
+  /** The getState frame for `auctionId`, naming its doubtful bids (the oldest first, at most
    * SETTLE_BIDS_MAX): the answer says for each whether it stands, by a point read. */
   stateRequest(auctionId) {
-    const bidIds = [...this.doubtful.keys()].slice(0, SETTLE_BIDS_MAX);
+    const bidIds = [...this.doubtful]
+      .filter(([, doubt]) => doubt.auctionId === undefined || doubt.auctionId === auctionId)
+      .map(([bidId]) => bidId)
+      .slice(0, SETTLE_BIDS_MAX);
     return JSON.stringify(bidIds.length ? { action: 'getState', auctionId, bidIds } : { action: 'getState', auctionId });
   }
 
-  /** Whether a pong's version vector shows bids this view has not seen (resync then). */
-  behind(versions) {
-    return !dominates(this.versions ?? {}, versions ?? {});
+  /** The auctions that have doubtful bids (each needs a getState naming them). */
+  doubtfulAuctions() {
+    return [...new Set([...this.doubtful.values()].map((doubt) => doubt.auctionId).filter((id) => id !== undefined))];
+  }
+
+  /** Whether a pong's version vector for `auctionId` shows bids this view has not seen
+   * (resync then). */
+  behind(versions, auctionId) {
+    return !dominates(this.known(auctionId).versions ?? {}, versions ?? {});
   }
 
   /** A new bid; `sentNow` when it goes out on the open session at once. A bid made offline
    * waits for the next session (throws when `offline.max` already wait). */
-  add(bidId, frame, amount, sentNow, now = Date.now()) {
+  add(bidId, frame, amount, sentNow, now = Date.now(), auctionId = auctionOf(frame)) {
     if (!sentNow && this.queued() >= this.offline.max) {
       throw new Error(`offline: ${this.offline.max} bids already wait for the connection`);
     }
-    this.unconfirmed.set(bidId, { frame, amount, sends: sentNow ? 1 : 0, queuedAt: now });
+    this.unconfirmed.set(bidId, { frame, amount, sends: sentNow ? 1 : 0, queuedAt: now, auctionId });
   }
 
   /** Bids made offline and never sent yet. */
@@ -379,15 +404,21 @@ export class BidBook {
     const replayedAndRejected = frame.status === 'rejected' && bid.sends > 1 && frame.reason !== 'bid_id_reused';
     const doubtful = replayedAndRejected || frame.status === 'unknown';
     if (doubtful) {
-      this.doubtful.set(frame.bidId, { frame: bid.frame, amount: bid.amount, since: now, unknown: frame.status === 'unknown' });
+      this.doubtful.set(frame.bidId, {
+        frame: bid.frame,
+        amount: bid.amount,
+        since: now,
+        unknown: frame.status === 'unknown',
+        auctionId: bid.auctionId,
+      });
     }
     return { amount: bid.amount, doubtful };
   }
 
   /** A state frame: settles listed bids; returns { settled, resend }. */
   onState(frame) {
-    this.versions = frame.auction?.versions ?? null;
-    this.high = frame.auction?.highBid ?? null;
+    const auctionId = frame.auction?.id;
+    this.auctions.set(auctionId, { versions: frame.auction?.versions ?? null, high: frame.auction?.highBid ?? null });
     this.userId = frame.you?.userId ?? this.userId;
     const listed = new Set((frame.you?.bids ?? []).map((b) => `${b.bidId}/${b.amount}`));
     for (const s of frame.you?.settled ?? []) {
@@ -400,12 +431,14 @@ export class BidBook {
     const settled = [];
     const resend = [];
     for (const [bidId, doubt] of this.doubtful) {
+      // Another auction's state says nothing of this bid.
+      if (doubt.auctionId !== undefined && doubt.auctionId !== auctionId) continue;
       if (listed.has(`${bidId}/${doubt.amount}`)) {
         settled.push({ bidId, stands: true, region: frame.region });
         this.doubtful.delete(bidId);
       } else if (doubt.unknown) {
         this.doubtful.delete(bidId);
-        this.unconfirmed.set(bidId, { frame: doubt.frame, amount: doubt.amount, sends: 1 });
+        this.unconfirmed.set(bidId, { frame: doubt.frame, amount: doubt.amount, sends: 1, auctionId: doubt.auctionId });
         resend.push(doubt.frame);
       }
     }
@@ -414,14 +447,14 @@ export class BidBook {
 
   /** A pushed bidUpdate: returns { stale, settled, view } (view: the merged update). */
   onUpdate(frame) {
+    const known = this.known(frame.auctionId);
     const versions = frame.versions ?? {};
-    const merged = { ...(this.versions ?? {}) };
+    const merged = { ...(known.versions ?? {}) };
     for (const [region, count] of Object.entries(versions)) merged[region] = Math.max(merged[region] ?? 0, count);
-    const high = higherBid(this.high, frame.highBid ?? null);
-    const changed = !dominates(this.versions ?? {}, merged) || high !== this.high;
-    if (this.versions && !changed) return { stale: true, settled: [], view: null };
-    this.versions = merged;
-    this.high = high;
+    const high = higherBid(known.high, frame.highBid ?? null);
+    const changed = !dominates(known.versions ?? {}, merged) || high !== known.high;
+    if (known.versions && !changed) return { stale: true, settled: [], view: null };
+    this.auctions.set(frame.auctionId, { versions: merged, high });
     const total = Object.values(merged).reduce((sum, n) => sum + n, 0);
     const view = { ...frame, highBid: high, versions: merged, bidCount: total, version: total };
     const settled = [];
@@ -461,6 +494,7 @@ export const INITIAL_VIEW = Object.freeze({
   connection: 'connecting',
   region: null,
   auction: null,
+  auctions: Object.freeze({}),
   you: null,
   outageMs: null,
   endpoint: null,
@@ -480,15 +514,39 @@ export function reduceView(state, type, detail) {
         // `failed` is terminal: its reason stays readable (sign in again, then remount).
         lastDisconnect: detail.state === 'failed' ? detail.reason : state.lastDisconnect,
       };
-    case 'restored':
-      // A state frame replaces the view: after a failover it is the new Region's truth.
-      return { ...state, connection: 'connected', region: detail.region, auction: detail.auction, you: detail.you, outageMs: detail.outageMs };
-    case 'update':
-      if (!state.auction || detail.auctionId !== state.auction.id) return state;
+    case 'restored': {
+      // A state frame replaces its auction's view: after a failover it is the new Region's
+      // truth. `auction` is the client's first auction (`primary`); every watched one is in
+      // `auctions` by id.
+      const id = detail.auction?.id;
+      const primary = detail.primary ?? true;
       return {
         ...state,
-        auction: { ...state.auction, highBid: detail.highBid, bidCount: detail.bidCount, version: detail.version, versions: detail.versions },
+        connection: 'connected',
+        region: detail.region,
+        auction: primary ? detail.auction : state.auction,
+        auctions: id === undefined ? (state.auctions ?? {}) : { ...(state.auctions ?? {}), [id]: detail.auction },
+        you: primary || state.you === null ? detail.you : state.you,
+        outageMs: detail.outageMs ?? state.outageMs,
       };
+    }
+    case 'update': {
+      const merge = (auction) => ({
+        ...auction,
+        highBid: detail.highBid,
+        bidCount: detail.bidCount,
+        version: detail.version,
+        versions: detail.versions,
+      });
+      const listed = state.auctions?.[detail.auctionId];
+      const primary = state.auction && detail.auctionId === state.auction.id;
+      if (!listed && !primary) return state;
+      return {
+        ...state,
+        auction: primary ? merge(state.auction) : state.auction,
+        auctions: listed ? { ...state.auctions, [detail.auctionId]: merge(listed) } : state.auctions,
+      };
+    }
     case 'bidSent':
       return { ...state, bids: { ...state.bids, [detail.bidId]: { amount: detail.amount, status: 'sent', reason: null, region: null, doubtful: false } } };
     case 'bidResult':
@@ -564,7 +622,11 @@ export class AuctionClient extends EventTarget {
     const scale = options.timeScale ?? 1;
     this.globalUrl = options.url;
     this.tokenProvider = options.tokenProvider; // async () => token
-    this.auctionId = options.auctionId;
+    // Every auction this client watches over its one socket; `auctionId` is the first (the
+    // view's `auction`, and `bid()`'s default).
+    this.auctionIds = [...new Set([options.auctionId, ...(options.auctionIds ?? [])].filter((id) => typeof id === 'string'))];
+    this.auctionId = this.auctionIds[0] ?? null;
+    this.heartbeatsSent = 0;
     this.heartbeat = {
       intervalMs: (options.heartbeatIntervalMs ?? 30000) / scale,
       timeoutMs: (options.heartbeatTimeoutMs ?? 35000) / scale,
@@ -662,11 +724,24 @@ export class AuctionClient extends EventTarget {
     this.connect();
   }
 
-  /** Send a bid (amount in integer minor units). Returns the bidId. */
-  bid(amount) {
+  /** Watch one more auction over this socket: its state now (if connected) and after every
+   * reconnect, its versions in the heartbeats, its pushes in `update` and `state.auctions`. */
+  watch(auctionId) {
+    if (typeof auctionId !== 'string' || auctionId === '') throw new Error('auctionId must be a non-empty string');
+    if (this.auctionIds.includes(auctionId)) return;
+    this.auctionIds.push(auctionId);
+    if (this.auctionId === null) this.auctionId = auctionId;
+    if (this.session?.open && !this.session.ended) this.ws.send(this.book.stateRequest(auctionId));
+  }
+
+  /** Send a bid (amount in integer minor units) in `auctionId` (default: the first auction;
+   * another is watched from now on). Returns the bidId. */
+  bid(amount, auctionId = this.auctionId) {
     if (!Number.isSafeInteger(amount) || amount <= 0) throw new Error('amount must be a positive integer');
+    if (auctionId === null) throw new Error('no auction to bid in: pass an auctionId');
+    this.watch(auctionId);
     const bidId = newBidId();
-    const frame = JSON.stringify({ action: 'bid', auctionId: this.auctionId, amount, bidId });
+    const frame = JSON.stringify({ action: 'bid', auctionId, amount, bidId });
     const open = Boolean(this.session?.open);
     this.book.add(bidId, frame, amount, open, Date.now());
     this.emit('bidSent', { bidId, amount });
@@ -716,6 +791,9 @@ export class AuctionClient extends EventTarget {
       ended: false,
       moving: null,
       moveTimer: null,
+      // The outage this session ended (set by its first state), and the auctions restored.
+      outageMs: undefined,
+      restored: new Set(),
     };
     this.session = session;
     const connectTimer = setTimeout(() => {
@@ -726,7 +804,7 @@ export class AuctionClient extends EventTarget {
       session.open = true;
       this.openFailed = false;
       session.connectedAt = Date.now();
-      ws.send(this.book.stateRequest(this.auctionId));
+      for (const auctionId of this.auctionIds) ws.send(this.book.stateRequest(auctionId));
       for (const bidId of this.book.expireOffline(Date.now())) this.emit('bidExpired', { bidId });
       for (const frame of this.book.replay()) ws.send(frame);
       this.schedule(this.heartbeat.intervalMs);
@@ -759,11 +837,15 @@ export class AuctionClient extends EventTarget {
       this.endSession(verdict.reason, true);
       return;
     }
-    // Naming the watched auction: the pong carries its versions, so a missed push shows.
-    this.ws.send(JSON.stringify({ action: 'heartbeat', auctionId: this.auctionId }));
-    // Doubtful bids: settle the expired ones, look again at the rest.
+    // Naming the watched auctions in turn: the pong carries the named one's versions, so a
+    // missed push shows (as the Rust client does).
+    const named = this.auctionIds.length ? this.auctionIds[this.heartbeatsSent % this.auctionIds.length] : null;
+    this.heartbeatsSent += 1;
+    this.ws.send(JSON.stringify(named === null ? { action: 'heartbeat' } : { action: 'heartbeat', auctionId: named }));
+    // Doubtful bids: settle the expired ones, look again at the rest (one getState for each
+    // auction that has some).
     for (const settled of this.book.expire(Date.now())) this.emit('bidSettled', settled);
-    if (this.book.doubtful.size > 0) this.ws.send(this.book.stateRequest(this.auctionId));
+    for (const auctionId of this.book.doubtfulAuctions()) this.ws.send(this.book.stateRequest(auctionId));
     this.schedule(verdict.nextInMs);
     if (Date.now() - session.connectedAt >= this.stableAfterMs) this.attempt = 0;
   }
@@ -794,8 +876,8 @@ export class AuctionClient extends EventTarget {
         session.tracker.onPong();
         this.herdHintMs = Number.isFinite(frame.herdWindowMs) ? frame.herdWindowMs : null;
         // The Region has seen bids this view has not (a push lost or still on its way).
-        if (frame.auctionId === this.auctionId && frame.versions && this.book.behind(frame.versions)) {
-          this.ws.send(this.book.stateRequest(this.auctionId));
+        if (this.auctionIds.includes(frame.auctionId) && frame.versions && this.book.behind(frame.versions, frame.auctionId)) {
+          this.ws.send(this.book.stateRequest(frame.auctionId));
         }
         break;
       case 'moveTo': {
@@ -814,11 +896,24 @@ export class AuctionClient extends EventTarget {
       }
       case 'state': {
         this.herdHintMs = Number.isFinite(frame.herdWindowMs) ? frame.herdWindowMs : null;
-        const outageMs = this.outageSince === null ? null : Date.now() - this.outageSince;
-        this.outageSince = null;
+        // The outage ends with this session's first state; each auction's first state of the
+        // session reports it (a resync within the session reports none).
+        if (session.outageMs === undefined) {
+          session.outageMs = this.outageSince === null ? null : Date.now() - this.outageSince;
+          this.outageSince = null;
+        }
+        const auctionId = frame.auction?.id;
+        const outageMs = session.restored.has(auctionId) ? null : session.outageMs;
+        session.restored.add(auctionId);
         this.policy?.onRestored(frame.region);
         const { settled, resend } = this.book.onState(frame);
-        this.emit('restored', { region: frame.region, auction: frame.auction, you: frame.you, outageMs });
+        this.emit('restored', {
+          region: frame.region,
+          auction: frame.auction,
+          you: frame.you,
+          outageMs,
+          primary: frame.auction?.id === this.auctionId,
+        });
         for (const s of settled) this.emit('bidSettled', s);
         for (const f of resend) this.ws.send(f);
         break;

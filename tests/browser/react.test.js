@@ -86,7 +86,13 @@ test('the React hook shows the live auction and survives a failover', async () =
   await page.waitForSelector(`#bids li[data-amount="${amount}"][data-status="accepted"][data-region="us-east-1"]`);
   await page.waitForSelector(`#high-bid[data-amount="${amount}"][data-bidder="erin"]`);
   await page.waitForSelector(`#badge[data-amount="${amount}"]`);
-  assert.equal(await page.evaluate(() => window.__sockets), 1, 'two components, one socket');
+  // A third component watches lot-2 over the same socket and bids there.
+  await page.waitForSelector('#other-lot[data-id="lot-2"]');
+  const next = await page.locator('#other-bid').getAttribute('data-next');
+  await page.click('#other-bid');
+  await page.waitForSelector(`#other-lot[data-amount="${next}"]`);
+  assert.equal(await page.locator('#high-bid').getAttribute('data-amount'), String(amount), 'lot-1 untouched by the lot-2 bid');
+  assert.equal(await page.evaluate(() => window.__sockets), 1, 'three components, two auctions, one socket');
   await page.screenshot({ path: path.join(shots, 'react-1-bid-on-primary.png') });
 
   const fault = await fetch(`${base}/api/fault`, {

@@ -19,7 +19,7 @@ import {
   type ServerFrame,
   type Settlement,
 } from 'wsdr-client';
-import { reduce, useWsdr, WsdrProvider, type WsdrHook, type WsdrOptions, type WsdrState } from 'wsdr-client/react';
+import { reduce, useAuction, useWsdr, WsdrProvider, type WsdrHook, type WsdrOptions, type WsdrState } from 'wsdr-client/react';
 
 const options: AuctionClientOptions = {
   url: 'wss://auction.example.com',
@@ -103,7 +103,14 @@ client.addEventListener('disconnected', (e) => void e.detail.reason.length);
 // @ts-expect-error: the detail of `status` has no `auction`
 client.addEventListener('status', (e) => void e.detail.auction);
 const bidId: string = client.bid(150000);
-void bidId;
+// Several auctions over the one socket.
+const many = new AuctionClient({ ...options, auctionId: undefined, auctionIds: ['lot-1', 'lot-2'] });
+many.watch('lot-3');
+const inLot2: string = many.bid(1000, 'lot-2');
+const lot2 = many.state.auctions['lot-2']?.highBid?.amount;
+const watchedIds: readonly string[] = many.auctionIds;
+const first: string | null = many.auctionId;
+void bidId, inLot2, lot2, watchedIds, first;
 client.start().close();
 
 function handle(frame: ServerFrame): string {
@@ -146,7 +153,7 @@ void decision, delay, book.stateRequest('lot-1'), dominates({ a: 1 }, null), hig
 
 const hook: (o: AuctionClientOptions) => WsdrHook = useWsdr;
 const next: WsdrState = reduce(
-  { connection: 'connecting', region: null, auction: null, you: null, outageMs: null, endpoint: null, bids: {}, lastDisconnect: null },
+  { connection: 'connecting', region: null, auction: null, auctions: {}, you: null, outageMs: null, endpoint: null, bids: {}, lastDisconnect: null },
   'status',
   { state: 'connected' },
 );
@@ -154,6 +161,9 @@ const next: WsdrState = reduce(
 // `useWsdr()` without options reading the provider's.
 const lazy: WsdrOptions = { ...options, enabled: false };
 const shared: () => WsdrHook = () => useWsdr();
+const oneLot: (id: string) => WsdrHook = useAuction;
+const bidInLot: (h: WsdrHook) => string = (h) => h.bid(100, 'lot-2');
+void oneLot, bidInLot;
 const provider: unknown = WsdrProvider({ ...lazy, children: null });
 const idle: WsdrState['connection'] = 'idle';
 void hook, next.bids, shared, provider, idle;

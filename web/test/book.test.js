@@ -52,10 +52,11 @@ test('a pushed high bid that is the doubtful bid settles it; a stale push is dro
   book.add('b4', 'f', 400, true);
   book.replay();
   book.onResult({ bidId: 'b4', status: 'rejected', reason: 'too_low' }, 0);
-  const stale = book.onUpdate({ region: 'us-west-2', versions: { 'us-east-1': 2, 'us-west-2': 2 }, highBid: null });
+  const stale = book.onUpdate({ region: 'us-west-2', auctionId: 'lot-1', versions: { 'us-east-1': 2, 'us-west-2': 2 }, highBid: null });
   assert.equal(stale.stale, true);
   const fresh = book.onUpdate({
     region: 'us-west-2',
+    auctionId: 'lot-1',
     versions: { 'us-east-1': 4, 'us-west-2': 2 },
     highBid: { bidId: 'b4', bidder: 'alice', amount: 400, at: 5 },
   });
@@ -81,8 +82,8 @@ test('incomparable pushes merge element-wise: a late push never shows a lower hi
 test('a pong whose versions the view does not dominate asks for a resync naming the doubtful bids', () => {
   const book = new BidBook();
   book.onState(state([], { A: 3 }));
-  assert.equal(book.behind({ A: 3 }), false);
-  assert.equal(book.behind({ A: 3, B: 1 }), true);
+  assert.equal(book.behind({ A: 3 }, 'lot-1'), false);
+  assert.equal(book.behind({ A: 3, B: 1 }, 'lot-1'), true);
   book.add('b1', 'f1', 100, true);
   book.replay();
   book.onResult({ bidId: 'b1', status: 'unknown', reason: 'unavailable' }, 0);
@@ -146,4 +147,29 @@ test('a redirect decides nothing: the bid stays unconfirmed and goes out again o
   // Its answer in the other Region settles it as usual.
   assert.equal(book.onResult({ bidId: 'b9', status: 'duplicate' }, 0).doubtful, false);
   assert.deepEqual(book.replay(), []);
+});
+
+test('several auctions share one book: versions, high bids and doubtful bids stay per auction', () => {
+  const book = new BidBook();
+  const stateOf = (id, versions, bids = []) => ({ ...state(bids, versions), auction: { id, versions } });
+  book.onState(stateOf('lot-1', { A: 3 }));
+  book.onState(stateOf('lot-2', { A: 1 }));
+  assert.equal(book.behind({ A: 3 }, 'lot-1'), false);
+  assert.equal(book.behind({ A: 3 }, 'lot-2'), true, "lot-1's versions say nothing of lot-2");
+  assert.equal(book.behind({ A: 1 }, 'lot-3'), true, 'an auction with no state yet is behind');
+  // A push of lot-2 is not stale because lot-1 is ahead, and leaves lot-1 as it was.
+  const push = book.onUpdate({ region: 'A', auctionId: 'lot-2', versions: { A: 2 }, highBid: { bidId: 'x', bidder: 'bob', amount: 50, at: 1 } });
+  assert.equal(push.stale, false);
+  assert.deepEqual(book.known('lot-1').versions, { A: 3 });
+  assert.deepEqual(book.known('lot-2').versions, { A: 2 });
+  // A doubtful bid in lot-2: named in lot-2's getState only, untouched by lot-1's state.
+  const frame = JSON.stringify({ action: 'bid', auctionId: 'lot-2', amount: 70, bidId: 'b7' });
+  book.add('b7', frame, 70, true);
+  book.onResult({ bidId: 'b7', status: 'unknown' }, 0);
+  assert.deepEqual(JSON.parse(book.stateRequest('lot-1')), { action: 'getState', auctionId: 'lot-1' });
+  assert.deepEqual(JSON.parse(book.stateRequest('lot-2')).bidIds, ['b7']);
+  assert.deepEqual(book.doubtfulAuctions(), ['lot-2']);
+  assert.deepEqual(book.onState(stateOf('lot-1', { A: 3 })).resend, [], "lot-1's state does not list lot-2's bids");
+  assert.ok(book.doubtful.has('b7'));
+  assert.deepEqual(book.onState(stateOf('lot-2', { A: 2 })).resend, [frame], 'its own state does');
 });

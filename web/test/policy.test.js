@@ -325,3 +325,66 @@ test('the network coming back, or reconnect(), cuts a retry\'s backoff short', a
   await new Promise((r) => setTimeout(r, 10));
   assert.equal(refusing.opened, 3, 'closed: the network coming back changes nothing');
 });
+
+test('several auctions over one socket: a state each, the first as `auction`, bids and heartbeats naming each', async (t) => {
+  const { AuctionClient } = await import('../wsdr-client.js');
+  const sockets = [];
+  const auctionState = (id, amount) => JSON.stringify({
+    type: 'state', region: 'us-west-2',
+    auction: { id, item: id, highBid: amount === null ? null : { bidId: `h-${id}`, bidder: 'bob', amount, at: 1 }, bidCount: 0, version: 0, versions: { 'us-west-2': 1 } },
+    you: { userId: 'alice', lastBid: null, bids: [] },
+  });
+  class Open {
+    constructor() {
+      sockets.push(this);
+      this.sent = [];
+      setTimeout(() => {
+        this.onopen?.({});
+        // The answers come in any order (API Gateway invokes the handler per frame).
+        this.onmessage?.({ data: auctionState('lot-2', 200) });
+        this.onmessage?.({ data: auctionState('lot-1', null) });
+      }, 0);
+    }
+    send(frame) {
+      const parsed = JSON.parse(frame);
+      this.sent.push(parsed);
+      if (parsed.action === 'heartbeat') {
+        setTimeout(() => this.onmessage?.({ data: JSON.stringify({ type: 'pong', region: 'us-west-2', auctionId: parsed.auctionId }) }), 0);
+      }
+    }
+    close() {}
+  }
+  const client = new AuctionClient({
+    url: 'wss://a.example', auctionIds: ['lot-1', 'lot-2'], WebSocket: Open, tokenProvider: () => 't',
+    heartbeatIntervalMs: 20, heartbeatTimeoutMs: 1000,
+  });
+  t.after(() => client.close());
+  let restored = 0;
+  const both = new Promise((resolve) => client.addEventListener('restored', () => { if (++restored === 2) resolve(); }));
+  client.start();
+  await both;
+  assert.equal(sockets.length, 1, 'one socket');
+  assert.deepEqual(sockets[0].sent.filter((f) => f.action === 'getState').map((f) => f.auctionId), ['lot-1', 'lot-2']);
+  const view = client.state;
+  assert.equal(view.auction.id, 'lot-1', 'the first auction, though its state came second');
+  assert.deepEqual(Object.keys(view.auctions).sort(), ['lot-1', 'lot-2']);
+  assert.equal(view.auctions['lot-2'].highBid.amount, 200);
+  // A push of lot-2 updates lot-2 only.
+  sockets[0].onmessage({ data: JSON.stringify({ type: 'bidUpdate', region: 'us-west-2', auctionId: 'lot-2', highBid: { bidId: 'h2', bidder: 'carol', amount: 250, at: 2 }, versions: { 'us-west-2': 2 } }) });
+  assert.equal(client.state.auctions['lot-2'].highBid.amount, 250);
+  assert.equal(client.state.auction.highBid, null);
+  // A bid names its auction (the first by default); a new auction is watched at once.
+  client.bid(300, 'lot-2');
+  client.bid(100);
+  client.watch('lot-3');
+  const after = sockets[0].sent;
+  assert.deepEqual(after.filter((f) => f.action === 'bid').map((f) => f.auctionId), ['lot-2', 'lot-1']);
+  assert.deepEqual(after.at(-1), { action: 'getState', auctionId: 'lot-3' });
+  assert.deepEqual(client.auctionIds, ['lot-1', 'lot-2', 'lot-3']);
+  // Heartbeats name the watched auctions in turn.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const named = sockets[0].sent.filter((f) => f.action === 'heartbeat').map((f) => f.auctionId);
+  assert.ok(named.length >= 3, `${named}`);
+  assert.deepEqual(named.slice(0, 3).sort(), ['lot-1', 'lot-2', 'lot-3']);
+  client.close();
+});
