@@ -432,7 +432,32 @@ export interface StatusDetail {
   region?: string;
   delayMs?: number;
   reason?: string;
+  /** With `reconnecting` and `failed`: why, as a number (`REASON_CODES`). */
+  code?: ReasonCode;
 }
+
+/** The names of the reason codes (conformance/reason_codes.json). */
+export type ReasonCodeName =
+  | 'heartbeat_failures'
+  | 'silent'
+  | 'server_closed'
+  | 'connect_failed'
+  | 'connect_timeout'
+  | 'socket_error'
+  | 'token_unavailable'
+  | 'client_closed'
+  | 'reconnect_asked'
+  | 'returning'
+  | 'moved'
+  | 'redirected'
+  | 'attempts_exhausted'
+  | 'token_denied';
+
+/** A reason code's number: 4000-4099 a session's end, 4100-4199 the client stopping. */
+export type ReasonCode = number;
+
+/** Why a session ended and why the client gave up, as numbers both clients give alike. */
+export declare const REASON_CODES: Readonly<Record<ReasonCodeName, ReasonCode>>;
 
 export interface RestoredDetail {
   region: string;
@@ -492,14 +517,15 @@ export interface AuctionClientEventMap {
   bidSettled: WsdrEvent<Settlement>;
   /** The client stopped for good: `maxAttempts` ran out, or the token provider threw a
    * `TokenDenied`. Sign the user in again, then make a new client. */
-  gaveUp: WsdrEvent<{ reason: string }>;
+  gaveUp: WsdrEvent<{ reason: string; code: ReasonCode }>;
   /** A bid was made (`bid()`): sent now, or waiting for the connection. */
   bidSent: WsdrEvent<{ bidId: string; amount: number }>;
   /** A bid made offline was too old when the next session opened: dropped, never sent. */
   bidExpired: WsdrEvent<{ bidId: string }>;
   endpoint: WsdrEvent<EndpointDetail>;
   moveScheduled: WsdrEvent<MoveScheduledDetail>;
-  disconnected: WsdrEvent<{ reason: string }>;
+  /** `closeCode`: the socket's close code, when it closed. */
+  disconnected: WsdrEvent<{ reason: string; code: ReasonCode; closeCode?: number }>;
 }
 
 /** The reconnecting auction client (docs/CLIENT.md). */
@@ -532,6 +558,8 @@ export interface ClientView {
   bids: Readonly<Record<string, BidView>>;
   /** The last disconnect's reason; after `failed`, why the client gave up. */
   lastDisconnect: string | null;
+  /** The last disconnect's reason code; after `failed`, the give-up's (4100, 4101). */
+  lastDisconnectCode: ReasonCode | null;
 }
 
 /** The view before any event. */

@@ -500,6 +500,7 @@ export const INITIAL_VIEW = Object.freeze({
   endpoint: null,
   bids: Object.freeze({}),
   lastDisconnect: null,
+  lastDisconnectCode: null,
 });
 
 /** The view an app renders, from the client's own events (pure): what `client.state` holds
@@ -513,6 +514,7 @@ export function reduceView(state, type, detail) {
         region: detail.state === 'connected' ? (detail.region ?? state.region) : state.region,
         // `failed` is terminal: its reason stays readable (sign in again, then remount).
         lastDisconnect: detail.state === 'failed' ? detail.reason : state.lastDisconnect,
+        lastDisconnectCode: detail.state === 'failed' ? (detail.code ?? null) : (state.lastDisconnectCode ?? null),
       };
     case 'restored': {
       // A state frame replaces its auction's view: after a failover it is the new Region's
@@ -578,11 +580,31 @@ export function reduceView(state, type, detail) {
     case 'endpoint':
       return { ...state, endpoint: detail };
     case 'disconnected':
-      return { ...state, lastDisconnect: detail.reason };
+      return { ...state, lastDisconnect: detail.reason, lastDisconnectCode: detail.code ?? null };
     default:
       return state;
   }
 }
+
+/** Why a session ended (4000-4099) and why the client gave up (4100-4199), as numbers both
+ * clients give alike (conformance/reason_codes.json; the Rust client's `ReasonCode`): key
+ * logs, metrics and UI copy by them; the reason string is for people. */
+export const REASON_CODES = Object.freeze({
+  heartbeat_failures: 4000,
+  silent: 4001,
+  server_closed: 4002,
+  connect_failed: 4003,
+  connect_timeout: 4004,
+  socket_error: 4005,
+  token_unavailable: 4006,
+  client_closed: 4007,
+  reconnect_asked: 4008,
+  returning: 4009,
+  moved: 4010,
+  redirected: 4011,
+  attempts_exhausted: 4100,
+  token_denied: 4101,
+});
 
 /** What a token provider throws when no token will come (the user signed out): the client
  * gives up at once (`gaveUp`, state `failed`) instead of retrying. Anything else it throws is
@@ -699,7 +721,7 @@ export class AuctionClient extends EventTarget {
     this.closed = true;
     clearTimeout(this.retryTimer);
     if (this.onOnline) this.networkEvents?.removeEventListener?.('online', this.onOnline);
-    this.endSession('client closed');
+    this.endSession('client closed', REASON_CODES.client_closed);
     this.emit('status', { state: 'closed', attempt: this.attempt });
   }
 
@@ -709,7 +731,7 @@ export class AuctionClient extends EventTarget {
     if (this.closed) return;
     if (this.session && !this.session.ended) {
       this.attempt = 0;
-      this.endSession('reconnect asked', false, true, true);
+      this.endSession('reconnect asked', REASON_CODES.reconnect_asked, false, true, true);
       return;
     }
     this.retryNow('reconnect asked');
@@ -761,10 +783,10 @@ export class AuctionClient extends EventTarget {
       token = await this.tokenProvider({ refresh: this.openFailed === true });
     } catch (error) {
       if (tokenErrorGivesUp(error)) {
-        this.giveUp(`the token provider gave up: ${error.message ?? error}`);
+        this.giveUp(`the token provider gave up: ${error.message ?? error}`, REASON_CODES.token_denied);
         return;
       }
-      this.failed(`token provider failed: ${error}`, true);
+      this.failed(`token provider failed: ${error}`, REASON_CODES.token_unavailable, true);
       return;
     }
     if (this.closed) return;
@@ -772,7 +794,7 @@ export class AuctionClient extends EventTarget {
     try {
       ws = openSocket(this.WebSocket, url, token, this.tokenPlacement);
     } catch (error) {
-      this.failed(`cannot open: ${error}`, true);
+      this.failed(`cannot open: ${error}`, REASON_CODES.connect_failed, true);
       return;
     }
     this.ws = ws;
@@ -797,7 +819,7 @@ export class AuctionClient extends EventTarget {
     };
     this.session = session;
     const connectTimer = setTimeout(() => {
-      if (!session.open) this.endSession('connect timeout', true);
+      if (!session.open) this.endSession('connect timeout', REASON_CODES.connect_timeout, true);
     }, this.connectTimeoutMs);
     ws.onopen = () => {
       clearTimeout(connectTimer);
@@ -819,7 +841,11 @@ export class AuctionClient extends EventTarget {
       if (session.ended) return;
       // A clean close (1000, 1001: the 2-hour limit, a deploy) is not a failure.
       const clean = event.code === 1000 || event.code === 1001;
-      this.endSession(session.open ? `closed (${event.code})` : 'connect failed', !clean, clean);
+      if (session.open) {
+        this.endSession(`closed (${event.code})`, REASON_CODES.server_closed, !clean, clean, false, event.code);
+      } else {
+        this.endSession('connect failed', REASON_CODES.connect_failed, !clean, clean, false, event.code);
+      }
     };
   }
 
@@ -834,7 +860,7 @@ export class AuctionClient extends EventTarget {
     if (!session || session.ended) return;
     const verdict = session.tracker.onTick(performance.now() - session.lastRx, Date.now() - session.lastRxWall);
     if (verdict.broken) {
-      this.endSession(verdict.reason, true);
+      this.endSession(verdict.reason, verdict.reason === 'silent' ? REASON_CODES.silent : REASON_CODES.heartbeat_failures, true);
       return;
     }
     // Naming the watched auctions in turn: the pong carries the named one's versions, so a
@@ -863,7 +889,7 @@ export class AuctionClient extends EventTarget {
     }
     if (isInternalError(frame)) {
       const verdict = session.tracker.onErrorFrame();
-      if (verdict.broken) this.endSession('heartbeat failures', true);
+      if (verdict.broken) this.endSession('heartbeat failures', REASON_CODES.heartbeat_failures, true);
       else if (verdict.nextInMs !== null) this.schedule(verdict.nextInMs);
       return;
     }
@@ -952,9 +978,9 @@ export class AuctionClient extends EventTarget {
         reason: `${region} cannot reach its table's quorum`,
       });
       this.attempt = 0;
-      this.endSession(`redirected from ${region}`, false, true, true);
+      this.endSession(`redirected from ${region}`, REASON_CODES.redirected, false, true, true);
     } else {
-      this.endSession(`redirected from ${region}`, false);
+      this.endSession(`redirected from ${region}`, REASON_CODES.redirected, false);
     }
   }
 
@@ -971,10 +997,10 @@ export class AuctionClient extends EventTarget {
       reason: `the server moved this client to ${order.to}`,
     });
     this.attempt = 0;
-    this.endSession(`moved to ${order.to}`, false, true, true);
+    this.endSession(`moved to ${order.to}`, REASON_CODES.moved, false, true, true);
   }
 
-  endSession(reason, failure = false, clean = false, immediate = false) {
+  endSession(reason, code, failure = false, clean = false, immediate = false, closeCode = null) {
     const session = this.session;
     if (!session || session.ended) return;
     session.ended = true;
@@ -987,11 +1013,11 @@ export class AuctionClient extends EventTarget {
       // already closed
     }
     if (this.closed) return;
-    this.emit('disconnected', { reason });
-    this.failed(reason, failure, clean, immediate);
+    this.emit('disconnected', closeCode === null || closeCode === undefined ? { reason, code } : { reason, code, closeCode });
+    this.failed(reason, code, failure, clean, immediate);
   }
 
-  failed(reason, failure, clean = false, immediate = false) {
+  failed(reason, code, failure, clean = false, immediate = false) {
     if (this.closed) return;
     if (this.outageSince === null) this.outageSince = Date.now();
     if (!this.session?.open) this.openFailed = true;
@@ -1009,12 +1035,12 @@ export class AuctionClient extends EventTarget {
     // An unplanned loss may be the whole Region's: the first retry spreads over the herd hint.
     const advertisedHerdMs = clean ? 0 : this.herdHintMs;
     if (givesUp(this.attempt, this.maxAttempts)) {
-      this.giveUp(`${this.attempt} reconnect attempts failed (${reason})`);
+      this.giveUp(`${this.attempt} reconnect attempts failed (${reason})`, REASON_CODES.attempts_exhausted);
       return;
     }
     const delayMs = immediate ? 0 : backoffDelay(this.attempt, { ...this.backoff, advertisedHerdMs });
     this.attempt += 1;
-    this.emit('status', { state: 'reconnecting', attempt: this.attempt, delayMs, reason });
+    this.emit('status', { state: 'reconnecting', attempt: this.attempt, delayMs, reason, code });
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       this.connect();
@@ -1022,10 +1048,10 @@ export class AuctionClient extends EventTarget {
   }
 
   /** Stops for good: `gaveUp` with the reason, then the terminal status `failed`. */
-  giveUp(reason) {
+  giveUp(reason, code) {
     this.closed = true;
-    this.emit('gaveUp', { reason });
-    this.emit('status', { state: 'failed', attempt: this.attempt, reason });
+    this.emit('gaveUp', { reason, code });
+    this.emit('status', { state: 'failed', attempt: this.attempt, reason, code });
   }
 
   /** Client-assisted failover: is the global name healthy, and which Region answers it? */
@@ -1071,7 +1097,7 @@ export class AuctionClient extends EventTarget {
     } else if (decision === 'return') {
       this.emit('endpoint', { url: this.globalUrl, regional: false, reason: 'the global name has been healthy long enough' });
       this.attempt = 0;
-      this.endSession('returning to the global name', false, true);
+      this.endSession('returning to the global name', REASON_CODES.returning, false, true);
     }
   }
 }

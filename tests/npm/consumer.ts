@@ -14,6 +14,7 @@ import {
   isInternalError,
   newBidId,
   TokenDenied,
+  REASON_CODES,
   type AuctionClientOptions,
   type ClientFrame,
   type ServerFrame,
@@ -62,7 +63,8 @@ client.addEventListener('status', (e) => {
 });
 client.addEventListener('gaveUp', (e) => {
   const reason: string = e.detail.reason;
-  void reason;
+  const signIn: boolean = e.detail.code === REASON_CODES.token_denied;
+  void reason, signIn;
 });
 client.addEventListener('bidExpired', (e) => {
   const bidId: string = e.detail.bidId;
@@ -99,7 +101,7 @@ client.addEventListener('bidSettled', (e) => {
 });
 client.addEventListener('endpoint', (e) => void e.detail.regional);
 client.addEventListener('moveScheduled', (e) => void e.detail.afterMs);
-client.addEventListener('disconnected', (e) => void e.detail.reason.length);
+client.addEventListener('disconnected', (e) => void [e.detail.reason.length, e.detail.code, e.detail.closeCode]);
 // @ts-expect-error: the detail of `status` has no `auction`
 client.addEventListener('status', (e) => void e.detail.auction);
 const bidId: string = client.bid(150000);
@@ -153,7 +155,7 @@ void decision, delay, book.stateRequest('lot-1'), dominates({ a: 1 }, null), hig
 
 const hook: (o: AuctionClientOptions) => WsdrHook = useWsdr;
 const next: WsdrState = reduce(
-  { connection: 'connecting', region: null, auction: null, auctions: {}, you: null, outageMs: null, endpoint: null, bids: {}, lastDisconnect: null },
+  { connection: 'connecting', region: null, auction: null, auctions: {}, you: null, outageMs: null, endpoint: null, bids: {}, lastDisconnect: null, lastDisconnectCode: null },
   'status',
   { state: 'connected' },
 );

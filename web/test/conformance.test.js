@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid, BidBook, offlineBidExpired, givesUp, tokenErrorGivesUp, TokenDenied } from '../wsdr-client.js';
+import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid, BidBook, offlineBidExpired, givesUp, tokenErrorGivesUp, TokenDenied, REASON_CODES } from '../wsdr-client.js';
 
 function vectors(rule) {
   const file = JSON.parse(readFileSync(new URL(`../../conformance/${rule}.json`, import.meta.url), 'utf8'));
@@ -178,4 +178,14 @@ test('give up vectors', () => {
     }
     assert.equal(gaveUpAt, c.expect_gave_up_at, c.name);
   }
+});
+
+test('reason code vectors', () => {
+  const cases = vectors('reason_codes');
+  assert.deepEqual(
+    Object.fromEntries(cases.map((c) => [c.name, c.code])),
+    { ...REASON_CODES },
+    'the browser table is the vectors\' table, name for name',
+  );
+  for (const c of cases) assert.equal(c.code >= 4100, c.terminal, c.name);
 });

@@ -180,8 +180,8 @@ test('backoff is per endpoint: the first connect after a fallback draws from the
   client.addEventListener('status', (e) => statuses.push(e.detail));
   // No reconnect actually runs: connect() returns at once once the client is closed.
   client.connect = async () => {};
-  client.failed('heartbeat failures', true); // the first failure: stays on the global name
-  client.failed('handshake refused', true); // the second: moves to us-west-2's endpoint
+  client.failed('heartbeat failures', 4000, true); // the first failure: stays on the global name
+  client.failed('handshake refused', 4003, true); // the second: moves to us-west-2's endpoint
   const retries = statuses.filter((s) => s.state === 'reconnecting');
   assert.deepEqual(retries.map((s) => s.attempt), [1, 1], 'the second retry starts a new endpoint\'s backoff');
   assert.ok(retries[1].delayMs <= 2000, `${retries[1].delayMs}`);
@@ -235,7 +235,8 @@ test('the client gives up: after maxAttempts failed reconnects, or at once on To
       tokenProvider: ({ refresh }) => { refreshes.push(refresh); return 'tok'; },
       ...options,
     });
-    client.addEventListener('gaveUp', (e) => events.push(['gaveUp', e.detail.reason]));
+    client.addEventListener('gaveUp', (e) => events.push(['gaveUp', e.detail.reason, e.detail.code]));
+    client.addEventListener('disconnected', (e) => events.push(['disconnected', e.detail.reason, e.detail.code]));
     client.addEventListener('status', (e) => {
       events.push(['status', e.detail.state]);
       if (e.detail.state === 'failed') resolve({ events, refreshes });
@@ -244,13 +245,15 @@ test('the client gives up: after maxAttempts failed reconnects, or at once on To
   });
   const bounded = await run({ maxAttempts: 2 });
   assert.equal(refusing.opened, 3, 'the first connect and two retries');
-  assert.deepEqual(bounded.events.filter(([kind]) => kind === 'gaveUp').length, 1);
+  assert.deepEqual(bounded.events.filter(([kind]) => kind === 'gaveUp').map(([, , code]) => code), [4100]);
+  assert.deepEqual([...new Set(bounded.events.filter(([kind]) => kind === 'disconnected').map(([, , code]) => code))], [4003], 'connect failed');
   assert.equal(bounded.events.at(-1)[1], 'failed');
   assert.deepEqual(bounded.refreshes, [false, true, true], 'after a connect that never opened, a fresh token');
   refusing.opened = 0;
   const denied = await run({ tokenProvider: () => { throw new TokenDenied('signed out'); } });
   assert.equal(refusing.opened, 0, 'no socket without a token');
   assert.match(denied.events.find(([kind]) => kind === 'gaveUp')[1], /signed out/);
+  assert.equal(denied.events.find(([kind]) => kind === 'gaveUp')[2], 4101);
 });
 
 test('client.state is the view so far, for a listener that comes late', async () => {

@@ -43,7 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 client.close();
                 return Ok(());
             }
-            Event::GaveUp { reason } => return Err(reason.into()),
+            Event::GaveUp { reason, .. } => return Err(reason.into()),
             _ => {}
         }
     }

@@ -73,7 +73,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
             Event::BidResult { status, region, .. } => println!("bid {status:?} by {region}"),
-            Event::GaveUp { reason } => {
+            Event::GaveUp { reason, .. } => {
                 println!("gave up: {reason}");
                 break;
             }

@@ -175,6 +175,9 @@ pub enum DisconnectReason {
         /// The Region that could not reach its quorum.
         from: String,
     },
+    /// The token provider failed for now ([`TokenError::Unavailable`]): retried with the
+    /// backoff.
+    TokenUnavailable(String),
 }
 
 impl From<Broken> for DisconnectReason {
@@ -187,6 +190,24 @@ impl From<Broken> for DisconnectReason {
 }
 
 impl DisconnectReason {
+    /// Its number (`conformance/reason_codes.json`, the same in the browser client).
+    pub fn code(&self) -> crate::ReasonCode {
+        use crate::ReasonCode as C;
+        match self {
+            DisconnectReason::HeartbeatFailures(_) => C::HeartbeatFailures,
+            DisconnectReason::Silent => C::Silent,
+            DisconnectReason::Closed { .. } => C::ServerClosed,
+            DisconnectReason::ConnectFailed(ConnectError::Timeout(_)) => C::ConnectTimeout,
+            DisconnectReason::ConnectFailed(_) => C::ConnectFailed,
+            DisconnectReason::Error(_) => C::SocketError,
+            DisconnectReason::ClientClosed => C::ClientClosed,
+            DisconnectReason::Returning => C::Returning,
+            DisconnectReason::Moved { .. } => C::Moved,
+            DisconnectReason::Redirected { .. } => C::Redirected,
+            DisconnectReason::TokenUnavailable(_) => C::TokenUnavailable,
+        }
+    }
+
     /// Whether this end counts against the endpoint in the fallback policy: a broken
     /// session or a failed connect. A clean close, a 429 (the quota of a healthy Region)
     /// or a refused token say nothing about the Region's health.
@@ -194,7 +215,8 @@ impl DisconnectReason {
         match self {
             DisconnectReason::HeartbeatFailures(_)
             | DisconnectReason::Silent
-            | DisconnectReason::Error(_) => true,
+            | DisconnectReason::Error(_)
+            | DisconnectReason::TokenUnavailable(_) => true,
             DisconnectReason::Closed { code } => !matches!(code, Some(1000 | 1001)),
             DisconnectReason::ConnectFailed(error) => !matches!(
                 error,
@@ -295,9 +317,13 @@ pub enum Event {
         delay: Duration,
     },
     /// The client stopped for good: `max_attempts` ran out, or no token will come.
+    #[non_exhaustive]
     GaveUp {
-        /// Why.
+        /// Why, for people.
         reason: String,
+        /// Why, as a number ([`crate::ReasonCode::AttemptsExhausted`] or
+        /// [`crate::ReasonCode::TokenDenied`]).
+        code: crate::ReasonCode,
     },
     /// The server asked this client to move (`moveTo`) and it will, after `after`: the
     /// session then ends with [`DisconnectReason::Moved`] and the client reconnects at once.
@@ -942,6 +968,7 @@ impl Runner {
         if crate::give_up::after_failures(self.attempt, self.config.max_attempts) {
             self.emit(Event::GaveUp {
                 reason: format!("{} reconnect attempts failed", self.attempt),
+                code: crate::ReasonCode::AttemptsExhausted,
             });
             return Next::Stop;
         }
@@ -1110,11 +1137,12 @@ impl Runner {
             Err(error) if crate::give_up::on_token_error(&error) => {
                 self.emit(Event::GaveUp {
                     reason: format!("the token provider gave up: {error}"),
+                    code: crate::ReasonCode::TokenDenied,
                 });
                 return Ok(None);
             }
             Err(error) => {
-                return Err(DisconnectReason::Error(format!(
+                return Err(DisconnectReason::TokenUnavailable(format!(
                     "token provider failed: {error}"
                 )))
             }
@@ -1122,6 +1150,7 @@ impl Runner {
         if self.refused_token.as_deref() == Some(token.as_str()) {
             self.emit(Event::GaveUp {
                 reason: "the server refused the token and no new token was provided".into(),
+                code: crate::ReasonCode::TokenDenied,
             });
             return Ok(None);
         }

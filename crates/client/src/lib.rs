@@ -16,6 +16,7 @@
 
 mod backoff;
 mod client;
+pub mod codes;
 pub mod exchange;
 mod fallback;
 pub mod give_up;
@@ -29,6 +30,7 @@ pub use client::{
     Client, ClientBuilder, ClientConfig, ClientError, DisconnectReason, Event, OfflineBids,
     StaticToken, SystemWallClock, TokenError, TokenFn, TokenProvider, WallClock,
 };
+pub use codes::ReasonCode;
 pub use fallback::{Decision, EndpointPolicy, Fallback, ProbeResult, RegionalEndpoint, Target};
 /// The boxed future a [`TokenProvider`] returns.
 pub use futures::future::BoxFuture;

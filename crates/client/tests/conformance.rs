@@ -368,3 +368,54 @@ fn give_up_vectors() {
         );
     }
 }
+
+/// The numbers of why a session ended and why a client gave up: the Rust table is the
+/// vectors' table, and each disconnect the client can report maps to its case.
+#[test]
+fn reason_code_vectors() {
+    use wsdr_client::transport::ConnectError;
+    use wsdr_client::{DisconnectReason, ReasonCode};
+    let cases = vectors("reason_codes");
+    assert_eq!(cases.len(), ReasonCode::ALL.len(), "one case per code");
+    for case in &cases {
+        let name = case["name"].as_str().unwrap();
+        let number = case["code"].as_u64().unwrap() as u16;
+        let code =
+            ReasonCode::from_number(number).unwrap_or_else(|| panic!("{name}: no code {number}"));
+        assert_eq!(code.name(), name, "{number}");
+        assert_eq!(
+            code.is_terminal(),
+            case["terminal"].as_bool().unwrap(),
+            "{name}"
+        );
+        // What the client reports for the situation, where the Rust client has it.
+        let reported = match name {
+            "heartbeat_failures" => Some(DisconnectReason::HeartbeatFailures(2)),
+            "silent" => Some(DisconnectReason::Silent),
+            "server_closed" => Some(DisconnectReason::Closed { code: Some(1006) }),
+            "connect_failed" => Some(DisconnectReason::ConnectFailed(ConnectError::Refused {
+                status: 503,
+            })),
+            "connect_timeout" => Some(DisconnectReason::ConnectFailed(ConnectError::Timeout(
+                Duration::from_secs(10),
+            ))),
+            "socket_error" => Some(DisconnectReason::Error("send failed".into())),
+            "token_unavailable" => Some(DisconnectReason::TokenUnavailable("timeout".into())),
+            "client_closed" => Some(DisconnectReason::ClientClosed),
+            "returning" => Some(DisconnectReason::Returning),
+            "moved" => Some(DisconnectReason::Moved {
+                to: "us-west-2".into(),
+            }),
+            "redirected" => Some(DisconnectReason::Redirected {
+                from: "us-east-1".into(),
+            }),
+            // No Rust disconnect is these: the browser's reconnect(), and the two ends
+            // (GaveUp's code, checked by the reconnect tests).
+            "reconnect_asked" | "attempts_exhausted" | "token_denied" => None,
+            other => panic!("a case the Rust client does not know: {other}"),
+        };
+        if let Some(reason) = reported {
+            assert_eq!(reason.code(), code, "{name}");
+        }
+    }
+}

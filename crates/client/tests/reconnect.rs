@@ -234,7 +234,10 @@ async fn refused_handshakes_retry_on_5xx_and_429_but_give_up_on_401_without_new_
     refusing.refuse(Some(401));
     let (_c, mut events) = builder(&refusing).start();
     let reason = until(&mut events, Duration::from_secs(30), |e| match e {
-        Event::GaveUp { reason } => Some(reason.clone()),
+        Event::GaveUp { reason, code, .. } => {
+            assert_eq!(*code, wsdr_client::ReasonCode::TokenDenied, "{reason}");
+            Some(reason.clone())
+        }
         _ => None,
     })
     .await;
@@ -372,7 +375,10 @@ async fn max_attempts_ends_in_gave_up() {
     loop {
         match events.recv().await.unwrap() {
             Event::Reconnecting { .. } => reconnects += 1,
-            Event::GaveUp { .. } => break,
+            Event::GaveUp { code, .. } => {
+                assert_eq!(code, wsdr_client::ReasonCode::AttemptsExhausted);
+                break;
+            }
             _ => {}
         }
     }
@@ -424,7 +430,10 @@ async fn a_token_provider_says_whether_to_try_again() {
     });
     let (_client, mut events) = builder(&region).token_provider(denied.clone()).start();
     let reason = until(&mut events, Duration::from_secs(30), |e| match e {
-        Event::GaveUp { reason } => Some(reason.clone()),
+        Event::GaveUp { reason, code, .. } => {
+            assert_eq!(*code, wsdr_client::ReasonCode::TokenDenied, "{reason}");
+            Some(reason.clone())
+        }
         _ => None,
     })
     .await;
