@@ -46,7 +46,8 @@ unit:
 
 ## package-check: the client crate and what it depends on package for crates.io (each with
 ## both licence texts) and build from those packages alone (cargo's own verification, against
-## a local registry of the three); the client's rustdoc examples run in `unit`
+## a local registry of the three); a scratch app written from the client's README builds on
+## them outside the workspace; the client's rustdoc examples run in `unit`
 PACKAGE_TARGET := target/package-check
 package-check:
 	@for crate in wsdr-protocol wsdr-net wsdr-client; do \
@@ -65,6 +66,10 @@ package-check:
 	@rm -rf $(PACKAGE_TARGET)/debug/.fingerprint/wsdr-*
 	@# The release's own command, dry: packages the three and verifies each against the others.
 	$(CARGO) publish --dry-run --quiet --allow-dirty --target-dir $(PACKAGE_TARGET) -p wsdr-protocol -p wsdr-net -p wsdr-client
+	@# A new app from the client's README alone, outside the workspace, on those packages.
+	SCRATCH_TARGET_DIR=$(PACKAGE_TARGET) scripts/scratch-app-check.sh
+	@# The client trusting the operating system's roots instead of the Mozilla set.
+	$(CARGO) test --quiet -p wsdr-client --features native-roots --lib
 
 ## npm-package-check: the browser client as an npm package: npm pack, install into a scratch
 ## project, import both entries, exports = declarations, a consumer type-checked by tsc --strict

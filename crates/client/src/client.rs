@@ -407,6 +407,39 @@ pub struct ClientConfig {
     pub settle_window: Duration,
     /// Where connections go: TCP (default), or a simulation's in-memory network.
     pub network: wsdr_net::Network,
+    /// Divides every duration above when the client starts (default 1: real time). A lab
+    /// run at time scale 20 compresses AWS's minutes twentyfold; its clients must too.
+    pub time_scale: f64,
+}
+
+impl ClientConfig {
+    /// This configuration with every duration divided by `time_scale` (which becomes 1). A
+    /// connect timeout is not scaled below 500 ms (a handshake takes real time), unless it
+    /// was set lower.
+    pub fn scaled(mut self) -> Self {
+        let factor = self.time_scale;
+        if !(factor.is_finite() && factor > 0.0) || factor == 1.0 {
+            self.time_scale = 1.0;
+            return self;
+        }
+        let d = |x: Duration| x.div_f64(factor);
+        self.heartbeat_interval = d(self.heartbeat_interval);
+        self.heartbeat_timeout = d(self.heartbeat_timeout);
+        self.backoff = self.backoff.scaled(factor);
+        self.stable_after = d(self.stable_after);
+        self.connect_timeout =
+            d(self.connect_timeout).max(self.connect_timeout.min(Duration::from_millis(500)));
+        self.settle_window = d(self.settle_window);
+        if let OfflineBids::Queue { max, max_age } = self.offline_bids {
+            self.offline_bids = OfflineBids::Queue {
+                max,
+                max_age: d(max_age),
+            };
+        }
+        self.fallback = self.fallback.map(|f| f.scaled(factor));
+        self.time_scale = 1.0;
+        self
+    }
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -451,6 +484,7 @@ impl ClientBuilder {
                 url_provider: None,
                 fallback: None,
                 network: wsdr_net::Network::Tcp,
+                time_scale: 1.0,
             },
         }
     }
@@ -551,12 +585,26 @@ impl ClientBuilder {
         self
     }
 
-    /// The configuration so far.
+    /// Run `factor` times faster than real time: every duration (heartbeat, backoff, stable
+    /// session, connect timeout, settle window, offline bid age, fallback recheck) is divided
+    /// by it when the client starts, whatever order they were set in. For a lab run at
+    /// `--time-scale factor`; 1 (the default) is real time.
+    pub fn time_scale(mut self, factor: f64) -> Self {
+        self.config.time_scale = factor;
+        self
+    }
+
+    /// The configuration so far (unscaled: [`ClientConfig::scaled`] applies the time scale).
     pub fn config(&self) -> &ClientConfig {
         &self.config
     }
 
     /// Start the client's task. Read the returned events: they are not dropped.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime: the task is spawned onto the runtime `start` is called in
+    /// (`#[tokio::main]`, or within `Runtime::block_on`).
     pub fn start(self) -> (Client, mpsc::UnboundedReceiver<Event>) {
         let (runner, client, events) = self.parts();
         tokio::spawn(runner.run());
@@ -564,7 +612,8 @@ impl ClientBuilder {
     }
 
     /// The state machine, the application's handle and its events, before anything runs.
-    fn parts(self) -> (Runner, Client, mpsc::UnboundedReceiver<Event>) {
+    fn parts(mut self) -> (Runner, Client, mpsc::UnboundedReceiver<Event>) {
+        self.config = self.config.scaled();
         let (command_tx, command_rx) = mpsc::unbounded_channel();
         let (event_tx, event_rx) = mpsc::unbounded_channel();
         // Two streams from one seed: the runner's (jitter, moves) and the handle's (bid ids),
@@ -1712,6 +1761,45 @@ mod tests {
     //! The session's decisions without a socket: frames and timers in, steps and events out.
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    #[test]
+    fn a_time_scale_divides_every_duration_once_whatever_the_order() {
+        let builder = ClientBuilder::new("ws://lab")
+            .time_scale(20.0)
+            .heartbeat(Duration::from_secs(30), Duration::from_secs(35))
+            .fallback(Fallback::new(Vec::new()));
+        let config = builder.config().clone().scaled();
+        assert_eq!(config.heartbeat_interval, Duration::from_millis(1_500));
+        assert_eq!(config.heartbeat_timeout, Duration::from_millis(1_750));
+        assert_eq!(config.backoff.base, Duration::from_millis(100));
+        assert_eq!(config.backoff.cap, Duration::from_secs(1));
+        assert_eq!(config.stable_after, Duration::from_millis(1_500));
+        assert_eq!(
+            config.connect_timeout,
+            Duration::from_millis(500),
+            "not below 500 ms"
+        );
+        assert_eq!(config.settle_window, Duration::from_secs(6));
+        assert_eq!(
+            config.offline_bids,
+            OfflineBids::Queue {
+                max: 16,
+                max_age: Duration::from_millis(1_500)
+            }
+        );
+        assert_eq!(
+            config.fallback.as_ref().map(|f| f.recheck),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(config.time_scale, 1.0);
+        assert_eq!(
+            config.clone().scaled().heartbeat_interval,
+            Duration::from_millis(1_500),
+            "once"
+        );
+        let real = ClientBuilder::new("ws://x").config().clone().scaled();
+        assert_eq!(real.heartbeat_interval, Duration::from_secs(30));
+        assert_eq!(real.connect_timeout, Duration::from_secs(10));
+    }
 
     fn runner() -> (Runner, mpsc::UnboundedReceiver<Event>) {
         let (runner, _client, events) = ClientBuilder::new("ws://auction.test")
