@@ -398,6 +398,9 @@ export interface AuctionClientOptions {
   /** More auctions over the same socket (each in the view's `auctions`); `watch()` adds one
    * later. */
   auctionIds?: string[];
+  /** The debug hook: every event and every frame sent and received (a logger's throw is
+   * ignored). */
+  log?: (entry: LogEntry) => void;
   /** Each Region's own endpoint: enables client-assisted failover. */
   regions?: RegionEndpoint[];
   heartbeatIntervalMs?: number;
@@ -434,6 +437,17 @@ export interface StatusDetail {
   reason?: string;
   /** With `reconnecting` and `failed`: why, as a number (`REASON_CODES`). */
   code?: ReasonCode;
+  /** With `reconnecting`: when the retry goes (ms since the epoch). */
+  retryAt?: number;
+}
+
+/** One entry of the debug hook (`log`): an event, or a frame sent (`send`) or received
+ * (`receive`, the raw text). */
+export interface LogEntry {
+  type: keyof AuctionClientEventMap | 'send' | 'receive' | string;
+  detail: unknown;
+  /** When (ms since the epoch). */
+  at: number;
 }
 
 /** The names of the reason codes (conformance/reason_codes.json). */
@@ -560,6 +574,10 @@ export interface ClientView {
   lastDisconnect: string | null;
   /** The last disconnect's reason code; after `failed`, the give-up's (4100, 4101). */
   lastDisconnectCode: ReasonCode | null;
+  /** The connect attempt under way (0 on the first; reset by a stable session). */
+  attempt: number;
+  /** While `reconnecting`: when the retry goes (ms since the epoch), for "retrying in N s". */
+  retryAt: number | null;
 }
 
 /** The view before any event. */
@@ -585,6 +603,9 @@ export declare class AuctionClient {
   close(): void;
   /** Connect now: ends the current session (a "reconnect" button) or cuts a retry's wait. */
   reconnect(): void;
+  /** Resolves with the serving Region when a session is connected (at once if one is);
+   * rejects if the client is closed or gives up first. */
+  whenConnected(): Promise<{ region: string }>;
   /** Watch one more auction over this socket (its state now if connected, and after every
    * reconnect). Throws on an empty id. */
   watch(auctionId: string): void;

@@ -501,6 +501,8 @@ export const INITIAL_VIEW = Object.freeze({
   bids: Object.freeze({}),
   lastDisconnect: null,
   lastDisconnectCode: null,
+  attempt: 0,
+  retryAt: null,
 });
 
 /** The view an app renders, from the client's own events (pure): what `client.state` holds
@@ -515,6 +517,10 @@ export function reduceView(state, type, detail) {
         // `failed` is terminal: its reason stays readable (sign in again, then remount).
         lastDisconnect: detail.state === 'failed' ? detail.reason : state.lastDisconnect,
         lastDisconnectCode: detail.state === 'failed' ? (detail.code ?? null) : (state.lastDisconnectCode ?? null),
+        // The attempt under way, and when a waiting retry goes (ms since the epoch: a UI
+        // counts down "retrying in N s" from it).
+        attempt: detail.attempt ?? state.attempt ?? 0,
+        retryAt: detail.state === 'reconnecting' ? (detail.retryAt ?? null) : null,
       };
     case 'restored': {
       // A state frame replaces its auction's view: after a failover it is the new Region's
@@ -674,6 +680,9 @@ export class AuctionClient extends EventTarget {
     // Reconnects before giving up (`gaveUp`); unbounded by default: a real-time app keeps trying.
     this.maxAttempts = options.maxAttempts ?? null;
     // Where `online` is announced (the browser's window); null: nowhere to listen.
+    // The debug hook: ({ type, detail, at }) for every event and every frame sent ('send') and
+    // received ('receive').
+    this.log = typeof options.log === 'function' ? options.log : null;
     this.networkEvents = options.networkEvents ?? (typeof window !== 'undefined' ? window : null);
     this.retryTimer = null;
     this.onOnline = null;
@@ -695,7 +704,45 @@ export class AuctionClient extends EventTarget {
 
   emit(type, detail) {
     this.view = reduceView(this.view, type, detail);
+    this.trace(type, detail);
     this.dispatchEvent(new CustomEvent(type, { detail }));
+  }
+
+  /** The debug hook (`log` option): every event, and every frame sent and received. */
+  trace(type, detail) {
+    if (!this.log) return;
+    try {
+      this.log({ type, detail, at: Date.now() });
+    } catch {
+      // a logger's failure is not the client's
+    }
+  }
+
+  /** Sends a frame on the current socket (traced as `send`). */
+  send(frame) {
+    this.trace('send', frame);
+    this.ws.send(frame);
+  }
+
+  /** Resolves with `{ region }` when a session is connected (now, if one is); rejects if the
+   * client is closed or gives up first. */
+  whenConnected() {
+    if (this.view.connection === 'connected' && this.session?.open && !this.session.ended) {
+      return Promise.resolve({ region: this.view.region });
+    }
+    return new Promise((resolve, reject) => {
+      const on = (event) => {
+        const { state, region, reason } = event.detail;
+        if (state === 'connected') {
+          this.removeEventListener('status', on);
+          resolve({ region });
+        } else if (state === 'closed' || state === 'failed') {
+          this.removeEventListener('status', on);
+          reject(new Error(state === 'failed' ? `the client gave up: ${reason}` : 'the client was closed'));
+        }
+      };
+      this.addEventListener('status', on);
+    });
   }
 
   /** The view so far (connection, region, auction, you, bids, ...), whenever a listener
@@ -753,7 +800,7 @@ export class AuctionClient extends EventTarget {
     if (this.auctionIds.includes(auctionId)) return;
     this.auctionIds.push(auctionId);
     if (this.auctionId === null) this.auctionId = auctionId;
-    if (this.session?.open && !this.session.ended) this.ws.send(this.book.stateRequest(auctionId));
+    if (this.session?.open && !this.session.ended) this.send(this.book.stateRequest(auctionId));
   }
 
   /** Send a bid (amount in integer minor units) in `auctionId` (default: the first auction;
@@ -767,7 +814,7 @@ export class AuctionClient extends EventTarget {
     const open = Boolean(this.session?.open);
     this.book.add(bidId, frame, amount, open, Date.now());
     this.emit('bidSent', { bidId, amount });
-    if (open) this.ws.send(frame);
+    if (open) this.send(frame);
     return bidId;
   }
 
@@ -826,9 +873,9 @@ export class AuctionClient extends EventTarget {
       session.open = true;
       this.openFailed = false;
       session.connectedAt = Date.now();
-      for (const auctionId of this.auctionIds) ws.send(this.book.stateRequest(auctionId));
+      for (const auctionId of this.auctionIds) this.send(this.book.stateRequest(auctionId));
       for (const bidId of this.book.expireOffline(Date.now())) this.emit('bidExpired', { bidId });
-      for (const frame of this.book.replay()) ws.send(frame);
+      for (const frame of this.book.replay()) this.send(frame);
       this.schedule(this.heartbeat.intervalMs);
       if (this.policy) {
         session.recheck = setInterval(() => this.probeGlobal(), this.policy.recheckMs);
@@ -867,11 +914,11 @@ export class AuctionClient extends EventTarget {
     // missed push shows (as the Rust client does).
     const named = this.auctionIds.length ? this.auctionIds[this.heartbeatsSent % this.auctionIds.length] : null;
     this.heartbeatsSent += 1;
-    this.ws.send(JSON.stringify(named === null ? { action: 'heartbeat' } : { action: 'heartbeat', auctionId: named }));
+    this.send(JSON.stringify(named === null ? { action: 'heartbeat' } : { action: 'heartbeat', auctionId: named }));
     // Doubtful bids: settle the expired ones, look again at the rest (one getState for each
     // auction that has some).
     for (const settled of this.book.expire(Date.now())) this.emit('bidSettled', settled);
-    for (const auctionId of this.book.doubtfulAuctions()) this.ws.send(this.book.stateRequest(auctionId));
+    for (const auctionId of this.book.doubtfulAuctions()) this.send(this.book.stateRequest(auctionId));
     this.schedule(verdict.nextInMs);
     if (Date.now() - session.connectedAt >= this.stableAfterMs) this.attempt = 0;
   }
@@ -879,6 +926,7 @@ export class AuctionClient extends EventTarget {
   onFrame(text) {
     const session = this.session;
     if (!session || session.ended) return;
+    this.trace('receive', text);
     session.lastRx = performance.now();
     session.lastRxWall = Date.now();
     let frame;
@@ -903,7 +951,7 @@ export class AuctionClient extends EventTarget {
         this.herdHintMs = Number.isFinite(frame.herdWindowMs) ? frame.herdWindowMs : null;
         // The Region has seen bids this view has not (a push lost or still on its way).
         if (this.auctionIds.includes(frame.auctionId) && frame.versions && this.book.behind(frame.versions, frame.auctionId)) {
-          this.ws.send(this.book.stateRequest(frame.auctionId));
+          this.send(this.book.stateRequest(frame.auctionId));
         }
         break;
       case 'moveTo': {
@@ -941,7 +989,7 @@ export class AuctionClient extends EventTarget {
           primary: frame.auction?.id === this.auctionId,
         });
         for (const s of settled) this.emit('bidSettled', s);
-        for (const f of resend) this.ws.send(f);
+        for (const f of resend) this.send(f);
         break;
       }
       case 'bidUpdate': {
@@ -1040,7 +1088,7 @@ export class AuctionClient extends EventTarget {
     }
     const delayMs = immediate ? 0 : backoffDelay(this.attempt, { ...this.backoff, advertisedHerdMs });
     this.attempt += 1;
-    this.emit('status', { state: 'reconnecting', attempt: this.attempt, delayMs, reason, code });
+    this.emit('status', { state: 'reconnecting', attempt: this.attempt, delayMs, retryAt: Date.now() + delayMs, reason, code });
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       this.connect();

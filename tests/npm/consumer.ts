@@ -105,6 +105,10 @@ client.addEventListener('disconnected', (e) => void [e.detail.reason.length, e.d
 // @ts-expect-error: the detail of `status` has no `auction`
 client.addEventListener('status', (e) => void e.detail.auction);
 const bidId: string = client.bid(150000);
+void client.whenConnected().then(({ region }) => region.length);
+const retryingIn: number | null = client.state.retryAt === null ? null : client.state.retryAt - Date.now();
+const logging: AuctionClientOptions = { ...options, log: (entry) => void [entry.type, entry.at] };
+void retryingIn, logging;
 // Several auctions over the one socket.
 const many = new AuctionClient({ ...options, auctionId: undefined, auctionIds: ['lot-1', 'lot-2'] });
 many.watch('lot-3');
@@ -155,7 +159,7 @@ void decision, delay, book.stateRequest('lot-1'), dominates({ a: 1 }, null), hig
 
 const hook: (o: AuctionClientOptions) => WsdrHook = useWsdr;
 const next: WsdrState = reduce(
-  { connection: 'connecting', region: null, auction: null, auctions: {}, you: null, outageMs: null, endpoint: null, bids: {}, lastDisconnect: null, lastDisconnectCode: null },
+  { connection: 'connecting', region: null, auction: null, auctions: {}, you: null, outageMs: null, endpoint: null, bids: {}, lastDisconnect: null, lastDisconnectCode: null, attempt: 0, retryAt: null },
   'status',
   { state: 'connected' },
 );

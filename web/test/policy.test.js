@@ -275,11 +275,22 @@ test('client.state is the view so far, for a listener that comes late', async ()
     send(frame) { this.sent.push(frame); }
     close() {}
   }
-  const client = new AuctionClient({ url: 'wss://a.example', auctionId: 'lot-1', WebSocket: Open, tokenProvider: () => 't' });
+  const logged = [];
+  const client = new AuctionClient({
+    url: 'wss://a.example', auctionId: 'lot-1', WebSocket: Open, tokenProvider: () => 't',
+    log: (entry) => logged.push(entry),
+  });
   assert.equal(client.state, INITIAL_VIEW);
   const restored = new Promise((resolve) => client.addEventListener('restored', resolve));
+  const connected = client.whenConnected();
   client.start();
   await restored;
+  assert.deepEqual(await connected, { region: 'us-west-2' });
+  assert.deepEqual(await client.whenConnected(), { region: 'us-west-2' }, 'at once when connected');
+  // The debug hook saw the getState go out, the state come in, and the events.
+  const types = logged.map((e) => e.type);
+  assert.ok(types.includes('send') && types.includes('receive') && types.includes('restored'), `${types}`);
+  assert.match(logged.find((e) => e.type === 'send').detail, /getState/);
   const bidId = client.bid(150000);
   const view = client.state;
   assert.equal(view.connection, 'connected');
@@ -312,9 +323,13 @@ test('the network coming back, or reconnect(), cuts a retry\'s backoff short', a
     client.addEventListener('status', on);
   });
   let next = waiting();
+  const connected = client.whenConnected();
   client.start();
   await next;
   assert.equal(refusing.opened, 1);
+  // The view says which attempt, and when the waiting retry goes.
+  assert.equal(client.state.attempt, 1);
+  assert.ok(client.state.retryAt >= Date.now() + 50000, `${client.state.retryAt}`);
   next = waiting();
   network.dispatchEvent(new Event('online'));
   await next;
@@ -324,6 +339,8 @@ test('the network coming back, or reconnect(), cuts a retry\'s backoff short', a
   await next;
   assert.equal(refusing.opened, 3, 'reconnect(): at once');
   client.close();
+  await assert.rejects(connected, /closed/);
+  assert.equal(client.state.retryAt, null);
   network.dispatchEvent(new Event('online'));
   await new Promise((r) => setTimeout(r, 10));
   assert.equal(refusing.opened, 3, 'closed: the network coming back changes nothing');
