@@ -55,6 +55,8 @@ package-check:
 	  for licence in LICENSE-MIT LICENSE-APACHE; do \
 	    grep -qx "$$licence" <<<"$$files" || { echo "$$crate's package lacks $$licence (both licences require their text)"; exit 1; }; \
 	  done; \
+	  manifest="$$($(CARGO) metadata --no-deps --format-version 1 | python3 -c "import json,sys; [print(p['repository'] or '', p['rust_version'] or '', p['description'] or '', p['license'] or '') for p in json.load(sys.stdin)['packages'] if p['name']=='$$crate']")"; \
+	  grep -qE '^https://[^ ]+ [0-9.]+ .+ .+$$' <<<"$$manifest" || { echo "$$crate lacks repository, rust-version, description or license: $$manifest"; exit 1; }; \
 	done
 	@# cargo unpacks the packages it verifies against into CARGO_HOME's registry sources once
 	@# per name and version, and never checks a registry unit's sources again: a checkout that
