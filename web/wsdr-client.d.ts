@@ -433,12 +433,14 @@ export interface StatusDetail {
   attempt: number;
   url?: string;
   region?: string;
-  delayMs?: number;
+  /** null while offline: the retry waits for `online`. */
+  delayMs?: number | null;
   reason?: string;
   /** With `reconnecting` and `failed`: why, as a number (`REASON_CODES`). */
   code?: ReasonCode;
-  /** With `reconnecting`: when the retry goes (ms since the epoch). */
-  retryAt?: number;
+  /** With `reconnecting`: when the retry goes (ms since the epoch); null while offline (the
+   * retry waits for the browser's `online`). */
+  retryAt?: number | null;
 }
 
 /** One entry of the debug hook (`log`): an event, or a frame sent (`send`) or received
@@ -464,6 +466,7 @@ export type ReasonCodeName =
   | 'returning'
   | 'moved'
   | 'redirected'
+  | 'offline'
   | 'attempts_exhausted'
   | 'token_denied';
 

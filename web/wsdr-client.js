@@ -608,6 +608,7 @@ export const REASON_CODES = Object.freeze({
   returning: 4009,
   moved: 4010,
   redirected: 4011,
+  offline: 4012,
   attempts_exhausted: 4100,
   token_denied: 4101,
 });
@@ -686,6 +687,9 @@ export class AuctionClient extends EventTarget {
     this.networkEvents = options.networkEvents ?? (typeof window !== 'undefined' ? window : null);
     this.retryTimer = null;
     this.onOnline = null;
+    this.onOffline = null;
+    // The browser said the network is gone: no retry runs until it says `online`.
+    this.offline = false;
     this.openFailed = false;
     if (this.tokenPlacement !== 'query' && this.tokenPlacement !== 'subprotocol') {
       throw new Error(`tokenPlacement must be 'query' or 'subprotocol', not ${this.tokenPlacement}`);
@@ -757,8 +761,15 @@ export class AuctionClient extends EventTarget {
     // offline is not part of that herd).
     const target = this.networkEvents;
     if (target?.addEventListener && !this.onOnline) {
-      this.onOnline = () => this.retryNow('the network is back');
+      this.onOnline = () => {
+        this.offline = false;
+        this.retryNow('the network is back');
+      };
       target.addEventListener('online', this.onOnline);
+      // Offline: the session cannot live (its heartbeat would take up to two rounds to say
+      // so), and retries would only burn attempts: end it now and wait for `online`.
+      this.onOffline = () => this.wentOffline();
+      target.addEventListener('offline', this.onOffline);
     }
     this.connect();
     return this;
@@ -768,6 +779,7 @@ export class AuctionClient extends EventTarget {
     this.closed = true;
     clearTimeout(this.retryTimer);
     if (this.onOnline) this.networkEvents?.removeEventListener?.('online', this.onOnline);
+    if (this.onOffline) this.networkEvents?.removeEventListener?.('offline', this.onOffline);
     this.endSession('client closed', REASON_CODES.client_closed);
     this.emit('status', { state: 'closed', attempt: this.attempt });
   }
@@ -785,6 +797,19 @@ export class AuctionClient extends EventTarget {
   }
 
   /** A retry waiting out its backoff goes now. */
+  /** The browser's `offline`: end the session, hold retries until `online`. */
+  wentOffline() {
+    if (this.closed) return;
+    this.offline = true;
+    if (this.session && !this.session.ended) {
+      this.endSession('the network went away', REASON_CODES.offline, false);
+    } else if (this.retryTimer !== null && this.retryTimer !== undefined) {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = undefined;
+      this.failed('the network went away', REASON_CODES.offline, false);
+    }
+  }
+
   retryNow(reason) {
     if (this.closed || this.retryTimer === null || this.retryTimer === undefined) return;
     clearTimeout(this.retryTimer);
@@ -1082,6 +1107,13 @@ export class AuctionClient extends EventTarget {
     if (clean) this.attempt = 0;
     // An unplanned loss may be the whole Region's: the first retry spreads over the herd hint.
     const advertisedHerdMs = clean ? 0 : this.herdHintMs;
+    if (this.offline) {
+      // No retry until the browser says `online` (retryNow then goes at once).
+      clearTimeout(this.retryTimer);
+      this.retryTimer = 0;
+      this.emit('status', { state: 'reconnecting', attempt: this.attempt, delayMs: null, retryAt: null, reason, code });
+      return;
+    }
     if (givesUp(this.attempt, this.maxAttempts)) {
       this.giveUp(`${this.attempt} reconnect attempts failed (${reason})`, REASON_CODES.attempts_exhausted);
       return;

@@ -408,3 +408,34 @@ test('several auctions over one socket: a state each, the first as `auction`, bi
   assert.deepEqual(named.slice(0, 3).sort(), ['lot-1', 'lot-2', 'lot-3']);
   client.close();
 });
+
+test('offline ends the session at once and holds retries until online', async (t) => {
+  const { AuctionClient } = await import('../wsdr-client.js');
+  let opened = 0;
+  class Open {
+    constructor() {
+      opened += 1;
+      setTimeout(() => {
+        this.onopen?.({});
+        this.onmessage?.({ data: JSON.stringify({ type: 'state', region: 'us-west-2', auction: { id: 'lot-1', highBid: null, versions: {} }, you: { userId: 'a', bids: [] } }) });
+      }, 0);
+    }
+    send() {}
+    close() {}
+  }
+  const network = new EventTarget();
+  const client = new AuctionClient({ url: 'wss://a.example', auctionId: 'lot-1', WebSocket: Open, tokenProvider: () => 't', networkEvents: network });
+  t.after(() => client.close());
+  const events = [];
+  client.addEventListener('disconnected', (e) => events.push(['disconnected', e.detail.code]));
+  client.addEventListener('status', (e) => events.push(['status', e.detail.state, e.detail.delayMs]));
+  await client.start().whenConnected();
+  network.dispatchEvent(new Event('offline'));
+  assert.deepEqual(events.slice(-2), [['disconnected', 4012], ['status', 'reconnecting', null]]);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(opened, 1, 'no retry while offline');
+  assert.equal(client.state.lastDisconnectCode, 4012);
+  network.dispatchEvent(new Event('online'));
+  await client.whenConnected();
+  assert.equal(opened, 2, 'online: connected at once');
+});

@@ -33,6 +33,9 @@ pub enum ReasonCode {
     Moved = 4010,
     /// Strong mode: the Region could not reach its table's quorum.
     Redirected = 4011,
+    /// The platform said the network went away (the browser client's `offline` event):
+    /// retries wait for it to come back.
+    Offline = 4012,
     /// `max_attempts` reconnects in a row failed: the client stopped.
     AttemptsExhausted = 4100,
     /// No token will come: the client stopped.
@@ -41,7 +44,7 @@ pub enum ReasonCode {
 
 impl ReasonCode {
     /// Every code, in number order.
-    pub const ALL: [ReasonCode; 14] = [
+    pub const ALL: [ReasonCode; 15] = [
         ReasonCode::HeartbeatFailures,
         ReasonCode::Silent,
         ReasonCode::ServerClosed,
@@ -54,6 +57,7 @@ impl ReasonCode {
         ReasonCode::Returning,
         ReasonCode::Moved,
         ReasonCode::Redirected,
+        ReasonCode::Offline,
         ReasonCode::AttemptsExhausted,
         ReasonCode::TokenDenied,
     ];
@@ -78,6 +82,7 @@ impl ReasonCode {
             ReasonCode::Returning => "returning",
             ReasonCode::Moved => "moved",
             ReasonCode::Redirected => "redirected",
+            ReasonCode::Offline => "offline",
             ReasonCode::AttemptsExhausted => "attempts_exhausted",
             ReasonCode::TokenDenied => "token_denied",
         }

@@ -409,9 +409,9 @@ fn reason_code_vectors() {
             "redirected" => Some(DisconnectReason::Redirected {
                 from: "us-east-1".into(),
             }),
-            // No Rust disconnect is these: the browser's reconnect(), and the two ends
-            // (GaveUp's code, checked by the reconnect tests).
-            "reconnect_asked" | "attempts_exhausted" | "token_denied" => None,
+            // No Rust disconnect is these: the browser's reconnect() and offline event, and
+            // the two ends (GaveUp's code, checked by the reconnect tests).
+            "reconnect_asked" | "offline" | "attempts_exhausted" | "token_denied" => None,
             other => panic!("a case the Rust client does not know: {other}"),
         };
         if let Some(reason) = reported {
