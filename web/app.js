@@ -92,7 +92,7 @@ async function main() {
   client.addEventListener('status', ({ detail }) => {
     setText('conn-state', detail.state);
     setText('conn-attempt', String(detail.attempt ?? 0));
-    setText('conn-delay', detail.delayMs === undefined ? '–' : `${(detail.delayMs / 1000).toFixed(2)} s (lab)`);
+    setText('conn-delay', detail.delayMs === undefined ? '–' : detail.delayMs === null ? 'waiting for the network' : `${(detail.delayMs / 1000).toFixed(2)} s (lab)`);
     if (detail.state === 'connected') {
       $('region-badge').dataset.region = detail.region;
       setText('region-badge', detail.region);
