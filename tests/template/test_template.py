@@ -278,7 +278,16 @@ def test_custom_domain_is_regional_tls12_and_mapped(template):
 
 
 def _statements(fn):
-    return [s for p in fn["Properties"].get("Policies", []) for s in p["Statement"]]
+    """Every statement a function may hold: a conditional one (Fn::If) as each branch that
+    is a statement."""
+    out = []
+    for policy in fn["Properties"].get("Policies", []):
+        for st in policy["Statement"]:
+            if "Fn::If" in st:
+                out.extend(b for b in st["Fn::If"][1:] if isinstance(b, dict) and "Effect" in b)
+            else:
+                out.append(st)
+    return out
 
 
 def test_policies_are_scoped(template):
@@ -405,7 +414,9 @@ def test_every_push_starts_from_each_regions_own_stream(template):
     assert props["StartingPosition"] == "LATEST"
     # One pusher per stream shard: the conflation's spacing holds per auction.
     assert props["ParallelizationFactor"] == 1
-    (flt,) = props["FilterCriteria"]["Filters"]
+    # The summaries, and (a conditional second filter) the fast failover's orders, which the
+    # next test checks.
+    (flt,) = [f for f in props["FilterCriteria"]["Filters"] if "Fn::If" not in f]
     pattern = json.loads(flt["Pattern"])
     # Every Region's summary and the ledger head: this Region's own bids are pushed from
     # here too (the bid's answer waits for no push), so nothing filters on the Region.
@@ -728,18 +739,35 @@ def test_the_verdict_alarm_evacuates_the_primary_after_waiting_for_dns(template)
     assert {"Fn::Not": [{"Condition": "EndpointChecks"}]} in condition, "with endpoint checks the fast verdict triggers it"
 
 
-def test_a_fast_failover_evacuates_through_the_state_tables_stream(template):
+def test_a_fast_failover_evacuates_through_the_handlers_stream_reader_and_a_queue(template):
     res = template["Resources"]
+    # The handler's SummaryChanges mapping, the stream's one reader, passes the primary's
+    # change to "fail over" (in the secondary with fast failovers) beside the summaries ...
+    handler = res["WsHandlerFunction"]["Properties"]
+    filters = handler["Events"]["SummaryChanges"]["Properties"]["FilterCriteria"]["Filters"]
+    (conditional,) = [f for f in filters if "Fn::If" in f]
+    condition, health, otherwise = conditional["Fn::If"]
+    assert condition == "EvacuatesOnFastFailover" and otherwise == {"Ref": "AWS::NoValue"}
+    pattern = json.loads(health["Pattern"]["Fn::Sub"].replace("${PrimaryApiId}", "abc"))
+    assert pattern["dynamodb"]["Keys"] == {"pk": {"S": ["HEALTH#abc"]}, "sk": {"S": ["CHANGE"]}}
+    assert pattern["dynamodb"]["NewImage"] == {"serve": {"BOOL": [False]}}
+    # ... and forwards it to FastFailovers (crates/ws-handler: fail_over_records) ...
+    env = handler["Environment"]["Variables"]
+    assert env["FAST_FAILOVER_QUEUE_URL"] == {"Fn::If": ["EvacuatesOnFastFailover", {"Ref": "FastFailovers"}, {"Ref": "AWS::NoValue"}]}
+    assert "fail_over_records" in (ROOT / "crates" / "ws-handler" / "src" / "stream.rs").read_text()
+    sends = [st["Fn::If"][1] for st in handler["Policies"][0]["Statement"] if "Fn::If" in st]
+    assert {"Sid": "ForwardFastFailovers", "Effect": "Allow", "Action": "sqs:SendMessage", "Resource": {"Fn::GetAtt": ["FastFailovers", "Arn"]}} in sends
+    # ... which the evacuator reads, never twice for one order.
+    queue = res["FastFailovers"]
+    assert queue["Condition"] == "EvacuatesOnFastFailover"
+    assert queue["Properties"]["RedrivePolicy"]["maxReceiveCount"] == 1, "an evacuation is never repeated behind anyone's back"
+    assert queue["Properties"]["VisibilityTimeout"] >= 6 * res["PrimaryEvacuatorFunction"]["Properties"]["Timeout"]
     mapping = res["FastFailoverEvacuation"]
     assert mapping["Condition"] == "EvacuatesOnFastFailover"
     props = mapping["Properties"]
     assert props["FunctionName"] == {"Ref": "PrimaryEvacuatorFunction"}
-    assert props["EventSourceArn"] == {"Ref": "StateTableStreamArn"}
-    assert props["MaximumRetryAttempts"] == 0, "an evacuation is never repeated behind anyone's back"
-    (flt,) = props["FilterCriteria"]["Filters"]
-    pattern = json.loads(flt["Pattern"]["Fn::Sub"].replace("${PrimaryApiId}", "abc"))
-    assert pattern["dynamodb"]["Keys"] == {"pk": {"S": ["HEALTH#abc"]}, "sk": {"S": ["CHANGE"]}}
-    assert pattern["dynamodb"]["NewImage"] == {"serve": {"BOOL": [False]}}
+    assert props["EventSourceArn"] == {"Fn::GetAtt": ["FastFailovers", "Arn"]}
+    assert props["BatchSize"] == 1
     env = res["PrimaryEvacuatorFunction"]["Properties"]["Environment"]["Variables"]
     assert env["FAILOVER_TO"] == {"Ref": "AWS::Region"}
     assert env["FAILOVER_WAIT_SECONDS"] == {"Fn::If": ["AutoEvacuateWait", {"Fn::If": ["EndpointChecks", "45", "120"]}, {"Ref": "EvacuateWaitSeconds"}]}
@@ -750,6 +778,23 @@ def test_a_fast_failover_evacuates_through_the_state_tables_stream(template):
     assert "says_fail_over" in (ROOT / "crates" / "evacuator" / "src" / "lib.rs").read_text()
     condition = template["Conditions"]["EvacuatesOnFastFailover"]["Fn::And"]
     assert {"Condition": "EndpointChecks"} in condition and {"Condition": "EvacuatesPrimary"} in condition
+
+
+def test_the_global_tables_stream_has_one_reader(template):
+    """AWS, on Global Tables and streams: "limit the number of simultaneous functions to one to
+    avoid request throttling". One event source on the state table's stream, whatever the
+    conditions: the handler's SummaryChanges."""
+    res = template["Resources"]
+    readers = []
+    for name, resource in res.items():
+        props = resource.get("Properties", {})
+        source = json.dumps(props.get("EventSourceArn", ""))
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping" and ("StreamArn" in source or "StateTable" in source):
+            readers.append(name)
+        for event_name, event in props.get("Events", {}).items():
+            if event.get("Type") in ("DynamoDB", "Kinesis"):
+                readers.append(f"{name}.{event_name}")
+    assert sorted(set(readers)) == ["WsHandlerFunction.SummaryChanges"], readers
 
 
 def test_evacuators_aim_at_one_regions_table_and_api_and_may_do_nothing_else(template):

@@ -9,9 +9,9 @@
 //! | the verdict's last change | `HEALTH#<apiId>` | `CHANGE` | serve, atMs |
 //!
 //! Last writer wins per item is exactly right for them: each has one writer, and only the
-//! latest matters. The handler's stream filter passes `SUMMARY#` keys only, so these never
-//! wake it; the evacuator's (in the secondary, `HealthCheckType=endpoint`) passes the
-//! primary's `CHANGE` items that say fail over.
+//! latest matters. The handler's stream filter (the stream's one reader) passes `SUMMARY#`
+//! keys and, in the secondary with `HealthCheckType=endpoint`, the primary's `CHANGE` items
+//! that say fail over, which it forwards to the evacuator's queue.
 
 use crate::classify::classify;
 use crate::schema::{PK, SK};

@@ -55,7 +55,7 @@ pub use notifier::ApiGatewayNotifier;
 #[cfg(feature = "dynamodb")]
 pub use push_leases::DynamoPushLeases;
 #[cfg(feature = "sqs")]
-pub use push_queue::SqsPushQueue;
+pub use push_queue::{SqsFailoverOrders, SqsPushQueue};
 #[cfg(feature = "dynamodb")]
 pub use state::{DynamoLedgerStore, DynamoStateStore, IoCounts};
 

@@ -94,3 +94,35 @@ impl PushQueue for SqsPushQueue {
         Ok(())
     }
 }
+
+/// The fast failover's orders to the evacuator (`FastFailovers`, in the secondary): the
+/// stream's one reader (the handler's `SummaryChanges` mapping) forwards each verdict change
+/// that says fail over, as the stream record's JSON, so that no second mapping reads the
+/// global table's stream.
+#[derive(Debug, Clone)]
+pub struct SqsFailoverOrders {
+    client: Client,
+    url: String,
+}
+
+impl SqsFailoverOrders {
+    /// Clients built once per cold start: `client` from [`sqs_client`](crate::sqs_client).
+    pub fn new(client: Client, url: impl Into<String>) -> Self {
+        Self {
+            client,
+            url: url.into(),
+        }
+    }
+
+    /// Send one order (a stream record's JSON).
+    pub async fn send(&self, body: String) -> Result<()> {
+        self.client
+            .send_message()
+            .queue_url(&self.url)
+            .message_body(body)
+            .send()
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(())
+    }
+}

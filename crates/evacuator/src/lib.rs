@@ -162,8 +162,9 @@ pub struct CensusRequest {
     pub census: bool,
 }
 
-/// A DynamoDB stream batch: the fast verdict's `CHANGE` items that the event source
-/// mapping's filter let through.
+/// The fast verdict's `CHANGE` items that say fail over: an SQS batch from the fast
+/// failovers' queue (each body a stream record the handler forwarded), or a DynamoDB stream
+/// batch (an operator's replay of one).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct StreamBatch {
     #[serde(rename = "Records")]
@@ -175,6 +176,18 @@ impl StreamBatch {
     /// by the mapping's filter).
     pub fn says_fail_over(&self) -> bool {
         self.records.iter().any(|record| {
+            // From the fast failovers' queue: the body is the stream record the handler (the
+            // stream's one reader) forwarded.
+            let forwarded;
+            let record = if record["eventSource"] == "aws:sqs" {
+                forwarded = record["body"]
+                    .as_str()
+                    .and_then(|body| serde_json::from_str::<serde_json::Value>(body).ok())
+                    .unwrap_or_default();
+                &forwarded
+            } else {
+                record
+            };
             let image = &record["dynamodb"]["NewImage"];
             image["sk"]["S"] == "CHANGE"
                 && image["pk"]["S"]

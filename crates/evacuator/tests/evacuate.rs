@@ -351,3 +351,40 @@ async fn a_fast_failover_moves_clients_that_know_the_endpoint_at_once() {
     let global: serde_json::Value = serde_json::from_slice(&sent[1].1).unwrap();
     assert!(global.get("endpoint").is_none(), "{global}");
 }
+
+/// As deployed: the handler (the stream's one reader) forwards the change record to the fast
+/// failovers' queue, and the evacuator receives it as an SQS batch whose body is that record.
+#[tokio::test(start_paused = true)]
+async fn a_fast_failover_forwarded_through_the_queue_evacuates_after_the_wait() {
+    let (evacuator, notifier) = memory_evacuator(&[
+        ("FAILOVER_TO", "us-west-2"),
+        ("FAILOVER_WAIT_SECONDS", "60"),
+    ])
+    .await;
+    let queued = |body: String| {
+        serde_json::json!({"Records": [{
+            "messageId": "m-1", "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:us-west-2:123456789012:wsdr-secondary-FastFailovers-x",
+            "body": body
+        }]})
+    };
+    let record = |serve| stream_batch(serve)["Records"][0].to_string();
+    for body in [record(true), "not json".to_owned(), "{}".to_owned()] {
+        let invocation: Invocation = serde_json::from_value(queued(body.clone())).unwrap();
+        assert!(
+            matches!(
+                evacuator.invoke(invocation).await.unwrap(),
+                Answer::Nothing { .. }
+            ),
+            "{body}"
+        );
+    }
+    assert!(notifier.sent().is_empty());
+    let started = tokio::time::Instant::now();
+    let invocation: Invocation = serde_json::from_value(queued(record(false))).unwrap();
+    let Answer::Evacuated(answer) = evacuator.invoke(invocation).await.unwrap() else {
+        panic!("an evacuation")
+    };
+    assert!(started.elapsed() >= Duration::from_secs(60));
+    assert_eq!((answer.to.as_str(), answer.delivered), ("us-west-2", 1));
+}

@@ -73,5 +73,12 @@ pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error
             Arc::new(TokioPause),
         ),
     };
-    Ok(App::with_pusher(service, &config.subprotocol, pusher))
+    let app = App::with_pusher(service, &config.subprotocol, pusher);
+    Ok(match &config.fast_failover_queue_url {
+        Some(url) => app.with_failover_orders(wsdr_aws::SqsFailoverOrders::new(
+            wsdr_aws::sqs_client(sdk),
+            url,
+        )),
+        None => app,
+    })
 }

@@ -42,6 +42,10 @@ pub struct Config {
     /// stream's reader only starts pushes and the push workers' function runs the jobs; unset
     /// (a local run), the instance that reads the stream runs its pushes' jobs itself.
     pub push_queue_url: Option<String>,
+    /// `FAST_FAILOVER_QUEUE_URL` (default none; the secondary with fast failovers): where
+    /// the stream's reader forwards the primary's verdict changes that say fail over, for
+    /// the evacuator.
+    pub fast_failover_queue_url: Option<String>,
 }
 
 /// One entry of `SEED_AUCTIONS`.
@@ -140,6 +144,19 @@ impl Config {
                 Some(url) if !(url.starts_with("https://") || url.starts_with("http://")) => {
                     return Err(EnvError::Invalid {
                         name: "PUSH_QUEUE_URL",
+                        reason: "must be an http(s) URL (the queue's URL)".into(),
+                    }
+                    .into())
+                }
+                url => url,
+            },
+            fast_failover_queue_url: match env
+                .get("FAST_FAILOVER_QUEUE_URL")
+                .filter(|v| !v.trim().is_empty())
+            {
+                Some(url) if !(url.starts_with("https://") || url.starts_with("http://")) => {
+                    return Err(EnvError::Invalid {
+                        name: "FAST_FAILOVER_QUEUE_URL",
                         reason: "must be an http(s) URL (the queue's URL)".into(),
                     }
                     .into())

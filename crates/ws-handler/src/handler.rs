@@ -22,6 +22,9 @@ pub struct App {
     service: AuctionService,
     subprotocol: String,
     pusher: Arc<Pusher>,
+    /// Where the stream's reader forwards the fast verdict's fail-over changes (the
+    /// secondary's, as deployed with fast failovers; none elsewhere).
+    failover_orders: Option<wsdr_aws::SqsFailoverOrders>,
 }
 
 impl App {
@@ -42,7 +45,19 @@ impl App {
             service,
             subprotocol: subprotocol.to_owned(),
             pusher: Arc::new(pusher),
+            failover_orders: None,
         }
+    }
+
+    /// This handler forwards the fast verdict's fail-over changes its stream batches carry to
+    /// `orders` (the evacuator's queue).
+    pub fn with_failover_orders(mut self, orders: wsdr_aws::SqsFailoverOrders) -> Self {
+        self.failover_orders = Some(orders);
+        self
+    }
+
+    pub fn failover_orders(&self) -> Option<&wsdr_aws::SqsFailoverOrders> {
+        self.failover_orders.as_ref()
     }
 
     pub fn service(&self) -> &AuctionService {

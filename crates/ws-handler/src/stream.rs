@@ -10,6 +10,10 @@
 //! push queue. The push workers' function (the same binary) receives those jobs from SQS
 //! ([`App::handle_push_jobs`]).
 //!
+//! In the secondary with fast failovers, the same batches carry the primary's verdict changes
+//! that say fail over (the mapping's second filter): they are forwarded to the evacuator's
+//! queue, so that this mapping stays the only reader of the global table's stream.
+//!
 //! The lab runs [`App::on_summaries`], the same path, on every summary its Region commits or
 //! its replicator applies, and its workers run [`wsdr_core::push::Pusher::run_job`].
 
@@ -32,6 +36,27 @@ pub fn summary_keys(event: &Value) -> Vec<AuctionId> {
             let sk = keys.get("sk")?.get("S")?.as_str()?;
             let (auction, _) = wsdr_aws::keys::summary_of_keys(pk, sk)?;
             Some(auction)
+        })
+        .collect()
+}
+
+/// The records of a stream batch that are a fast verdict's change saying fail over
+/// (`HEALTH#<apiId>` / `CHANGE` with `serve` false in the new image): the evacuator's orders.
+/// The same test as the mapping's filter, made here too.
+pub fn fail_over_records(event: &Value) -> Vec<&Value> {
+    let Some(records) = event.get("Records").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    records
+        .iter()
+        .filter(|r| r.get("eventSource").and_then(Value::as_str) == Some("aws:dynamodb"))
+        .filter(|r| {
+            let keys = &r["dynamodb"]["Keys"];
+            keys["sk"]["S"] == "CHANGE"
+                && keys["pk"]["S"]
+                    .as_str()
+                    .is_some_and(|pk| pk.starts_with("HEALTH#"))
+                && r["dynamodb"]["NewImage"]["serve"]["BOOL"] == false
         })
         .collect()
 }
@@ -80,6 +105,25 @@ impl App {
     /// A DynamoDB stream batch. An error (the batch is then retried, at most twice) only when
     /// a push's jobs could not be queued: its change would otherwise wait for the next one.
     pub async fn handle_stream(&self, event: &Value) -> Result<Value, lambda_runtime::Error> {
+        // The fast verdict's fail-over changes first: the evacuation must not wait for pushes.
+        // A send that fails fails the batch (retried, pushes included: their starts are
+        // idempotent by the lease).
+        let orders = fail_over_records(event);
+        match (self.failover_orders(), orders.is_empty()) {
+            (_, true) => {}
+            (Some(queue), false) => {
+                for record in &orders {
+                    queue.send(record.to_string()).await.map_err(|error| {
+                        format!("fail-over order not forwarded ({error}); the batch is retried")
+                    })?;
+                }
+                tracing::warn!(orders = orders.len(), "fast failover: evacuation ordered");
+            }
+            (None, false) => tracing::warn!(
+                orders = orders.len(),
+                "a fail-over change, but FAST_FAILOVER_QUEUE_URL is not set: not forwarded"
+            ),
+        }
         let unqueued = self.pusher().totals().unqueued;
         self.on_summaries(&summary_keys(event)).await;
         let now_unqueued = self.pusher().totals().unqueued;

@@ -240,6 +240,93 @@ async fn a_push_crosses_the_sqs_queue_to_the_workers_and_its_last_job_starts_the
 
 /// A message that is not a push job is a batch item failure (SQS redelivers it, then moves
 /// it to the dead-letter queue), and the rest of the batch still runs.
+/// The stream's one reader in the secondary: a batch with the primary's verdict change to
+/// "fail over" forwards that record to the fast failovers' queue (the evacuator's), beside its
+/// pushes; the change back to "serve", and every summary, are not forwarded.
+#[tokio::test]
+async fn a_fail_over_change_in_the_stream_is_forwarded_to_the_evacuators_queue() {
+    // The handler's SDK configuration is us-east-1's (the local peers'), whatever the
+    // Region label.
+    let sqs = wsdr_aws::local::sqs_client(&sqs_endpoint(), "us-east-1");
+    let queue = sqs
+        .create_queue()
+        .queue_name(unique("fast-failovers"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let w = world_with("us-west-2", &[("FAST_FAILOVER_QUEUE_URL", &queue)]).await;
+    let change = |serve: bool| {
+        serde_json::json!({
+            "eventSource": "aws:dynamodb", "eventName": "MODIFY",
+            "dynamodb": {
+                "Keys": { "pk": { "S": "HEALTH#primaryapi" }, "sk": { "S": "CHANGE" } },
+                "NewImage": { "pk": { "S": "HEALTH#primaryapi" }, "sk": { "S": "CHANGE" },
+                              "serve": { "BOOL": serve }, "atMs": { "N": "1767225600000" } }
+            }
+        })
+    };
+    let summary = serde_json::json!({
+        "eventSource": "aws:dynamodb", "eventName": "MODIFY",
+        "dynamodb": { "Keys": { "pk": { "S": "SUMMARY#lot-1" }, "sk": { "S": "us-east-1" } } }
+    });
+    for records in [
+        vec![change(true), summary.clone()],
+        vec![summary.clone(), change(false)],
+    ] {
+        let answer = w
+            .app
+            .handle_any(lambda_runtime::LambdaEvent::new(
+                serde_json::json!({ "Records": records }),
+                lambda_runtime::Context::default(),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(answer, serde_json::json!({ "batchItemFailures": [] }));
+    }
+    let mut bodies = Vec::new();
+    for _ in 0..3 {
+        let out = sqs
+            .receive_message()
+            .queue_url(&queue)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .unwrap();
+        bodies.extend(
+            out.messages()
+                .iter()
+                .filter_map(|m| m.body().map(str::to_owned)),
+        );
+    }
+    assert_eq!(bodies.len(), 1, "{bodies:?}");
+    let forwarded: serde_json::Value = serde_json::from_str(&bodies[0]).unwrap();
+    assert_eq!(forwarded, change(false));
+}
+
+/// A fail-over change that cannot be forwarded fails the batch (the stream retries it).
+#[tokio::test]
+async fn a_fail_over_change_that_cannot_be_forwarded_fails_the_batch() {
+    let missing = format!("{}/123456789012/no-such-queue", sqs_endpoint());
+    let w = world_with("us-west-2", &[("FAST_FAILOVER_QUEUE_URL", &missing)]).await;
+    let event = serde_json::json!({ "Records": [{
+        "eventSource": "aws:dynamodb", "eventName": "MODIFY",
+        "dynamodb": {
+            "Keys": { "pk": { "S": "HEALTH#primaryapi" }, "sk": { "S": "CHANGE" } },
+            "NewImage": { "serve": { "BOOL": false } }
+        }
+    }]});
+    let outcome = w
+        .app
+        .handle_any(lambda_runtime::LambdaEvent::new(
+            event,
+            lambda_runtime::Context::default(),
+        ))
+        .await;
+    assert!(outcome.is_err(), "{outcome:?}");
+}
+
 #[tokio::test]
 async fn a_message_that_is_not_a_job_fails_alone() {
     let w = world("us-east-1").await;
