@@ -136,12 +136,14 @@ deps-check:
 
 lint: fmt-check clippy deps-check template-lint
 
-## template-lint: cfn-lint, the template's property tests, actionlint (tools in .tools/venv)
+## template-lint: cfn-lint, the template's property tests, actionlint (tools in .tools/venv), and
+## the offline policy scans (checkov, parliament: scripts/policy-scan.sh, .tools/scanners)
 template-lint:
 	@bin="$$(scripts/python-tools.sh)"; \
 	"$$bin/cfn-lint" template.yaml arc/region-switch.yaml ci/bootstrap.yaml; \
 	"$$bin/pytest" -q tests/template; \
 	"$$bin/actionlint" .github/workflows/release.yml
+	scripts/policy-scan.sh
 
 ## sam-validate: `sam validate --lint`, offline, with the SAM CLI in its own venv
 SAM_CLI_VERSION ?= 1.170.0

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# A venv under .tools/scanners with the offline policy scanners, pinned (apart from the test
+# tools' venv: checkov pins its own versions of libraries the tests use); created on first
+# use. Prints its bin directory.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="$root/.tools/scanners"
+stamp="$venv/.wsdr-scanners-v1"
+if [ ! -f "$stamp" ]; then
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "checkov==3.3.30" "parliament==1.6.4" >&2
+  touch "$stamp"
+fi
+echo "$venv/bin"
