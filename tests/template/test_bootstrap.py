@@ -145,3 +145,13 @@ def test_the_push_queues_are_in_reach_of_the_service_role_and_the_boundary_only_
     (sqs,) = [s for s in boundary if any(a.startswith("sqs:") for a in actions(s))]
     assert set(actions(sqs)) >= {"sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
     assert sqs["Resource"]["Fn::Sub"].endswith(":sqs:*:${AWS::AccountId}:${StackPrefix}-*")
+
+
+def test_api_gateway_actions_reach_v2_apis_and_domains_only(bootstrap):
+    """Never a REST API, usage plan or API key: the V2 paths, the account, tags."""
+    role = bootstrap["Resources"]["CloudFormationRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+    (st,) = [s for s in role["Statement"] if s.get("Sid") == "WebSocketApisAndDomains"]
+    paths = sorted(r["Fn::Sub"].rsplit("::", 1)[1] for r in st["Resource"])
+    assert paths == ["/account", "/apis", "/apis/*", "/domainnames", "/domainnames/*", "/tags/*"], paths
+    everything = [s for s in role["Statement"] if any("apigateway" in str(a) for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"]))]
+    assert everything == [st], "no other statement reaches API Gateway"
