@@ -75,10 +75,23 @@ pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error
     };
     let app = App::with_pusher(service, &config.subprotocol, pusher);
     Ok(match &config.fast_failover_queue_url {
-        Some(url) => app.with_failover_orders(wsdr_aws::SqsFailoverOrders::new(
+        Some(url) => app.with_failover_orders(Arc::new(wsdr_aws::SqsFailoverOrders::new(
             wsdr_aws::sqs_client(sdk),
             url,
-        )),
+        ))),
         None => app,
     })
+}
+
+impl crate::FailoverOrders for wsdr_aws::SqsFailoverOrders {
+    fn send(
+        &self,
+        body: String,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>> {
+        Box::pin(async move {
+            wsdr_aws::SqsFailoverOrders::send(self, body)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
 }

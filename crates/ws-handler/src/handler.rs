@@ -24,7 +24,17 @@ pub struct App {
     pusher: Arc<Pusher>,
     /// Where the stream's reader forwards the fast verdict's fail-over changes (the
     /// secondary's, as deployed with fast failovers; none elsewhere).
-    failover_orders: Option<wsdr_aws::SqsFailoverOrders>,
+    failover_orders: Option<Arc<dyn FailoverOrders>>,
+}
+
+/// Where the stream's reader forwards the fast verdict's fail-over changes: the evacuator's
+/// queue in AWS (`wsdr_aws::SqsFailoverOrders`, wired in `app_from_aws`).
+pub trait FailoverOrders: Send + Sync + std::fmt::Debug {
+    /// Send one order (a stream record's JSON); an error fails the stream batch.
+    fn send(
+        &self,
+        body: String,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>>;
 }
 
 impl App {
@@ -51,13 +61,13 @@ impl App {
 
     /// This handler forwards the fast verdict's fail-over changes its stream batches carry to
     /// `orders` (the evacuator's queue).
-    pub fn with_failover_orders(mut self, orders: wsdr_aws::SqsFailoverOrders) -> Self {
+    pub fn with_failover_orders(mut self, orders: Arc<dyn FailoverOrders>) -> Self {
         self.failover_orders = Some(orders);
         self
     }
 
-    pub fn failover_orders(&self) -> Option<&wsdr_aws::SqsFailoverOrders> {
-        self.failover_orders.as_ref()
+    pub fn failover_orders(&self) -> Option<&dyn FailoverOrders> {
+        self.failover_orders.as_deref()
     }
 
     pub fn service(&self) -> &AuctionService {

@@ -9,7 +9,7 @@ mod handler;
 pub mod stream;
 
 pub use config::{Config, SeedAuction};
-pub use handler::App;
+pub use handler::{App, FailoverOrders};
 
 #[cfg(feature = "aws")]
 mod aws;
