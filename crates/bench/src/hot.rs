@@ -10,16 +10,19 @@
 //!   (`App::on_summaries`: the lease, one state read, the jobs on the queue);
 //! - the push lease item: each conditional update waits 4-12 ms;
 //! - SQS and the workers' event source mapping: a job is handed to a worker 10-40 ms after it
-//!   was sent, one job per invocation (template.yaml's `BatchSize: 1`), to at most `workers`
-//!   invocations at once (the mapping's maximum concurrency), each its own instance posting at
-//!   budget / workers (`run_job`);
+//!   was sent, one job per invocation (template.yaml's `BatchSize: 1`), each its own instance
+//!   posting at budget / workers (`run_job`); as many invocations at once as the mapping has
+//!   scaled to (`wsdr_lab::world::mapping`, as AWS states it for a standard queue: five when
+//!   messages appear, then up to 300 more a minute while they wait, at most `workers`, the
+//!   mapping's maximum concurrency; back to five after 10 s with nothing to do), each new
+//!   execution environment after a 250 ms cold start (an assumption: AWS publishes none);
 //! - `@connections`: each post takes 8-20 ms, and every post draws a token from the account's
 //!   bucket (10,000 requests per second, burst 5,000, API Gateway's account quota); an empty
 //!   bucket answers 429, which the fan-out retries with backoff as it does against AWS.
 //!
-//! Not modelled: cold starts, other APIs of the account (the budget leaves them the rest of the
-//! bucket), Lambda's scaling rate (1,000 execution environments per 10 s per function: the
-//! workers' 16 are there at once).
+//! Not modelled: other APIs of the account (the budget leaves them the rest of the bucket),
+//! Lambda's per-function scaling rate (1,000 execution environments per 10 s: far above the
+//! mapping's 16), environments reclaimed within a run.
 
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
@@ -34,6 +37,7 @@ use wsdr_core::{
     Auction, AuctionService, Census, Clock, ConnectionId, Connections, Entropy, Notifier,
     SeededEntropy, SubscriberPage, UserId,
 };
+use wsdr_lab::world::mapping::{MappingSettings, QueueMapping};
 use wsdr_lab::world::store::{FaultyStore, ReplicaStore};
 use wsdr_lab::RegionId;
 use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, ServerMessage};
@@ -82,6 +86,12 @@ pub struct HotResult {
     pub worker_seconds: f64,
     /// The longest worker invocation (ms): one batch of pages, whatever the audience.
     pub worker_max_ms: f64,
+    /// Worker invocations that started a new execution environment.
+    pub worker_cold_starts: u64,
+    /// The most worker invocations that ran at once.
+    pub peak_workers: usize,
+    /// When the mapping first ran `workers` invocations at once (ms from the start).
+    pub full_concurrency_at_ms: Option<f64>,
     /// SQS requests: sends (10 jobs each at most), and a receive and a delete per batch.
     pub sqs_requests: u64,
     /// Conditional updates of the push leases (a write unit each).
@@ -529,13 +539,22 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
 
     // The workers: at most `workers` invocations at once, each handed one job (a batch of
     // `WORKER_BATCH`) 10-40 ms after it was sent.
+    // As many run at once as the event source mapping has scaled to (five, then one more every
+    // 200 ms while jobs wait), each new execution environment after its cold start: the lab's
+    // own model of the mapping (`wsdr_lab::world::mapping`).
+    let mapping = QueueMapping::new(
+        MappingSettings::aws(workers),
+        clock.clone(),
+        Arc::new(wsdr_core::TokioPause),
+    );
+    let mut worker_tasks = vec![tokio::spawn(mapping.clone().scale())];
     let worker_stats = Arc::new(Mutex::new(Vec::<f64>::new()));
-    let mut worker_tasks = Vec::new();
     let mut worker_instances = Vec::new();
     for _ in 0..workers {
         let worker = instance(params.push.budget_per_second / workers as f64);
         worker_instances.push(worker.clone());
         let (queue, stats, entropy) = (queue.clone(), worker_stats.clone(), entropy.clone());
+        let mapping = mapping.clone();
         worker_tasks.push(tokio::spawn(async move {
             loop {
                 let mut batch = vec![queue.jobs.next().await];
@@ -547,15 +566,23 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
                         None => break,
                     }
                 }
+                let invocation = mapping.invoke().await;
+                // Billed from its init (Lambda bills the init phase of every runtime).
+                let init = if invocation.cold {
+                    mapping.settings().cold_start.as_secs_f64()
+                } else {
+                    0.0
+                };
                 let began = Instant::now();
                 for job in &batch {
                     // A failed job would go back to the queue; the models never fail one.
                     let _ = worker.run(job).await;
                 }
+                drop(invocation);
                 stats
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .push(began.elapsed().as_secs_f64());
+                    .push(init + began.elapsed().as_secs_f64());
             }
         }));
     }
@@ -611,14 +638,7 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
         std::mem::take(&mut *notifier.state.lock().unwrap_or_else(|p| p.into_inner()));
     let mut totals = pusher.totals();
     for worker in &worker_instances {
-        let part = worker.totals();
-        totals.pushes += part.pushes;
-        totals.subscriber_reads += part.subscriber_reads;
-        totals.widening.widened_pushes += part.widening.widened_pushes;
-        totals.widening.widest_spacing_ms = totals
-            .widening
-            .widest_spacing_ms
-            .max(part.widening.widest_spacing_ms);
+        totals.add(&worker.totals());
     }
     let (latencies, never) =
         every_watcher_latencies(&notifier_state.deliveries, &accepted, params.watchers);
@@ -670,6 +690,11 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
         worker_invocations,
         worker_seconds: worker_times.iter().sum(),
         worker_max_ms: worker_times.last().copied().unwrap_or(0.0) * 1000.0,
+        worker_cold_starts: mapping.stats().cold_starts,
+        peak_workers: mapping.stats().peak_concurrency,
+        full_concurrency_at_ms: mapping
+            .reached_maximum_ms()
+            .map(|ms| ms.saturating_sub(clock.base_ms) as f64),
         sqs_requests,
         lease_writes: leases.writes.load(std::sync::atomic::Ordering::Relaxed),
         bid_handler_seconds: handler.iter().sum(),

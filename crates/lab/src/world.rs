@@ -16,6 +16,7 @@ pub mod fault;
 pub mod frontdoor;
 pub mod health;
 pub mod identity;
+pub mod mapping;
 mod monitoring;
 pub mod mrsc;
 pub mod owner;

@@ -404,6 +404,30 @@ pub struct PushTotals {
     pub widening: Widening,
 }
 
+impl PushTotals {
+    /// Another pusher's totals added to these (pushers of several instances or Regions; the
+    /// widest spacing is the wider of the two).
+    pub fn add(&mut self, other: &PushTotals) {
+        self.pushes += other.pushes;
+        self.changes += other.changes;
+        self.jobs += other.jobs;
+        self.subscriber_reads += other.subscriber_reads;
+        self.posts += other.posts;
+        self.delivered += other.delivered;
+        self.gone += other.gone;
+        self.failed += other.failed;
+        self.failed_jobs += other.failed_jobs;
+        self.merged += other.merged;
+        self.deferred += other.deferred;
+        self.unqueued += other.unqueued;
+        self.widening.widened_pushes += other.widening.widened_pushes;
+        self.widening.widest_spacing_ms = self
+            .widening
+            .widest_spacing_ms
+            .max(other.widening.widest_spacing_ms);
+    }
+}
+
 /// A mutex's guard, poisoned or not (a panicking holder leaves plain data behind).
 pub(crate) fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
@@ -428,5 +452,46 @@ mod tests {
         );
         let id = ConnectionId::new("abc=").unwrap();
         assert_eq!(shard_of(&id), shard_of(&id.clone()));
+    }
+
+    #[test]
+    fn totals_add_every_counter_and_keep_the_wider_spacing() {
+        // Every counter a distinct value, so that one left out of `add` shows.
+        let one = PushTotals {
+            pushes: 1,
+            changes: 2,
+            jobs: 3,
+            subscriber_reads: 4,
+            posts: 5,
+            delivered: 6,
+            gone: 7,
+            failed: 8,
+            failed_jobs: 9,
+            merged: 10,
+            deferred: 11,
+            unqueued: 12,
+            widening: Widening {
+                widened_pushes: 13,
+                widest_spacing_ms: 400,
+            },
+        };
+        let mut sum = one.clone();
+        sum.add(&PushTotals {
+            widening: Widening {
+                widened_pushes: 13,
+                widest_spacing_ms: 200,
+            },
+            ..one.clone()
+        });
+        let doubled = serde_json::to_value(&sum).unwrap();
+        let single = serde_json::to_value(&one).unwrap();
+        for (field, value) in single.as_object().unwrap() {
+            if field == "widening" {
+                continue;
+            }
+            assert_eq!(doubled[field], value.as_u64().unwrap() * 2, "{field}");
+        }
+        assert_eq!(sum.widening.widened_pushes, 26);
+        assert_eq!(sum.widening.widest_spacing_ms, 400);
     }
 }

@@ -177,6 +177,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         denied_handshakes_during_move: denied_during_move,
         authorizer: authorizer_figures(&lab),
         pushes: push_figures(&lab),
+        push_workers: push_worker_figures(&lab),
         timeline: timeline.entries(),
         judgement,
         strong_order: lab.strong_order(&auction),
@@ -300,21 +301,20 @@ pub async fn run_simulated(config: DrillConfig) -> anyhow::Result<Report> {
 fn push_figures(lab: &World) -> wsdr_core::push::PushTotals {
     let mut sum = wsdr_core::push::PushTotals::default();
     for (_, region) in lab.regions() {
-        let t = region.push_totals();
-        sum.pushes += t.pushes;
-        sum.changes += t.changes;
-        sum.jobs += t.jobs;
-        sum.subscriber_reads += t.subscriber_reads;
-        sum.posts += t.posts;
-        sum.delivered += t.delivered;
-        sum.gone += t.gone;
-        sum.failed += t.failed;
-        sum.failed_jobs += t.failed_jobs;
-        sum.widening.widened_pushes += t.widening.widened_pushes;
-        sum.widening.widest_spacing_ms = sum
-            .widening
-            .widest_spacing_ms
-            .max(t.widening.widest_spacing_ms);
+        sum.add(&region.push_totals());
+    }
+    sum
+}
+
+/// Both Regions' push workers, summed (peaks: the higher of the two).
+fn push_worker_figures(lab: &World) -> crate::world::mapping::MappingStats {
+    let mut sum = crate::world::mapping::MappingStats::default();
+    for (_, region) in lab.regions() {
+        let s = region.push_worker_stats();
+        sum.invocations += s.invocations;
+        sum.cold_starts += s.cold_starts;
+        sum.peak_concurrency = sum.peak_concurrency.max(s.peak_concurrency);
+        sum.peak_allowed = sum.peak_allowed.max(s.peak_allowed);
     }
     sum
 }

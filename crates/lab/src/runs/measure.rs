@@ -44,6 +44,7 @@ pub struct DrillTrace {
     pub denied_handshakes_during_move: u64,
     pub authorizer: crate::runs::report::AuthorizerFigures,
     pub pushes: wsdr_core::push::PushTotals,
+    pub push_workers: crate::world::mapping::MappingStats,
     pub timeline: Vec<Entry>,
     pub judgement: Judgement,
     /// Strong mode: the table's own order of accepted bids (amount, Region).
@@ -159,6 +160,7 @@ pub fn measure(trace: &DrillTrace) -> Report {
         denied_handshakes_during_move: trace.denied_handshakes_during_move as usize,
         authorizer: trace.authorizer.clone(),
         pushes: trace.pushes.clone(),
+        push_workers: trace.push_workers,
         back_on_primary_ms: Percentiles::of(&lab_ms_of(
             users.back_on_primary_aws_ms.as_deref().unwrap_or_default(),
         )),

@@ -123,6 +123,10 @@ pub struct Report {
     /// an audience over the `@connections` budget widened an auction's window.
     #[serde(default)]
     pub pushes: wsdr_core::push::PushTotals,
+    /// Both Regions' push workers as Lambda's SQS event source mapping ran them: invocations,
+    /// cold starts, and how many ran at once (the mapping starts at five and scales up).
+    #[serde(default)]
+    pub push_workers: crate::world::mapping::MappingStats,
     /// Every check the drill failed, in words (empty: PASS). The same list the console's
     /// verdict line prints.
     #[serde(default)]
@@ -479,6 +483,15 @@ impl Report {
                 self.pushes.posts,
                 self.pushes.widening.widened_pushes,
                 self.pushes.widening.widest_spacing_ms
+            ),
+        ));
+        rows.push((
+            "push workers (cold starts)",
+            format!(
+                "{} invocations, {} cold starts, at most {} at once",
+                self.push_workers.invocations,
+                self.push_workers.cold_starts,
+                self.push_workers.peak_concurrency
             ),
         ));
         rows.push(("consistency", self.consistency.clone()));

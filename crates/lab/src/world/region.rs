@@ -172,6 +172,8 @@ pub struct Region {
     stream: mpsc::UnboundedSender<AuctionId>,
     /// The push jobs the Region's workers take (SQS in AWS).
     push_queue: Arc<wsdr_core::push::LocalPushQueue>,
+    /// The queue's event source mapping: how many workers run at once, and their cold starts.
+    push_mapping: Arc<crate::world::mapping::QueueMapping>,
     /// Its role in the deployment.
     pub id: RegionId,
     pub name: String,
@@ -252,6 +254,12 @@ impl Region {
         self.app.pusher().totals()
     }
 
+    /// What the push workers' event source mapping did: invocations, cold starts, how many
+    /// ran at once.
+    pub fn push_worker_stats(&self) -> crate::world::mapping::MappingStats {
+        self.push_mapping.stats()
+    }
+
     /// The stream's reader: this Region's own summary writes (its table's change feed) and
     /// the replicated ones ([`Region::on_replicated`]) feed the pusher, which pushes each
     /// auction when its spacing allows (the ws-handler's stream path, `App::on_summaries`,
@@ -288,16 +296,22 @@ impl Region {
                 app.pusher().drain().await;
             }
         });
-        // The workers: the queue's maximum concurrency, each taking the next job (SQS and
-        // its event source mapping in AWS). A job whose lease or queue call failed is handed
-        // back after a pause, as SQS redelivers it after its visibility timeout.
+        // The workers: up to the queue's maximum concurrency, each taking the next job (SQS
+        // and its event source mapping in AWS), as many at once as the mapping has scaled to,
+        // each new environment after its cold start. A job whose lease or queue call failed
+        // is handed back after a pause, as SQS redelivers it after its visibility timeout.
+        self.owner.spawn(self.push_mapping.clone().scale());
         for _ in 0..self.quotas.push.workers.max(1) {
             let (app, queue) = (self.app.clone(), self.push_queue.clone());
+            let mapping = self.push_mapping.clone();
             let pause = crate::world::scale::ScaledPause(self.scale);
             self.owner.spawn(async move {
                 loop {
                     let work = queue.next().await;
-                    if app.pusher().run(&work).await.is_err() {
+                    let invocation = mapping.invoke().await;
+                    let failed = app.pusher().run(&work).await.is_err();
+                    drop(invocation);
+                    if failed {
                         wsdr_core::Pause::pause(&pause, std::time::Duration::from_secs(1)).await;
                         let _ = match work {
                             wsdr_core::push::PushWork::Page(job) => {
@@ -393,6 +407,11 @@ impl Region {
             push_clock.clone(),
             Arc::new(crate::world::scale::ScaledPause(scale)),
         ));
+        let push_mapping = crate::world::mapping::QueueMapping::new(
+            crate::world::mapping::MappingSettings::aws(quotas.push.workers),
+            push_clock.clone(),
+            Arc::new(crate::world::scale::ScaledPause(scale)),
+        );
         let pusher = wsdr_core::push::Pusher::queued(
             service.clone(),
             quotas.push,
@@ -408,6 +427,7 @@ impl Region {
         let region = Arc::new(Self {
             stream,
             push_queue,
+            push_mapping,
             id,
             name: name.to_owned(),
             api_id: format!("lab{}", name.replace('-', "")),
