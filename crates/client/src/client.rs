@@ -406,6 +406,7 @@ pub struct ClientConfig {
     /// before it is settled as not standing.
     pub settle_window: Duration,
     /// Where connections go: TCP (default), or a simulation's in-memory network.
+    #[cfg(feature = "simulation")]
     pub network: wsdr_net::Network,
     /// Divides every duration above when the client starts (default 1: real time). A lab
     /// run at time scale 20 compresses AWS's minutes twentyfold; its clients must too.
@@ -483,6 +484,7 @@ impl ClientBuilder {
                 wall_clock: Arc::new(SystemWallClock),
                 url_provider: None,
                 fallback: None,
+                #[cfg(feature = "simulation")]
                 network: wsdr_net::Network::Tcp,
                 time_scale: 1.0,
             },
@@ -579,7 +581,9 @@ impl ClientBuilder {
         self
     }
 
-    /// Connect over `network` instead of the operating system's TCP (the lab's simulations).
+    /// Connect over `network` instead of the operating system's TCP (the lab's simulations;
+    /// feature `simulation`).
+    #[cfg(feature = "simulation")]
     pub fn network(mut self, network: wsdr_net::Network) -> Self {
         self.config.network = network;
         self
@@ -1145,23 +1149,31 @@ impl Runner {
         }
     }
 
+    /// How this client dials, with `token` (empty: none).
+    fn connect_options(&self, token: String) -> ConnectOptions {
+        ConnectOptions {
+            token: (!token.is_empty()).then_some(token),
+            placement: self.config.placement,
+            timeout: self.config.connect_timeout,
+            #[cfg(feature = "simulation")]
+            network: self.config.network.clone(),
+            ..ConnectOptions::default()
+        }
+    }
+
     /// Probe the global name once: connect with a fresh token, heartbeat, expect a pong.
     fn probe_global(&self) -> BoxFuture<'static, ProbeResult> {
         let url = self.global_url();
         let tokens = self.config.token_provider.clone();
-        let placement = self.config.placement;
         let timeout = self.config.connect_timeout;
-        let network = self.config.network.clone();
+        let options = self.connect_options(String::new());
         Box::pin(async move {
             let Ok(token) = tokens.token(false).await else {
                 return ProbeResult::Failed;
             };
             let options = ConnectOptions {
                 token: (!token.is_empty()).then_some(token),
-                placement,
-                timeout,
-                network,
-                ..ConnectOptions::default()
+                ..options
             };
             // Connect, then the heartbeat round trip the canary's probe uses too.
             let exchange = async {
@@ -1203,13 +1215,7 @@ impl Runner {
             });
             return Ok(None);
         }
-        let options = ConnectOptions {
-            token: (!token.is_empty()).then(|| token.clone()),
-            placement: self.config.placement,
-            timeout: self.config.connect_timeout,
-            network: self.config.network.clone(),
-            ..ConnectOptions::default()
-        };
+        let options = self.connect_options(token.clone());
         let url = match &self.policy {
             Some(policy) => policy.url(&self.global_url()),
             None => self.global_url(),

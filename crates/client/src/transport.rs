@@ -1,15 +1,54 @@
 //! One WebSocket connection, with failures classified by the layer that failed.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderValue, Uri};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-use wsdr_net::{DialError, Network, Stream};
+use wsdr_net::DialError;
+#[cfg(feature = "simulation")]
+use wsdr_net::Network;
 
 /// An open WebSocket.
 pub type WsStream = WebSocketStream<MaybeTlsStream<Stream>>;
+
+/// The byte stream under a connection: TCP (or, with the `simulation` feature, a simulated
+/// network's in-memory pipe). Its own type, so that no other crate's type is part of this
+/// crate's API.
+#[derive(Debug)]
+pub struct Stream(wsdr_net::Stream);
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+    }
+}
 
 /// Bytes one read from the socket may take.
 const READ_BUFFER_BYTES: usize = 8 * 1024;
@@ -78,6 +117,7 @@ pub struct ConnectOptions {
     /// Largest message accepted from the server.
     pub max_message_bytes: usize,
     /// Where connections go: TCP (default), or a simulation's in-memory network.
+    #[cfg(feature = "simulation")]
     pub network: Network,
     /// Dial this `host[:port]` instead of the URL's, keeping the URL's name for TLS (SNI and
     /// the certificate check) and the `Host` header, like curl's `--connect-to`: a probe of
@@ -93,8 +133,24 @@ impl Default for ConnectOptions {
             subprotocol: "wsdr".into(),
             timeout: Duration::from_secs(10),
             max_message_bytes: 1024 * 1024,
+            #[cfg(feature = "simulation")]
             network: Network::Tcp,
             connect_to: None,
+        }
+    }
+}
+
+impl ConnectOptions {
+    /// The network a connection is dialled on: the operating system's TCP, unless a
+    /// simulation set another.
+    fn dial_network(&self) -> wsdr_net::Network {
+        #[cfg(feature = "simulation")]
+        {
+            self.network.clone()
+        }
+        #[cfg(not(feature = "simulation"))]
+        {
+            wsdr_net::Network::Tcp
         }
     }
 }
@@ -242,9 +298,10 @@ async fn connect_inner(url: &str, options: &ConnectOptions) -> Result<WsStream, 
     };
 
     let stream = options
-        .network
+        .dial_network()
         .connect(&dial_host, dial_port)
         .await
+        .map(Stream)
         .map_err(|e| match e {
             DialError::Lookup(detail) => ConnectError::Dns(detail),
             DialError::Connect(detail) => ConnectError::Tcp(detail),
