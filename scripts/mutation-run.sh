@@ -5,7 +5,9 @@
 # (target/mutants/tree, reset to HEAD before each patch, so that only the files the last
 # and the next patch touch get new times and cargo rebuilds just their crates), never
 # touching the checkout. A patch whose first line is `# caught-by-test: <cargo test arguments>` is judged
-# by that test instead (it must fail). Usage: scripts/mutation-run.sh [runs per mutant,
+# by that test instead (it must fail); one whose first line is `# caught-by-command: <shell
+# command>` by that command, run in the mutant's tree (it must fail: the browser client's
+# mutants name `cd web && node --test test/`). Usage: scripts/mutation-run.sh [runs per mutant,
 # default 30] [patch ...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -17,6 +19,7 @@ mkdir -p "$work"
 export CARGO_TARGET_DIR="$work/target"
 status=0
 for patch in "${patches[@]}"; do
+  patch="$(realpath "$patch")"
   name="$(basename "$patch" .patch)"
   tree="$work/tree"
   if [ -d "$tree/.git" ] || [ -f "$tree/.git" ]; then
@@ -33,6 +36,21 @@ for patch in "${patches[@]}"; do
   # A mutant whose first line says `# caught-by-test: <cargo test arguments>` breaks a promise
   # that a named test keeps (not the campaign): that test must fail on it.
   test_args="$(sed -n '1s/^# caught-by-test: //p' "$patch")"
+  command="$(sed -n '1s/^# caught-by-command: //p' "$patch")"
+  if [ -n "$command" ]; then
+    set +e
+    # Bounded: a mutant that hangs its test is caught by the timeout (exit 124).
+    (cd "$tree" && timeout 900 bash -c "$command") >"$log" 2>&1
+    rc=$?
+    set -e
+    if [ "$rc" -ne 0 ]; then
+      echo "CAUGHT  $name: $command failed"
+    else
+      echo "MISSED  $name: $command passed"
+      status=1
+    fi
+    continue
+  fi
   if [ -n "$test_args" ]; then
     set +e
     # shellcheck disable=SC2086 # the arguments are words

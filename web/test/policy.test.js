@@ -223,7 +223,8 @@ function refusedSockets() {
   return counter;
 }
 
-test('the client gives up: after maxAttempts failed reconnects, or at once on TokenDenied', async () => {
+// Bounded: a client that never gives up fails the test instead of hanging it.
+test('the client gives up: after maxAttempts failed reconnects, or at once on TokenDenied', { timeout: 20000 }, async () => {
   const { AuctionClient, TokenDenied } = await import('../wsdr-client.js');
   const refusing = refusedSockets();
   const Refused = refusing.Socket;
