@@ -7,13 +7,39 @@ CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
 .PHONY: lambda-host-build lab evacuate restore check-concurrency smoke package-check npm-package-check deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
-.PHONY: all test unit fmt fmt-check lint clippy clippy-lean template-lint sam-validate demo bench clean \
+.PHONY: all test test-steps unit fmt fmt-check lint clippy clippy-lean template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
 all: test
 
 ## test: formatting, lints, every test (with DynamoDB Local started and stopped around them)
-test: fmt-check clippy-lean deps-check template-lint unit invoke-local lambda-host-build js-test npm-package-check browser-test package-check chaos-short
+TEST_STEPS := fmt-check clippy-lean deps-check template-lint unit invoke-local lambda-host-build js-test npm-package-check browser-test package-check chaos-short
+test:
+	@$(MAKE) --no-print-directory -j2 --output-sync=line test-steps WSDR_TEST_LANES=1
+test-steps: $(TEST_STEPS)
+
+# Two lanes, one per core of a 2-core machine: the test build and what needs it (the unit
+# tests, the browser test, the campaigns) in one, every other step in the other, in the order
+# below. Alone, each step is much of the time waiting (on pip and npm, on DynamoDB Local, on
+# one test binary at a time, on a single-threaded linter), and the other lane's compiler
+# takes that time. Each step still runs as it does alone; the installers they share take a
+# lock (scripts/install-lock.sh). Output is interleaved by line; a failure names its step.
+ifdef WSDR_TEST_LANES
+browser-test: | unit
+chaos-short: | browser-test
+clippy-lean: | fmt-check
+deps-check: | clippy-lean
+template-lint: | deps-check
+js-test: | template-lint
+npm-package-check: | js-test
+lambda-host-build: | npm-package-check
+package-check: | lambda-host-build
+invoke-local: | package-check unit
+# Without the jobserver in their environment, cargo and the tests size their own parallelism
+# to the machine, as they do alone; the lanes only decide what runs beside what.
+unexport MAKEFLAGS MFLAGS
+LEAN_TARGET_DIR = target/lean
+endif
 
 # `make test` lints while it builds: for the workspace's own crates, the test build runs
 # clippy-driver in place of rustc, exactly as `cargo clippy` does it (RUSTC_WORKSPACE_WRAPPER,
@@ -23,8 +49,8 @@ test: fmt-check clippy-lean deps-check template-lint unit invoke-local lambda-ho
 # runs under the same wrapper, so none of them rebuilds the workspace's crates. `make clippy`
 # is the two plain passes.
 CLIPPY_DRIVER := $(shell rustc --print sysroot 2>/dev/null)/bin/clippy-driver
-test: export RUSTC_WORKSPACE_WRAPPER := $(CLIPPY_DRIVER)
-test: export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
+test-steps: export RUSTC_WORKSPACE_WRAPPER := $(CLIPPY_DRIVER)
+test-steps: export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 
 # The lab binary (target/debug/wsdr) the browser test and chaos-short run. Alone, each builds
 # just that binary. Under `make test` the unit step has built it already, with the test
@@ -32,11 +58,17 @@ test: export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 # recompiles tokio and what sits on it: about a minute); asking cargo for the same test build
 # again finds it done.
 WSDR_BIN_BUILD = $(CARGO) build -p wsdr-lab --bin wsdr
-test: WSDR_BIN_BUILD = $(CARGO) test --workspace --all-targets --no-run --quiet
+test-steps: WSDR_BIN_BUILD = $(CARGO) test --workspace --all-targets --no-run --quiet
 # invoke-local runs the five functions from that same build (scripts/invoke_local.py,
 # `--only-lambda-apis`), instead of `cargo run` building them again without dev-dependency
 # features: about five minutes of a fresh clone's make test.
-test: export WSDR_LAMBDA_PREBUILT := 1
+test-steps: export WSDR_LAMBDA_PREBUILT := 1
+# The client's native-roots unit tests (package-check), on the test build's resolution: the
+# whole workspace with one feature more, so that only the crates above wsdr-client compile
+# again (alone, `-p wsdr-client` resolves features for one crate and rebuilds tokio and what
+# sits on it).
+NATIVE_ROOTS_TEST = $(CARGO) test --quiet -p wsdr-client --features native-roots --lib
+test-steps: NATIVE_ROOTS_TEST = $(CARGO) test --quiet --workspace --lib --features wsdr-client/native-roots
 
 ## unit: every Rust test (DynamoDB Local around them), then the rustdoc examples (on the same
 ## build: `-p` would resolve features for one crate and rebuild its dependencies)
@@ -67,11 +99,12 @@ package-check:
 	  -not -path '*/index.*' -exec rm -rf {} + 2>/dev/null || true
 	@rm -rf $(PACKAGE_TARGET)/debug/.fingerprint/wsdr-*
 	@# The release's own command, dry: packages the three and verifies each against the others.
-	$(CARGO) publish --dry-run --quiet --allow-dirty --target-dir $(PACKAGE_TARGET) -p wsdr-protocol -p wsdr-net -p wsdr-client
+	@# Without debug info (CARGO_PROFILE_DEV_DEBUG): these builds are compiled, never debugged.
+	CARGO_PROFILE_DEV_DEBUG=false $(CARGO) publish --dry-run --quiet --allow-dirty --target-dir $(PACKAGE_TARGET) -p wsdr-protocol -p wsdr-net -p wsdr-client
 	@# A new app from the client's README alone, outside the workspace, on those packages.
-	SCRATCH_TARGET_DIR=$(PACKAGE_TARGET) scripts/scratch-app-check.sh
+	CARGO_PROFILE_DEV_DEBUG=false SCRATCH_TARGET_DIR=$(PACKAGE_TARGET) scripts/scratch-app-check.sh
 	@# The client trusting the operating system's roots instead of the Mozilla set.
-	$(CARGO) test --quiet -p wsdr-client --features native-roots --lib
+	$(NATIVE_ROOTS_TEST)
 
 ## npm-package-check: the browser client as an npm package: npm pack, install into a scratch
 ## project, import both entries, exports = declarations, a consumer type-checked by tsc --strict
@@ -125,8 +158,11 @@ clippy: clippy-lean
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 ## clippy-lean: the lab as `make demo` builds it (no DynamoDB, no TLS), so that build cannot rot
+# Under `make test` in its own target directory: cargo locks a target directory for one
+# command at a time, and the test build runs beside it in the other lane.
+LEAN_TARGET_DIR ?=
 clippy-lean:
-	$(CARGO) clippy -p wsdr-lab --no-default-features --all-targets -- -D warnings
+	$(CARGO) clippy -p wsdr-lab --no-default-features --all-targets $(if $(LEAN_TARGET_DIR),--target-dir $(LEAN_TARGET_DIR)) -- -D warnings
 
 ## deps-check: what each crate may link (cargo tree): the domain no AWS, the client neither
 ## domain nor AWS, no Lambda the in-memory adapters or the lab, each Lambda only the AWS

@@ -3,6 +3,9 @@
 # pinned in tests/browser/package-lock.json. Prints nothing but errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root="$PWD"
+. "$root/scripts/install-lock.sh"
+install_lock browser-tools
 if [ ! -x /usr/bin/chromium ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive

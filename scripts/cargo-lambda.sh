@@ -6,6 +6,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 version="1.9.2"
 venv="$root/.tools/cargo-lambda"
 stamp="$venv/.wsdr-cargo-lambda-$version"
+. "$root/scripts/install-lock.sh"
+install_lock cargo-lambda
 if [ ! -f "$stamp" ]; then
   rm -rf "$venv"
   python3 -m venv "$venv"

@@ -5,6 +5,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.tools/venv"
 stamp="$venv/.wsdr-tools-v4"
+. "$root/scripts/install-lock.sh"
+install_lock python-tools
 if [ ! -f "$stamp" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check \

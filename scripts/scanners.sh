@@ -6,6 +6,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.tools/scanners"
 stamp="$venv/.wsdr-scanners-v1"
+. "$root/scripts/install-lock.sh"
+install_lock scanners
 if [ ! -f "$stamp" ]; then
   rm -rf "$venv"
   python3 -m venv "$venv"

