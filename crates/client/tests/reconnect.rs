@@ -374,7 +374,11 @@ async fn max_attempts_ends_in_gave_up() {
     let mut reconnects = 0;
     loop {
         match events.recv().await.unwrap() {
-            Event::Reconnecting { .. } => reconnects += 1,
+            Event::Reconnecting { .. } => {
+                reconnects += 1;
+                // Bounded: a client that never gives up fails here instead of looping.
+                assert!(reconnects <= 3, "a reconnect past max_attempts");
+            }
             Event::GaveUp { code, .. } => {
                 assert_eq!(code, wsdr_client::ReasonCode::AttemptsExhausted);
                 break;
