@@ -18,17 +18,18 @@ test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-steps WSDR_TEST_LANES=1
 test-steps: $(TEST_STEPS)
 
-# Two lanes, one per core of a 2-core machine: the test build and what needs it (the unit
-# tests, the browser test, the campaigns) in one, every other step in the other, in the order
-# below. Alone, each step is much of the time waiting (on pip and npm, on DynamoDB Local, on
-# one test binary at a time, on a single-threaded linter), and the other lane's compiler
-# takes that time. Each step still runs as it does alone; the installers they share take a
-# lock (scripts/install-lock.sh). Output is interleaved by line; a failure names its step.
+# Two lanes, one per core of a 2-core machine: the test build and what reuses it (the unit
+# tests, the lean lab's clippy pass, the browser test, the campaigns) in one, every other step
+# in the other, in the order below. Alone, each step is much of the time waiting (on pip and
+# npm, on DynamoDB Local, on one test binary at a time, on a single-threaded linter), and the
+# other lane's compiler takes that time. Each step still runs as it does alone; the installers
+# they share take a lock (scripts/install-lock.sh). Output is grouped by recipe line (make
+# prints a command's output when it ends); a failure names its step.
 ifdef WSDR_TEST_LANES
-browser-test: | unit
+clippy-lean: | unit
+browser-test: | clippy-lean
 chaos-short: | browser-test
-clippy-lean: | fmt-check
-deps-check: | clippy-lean
+deps-check: | fmt-check
 template-lint: | deps-check
 js-test: | template-lint
 npm-package-check: | js-test
@@ -38,7 +39,6 @@ invoke-local: | package-check unit
 # Without the jobserver in their environment, cargo and the tests size their own parallelism
 # to the machine, as they do alone; the lanes only decide what runs beside what.
 unexport MAKEFLAGS MFLAGS
-LEAN_TARGET_DIR = target/lean
 endif
 
 # `make test` lints while it builds: for the workspace's own crates, the test build runs
@@ -51,6 +51,13 @@ endif
 CLIPPY_DRIVER := $(shell rustc --print sysroot 2>/dev/null)/bin/clippy-driver
 test-steps: export RUSTC_WORKSPACE_WRAPPER := $(CLIPPY_DRIVER)
 test-steps: export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
+# A fresh clone's build has nothing to reuse: incremental compilation only writes its state.
+test-steps: export CARGO_INCREMENTAL := 0
+# The host cargo-lambda build of one function (the authorizer: the one without an AWS SDK
+# client, so the smallest build): the check is of cargo-lambda's build and layout, the same
+# for every function; the five functions' binaries start in invoke-local, from the test build.
+# `make lambda-host-build` alone builds all five.
+test-steps: export LAMBDA_HOST_FUNCTIONS := authorizer
 
 # The lab binary (target/debug/wsdr) the browser test and chaos-short run. Alone, each builds
 # just that binary. Under `make test` the unit step has built it already, with the test
@@ -158,11 +165,10 @@ clippy: clippy-lean
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 ## clippy-lean: the lab as `make demo` builds it (no DynamoDB, no TLS), so that build cannot rot
-# Under `make test` in its own target directory: cargo locks a target directory for one
-# command at a time, and the test build runs beside it in the other lane.
-LEAN_TARGET_DIR ?=
+# Under `make test` after the test build, in its target directory: the proc macros and build
+# scripts the two resolutions share are compiled once.
 clippy-lean:
-	$(CARGO) clippy -p wsdr-lab --no-default-features --all-targets $(if $(LEAN_TARGET_DIR),--target-dir $(LEAN_TARGET_DIR)) -- -D warnings
+	$(CARGO) clippy -p wsdr-lab --no-default-features --all-targets -- -D warnings
 
 ## deps-check: what each crate may link (cargo tree): the domain no AWS, the client neither
 ## domain nor AWS, no Lambda the in-memory adapters or the lab, each Lambda only the AWS

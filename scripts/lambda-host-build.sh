@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The deployable build path, on this machine: `cargo lambda build --release` for the host
 # (x86_64; arm64 needs a Rust target this machine cannot install: the release workflow builds
-# it), all five functions, into cargo-lambda's own layout, <dir>/<function>/bootstrap, which
-# `sam build` (BuildMethod: rust-cargolambda) and `sam package` take. The release profile's
+# it), the five functions (or those LAMBDA_HOST_FUNCTIONS names), into cargo-lambda's own
+# layout, <dir>/<function>/bootstrap, which `sam build` (BuildMethod: rust-cargolambda) and `sam package` take. The release profile's
 # optimizations (fat LTO, one codegen unit, opt-level s) are switched off here through cargo's
 # environment: what is checked is cargo-lambda's build and layout, in about two minutes
 # instead of ten; the optimized build is `make package`'s. Each bootstrap must be an
@@ -12,7 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 lambda="$(scripts/cargo-lambda.sh)"
 out="$PWD/target/lambda-host"
-functions=(ws-handler authorizer canary evacuator health)
+all=(ws-handler authorizer canary evacuator health)
+# LAMBDA_HOST_FUNCTIONS (space-separated) builds some of them (make test: the authorizer).
+read -r -a functions <<<"${LAMBDA_HOST_FUNCTIONS:-${all[*]}}"
+for fn in "${functions[@]}"; do
+  [[ " ${all[*]} " == *" $fn "* ]] || { echo "unknown function $fn (one of: ${all[*]})"; exit 2; }
+done
 # Its own target directory (cargo-lambda builds with --target and its own rustflags, so
 # nothing of the test build is reused, and nothing of it is invalidated); no clippy wrapper.
 env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS PATH="$lambda:$PATH" CARGO_TARGET_DIR="$out/target" \
