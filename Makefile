@@ -201,7 +201,7 @@ invoke-local:
 	bin="$$(scripts/python-tools.sh)"; lambda="$$(scripts/cargo-lambda.sh)"; \
 	  PATH="$$lambda:$$PATH" scripts/with-dynamodb-local.sh "$$bin/python" scripts/invoke_local.py
 
-## lambda-host-build: `cargo lambda build --release` of the five functions for this machine
+## lambda-host-build: `cargo lambda build --release` of the five functions (make test: the authorizer) for this machine
 ## (x86_64), checked: cargo-lambda's bootstrap layout, each an ELF that stops at once outside
 ## Lambda saying why (scripts/lambda-host-build.sh; arm64 is the release workflow's)
 lambda-host-build:

@@ -2,8 +2,8 @@
 # The deployable build path, on this machine: `cargo lambda build --release` for the host
 # (x86_64; arm64 needs a Rust target this machine cannot install: the release workflow builds
 # it), the five functions (or those LAMBDA_HOST_FUNCTIONS names), into cargo-lambda's own
-# layout, <dir>/<function>/bootstrap, which `sam build` (BuildMethod: rust-cargolambda) and `sam package` take. The release profile's
-# optimizations (fat LTO, one codegen unit, opt-level s) are switched off here through cargo's
+# layout, <dir>/<function>/bootstrap, which `sam build` (BuildMethod: rust-cargolambda) and
+# `sam package` take. The release profile's optimizations (fat LTO, one codegen unit, opt-level s) are switched off here through cargo's
 # environment: what is checked is cargo-lambda's build and layout, in about two minutes
 # instead of ten; the optimized build is `make package`'s. Each bootstrap must be an
 # executable ELF for this machine that, started outside Lambda, fails at once saying it has no
