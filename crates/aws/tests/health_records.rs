@@ -1,51 +1,76 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
-//! HealthRecords against DynamoDB Local: the fast verdict's records beside the auction items.
+//! HealthRecords against DynamoDB Local: the fast verdicts' records beside the auction items,
+//! each source under its own partition key.
 
 mod common;
 
 use wsdr_aws::HealthRecords;
 use wsdr_core::HealthLedger;
+use wsdr_core::VerdictSource::{Inside, Judge};
 
 #[tokio::test]
-async fn rounds_and_verdicts_round_trip_per_api_and_vantage_point() {
+async fn verdicts_and_changes_round_trip_per_api_and_source() {
     let client = common::client();
     let table = common::state_table(&client).await;
-    let records = HealthRecords::new(client, &table);
-    assert_eq!(records.verdict("api1").await.unwrap(), None);
-    assert_eq!(records.round("api1", "inside").await.unwrap(), None);
+    let records = HealthRecords::new(client.clone(), &table);
+    assert_eq!(records.verdict("api1", Inside).await.unwrap(), None);
     records
-        .put_round("api1", "inside", false, 1_000)
+        .put_round("api1", Inside, false, 1_000)
         .await
         .unwrap();
     records
-        .put_round("api1", "outside", true, 1_200)
+        .put_verdict("api1", Inside, false, 2_000)
+        .await
+        .unwrap();
+    records
+        .put_verdict("api1", Inside, true, 3_000)
+        .await
+        .unwrap();
+    records
+        .put_verdict("api1", Judge, false, 2_500)
         .await
         .unwrap();
     assert_eq!(
-        records.round("api1", "inside").await.unwrap(),
-        Some((false, 1_000))
-    );
-    assert_eq!(
-        records.round("api1", "outside").await.unwrap(),
-        Some((true, 1_200))
-    );
-    assert_eq!(records.round("api2", "inside").await.unwrap(), None);
-    records.put_verdict("api1", false, 2_000).await.unwrap();
-    records.put_verdict("api1", true, 3_000).await.unwrap();
-    assert_eq!(
-        records.verdict("api1").await.unwrap(),
+        records.verdict("api1", Inside).await.unwrap(),
         Some((true, 3_000)),
         "the latest verdict"
     );
-    assert_eq!(records.last_change("api1").await.unwrap(), None);
-    records.put_change("api1", false, 2_000).await.unwrap();
     assert_eq!(
-        records.last_change("api1").await.unwrap(),
+        records.verdict("api1", Judge).await.unwrap(),
+        Some((false, 2_500)),
+        "the judge's verdict is its own item"
+    );
+    assert_eq!(records.verdict("api2", Inside).await.unwrap(), None);
+    assert_eq!(records.last_change("api1", Judge).await.unwrap(), None);
+    records
+        .put_change("api1", Judge, false, 2_000)
+        .await
+        .unwrap();
+    assert_eq!(
+        records.last_change("api1", Judge).await.unwrap(),
         Some((false, 2_000))
     );
+    assert_eq!(records.last_change("api1", Inside).await.unwrap(), None);
     assert_eq!(
-        records.verdict("api1").await.unwrap(),
-        Some((true, 3_000)),
+        records.verdict("api1", Judge).await.unwrap(),
+        Some((false, 2_500)),
         "a change is its own item"
     );
+    // Each source's items under its own partition key: what dynamodb:LeadingKeys scopes.
+    for (source, pk) in [(Inside, "HEALTH#api1"), (Judge, "JUDGE#api1")] {
+        assert_eq!(wsdr_aws::health::pk("api1", source), pk);
+        let item = client
+            .get_item()
+            .table_name(&table)
+            .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(pk.into()))
+            .key(
+                "sk",
+                aws_sdk_dynamodb::types::AttributeValue::S("VERDICT".into()),
+            )
+            .send()
+            .await
+            .unwrap()
+            .item;
+        assert!(item.is_some(), "{pk} VERDICT");
+    }
 }

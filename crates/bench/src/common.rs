@@ -109,8 +109,8 @@ pub fn quotas(connect_rate: f64, post_latency: Duration, concurrency: usize) -> 
         max_message_bytes: 128 * 1024,
         herd_hint: None,
         consistency: wsdr_core::Consistency::Eventual,
-        verdict_age: wsdr_core::VerdictAge::DEFAULT,
-        secondary_holds: true,
+        stale_after_ms: wsdr_core::STALE_AFTER_MS,
+        function_url: wsdr_lab::world::route53::UrlPermissions::BOTH,
         push: wsdr_core::PushSettings::default(),
     }
 }

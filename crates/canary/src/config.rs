@@ -50,8 +50,9 @@ pub struct Config {
 }
 
 /// The fast path: every invocation also runs probe rounds every few seconds for most of its
-/// minute, records each round (`HealthLedger`, the state table), and, when it decides, the
-/// fast verdict (`wsdr_core::FastVerdict`) that the Region's health endpoint serves.
+/// minute, records each round (`HealthLedger`, the state table), and, when it decides, its
+/// own fast verdict (`wsdr_core::FastVerdict`), which the health function of the Region it
+/// writes in serves.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FastRounds {
     /// `FAST_PROBE_INTERVAL_SECONDS`: between rounds (1 to 30).
@@ -59,11 +60,13 @@ pub struct FastRounds {
     /// `FAST_WINDOW_SECONDS` (default 55): how long one invocation runs rounds (the next
     /// one starts a minute after this one).
     pub window: Duration,
-    /// `FAST_VANTAGE` (default `inside`): the name this canary's rounds are recorded under.
-    pub vantage: String,
-    /// `FAST_DECIDE_WITH`: with `FAST_DECIDES=true`, the other vantage points whose latest
-    /// rounds count with this one's (comma-separated; empty: this one alone).
-    pub decides: Option<Vec<String>>,
+    /// `FAST_VANTAGE`: `inside` (default: a Region's canary probing itself, its records
+    /// under `HEALTH#<apiId>`) or `outside` (the watcher in the judge probing the primary,
+    /// under `JUDGE#<apiId>`).
+    pub source: wsdr_core::VerdictSource,
+    /// `FAST_DECIDES` (default `true`): decide and record this vantage point's verdict from
+    /// its own rounds; `false` records the rounds alone.
+    pub decides: bool,
     /// `FAST_FAIL_AFTER` (3) and `FAST_RECOVER_AFTER` (12): rounds in a row at every vantage
     /// point.
     pub fail_after: u32,
@@ -139,18 +142,20 @@ impl Config {
             interval => Some(FastRounds {
                 interval: Duration::from_secs(interval),
                 window: Duration::from_secs(env.number("FAST_WINDOW_SECONDS", 55)?.clamp(1, 840)),
-                vantage: env.get("FAST_VANTAGE").unwrap_or_else(|| "inside".into()),
+                source: match env.get("FAST_VANTAGE").as_deref() {
+                    None | Some("inside") => wsdr_core::VerdictSource::Inside,
+                    Some("outside") => wsdr_core::VerdictSource::Judge,
+                    Some(other) => {
+                        return Err(EnvError::Invalid {
+                            name: "FAST_VANTAGE",
+                            reason: format!("`{other}`: use inside or outside"),
+                        }
+                        .into())
+                    }
+                },
                 decides: match env.get("FAST_DECIDES").as_deref() {
-                    None | Some("false") => None,
-                    Some("true") => Some(
-                        env.get("FAST_DECIDE_WITH")
-                            .unwrap_or_default()
-                            .split(',')
-                            .map(str::trim)
-                            .filter(|v| !v.is_empty())
-                            .map(str::to_owned)
-                            .collect(),
-                    ),
+                    None | Some("true") => true,
+                    Some("false") => false,
                     Some(other) => {
                         return Err(EnvError::Invalid {
                             name: "FAST_DECIDES",

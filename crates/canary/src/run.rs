@@ -93,20 +93,22 @@ impl Canary {
     }
 
     /// The fast rounds of one invocation: a probe every `interval` for `window`, each
-    /// recorded under this canary's vantage point; when it decides, each round also reads the
-    /// other vantage points' latest rounds (stale or missing: failed there), folds them into
-    /// the fast verdict and records it. Nothing to do without `config.fast` and a ledger.
+    /// recorded under this canary's source; when it decides, each round also folds into its
+    /// fast verdict (this vantage point's alone: docs/DEPLOY.md, "Who decides"), recorded
+    /// every round and, on a change, as a change. Nothing to do without `config.fast` and a
+    /// ledger.
     pub async fn fast_rounds(&self) -> FastReport {
         let (Some(fast), Some(ledger)) = (&self.config.fast, &self.ledger) else {
             return FastReport::default();
         };
         let api_id = &self.config.api_id;
+        let source = fast.source;
         let mut report = FastReport::default();
         let mut guard = self.fast_verdict.lock().await;
-        if let (None, Some(others)) = (&*guard, &fast.decides) {
-            // A cold start resumes the recorded verdict (held while stale, as the health
-            // endpoint holds it): a restart never writes "serve" over a failover.
-            let recorded = match ledger.verdict(api_id).await {
+        if guard.is_none() && fast.decides {
+            // A cold start resumes the recorded verdict: a restart never writes "serve" over
+            // a failover its previous instance decided.
+            let recorded = match ledger.verdict(api_id, source).await {
                 Ok(v) => v,
                 Err(error) => {
                     tracing::warn!(%error, "fast verdict unreadable at start");
@@ -114,19 +116,11 @@ impl Canary {
                     None
                 }
             };
-            let serving = wsdr_core::endpoint_serves(
-                recorded,
-                self.clock.now_ms(),
-                wsdr_core::VerdictAge::DEFAULT,
-            );
             *guard = Some(
-                FastVerdict::new(fast.fail_after, fast.recover_after, 1 + others.len())
-                    .resuming(serving),
+                FastVerdict::new(fast.fail_after, fast.recover_after, 1)
+                    .resuming(wsdr_core::resumed_verdict(recorded)),
             );
         }
-        // A round recorded elsewhere counts if it is at most two rounds (and a replication
-        // second or so) old.
-        let fresh_ms = u64::try_from((fast.interval * 2).as_millis()).unwrap_or(u64::MAX) + 5_000;
         let started = tokio::time::Instant::now();
         let rounds =
             ((fast.window.as_secs_f64() / fast.interval.as_secs_f64()).floor() as u32).max(1);
@@ -138,38 +132,26 @@ impl Canary {
                 report.failed_rounds += 1;
             }
             let now = self.clock.now_ms();
-            if let Err(error) = ledger.put_round(api_id, &fast.vantage, ok, now).await {
+            if let Err(error) = ledger.put_round(api_id, source, ok, now).await {
                 tracing::warn!(%error, "fast round not recorded");
                 report.ledger_errors += 1;
             }
-            let (Some(others), Some(verdict)) = (&fast.decides, guard.as_mut()) else {
+            let Some(verdict) = guard.as_mut() else {
                 continue;
             };
-            let mut results = vec![Some(ok)];
-            for other in others {
-                let seen = match ledger.round(api_id, other).await {
-                    Ok(seen) => seen,
-                    Err(error) => {
-                        tracing::warn!(%error, vantage = %other, "fast round unreadable");
-                        report.ledger_errors += 1;
-                        None
-                    }
-                };
-                results.push(
-                    seen.filter(|(_, at)| now.saturating_sub(*at) <= fresh_ms)
-                        .map(|(ok, _)| ok),
-                );
-            }
-            if let Some(serve) = verdict.round(&results) {
-                tracing::warn!(serve, api_id = %api_id, "fast verdict changed");
-                // The change on its own record: the automatic evacuation listens to it.
-                if let Err(error) = ledger.put_change(api_id, serve, now).await {
+            if let Some(serve) = verdict.round(&[Some(ok)]) {
+                tracing::warn!(serve, api_id = %api_id, ?source, "fast verdict changed");
+                // The change on its own record: the judge's is the fail-over order.
+                if let Err(error) = ledger.put_change(api_id, source, serve, now).await {
                     tracing::warn!(%error, "fast verdict change not recorded");
                     report.ledger_errors += 1;
                 }
             }
             report.serves = Some(verdict.serves());
-            if let Err(error) = ledger.put_verdict(api_id, verdict.serves(), now).await {
+            if let Err(error) = ledger
+                .put_verdict(api_id, source, verdict.serves(), now)
+                .await
+            {
                 tracing::warn!(%error, "fast verdict not recorded");
                 report.ledger_errors += 1;
             }

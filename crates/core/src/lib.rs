@@ -43,8 +43,8 @@ pub use push::{
 };
 pub use service::{AuctionService, BidReason, HerdHint, Reply};
 pub use verdict::{
-    endpoint_answer, endpoint_serves, secondary_holds, EndpointAnswer, FailoverRule, FastVerdict,
-    VerdictAge,
+    resumed_verdict, FailoverRule, FastVerdict, HealthRoute, Judged, VerdictAnswer, VerdictSource,
+    SEARCH_STRING, STALE_AFTER_MS,
 };
 
 /// Result of every fallible domain operation.

@@ -523,40 +523,73 @@ impl Connections for MemoryConnections {
 /// An in-memory [`crate::HealthLedger`].
 #[derive(Debug, Default)]
 pub struct MemoryHealthLedger {
-    rounds: Mutex<BTreeMap<(String, String), (bool, u64)>>,
-    verdicts: Mutex<BTreeMap<String, (bool, u64)>>,
-    changes: Mutex<BTreeMap<String, (bool, u64)>>,
+    rounds: Mutex<BTreeMap<(String, crate::VerdictSource), (bool, u64)>>,
+    verdicts: Mutex<BTreeMap<(String, crate::VerdictSource), (bool, u64)>>,
+    changes: Mutex<BTreeMap<(String, crate::VerdictSource), (bool, u64)>>,
+}
+
+impl MemoryHealthLedger {
+    /// The last round recorded for `api_id` by `source` (tests).
+    pub fn round(&self, api_id: &str, source: crate::VerdictSource) -> Option<(bool, u64)> {
+        lock(&self.rounds)
+            .get(&(api_id.to_owned(), source))
+            .copied()
+    }
 }
 
 #[async_trait]
 impl crate::HealthLedger for MemoryHealthLedger {
-    async fn put_round(&self, api_id: &str, vantage: &str, ok: bool, at_ms: u64) -> Result<()> {
-        lock(&self.rounds).insert((api_id.to_owned(), vantage.to_owned()), (ok, at_ms));
+    async fn put_round(
+        &self,
+        api_id: &str,
+        source: crate::VerdictSource,
+        ok: bool,
+        at_ms: u64,
+    ) -> Result<()> {
+        lock(&self.rounds).insert((api_id.to_owned(), source), (ok, at_ms));
         Ok(())
     }
 
-    async fn round(&self, api_id: &str, vantage: &str) -> Result<Option<(bool, u64)>> {
-        Ok(lock(&self.rounds)
-            .get(&(api_id.to_owned(), vantage.to_owned()))
+    async fn put_verdict(
+        &self,
+        api_id: &str,
+        source: crate::VerdictSource,
+        serve: bool,
+        at_ms: u64,
+    ) -> Result<()> {
+        lock(&self.verdicts).insert((api_id.to_owned(), source), (serve, at_ms));
+        Ok(())
+    }
+
+    async fn verdict(
+        &self,
+        api_id: &str,
+        source: crate::VerdictSource,
+    ) -> Result<Option<(bool, u64)>> {
+        Ok(lock(&self.verdicts)
+            .get(&(api_id.to_owned(), source))
             .copied())
     }
 
-    async fn put_verdict(&self, api_id: &str, serve: bool, at_ms: u64) -> Result<()> {
-        lock(&self.verdicts).insert(api_id.to_owned(), (serve, at_ms));
+    async fn put_change(
+        &self,
+        api_id: &str,
+        source: crate::VerdictSource,
+        serve: bool,
+        at_ms: u64,
+    ) -> Result<()> {
+        lock(&self.changes).insert((api_id.to_owned(), source), (serve, at_ms));
         Ok(())
     }
 
-    async fn verdict(&self, api_id: &str) -> Result<Option<(bool, u64)>> {
-        Ok(lock(&self.verdicts).get(api_id).copied())
-    }
-
-    async fn put_change(&self, api_id: &str, serve: bool, at_ms: u64) -> Result<()> {
-        lock(&self.changes).insert(api_id.to_owned(), (serve, at_ms));
-        Ok(())
-    }
-
-    async fn last_change(&self, api_id: &str) -> Result<Option<(bool, u64)>> {
-        Ok(lock(&self.changes).get(api_id).copied())
+    async fn last_change(
+        &self,
+        api_id: &str,
+        source: crate::VerdictSource,
+    ) -> Result<Option<(bool, u64)>> {
+        Ok(lock(&self.changes)
+            .get(&(api_id.to_owned(), source))
+            .copied())
     }
 }
 

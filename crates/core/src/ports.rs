@@ -155,21 +155,50 @@ pub struct Census {
     pub counted_at_ms: u64,
 }
 
-/// The fast verdict's shared records (the state table in AWS, readable from every Region):
-/// each vantage point's latest probe round, and the verdict on each API's Region.
-/// Timestamps are epoch ms by the writer's clock.
+/// The fast verdicts' records (the state table in AWS). Each record is written by one
+/// source in one Region ([`crate::VerdictSource`]: a Region's own canary in that Region, the
+/// watcher in the judge) and read in that same Region, so the writer's and the reader's
+/// clocks are one Region's. Timestamps are epoch ms by the writer's clock.
 #[async_trait]
 pub trait HealthLedger: Send + Sync {
-    async fn put_round(&self, api_id: &str, vantage: &str, ok: bool, at_ms: u64) -> Result<()>;
-    async fn round(&self, api_id: &str, vantage: &str) -> Result<Option<(bool, u64)>>;
-    /// `serve`: the API's Region should serve.
-    async fn put_verdict(&self, api_id: &str, serve: bool, at_ms: u64) -> Result<()>;
-    async fn verdict(&self, api_id: &str) -> Result<Option<(bool, u64)>>;
-    /// Record that the verdict just changed (written on a change only, unlike the verdict
-    /// itself, which is rewritten every round): what acts on a failover listens to these.
-    async fn put_change(&self, api_id: &str, serve: bool, at_ms: u64) -> Result<()>;
-    /// The last change recorded, if any.
-    async fn last_change(&self, api_id: &str) -> Result<Option<(bool, u64)>>;
+    /// One probe round of `source`'s view of `api_id`'s Region (for diagnostics: no verdict
+    /// is decided from another source's rounds).
+    async fn put_round(
+        &self,
+        api_id: &str,
+        source: crate::VerdictSource,
+        ok: bool,
+        at_ms: u64,
+    ) -> Result<()>;
+    /// `serve`: the API's Region should serve, in `source`'s view.
+    async fn put_verdict(
+        &self,
+        api_id: &str,
+        source: crate::VerdictSource,
+        serve: bool,
+        at_ms: u64,
+    ) -> Result<()>;
+    async fn verdict(
+        &self,
+        api_id: &str,
+        source: crate::VerdictSource,
+    ) -> Result<Option<(bool, u64)>>;
+    /// Record that `source`'s verdict just changed (written on a change only, unlike the
+    /// verdict itself, which is rewritten every round): the judge's change is the fail-over
+    /// order the evacuation listens to.
+    async fn put_change(
+        &self,
+        api_id: &str,
+        source: crate::VerdictSource,
+        serve: bool,
+        at_ms: u64,
+    ) -> Result<()>;
+    /// The last change `source` recorded, if any.
+    async fn last_change(
+        &self,
+        api_id: &str,
+        source: crate::VerdictSource,
+    ) -> Result<Option<(bool, u64)>>;
 }
 
 /// Pushes a frame to one connection (`@connections` POST in AWS).

@@ -47,16 +47,14 @@ impl FailoverRule {
 }
 
 /// The fast verdict, for Route 53 endpoint health checks (which poll every 10 s) instead of
-/// a one-minute alarm: probe rounds every few seconds from several vantage points (in AWS,
-/// the watcher in the other Region and the Region's own canary; a vantage point that sent no
-/// result in a round counts as failed there).
+/// a one-minute alarm: probe rounds every few seconds from one vantage point (a Region's own
+/// canary probing it from inside, or the watcher in the judge probing the primary from
+/// outside; a round without a result counts as failed). Each vantage point decides its own
+/// verdict, written in its own Region only; Route 53 combines them (docs/DEPLOY.md, "Who
+/// decides"), so that no view has to cross the path between the Regions to be counted.
 ///
-/// Fail over only when **every** vantage point has failed `fail_after` rounds in a row, so a
-/// fault between one vantage point and the Region (a broken watcher, a network path only it
-/// uses) can never fail a healthy Region over. Not a partition between the two Regions: the
-/// watcher's probe and the Region's own rounds (which reach the judge by replication) both
-/// cross it, so both fail and a healthy primary is failed over (docs/DEPLOY.md, the
-/// dependency table, drilled by `inter-region-partition`). Serve again only when every vantage point has succeeded
+/// Fail over when every vantage point given to [`FastVerdict::new`] (one, as deployed) has
+/// failed `fail_after` rounds in a row. Serve again only when each has succeeded
 /// `recover_after` rounds in a row (slow failback, as with the minute rule). With rounds every
 /// 5 s, 3 and 12: a Region is failed over 15 s after it stops answering, and taken back after
 /// a healthy minute.
@@ -157,72 +155,156 @@ impl FastVerdict {
     }
 }
 
-/// How long a recorded verdict is evidence. Younger than `stale_after`: fresh. Older but
-/// younger than `hold`: stale, and still what the endpoint answers (last known status, as
-/// Route 53's own `LastKnownStatus`): a watcher that falls silent after a failover (a failed
-/// secret read at cold start, an EventBridge delay, a deploy) must not send everyone back to
-/// the dead Region it failed over from. Older than `hold`, or none ever: no evidence, serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VerdictAge {
-    pub stale_after_ms: u64,
-    pub hold_ms: u64,
+/// Who wrote a fast verdict, and so where it lives: every verdict item has exactly one writer
+/// Region (the rule every item written in two Regions must keep, docs/DATA_MODEL.md), and is
+/// read in that Region only, so no clock but the writer Region's ever judges its age.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictSource {
+    /// The Region's own canary, probing it from inside: written in that Region
+    /// (`HEALTH#<apiId>`), served there as `/self`.
+    Inside,
+    /// The watcher in the judge (the secondary), probing the primary from outside it:
+    /// written in the judge (`JUDGE#<apiId>`), served there as `/primary`.
+    Judge,
+    /// A rehearsal's forced stand-in for [`VerdictSource::Inside`] (`wsdr rehearse`): written
+    /// in the judged Region, served there as `/rehearsal/self`.
+    RehearsalInside,
+    /// A rehearsal's forced stand-in for [`VerdictSource::Judge`]: written in the judge,
+    /// served there as `/rehearsal/primary`.
+    RehearsalJudge,
 }
 
-impl VerdictAge {
-    /// The defaults: stale after 60 s, held for 6 hours (a Regional outage's usual length;
-    /// the stale answer is alarmed from its first minute).
-    pub const DEFAULT: VerdictAge = VerdictAge {
-        stale_after_ms: 60_000,
-        hold_ms: 6 * 3_600_000,
-    };
-}
-
-/// What a Region's health endpoint answers, and whether the verdict it rests on is stale
-/// (an alarm: the watcher is silent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EndpointAnswer {
-    pub serves: bool,
-    pub stale: bool,
-}
-
-/// What a Region's health endpoint answers from the latest fast verdict on it, recorded at
-/// `at_ms`: the verdict while it is younger than `age.hold_ms` (fresh, or stale and held),
-/// serve otherwise. A Region itself gone is what Route 53's checkers see as no answer at all.
-pub fn endpoint_answer(
-    verdict: Option<(bool, u64)>,
-    now_ms: u64,
-    age: VerdictAge,
-) -> EndpointAnswer {
-    match verdict {
-        Some((serve, at_ms)) => {
-            let old = now_ms.saturating_sub(at_ms);
-            EndpointAnswer {
-                serves: if old <= age.hold_ms { serve } else { true },
-                stale: old > age.stale_after_ms,
-            }
+impl VerdictSource {
+    /// The partition-key prefix of this source's records (`dynamodb:LeadingKeys` scopes each
+    /// writer's role to its own prefix: template.yaml).
+    pub fn key_prefix(self) -> &'static str {
+        match self {
+            VerdictSource::Inside => "HEALTH#",
+            VerdictSource::Judge => "JUDGE#",
+            VerdictSource::RehearsalInside => "REHEARSAL-SELF#",
+            VerdictSource::RehearsalJudge => "REHEARSAL-JUDGE#",
         }
-        None => EndpointAnswer {
-            serves: true,
-            stale: false,
-        },
     }
 }
 
-/// Whether the secondary's failover record is healthy, from both verdicts: its own, or the
-/// primary failed over. "When the secondary resource record set is unhealthy, Route 53
-/// responds to DNS queries with the applicable value from the primary resource record set
-/// regardless of the health of the primary" (Route 53 API Reference, `ResourceRecordSet`,
-/// `Failover`), so marking the secondary unhealthy while the primary is failed over can only send new
-/// connections to the Region already judged failing. The usual way the secondary fails then
-/// is the failover itself: the whole audience's reconnect herd, or a survivor whose requests
-/// are slow, makes its own probes time out (docs/DEPLOY.md, case 7 of "What follows").
-pub fn secondary_holds(secondary_serves: bool, primary_serves: bool) -> bool {
-    secondary_serves || !primary_serves
+/// The string Route 53's `HTTPS_STR_MATCH` checks search for (`SearchString`): only a fresh
+/// "serve" answer contains it.
+pub const SEARCH_STRING: &str = "verdict=serve";
+
+/// A verdict older than this (the writer silent: the canary's minute has a 10 s gap between
+/// two invocations' rounds, and EventBridge may start one late) is no evidence that the
+/// Region serves.
+pub const STALE_AFTER_MS: u64 = 60_000;
+
+/// What a health function answers about one verdict. Every answer is HTTP 200 with a body
+/// that says which (no cache, retry or "last known" rule anywhere between the function and
+/// Route 53 can turn one into another: docs/DEPLOY.md, "Who decides"); only [`Serve`]'s
+/// body contains [`SEARCH_STRING`].
+///
+/// [`Serve`]: VerdictAnswer::Serve
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerdictAnswer {
+    /// A verdict younger than [`STALE_AFTER_MS`] that says serve.
+    Serve,
+    /// A verdict younger than [`STALE_AFTER_MS`] that says fail over.
+    FailOver,
+    /// The latest verdict is older than [`STALE_AFTER_MS`]: its writer is silent. Not
+    /// evidence for the Region, whatever it said (the other view decides: docs/DEPLOY.md).
+    Stale,
+    /// No verdict was ever written here.
+    Missing,
+    /// The table could not be read.
+    Unreadable,
 }
 
-/// [`endpoint_answer`]'s verdict alone.
-pub fn endpoint_serves(verdict: Option<(bool, u64)>, now_ms: u64, age: VerdictAge) -> bool {
-    endpoint_answer(verdict, now_ms, age).serves
+impl VerdictAnswer {
+    /// The body the function sends (HTTP 200 in every case).
+    pub fn body(self) -> &'static str {
+        match self {
+            VerdictAnswer::Serve => "verdict=serve\n",
+            VerdictAnswer::FailOver => "verdict=fail-over\n",
+            VerdictAnswer::Stale => "verdict=stale (its writer is silent)\n",
+            VerdictAnswer::Missing => "verdict=none (never written here)\n",
+            VerdictAnswer::Unreadable => "verdict=unreadable (the table failed)\n",
+        }
+    }
+
+    /// Whether a Route 53 string-match check finds [`SEARCH_STRING`] in the body.
+    pub fn serves(self) -> bool {
+        self.body().contains(SEARCH_STRING)
+    }
+
+    /// The answer from the latest verdict read (`Err(())`: unreadable), recorded at its
+    /// `at_ms` and judged at `now_ms` by the same Region's clock.
+    pub fn of(verdict: Result<Option<(bool, u64)>, ()>, now_ms: u64, stale_after_ms: u64) -> Self {
+        match verdict {
+            Err(()) => VerdictAnswer::Unreadable,
+            Ok(None) => VerdictAnswer::Missing,
+            Ok(Some((_, at_ms))) if now_ms.saturating_sub(at_ms) > stale_after_ms => {
+                VerdictAnswer::Stale
+            }
+            Ok(Some((true, _))) => VerdictAnswer::Serve,
+            Ok(Some((false, _))) => VerdictAnswer::FailOver,
+        }
+    }
+}
+
+/// Whose verdict a health function path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judged {
+    /// The function's own Region (its `API_ID`).
+    ThisRegion,
+    /// The primary (`PRIMARY_API_ID`: the judge only).
+    Primary,
+}
+
+/// What a request to a health function asks for: one verdict, or nothing it serves. The
+/// function's one routing table, shared by the Lambda and the lab (docs/DEPLOY.md, "Who
+/// decides").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthRoute {
+    /// Read `source`'s verdict on `judged`'s Region and answer it.
+    Verdict {
+        judged: Judged,
+        source: VerdictSource,
+    },
+    /// 404: not a path of the function (or `/primary` on a function that judges no primary).
+    NotFound,
+    /// 405: `GET` and `HEAD` only.
+    MethodNotAllowed,
+}
+
+impl HealthRoute {
+    /// | path | answers |
+    /// |---|---|
+    /// | `/self` | this Region's own canary's verdict on it (the inside view) |
+    /// | `/primary` | the judge's verdict on the primary (the outside view; the judge only) |
+    /// | `/rehearsal/self`, `/rehearsal/primary` | the same two, forced by `wsdr rehearse` |
+    pub fn of(method: &str, path: &str, judges_primary: bool) -> Self {
+        if method != "GET" && method != "HEAD" {
+            return HealthRoute::MethodNotAllowed;
+        }
+        let (judged, source) = match path {
+            "/self" => (Judged::ThisRegion, VerdictSource::Inside),
+            "/primary" => (Judged::Primary, VerdictSource::Judge),
+            "/rehearsal/self" => (Judged::ThisRegion, VerdictSource::RehearsalInside),
+            "/rehearsal/primary" => (Judged::Primary, VerdictSource::RehearsalJudge),
+            _ => return HealthRoute::NotFound,
+        };
+        if judged == Judged::Primary && !judges_primary {
+            return HealthRoute::NotFound;
+        }
+        HealthRoute::Verdict { judged, source }
+    }
+}
+
+/// The verdict a restarted writer starts from: the one it recorded last, whatever its age
+/// (a cold start must not write "serve" over a failover its previous instance decided; the
+/// next rounds decide again within a minute), serve when it never wrote one.
+pub fn resumed_verdict(recorded: Option<(bool, u64)>) -> bool {
+    recorded.is_none_or(|(serve, _)| serve)
 }
 
 #[cfg(test)]
@@ -269,17 +351,6 @@ mod tests {
                 _ => None,
             })
             .collect()
-    }
-
-    #[test]
-    fn the_secondary_is_failed_only_while_the_primary_serves() {
-        assert!(secondary_holds(true, true));
-        assert!(secondary_holds(true, false));
-        assert!(
-            secondary_holds(false, false),
-            "both failing: the name stays on the secondary, not on the failed primary"
-        );
-        assert!(!secondary_holds(false, true));
     }
 
     #[test]
@@ -390,28 +461,85 @@ mod tests {
     }
 
     #[test]
-    fn the_endpoint_follows_a_fresh_verdict_holds_a_stale_one_and_serves_without_one() {
-        let age = VerdictAge {
-            stale_after_ms: 60_000,
-            hold_ms: 600_000,
-        };
-        assert!(
-            endpoint_serves(None, 100_000, age),
-            "no verdict ever: serve"
+    fn only_a_fresh_serve_verdict_answers_serve() {
+        let now = 200_000;
+        let answer = |v| VerdictAnswer::of(v, now, STALE_AFTER_MS);
+        assert_eq!(answer(Ok(Some((true, 190_000)))), VerdictAnswer::Serve);
+        assert_eq!(answer(Ok(Some((false, 190_000)))), VerdictAnswer::FailOver);
+        assert_eq!(
+            answer(Ok(Some((true, 140_000)))),
+            VerdictAnswer::Serve,
+            "60 s old"
         );
-        assert!(!endpoint_serves(Some((false, 90_000)), 100_000, age));
-        assert!(endpoint_serves(Some((true, 90_000)), 100_000, age));
-        let held = endpoint_answer(Some((false, 30_000)), 200_000, age);
-        assert!(
-            !held.serves && held.stale,
-            "a stale failover verdict holds (last known status) and is flagged: {held:?}"
+        assert_eq!(
+            answer(Ok(Some((true, 139_999)))),
+            VerdictAnswer::Stale,
+            "a silent writer's serve is no evidence"
         );
-        let fresh = endpoint_answer(Some((false, 190_000)), 200_000, age);
-        assert!(!fresh.serves && !fresh.stale);
-        assert!(
-            endpoint_serves(Some((false, 30_000)), 700_000, age),
-            "past the hold: no evidence, serve"
+        assert_eq!(answer(Ok(Some((false, 1)))), VerdictAnswer::Stale);
+        assert_eq!(answer(Ok(None)), VerdictAnswer::Missing);
+        assert_eq!(answer(Err(())), VerdictAnswer::Unreadable);
+        // A writer whose clock runs ahead of the reader's (the same Region's, by design):
+        // never stale, never negative.
+        assert_eq!(answer(Ok(Some((true, 260_000)))), VerdictAnswer::Serve);
+    }
+
+    #[test]
+    fn the_search_string_is_in_the_serve_body_alone() {
+        let all = [
+            VerdictAnswer::Serve,
+            VerdictAnswer::FailOver,
+            VerdictAnswer::Stale,
+            VerdictAnswer::Missing,
+            VerdictAnswer::Unreadable,
+        ];
+        for answer in all {
+            assert_eq!(
+                answer.body().contains(SEARCH_STRING),
+                answer == VerdictAnswer::Serve,
+                "{answer:?}"
+            );
+            // Route 53 searches the first 5,120 bytes of the body.
+            assert!(answer.body().len() < 5_120);
+        }
+    }
+
+    #[test]
+    fn each_path_names_one_verdict_and_the_primary_only_on_the_judge() {
+        use HealthRoute::*;
+        assert_eq!(
+            HealthRoute::of("GET", "/self", false),
+            Verdict {
+                judged: Judged::ThisRegion,
+                source: VerdictSource::Inside
+            }
         );
+        assert_eq!(
+            HealthRoute::of("HEAD", "/primary", true),
+            Verdict {
+                judged: Judged::Primary,
+                source: VerdictSource::Judge
+            }
+        );
+        assert_eq!(HealthRoute::of("GET", "/primary", false), NotFound);
+        assert_eq!(
+            HealthRoute::of("GET", "/rehearsal/primary", true),
+            Verdict {
+                judged: Judged::Primary,
+                source: VerdictSource::RehearsalJudge
+            }
+        );
+        for path in ["/", "/secondary", "/self/", "/x1", "/primary?x=1", ""] {
+            assert_eq!(HealthRoute::of("GET", path, true), NotFound, "{path:?}");
+        }
+        assert_eq!(HealthRoute::of("POST", "/self", true), MethodNotAllowed);
+    }
+
+    #[test]
+    fn a_restart_resumes_the_recorded_verdict_of_any_age() {
+        assert!(resumed_verdict(None));
+        assert!(!resumed_verdict(Some((false, 0))));
+        assert!(resumed_verdict(Some((true, 0))));
     }
 
     #[test]

@@ -1,31 +1,28 @@
-//! The health endpoint: a `lambda_http` function in the secondary (the judge), behind a
-//! function URL, that the Route 53 HTTPS health checks of BOTH failover records poll every
-//! 10 s. It answers from the fast verdicts recorded in its own Region's replica, where they
-//! were decided (the primary's watcher and the secondary's canary both run here), never by
-//! probing and never from a copy replicated out of the Region being judged: one item read
-//! per request (docs/DEPLOY.md, "Who decides").
+//! The health function: a `lambda_http` function behind a function URL (`AuthType NONE`), in
+//! both Regions, that Route 53's `HTTPS_STR_MATCH` health checks poll every 10 s. It answers
+//! one verdict per request from its own Region's replica, where that verdict was written: one
+//! item read, no probing (docs/DEPLOY.md, "Who decides").
 //!
-//! | path | verdict on |
-//! |---|---|
-//! | `/primary` | the primary (`PRIMARY_API_ID`): the PRIMARY record's check |
-//! | `/secondary` or `/` | this Region (`API_ID`): the SECONDARY record's check |
+//! | path | verdict on | written by |
+//! |---|---|---|
+//! | `/self` | this Region (`API_ID`) | this Region's own canary (inside view) |
+//! | `/primary` | the primary (`PRIMARY_API_ID`; the judge only) | the watcher here (outside view) |
+//! | `/rehearsal/self`, `/rehearsal/primary` | the same two | `wsdr rehearse` |
 //!
-//! | verdict | answer |
-//! |---|---|
-//! | fail over, recorded within `STALE_AFTER_SECONDS` | 503 `fail over` |
-//! | serve, or none recent (the judge stopped: no evidence against the Region) | 200 `serve` |
-//! | unreadable (this Region's table fails) | 503 `verdict unreadable` |
-//!
-//! This Region itself being down is what Route 53's checkers see as no answer at all, for
-//! both records: both unhealthy, and Route 53 answers the primary.
+//! Every answer is **200** with a body that says which ([`wsdr_core::VerdictAnswer`]): only a
+//! verdict written within `STALE_AFTER_SECONDS` that says serve contains `verdict=serve`,
+//! the checks' `SearchString`. A silent writer, a missing verdict or an unreadable table is
+//! no evidence for the Region, and nothing between this function and Route 53 can turn one
+//! answer into another: no cache stands in front of it, and a failed request is a failed
+//! check, which Route 53's composition of the two views turns toward the Region that is alive.
 
-use lambda_http::http::{Method, StatusCode};
+use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use std::sync::Arc;
 use std::time::Duration;
-use wsdr_core::{Clock, HealthLedger};
+use wsdr_core::{Clock, HealthLedger, HealthRoute, Judged, VerdictAnswer};
 
-/// One setting missing or malformed.
+/// One setting missing or malformed, or a response that could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
@@ -34,22 +31,19 @@ pub enum Error {
     Response(String),
 }
 
-/// The endpoint's configuration, from its environment.
+/// The function's configuration, from its environment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// `API_ID`: this Region's WebSocket API (`/secondary`, `/`).
+    /// `API_ID`: this Region's WebSocket API (`/self`).
     pub api_id: String,
-    /// `PRIMARY_API_ID`: the primary's WebSocket API (`/primary`); unset: `/primary` answers
-    /// 404 (an endpoint that judges only its own Region).
+    /// `PRIMARY_API_ID`: the primary's WebSocket API, on the judge (`/primary`); unset or
+    /// `none`: `/primary` answers 404.
     pub primary_api_id: Option<String>,
     /// `STATE_TABLE`: the global state table (this Region's replica).
     pub state_table: String,
-    /// `STALE_AFTER_SECONDS` (default 60): an older verdict is stale (answered, and alarmed:
-    /// the answer's body says so and the log has `verdict stale`).
+    /// `STALE_AFTER_SECONDS` (default 60): an older verdict answers `verdict=stale`, and the
+    /// log has `verdict stale` (alarmed: its writer is silent).
     pub stale_after: Duration,
-    /// `STALE_HOLD_SECONDS` (default 21,600: 6 hours): a stale verdict is still answered
-    /// (last known status) until it is this old; older, or none ever, answers "serve".
-    pub stale_hold: Duration,
 }
 
 impl Config {
@@ -65,13 +59,15 @@ impl Config {
                 .get("PRIMARY_API_ID")
                 .filter(|id| !id.is_empty() && id != "none"),
             state_table: env.required("STATE_TABLE")?,
-            stale_after: Duration::from_secs(env.number("STALE_AFTER_SECONDS", 60)?.max(1)),
-            stale_hold: Duration::from_secs(env.number("STALE_HOLD_SECONDS", 21_600)?.max(1)),
+            stale_after: Duration::from_secs(
+                env.number("STALE_AFTER_SECONDS", wsdr_core::STALE_AFTER_MS / 1000)?
+                    .max(1),
+            ),
         })
     }
 }
 
-/// The endpoint with its adapters.
+/// The function with its adapters.
 pub struct Health {
     config: Config,
     ledger: Arc<dyn HealthLedger>,
@@ -95,71 +91,44 @@ impl Health {
         }
     }
 
-    /// The status and body for this Region now (`/secondary`, `/`). On the judge (it knows
-    /// the primary), a failed secondary still answers 200 while the primary's verdict is
-    /// fail over: with both records unhealthy Route 53 would answer the failed primary
-    /// (`wsdr_core::secondary_holds`).
-    pub async fn answer(&self) -> (StatusCode, &'static str) {
-        let own = self.answer_for(&self.config.api_id).await;
-        if own.0 == StatusCode::OK {
-            return own;
-        }
-        let Some(primary) = &self.config.primary_api_id else {
-            return own;
-        };
-        let primary_serves = self.answer_for(primary).await.0 == StatusCode::OK;
-        if wsdr_core::secondary_holds(false, primary_serves) {
-            (
-                StatusCode::OK,
-                "serve (holding: the primary is failed over)",
-            )
-        } else {
-            own
-        }
-    }
-
-    /// The status and body for the API `api_id`'s Region now.
-    async fn answer_for(&self, api_id: &str) -> (StatusCode, &'static str) {
-        match self.ledger.verdict(api_id).await {
-            Ok(verdict) => {
-                let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-                let age = wsdr_core::VerdictAge {
-                    stale_after_ms: ms(self.config.stale_after),
-                    hold_ms: ms(self.config.stale_hold),
+    /// The answer to `method path` (status, body).
+    pub async fn answer(&self, method: &str, path: &str) -> (StatusCode, &'static str) {
+        match HealthRoute::of(method, path, self.config.primary_api_id.is_some()) {
+            HealthRoute::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "GET only\n"),
+            HealthRoute::NotFound => (
+                StatusCode::NOT_FOUND,
+                if self.config.primary_api_id.is_some() {
+                    "use /self or /primary\n"
+                } else {
+                    "use /self\n"
+                },
+            ),
+            HealthRoute::Verdict { judged, source } => {
+                let api_id = match judged {
+                    Judged::ThisRegion => self.config.api_id.as_str(),
+                    // Routed only when the judge knows the primary.
+                    Judged::Primary => self.config.primary_api_id.as_deref().unwrap_or_default(),
                 };
-                let answer = wsdr_core::endpoint_answer(verdict, self.clock.now_ms(), age);
-                if answer.stale {
-                    // The alarm's source (template.yaml, VerdictStaleAlarm): the watcher is
-                    // silent, and the answer is its last verdict.
-                    tracing::error!(api_id, serves = answer.serves, "verdict stale");
+                let read = self.ledger.verdict(api_id, source).await.map_err(|error| {
+                    tracing::error!(%error, api_id, ?source, "verdict unreadable");
+                });
+                let stale_after_ms =
+                    u64::try_from(self.config.stale_after.as_millis()).unwrap_or(u64::MAX);
+                let answer = VerdictAnswer::of(read, self.clock.now_ms(), stale_after_ms);
+                if answer == VerdictAnswer::Stale {
+                    // The alarm's source (template.yaml, VerdictStaleAlarm): a writer is silent.
+                    tracing::error!(api_id, ?source, "verdict stale");
                 }
-                match (answer.serves, answer.stale) {
-                    (true, false) => (StatusCode::OK, "serve"),
-                    (true, true) => (StatusCode::OK, "serve (stale verdict)"),
-                    (false, false) => (StatusCode::SERVICE_UNAVAILABLE, "fail over"),
-                    (false, true) => (StatusCode::SERVICE_UNAVAILABLE, "fail over (stale verdict)"),
-                }
-            }
-            Err(error) => {
-                tracing::error!(%error, "fast verdict unreadable");
-                (StatusCode::SERVICE_UNAVAILABLE, "verdict unreadable")
+                (StatusCode::OK, answer.body())
             }
         }
     }
 
-    /// The Lambda entry point: `GET` (or `HEAD`) on `/primary`, `/secondary` or `/`.
+    /// The Lambda entry point.
     pub async fn handle(&self, request: Request) -> Result<Response<Body>, Error> {
-        let (status, body) = match (request.method(), request.uri().path()) {
-            (&Method::GET | &Method::HEAD, "/" | "/secondary") => self.answer().await,
-            (&Method::GET | &Method::HEAD, "/primary") => match &self.config.primary_api_id {
-                Some(primary) => self.answer_for(primary).await,
-                None => (StatusCode::NOT_FOUND, "no primary to judge here"),
-            },
-            (&Method::GET | &Method::HEAD, _) => {
-                (StatusCode::NOT_FOUND, "use /primary or /secondary")
-            }
-            _ => (StatusCode::METHOD_NOT_ALLOWED, "GET only"),
-        };
+        let (status, body) = self
+            .answer(request.method().as_str(), request.uri().path())
+            .await;
         Response::builder()
             .status(status)
             .header("content-type", "text/plain")

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
-//! The health endpoint on its real adapter: the fast verdict in a DynamoDB Local state table,
-//! read as the function reads it, answered as Route 53's checkers see it.
+//! The health function on its real adapter: the fast verdicts in a DynamoDB Local state table,
+//! read as the function reads them, answered as Route 53's string-match checks see them.
 
 use health::{Config, Health};
 use lambda_http::http::StatusCode;
@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use wsdr_core::memory::ManualClock;
 use wsdr_core::HealthLedger;
+use wsdr_core::VerdictSource::{Inside, Judge, RehearsalJudge};
 
 const NOW: u64 = 1_767_225_600_000;
 
@@ -15,10 +16,6 @@ fn dynamo_endpoint() -> String {
     std::env::var("DYNAMODB_ENDPOINT").unwrap_or_else(|_| {
         panic!("DYNAMODB_ENDPOINT is not set: run these tests with `make test`, which starts DynamoDB Local")
     })
-}
-
-fn request(method: &str) -> lambda_http::Request {
-    request_to(method, "/")
 }
 
 fn request_to(method: &str, path: &str) -> lambda_http::Request {
@@ -45,8 +42,27 @@ async fn state_table(region: &str, prefix: &str) -> (wsdr_aws::DynamoClient, Str
     (client, table)
 }
 
+async fn body(endpoint: &Health, method: &str, path: &str) -> (StatusCode, String) {
+    let response = endpoint.handle(request_to(method, path)).await.unwrap();
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let status = response.status();
+    let text = match response.into_body() {
+        lambda_http::Body::Text(text) => text,
+        lambda_http::Body::Binary(bytes) => String::from_utf8(bytes).unwrap(),
+        lambda_http::Body::Empty => String::new(),
+        _ => String::new(),
+    };
+    (status, text)
+}
+
+/// What Route 53's `HTTPS_STR_MATCH` check decides from one answer: a 2xx or 3xx status and
+/// the search string in the body.
+fn check_passes((status, text): &(StatusCode, String)) -> bool {
+    (status.is_success() || status.is_redirection()) && text.contains(wsdr_core::SEARCH_STRING)
+}
+
 #[tokio::test]
-async fn the_endpoint_answers_from_the_recorded_verdict() {
+async fn the_function_answers_its_own_regions_verdict_with_200_and_a_body() {
     let (client, table) = state_table("us-east-1", "health").await;
     let env = HashMap::from([
         ("API_ID", "api1".to_owned()),
@@ -57,43 +73,62 @@ async fn the_endpoint_answers_from_the_recorded_verdict() {
     let clock = Arc::new(ManualClock::new(NOW));
     let endpoint = Health::new(config, records.clone(), clock.clone());
 
-    // No verdict yet: serve.
-    assert_eq!(endpoint.answer().await, (StatusCode::OK, "serve"));
-    // The watcher fails the Region over.
-    records.put_verdict("api1", false, NOW).await.unwrap();
-    let response = endpoint.handle(request("GET")).await.unwrap();
-    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(response.headers()["cache-control"], "no-store");
-    // Another API's verdict is not this one's.
-    records.put_verdict("api2", true, NOW).await.unwrap();
-    assert_eq!(endpoint.answer().await.0, StatusCode::SERVICE_UNAVAILABLE);
-    // The watcher stops: a minute later its failover still holds (last known status: a
-    // silent watcher must not send everyone back to a dead Region), flagged as stale.
-    clock.advance(61_000);
-    assert_eq!(
-        endpoint.answer().await,
-        (StatusCode::SERVICE_UNAVAILABLE, "fail over (stale verdict)")
+    // No verdict yet: no evidence for the Region, and still a 200.
+    let none = body(&endpoint, "GET", "/self").await;
+    assert_eq!(none.0, StatusCode::OK);
+    assert!(!check_passes(&none), "{none:?}");
+    // Its canary says serve.
+    records
+        .put_verdict("api1", Inside, true, NOW)
+        .await
+        .unwrap();
+    assert!(check_passes(&body(&endpoint, "GET", "/self").await));
+    assert!(check_passes(&body(&endpoint, "HEAD", "/self").await));
+    // Its canary fails it over: 200, and the check fails on the body.
+    records
+        .put_verdict("api1", Inside, false, NOW)
+        .await
+        .unwrap();
+    let failed = body(&endpoint, "GET", "/self").await;
+    assert_eq!(failed, (StatusCode::OK, "verdict=fail-over\n".to_owned()));
+    assert!(!check_passes(&failed));
+    // Another API's verdict, or another source's, is not this one's.
+    records
+        .put_verdict("api2", Inside, true, NOW)
+        .await
+        .unwrap();
+    records.put_verdict("api1", Judge, true, NOW).await.unwrap();
+    assert!(!check_passes(&body(&endpoint, "GET", "/self").await));
+    // Serve again, then the canary falls silent: a minute later its serve is no evidence.
+    records
+        .put_verdict("api1", Inside, true, NOW)
+        .await
+        .unwrap();
+    clock.advance(60_000);
+    assert!(
+        check_passes(&body(&endpoint, "GET", "/self").await),
+        "60 s old"
     );
-    // Past the hold (6 hours by default) it is no evidence any more: serve.
-    clock.advance(6 * 3_600_000);
+    clock.advance(1);
+    let stale = body(&endpoint, "GET", "/self").await;
+    assert_eq!(stale.0, StatusCode::OK);
+    assert!(stale.1.starts_with("verdict=stale"), "{stale:?}");
+    assert!(!check_passes(&stale));
+    // Nothing but the verdict paths, and GET or HEAD only.
     assert_eq!(
-        endpoint.answer().await,
-        (StatusCode::OK, "serve (stale verdict)")
+        body(&endpoint, "GET", "/primary").await.0,
+        StatusCode::NOT_FOUND,
+        "not the judge"
     );
-    // Fresh again, and serve.
-    let later = NOW + 61_000 + 6 * 3_600_000;
-    records.put_verdict("api1", true, later).await.unwrap();
-    assert_eq!(endpoint.answer().await, (StatusCode::OK, "serve"));
+    for path in ["/", "/secondary", "/a1b2"] {
+        assert_eq!(body(&endpoint, "GET", path).await.0, StatusCode::NOT_FOUND);
+    }
     assert_eq!(
-        endpoint.handle(request("HEAD")).await.unwrap().status(),
-        StatusCode::OK
-    );
-    assert_eq!(
-        endpoint.handle(request("POST")).await.unwrap().status(),
+        body(&endpoint, "POST", "/self").await.0,
         StatusCode::METHOD_NOT_ALLOWED
     );
 
-    // This Region's table failing: 503, a Region that cannot read its table cannot serve.
+    // This Region's table failing: 200 `verdict=unreadable`, a failed check.
     let env = HashMap::from([
         ("API_ID", "api1".to_owned()),
         ("STATE_TABLE", "no-such-table".to_owned()),
@@ -103,19 +138,23 @@ async fn the_endpoint_answers_from_the_recorded_verdict() {
         Arc::new(wsdr_aws::HealthRecords::new(client, "no-such-table")),
         clock,
     );
+    let unreadable = body(&broken, "GET", "/self").await;
     assert_eq!(
-        broken.answer().await,
-        (StatusCode::SERVICE_UNAVAILABLE, "verdict unreadable")
+        unreadable,
+        (
+            StatusCode::OK,
+            "verdict=unreadable (the table failed)\n".to_owned()
+        )
     );
     // Settings are checked at cold start.
     assert!(Config::from_lookup(|_| None).is_err());
 }
 
-/// The judge answers for both Regions from its own replica: `/primary` reads the primary's
-/// verdict (written here by the watcher), `/secondary` and `/` this Region's (holding while
-/// the primary is failed over), and a judge told no primary refuses `/primary`.
+/// The judge answers the primary's outside verdict and its own Region's inside one, each
+/// from its own replica; a judge told no primary refuses `/primary`; the rehearsal paths read
+/// the rehearsal's own records.
 #[tokio::test]
-async fn the_judge_answers_each_record_from_its_own_replica() {
+async fn the_judge_answers_the_outside_verdict_on_the_primary() {
     let (client, table) = state_table("us-west-2", "judge").await;
     let env = HashMap::from([
         ("API_ID", "secondaryApi".to_owned()),
@@ -129,40 +168,44 @@ async fn the_judge_answers_each_record_from_its_own_replica() {
         records.clone(),
         clock.clone(),
     );
-    let status = |path: &'static str| {
+    let passes = |path: &'static str| {
         let judge = &judge;
-        async move {
-            judge
-                .handle(request_to("GET", path))
-                .await
-                .unwrap()
-                .status()
-        }
+        async move { check_passes(&body(judge, "GET", path).await) }
     };
-    for path in ["/primary", "/secondary", "/"] {
-        assert_eq!(status(path).await, StatusCode::OK, "{path}: no verdict yet");
-    }
-    // The watcher fails the primary over: only the PRIMARY record's check sees it.
-    records.put_verdict("primaryApi", false, NOW).await.unwrap();
-    assert_eq!(status("/primary").await, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(status("/secondary").await, StatusCode::OK);
-    assert_eq!(status("/").await, StatusCode::OK);
-    // The secondary's own canary fails it while the primary is failed over: the secondary
-    // holds (both unhealthy, Route 53 would answer the failed primary).
     records
-        .put_verdict("secondaryApi", false, NOW)
+        .put_verdict("primaryApi", Judge, true, NOW)
         .await
         .unwrap();
-    assert_eq!(status("/secondary").await, StatusCode::OK, "holds");
-    assert_eq!(status("/primary").await, StatusCode::SERVICE_UNAVAILABLE);
-    // The primary serves again: now the SECONDARY record's check sees its own verdict.
     records
-        .put_verdict("primaryApi", true, NOW + 1)
+        .put_verdict("secondaryApi", Inside, true, NOW)
         .await
         .unwrap();
-    assert_eq!(status("/secondary").await, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(status("/").await, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(status("/elsewhere").await, StatusCode::NOT_FOUND);
+    assert!(passes("/primary").await);
+    assert!(passes("/self").await);
+    // The primary's own inside verdict, replicated here, is not the judge's.
+    records
+        .put_verdict("primaryApi", Inside, false, NOW)
+        .await
+        .unwrap();
+    assert!(passes("/primary").await);
+    // The watcher fails the primary over: only `/primary` says so.
+    records
+        .put_verdict("primaryApi", Judge, false, NOW)
+        .await
+        .unwrap();
+    assert!(!passes("/primary").await);
+    assert!(passes("/self").await);
+    // Rehearsal records are their own: unwritten, they say nothing for the Region.
+    assert!(!passes("/rehearsal/primary").await);
+    records
+        .put_verdict("primaryApi", RehearsalJudge, true, NOW)
+        .await
+        .unwrap();
+    assert!(passes("/rehearsal/primary").await);
+    assert!(
+        !passes("/primary").await,
+        "a rehearsal changes no real verdict"
+    );
     // Without a primary to judge, `/primary` is no answer at all (never a silent 200).
     let env = HashMap::from([
         ("API_ID", "secondaryApi".to_owned()),
@@ -175,11 +218,7 @@ async fn the_judge_answers_each_record_from_its_own_replica() {
         clock,
     );
     assert_eq!(
-        alone
-            .handle(request_to("GET", "/primary"))
-            .await
-            .unwrap()
-            .status(),
+        body(&alone, "GET", "/primary").await.0,
         StatusCode::NOT_FOUND
     );
 }

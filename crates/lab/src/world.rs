@@ -13,6 +13,7 @@ pub mod control;
 pub mod env;
 pub mod fast;
 pub mod fault;
+pub mod front;
 pub mod frontdoor;
 pub mod health;
 pub mod identity;
@@ -25,6 +26,7 @@ pub mod quota;
 pub mod region;
 pub mod region_id;
 pub mod replication;
+pub mod route53;
 pub mod scale;
 pub mod secrets;
 pub mod status;
@@ -39,7 +41,7 @@ pub use scale::{AwsDuration, AwsInstant, TimeScale};
 use crate::world::clock::{LabClock, RegionClock};
 use crate::world::fast::{FastConfig, FastFaults, HealthCheckKind};
 use crate::world::health::{
-    Alarm, AlarmConfig, AlarmState, HealthCheck, MetricKind, MetricsStore, MissingData, Resolver,
+    Alarm, AlarmConfig, AlarmState, MetricKind, MetricsStore, MissingData, Resolver,
 };
 use crate::world::identity::{AuthorizerFunction, ColdStart, IdentityProvider};
 use crate::world::mrsc::{Cluster, MemberKind};
@@ -81,10 +83,14 @@ pub struct World {
     /// to the secondary).
     links: PerRegion<Link>,
     resolver: Arc<Resolver>,
-    /// Each Region's verdict alarm (one period of its watcher's `FailoverVerdict`): its
-    /// health check decides the Region's failover record.
+    /// Each Region's verdict alarm (one period of its own canary's `FailoverVerdict`, in its
+    /// own CloudWatch): the inside view with alarm checks, and the reference design's check.
     alarms: PerRegion<Arc<Alarm>>,
-    health_checks: PerRegion<Arc<HealthCheck>>,
+    /// The watcher's verdict alarm on the primary, in the judge's CloudWatch (the outside
+    /// view with alarm checks).
+    watcher_alarm: Arc<Alarm>,
+    /// The folded verdict the CloudFront front's design served (`HealthFront::Cloudfront`).
+    legacy_verdict: Arc<monitoring::LegacyVerdict>,
     /// The fast path's own faults (a blind vantage point).
     fast_faults: Arc<FastFaults>,
     metrics: Arc<MetricsStore>,
@@ -295,8 +301,8 @@ impl World {
             }),
             consistency: config.consistency,
             push: config.push,
-            verdict_age: config.verdict_age,
-            secondary_holds: config.secondary_holds,
+            stale_after_ms: config.stale_after_ms,
+            function_url: config.function_url,
         };
         let clocks = PerRegion::from_fn(|_| RegionClock::new(clock));
         let service_time = config
@@ -433,14 +439,15 @@ impl World {
             timeline.clone(),
             names.clone(),
         ));
-        // The watchers' verdicts decide; each alarm is one period of one verdict (the rule
-        // itself runs in the watcher: wsdr_core::verdict), missing data is not considered,
-        // and each health check keeps its last status while its alarm has no data.
+        // Each alarm is one period of one verdict (the rule itself runs in the canary:
+        // wsdr_core::verdict), missing data is not considered (INSUFFICIENT_DATA), and the
+        // health checks say what that means for them (world::route53).
         let period = scale.lab(AwsDuration::from_secs(60));
-        let alarms = regions.as_ref().map(|_, region| {
+        let verdict_alarm = |cloudwatch: &str, api_id: &str| {
             Arc::new(Alarm::new(
                 MetricKind::Verdict,
-                &region.api_id,
+                cloudwatch,
+                api_id,
                 AlarmConfig {
                     period,
                     datapoints_to_alarm: 1,
@@ -448,10 +455,14 @@ impl World {
                     missing: MissingData::Missing,
                 },
             ))
-        });
-        let health_checks = alarms
+        };
+        let alarms = regions
             .as_ref()
-            .map(|_, alarm| Arc::new(HealthCheck::new((*alarm).clone())));
+            .map(|_, region| verdict_alarm(&region.name, &region.api_id));
+        let watcher_alarm = verdict_alarm(
+            &regions[fast::JUDGE].name,
+            &regions[RegionId::Primary].api_id,
+        );
         let metrics = Arc::new(MetricsStore::new(clock.start_ms(), period));
         let front_door = frontdoor::start(
             resolver.clone(),
@@ -473,7 +484,8 @@ impl World {
             links,
             resolver,
             alarms,
-            health_checks,
+            watcher_alarm,
+            legacy_verdict: Arc::default(),
             fast_faults: Arc::default(),
             planned_evacuations: Mutex::default(),
             cluster,
@@ -490,15 +502,18 @@ impl World {
             users: OnceLock::new(),
         };
         world.start_canaries(&canary_secret)?;
+        if world.config.composition == config::Composition::Wsdr {
+            world.start_watcher(&canary_secret)?;
+        }
         if world.config.herd_hint {
             world.start_census();
         }
         world.start_alarms();
-        world.start_health_checks();
-        world.start_resolver_clients();
         if let Some(fast) = world.fast_config() {
             world.start_fast_path(&canary_secret, &fast)?;
         }
+        world.start_route53()?;
+        world.start_resolver_clients();
         Ok(world)
     }
 
@@ -657,12 +672,30 @@ impl World {
         self.resolver.in_service(region)
     }
 
-    /// With the fast path: the fast verdict on `region` as the judge serves it (true = serve).
+    /// With the fast path: the fast verdict on `region` that counts against it (true =
+    /// serve, fresh): the judge's on the primary (the outside view, as `/primary` serves it),
+    /// the secondary's own on the secondary (`/self` there).
     pub fn fast_verdict(&self, region: RegionId) -> Option<bool> {
-        self.config
-            .fast
-            .as_ref()
-            .map(|_| self.regions[fast::JUDGE].verdict_on(region))
+        self.fast_config().map(|_| match region {
+            RegionId::Primary => self.regions[fast::JUDGE]
+                .verdict_serves(RegionId::Primary, wsdr_core::VerdictSource::Judge),
+            RegionId::Secondary => self.regions[RegionId::Secondary]
+                .verdict_serves(RegionId::Secondary, wsdr_core::VerdictSource::Inside),
+        })
+    }
+
+    /// With the fast path: `region`'s own canary's verdict on it, as its health function
+    /// serves it at `/self` (true = serve, fresh; false also when the Region is down).
+    pub fn inside_verdict(&self, region: RegionId) -> Option<bool> {
+        self.fast_config().map(|_| self.self_check_passes(region))
+    }
+
+    /// Whether `region`'s health function answers `/self` with a fresh serve to a caller
+    /// that reaches it (Route 53's string match).
+    fn self_check_passes(&self, region: RegionId) -> bool {
+        self.regions[region]
+            .health_function("/self")
+            .is_some_and(|(status, body)| status == 200 && body.contains(wsdr_core::SEARCH_STRING))
     }
 
     pub fn alarm_state(&self, region: RegionId) -> AlarmState {
@@ -875,19 +908,32 @@ impl World {
                 tokio::time::sleep(every).await;
                 tick += 1;
                 let Some(world) = world.upgrade() else { return };
-                // First, at the fast verdict itself (as the judge records it): a move that
-                // names the secondary's own endpoint. Clients that know the Regions follow it
-                // at once, whatever DNS answers; clients that know only the global name ignore
-                // a URL they were not given, and wait for the move after the flip.
+                // First, at the judge's verdict itself: a move that names the secondary's own
+                // endpoint. Clients that know the Regions follow it at once, whatever DNS
+                // answers; clients that know only the global name ignore a URL they were not
+                // given, and wait for the move after the flip. Re-checked before it is sent
+                // (the evacuator's order is only a trigger): the judge still says fail over,
+                // the secondary serves, and the primary's own view, as the evacuator reaches
+                // it from the judge, does not say serve (while it does, Route 53 keeps the
+                // PRIMARY record healthy: the primary is not failed over).
                 let judge = &world.regions[fast::JUDGE];
-                let verdict_says_move = world.config.fast.is_some()
-                    && !judge.verdict_on(RegionId::Primary)
-                    && judge.verdict_on(RegionId::Secondary);
+                let verdict_says_move = world.fast_config().is_some()
+                    && judge.verdict_answer(RegionId::Primary, wsdr_core::VerdictSource::Judge)
+                        == wsdr_core::VerdictAnswer::FailOver
+                    && world.regions[RegionId::Secondary]
+                        .verdict_serves(RegionId::Secondary, wsdr_core::VerdictSource::Inside)
+                    && !(world.reaches_across(fast::JUDGE, RegionId::Primary)
+                        && world.self_check_passes(RegionId::Primary));
                 if verdict_says_move && !direct {
                     direct = true;
                     let endpoint = world.regions[RegionId::Secondary].url();
                     if let Err(error) = world
-                        .move_sessions(RegionId::Primary, Some(endpoint), "failover")
+                        .move_sessions_from(
+                            fast::JUDGE,
+                            RegionId::Primary,
+                            Some(endpoint),
+                            "failover",
+                        )
                         .await
                     {
                         world
@@ -902,7 +948,10 @@ impl World {
                 let failed_over = !primary_healthy && world.resolve() == RegionId::Secondary;
                 if failed_over && !evacuated {
                     evacuated = true;
-                    if let Err(error) = world.evacuate(RegionId::Primary, false, "failover").await {
+                    if let Err(error) = world
+                        .move_sessions_from(fast::JUDGE, RegionId::Primary, None, "failover")
+                        .await
+                    {
                         world
                             .timeline
                             .record(Kind::Note, format!("evacuation failed: {error:#}"));
@@ -977,6 +1026,31 @@ impl World {
     /// What every planned evacuation of this world reported, in order.
     pub fn planned_evacuations(&self) -> Vec<wsdr_core::EvacuationReport> {
         lock(&self.planned_evacuations).clone()
+    }
+
+    /// Whether something in `from` reaches `to`'s public endpoints now (across the path
+    /// between the Regions when they differ: `inter-region-partition` cuts it).
+    pub fn reaches_across(&self, from: RegionId, to: RegionId) -> bool {
+        from == to || !self.fast_faults.is_cut_between()
+    }
+
+    /// [`World::move_sessions`] by an evacuator running in `mover`: its posts to `from`'s
+    /// `@connections` endpoint cross the path between the Regions when the two differ, and
+    /// fail while it is cut.
+    pub async fn move_sessions_from(
+        &self,
+        mover: RegionId,
+        from: RegionId,
+        endpoint: Option<String>,
+        reason: &str,
+    ) -> anyhow::Result<wsdr_core::EvacuationReport> {
+        anyhow::ensure!(
+            self.reaches_across(mover, from),
+            "the evacuator in {} cannot reach {}'s @connections endpoint: the path between the Regions is cut",
+            self.names[mover],
+            self.names[from]
+        );
+        self.move_sessions(from, endpoint, reason).await
     }
 
     /// Tell every connection of `from` to move to the other Region, naming `endpoint` (the

@@ -602,42 +602,58 @@ async fn endpoint_health_checks_move_dns_minutes_before_the_alarm() {
 }
 
 /// One vantage point that cannot see a healthy Region (a broken network path, a broken
-/// watcher) never fails it over; both failing does.
+/// watcher) never fails it over: its own verdict turns, the PRIMARY record's check stays
+/// healthy on the other view, and DNS never moves; both failing does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_blind_vantage_point_never_fails_a_healthy_region_over() {
     use wsdr_lab::world::timeline::Kind;
     let lab = wsdr_lab::World::builder()
         .config(LabConfig {
             scale: TimeScale::new(60.0),
-            fast: Some(Default::default()),
-            ..LabConfig::default()
+            ..LabConfig::wsdr_defaults()
         })
         .start()
         .await
         .unwrap();
-    lab.set_blind(RegionId::Primary, 0, true);
-    // Two AWS minutes: 24 rounds with the outside view failing every one.
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    let fast_failovers = |lab: &wsdr_lab::World| {
+    let count = |lab: &wsdr_lab::World, kind: Kind| {
         lab.timeline()
             .entries()
             .iter()
-            .filter(|e| matches!(e.kind, Kind::FastFailover | Kind::EndpointUnhealthy))
+            .filter(|e| e.kind == kind)
             .count()
     };
-    assert_eq!(fast_failovers(&lab), 0, "one view alone decided");
-    let judge = lab.region(wsdr_lab::world::fast::JUDGE);
-    assert!(judge.verdict_on(RegionId::Primary));
+    for blind in [0, 1] {
+        lab.set_blind(RegionId::Primary, blind, true);
+        // Two AWS minutes: 24 rounds with this view failing every one.
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        assert_eq!(
+            count(&lab, Kind::EndpointUnhealthy),
+            0,
+            "view {blind} alone decided"
+        );
+        assert_eq!(
+            count(&lab, Kind::DnsFlip),
+            0,
+            "view {blind} alone moved DNS"
+        );
+        lab.set_blind(RegionId::Primary, blind, false);
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+    assert_eq!(
+        count(&lab, Kind::FastFailover),
+        1,
+        "the blind watcher's own verdict did turn (and came back)"
+    );
+    lab.set_blind(RegionId::Primary, 0, true);
     lab.set_blind(RegionId::Primary, 1, true);
     let failed_over = async {
-        while fast_failovers(&lab) < 2 {
+        while count(&lab, Kind::EndpointUnhealthy) == 0 {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
     };
     tokio::time::timeout(std::time::Duration::from_secs(3), failed_over)
         .await
-        .expect("both views failing: the verdict and the endpoint check follow");
-    assert!(!judge.verdict_on(RegionId::Primary), "the judge serves it");
+        .expect("both views failing: the PRIMARY record's check follows");
 }
 
 /// A status never contradicts itself: when it shows the name answering the secondary, the DNS
@@ -678,10 +694,10 @@ async fn a_status_that_shows_the_new_answer_shows_the_flip_too() {
     }
 }
 
-/// The judge down (the secondary, where every verdict is decided and served): neither
-/// failover record's check gets an answer, both are unhealthy, and Route 53 answers the
-/// primary (its documented rule when the secondary is unhealthy). Nobody is sent to the
-/// Region that is down, and the primary keeps the name for as long as the judge is gone.
+/// The judge down (the secondary, where the watcher decides and serves its verdict on the
+/// primary): the PRIMARY record's check stays healthy on the primary's own view, the
+/// SECONDARY record's (the secondary's API endpoint) turns unhealthy, and the name stays on
+/// the primary for as long as the judge is gone: nobody is sent to the Region that is down.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_judge_that_is_down_leaves_the_name_on_the_primary() {
     use wsdr_lab::sim::users::wait_for;
@@ -694,15 +710,14 @@ async fn a_judge_that_is_down_leaves_the_name_on_the_primary() {
     let scale = lab.config().scale;
     lab.inject(wsdr_lab::Fault::Down(RegionId::Secondary));
     assert!(
-        wait_for(scale.secs(120.0), || !lab.healthy(RegionId::Primary)
-            && !lab.healthy(RegionId::Secondary))
-        .await,
-        "with the judge unreachable both checks fail"
+        wait_for(scale.secs(120.0), || !lab.healthy(RegionId::Secondary)).await,
+        "the secondary's endpoint unreachable: its record is unhealthy"
     );
-    // Three more AWS minutes: the name never leaves the primary.
+    // Three more AWS minutes: the name never leaves the primary, whose record stays healthy.
     let deadline = tokio::time::Instant::now() + scale.secs(180.0);
     while tokio::time::Instant::now() < deadline {
         assert_eq!(lab.resolve(), RegionId::Primary);
+        assert!(lab.healthy(RegionId::Primary));
         tokio::time::sleep(scale.secs(5.0)).await;
     }
     let flips = lab
@@ -714,12 +729,12 @@ async fn a_judge_that_is_down_leaves_the_name_on_the_primary() {
     assert_eq!(flips, 0, "the name never moved");
 }
 
-/// The verdict is served where it was made. With replication into the primary stalled, the
-/// judge's `GET /health/primary` answers 503 once the primary fails, while the primary's own
-/// `GET /health` (a health endpoint inside the judged Region, reading its own replica) keeps
-/// answering 200 `serve`: the in-Region design would never have failed over.
+/// Each view is served where it was decided. With replication into the primary stalled and
+/// the primary degraded, its own canary still fails it in its own replica (nothing crosses
+/// the path between the Regions to get there), the judge fails it in the judge's, and both
+/// health functions say so: the name moves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_degraded_primary_cannot_vouch_for_itself() {
+async fn a_degraded_primary_fails_itself_without_replication() {
     use wsdr_lab::sim::users::wait_for;
     let lab = wsdr_lab::World::builder()
         .config(LabConfig::wsdr_defaults())
@@ -738,26 +753,22 @@ async fn a_degraded_primary_cannot_vouch_for_itself() {
     let get = |region: RegionId, path: &'static str| {
         let client = wsdr_lab::world::control::ControlClient::new(lab.region(region).addr, None)
             .on_network(lab.config().environment.network.clone());
-        async move { client.get(path).await.unwrap().0 }
+        async move { client.get(path).await.unwrap() }
     };
-    assert_eq!(get(RegionId::Secondary, "/health/primary").await, 503);
-    assert_eq!(get(RegionId::Secondary, "/health/secondary").await, 200);
     assert_eq!(
-        get(RegionId::Primary, "/health").await,
-        200,
-        "the primary's replica never got the verdict"
+        get(RegionId::Secondary, "/health/primary").await,
+        (200, "verdict=fail-over\n".to_owned())
     );
-    assert!(lab.region(RegionId::Primary).health_verdict());
-    // Replication into the primary resumes: the stalled verdict arrives, well before the
-    // verdict itself recovers (12 clean rounds, a minute).
-    lab.inject(wsdr_lab::Fault::Heal);
-    assert!(
-        wait_for(scale.secs(30.0), || !lab
-            .region(RegionId::Primary)
-            .health_verdict())
-        .await,
-        "the primary's copy catches up once replication flows"
+    assert_eq!(
+        get(RegionId::Primary, "/health/self").await,
+        (200, "verdict=fail-over\n".to_owned()),
+        "decided and served in the primary's own replica"
     );
+    assert_eq!(
+        get(RegionId::Secondary, "/health/self").await,
+        (200, "verdict=serve\n".to_owned())
+    );
+    assert_eq!(lab.inside_verdict(RegionId::Primary), Some(false));
 }
 
 /// The issuer (one user pool, as docs/DEPLOY.md deploys it) lives in the primary's Region and
@@ -867,46 +878,33 @@ async fn a_storm_of_authorizer_cold_starts_never_meets_the_secrets_quota() {
 }
 
 /// The watcher falls silent for ten minutes a minute after the primary is lost
-/// (`watcher-silent`). The health endpoint answers the last known verdict (stale, held for
-/// 6 hours: `VerdictAge::DEFAULT`), so DNS stays on the secondary; with the rule it replaced
-/// (a verdict older than 60 s means "serve") the name goes back to the dead primary.
+/// (`watcher-silent`). Its verdict goes stale, which the judge answers as no evidence for the
+/// primary (`verdict=stale`), and the PRIMARY record's check rests on the primary's own view,
+/// which gets no answer from a Region that is down: DNS stays on the secondary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_watcher_never_sends_dns_back_to_the_dead_primary() {
-    let with = |age: wsdr_core::VerdictAge| DrillConfig {
-        lab: LabConfig {
-            verdict_age: age,
-            ..LabConfig::wsdr_defaults()
-        },
+    let report = drill::run_simulated(DrillConfig {
+        lab: LabConfig::wsdr_defaults(),
         ..config(Scenario::WatcherSilent)
-    };
-    let held = drill::run_simulated(with(wsdr_core::VerdictAge::DEFAULT))
-        .await
-        .unwrap();
-    let table = held.table();
-    assert_eq!(held.dns_flips_during_fault, 1, "{table}");
-    assert_eq!(held.restored, 10, "{table}");
-    assert!(held.passed(), "{:?}\n{table}", held.failed_checks);
-    let serve_when_old = drill::run_simulated(with(wsdr_core::VerdictAge {
-        stale_after_ms: 60_000,
-        hold_ms: 60_000,
-    }))
+    })
     .await
     .unwrap();
-    let table = serve_when_old.table();
-    assert!(serve_when_old.dns_answers_to_failed_primary > 0, "{table}");
-    assert_fails_with(&serve_when_old, "answered the failed primary again");
+    let table = report.table();
+    assert_eq!(report.dns_flips_during_fault, 1, "{table}");
+    assert_eq!(report.dns_answers_to_failed_primary, 0, "{table}");
+    assert_eq!(report.restored, 10, "{table}");
+    assert!(report.passed(), "{:?}\n{table}", report.failed_checks);
 }
 
 /// The network between the two Regions cut, both Regions healthy and reached by their users
-/// (`inter-region-partition`). Both views of the primary (the watcher's probe from the
-/// secondary and the primary's own rounds arriving by replication) cross that path, so the
-/// healthy primary is failed over, and the drill fails for it (nobody should move):
-/// docs/DEPLOY.md states it with these figures. What holds
-/// by shape: no acknowledged bid is lost, nothing is doubled, the Regions converge; eventual
-/// mode takes bids in both Regions for a while (each judged against what it has seen),
-/// strong mode accepts none below another.
+/// (`inter-region-partition`). The watcher's view of the primary crosses that path and fails
+/// it; the primary's own view reaches Route 53's checkers from outside both Regions and keeps
+/// the PRIMARY record healthy, so nobody is moved. With the judge alone behind the record
+/// (the reference composition on endpoint checks) the healthy primary is failed over, and the
+/// drill fails for it. What holds by shape either way: no acknowledged bid lost, nothing
+/// doubled, the Regions converge.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_partition_between_the_regions_fails_the_healthy_primary_over_and_loses_nothing() {
+async fn a_partition_between_the_regions_moves_nobody_and_loses_nothing() {
     for consistency in [
         wsdr_core::Consistency::Eventual,
         wsdr_core::Consistency::Strong,
@@ -921,52 +919,58 @@ async fn a_partition_between_the_regions_fails_the_healthy_primary_over_and_lose
         .await
         .unwrap();
         let table = report.table();
-        assert_eq!(report.dns_flips_during_fault, 1, "failed over\n{table}");
-        // The drill says so: nobody should have moved.
-        assert_eq!(
-            report.failed_checks,
-            vec!["a partition between two healthy Regions moved DNS 1 times (nobody should move)"],
-            "{table}"
-        );
-        assert_eq!(report.restored, 10, "{table}");
+        assert_eq!(report.dns_flips_during_fault, 0, "failed over\n{table}");
+        assert!(report.passed(), "{:?}\n{table}", report.failed_checks);
         assert_eq!(report.lost_acknowledged_bids, 0, "{table}");
         assert_eq!(report.duplicate_bids, 0, "{table}");
         assert!(report.converged, "{table}");
-        assert!(report.split_ms > 0.0, "both Regions took bids\n{table}");
         if consistency == wsdr_core::Consistency::Strong {
             assert_eq!(report.accepted_below_other_region, 0, "{table}");
         }
     }
+    let judge_alone = drill::run_simulated(DrillConfig {
+        lab: LabConfig {
+            composition: wsdr_lab::world::config::Composition::Reference,
+            ..LabConfig::wsdr_defaults()
+        },
+        ..config(Scenario::InterRegionPartition)
+    })
+    .await
+    .unwrap();
+    assert_fails_with(
+        &judge_alone,
+        "a partition between two healthy Regions moved DNS",
+    );
 }
 
-/// The health endpoint flooded from the internet a minute after the primary is lost
-/// (`health-flood`: 90% of the requests reaching the health function refused). With the
-/// cache in front of it (wsdr's default: CloudFront keeps each answer 2 s, docs/DEPLOY.md)
-/// the flood meets the cache and the checks keep reading the verdict; with the function
-/// answering Route 53 itself, the checks fail, both records turn unhealthy and DNS answers
-/// the dead primary.
+/// The health functions flooded from the internet with random paths a minute after the
+/// primary is lost (`health-flood`: 90% of the requests reaching a health function refused
+/// with 429). Whatever the flood does to the checks that read the functions, wsdr's records
+/// cannot point at the dead primary: the PRIMARY record's check needs one view that says
+/// serve, and the SECONDARY record's reads the secondary's API endpoint. With the judge's
+/// answers behind both records (the reference composition), both turn unhealthy and DNS
+/// answers the dead primary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_flooded_health_endpoint_never_sends_dns_back_to_the_dead_primary() {
-    let with = |cached_for: Option<wsdr_lab::AwsDuration>| DrillConfig {
+async fn a_flooded_health_function_never_sends_dns_back_to_the_dead_primary() {
+    let with = |composition| DrillConfig {
         lab: LabConfig {
-            fast: Some(wsdr_lab::world::fast::FastConfig {
-                cached_for,
-                ..Default::default()
-            }),
+            composition,
             ..LabConfig::wsdr_defaults()
         },
         ..config(Scenario::HealthFlood)
     };
-    let cached = drill::run_simulated(with(Some(wsdr_lab::AwsDuration::from_secs(2))))
+    let wsdr = drill::run_simulated(with(wsdr_lab::world::config::Composition::Wsdr))
         .await
         .unwrap();
-    let table = cached.table();
-    assert_eq!(cached.dns_flips_during_fault, 1, "{table}");
-    assert!(cached.passed(), "{:?}\n{table}", cached.failed_checks);
-    let direct = drill::run_simulated(with(None)).await.unwrap();
-    let table = direct.table();
-    assert!(direct.dns_answers_to_failed_primary > 0, "{table}");
-    assert_fails_with(&direct, "answered the failed primary again");
+    let table = wsdr.table();
+    assert_eq!(wsdr.dns_flips_during_fault, 1, "{table}");
+    assert!(wsdr.passed(), "{:?}\n{table}", wsdr.failed_checks);
+    let judge_only = drill::run_simulated(with(wsdr_lab::world::config::Composition::Reference))
+        .await
+        .unwrap();
+    let table = judge_only.table();
+    assert!(judge_only.dns_answers_to_failed_primary > 0, "{table}");
+    assert_fails_with(&judge_only, "answered the failed primary again");
 }
 
 /// The drill failed, and one of its failed checks says `words`.

@@ -1,12 +1,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
-//! The canary's fast rounds (what the Lambdas run in AWS) against a lab Region: the Region's
-//! own canary records its rounds, the watcher outside decides with them, and the verdict
-//! that a health endpoint would serve follows the Region's health.
+//! The canary's fast rounds (what the Lambdas run in AWS) against a lab Region: each vantage
+//! point (the Region's own canary, the watcher outside it) records its rounds and decides its
+//! own verdict, under its own key, and a restart resumes what it decided.
 
 use std::sync::Arc;
 use std::time::Duration;
 use wsdr_core::memory::{MemoryHealthLedger, MemoryMetrics};
 use wsdr_core::HealthLedger;
+use wsdr_core::VerdictSource::{self, Inside, Judge};
 use wsdr_lab::RegionId;
 use wsdr_lab::{Fault, LabConfig, TimeScale, World};
 
@@ -14,8 +15,7 @@ const SECRET: &str = "fast-rounds-test-secret-of-32-bytes-or-more";
 
 fn canary(
     lab: &World,
-    vantage: &str,
-    decides: Option<Vec<String>>,
+    source: VerdictSource,
     ledger: &Arc<MemoryHealthLedger>,
     window_ms: u64,
 ) -> canary::Canary {
@@ -38,8 +38,8 @@ fn canary(
         fast: Some(canary::FastRounds {
             interval: Duration::from_millis(100),
             window: Duration::from_millis(window_ms),
-            vantage: vantage.into(),
-            decides,
+            source,
+            decides: true,
             fail_after: 3,
             recover_after: 4,
             state_table: "unused".into(),
@@ -54,7 +54,7 @@ fn canary(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_watcher_decides_with_the_regions_own_rounds() {
+async fn each_vantage_point_decides_its_own_verdict_under_its_own_key() {
     let lab = World::builder()
         .config(LabConfig {
             scale: TimeScale::new(60.0),
@@ -66,59 +66,61 @@ async fn the_watcher_decides_with_the_regions_own_rounds() {
         .unwrap();
     let api = lab.region(RegionId::Primary).api_id.clone();
     let ledger = Arc::new(MemoryHealthLedger::default());
-    let inside = canary(&lab, "inside", None, &ledger, 1_000);
-    let outside = canary(&lab, "outside", Some(vec!["inside".into()]), &ledger, 1_000);
+    let inside = canary(&lab, Inside, &ledger, 1_000);
+    let outside = canary(&lab, Judge, &ledger, 1_000);
 
-    // Healthy: ten rounds each, the verdict recorded as serve every round.
-    let (_, report) = tokio::join!(inside.fast_rounds(), outside.fast_rounds());
+    // Healthy: ten rounds each, each verdict recorded as serve every round.
+    let (inner, report) = tokio::join!(inside.fast_rounds(), outside.fast_rounds());
     assert_eq!(report.rounds, 10);
     assert_eq!(report.failed_rounds, 0, "{report:?}");
-    assert_eq!(report.serves, Some(true));
-    assert_eq!(ledger.verdict(&api).await.unwrap().map(|v| v.0), Some(true));
-    assert_eq!(
-        ledger.round(&api, "inside").await.unwrap().map(|r| r.0),
-        Some(true)
-    );
+    assert_eq!((inner.serves, report.serves), (Some(true), Some(true)));
+    for source in [Inside, Judge] {
+        assert_eq!(
+            ledger.verdict(&api, source).await.unwrap().map(|v| v.0),
+            Some(true)
+        );
+        assert_eq!(ledger.round(&api, source).map(|r| r.0), Some(true));
+    }
 
-    // The handler throttled: both views fail, the verdict turns within the invocation.
+    // The handler throttled: each view fails and turns within the invocation.
     lab.inject(Fault::Throttle(RegionId::Primary));
-    let (_, report) = tokio::join!(inside.fast_rounds(), outside.fast_rounds());
+    let (inner, report) = tokio::join!(inside.fast_rounds(), outside.fast_rounds());
     assert_eq!(report.failed_rounds, 10, "{report:?}");
-    assert_eq!(report.serves, Some(false));
+    assert_eq!((inner.serves, report.serves), (Some(false), Some(false)));
     assert_eq!(
-        ledger.verdict(&api).await.unwrap().map(|v| v.0),
-        Some(false)
+        ledger.last_change(&api, Judge).await.unwrap().map(|c| c.0),
+        Some(false),
+        "the judge's change: the fail-over order"
     );
 
-    // Healed, but the Region's own canary does not run: its last round (a failure) stands
-    // until it goes stale, and a silent view never votes to serve. The watcher alone cannot
-    // bring the Region back.
+    // Healed, and only the watcher runs: its own verdict comes back after the recovery
+    // streak; the inside verdict is untouched (another writer's item).
     lab.inject(Fault::Heal);
-    tokio::time::sleep(Duration::from_millis(600)).await;
     let report = outside.fast_rounds().await;
     assert_eq!(report.failed_rounds, 0, "{report:?}");
-    assert_eq!(report.serves, Some(false), "one view alone decides nothing");
-
-    // Both views healthy again: serve, after the recovery streak.
-    let (_, report) = tokio::join!(inside.fast_rounds(), outside.fast_rounds());
-    assert_eq!(report.serves, Some(true), "{report:?}");
+    assert_eq!(report.serves, Some(true));
+    assert_eq!(
+        ledger.verdict(&api, Inside).await.unwrap().map(|v| v.0),
+        Some(false)
+    );
 
     // A new watcher instance (a cold start) resumes a recorded failover rather than writing
     // "serve" over it: one healthy round is not the recovery streak.
     ledger
         .put_verdict(
             &api,
+            Judge,
             false,
             wsdr_core::Clock::now_ms(&wsdr_core::SystemClock),
         )
         .await
         .unwrap();
-    let cold = canary(&lab, "outside", Some(vec!["inside".into()]), &ledger, 100);
+    let cold = canary(&lab, Judge, &ledger, 100);
     let report = cold.fast_rounds().await;
     assert_eq!((report.rounds, report.failed_rounds), (1, 0), "{report:?}");
     assert_eq!(report.serves, Some(false));
     assert_eq!(
-        ledger.verdict(&api).await.unwrap().map(|v| v.0),
+        ledger.verdict(&api, Judge).await.unwrap().map(|v| v.0),
         Some(false)
     );
 }

@@ -62,12 +62,16 @@ pub struct LabConfig {
     /// The users' identity provider (its Region) and how each Region's authorizer keeps its
     /// keys.
     pub identity: crate::world::identity::IdentityConfig,
-    /// How the health endpoint answers a fast verdict nobody has rewritten (AWS time): the
-    /// last known status, held 6 hours (`VerdictAge::DEFAULT`).
-    pub verdict_age: wsdr_core::VerdictAge,
-    /// wsdr's SECONDARY record stays healthy while the PRIMARY record is unhealthy
-    /// (`wsdr_core::secondary_holds`); the reference design's records are independent.
-    pub secondary_holds: bool,
+    /// How old a verdict may be and still count (AWS ms): `wsdr_core::STALE_AFTER_MS`.
+    pub stale_after_ms: u64,
+    /// Which health checks the failover records carry: wsdr's composition, or the reference
+    /// design's (one alarm check per record).
+    pub composition: Composition,
+    /// What Route 53's endpoint checks reach: the health functions directly (wsdr's), or the
+    /// CloudFront front wsdr deployed before (`world::front`, for comparison).
+    pub health_front: HealthFront,
+    /// What the health functions' URLs grant (template.yaml: both actions).
+    pub function_url: crate::world::route53::UrlPermissions,
     /// How each Region's pusher conflates, shards and budgets its pushes (AWS units;
     /// `template.yaml`'s `Push*` parameters).
     pub push: wsdr_core::PushSettings,
@@ -102,8 +106,10 @@ impl Default for LabConfig {
             // Every campaign and test of the guarantees runs with the snapshot; only the
             // reference design's own configuration goes without.
             identity: crate::world::identity::IdentityConfig::wsdr_defaults(),
-            verdict_age: wsdr_core::VerdictAge::DEFAULT,
-            secondary_holds: true,
+            stale_after_ms: wsdr_core::STALE_AFTER_MS,
+            composition: Composition::Wsdr,
+            health_front: HealthFront::Direct,
+            function_url: crate::world::route53::UrlPermissions::BOTH,
             push: wsdr_core::PushSettings::default(),
         }
     }
@@ -117,7 +123,7 @@ impl LabConfig {
     pub fn reference() -> Self {
         Self {
             identity: crate::world::identity::IdentityConfig::reference(),
-            secondary_holds: false,
+            composition: Composition::Reference,
             ..Self::default()
         }
     }
@@ -150,3 +156,40 @@ impl LabConfig {
 /// the service (a simulation spends no time on CPU work).
 pub const SIMULATED_STORE_SERVICE_TIME: (AwsDuration, AwsDuration) =
     (AwsDuration::from_millis(2), AwsDuration::from_millis(9));
+
+/// Which health checks the failover records carry (template.yaml; docs/DEPLOY.md, "Who
+/// decides").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Composition {
+    /// wsdr's: the PRIMARY record's check is healthy while either view of the primary says
+    /// serve (the judge's outside verdict, or the primary's own inside verdict as Route 53's
+    /// checkers reach it), a calculated check; the SECONDARY record's is a TCP check of the
+    /// secondary's API endpoint (no judge in it).
+    #[default]
+    Wsdr,
+    /// The reference design's: each record's check reads its Region's own verdict alarm, the
+    /// last known status while the alarm has no data.
+    Reference,
+}
+
+/// What Route 53's endpoint checks reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum HealthFront {
+    /// Each Region's health function URL, directly: nothing in between.
+    #[default]
+    Direct,
+    /// The CloudFront distribution wsdr deployed before (up to commit 791cbca) in front of
+    /// the secondary's health function, with that design's answers (`world::front`).
+    Cloudfront,
+}
+
+impl std::fmt::Display for HealthFront {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HealthFront::Direct => "direct",
+            HealthFront::Cloudfront => "cloudfront",
+        })
+    }
+}

@@ -1,9 +1,8 @@
-//! The fast failover path, beside the minute-by-minute alarm: a fast verdict from probe
-//! rounds every 5 s (AWS) (`wsdr_core::FastVerdict`), decided and served in the judge Region
-//! ([`JUDGE`]: `GET /health/{primary|secondary}` on its address, 200 = serve, 503 = fail
-//! over), which the Route 53 *endpoint* health checks of both failover records poll every
-//! 10 s. A judge that is down answers neither: both records unhealthy, and Route 53 answers
-//! the primary.
+//! The fast failover path, beside the minute-by-minute alarm: fast verdicts from probe rounds
+//! every 5 s (AWS) (`wsdr_core::FastVerdict`), one per vantage point, each written in its own
+//! Region and served there by its health function: each Region's own canary's verdict on
+//! itself (`/self`), and the watcher's on the primary, decided in the judge ([`JUDGE`],
+//! `/primary`). Route 53's endpoint checks read them (`world::route53`, `world::monitoring`).
 //!
 //! Both paths always run when the fast path is on; `HealthCheckKind` says which one the
 //! failover records follow, and the other is timed alongside, so one drill reports both.
@@ -46,11 +45,8 @@ pub struct FastConfig {
     pub recover_after: u32,
     /// Route 53 endpoint health check `RequestInterval` (10 or 30 s).
     pub check_interval: AwsDuration,
-    /// Route 53 `FailureThreshold`: consecutive results that change the check's status.
+    /// Route 53 `FailureThreshold`: consecutive results that change a checker's view.
     pub failure_threshold: u32,
-    /// What answers the checks: the health function itself, or a cache in front of it that
-    /// keeps each answer this long (wsdr's default: CloudFront, 2 s; docs/DEPLOY.md).
-    pub cached_for: Option<AwsDuration>,
 }
 
 impl Default for FastConfig {
@@ -61,20 +57,18 @@ impl Default for FastConfig {
             recover_after: 12,
             check_interval: AwsDuration::from_secs(10),
             failure_threshold: 1,
-            cached_for: Some(AwsDuration::from_secs(2)),
         }
     }
 }
 
-/// Where every fast verdict is decided, written and served: the secondary. The primary's
-/// watcher runs there, the secondary's own canary decides the secondary's verdict, and its
-/// health endpoint answers both failover records' checks (docs/DEPLOY.md, "Who decides").
+/// The judge: where the watcher runs and its verdict on the primary is written and served
+/// (the secondary: outside the Region it judges; docs/DEPLOY.md, "Who decides").
 pub const JUDGE: RegionId = RegionId::Secondary;
 
 /// A vantage point of a fast verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Vantage {
-    /// The watcher, probing from outside the judged Region (from the judge).
+    /// The watcher, probing the primary from outside it (from the judge).
     Outside,
     /// The judged Region's own canary.
     Inside,
@@ -90,17 +84,6 @@ impl Vantage {
     }
 }
 
-/// The vantage points of a Region's fast verdict, as deployed: the primary's folds the
-/// watcher outside it with its own canary; the secondary's is its own canary's (it is the
-/// judge, and nothing outside it watches it).
-pub fn vantage_points(judged: RegionId) -> &'static [Vantage] {
-    if judged == JUDGE {
-        &[Vantage::Inside]
-    } else {
-        &[Vantage::Outside, Vantage::Inside]
-    }
-}
-
 /// Faults of the fast path's own (for tests: one vantage point that cannot see a Region).
 #[derive(Debug, Default)]
 pub struct FastFaults {
@@ -111,7 +94,8 @@ pub struct FastFaults {
     /// The network between the Regions cut: the watcher, in the judge, cannot reach the
     /// Region it watches (`inter-region-partition`).
     between_cut: AtomicBool,
-    /// `health-flood`: the share of the health function's requests refused, percent.
+    /// `health-flood`: the share of the requests reaching a health function that it refuses
+    /// (429), percent: a flood of paths, which no cache in front of it would stop.
     flood_percent: std::sync::atomic::AtomicU8,
 }
 
@@ -137,8 +121,8 @@ impl FastFaults {
         }
     }
 
-    /// Flood the health endpoint: `percent` of the requests reaching the health function
-    /// refused (0: no flood).
+    /// Flood the health functions: `percent` of the requests reaching them refused (0: no
+    /// flood).
     pub fn flood(&self, percent: u8) {
         self.flood_percent.store(percent.min(100), Ordering::SeqCst);
     }
@@ -153,7 +137,13 @@ impl FastFaults {
         self.between_cut.store(cut, Ordering::SeqCst);
     }
 
-    /// Whether a vantage point is blind to a Region.
+    /// Whether the network between the Regions is cut.
+    pub fn is_cut_between(&self) -> bool {
+        self.between_cut.load(Ordering::SeqCst)
+    }
+
+    /// Whether a vantage point is blind to a Region (the outside one crosses the path
+    /// between the Regions).
     pub fn is_blind(&self, region: RegionId, vantage: usize) -> bool {
         let cut_off = region != JUDGE
             && vantage == Vantage::Outside.index()
@@ -165,38 +155,6 @@ impl FastFaults {
     }
 }
 
-/// An endpoint health check's status, with Route 53's failure threshold.
-#[derive(Debug, Clone)]
-pub struct EndpointCheck {
-    threshold: u32,
-    healthy: bool,
-    streak: u32,
-}
-
-impl EndpointCheck {
-    pub fn new(threshold: u32) -> Self {
-        Self {
-            threshold: threshold.max(1),
-            healthy: true,
-            streak: 0,
-        }
-    }
-
-    /// One poll's result; the check's status after it.
-    pub fn poll(&mut self, ok: bool) -> bool {
-        if ok == self.healthy {
-            self.streak = 0;
-        } else {
-            self.streak += 1;
-            if self.streak >= self.threshold {
-                self.healthy = ok;
-                self.streak = 0;
-            }
-        }
-        self.healthy
-    }
-}
-
 /// Record a change of the primary's fast verdict or endpoint check (the drill times the
 /// primary's); the secondary's go in as notes.
 pub fn record(timeline: &Timeline, region: RegionId, kind: Kind, what: &str) {
@@ -205,23 +163,4 @@ pub fn record(timeline: &Timeline, region: RegionId, kind: Kind, what: &str) {
         RegionId::Secondary => Kind::Note,
     };
     timeline.record(kind, format!("{region}: {what}"));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_endpoint_check_changes_after_threshold_results_in_a_row() {
-        let mut check = EndpointCheck::new(2);
-        assert!(check.poll(false), "one failure is not enough");
-        assert!(check.poll(true));
-        assert!(check.poll(false));
-        assert!(!check.poll(false), "two in a row");
-        assert!(!check.poll(true));
-        assert!(check.poll(true));
-        let mut check = EndpointCheck::new(1);
-        assert!(!check.poll(false));
-        assert!(check.poll(true));
-    }
 }

@@ -25,13 +25,16 @@ pub enum MetricKind {
     Verdict,
 }
 
-/// CloudWatch, as far as the alarms and the watchers need it: datapoints by metric and
-/// `ApiId`, placed in periods by their own timestamp (epoch ms), as `PutMetricData`'s
-/// `Timestamp` places them. Periods are one AWS minute of lab time, counted from `origin_ms`
+/// One datapoint: (timestamp ms, metric, the receiving CloudWatch's Region, `ApiId`, value).
+type Datapoint = (u64, MetricKind, String, String, bool);
+
+/// CloudWatch, as far as the alarms and the watchers need it: datapoints by the Region whose
+/// CloudWatch received them, metric and `ApiId`, placed in periods by their own timestamp
+/// (epoch ms), as `PutMetricData`'s `Timestamp` places them. Periods are one AWS minute of lab time, counted from `origin_ms`
 /// (CloudWatch aligns them to the minute; the lab's minute starts with the lab).
 #[derive(Debug)]
 pub struct MetricsStore {
-    points: Mutex<Vec<(u64, MetricKind, String, bool)>>,
+    points: Mutex<Vec<Datapoint>>,
     origin_ms: u64,
     period_ms: u64,
 }
@@ -45,8 +48,22 @@ impl MetricsStore {
         }
     }
 
-    pub fn put(&self, metric: MetricKind, api_id: &str, value: bool, timestamp_ms: u64) {
-        lock(&self.points).push((timestamp_ms, metric, api_id.to_owned(), value));
+    /// A datapoint published to `cloudwatch`'s (a Region name) CloudWatch.
+    pub fn put(
+        &self,
+        metric: MetricKind,
+        cloudwatch: &str,
+        api_id: &str,
+        value: bool,
+        timestamp_ms: u64,
+    ) {
+        lock(&self.points).push((
+            timestamp_ms,
+            metric,
+            cloudwatch.to_owned(),
+            api_id.to_owned(),
+            value,
+        ));
     }
 
     /// `[from, to)` of period `k` (epoch ms).
@@ -60,12 +77,20 @@ impl MetricsStore {
         at_ms.saturating_sub(self.origin_ms) / self.period_ms
     }
 
-    /// Statistic Minimum of the datapoints in `[from, to)` (epoch ms), None when there are none.
-    pub fn minimum(&self, metric: MetricKind, api_id: &str, from: u64, to: u64) -> Option<bool> {
+    /// Statistic Minimum of `cloudwatch`'s datapoints in `[from, to)` (epoch ms), None when
+    /// there are none.
+    pub fn minimum(
+        &self,
+        metric: MetricKind,
+        cloudwatch: &str,
+        api_id: &str,
+        from: u64,
+        to: u64,
+    ) -> Option<bool> {
         let points = lock(&self.points);
         let mut any = None;
-        for (at, kind, id, value) in points.iter() {
-            if *kind == metric && id == api_id && *at >= from && *at < to {
+        for (at, kind, region, id, value) in points.iter() {
+            if *kind == metric && region == cloudwatch && id == api_id && *at >= from && *at < to {
                 any = Some(any.unwrap_or(true) && *value);
             }
         }
@@ -74,12 +99,15 @@ impl MetricsStore {
 }
 
 /// The canary's sink in the lab: it stamps each datapoint when published, and a watcher
-/// reads its own history back, as from `GetMetricData`.
+/// reads its own history back, as from `GetMetricData`, from the CloudWatch of the Region
+/// it runs in (`region`).
 #[derive(Debug, Clone)]
 pub struct LabMetrics {
     pub store: Arc<MetricsStore>,
     pub timeline: Timeline,
     pub region: String,
+    /// The Region the datapoints are about (the watcher's: the primary; a canary's: its own).
+    pub judged: String,
 }
 
 #[async_trait::async_trait]
@@ -87,6 +115,7 @@ impl Metrics for LabMetrics {
     async fn put_health(&self, point: &HealthDatapoint) -> wsdr_core::Result<()> {
         self.store.put(
             MetricKind::Health,
+            &self.region,
             &point.api_id,
             point.healthy,
             point.timestamp_ms,
@@ -96,13 +125,18 @@ impl Metrics for LabMetrics {
         } else {
             Kind::ProbeFailed
         };
+        let who = if self.judged == self.region {
+            "canary"
+        } else {
+            "watcher"
+        };
         self.timeline.record_in(
             kind,
-            &self.region,
+            &self.judged,
             format!(
-                "canary datapoint {} for {}",
+                "{who} datapoint {} for {}",
                 u8::from(point.healthy),
-                self.region
+                self.judged
             ),
         );
         Ok(())
@@ -120,7 +154,8 @@ impl Metrics for LabMetrics {
             .map(|back| match current.checked_sub(back) {
                 Some(k) => {
                     let (from, to) = self.store.period(k);
-                    self.store.minimum(MetricKind::Health, api_id, from, to)
+                    self.store
+                        .minimum(MetricKind::Health, &self.region, api_id, from, to)
                 }
                 // Before the lab started: no datapoint, as for a fresh metric.
                 None => None,
@@ -131,6 +166,7 @@ impl Metrics for LabMetrics {
     async fn put_verdict(&self, point: &VerdictDatapoint) -> wsdr_core::Result<()> {
         self.store.put(
             MetricKind::Verdict,
+            &self.region,
             &point.api_id,
             point.serve,
             point.timestamp_ms,
@@ -169,7 +205,8 @@ pub struct AlarmConfig {
     pub missing: MissingData,
 }
 
-/// An alarm on one metric, evaluated at each period's end like CloudWatch:
+/// An alarm on one metric of one Region's CloudWatch, evaluated at each period's end like
+/// CloudWatch:
 /// `Minimum < 1` is breaching, ALARM when at least M of the last N periods breach, OK
 /// otherwise; missing data as configured. Periods before the alarm existed are not in the
 /// window.
@@ -177,16 +214,23 @@ pub struct AlarmConfig {
 pub struct Alarm {
     pub config: AlarmConfig,
     metric: MetricKind,
+    cloudwatch: String,
     api_id: String,
     window: Mutex<VecDeque<Option<bool>>>,
     state: Mutex<AlarmState>,
 }
 
 impl Alarm {
-    pub fn new(metric: MetricKind, api_id: impl Into<String>, config: AlarmConfig) -> Self {
+    pub fn new(
+        metric: MetricKind,
+        cloudwatch: impl Into<String>,
+        api_id: impl Into<String>,
+        config: AlarmConfig,
+    ) -> Self {
         Self {
             config,
             metric,
+            cloudwatch: cloudwatch.into(),
             api_id: api_id.into(),
             window: Mutex::default(),
             state: Mutex::new(AlarmState::InsufficientData),
@@ -199,7 +243,8 @@ impl Alarm {
 
     /// Evaluate the period `[from, to)` (epoch ms). Returns the new state if it changed.
     pub fn evaluate(&self, metrics: &MetricsStore, from: u64, to: u64) -> Option<AlarmState> {
-        let breaching = match metrics.minimum(self.metric, &self.api_id, from, to) {
+        let breaching = match metrics.minimum(self.metric, &self.cloudwatch, &self.api_id, from, to)
+        {
             Some(value) => Some(!value),
             None if self.config.missing == MissingData::Breaching => Some(true),
             None => None,
@@ -220,39 +265,6 @@ impl Alarm {
         };
         let mut state = lock(&self.state);
         (std::mem::replace(&mut *state, next) != next).then_some(next)
-    }
-}
-
-/// A Route 53 `CLOUDWATCH_METRIC` health check with `InsufficientDataHealthStatus:
-/// LastKnownStatus`: healthy when the alarm is OK, unhealthy in ALARM, and its last status
-/// (healthy for a new check) while the alarm has insufficient data.
-#[derive(Debug)]
-pub struct HealthCheck {
-    alarm: Arc<Alarm>,
-    last: Mutex<bool>,
-}
-
-impl HealthCheck {
-    pub fn new(alarm: Arc<Alarm>) -> Self {
-        Self {
-            alarm,
-            last: Mutex::new(true),
-        }
-    }
-
-    /// Read the alarm (as Route 53's checkers do at each interval); the status.
-    pub fn poll(&self) -> bool {
-        let mut last = lock(&self.last);
-        match self.alarm.state() {
-            AlarmState::Ok => *last = true,
-            AlarmState::Alarm => *last = false,
-            AlarmState::InsufficientData => {}
-        }
-        *last
-    }
-
-    pub fn alarm(&self) -> &Alarm {
-        &self.alarm
     }
 }
 

@@ -16,7 +16,7 @@ use crate::world::fault::Fault;
 use crate::world::identity::AuthorizerFunction;
 use crate::world::owner::Owner;
 use crate::world::quota::QuotaBucket;
-use crate::world::region_id::{PerRegion, RegionId};
+use crate::world::region_id::RegionId;
 use crate::world::scale::{AwsDuration, TimeScale};
 use crate::world::store::{RegionTable, ReplicaStore};
 use aws_lambda_events::apigw::{
@@ -69,13 +69,12 @@ pub struct Quotas {
     pub herd_hint: Option<wsdr_core::HerdHint>,
     /// How the handler decides bids (strong mode needs the MRSC table).
     pub consistency: wsdr_core::Consistency,
-    /// How the health function treats a fast verdict nobody has rewritten (AWS time):
-    /// wsdr's is `VerdictAge::DEFAULT` (stale after 60 s, answered as the last known status
-    /// for 6 hours).
-    pub verdict_age: wsdr_core::VerdictAge,
-    /// Whether the health function's answer on the secondary holds while the primary's
-    /// verdict is fail over (`wsdr_core::secondary_holds`; wsdr's, not the reference's).
-    pub secondary_holds: bool,
+    /// How old a verdict may be and still count (AWS ms; `wsdr_core::STALE_AFTER_MS`).
+    pub stale_after_ms: u64,
+    /// Whether the health function's URL lets a caller in: `AuthType NONE` answers only a
+    /// caller granted both `lambda:InvokeFunctionUrl` and `lambda:InvokeFunction` (403
+    /// otherwise), as template.yaml's function URL permissions say.
+    pub function_url: crate::world::route53::UrlPermissions,
     /// How the Region's pusher conflates, shards and budgets pushes (AWS units).
     pub push: wsdr_core::PushSettings,
 }
@@ -184,9 +183,9 @@ pub struct Region {
     pub registry: Arc<MemoryConnections>,
     faults: Faults,
     counters: Counters,
-    /// This replica's copy of the fast verdict on each Region (the `VERDICT` items of the
-    /// state table): written here when this Region is the judge, replicated in otherwise.
-    verdicts: PerRegion<VerdictCopy>,
+    /// This replica's copies of the fast verdicts (the `VERDICT` items of the state table),
+    /// by the Region judged and who wrote them: each written in one Region, replicated out.
+    verdicts: Mutex<HashMap<(RegionId, wsdr_core::VerdictSource), VerdictCopy>>,
     quotas: Quotas,
     app: App,
     authorizer: Arc<AuthorizerFunction>,
@@ -437,7 +436,7 @@ impl Region {
             registry,
             faults: Faults::default(),
             counters: Counters::default(),
-            verdicts: PerRegion::default(),
+            verdicts: Mutex::default(),
             bucket: Mutex::new(QuotaBucket::full(quotas.connect_burst, 0.0)),
             born: Instant::now(),
             connect_rate: Mutex::new((quotas.connect_rate, quotas.connect_burst)),
@@ -456,8 +455,8 @@ impl Region {
         let _ = home.set(Arc::downgrade(&region));
         region.start_stream(stream_rx, conflation_clock);
         let router = Router::new()
-            .route("/health", get(health_endpoint))
-            .route("/health/{judged}", get(verdict_endpoint))
+            .route("/health", get(health_function_self))
+            .route("/health/{*path}", get(health_function))
             .route("/{stage}", get(upgrade))
             .route(
                 "/{stage}/@connections/{id}",
@@ -474,8 +473,8 @@ impl Region {
         Ok(region)
     }
 
-    /// The Region's health endpoint URL (the lab's stand-in for the `lambda_http` health
-    /// function behind its function URL).
+    /// The Region's health function URL (the lab's stand-in for the `lambda_http` health
+    /// function behind its function URL): `<this>/self`, and `<this>/primary` on the judge.
     pub fn health_url(&self) -> String {
         format!("http://{}/health", self.addr)
     }
@@ -608,29 +607,82 @@ impl Region {
             .collect()
     }
 
-    /// A version of the fast verdict on `judged` reaches this replica (`true` = serve):
-    /// written here by the judge, or replicated in. Versions are the judge's sequence
-    /// numbers; an older one arriving late changes nothing (last writer wins per item).
-    pub fn record_verdict(&self, judged: RegionId, version: u64, serve: bool) {
-        self.verdicts[judged].record(version, serve);
+    /// A version of `source`'s fast verdict on `judged` reaches this replica (`true` =
+    /// serve): written here by its writer, or replicated in. Versions are the writer's
+    /// sequence numbers; an older one arriving late changes nothing (last writer wins per
+    /// item, and each item has one writer).
+    pub fn record_verdict(
+        &self,
+        judged: RegionId,
+        source: wsdr_core::VerdictSource,
+        version: u64,
+        serve: bool,
+    ) {
+        lock(&self.verdicts)
+            .entry((judged, source))
+            .or_default()
+            .record(version, serve);
     }
 
-    /// This replica's copy of the fast verdict on `judged` (`true` = serve; none yet:
-    /// serve, as the health function answers).
-    pub fn verdict_on(&self, judged: RegionId) -> bool {
-        self.verdict_answer_on(judged).serves
+    /// This replica's copy of `source`'s verdict on `judged`: (serve, age in AWS ms).
+    pub fn verdict_copy(
+        &self,
+        judged: RegionId,
+        source: wsdr_core::VerdictSource,
+    ) -> Option<(bool, u64)> {
+        lock(&self.verdicts)
+            .get(&(judged, source))
+            .and_then(|copy| copy.read(self.scale))
     }
 
-    /// The health function's whole answer about `judged` from this replica: the verdict,
-    /// and whether it is stale (its writer silent).
-    pub fn verdict_answer_on(&self, judged: RegionId) -> wsdr_core::EndpointAnswer {
-        self.verdicts[judged].answer(self.scale, self.quotas.verdict_age)
+    /// What the health function would answer about `source`'s verdict on `judged` from
+    /// this replica now (the Region's own clock judges the age: the writer's Region).
+    pub fn verdict_answer(
+        &self,
+        judged: RegionId,
+        source: wsdr_core::VerdictSource,
+    ) -> wsdr_core::VerdictAnswer {
+        // The copy's age is the Region's own clock's reading (now - written).
+        let copy = self.verdict_copy(judged, source);
+        let age = copy.map_or(0, |(_, age)| age);
+        wsdr_core::VerdictAnswer::of(
+            Ok(copy.map(|(serve, _)| (serve, 0))),
+            age,
+            self.quotas.stale_after_ms,
+        )
     }
 
-    /// What this Region's replica says about the Region itself: what a health endpoint
-    /// *inside* the judged Region would serve (the `GET /health` of the in-Region design).
-    pub fn health_verdict(&self) -> bool {
-        self.verdict_on(self.id)
+    /// Whether this replica's copy of `source`'s verdict on `judged` says serve, fresh.
+    pub fn verdict_serves(&self, judged: RegionId, source: wsdr_core::VerdictSource) -> bool {
+        self.verdict_answer(judged, source).serves()
+    }
+
+    /// The health function's answer to `GET path` as a caller outside the Region gets it
+    /// through the function URL: `None` when nothing answers (the Region down), a 403 when
+    /// the URL's permissions let nobody in, else the function's own answer (the same routing
+    /// and rule as `crates/health`: `wsdr_core::HealthRoute`, `wsdr_core::VerdictAnswer`).
+    pub fn health_function(&self, path: &str) -> Option<(u16, &'static str)> {
+        if self.is_down() {
+            return None;
+        }
+        if !self.quotas.function_url.admits_anyone() {
+            return Some((403, "{\"Message\":\"Forbidden\"}"));
+        }
+        // The judge (the secondary) knows the primary; the primary judges only itself.
+        let judges_primary = self.id == RegionId::Secondary;
+        Some(
+            match wsdr_core::HealthRoute::of("GET", path, judges_primary) {
+                wsdr_core::HealthRoute::MethodNotAllowed => (405, "GET only\n"),
+                wsdr_core::HealthRoute::NotFound => (404, "use /self or /primary\n"),
+                wsdr_core::HealthRoute::Verdict { judged, source } => {
+                    let judged = match judged {
+                        wsdr_core::Judged::ThisRegion => self.id,
+                        wsdr_core::Judged::Primary => RegionId::Primary,
+                    };
+                    (200, self.verdict_answer(judged, source).body())
+                }
+            },
+        )
     }
 
     /// Change the new-connection quota at run time: `rate` per lab second, `burst` tokens
@@ -1281,84 +1333,58 @@ async fn delete_connection(
     }
 }
 
-/// A replica's copy of one fast verdict item: its version (the judge's sequence number),
-/// the verdict, and when it was last written (lab time; the judge rewrites it every round).
+/// A replica's copy of one fast verdict item: its version (the writer's sequence number),
+/// the verdict, and when it was last written (lab time; its writer rewrites it every round).
 #[derive(Debug, Default)]
-struct VerdictCopy(Mutex<Option<(u64, bool, tokio::time::Instant)>>);
+struct VerdictCopy(Option<(u64, bool, tokio::time::Instant)>);
 
 impl VerdictCopy {
-    fn record(&self, version: u64, serve: bool) {
-        let mut copy = lock(&self.0);
-        if copy.is_none_or(|(held, _, _)| version >= held) {
-            *copy = Some((version, serve, tokio::time::Instant::now()));
+    fn record(&mut self, version: u64, serve: bool) {
+        if self.0.is_none_or(|(held, _, _)| version >= held) {
+            self.0 = Some((version, serve, tokio::time::Instant::now()));
         }
     }
 
-    /// What the health function answers from this copy: `endpoint_answer`'s rule on its
-    /// age, in AWS time.
-    fn answer(&self, scale: TimeScale, age: wsdr_core::VerdictAge) -> wsdr_core::EndpointAnswer {
-        let copy = *lock(&self.0);
-        let verdict = copy.map(|(_, serve, _)| (serve, 0));
-        let old_ms = copy.map_or(0, |(_, _, at)| {
-            (at.elapsed().as_secs_f64() * scale.factor() * 1000.0) as u64
-        });
-        wsdr_core::endpoint_answer(verdict, old_ms, age)
+    /// The verdict and its age, AWS ms.
+    fn read(&self, scale: TimeScale) -> Option<(bool, u64)> {
+        self.0.map(|(_, serve, at)| {
+            (
+                serve,
+                (at.elapsed().as_secs_f64() * scale.factor() * 1000.0) as u64,
+            )
+        })
     }
 }
 
-/// The health function's answer about `judged` from this Region's replica; a Region that is
-/// down answers nothing useful, here a 503.
-fn verdict_answer(region: &Region, judged: RegionId) -> (axum::http::StatusCode, &'static str) {
-    use std::sync::atomic::Ordering;
-    if region.faults.down.load(Ordering::SeqCst) {
-        return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "region down");
-    }
-    if region.verdict_on(judged) {
-        (axum::http::StatusCode::OK, "serve")
-    } else if judged == RegionId::Secondary
-        && region.quotas.secondary_holds
-        && wsdr_core::secondary_holds(false, region.verdict_on(RegionId::Primary))
-    {
-        // Failing both records would send the name back to the failed primary.
-        (
-            axum::http::StatusCode::OK,
-            "serve (holding: the primary is failed over)",
-        )
-    } else {
-        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "fail over")
-    }
-}
-
-/// `GET /health`: the fast verdict on this Region, from this Region's own replica: what a
-/// health endpoint inside the judged Region serves (the in-Region design, which a degraded
-/// Region whose inbound replication stalls keeps answering `serve`). Kept for outside
-/// tools; the lab's Route 53 checks read `GET /health/{region}` on the judge.
-async fn health_endpoint(
+/// `GET /health`: this Region's own verdict (`/self`), the bare URL kept for outside tools.
+async fn health_function_self(
     State(region): State<Arc<Region>>,
 ) -> (axum::http::StatusCode, &'static str) {
-    verdict_answer(&region, region.id)
+    health_answer(&region, "/self")
 }
 
-/// `GET /health/{primary|secondary|<region name>}`: the fast verdict on that Region from
-/// this Region's replica (200 `serve`, 503 `fail over`). On the judge (the secondary), this
-/// is what the Route 53 endpoint health checks of both failover records read: the verdict
-/// served where it was made.
-async fn verdict_endpoint(
+/// `GET /health/<path>`: the health function's answer to `/<path>` (`/health/self`,
+/// `/health/primary` on the judge, the rehearsal paths), as Route 53's checkers get it.
+/// `/health/secondary` is the judge's own (`/self` there), kept for outside tools.
+async fn health_function(
     State(region): State<Arc<Region>>,
-    Path(judged): Path<String>,
+    Path(path): Path<String>,
 ) -> (axum::http::StatusCode, &'static str) {
-    let judged = match judged.as_str() {
-        "primary" => Some(RegionId::Primary),
-        "secondary" => Some(RegionId::Secondary),
-        name if name == region.name => Some(region.id),
-        _ => None,
+    let path = match path.as_str() {
+        "secondary" if region.id == RegionId::Secondary => "/self".to_owned(),
+        other => format!("/{other}"),
     };
-    match judged {
-        Some(judged) => verdict_answer(&region, judged),
-        None => (
-            axum::http::StatusCode::NOT_FOUND,
-            "no such Region: use primary, secondary or this Region's name",
+    health_answer(&region, &path)
+}
+
+fn health_answer(region: &Region, path: &str) -> (axum::http::StatusCode, &'static str) {
+    match region.health_function(path) {
+        Some((status, body)) => (
+            axum::http::StatusCode::from_u16(status)
+                .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR),
+            body,
         ),
+        None => (axum::http::StatusCode::SERVICE_UNAVAILABLE, "region down"),
     }
 }
 
