@@ -17,6 +17,7 @@
 //! client and environment configuration), all on by default for the Lambdas. The lab turns
 //! them off for its quickest build: it needs only `@connections`, over plain HTTP.
 
+pub mod change_records;
 mod classify;
 #[cfg(feature = "dynamodb")]
 mod connections;
@@ -30,6 +31,8 @@ mod metric_names;
 mod metrics;
 #[cfg(feature = "apigateway")]
 mod notifier;
+#[cfg(feature = "dynamodb")]
+mod orders;
 pub mod push_jobs;
 #[cfg(feature = "dynamodb")]
 mod push_leases;
@@ -52,6 +55,8 @@ pub use metric_names::MetricNames;
 pub use metrics::{CloudWatchMetrics, STANDARD_RESOLUTION};
 #[cfg(feature = "apigateway")]
 pub use notifier::ApiGatewayNotifier;
+#[cfg(feature = "dynamodb")]
+pub use orders::DynamoOrderLog;
 #[cfg(feature = "dynamodb")]
 pub use push_leases::DynamoPushLeases;
 #[cfg(feature = "sqs")]

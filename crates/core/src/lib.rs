@@ -34,8 +34,8 @@ pub use model::{
 };
 pub use ports::{
     Advance, BidCommit, Census, Clock, CommitOutcome, Connections, Entropy, HealthDatapoint,
-    HealthLedger, LedgerStore, Metrics, Notifier, Pause, SeededEntropy, StateStore, SystemClock,
-    ThreadEntropy, TokioPause, VerdictDatapoint,
+    HealthLedger, LedgerStore, Metrics, Notifier, OrderLog, Pause, SeededEntropy, StateStore,
+    SystemClock, ThreadEntropy, TokioPause, VerdictDatapoint,
 };
 pub use push::{
     PushJob, PushLeases, PushQueue, PushSettings, PushWorker, Pusher, SubscriberPage,

@@ -593,6 +593,32 @@ impl crate::HealthLedger for MemoryHealthLedger {
     }
 }
 
+/// An in-memory [`crate::OrderLog`]: each order's claim time and whether it finished.
+#[derive(Debug, Default)]
+pub struct MemoryOrderLog {
+    orders: Mutex<BTreeMap<String, (u64, bool)>>,
+}
+
+#[async_trait]
+impl crate::OrderLog for MemoryOrderLog {
+    async fn claim(&self, id: &str, now_ms: u64, stale_ms: u64) -> Result<bool> {
+        let mut orders = lock(&self.orders);
+        match orders.get(id) {
+            Some((_, true)) => Ok(false),
+            Some((at, false)) if now_ms.saturating_sub(*at) <= stale_ms => Ok(false),
+            _ => {
+                orders.insert(id.to_owned(), (now_ms, false));
+                Ok(true)
+            }
+        }
+    }
+
+    async fn finish(&self, id: &str, now_ms: u64) -> Result<()> {
+        lock(&self.orders).insert(id.to_owned(), (now_ms, true));
+        Ok(())
+    }
+}
+
 /// A [`Notifier`] that records what it was asked to send, with scriptable failures.
 #[derive(Debug, Default)]
 pub struct RecordingNotifier {

@@ -201,6 +201,17 @@ pub trait HealthLedger: Send + Sync {
     ) -> Result<Option<(bool, u64)>>;
 }
 
+/// Where fail-over orders are recorded, so that each runs once however often it is
+/// delivered (the connections table of the evacuator's Region in AWS).
+#[async_trait]
+pub trait OrderLog: Send + Sync {
+    /// Claim order `id` at `now_ms`: `true` when the caller is to run it (never claimed, or
+    /// claimed more than `stale_ms` ago and never finished: that run died).
+    async fn claim(&self, id: &str, now_ms: u64, stale_ms: u64) -> Result<bool>;
+    /// Record that order `id` ran to its end (whatever it decided).
+    async fn finish(&self, id: &str, now_ms: u64) -> Result<()>;
+}
+
 /// Pushes a frame to one connection (`@connections` POST in AWS).
 #[async_trait]
 pub trait Notifier: Send + Sync {

@@ -8,12 +8,14 @@
 //! which the handler computes the herd window it advertises (wsdr_core::HerdHint). It is the
 //! function that already reads the whole connection list.
 //!
-//! The one aimed at the primary also takes a DynamoDB stream batch (`FAILOVER_TO`): with
-//! endpoint health checks the failover decision is the fast verdict, whose change to "fail
-//! over" reaches it through the state table's stream. With `FAILOVER_ENDPOINT` it first
-//! sends, at once, a move naming the destination's own endpoint (only clients given that URL
-//! follow it, with no DNS involved); then it waits `FAILOVER_WAIT_SECONDS` for Route 53 and
-//! the TTL and evacuates everyone still there through the global name.
+//! The one aimed at the primary also takes fail-over orders (`FAILOVER_TO`): the judge's
+//! verdict change on the primary to "fail over", forwarded by the handler (the stream's one
+//! reader) through the fast failovers' queue, or a stream batch an operator replays. Each
+//! order runs once (`ORDERS_TABLE`) and is re-checked before each phase ([`order`]): with
+//! `FAILOVER_ENDPOINT` it first sends, at once, a move naming the destination's own endpoint
+//! (only clients given that URL follow it, with no DNS involved); then it waits
+//! `FAILOVER_WAIT_SECONDS` for Route 53 and the TTL and evacuates everyone still there
+//! through the global name, once DNS answers the destination.
 //!
 //! Configured for the Region it empties (`TARGET_*`), not for the Region it runs in: the stack
 //! in each Region runs one aimed at its own connections (a planned evacuation: the Region is
@@ -21,9 +23,14 @@
 //! outside the primary: its API and table still answer, its handler does not). The invoker
 //! takes the Region out of DNS first (`make evacuate`, docs/DEPLOY.md).
 
+pub mod order;
+pub mod recheck;
+
+use order::{Checks, Declined, OrderLog};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
+use wsdr_aws::change_records::FailoverOrder;
 use wsdr_core::{Connections, Evacuation, EvacuationReport, Notifier};
 
 /// One setting missing or malformed.
@@ -70,6 +77,12 @@ pub struct Config {
     /// Regions' own endpoints) follow it without waiting for DNS, clients that know only the
     /// global name ignore a URL they were not given and follow the move after the wait.
     pub failover_endpoint: Option<String>,
+    /// What an order is re-checked against ([`recheck`]); `None` without `STATE_TABLE`
+    /// (a planned evacuator: nothing to re-check).
+    pub recheck: Option<recheck::RecheckConfig>,
+    /// `ORDERS_TABLE`: where each order's id is recorded (a conditional put), so that it runs
+    /// once; unset: every delivery runs.
+    pub orders_table: Option<String>,
 }
 
 impl Config {
@@ -111,6 +124,10 @@ impl Config {
             failover_to: env.get("FAILOVER_TO").filter(|v| !v.trim().is_empty()),
             failover_endpoint: env
                 .get("FAILOVER_ENDPOINT")
+                .filter(|v| !v.trim().is_empty() && v != "none"),
+            recheck: recheck::RecheckConfig::from_env(&env)?,
+            orders_table: env
+                .get("ORDERS_TABLE")
                 .filter(|v| !v.trim().is_empty() && v != "none"),
             failover_wait_seconds: match env.number("FAILOVER_WAIT_SECONDS", 90)? {
                 wait if wait > MAX_WAIT_SECONDS => {
@@ -162,9 +179,9 @@ pub struct CensusRequest {
     pub census: bool,
 }
 
-/// The fast verdict's `CHANGE` items that say fail over: an SQS batch from the fast
-/// failovers' queue (each body a stream record the handler forwarded), or a DynamoDB stream
-/// batch (an operator's replay of one).
+/// Fail-over orders: an SQS batch from the fast failovers' queue (each body a stream record
+/// the handler forwarded), or a DynamoDB stream batch (an operator's replay of one). Decoded
+/// by `wsdr_aws::change_records`, the handler's own decoding.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct StreamBatch {
     #[serde(rename = "Records")]
@@ -172,29 +189,27 @@ pub struct StreamBatch {
 }
 
 impl StreamBatch {
-    /// Whether any record is a verdict change that says fail over (checked here too, not only
-    /// by the mapping's filter).
+    /// The orders in the batch: the judge's changes on the primary to fail over.
+    pub fn orders(&self) -> Vec<FailoverOrder> {
+        self.records
+            .iter()
+            .filter_map(|record| {
+                if record["eventSource"] == "aws:sqs" {
+                    let message: aws_lambda_events::sqs::SqsMessage =
+                        serde_json::from_value(record.clone()).ok()?;
+                    FailoverOrder::of_message(&message)
+                } else {
+                    let record: aws_lambda_events::dynamodb::EventRecord =
+                        serde_json::from_value(record.clone()).ok()?;
+                    FailoverOrder::of_record(&record)
+                }
+            })
+            .collect()
+    }
+
+    /// Whether any record is an order.
     pub fn says_fail_over(&self) -> bool {
-        self.records.iter().any(|record| {
-            // From the fast failovers' queue: the body is the stream record the handler (the
-            // stream's one reader) forwarded.
-            let forwarded;
-            let record = if record["eventSource"] == "aws:sqs" {
-                forwarded = record["body"]
-                    .as_str()
-                    .and_then(|body| serde_json::from_str::<serde_json::Value>(body).ok())
-                    .unwrap_or_default();
-                &forwarded
-            } else {
-                record
-            };
-            let image = &record["dynamodb"]["NewImage"];
-            image["sk"]["S"] == "CHANGE"
-                && image["pk"]["S"]
-                    .as_str()
-                    .is_some_and(|pk| pk.starts_with("HEALTH#"))
-                && image["serve"]["BOOL"] == false
-        })
+        !self.orders().is_empty()
     }
 }
 
@@ -222,7 +237,7 @@ pub struct CensusResponse {
 pub enum Answer {
     Census(CensusResponse),
     Evacuated(Response),
-    /// A stream batch with no failover in it.
+    /// A batch with no order in it, or an order that moved nobody (and why).
     Nothing {
         nothing: String,
     },
@@ -269,12 +284,22 @@ impl Response {
     }
 }
 
+/// An order that moved nobody, logged and answered.
+fn declined(id: &str, why: Declined) -> Answer {
+    tracing::warn!(order = %id, "{}", why.reason());
+    Answer::Nothing {
+        nothing: why.reason().into(),
+    }
+}
+
 /// The evacuator with its adapters.
 pub struct Evacuator {
     config: Config,
     connections: Arc<dyn Connections>,
     notifier: Arc<dyn Notifier>,
     clock: Arc<dyn wsdr_core::Clock>,
+    checks: Option<Arc<dyn Checks>>,
+    orders: Option<Arc<dyn OrderLog>>,
 }
 
 impl std::fmt::Debug for Evacuator {
@@ -297,28 +322,59 @@ impl Evacuator {
             connections,
             notifier,
             clock,
+            checks: None,
+            orders: None,
         }
     }
 
+    /// Re-check every order against these before each phase.
+    pub fn with_checks(mut self, checks: Arc<dyn Checks>) -> Self {
+        self.checks = Some(checks);
+        self
+    }
+
+    /// Record every order here, so that each runs once.
+    pub fn with_order_log(mut self, orders: Arc<dyn OrderLog>) -> Self {
+        self.orders = Some(orders);
+        self
+    }
+
     /// The SDK adapters: the target Region's connections table and `@connections` endpoint,
-    /// signed for the target's AWS Region whichever Region this runs in.
+    /// signed for the target's AWS Region whichever Region this runs in; with
+    /// `STATE_TABLE`, the re-checks (this Region's replica, the primary's health function,
+    /// DNS); with `ORDERS_TABLE`, the order log (this Region's table).
     pub fn from_aws(config: Config, sdk: &wsdr_aws::SdkConfig) -> Self {
-        let sdk = &sdk
+        let here = sdk;
+        let target = &sdk
             .to_builder()
             .region(wsdr_aws::Region::new(config.target_aws_region.clone()))
             .build();
         let connections = wsdr_aws::DynamoConnections::new(
-            wsdr_aws::dynamo_client(sdk),
+            wsdr_aws::dynamo_client(target),
             &config.connections_table,
             config.connection_ttl,
         );
-        let notifier = wsdr_aws::ApiGatewayNotifier::new(sdk, &config.callback_url);
-        Self::new(
+        let notifier = wsdr_aws::ApiGatewayNotifier::new(target, &config.callback_url);
+        let checks = config.recheck.clone().map(|recheck| {
+            let ledger =
+                wsdr_aws::HealthRecords::new(wsdr_aws::dynamo_client(here), &recheck.state_table);
+            Arc::new(recheck::AwsChecks::new(recheck, Arc::new(ledger))) as Arc<dyn Checks>
+        });
+        let orders = config.orders_table.clone().map(|table| {
+            Arc::new(wsdr_aws::DynamoOrderLog::new(
+                wsdr_aws::dynamo_client(here),
+                table,
+            )) as Arc<dyn OrderLog>
+        });
+        let mut evacuator = Self::new(
             config,
             Arc::new(connections),
             Arc::new(notifier),
             Arc::new(wsdr_core::SystemClock),
-        )
+        );
+        evacuator.checks = checks;
+        evacuator.orders = orders;
+        evacuator
     }
 
     /// One evacuation.
@@ -414,41 +470,95 @@ impl Evacuator {
                         "a stream event, but FAILOVER_TO is not set".into(),
                     ));
                 };
-                if !batch.says_fail_over() {
-                    return Ok(Answer::Nothing {
+                // The newest order of the batch (one per message as deployed).
+                match batch.orders().into_iter().max_by_key(|o| o.at_ms) {
+                    None => Ok(Answer::Nothing {
                         nothing: "no failover in the batch".into(),
-                    });
+                    }),
+                    Some(order) => self.run_order(&order, to).await,
                 }
-                tracing::warn!(region = %self.config.target_region, %to, "fast verdict: fail over");
-                if let Some(endpoint) = self.config.failover_endpoint.clone() {
-                    // The clients that know the destination's endpoint need no DNS: now.
-                    match self
-                        .run(Request {
-                            to: to.clone(),
-                            endpoint: Some(endpoint),
-                            reason: Some("failover".into()),
-                            wait_seconds: None,
-                        })
-                        .await
-                    {
-                        Ok(direct) => tracing::info!(
-                            delivered = direct.delivered,
-                            "direct move sent (clients that know the destination's endpoint)"
-                        ),
-                        // The move after the wait still reaches everyone.
-                        Err(error) => tracing::warn!(%error, "direct move failed"),
-                    }
-                }
-                self.run(Request {
-                    to,
-                    endpoint: None,
-                    reason: Some("failover".into()),
-                    wait_seconds: Some(self.config.failover_wait_seconds),
-                })
-                .await
-                .map(Answer::Evacuated)
             }
         }
+    }
+
+    /// One fail-over order, once, re-checked before each phase.
+    async fn run_order(&self, order: &FailoverOrder, to: String) -> Result<Answer, Error> {
+        let id = order.id();
+        if let Some(log) = &self.orders {
+            if !log
+                .claim(&id, self.clock.now_ms(), order::STALE_CLAIM_MS)
+                .await?
+            {
+                return Ok(declined(&id, Declined::AlreadyRun));
+            }
+        }
+        let outcome = self.order_phases(order, to).await;
+        if let Some(log) = &self.orders {
+            // A failed run stays claimed until it is stale: the redelivery takes it over then.
+            if outcome.is_ok() {
+                log.finish(&id, self.clock.now_ms()).await?;
+            }
+        }
+        outcome
+    }
+
+    async fn order_phases(&self, order: &FailoverOrder, to: String) -> Result<Answer, Error> {
+        let id = order.id();
+        tracing::warn!(region = %self.config.target_region, %to, order = %id, "fail-over order");
+        if let Some(declined_by) = self.recheck(false).await {
+            return Ok(declined(&id, declined_by));
+        }
+        if let Some(endpoint) = self.config.failover_endpoint.clone() {
+            // The clients that know the destination's endpoint need no DNS: now.
+            match self
+                .run(Request {
+                    to: to.clone(),
+                    endpoint: Some(endpoint),
+                    reason: Some("failover".into()),
+                    wait_seconds: None,
+                })
+                .await
+            {
+                Ok(direct) => tracing::info!(
+                    delivered = direct.delivered,
+                    "direct move sent (clients that know the destination's endpoint)"
+                ),
+                // The move after the wait still reaches everyone.
+                Err(error) => tracing::warn!(%error, "direct move failed"),
+            }
+        }
+        let wait = self.config.failover_wait_seconds.min(MAX_WAIT_SECONDS);
+        if wait > 0 {
+            tracing::info!(wait, to = %to, "waiting for DNS before evacuating");
+            tokio::time::sleep(Duration::from_secs(wait)).await;
+        }
+        if let Some(declined_by) = self.recheck(true).await {
+            return Ok(declined(&id, declined_by));
+        }
+        self.run(Request {
+            to,
+            endpoint: None,
+            reason: Some("failover".into()),
+            wait_seconds: None,
+        })
+        .await
+        .map(Answer::Evacuated)
+    }
+
+    /// The re-check before a phase (`global`: the move through the global name, which also
+    /// needs DNS to answer the destination). `None`: go on.
+    async fn recheck(&self, global: bool) -> Option<Declined> {
+        let checks = self.checks.as_ref()?;
+        if checks.judge_answer().await != wsdr_core::VerdictAnswer::FailOver {
+            return Some(Declined::VerdictMovedOn);
+        }
+        if checks.primary_self_serves().await == Some(true) {
+            return Some(Declined::PrimaryServes);
+        }
+        if global && checks.dns_answers_destination().await != Some(true) {
+            return Some(Declined::DnsNotMoved);
+        }
+        None
     }
 
     /// The Lambda entry point.

@@ -264,14 +264,19 @@ async fn an_invocation_with_a_wait_evacuates_only_after_it() {
 }
 
 fn stream_batch(serve: bool) -> serde_json::Value {
+    stream_batch_at(serve, 1_767_225_600_000)
+}
+
+/// The judge's verdict change on the primary, as the state table's stream carries it.
+fn stream_batch_at(serve: bool, at_ms: u64) -> serde_json::Value {
     serde_json::json!({"Records": [{
         "eventID": "1", "eventName": "MODIFY", "eventSource": "aws:dynamodb",
         "awsRegion": "us-west-2",
         "dynamodb": {
-            "Keys": {"pk": {"S": "HEALTH#abc123"}, "sk": {"S": "CHANGE"}},
-            "NewImage": {"pk": {"S": "HEALTH#abc123"}, "sk": {"S": "CHANGE"},
-                         "serve": {"BOOL": serve}, "atMs": {"N": "1767225600000"}},
-            "StreamViewType": "NEW_AND_OLD_IMAGES"
+            "Keys": {"pk": {"S": "JUDGE#abc123"}, "sk": {"S": "CHANGE"}},
+            "NewImage": {"pk": {"S": "JUDGE#abc123"}, "sk": {"S": "CHANGE"},
+                         "serve": {"BOOL": serve}, "atMs": {"N": at_ms.to_string()}},
+            "SizeBytes": 96, "StreamViewType": "NEW_AND_OLD_IMAGES"
         }
     }]})
 }
@@ -387,4 +392,268 @@ async fn a_fast_failover_forwarded_through_the_queue_evacuates_after_the_wait() 
     };
     assert!(started.elapsed() >= Duration::from_secs(60));
     assert_eq!((answer.to.as_str(), answer.delivered), ("us-west-2", 1));
+}
+
+/// The re-checks as a script: what each answers now.
+#[derive(Default)]
+struct Scripted {
+    judge: Mutex<Option<wsdr_core::VerdictAnswer>>,
+    primary_self: Mutex<Option<bool>>,
+    dns: Mutex<Option<bool>>,
+}
+
+#[async_trait::async_trait]
+impl evacuator::order::Checks for Scripted {
+    async fn judge_answer(&self) -> wsdr_core::VerdictAnswer {
+        self.judge
+            .lock()
+            .unwrap()
+            .unwrap_or(wsdr_core::VerdictAnswer::FailOver)
+    }
+    async fn primary_self_serves(&self) -> Option<bool> {
+        *self.primary_self.lock().unwrap()
+    }
+    async fn dns_answers_destination(&self) -> Option<bool> {
+        *self.dns.lock().unwrap()
+    }
+}
+
+fn nothing(answer: Answer) -> String {
+    match answer {
+        Answer::Nothing { nothing } => nothing,
+        other => panic!("expected nothing done, got {other:?}"),
+    }
+}
+
+/// An order runs once however often it is delivered (a stream batch retried, an SQS message
+/// received again, two invocations at once); the next change is a new order.
+#[tokio::test(start_paused = true)]
+async fn each_order_runs_once_whatever_its_deliveries() {
+    let (evacuator, notifier) = memory_evacuator(&[
+        ("FAILOVER_TO", "us-west-2"),
+        ("FAILOVER_WAIT_SECONDS", "10"),
+    ])
+    .await;
+    let evacuator =
+        Arc::new(evacuator.with_order_log(Arc::new(wsdr_core::memory::MemoryOrderLog::default())));
+    let order = || serde_json::from_value::<Invocation>(stream_batch(false)).unwrap();
+    // Two deliveries at once (the mapping's maximum concurrency is 2): one runs.
+    let (a, b) = tokio::join!(evacuator.invoke(order()), evacuator.invoke(order()));
+    let answers = [a.unwrap(), b.unwrap()];
+    assert_eq!(
+        answers
+            .iter()
+            .filter(|a| matches!(a, Answer::Evacuated(_)))
+            .count(),
+        1,
+        "{answers:?}"
+    );
+    // A late redelivery: nothing.
+    assert!(nothing(evacuator.invoke(order()).await.unwrap()).contains("ran already"));
+    assert_eq!(notifier.sent().len(), 1, "one move");
+    // The next fail-over (another change, another atMs) is another order.
+    let next =
+        serde_json::from_value::<Invocation>(stream_batch_at(false, 1_767_225_700_000)).unwrap();
+    assert!(matches!(
+        evacuator.invoke(next).await.unwrap(),
+        Answer::Evacuated(_)
+    ));
+}
+
+/// An order is a trigger: before each phase the evacuator re-checks the judge's verdict, the
+/// primary's own view and, before the move through the global name, DNS. A verdict that came
+/// back, a primary whose own view serves (its record stays healthy: a partition, a blind
+/// watcher) or a name still answering the primary moves nobody through it.
+#[tokio::test(start_paused = true)]
+async fn an_order_is_rechecked_before_each_phase() {
+    let run = |script: Scripted| async move {
+        let (evacuator, notifier) = memory_evacuator(&[
+            ("FAILOVER_TO", "us-west-2"),
+            ("FAILOVER_WAIT_SECONDS", "30"),
+            ("FAILOVER_ENDPOINT", "wss://usw2.auction.example.com"),
+        ])
+        .await;
+        let script = Arc::new(script);
+        let evacuator = evacuator.with_checks(script.clone());
+        let order = serde_json::from_value::<Invocation>(stream_batch(false)).unwrap();
+        let answer = evacuator.invoke(order).await.unwrap();
+        (answer, notifier.sent().len())
+    };
+    // Everything says go: the direct move, then the global one.
+    let (answer, posts) = run(Scripted {
+        dns: Mutex::new(Some(true)),
+        ..Scripted::default()
+    })
+    .await;
+    assert!(matches!(answer, Answer::Evacuated(_)), "{answer:?}");
+    assert_eq!(posts, 2);
+    // The judge's verdict came back (or went stale): nobody moves.
+    for judge in [
+        wsdr_core::VerdictAnswer::Serve,
+        wsdr_core::VerdictAnswer::Stale,
+        wsdr_core::VerdictAnswer::Unreadable,
+    ] {
+        let (answer, posts) = run(Scripted {
+            judge: Mutex::new(Some(judge)),
+            dns: Mutex::new(Some(true)),
+            ..Scripted::default()
+        })
+        .await;
+        assert!(
+            nothing(answer).contains("no longer says fail over"),
+            "{judge:?}"
+        );
+        assert_eq!(posts, 0, "{judge:?}");
+    }
+    // The primary's own view serves: nobody moves.
+    let (answer, posts) = run(Scripted {
+        primary_self: Mutex::new(Some(true)),
+        dns: Mutex::new(Some(true)),
+        ..Scripted::default()
+    })
+    .await;
+    assert!(nothing(answer).contains("own view says it serves"));
+    assert_eq!(posts, 0);
+    // DNS still answers the primary (or cannot be told) after the wait: the direct move went
+    // out (clients that know the destination), nobody is sent through the global name.
+    for dns in [Some(false), None] {
+        let (answer, posts) = run(Scripted {
+            primary_self: Mutex::new(None),
+            dns: Mutex::new(dns),
+            ..Scripted::default()
+        })
+        .await;
+        assert!(
+            nothing(answer).contains("does not answer the destination"),
+            "{dns:?}"
+        );
+        assert_eq!(posts, 1, "the direct move only ({dns:?})");
+    }
+}
+
+/// The re-checks and the order log on their AWS adapters: the judge's verdict read from a
+/// DynamoDB Local state table, the primary's own view from a real HTTP health function
+/// (the `health` answers), DNS through a resolver table; the order log on DynamoDB Local.
+#[tokio::test]
+async fn the_rechecks_and_the_order_log_read_their_real_peers() {
+    use evacuator::order::Checks;
+    use evacuator::recheck::{AwsChecks, RecheckConfig, Resolve};
+    use wsdr_core::{HealthLedger, OrderLog, VerdictAnswer, VerdictSource};
+    let client = wsdr_aws::dynamo_client(&local_sdk());
+    let suffix = format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let state = format!("state-{suffix}");
+    wsdr_aws::schema::create_state_table(&client, &state)
+        .await
+        .unwrap();
+    let ledger = Arc::new(wsdr_aws::HealthRecords::new(client.clone(), &state));
+    // The primary's health function: answers whatever `body` holds.
+    let body = Arc::new(Mutex::new("verdict=serve\n".to_owned()));
+    let served = body.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = Router::new().route(
+        "/self",
+        axum::routing::get(move || {
+            let served = served.clone();
+            async move { served.lock().unwrap().clone() }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    struct Table(HashMap<&'static str, Vec<std::net::IpAddr>>);
+    #[async_trait::async_trait]
+    impl Resolve for Table {
+        async fn addresses(&self, name: &str) -> Option<HashSet<std::net::IpAddr>> {
+            self.0.get(name).map(|a| a.iter().copied().collect())
+        }
+    }
+    let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+    let resolver = Arc::new(Table(HashMap::from([
+        ("auction.example.com", vec![ip("10.0.0.2")]),
+        (
+            "d-west.execute-api.us-west-2.amazonaws.com",
+            vec![ip("10.0.0.2"), ip("10.0.0.3")],
+        ),
+        ("stale.example.com", vec![ip("10.0.0.9")]),
+    ])));
+    let clock = Arc::new(wsdr_core::memory::ManualClock::new(1_767_225_600_000));
+    let checks = |global: &str| {
+        AwsChecks::new(
+            RecheckConfig {
+                state_table: state.clone(),
+                primary_api_id: "abc123".into(),
+                primary_self_url: Some(format!("http://{addr}/self")),
+                global_name: Some(global.into()),
+                destination_name: Some("d-west.execute-api.us-west-2.amazonaws.com".into()),
+            },
+            ledger.clone(),
+        )
+        .with(clock.clone(), resolver.clone())
+    };
+    let moved = checks("auction.example.com");
+    assert_eq!(moved.judge_answer().await, VerdictAnswer::Missing);
+    ledger
+        .put_verdict("abc123", VerdictSource::Judge, false, 1_767_225_600_000)
+        .await
+        .unwrap();
+    // The primary's own verdict is not the judge's.
+    ledger
+        .put_verdict("abc123", VerdictSource::Inside, true, 1_767_225_600_000)
+        .await
+        .unwrap();
+    assert_eq!(moved.judge_answer().await, VerdictAnswer::FailOver);
+    assert_eq!(moved.primary_self_serves().await, Some(true));
+    *body.lock().unwrap() = "verdict=fail-over\n".into();
+    assert_eq!(moved.primary_self_serves().await, Some(false));
+    assert_eq!(moved.dns_answers_destination().await, Some(true));
+    assert_eq!(
+        checks("stale.example.com").dns_answers_destination().await,
+        Some(false)
+    );
+    assert_eq!(
+        checks("unknown.example.com")
+            .dns_answers_destination()
+            .await,
+        None
+    );
+    clock.advance(61_000);
+    assert_eq!(moved.judge_answer().await, VerdictAnswer::Stale);
+    // Nothing answering at the primary's URL: no answer, not "serve".
+    let gone = AwsChecks::new(
+        RecheckConfig {
+            state_table: state.clone(),
+            primary_api_id: "abc123".into(),
+            primary_self_url: Some("http://127.0.0.1:9/self".into()),
+            global_name: None,
+            destination_name: None,
+        },
+        ledger.clone(),
+    );
+    assert_eq!(gone.primary_self_serves().await, None);
+    assert_eq!(gone.dns_answers_destination().await, None);
+
+    // The order log: one claim wins; a finished order stays done; a claim whose run died
+    // (older than the stale bound, unfinished) is taken over.
+    let orders_table = format!("connections-{suffix}");
+    wsdr_aws::schema::create_connections_table(&client, &orders_table)
+        .await
+        .unwrap();
+    let log = wsdr_aws::DynamoOrderLog::new(client.clone(), &orders_table);
+    assert!(log.claim("abc123@1", 1_000, 300_000).await.unwrap());
+    assert!(!log.claim("abc123@1", 2_000, 300_000).await.unwrap());
+    assert!(log.claim("abc123@2", 2_000, 300_000).await.unwrap());
+    assert!(
+        log.claim("abc123@1", 302_000, 300_000).await.unwrap(),
+        "taken over"
+    );
+    log.finish("abc123@1", 303_000).await.unwrap();
+    assert!(
+        !log.claim("abc123@1", 10_000_000, 300_000).await.unwrap(),
+        "done"
+    );
 }

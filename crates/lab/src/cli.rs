@@ -210,6 +210,24 @@ impl From<ClockArg> for crate::runs::chaos::Clock {
     }
 }
 
+/// `--function-url-permissions`: what the health functions' URLs grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UrlPermissionsArg {
+    /// `lambda:InvokeFunctionUrl` and `lambda:InvokeFunction` (wsdr's template).
+    Both,
+    /// `lambda:InvokeFunctionUrl` alone (the earlier design's: every request refused).
+    UrlOnly,
+}
+
+impl From<UrlPermissionsArg> for crate::world::route53::UrlPermissions {
+    fn from(arg: UrlPermissionsArg) -> Self {
+        match arg {
+            UrlPermissionsArg::Both => Self::BOTH,
+            UrlPermissionsArg::UrlOnly => Self::URL_ONLY,
+        }
+    }
+}
+
 /// A chaos schedule given on the command line (one value, a JSON list).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScheduleArg(pub Vec<crate::runs::chaos::Step>);

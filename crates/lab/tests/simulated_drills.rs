@@ -148,3 +148,61 @@ async fn wsdr_defaults_fail_over_within_the_targets_in_every_scenario() {
         );
     }
 }
+
+/// The verdict channel's drills (docs/LAB.md, "The verdict channel's drills"): on wsdr's
+/// defaults each passes; on the design before it (a CloudFront front in front of the judge's
+/// function, as template.yaml deployed it up to commit 791cbca: the function URL granting
+/// `lambda:InvokeFunctionUrl` alone, and again with both permissions) each fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_verdict_channel_drills_pass_on_wsdr_defaults_and_fail_on_the_front_before_it() {
+    use wsdr_lab::world::config::HealthFront;
+    use wsdr_lab::world::route53::UrlPermissions;
+    let scenarios = [
+        Scenario::CachedServe,
+        Scenario::HealthFlood,
+        Scenario::JudgeLost,
+        Scenario::InterRegionPartition,
+    ];
+    let run = |scenario, front, function_url| {
+        drill::run_simulated(DrillConfig {
+            lab: LabConfig {
+                health_front: front,
+                function_url,
+                ..LabConfig::wsdr_defaults()
+            },
+            ..config(scenario, Consistency::Eventual)
+        })
+    };
+    for scenario in scenarios {
+        let wsdr = run(scenario, HealthFront::Direct, UrlPermissions::BOTH)
+            .await
+            .unwrap();
+        assert!(
+            wsdr.passed(),
+            "{scenario:?}: {:?}\n{}",
+            wsdr.failed_checks,
+            wsdr.table()
+        );
+        assert_eq!(wsdr.lost_acknowledged_bids, 0, "{scenario:?}");
+    }
+    // The design before: as deployed (every origin request refused: no failover can ever
+    // happen), and with its permission fixed (a "serve" kept at the edges).
+    for function_url in [UrlPermissions::URL_ONLY, UrlPermissions::BOTH] {
+        let mut failed = Vec::new();
+        for scenario in scenarios {
+            let before = run(scenario, HealthFront::Cloudfront, function_url)
+                .await
+                .unwrap();
+            if !before.passed() {
+                failed.push(scenario);
+            }
+            if failed.len() == 2 {
+                break;
+            }
+        }
+        assert!(
+            failed.len() >= 2,
+            "the front before fails at least two of them ({function_url:?}): {failed:?}"
+        );
+    }
+}

@@ -18,7 +18,7 @@
 
 pub mod sigv4;
 
-mod transport;
+pub mod transport;
 
 pub use rustls::crypto::CryptoProvider;
 use serde::Deserialize;

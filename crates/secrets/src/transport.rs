@@ -1,7 +1,7 @@
-//! One HTTP/1.1 POST per request, over TLS for `https` endpoints (plain for a loopback peer):
-//! hyper's connection API and rustls, which every Lambda links already. No pool, no proxy
-//! support: a function reads its secrets once, at cold start, straight from the Regional
-//! endpoint.
+//! One HTTP/1.1 exchange per request, over TLS for `https` endpoints (plain for a loopback
+//! peer): hyper's connection API and rustls, which every Lambda links already. No pool, no
+//! proxy support: a function reads its secrets once, at cold start, straight from the
+//! Regional endpoint; the evacuator GETs one health function's answer per check.
 
 use bytes::Bytes;
 use http::{StatusCode, Uri};
@@ -87,6 +87,17 @@ impl Endpoint {
             .map_err(|_| format!("no answer within {REQUEST_TIMEOUT:?}"))?
     }
 
+    /// GETs the endpoint's path on a new connection, bounded by `within` in all.
+    pub async fn get(&self, within: Duration) -> Result<Answer, String> {
+        let request = http::Request::get(self.path.as_str())
+            .header("host", self.authority())
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| format!("request: {e}"))?;
+        tokio::time::timeout(within, self.send_on_new_connection(request))
+            .await
+            .map_err(|_| format!("no answer within {within:?}"))?
+    }
+
     async fn exchange(&self, post: Post) -> Result<Answer, String> {
         let mut request = http::Request::post(self.path.as_str()).header("host", self.authority());
         for (name, value) in &post.headers {
@@ -95,6 +106,13 @@ impl Endpoint {
         let request = request
             .body(Full::new(Bytes::from(post.body)))
             .map_err(|e| format!("request: {e}"))?;
+        self.send_on_new_connection(request).await
+    }
+
+    async fn send_on_new_connection(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<Answer, String> {
         let tcp = tokio::time::timeout(
             CONNECT_TIMEOUT,
             TcpStream::connect((self.host.as_str(), self.port)),

@@ -10,55 +10,26 @@
 //! push queue. The push workers' function (the same binary) receives those jobs from SQS
 //! ([`App::handle_push_jobs`]).
 //!
-//! In the secondary with fast failovers, the same batches carry the primary's verdict changes
-//! that say fail over (the mapping's second filter): they are forwarded to the evacuator's
-//! queue, so that this mapping stays the only reader of the global table's stream.
+//! In the secondary with fast failovers, the same batches carry the judge's verdict changes on
+//! the primary that say fail over (the mapping's second filter; `JUDGE#<apiId>` / `CHANGE`):
+//! each record is forwarded, as it came, to the evacuator's queue, so that this mapping stays
+//! the only reader of the global table's stream. Records are decoded once, typed
+//! (`wsdr_aws::change_records` on `aws_lambda_events`), for the handler and the evacuator.
 //!
 //! The lab runs [`App::on_summaries`], the same path, on every summary its Region commits or
 //! its replicator applies, and its workers run [`wsdr_core::push::Pusher::run_job`].
 
 use crate::App;
+use aws_lambda_events::dynamodb::Event as StreamEvent;
+use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use aws_lambda_events::streams::DynamoDbEventResponse;
 use serde_json::Value;
 use wsdr_protocol::AuctionId;
 
-/// The auction of every summary item (or ledger head) an event's records touched, from the
-/// keys alone (a stream record always carries `Keys`; images depend on the view type).
-pub fn summary_keys(event: &Value) -> Vec<AuctionId> {
-    let Some(records) = event.get("Records").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    records
-        .iter()
-        .filter(|r| r.get("eventSource").and_then(Value::as_str) == Some("aws:dynamodb"))
-        .filter_map(|r| {
-            let keys = r.get("dynamodb")?.get("Keys")?;
-            let pk = keys.get("pk")?.get("S")?.as_str()?;
-            let sk = keys.get("sk")?.get("S")?.as_str()?;
-            let (auction, _) = wsdr_aws::keys::summary_of_keys(pk, sk)?;
-            Some(auction)
-        })
-        .collect()
-}
-
-/// The records of a stream batch that are a fast verdict's change saying fail over
-/// (`HEALTH#<apiId>` / `CHANGE` with `serve` false in the new image): the evacuator's orders.
-/// The same test as the mapping's filter, made here too.
-pub fn fail_over_records(event: &Value) -> Vec<&Value> {
-    let Some(records) = event.get("Records").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    records
-        .iter()
-        .filter(|r| r.get("eventSource").and_then(Value::as_str) == Some("aws:dynamodb"))
-        .filter(|r| {
-            let keys = &r["dynamodb"]["Keys"];
-            keys["sk"]["S"] == "CHANGE"
-                && keys["pk"]["S"]
-                    .as_str()
-                    .is_some_and(|pk| pk.starts_with("HEALTH#"))
-                && r["dynamodb"]["NewImage"]["serve"]["BOOL"] == false
-        })
-        .collect()
+/// The auction of every summary item (or ledger head) a stream batch's records touched
+/// (`wsdr_aws::change_records`: one decoding for every reader of the stream).
+pub fn summary_keys(event: &StreamEvent) -> Vec<AuctionId> {
+    wsdr_aws::change_records::summary_auctions(event)
 }
 
 /// The event source of a batch's first record (`aws:dynamodb`, `aws:sqs`), if the event is a
@@ -102,26 +73,32 @@ impl App {
         pushed
     }
 
-    /// A DynamoDB stream batch. An error (the batch is then retried, at most twice) only when
-    /// a push's jobs could not be queued: its change would otherwise wait for the next one.
-    pub async fn handle_stream(&self, event: &Value) -> Result<Value, lambda_runtime::Error> {
-        // The fast verdict's fail-over changes first: the evacuation must not wait for pushes.
-        // A send that fails fails the batch (retried, pushes included: their starts are
-        // idempotent by the lease).
-        let orders = fail_over_records(event);
+    /// A DynamoDB stream batch. An error (the batch is then retried, at most twice, then
+    /// recorded in the mapping's on-failure queue) only when a fail-over order or a push's
+    /// jobs could not be queued: its change would otherwise wait for the next one.
+    pub async fn handle_stream(
+        &self,
+        event: &StreamEvent,
+    ) -> Result<DynamoDbEventResponse, lambda_runtime::Error> {
+        // The judge's fail-over orders first: the evacuation must not wait for pushes. A send
+        // that fails fails the batch (retried, pushes included: their starts are idempotent
+        // by the lease, the orders by their id in the evacuator).
+        let orders = wsdr_aws::change_records::failover_orders(event);
         match (self.failover_orders(), orders.is_empty()) {
             (_, true) => {}
             (Some(queue), false) => {
-                for record in &orders {
-                    queue.send(record.to_string()).await.map_err(|error| {
+                for (order, record) in &orders {
+                    let body = serde_json::to_string(record)
+                        .map_err(|error| format!("fail-over order not encoded: {error}"))?;
+                    queue.send(body).await.map_err(|error| {
                         format!("fail-over order not forwarded ({error}); the batch is retried")
                     })?;
+                    tracing::warn!(order = %order.id(), "fast failover: evacuation ordered");
                 }
-                tracing::warn!(orders = orders.len(), "fast failover: evacuation ordered");
             }
             (None, false) => tracing::warn!(
                 orders = orders.len(),
-                "a fail-over change, but FAST_FAILOVER_QUEUE_URL is not set: not forwarded"
+                "a fail-over order, but FAST_FAILOVER_QUEUE_URL is not set: not forwarded"
             ),
         }
         let unqueued = self.pusher().totals().unqueued;
@@ -134,47 +111,39 @@ impl App {
             )
             .into());
         }
-        Ok(serde_json::json!({ "batchItemFailures": [] }))
+        Ok(DynamoDbEventResponse::default())
     }
 
     /// A batch of push jobs from SQS: each job posted, recorded and, if it was its push's
     /// last, followed by the trailing push. A message that is not a job, or whose lease or
     /// queue call failed, is reported as a batch item failure: SQS delivers it again, and
     /// after the queue's receive limit moves it to the dead-letter queue.
-    pub async fn handle_push_jobs(&self, event: &Value) -> Value {
-        let records = event
-            .get("Records")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let mut failures = Vec::new();
-        for record in records {
-            let id = record
-                .get("messageId")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let body = record
-                .get("body")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let outcome = match wsdr_aws::push_jobs::decode_work(body) {
-                Ok(work) => self.pusher().run(&work).await,
-                Err(error) => Err(error),
-            };
+    pub async fn handle_push_jobs(&self, event: &SqsEvent) -> SqsBatchResponse {
+        let mut response = SqsBatchResponse::default();
+        for message in &event.records {
+            let id = message.message_id.clone().unwrap_or_default();
+            let outcome =
+                match wsdr_aws::push_jobs::decode_work(message.body.as_deref().unwrap_or_default())
+                {
+                    Ok(work) => self.pusher().run(&work).await,
+                    Err(error) => Err(error),
+                };
             if let Err(error) = outcome {
-                tracing::warn!(%error, message_id = id, "push job failed; SQS delivers it again");
-                failures.push(serde_json::json!({ "itemIdentifier": id }));
+                tracing::warn!(%error, message_id = %id, "push job failed; SQS delivers it again");
+                let mut failure = BatchItemFailure::default();
+                failure.item_identifier = id;
+                response.batch_item_failures.push(failure);
             }
         }
         let totals = self.pusher().totals();
         tracing::info!(
-            jobs = records.len(),
-            failed = failures.len(),
+            jobs = event.records.len(),
+            failed = response.batch_item_failures.len(),
             total_posts = totals.posts,
             total_delivered = totals.delivered,
             "push jobs run"
         );
-        serde_json::json!({ "batchItemFailures": failures })
+        response
     }
 
     /// Any event the function receives: an API Gateway WebSocket event, a batch from the
@@ -184,10 +153,12 @@ impl App {
         event: lambda_runtime::LambdaEvent<Value>,
     ) -> Result<Value, lambda_runtime::Error> {
         if is_stream_event(&event.payload) {
-            return self.handle_stream(&event.payload).await;
+            let batch: StreamEvent = serde_json::from_value(event.payload)?;
+            return Ok(serde_json::to_value(self.handle_stream(&batch).await?)?);
         }
         if is_push_job_event(&event.payload) {
-            return Ok(self.handle_push_jobs(&event.payload).await);
+            let batch: SqsEvent = serde_json::from_value(event.payload)?;
+            return Ok(serde_json::to_value(self.handle_push_jobs(&batch).await)?);
         }
         let request = serde_json::from_value(event.payload)?;
         Ok(serde_json::to_value(self.respond(request).await)?)

@@ -104,9 +104,10 @@ async fn alice_bids(w: &World) -> serde_json::Value {
 async fn stream_shows_lot_1(w: &World, sk: &str) {
     let event = serde_json::json!({
         "Records": [{
-            "eventSource": "aws:dynamodb",
-            "eventName": "MODIFY",
-            "dynamodb": { "Keys": { "pk": { "S": "SUMMARY#lot-1" }, "sk": { "S": sk } } }
+            "eventID": "1", "eventSource": "aws:dynamodb", "eventName": "MODIFY",
+            "awsRegion": "us-east-1",
+            "dynamodb": { "Keys": { "pk": { "S": "SUMMARY#lot-1" }, "sk": { "S": sk } },
+                          "SizeBytes": 40 }
         }]
     });
     let answer = w
@@ -240,9 +241,11 @@ async fn a_push_crosses_the_sqs_queue_to_the_workers_and_its_last_job_starts_the
 
 /// A message that is not a push job is a batch item failure (SQS redelivers it, then moves
 /// it to the dead-letter queue), and the rest of the batch still runs.
-/// The stream's one reader in the secondary: a batch with the primary's verdict change to
-/// "fail over" forwards that record to the fast failovers' queue (the evacuator's), beside its
-/// pushes; the change back to "serve", and every summary, are not forwarded.
+/// The stream's one reader in the secondary: a batch with the judge's verdict change on the
+/// primary to "fail over" forwards that record to the fast failovers' queue (the
+/// evacuator's), beside its pushes; the change back to "serve", a Region's own canary's
+/// change, and every summary, are not forwarded. The body decodes to the same order in the
+/// evacuator (one decoding: wsdr_aws::change_records).
 #[tokio::test]
 async fn a_fail_over_change_in_the_stream_is_forwarded_to_the_evacuators_queue() {
     // The handler's SDK configuration is us-east-1's (the local peers'), whatever the
@@ -257,23 +260,28 @@ async fn a_fail_over_change_in_the_stream_is_forwarded_to_the_evacuators_queue()
         .queue_url
         .unwrap();
     let w = world_with("us-west-2", &[("FAST_FAILOVER_QUEUE_URL", &queue)]).await;
-    let change = |serve: bool| {
+    let change = |pk: &str, serve: bool| {
         serde_json::json!({
-            "eventSource": "aws:dynamodb", "eventName": "MODIFY",
+            "eventID": "2", "eventSource": "aws:dynamodb", "eventName": "MODIFY",
+            "awsRegion": "us-west-2",
             "dynamodb": {
-                "Keys": { "pk": { "S": "HEALTH#primaryapi" }, "sk": { "S": "CHANGE" } },
-                "NewImage": { "pk": { "S": "HEALTH#primaryapi" }, "sk": { "S": "CHANGE" },
-                              "serve": { "BOOL": serve }, "atMs": { "N": "1767225600000" } }
+                "Keys": { "pk": { "S": pk }, "sk": { "S": "CHANGE" } },
+                "NewImage": { "pk": { "S": pk }, "sk": { "S": "CHANGE" },
+                              "serve": { "BOOL": serve }, "atMs": { "N": "1767225600000" } },
+                "SizeBytes": 90
             }
         })
     };
     let summary = serde_json::json!({
-        "eventSource": "aws:dynamodb", "eventName": "MODIFY",
-        "dynamodb": { "Keys": { "pk": { "S": "SUMMARY#lot-1" }, "sk": { "S": "us-east-1" } } }
+        "eventID": "3", "eventSource": "aws:dynamodb", "eventName": "MODIFY",
+        "awsRegion": "us-west-2",
+        "dynamodb": { "Keys": { "pk": { "S": "SUMMARY#lot-1" }, "sk": { "S": "us-east-1" } },
+                      "SizeBytes": 40 }
     });
     for records in [
-        vec![change(true), summary.clone()],
-        vec![summary.clone(), change(false)],
+        vec![change("JUDGE#primaryapi", true), summary.clone()],
+        vec![change("HEALTH#primaryapi", false), summary.clone()],
+        vec![summary.clone(), change("JUDGE#primaryapi", false)],
     ] {
         let answer = w
             .app
@@ -301,8 +309,15 @@ async fn a_fail_over_change_in_the_stream_is_forwarded_to_the_evacuators_queue()
         );
     }
     assert_eq!(bodies.len(), 1, "{bodies:?}");
-    let forwarded: serde_json::Value = serde_json::from_str(&bodies[0]).unwrap();
-    assert_eq!(forwarded, change(false));
+    let message: aws_lambda_events::sqs::SqsMessage =
+        serde_json::from_value(serde_json::json!({ "messageId": "m", "body": bodies[0] })).unwrap();
+    assert_eq!(
+        wsdr_aws::change_records::FailoverOrder::of_message(&message),
+        Some(wsdr_aws::change_records::FailoverOrder {
+            api_id: "primaryapi".into(),
+            at_ms: 1_767_225_600_000
+        })
+    );
 }
 
 /// A fail-over change that cannot be forwarded fails the batch (the stream retries it).
@@ -311,10 +326,12 @@ async fn a_fail_over_change_that_cannot_be_forwarded_fails_the_batch() {
     let missing = format!("{}/123456789012/no-such-queue", sqs_endpoint());
     let w = world_with("us-west-2", &[("FAST_FAILOVER_QUEUE_URL", &missing)]).await;
     let event = serde_json::json!({ "Records": [{
-        "eventSource": "aws:dynamodb", "eventName": "MODIFY",
+        "eventID": "4", "eventSource": "aws:dynamodb", "eventName": "MODIFY",
+        "awsRegion": "us-west-2",
         "dynamodb": {
-            "Keys": { "pk": { "S": "HEALTH#primaryapi" }, "sk": { "S": "CHANGE" } },
-            "NewImage": { "serve": { "BOOL": false } }
+            "Keys": { "pk": { "S": "JUDGE#primaryapi" }, "sk": { "S": "CHANGE" } },
+            "NewImage": { "serve": { "BOOL": false }, "atMs": { "N": "1" } },
+            "SizeBytes": 60
         }
     }]});
     let outcome = w

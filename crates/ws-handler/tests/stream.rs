@@ -53,8 +53,9 @@ fn lambda_event(payload: serde_json::Value) -> lambda_runtime::LambdaEvent<serde
 async fn another_regions_summary_in_the_stream_is_pushed_to_subscribers() {
     let (app, notifier) = app("us-west-2").await;
     let event: serde_json::Value = serde_json::from_str(STREAM).unwrap();
+    let typed: aws_lambda_events::dynamodb::Event = serde_json::from_str(STREAM).unwrap();
     assert_eq!(
-        ws_handler::stream::summary_keys(&event).len(),
+        ws_handler::stream::summary_keys(&typed).len(),
         2,
         "both records are summaries"
     );
@@ -107,6 +108,7 @@ fn a_strong_mode_ledger_head_names_its_auction() {
     let record = &mut event["Records"][0]["dynamodb"];
     record["Keys"]["pk"]["S"] = "SUMMARY#lot-9".into();
     record["Keys"]["sk"]["S"] = "LEDGER".into();
+    let event: aws_lambda_events::dynamodb::Event = serde_json::from_value(event).unwrap();
     let auctions = ws_handler::stream::summary_keys(&event);
     assert_eq!(auctions[0].as_str(), "lot-9");
 }

@@ -94,6 +94,21 @@ pub struct Args {
     /// never part of the verdict.
     #[arg(long, value_parser = cli::time_scale, requires = "compare_reference")]
     real_beside: Option<f64>,
+    /// What Route 53's endpoint checks reach: `direct` (wsdr's: each Region's health
+    /// function URL) or `cloudfront` (the front wsdr deployed before, modelled by CloudFront's
+    /// documented rules: docs/LAB.md).
+    #[arg(long, value_enum, default_value = "direct")]
+    health_front: wsdr_lab::world::config::HealthFront,
+    /// What the health functions' URLs grant: `both` (wsdr's: `lambda:InvokeFunctionUrl` and
+    /// `lambda:InvokeFunction`) or `url-only` (what the earlier design granted its front:
+    /// every request refused, 403).
+    #[arg(long, value_enum, default_value = "both")]
+    function_url_permissions: cli::UrlPermissionsArg,
+    /// Which checks the failover records carry: `wsdr` (either view of the primary keeps
+    /// its record; the secondary's API endpoint keeps the secondary's) or `reference` (one
+    /// check per record on its Region's verdict; the default with --reference).
+    #[arg(long, value_enum)]
+    composition: Option<wsdr_lab::world::config::Composition>,
     /// How each new authorizer sandbox reads its two keys: `get-each` (wsdr's: one
     /// `GetSecretValue` each, quota 10,000/s) or `batch` (one `BatchGetSecretValue`, quota
     /// 100/s: what the `secrets-storm` scenario fails on).
@@ -125,6 +140,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         clock,
         real_beside,
         authorizer_secrets,
+        health_front,
+        function_url_permissions,
+        composition,
     } = args;
     let simulated = clock == cli::ClockArg::Simulated;
     anyhow::ensure!(
@@ -147,6 +165,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         LabConfig::wsdr_defaults()
     };
     let settings = LabConfig {
+        composition: composition.unwrap_or(settings.composition),
+        health_front,
+        function_url: function_url_permissions.into(),
         identity: wsdr_lab::world::identity::IdentityConfig {
             secrets: wsdr_lab::world::secrets::SecretReads {
                 call: authorizer_secrets,

@@ -163,6 +163,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         evacuate_on_failover: config.evacuate_on_failover,
         scale,
         health_check: lab.config().health_check,
+        decision_path: lab.config().decision_path(),
         fast_path: lab.fast_config().is_some(),
         dns_ttl: lab.config().dns_ttl,
         consistency: lab.config().consistency,
@@ -223,6 +224,10 @@ async fn heal_and_fail_back(
     let secondary = lab.name(RegionId::Secondary);
     // Heal and measure failback (the name resolving to the primary again).
     let heal = lab.now();
+    if config.scenario == Scenario::JudgeLost {
+        // The judge's Region lost for good as the primary heals.
+        lab.inject(Fault::NeverReturns(RegionId::Secondary));
+    }
     lab.inject(Fault::Heal);
     if config.scenario == Scenario::Evacuate {
         // Maintenance over: the primary back in DNS.
@@ -242,11 +247,15 @@ async fn heal_and_fail_back(
     // Failback of the users: sockets stay where they are until they end. End them on the
     // secondary, as its 2-hour connection limit would, and time everyone's return.
     let mut back_on_primary_from = None;
-    let moves_back =
-        matches!(config.scenario, Scenario::Failback | Scenario::Evacuate) && failed_back;
+    let moves_back = matches!(
+        config.scenario,
+        Scenario::Failback | Scenario::Evacuate | Scenario::JudgeLost
+    ) && failed_back;
     if moves_back {
         let ended = lab.now();
-        if config.scenario == Scenario::Evacuate {
+        if config.scenario == Scenario::JudgeLost {
+            // The secondary's sockets went with it: every user comes back through DNS.
+        } else if config.scenario == Scenario::Evacuate {
             // The same operation in reverse: DNS already answers the primary.
             lab.evacuate(RegionId::Secondary, false, "maintenance over")
                 .await?;

@@ -35,6 +35,9 @@ pub struct Report {
     /// endpoints' checks, from the fast verdict).
     #[serde(default)]
     pub health_check: crate::world::fast::HealthCheckKind,
+    /// What decides the failover records: the checks' composition, what the endpoint checks
+    /// reach, and whether the health functions' URLs let callers in.
+    pub decision_path: crate::world::config::DecisionPath,
     /// Both kinds side by side, when the fast path ran (`--health-check endpoint` or
     /// `--fast-path`): each one's detection and health check flip, lab ms from the fault.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -316,7 +319,10 @@ impl Report {
                 throttled_reads: self.authorizer.secrets_throttled,
             },
         );
-        if matches!(self.scenario, Scenario::Failback | Scenario::Evacuate) {
+        if matches!(
+            self.scenario,
+            Scenario::Failback | Scenario::Evacuate | Scenario::JudgeLost
+        ) {
             fail_unless(failed, self.failback_ms.is_some(), Check::NoFailback);
             let back = self.users_back_on_primary.unwrap_or(0);
             fail_unless(
@@ -327,6 +333,22 @@ impl Report {
                     users: self.clients,
                 },
             );
+        }
+        if self.scenario == Scenario::JudgeLost {
+            // Within minutes: the primary's own view must earn its recovery streak and
+            // Route 53's checkers see it; nothing waits on the lost judge.
+            const BOUND_S: u64 = 300;
+            if let Some(ms) = self.failback_ms {
+                let secs = self.aws_secs(ms).round() as u64;
+                fail_unless(
+                    failed,
+                    secs <= BOUND_S,
+                    Check::SlowFailback {
+                        secs,
+                        bound: BOUND_S,
+                    },
+                );
+            }
         }
         fail_unless(
             failed,
@@ -389,6 +411,7 @@ impl Report {
             ("RTO p50", ms(self.rto_ms.p50)),
             ("RTO p99", ms(self.rto_ms.p99)),
             ("RTO max", ms(self.rto_ms.max)),
+            ("decision path", self.decision_path.describe()),
             ("detection (alarm)", ms(self.detection_ms)),
         ];
         if let Some(h) = &self.health_checks {
@@ -1046,6 +1069,11 @@ pub enum Check {
         flips: usize,
     },
     NoFailback,
+    /// `judge-lost`: the name went back to the primary, but later than the bound.
+    SlowFailback {
+        secs: u64,
+        bound: u64,
+    },
     NotAllBack {
         back: usize,
         users: usize,
@@ -1132,6 +1160,10 @@ impl std::fmt::Display for Check {
                 "{handshakes} handshakes answered 500: new authorizer sandboxes failed their init ({throttled_reads} secret reads throttled)"
             ),
             Check::NoFailback => write!(f, "DNS never failed back to the primary after the heal"),
+            Check::SlowFailback { secs, bound } => write!(
+                f,
+                "DNS went back to the primary {secs} s after the heal (bound {bound} s)"
+            ),
             Check::NotAllBack { back, users } => {
                 write!(f, "back on the primary after failback: {back}/{users}")
             }

@@ -72,6 +72,16 @@ pub enum Scenario {
     /// starting, and each new sandbox reads its keys from the secondary's Secrets Manager.
     /// No read may be throttled out of its retries: no `$connect` may get a 500.
     SecretsStorm,
+    /// The primary down; once everyone is on the secondary, the secondary (the judge, where
+    /// the watcher runs) lost for good as the primary heals. Nothing the judge says can help
+    /// now: the name must go back to the primary, and every user be restored there, within
+    /// five minutes of the heal.
+    JudgeLost,
+    /// The reference game day (the primary's handler throttled) after minutes in which every
+    /// checker read "serve": whatever holds an answer on the checks' path (a cache, a last
+    /// known status) must not answer "serve" for the failed primary. wsdr's checks reach the
+    /// health functions directly; `--health-front cloudfront` runs the front that did.
+    CachedServe,
 }
 
 impl Scenario {
@@ -94,6 +104,8 @@ impl Scenario {
             Self::InterRegionPartition => "inter-region-partition",
             Self::HealthFlood => "health-flood",
             Self::SecretsStorm => "secrets-storm",
+            Self::JudgeLost => "judge-lost",
+            Self::CachedServe => "cached-serve",
         }
     }
 }
@@ -113,10 +125,10 @@ impl Scenario {
                     by: AwsDuration::from_millis(6_000),
                 },
             ),
-            Scenario::Throttle | Scenario::Failback => {
+            Scenario::Throttle | Scenario::Failback | Scenario::CachedServe => {
                 Plan::new().inject(now, Fault::Throttle(Primary))
             }
-            Scenario::Down => Plan::new().inject(now, Fault::Down(Primary)),
+            Scenario::Down | Scenario::JudgeLost => Plan::new().inject(now, Fault::Down(Primary)),
             Scenario::HealthFlood => Plan::new()
                 .inject(now, Fault::Down(Primary))
                 .inject(secs(60), Fault::HealthFlood { percent: 90 })

@@ -193,3 +193,42 @@ impl std::fmt::Display for HealthFront {
         })
     }
 }
+
+/// How the failover records are decided: which checks they carry, what the endpoint checks
+/// reach, and what the health functions' URLs grant (a drill report's `decision_path`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct DecisionPath {
+    pub composition: Composition,
+    pub health_front: HealthFront,
+    pub function_url: crate::world::route53::UrlPermissions,
+}
+
+impl DecisionPath {
+    /// One line for a report's table.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} composition, {} front, function URL {}",
+            match self.composition {
+                Composition::Wsdr => "wsdr's",
+                Composition::Reference => "the reference",
+            },
+            self.health_front,
+            if self.function_url.admits_anyone() {
+                "open to its callers"
+            } else {
+                "refusing every caller (403)"
+            }
+        )
+    }
+}
+
+impl LabConfig {
+    /// The decision path this configuration runs.
+    pub fn decision_path(&self) -> DecisionPath {
+        DecisionPath {
+            composition: self.composition,
+            health_front: self.health_front,
+            function_url: self.function_url,
+        }
+    }
+}
