@@ -224,9 +224,18 @@ DECISION_PATH_RESERVED_CONCURRENCY ?= 5
 # counted by the concurrency check like the decision path's.
 AUTHORIZER_RESERVED_CONCURRENCY ?= -1
 authorizer_reserve = $(if $(filter -1,$(AUTHORIZER_RESERVED_CONCURRENCY)),0,$(AUTHORIZER_RESERVED_CONCURRENCY))
-# The secondary's reservations: the decision path (the health function, its watcher and canary
-# 2 each) and the authorizer.
-secondary_reserve = $$(( $$([ "$(DECISION_PATH_RESERVED_CONCURRENCY)" -gt 0 ] && echo $$(( $(DECISION_PATH_RESERVED_CONCURRENCY) + 4 )) || echo 0) + $(authorizer_reserve) ))
+# What each stack reserves: the decision path (each Region's health function and canary, 2 for
+# the canary; the secondary's watcher, 2), the push workers (PUSH_WORKERS: their SQS mapping's
+# maximum concurrency, which AWS asks the reservation to cover), the secondary's evacuator of
+# the primary (2: its mapping's maximum concurrency) and the authorizer.
+PUSH_WORKERS ?= 16
+decision_reserve = $$([ "$(DECISION_PATH_RESERVED_CONCURRENCY)" -gt 0 ] && echo $$(( $(DECISION_PATH_RESERVED_CONCURRENCY) + $(1) )) || echo 0)
+primary_reserve = $$(( $(call decision_reserve,2) + $(PUSH_WORKERS) + $(authorizer_reserve) ))
+secondary_reserve = $$(( $(call decision_reserve,4) + $(PUSH_WORKERS) + 2 + $(authorizer_reserve) ))
+# The connections one Region must carry: the stage's route throttle is sized from them (every
+# connection heartbeats each 30 s; twice that, and bids: connections / 15 + 500).
+CONNECTIONS ?= 30000
+ROUTE_RATE_LIMIT = $$(( $(CONNECTIONS) / 15 + 500 ))
 # The state table's replicas' deletion protection once the primary stack exists (its first
 # create runs without, so that a failed create can remove what it made).
 DELETION_PROTECTION ?= true
@@ -238,10 +247,11 @@ REFERENCE_SETTINGS = HealthCheckType=alarm AliasRecords=true DnsTtl=60
 SAM ?= sam
 COMMON_PARAMS = PrimaryRegion=$(PRIMARY_REGION) SecondaryRegion=$(SECONDARY_REGION) \
 	DomainName=$(DOMAIN) HostedZoneId=$(HOSTED_ZONE_ID) JwtIssuer=$(JWT_ISSUER) \
-	JwtAudience=$(JWT_AUDIENCE) $(if $(JWT_JWKS_URL),JwtJwksUrl=$(JWT_JWKS_URL) JwtJwksSnapshot=$$(scripts/jwks-snapshot.sh $(JWT_JWKS_URL))) \
+	JwtAudience=$(JWT_AUDIENCE) $(if $(JWT_JWKS_URL),JwtJwksUrl=$(JWT_JWKS_URL) JwtJwksSnapshot=$$snapshot) \
 	$(if $(JWT_ALGORITHMS),JwtAlgorithms=$(JWT_ALGORITHMS)) \
 	$(if $(USER_HS256_SECRET_NAME),UserHs256SecretName=$(USER_HS256_SECRET_NAME)) \
 	CanarySecretName=$(CANARY_SECRET_NAME) Consistency=$(CONSISTENCY) \
+	PushWorkers=$(PUSH_WORKERS) RouteRateLimit=$(ROUTE_RATE_LIMIT) \
 	$(if $(filter -1,$(AUTHORIZER_RESERVED_CONCURRENCY)),,AuthorizerReservedConcurrency=$(AUTHORIZER_RESERVED_CONCURRENCY)) \
 	$(if $(PERMISSIONS_BOUNDARY_ARN),PermissionsBoundaryArn=$(PERMISSIONS_BOUNDARY_ARN)) \
 	$(if $(filter reference,$(FAILOVER_SETTINGS)),$(REFERENCE_SETTINGS)) $(EXTRA_PARAMS)
@@ -267,13 +277,19 @@ sam-build:
 
 ## check-concurrency: the account's Lambda concurrency in both Regions can hold what the stacks reserve
 check-concurrency:
-	scripts/check-concurrency.sh $(PRIMARY_REGION) wsdr-primary $(authorizer_reserve)
+	scripts/check-concurrency.sh $(PRIMARY_REGION) wsdr-primary $(primary_reserve)
 	scripts/check-concurrency.sh $(SECONDARY_REGION) wsdr-secondary $(secondary_reserve)
 
+# The issuer's keys for a stack's authorizer (scripts/jwks-snapshot.sh): fetched now, or, when
+# the issuer cannot be reached (its Region down: the outage a deploy of the survivor is for),
+# the snapshot the live stack already has. A failure stops the deploy.
+jwks_snapshot = $(if $(JWT_JWKS_URL),snapshot=$$(scripts/jwks-snapshot.sh $(JWT_JWKS_URL) $(1) $(2)) || exit 1;,)
+
 deploy-primary: deploy-vars
-	scripts/check-concurrency.sh $(PRIMARY_REGION) wsdr-primary $(authorizer_reserve)
+	scripts/check-concurrency.sh $(PRIMARY_REGION) wsdr-primary $(primary_reserve)
 	@[ "$(SAM_BUILD)" = false ] || $(MAKE) --no-print-directory sam-build
-	@deploy() { $(SAM) deploy --config-env primary --region $(PRIMARY_REGION) $(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN)) \
+	@$(call jwks_snapshot,$(PRIMARY_REGION),wsdr-primary) \
+	deploy() { $(SAM) deploy --config-env primary --region $(PRIMARY_REGION) $(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN)) \
 	  --parameter-overrides Role=primary CertificateArn=$(CERT_ARN_PRIMARY) \
 	  $(if $(REGIONAL_NAME_PRIMARY),RegionalName=$(REGIONAL_NAME_PRIMARY)) $(COMMON_PARAMS) DeletionProtection=$$1; }; \
 	if aws cloudformation describe-stacks --region $(PRIMARY_REGION) --stack-name wsdr-primary >/dev/null 2>&1; then \
@@ -289,6 +305,10 @@ deploy-secondary: deploy-vars
 	@out() { scripts/primary-outputs.sh read $(PRIMARY_REGION) $(SECONDARY_REGION) wsdr "$$1"; }; \
 	api=$$(out ApiId); dom=$$(out RegionalDomainName); zone=$$(out RegionalHostedZoneId); \
 	conns=$$(out ConnectionsTableName); table=$$(out StateTableName); \
+	healthhost=$$(out HealthUrlHost); verdictalarm=$$(out RegionVerdictAlarmName); \
+	[ -n "$$healthhost" ] && [ "$$healthhost" != None ] || healthhost=none; \
+	[ -n "$$verdictalarm" ] && [ "$$verdictalarm" != None ] || verdictalarm=none; \
+	$(call jwks_snapshot,$(SECONDARY_REGION),wsdr-secondary) \
 	[ -n "$$api" ] && [ "$$api" != None ] || { echo "deploy the primary first (make deploy-primary)"; exit 1; }; \
 	[ -n "$$table" ] && [ "$$table" != None ] || table=$(STATE_TABLE_NAME); \
 	stream=$$(aws dynamodb describe-table --region $(SECONDARY_REGION) --table-name $$table \
@@ -301,6 +321,7 @@ deploy-secondary: deploy-vars
 	  $(if $(REGIONAL_NAME_SECONDARY),RegionalName=$(REGIONAL_NAME_SECONDARY)) $(COMMON_PARAMS) \
 	  PrimaryApiId=$$api PrimaryRegionalDomainName=$$dom PrimaryRegionalHostedZoneId=$$zone \
 	  PrimaryConnectionsTableName=$$conns StateTableStreamArn=$$stream $(REGION_SWITCH_PARAMS) \
+	  PrimaryHealthUrlHost=$$healthhost PrimaryVerdictAlarmName=$$verdictalarm \
 	  DecisionPathReservedConcurrency=$(DECISION_PATH_RESERVED_CONCURRENCY) "$$@"; }; \
 	if [ "$$switch" = two-step ]; then \
 	  echo "switching the failover records' kind: first without records (AliasRecords=none), then the new kind"; \

@@ -11,7 +11,7 @@
 #     in the secondary's Region, saying so on stderr. Prints nothing if neither has it.
 set -euo pipefail
 mode="$1"; primary="$2"; secondary="$3"; prefix="$4"
-KEYS="ApiId RegionalDomainName RegionalHostedZoneId ConnectionsTableName StateTableName"
+KEYS="ApiId RegionalDomainName RegionalHostedZoneId ConnectionsTableName StateTableName HealthUrlHost RegionVerdictAlarmName"
 # A Region that is down does not answer: bounded, so that the fallback comes within seconds.
 timeouts=(--cli-connect-timeout 5 --cli-read-timeout 10)
 

@@ -162,6 +162,8 @@ def test_watchers_compute_the_failover_rule(template):
 
 
 def test_failover_decision_lives_in_the_secondary(template):
+    """The watcher and its verdict alarm run in the secondary, outside the Region they judge;
+    every check is created there (docs/DEPLOY.md, "Who decides")."""
     res = template["Resources"]
     assert res["PrimaryHealthAlarm"]["Condition"] == "IsSecondary"
     assert res["PrimaryWatcherFunction"]["Condition"] == "IsSecondary"
@@ -172,31 +174,61 @@ def test_failover_decision_lives_in_the_secondary(template):
     assert watcher_env["TARGET_CONNECT_TO"] == {"Ref": "PrimaryRegionalDomainName"}
     assert watcher_env["API_ID"] == {"Ref": "PrimaryApiId"}
     assert res["PrimaryHealthAlarm"]["Properties"]["Dimensions"][0]["Value"] == {"Ref": "PrimaryApiId"}
-    for check_name, alarm in (("PrimaryHealthCheck", "PrimaryHealthAlarm"), ("SecondaryHealthCheck", "RegionVerdictAlarm")):
-        check = res[check_name]
-        assert check["Condition"] == "IsSecondary"
-        condition, endpoint, config = check["Properties"]["HealthCheckConfig"]["Fn::If"]
-        assert condition == "EndpointChecks"
+    for name in ("PrimaryVerdictCheck", "PrimarySelfCheck", "PrimaryHealthCheck", "SecondaryHealthCheck", "SecondaryVerdictCheck"):
+        assert res[name]["Condition"] == "IsSecondary", name
+
+
+def endpoint_and_alarm(res, name):
+    condition, endpoint, alarm = res[name]["Properties"]["HealthCheckConfig"]["Fn::If"]
+    assert condition == "EndpointChecks", name
+    return endpoint, alarm
+
+
+def test_the_primary_record_is_healthy_while_either_view_of_the_primary_serves(template):
+    """Route 53 answers the secondary only when the PRIMARY record is unhealthy and the
+    SECONDARY one healthy; both unhealthy answers the primary. The PRIMARY record's check is
+    a calculated OR of two views, each read where it is decided: the watcher's verdict at the
+    secondary's health function (/primary), the primary's own canary's at the primary's
+    (/self), reached by Route 53's checkers from outside both Regions. Every endpoint check is
+    a string match on a 200 body: no status code, cache or last-known rule in between."""
+    res = template["Resources"]
+    calculated = res["PrimaryHealthCheck"]["Properties"]["HealthCheckConfig"]
+    assert calculated["Type"] == "CALCULATED"
+    assert calculated["ChildHealthChecks"] == [{"Ref": "PrimaryVerdictCheck"}, {"Ref": "PrimarySelfCheck"}]
+    assert calculated["HealthThreshold"] == 1, "either view keeps the primary"
+    own_url = {"Fn::Select": [2, {"Fn::Split": ["/", {"Fn::GetAtt": ["HealthFunctionUrl", "FunctionUrl"]}]}]}
+    for name, host, path in (
+        ("PrimaryVerdictCheck", own_url, "/primary"),
+        ("PrimarySelfCheck", {"Ref": "PrimaryHealthUrlHost"}, "/self"),
+        ("SecondaryVerdictCheck", own_url, "/self"),
+    ):
+        endpoint, _ = endpoint_and_alarm(res, name)
+        assert endpoint["Type"] == "HTTPS_STR_MATCH", name
+        assert endpoint["SearchString"] == "verdict=serve", name
+        assert endpoint["FullyQualifiedDomainName"] == host, name
+        assert endpoint["ResourcePath"] == path, name
+        assert (endpoint["RequestInterval"], endpoint["FailureThreshold"], endpoint["EnableSNI"]) == (10, 1, True), name
+        assert "Inverted" not in endpoint, name
+    # The search string is what the health function answers for a fresh serve only.
+    verdict = (ROOT / "crates" / "core" / "src" / "verdict.rs").read_text()
+    assert 'SEARCH_STRING: &str = "verdict=serve"' in verdict
+    # With alarm checks, the same two views from their minute alarms: silence is no evidence.
+    _, outside = endpoint_and_alarm(res, "PrimaryVerdictCheck")
+    _, inside = endpoint_and_alarm(res, "PrimarySelfCheck")
+    assert outside["AlarmIdentifier"] == {"Name": {"Ref": "PrimaryHealthAlarm"}, "Region": {"Ref": "AWS::Region"}}
+    assert inside["AlarmIdentifier"] == {"Name": {"Ref": "PrimaryVerdictAlarmName"}, "Region": {"Ref": "PrimaryRegion"}}
+    for config in (outside, inside):
         assert config["Type"] == "CLOUDWATCH_METRIC"
-        assert config["InsufficientDataHealthStatus"] == "LastKnownStatus", check_name
-        assert config["AlarmIdentifier"] == {"Name": {"Ref": alarm}, "Region": {"Ref": "AWS::Region"}}
-        # The fast kind: Route 53's quickest endpoint check on the Region's health function.
-        assert endpoint["Type"] == "HTTPS" and endpoint["EnableSNI"] is True, check_name
-        assert (endpoint["RequestInterval"], endpoint["FailureThreshold"]) == (10, 1), check_name
-    # Both records' endpoint checks read the judge (this stack's health function, in the
-    # secondary), each on its own path: the verdict served where it was made.
-    judge_host = {"Fn::GetAtt": ["HealthDistribution", "DomainName"]}
-    for check_name, path in (("PrimaryHealthCheck", "/primary"), ("SecondaryHealthCheck", "/secondary")):
-        endpoint = res[check_name]["Properties"]["HealthCheckConfig"]["Fn::If"][1]
-        assert endpoint["FullyQualifiedDomainName"] == judge_host, check_name
-        assert endpoint["ResourcePath"] == path, check_name
-    assert "PrimaryHealthEndpoint" not in template["Parameters"], "nothing in the primary is asked"
+        assert config["InsufficientDataHealthStatus"] == "Unhealthy", "a silent view says nothing for the primary"
+    # The secondary must be given the primary's own view (make deploy-secondary passes it).
+    rule = template["Rules"]["SecondaryReadsThePrimarysOwnView"]
+    assert "PrimaryHealthUrlHost" in json.dumps(rule) and "PrimaryVerdictAlarmName" in json.dumps(rule)
+    makefile = (ROOT / "Makefile").read_text()
+    assert "PrimaryHealthUrlHost=" in makefile and "PrimaryVerdictAlarmName=" in makefile
 
 
 def verdict_check(side):
-    """The record's verdict check: the secondary's holds while the primary is failed over."""
-    if side == "Secondary":
-        return {"Fn::If": ["HoldsByCalculatedCheck", {"Ref": "SecondaryHoldsHealthCheck"}, {"Ref": "SecondaryHealthCheck"}]}
+    """The record's own check: the PRIMARY's either view, the SECONDARY's its endpoint."""
     return {"Ref": f"{side}HealthCheck"}
 
 
@@ -234,28 +266,26 @@ def test_failover_records_each_have_their_health_check(template):
     assert template["Parameters"]["AliasRecords"]["Default"] == "false"
 
 
-def test_the_secondary_record_holds_while_the_primary_is_failed_over(template):
-    """Both records unhealthy would answer the failed primary: with alarm checks the SECONDARY
-    record's check is its verdict OR the primary's verdict inverted (a calculated check of
-    threshold 1); with endpoint checks the judge answers /secondary so (tested in
-    crates/health)."""
+def test_the_secondary_record_is_its_api_endpoint_reachable(template):
+    """The SECONDARY record's check says nothing the judge decides: a TCP check of the
+    secondary's API endpoint. A herd that fails the secondary's own probes cannot make it
+    unhealthy (which, with the primary failed, would answer the failed primary), and a
+    secondary lost after a failover releases the name to the primary at once (both records
+    unhealthy answers the primary). No calculated hold, no inverted check remain."""
     res = template["Resources"]
-    assert template["Conditions"]["HoldsByCalculatedCheck"] == {
-        "Fn::And": [{"Condition": "IsSecondary"}, {"Fn::Not": [{"Condition": "EndpointChecks"}]}]
+    config = res["SecondaryHealthCheck"]["Properties"]["HealthCheckConfig"]
+    assert config == {
+        "Type": "TCP",
+        "FullyQualifiedDomainName": {"Fn::GetAtt": ["CustomDomain", "RegionalDomainName"]},
+        "Port": 443,
+        "RequestInterval": 10,
+        "FailureThreshold": 1,
     }
-    inverted = res["PrimaryFailedHealthCheck"]
-    assert inverted["Condition"] == "HoldsByCalculatedCheck"
-    config = inverted["Properties"]["HealthCheckConfig"]
-    assert config["Inverted"] is True
-    assert config["AlarmIdentifier"]["Name"] == {"Ref": "PrimaryHealthAlarm"}
-    assert config["InsufficientDataHealthStatus"] == "LastKnownStatus"
-    holds = res["SecondaryHoldsHealthCheck"]
-    assert holds["Condition"] == "HoldsByCalculatedCheck"
-    config = holds["Properties"]["HealthCheckConfig"]
-    assert config["Type"] == "CALCULATED" and config["HealthThreshold"] == 1
-    assert config["ChildHealthChecks"] == [{"Ref": "SecondaryHealthCheck"}, {"Ref": "PrimaryFailedHealthCheck"}]
+    for gone in ("PrimaryFailedHealthCheck", "SecondaryHoldsHealthCheck"):
+        assert gone not in res, gone
+    assert "Inverted" not in json.dumps({k: v for k, v in res.items() if v["Type"] == "AWS::Route53::HealthCheck"})
     combined = res["SecondaryCombinedHealthCheck"]["Properties"]["HealthCheckConfig"]
-    assert combined["ChildHealthChecks"][0] == verdict_check("Secondary")
+    assert combined["ChildHealthChecks"][0] == {"Ref": "SecondaryHealthCheck"}
 
 
 def test_alias_records_none_makes_no_failover_records(template):
@@ -577,12 +607,19 @@ def test_user_tokens_need_a_jwks_or_an_hs256_key(template):
 
 @pytest.mark.parametrize("side", ["Primary", "Secondary"])
 def test_verdict_and_region_switch_together_need_both_healthy(template, side):
+    """Route 53 cannot nest calculated checks: with a Region switch plan the PRIMARY record
+    reads the watcher's view and the plan's (docs/DEPLOY.md states what that mode gives up)."""
     check = template["Resources"][f"{side}CombinedHealthCheck"]
     assert check["Condition"] == "AlarmAndRegionSwitch"
     config = check["Properties"]["HealthCheckConfig"]
     assert config["Type"] == "CALCULATED"
-    assert config["ChildHealthChecks"] == [verdict_check(side), {"Ref": f"RegionSwitch{side}HealthCheckId"}]
+    first = {"Primary": {"Ref": "PrimaryVerdictCheck"}, "Secondary": {"Ref": "SecondaryHealthCheck"}}[side]
+    assert config["ChildHealthChecks"] == [first, {"Ref": f"RegionSwitch{side}HealthCheckId"}]
     assert config["HealthThreshold"] == 2, "either child going unhealthy takes the Region out"
+    for child in config["ChildHealthChecks"]:
+        if "Ref" in child and child["Ref"] in template["Resources"]:
+            kind = template["Resources"][child["Ref"]]["Properties"]["HealthCheckConfig"]
+            assert json.dumps(kind).count("CALCULATED") == 0, "a calculated check cannot be a child"
 
 
 def test_failover_control_defaults_to_the_alarm_and_needs_the_plans_checks_otherwise(template):
@@ -661,51 +698,58 @@ def test_the_herd_hint_is_on_by_default_from_a_census_every_minute(template):
     assert "dynamodb:GetItem" in connections["Action"], "the handler reads the census item"
 
 
-def test_endpoint_checks_read_a_fast_verdict_decided_with_two_views(template):
+def test_each_view_is_decided_alone_and_served_where_it_was_written(template):
     res = template["Resources"]
     assert template["Parameters"]["HealthCheckType"]["Default"] == "endpoint"
     health = res["HealthFunction"]
-    assert health["Condition"] == "JudgesHere"
-    assert template["Conditions"]["JudgesHere"] == {"Fn::And": [{"Condition": "IsSecondary"}, {"Condition": "EndpointChecks"}]}
-    assert health["Properties"]["FunctionUrlConfig"] == {"AuthType": "AWS_IAM"}, "only the health distribution signs"
+    assert health["Condition"] == "EndpointChecks", "in both Regions"
+    # Route 53's checkers cannot sign: NONE, and SAM grants both actions (test_transform.py).
+    assert health["Properties"]["FunctionUrlConfig"] == {"AuthType": "NONE"}
     (read,) = _statements(health)
     assert read["Action"] == "dynamodb:GetItem", "one item read per request, nothing else"
     env = health["Properties"]["Environment"]["Variables"]
     assert env["API_ID"] == {"Ref": "WebSocketApi"}
-    assert env["PRIMARY_API_ID"] == {"Ref": "PrimaryApiId"}
-    # The binary reads both (crates/health).
-    source = (ROOT / "crates" / "health" / "src" / "lib.rs").read_text()
-    assert '"PRIMARY_API_ID"' in source and '"/primary"' in source and '"/secondary"' in source
+    assert env["PRIMARY_API_ID"] == {"Fn::If": ["IsSecondary", {"Ref": "PrimaryApiId"}, "none"]}
+    source = (ROOT / "crates" / "core" / "src" / "verdict.rs").read_text()
+    assert '"/self"' in source and '"/primary"' in source
     own = res["CanaryFunction"]["Properties"]["Environment"]["Variables"]
     watcher = res["PrimaryWatcherFunction"]["Properties"]["Environment"]["Variables"]
     for env in (own, watcher):
         assert env["FAST_PROBE_INTERVAL_SECONDS"] == {"Fn::If": ["EndpointChecks", {"Ref": "FastProbeIntervalSeconds"}, "0"]}
         assert int(env["FAST_WINDOW_SECONDS"]) < 60, "one invocation's rounds end before the next one starts"
+        assert env["FAST_DECIDES"] == "true", "each view decides alone"
+        assert "FAST_DECIDE_WITH" not in env, "no view waits for another's rounds by replication"
     assert own["FAST_VANTAGE"] == "inside" and watcher["FAST_VANTAGE"] == "outside"
-    # The primary's verdict is decided outside it, with its own view.
-    assert watcher["FAST_DECIDES"] == "true" and watcher["FAST_DECIDE_WITH"] == "inside"
-    assert own["FAST_DECIDES"] == {"Fn::If": ["IsSecondary", "true", "false"]}
     for name in ("CanaryFunction", "PrimaryWatcherFunction"):
         assert int(res[name]["Properties"]["Timeout"]) > int(watcher["FAST_WINDOW_SECONDS"]), name
-    # The health function's URL is in no output (sam deploy prints outputs into CI logs).
-    assert template["Outputs"]["HealthFunctionName"]["Condition"] == "JudgesHere"
-    assert "FunctionUrl" not in json.dumps(template["Outputs"]), "no output names the health URL"
+    # The host Route 53 polls for each Region's own view is an output: the secondary takes the
+    # primary's as PrimaryHealthUrlHost.
+    assert template["Outputs"]["HealthUrlHost"]["Condition"] == "EndpointChecks"
 
 
 def test_the_decision_path_has_reserved_concurrency(template):
+    """What the decision reads is never throttled by the herd in its Region: each Region's
+    health function and canary, the watcher, the evacuator and the push workers reserve
+    concurrency (the workers and the evacuator at least their SQS mappings' maximum
+    concurrency: AWS's rule, or Lambda may throttle the messages)."""
     res = template["Resources"]
     param = template["Parameters"]["DecisionPathReservedConcurrency"]
     assert param["Default"] > 0 and param["MinValue"] == 0
-    assert template["Conditions"]["ReservesDecisionConcurrency"]["Fn::And"][0] == {"Condition": "IsSecondary"}
+    assert template["Conditions"]["ReservesDecisionConcurrency"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "DecisionPathReservedConcurrency"}, 0]}]}
     health = res["HealthFunction"]["Properties"]["ReservedConcurrentExecutions"]
     assert health == {"Fn::If": ["ReservesDecisionConcurrency", {"Ref": "DecisionPathReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
     for name in ("PrimaryWatcherFunction", "CanaryFunction"):
         reserved = res[name]["Properties"]["ReservedConcurrentExecutions"]
         assert reserved["Fn::If"][0] == "ReservesDecisionConcurrency", name
         assert reserved["Fn::If"][1] >= 2, f"{name}: a run and the next may overlap"
-    # make deploy-* checks the account's concurrency before deploying.
+    workers = res["PushWorkerFunction"]["Properties"]
+    assert workers["ReservedConcurrentExecutions"] == workers["Events"]["PushJobs"]["Properties"]["ScalingConfig"]["MaximumConcurrency"]
+    evacuator = res["PrimaryEvacuatorFunction"]["Properties"]["ReservedConcurrentExecutions"]
+    assert evacuator >= res["FastFailoverEvacuation"]["Properties"]["ScalingConfig"]["MaximumConcurrency"]
+    # make deploy-* checks the account's concurrency before deploying, counting all of it.
     makefile = (ROOT / "Makefile").read_text()
     assert "check-concurrency" in makefile and "get-account-settings" in (ROOT / "scripts" / "check-concurrency.sh").read_text()
+    assert "PUSH_WORKERS" in makefile, "the workers' reservation is counted"
 
 
 def test_the_verdict_alarm_evacuates_the_primary_after_waiting_for_dns(template):
@@ -741,27 +785,36 @@ def test_the_verdict_alarm_evacuates_the_primary_after_waiting_for_dns(template)
 
 def test_a_fast_failover_evacuates_through_the_handlers_stream_reader_and_a_queue(template):
     res = template["Resources"]
-    # The handler's SummaryChanges mapping, the stream's one reader, passes the primary's
-    # change to "fail over" (in the secondary with fast failovers) beside the summaries ...
+    # The handler's SummaryChanges mapping, the stream's one reader, passes the judge's
+    # change on the primary to "fail over" (in the secondary with fast failovers) ...
     handler = res["WsHandlerFunction"]["Properties"]
-    filters = handler["Events"]["SummaryChanges"]["Properties"]["FilterCriteria"]["Filters"]
+    mapping = handler["Events"]["SummaryChanges"]["Properties"]
+    filters = mapping["FilterCriteria"]["Filters"]
     (conditional,) = [f for f in filters if "Fn::If" in f]
     condition, health, otherwise = conditional["Fn::If"]
     assert condition == "EvacuatesOnFastFailover" and otherwise == {"Ref": "AWS::NoValue"}
     pattern = json.loads(health["Pattern"]["Fn::Sub"].replace("${PrimaryApiId}", "abc"))
-    assert pattern["dynamodb"]["Keys"] == {"pk": {"S": ["HEALTH#abc"]}, "sk": {"S": ["CHANGE"]}}
+    assert pattern["dynamodb"]["Keys"] == {"pk": {"S": ["JUDGE#abc"]}, "sk": {"S": ["CHANGE"]}}
     assert pattern["dynamodb"]["NewImage"] == {"serve": {"BOOL": [False]}}
-    # ... and forwards it to FastFailovers (crates/ws-handler: fail_over_records) ...
+    # A batch that fails after its retries is recorded, never dropped.
+    assert mapping["MaximumRetryAttempts"] == 2
+    assert mapping["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": ["StreamFailures", "Arn"]}
+    # ... and forwards it to FastFailovers (one decoding: wsdr_aws::change_records) ...
     env = handler["Environment"]["Variables"]
     assert env["FAST_FAILOVER_QUEUE_URL"] == {"Fn::If": ["EvacuatesOnFastFailover", {"Ref": "FastFailovers"}, {"Ref": "AWS::NoValue"}]}
-    assert "fail_over_records" in (ROOT / "crates" / "ws-handler" / "src" / "stream.rs").read_text()
+    assert "failover_orders" in (ROOT / "crates" / "ws-handler" / "src" / "stream.rs").read_text()
     sends = [st["Fn::If"][1] for st in handler["Policies"][0]["Statement"] if "Fn::If" in st]
     assert {"Sid": "ForwardFastFailovers", "Effect": "Allow", "Action": "sqs:SendMessage", "Resource": {"Fn::GetAtt": ["FastFailovers", "Arn"]}} in sends
-    # ... which the evacuator reads, never twice for one order.
+    # ... which the evacuator reads: a failed or throttled order comes back (visibility) before
+    # it expires (retention), once, then reaches the dead-letter queue; a second delivery of
+    # one order is a no-op (its id, ORDERS_TABLE).
     queue = res["FastFailovers"]
     assert queue["Condition"] == "EvacuatesOnFastFailover"
-    assert queue["Properties"]["RedrivePolicy"]["maxReceiveCount"] == 1, "an evacuation is never repeated behind anyone's back"
-    assert queue["Properties"]["VisibilityTimeout"] >= 6 * res["PrimaryEvacuatorFunction"]["Properties"]["Timeout"]
+    props = queue["Properties"]
+    receives = props["RedrivePolicy"]["maxReceiveCount"]
+    assert receives == 2
+    assert props["VisibilityTimeout"] >= 6 * res["PrimaryEvacuatorFunction"]["Properties"]["Timeout"]
+    assert props["MessageRetentionPeriod"] > receives * props["VisibilityTimeout"], "a failed order reaches the dead-letter queue"
     mapping = res["FastFailoverEvacuation"]
     assert mapping["Condition"] == "EvacuatesOnFastFailover"
     props = mapping["Properties"]
@@ -771,13 +824,17 @@ def test_a_fast_failover_evacuates_through_the_handlers_stream_reader_and_a_queu
     env = res["PrimaryEvacuatorFunction"]["Properties"]["Environment"]["Variables"]
     assert env["FAILOVER_TO"] == {"Ref": "AWS::Region"}
     assert env["FAILOVER_WAIT_SECONDS"] == {"Fn::If": ["AutoEvacuateWait", {"Fn::If": ["EndpointChecks", "45", "120"]}, {"Ref": "EvacuateWaitSeconds"}]}
-    # At once, a move naming this Region's own endpoint (the RegionalEndpointUrl output's).
     assert env["FAILOVER_ENDPOINT"] == template["Outputs"]["RegionalEndpointUrl"]["Value"]
-    assert '"FAILOVER_ENDPOINT"' in (ROOT / "crates" / "evacuator" / "src" / "lib.rs").read_text()
-    # The evacuator checks the record itself too (crates/evacuator: says_fail_over).
-    assert "says_fail_over" in (ROOT / "crates" / "evacuator" / "src" / "lib.rs").read_text()
+    # Re-checked before each phase, run once (crates/evacuator: order.rs, recheck.rs).
+    assert env["STATE_TABLE"] == {"Ref": "StateTableName"} and env["PRIMARY_API_ID"] == {"Ref": "PrimaryApiId"}
+    assert env["PRIMARY_SELF_URL"] == {"Fn::If": ["EndpointChecks", {"Fn::Sub": "https://${PrimaryHealthUrlHost}/self"}, "none"]}
+    assert env["GLOBAL_NAME"] == {"Ref": "DomainName"}
+    assert env["DESTINATION_NAME"] == {"Fn::GetAtt": ["CustomDomain", "RegionalDomainName"]}
+    assert env["ORDERS_TABLE"] == {"Ref": "ConnectionsTable"}
     condition = template["Conditions"]["EvacuatesOnFastFailover"]["Fn::And"]
     assert {"Condition": "EndpointChecks"} in condition and {"Condition": "EvacuatesPrimary"} in condition
+    for alarm in ("FastFailoversAgeAlarm", "FastFailoversDeadLettersAlarm"):
+        assert res[alarm]["Condition"] == "EvacuatesOnFastFailover", alarm
 
 
 def test_the_global_tables_stream_has_one_reader(template):
@@ -820,6 +877,14 @@ def test_evacuators_aim_at_one_regions_table_and_api_and_may_do_nothing_else(tem
         expected = ["dynamodb:BatchWriteItem", "dynamodb:Query", "dynamodb:Scan", "execute-api:ManageConnections"]
         if name == "EvacuatorFunction":
             expected = sorted(expected + ["dynamodb:PutItem"])
+        else:
+            # The re-check's one read and the order log's one write, each scoped by key.
+            expected = sorted(expected + ["dynamodb:GetItem", "dynamodb:PutItem"])
+            read = next(st for st in statements if st.get("Sid") == "ReadJudgeVerdict")
+            assert read["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [{"Fn::Sub": "JUDGE#${PrimaryApiId}"}]}}
+            orders = next(st for st in statements if st.get("Sid") == "RecordOrders")
+            assert orders["Resource"] == {"Fn::GetAtt": ["ConnectionsTable", "Arn"]}
+            assert orders["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["#order#*"]}}
         assert actions == expected, name
         post = next(st for st in statements if st["Action"] == "execute-api:ManageConnections")
         assert post["Resource"]["Fn::Sub"].endswith("/POST/@connections/*"), name
@@ -890,14 +955,37 @@ def test_the_access_log_uses_websocket_variables_and_a_plain_group_arn(template)
     assert arn.endswith(":log-group:${AccessLogGroup}") and not arn.endswith(":*")
 
 
-def test_canaries_and_the_health_function_reach_only_health_records(template):
+def test_each_verdict_has_one_writer_scoped_to_its_own_key(template):
+    """Anyone who can write a verdict or the judge's change can order the primary's
+    evacuation. Each writer's role is scoped to its own partition key: a Region's canary to
+    HEALTH#<its api>, the watcher to JUDGE#<the primary's api>; the handler is denied every
+    health, judge and rehearsal key; the health function only reads its own four."""
     res = template["Resources"]
-    for name, sid in (("CanaryFunction", "FastRoundRecords"), ("PrimaryWatcherFunction", "FastRoundRecords"), ("HealthFunction", "ReadFastVerdict")):
-        (st,) = [s for s in _statements(res[name]) if s.get("Sid") == sid]
-        assert st["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["HEALTH#*"]}}, name
-        assert "dynamodb:UpdateItem" not in st["Action"] and "dynamodb:DeleteItem" not in st["Action"], name
-    # What the binaries write is under that prefix (crates/aws/src/health.rs).
-    assert 'format!("HEALTH#{api_id}")' in (ROOT / "crates" / "aws" / "src" / "health.rs").read_text()
+    canary = next(s for s in _statements(res["CanaryFunction"]) if s.get("Sid") == "FastRoundRecords")
+    assert canary["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [{"Fn::Sub": "HEALTH#${WebSocketApi}"}]}}
+    watcher = next(s for s in _statements(res["PrimaryWatcherFunction"]) if s.get("Sid") == "FastRoundRecords")
+    assert watcher["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [{"Fn::Sub": "JUDGE#${PrimaryApiId}"}]}}
+    for st in (canary, watcher):
+        assert "dynamodb:UpdateItem" not in st["Action"] and "dynamodb:DeleteItem" not in st["Action"]
+    deny = next(s for s in _statements(res["WsHandlerFunction"]) if s.get("Sid") == "NeverHealthRecords")
+    assert deny["Effect"] == "Deny"
+    assert set(deny["Action"]) >= {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
+    assert deny["Condition"] == {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": ["HEALTH#*", "JUDGE#*", "REHEARSAL-*"]}}
+    (read,) = _statements(res["HealthFunction"])
+    keys = read["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"]
+    assert [k["Fn::Sub"] for k in keys] == [
+        "HEALTH#${WebSocketApi}", "REHEARSAL-SELF#${WebSocketApi}", "JUDGE#${PrimaryApiId}", "REHEARSAL-JUDGE#${PrimaryApiId}",
+    ]
+    # What the binaries write is under those prefixes (crates/core/src/verdict.rs).
+    verdict = (ROOT / "crates" / "core" / "src" / "verdict.rs").read_text()
+    for prefix in ('"HEALTH#"', '"JUDGE#"', '"REHEARSAL-SELF#"', '"REHEARSAL-JUDGE#"'):
+        assert prefix in verdict, prefix
+    # No other function may write the state table's health keys: only these three name them.
+    writers = [
+        name for name, fn in resources(template, "AWS::Serverless::Function").items()
+        if any("HEALTH#" in json.dumps(st) or "JUDGE#" in json.dumps(st) for st in _statements(fn) if st.get("Effect") == "Allow" and "dynamodb:PutItem" in json.dumps(st))
+    ]
+    assert sorted(writers) == ["CanaryFunction", "PrimaryWatcherFunction"], writers
 
 
 def test_every_log_group_keeps_logs_for_log_retention_days(template):
@@ -908,33 +996,24 @@ def test_every_log_group_keeps_logs_for_log_retention_days(template):
         assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name
 
 
-def test_the_health_endpoint_is_a_cache_that_a_flood_cannot_reach_past(template):
-    """docs/DEPLOY.md, "Who decides": Route 53's checks read the verdict through CloudFront,
-    which keeps one answer per path for 2 s whatever the request carries, and is the only
-    caller the function URL accepts (origin access control); a "fail over" 503 is kept no
-    longer than a "serve"."""
+def test_nothing_stands_between_the_checks_and_the_health_functions(template):
+    """No cache on the verdicts' path: a CloudFront front kept a "serve" at its edges while the
+    origin answered 503 "fail over" (stale on 5xx and on origin timeouts), walked random paths
+    past its cache, and could not call a function URL granted InvokeFunctionUrl alone. The
+    checks reach each health function's URL directly (docs/DEPLOY.md, "Why the checks go
+    direct"); every verdict is a 200 whose body the check matches."""
     res = template["Resources"]
-    oac = res["HealthOriginAccessControl"]["Properties"]["OriginAccessControlConfig"]
-    assert (oac["OriginAccessControlOriginType"], oac["SigningBehavior"], oac["SigningProtocol"]) == ("lambda", "always", "sigv4")
-    policy = res["HealthCachePolicy"]["Properties"]["CachePolicyConfig"]
-    assert (policy["MinTTL"], policy["DefaultTTL"], policy["MaxTTL"]) == (2, 2, 2)
-    key = policy["ParametersInCacheKeyAndForwardedToOrigin"]
-    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "none"}
-    assert key["HeadersConfig"] == {"HeaderBehavior": "none"}
-    assert key["CookiesConfig"] == {"CookieBehavior": "none"}
-    config = res["HealthDistribution"]["Properties"]["DistributionConfig"]
-    (origin,) = config["Origins"]
-    assert origin["OriginAccessControlId"] == {"Fn::GetAtt": ["HealthOriginAccessControl", "Id"]}
-    assert "HealthFunctionUrl" in json.dumps(origin["DomainName"])
-    behaviour = config["DefaultCacheBehavior"]
-    assert behaviour["CachePolicyId"] == {"Ref": "HealthCachePolicy"}
-    assert behaviour["AllowedMethods"] == ["GET", "HEAD"]
-    errors = {e["ErrorCode"]: e["ErrorCachingMinTTL"] for e in config["CustomErrorResponses"]}
-    assert errors[503] == 2, "a fail-over answer is not held for CloudFront's default 10 s"
-    permission = res["HealthDistributionInvokeUrl"]["Properties"]
-    assert permission["Principal"] == "cloudfront.amazonaws.com"
-    assert permission["FunctionUrlAuthType"] == "AWS_IAM"
-    assert "distribution/${HealthDistribution}" in permission["SourceArn"]["Fn::Sub"]
+    kinds = {r["Type"] for r in res.values()}
+    assert not any(k.startswith("AWS::CloudFront::") for k in kinds), kinds
     for name in ("HealthOriginAccessControl", "HealthCachePolicy", "HealthDistribution", "HealthDistributionInvokeUrl"):
-        assert res[name]["Condition"] == "JudgesHere", name
-    assert "HealthDistribution" not in json.dumps(template["Outputs"]), "no output names the endpoint"
+        assert name not in res, name
+    checks = {k: v for k, v in res.items() if v["Type"] == "AWS::Route53::HealthCheck"}
+    for name, check in checks.items():
+        text = json.dumps(check)
+        assert "cloudfront" not in text.lower(), name
+        assert '"Type": "HTTPS"' not in text, f"{name}: a status-only check would read a verdict from a status code"
+    # The health function never answers a verdict with a 5xx (crates/health).
+    source = (ROOT / "crates" / "health" / "src" / "lib.rs").read_text()
+    assert "SERVICE_UNAVAILABLE" not in source and "(StatusCode::OK, answer.body())" in source
+
+

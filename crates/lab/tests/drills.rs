@@ -896,6 +896,29 @@ async fn a_silent_watcher_never_sends_dns_back_to_the_dead_primary() {
     assert!(report.passed(), "{:?}\n{table}", report.failed_checks);
 }
 
+/// The watcher falls silent while the primary serves, and the primary dies later: the
+/// watcher's last "serve" goes stale and is no evidence for the primary, so the PRIMARY
+/// record rests on the primary's own view, which a dead Region cannot give: DNS moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_watcher_is_no_evidence_for_a_primary_that_dies() {
+    use wsdr_lab::sim::users::wait_for;
+    let lab = wsdr_lab::World::builder()
+        .config(LabConfig::wsdr_defaults())
+        .start()
+        .await
+        .unwrap();
+    let scale = lab.config().scale;
+    assert!(wait_for(scale.secs(60.0), || lab.healthy(RegionId::Primary)).await);
+    lab.inject(wsdr_lab::Fault::WatcherSilent(wsdr_lab::AwsDuration::from_secs(900)));
+    tokio::time::sleep(scale.secs(90.0)).await;
+    assert_eq!(lab.resolve(), RegionId::Primary, "a silent watcher alone moves nobody");
+    lab.inject(wsdr_lab::Fault::Down(RegionId::Primary));
+    assert!(
+        wait_for(scale.secs(120.0), || lab.resolve() == RegionId::Secondary).await,
+        "the primary died while the watcher was silent: the name must still move"
+    );
+}
+
 /// The network between the two Regions cut, both Regions healthy and reached by their users
 /// (`inter-region-partition`). The watcher's view of the primary crosses that path and fails
 /// it; the primary's own view reaches Route 53's checkers from outside both Regions and keeps
