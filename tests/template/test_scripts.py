@@ -195,7 +195,8 @@ def test_a_primary_deploy_copies_its_outputs_to_the_secondarys_region(tmp_path):
     puts = (tmp_path / "ssm-calls").read_text().splitlines()
     names = sorted(call.split("--name ")[1].split()[0] for call in puts)
     assert names == sorted(f"/wsdr/primary/{k}" for k in (
-        "ApiId", "RegionalDomainName", "RegionalHostedZoneId", "ConnectionsTableName", "StateTableName"))
+        "ApiId", "RegionalDomainName", "RegionalHostedZoneId", "ConnectionsTableName", "StateTableName",
+        "HealthUrlHost", "RegionVerdictAlarmName"))
     assert all("--region us-west-2" in call and "--overwrite" in call for call in puts), puts
 
 
@@ -352,20 +353,26 @@ def test_a_function_that_dies_at_init_is_read_from_the_watch_log():
     assert module.init_failure("INFO function ready\nINFO invoked\n") == ""
 
 
-def test_the_concurrency_check_counts_the_authorizers_reservation(tmp_path):
-    """AUTHORIZER_RESERVED_CONCURRENCY reserves in both stacks: the check counts it beside the
-    decision path's (5 + 4 in the secondary), and the deploy passes it to the template."""
+def test_the_concurrency_check_counts_every_reservation(tmp_path):
+    """What each stack reserves is counted before a deploy: the decision path (each Region's
+    health function, 5, and canary, 2; the secondary's watcher, 2), the push workers (16: their
+    SQS mapping's maximum concurrency), the secondary's evacuator of the primary (2) and the
+    authorizer when AUTHORIZER_RESERVED_CONCURRENCY asks; the deploy passes the authorizer's."""
     env = concurrency_aws(tmp_path, 1000, 150)
     check = lambda *extra: subprocess.run(  # noqa: E731
         ["make", "--no-print-directory", "check-concurrency", *extra],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     plain = check()
     assert plain.returncode == 0, plain.stdout + plain.stderr
-    assert "wsdr-secondary reserves 9" in plain.stdout + plain.stderr
-    reserved = check("AUTHORIZER_RESERVED_CONCURRENCY=50")
+    out = plain.stdout + plain.stderr
+    assert "wsdr-primary reserves 23" in out and "wsdr-secondary reserves 27" in out, out
+    reserved = check("AUTHORIZER_RESERVED_CONCURRENCY=30")
     assert reserved.returncode != 0, reserved.stdout + reserved.stderr
-    assert "reserving 59" in reserved.stdout + reserved.stderr
+    assert "reserving 53" in reserved.stdout + reserved.stderr
     (deploy,) = deploy_primary(tmp_path, stack_exists=True, extra=["AUTHORIZER_RESERVED_CONCURRENCY=20"])
     assert "AuthorizerReservedConcurrency=20" in deploy.split()
+    assert "PushWorkers=16" in deploy.split()
     (default,) = deploy_primary(tmp_path, stack_exists=True)
     assert "AuthorizerReservedConcurrency" not in default
+
+

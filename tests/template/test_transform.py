@@ -170,37 +170,51 @@ def test_eventual_mode_table_is_unchanged_by_the_strong_mode_parameters():
     assert [r["Region"] for r in table["Replicas"]] == ["us-east-1", "us-west-2"]
 
 
-def test_the_judges_health_function_is_private_reserved_and_in_the_secondary_only():
-    """What reaches CloudFormation for the decision path: the health function, its function
-    URL (AWS_IAM: only the health distribution, signing with origin access control, may
-    call it) and that one permission, all under JudgesHere (secondary with endpoint checks);
-    its reserved concurrency from the parameter."""
-    out = translated("secondary", "us-west-2")
+@pytest.mark.parametrize("role,region", [("primary", "us-east-1"), ("secondary", "us-west-2")])
+def test_each_regions_health_function_url_answers_route_53s_checkers(role, region):
+    """What reaches CloudFormation for each Region's health function: a function URL with
+    AuthType NONE (Route 53's checkers cannot sign) whose resource policy grants "*" both
+    lambda:InvokeFunctionUrl and lambda:InvokeFunction: "Starting in October 2025, new
+    function URLs will require both lambda:InvokeFunctionUrl and lambda:InvokeFunction
+    permissions" (Lambda, "Control access to Lambda function URLs"). With only the first,
+    every request is refused and no check can ever be healthy. Reserved concurrency from the
+    parameter; no CloudFront resource anywhere."""
+    out = translated(role, region)
     health = out["Resources"]["HealthFunction"]
-    assert health["Type"] == "AWS::Lambda::Function" and health["Condition"] == "JudgesHere"
+    assert health["Type"] == "AWS::Lambda::Function" and health["Condition"] == "EndpointChecks"
     assert health["Properties"]["ReservedConcurrentExecutions"] == {
         "Fn::If": ["ReservesDecisionConcurrency", {"Ref": "DecisionPathReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
     }
     urls = of_type(out, "AWS::Lambda::Url")
     (url,) = [u for u in urls.values() if u["Properties"]["TargetFunctionArn"] == {"Ref": "HealthFunction"}]
-    assert url["Properties"]["AuthType"] == "AWS_IAM" and url["Condition"] == "JudgesHere"
-    # No public invoke permission: the health distribution's is the only one.
-    public = [
-        p for p in of_type(out, "AWS::Lambda::Permission").values()
-        if p["Properties"].get("FunctionUrlAuthType") == "NONE"
+    assert url["Properties"]["AuthType"] == "NONE" and url["Condition"] == "EndpointChecks"
+    permissions = [
+        p["Properties"] for p in of_type(out, "AWS::Lambda::Permission").values()
+        if p["Properties"]["FunctionName"] == {"Ref": "HealthFunction"}
     ]
-    assert not public
-    (cloudfront,) = [
-        p for p in of_type(out, "AWS::Lambda::Permission").values()
-        if p["Properties"].get("Principal") == "cloudfront.amazonaws.com"
-    ]
-    assert cloudfront["Condition"] == "JudgesHere"
-    env = health["Properties"]["Environment"]["Variables"]
-    assert env["PRIMARY_API_ID"] == {"Ref": "PrimaryApiId"}
-    for check, path in (("PrimaryHealthCheck", "/primary"), ("SecondaryHealthCheck", "/secondary")):
-        config = out["Resources"][check]["Properties"]["HealthCheckConfig"]["Fn::If"][1]
-        assert config["ResourcePath"] == path
-        assert config["FullyQualifiedDomainName"] == {"Fn::GetAtt": ["HealthDistribution", "DomainName"]}
+    granted = {p["Action"] for p in permissions if p["Principal"] == "*"}
+    assert granted == {"lambda:InvokeFunctionUrl", "lambda:InvokeFunction"}, permissions
+    url_only = [p for p in permissions if p["Action"] == "lambda:InvokeFunctionUrl"]
+    assert all(p.get("FunctionUrlAuthType") == "NONE" for p in url_only)
+    invoke = [p for p in permissions if p["Action"] == "lambda:InvokeFunction"]
+    assert all(p.get("InvokedViaFunctionUrl") is True for p in invoke), "only through the URL"
+    assert not [k for k in out["Resources"] if out["Resources"][k]["Type"].startswith("AWS::CloudFront::")]
+
+
+@pytest.mark.parametrize("role,region", [("primary", "us-east-1"), ("secondary", "us-west-2")])
+def test_every_function_url_grants_both_actions_its_callers_need(role, region):
+    """Any function URL the stacks create (today the health functions') has both permissions
+    for the principal that calls it."""
+    out = translated(role, region)
+    for name, url in of_type(out, "AWS::Lambda::Url").items():
+        target = url["Properties"]["TargetFunctionArn"]
+        grants = {}
+        for p in of_type(out, "AWS::Lambda::Permission").values():
+            if p["Properties"]["FunctionName"] == target:
+                grants.setdefault(p["Properties"]["Principal"], set()).add(p["Properties"]["Action"])
+        assert grants, f"{name}: nobody may call it"
+        for principal, actions in grants.items():
+            assert {"lambda:InvokeFunctionUrl", "lambda:InvokeFunction"} <= actions, (name, principal, actions)
 
 
 BOUNDARY = "arn:aws:iam::123456789012:policy/wsdr-function-boundary"

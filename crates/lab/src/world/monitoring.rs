@@ -469,7 +469,7 @@ impl World {
                         "PrimaryHealthCheck",
                         CheckKind::Calculated {
                             children: vec![outside, inside],
-                            threshold: 1,
+                            threshold: crate::world::route53::PRIMARY_VIEWS_NEEDED,
                         },
                     ))?),
                     secondary: Some(self.liveness(&mut checks, threshold)?),
@@ -509,7 +509,7 @@ impl World {
                         "PrimaryHealthCheck",
                         CheckKind::Calculated {
                             children: vec![outside, inside],
-                            threshold: 1,
+                            threshold: crate::world::route53::PRIMARY_VIEWS_NEEDED,
                         },
                     ))?;
                     let secondary = match alarm_records.secondary {

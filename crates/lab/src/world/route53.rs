@@ -46,6 +46,10 @@ pub const CHECKER_LOCATIONS: [&str; 8] = [
     "sa-east-1",
 ];
 
+/// wsdr's PRIMARY record check: healthy while at least this many of its two views say serve
+/// (template.yaml, `PrimaryHealthCheck`'s `HealthThreshold`).
+pub const PRIMARY_VIEWS_NEEDED: usize = 1;
+
 /// Route 53's threshold: healthy while more than this share of the checkers that report say so.
 pub const HEALTHY_SHARE: f64 = 0.18;
 
