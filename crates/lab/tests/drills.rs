@@ -909,17 +909,26 @@ async fn a_silent_watcher_is_no_evidence_for_a_primary_that_dies() {
         .unwrap();
     let scale = lab.config().scale;
     // The watcher has said serve for a while.
-    assert!(wait_for(scale.secs(60.0), || lab.fast_verdict(RegionId::Primary) == Some(true)).await);
+    assert!(
+        wait_for(scale.secs(60.0), || lab.fast_verdict(RegionId::Primary)
+            == Some(true))
+        .await
+    );
     tokio::time::sleep(scale.secs(20.0)).await;
-    lab.inject(wsdr_lab::Fault::WatcherSilent(wsdr_lab::AwsDuration::from_secs(900)));
+    lab.inject(wsdr_lab::Fault::WatcherSilent(
+        wsdr_lab::AwsDuration::from_secs(900),
+    ));
     tokio::time::sleep(scale.secs(90.0)).await;
-    assert_eq!(lab.resolve(), RegionId::Primary, "a silent watcher alone moves nobody");
+    assert_eq!(
+        lab.resolve(),
+        RegionId::Primary,
+        "a silent watcher alone moves nobody"
+    );
     lab.inject(wsdr_lab::Fault::Down(RegionId::Primary));
     assert!(
         wait_for(scale.secs(120.0), || lab.resolve() == RegionId::Secondary).await,
         "the primary died while the watcher was silent: the name must still move"
     );
-
 }
 
 /// The network between the two Regions cut, both Regions healthy and reached by their users
