@@ -37,10 +37,11 @@ API_ID = "abc123def4"
 PRIMARY_API_ID = "prim4567ab"
 
 
-def put_verdict(endpoint, api_id, serve):
-    """The watcher's fast verdict on `api_id`, written to DynamoDB Local's state table as the
-    canary writes it (HEALTH#<apiId>/VERDICT), through DynamoDB's JSON protocol."""
-    item = {"pk": {"S": f"HEALTH#{api_id}"}, "sk": {"S": "VERDICT"}, "serve": {"BOOL": serve},
+def put_verdict(endpoint, api_id, serve, prefix="JUDGE#"):
+    """A fast verdict on `api_id`, written to DynamoDB Local's state table as its writer writes
+    it (the watcher's: JUDGE#<apiId>/VERDICT; a Region's own canary's: HEALTH#<apiId>/VERDICT),
+    through DynamoDB's JSON protocol."""
+    item = {"pk": {"S": f"{prefix}{api_id}"}, "sk": {"S": "VERDICT"}, "serve": {"BOOL": serve},
             "atMs": {"N": str(int(time.time() * 1000))}}
     request = urllib.request.Request(
         endpoint, data=json.dumps({"TableName": "wsdr-state", "Item": item}).encode(),
@@ -487,33 +488,35 @@ def main():
               reply is not None and reply.get("region") == REGION and reply.get("connections", 0) >= 1
               and reply.get("countedAtMs", 0) > 0, err or reply)
 
-        # health: a Route 53 checker's request through the function URL; no fast verdict is
-        # recorded for this API, so the Region serves.
-        reply, err = watch.invoke("health", event("health-check.json"))
-        check("health endpoint serves without a verdict against its Region",
-              reply is not None and reply.get("statusCode") == 200 and reply.get("body") == "serve",
-              err or reply)
-        # The judge answers for both Regions: the watcher fails the primary over, and only the
-        # PRIMARY record's check (/primary) sees it; the SECONDARY record's (/secondary) serves.
-        put_verdict(endpoint, PRIMARY_API_ID, False)
-
+        # health: a Route 53 checker's request through the function URL. Every answer is a 200
+        # whose body the string-match check reads; only a fresh serve carries `verdict=serve`.
         def health_at(path):
             request = event("health-check.json")
             request["rawPath"] = path
             request["requestContext"]["http"]["path"] = path
             return watch.invoke("health", request)
+
+        def says(reply, body):
+            return reply is not None and reply.get("statusCode") == 200 and reply.get("body") == body
+        reply, err = health_at("/self")
+        check("health function: no verdict of its own yet is no evidence for its Region (200, verdict=none)",
+              says(reply, "verdict=none (never written here)\n"), err or reply)
+        put_verdict(endpoint, API_ID, True, prefix="HEALTH#")
+        reply, err = health_at("/self")
+        check("health function serves its own canary's verdict (/self)",
+              says(reply, "verdict=serve\n"), err or reply)
+        # The judge (this function knows the primary) answers the watcher's verdict at /primary.
+        put_verdict(endpoint, PRIMARY_API_ID, False)
         reply, err = health_at("/primary")
-        check("health endpoint answers 503 for the primary the judge failed over",
-              reply is not None and reply.get("statusCode") == 503 and reply.get("body") == "fail over",
-              err or reply)
-        reply, err = health_at("/secondary")
-        check("health endpoint answers 200 for its own Region (the secondary)",
-              reply is not None and reply.get("statusCode") == 200 and reply.get("body") == "serve",
-              err or reply)
+        check("health function answers the watcher's fail-over with a 200 the check does not match",
+              says(reply, "verdict=fail-over\n"), err or reply)
         put_verdict(endpoint, PRIMARY_API_ID, True)
         reply, err = health_at("/primary")
-        check("health endpoint serves the primary again once the verdict says so",
-              reply is not None and reply.get("statusCode") == 200, err or reply)
+        check("health function serves the primary again once the watcher says so",
+              says(reply, "verdict=serve\n"), err or reply)
+        reply, err = health_at("/")
+        check("health function answers nothing but its verdict paths (404)",
+              reply is not None and reply.get("statusCode") == 404, err or reply)
 
         # authorizer: a valid user token is allowed on the exact method ARN; the placeholder is not.
         now = int(time.time())
