@@ -138,12 +138,13 @@ chaos-short:
 	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 100 --report target/wsdr/chaos-short.json
 	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 60 --consistency strong --report target/wsdr/chaos-short-strong.json
 
-## chaos: the long campaign, simulated (10,000 runs eventual, 5,000 strong; figures in
-## docs/RELIABILITY.md)
+## chaos: the long campaign, simulated (10,000 runs eventual and 5,000 strong on wsdr's
+## timers, then 2,000 eventual on the reference design's; figures in docs/RELIABILITY.md)
 chaos:
 	$(CARGO) build --release -p wsdr-lab --bin wsdr
 	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 10000 --report target/wsdr/chaos-report.json
 	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 5000 --consistency strong --report target/wsdr/chaos-report-strong.json
+	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 2000 --timers reference --report target/wsdr/chaos-report-reference.json
 
 ## fuzz: every cargo-fuzz target for FUZZ_SECS seconds each
 FUZZ_SECS ?= 60

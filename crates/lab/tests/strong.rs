@@ -227,19 +227,26 @@ async fn in_a_partition_eventual_accepts_below_the_other_region_and_strong_refus
 }
 
 /// The primary is lost for good while every strong request pays a 12.5 s cross-Region cost:
-/// the survivor's probes time out and its own record turns unhealthy too. With both records
-/// unhealthy Route 53 answers the primary, so the secondary holds while the primary is
-/// failed over (`wsdr_core::secondary_holds`); without the hold, a DNS-only user who reopened
-/// the app stayed on the dead primary until the run ended (`user_not_connected`, seed
-/// 8375395329192610678 of the strong campaign, and seven more like it).
+/// the survivor's probes time out and its own verdict turns to fail-over too. The SECONDARY
+/// record reads the secondary's endpoint, not its verdict (docs/DEPLOY.md, the decision), so
+/// the name still moves and stays; when the record read the secondary's own verdict, a
+/// DNS-only user who reopened the app stayed on the dead primary until the run ended
+/// (`user_not_connected`, seed 8375395329192610678 of the strong campaign before the
+/// judge-lost step was added to the draw, and seven more like it). The schedule is pinned:
+/// a new step in the draw changes what a seed draws.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_survivor_keeps_the_name_once_the_primary_is_lost_for_good() {
     use wsdr_lab::runs::chaos::{self, ChaosConfig, Clock};
+    let schedule: Vec<chaos::Step> = serde_json::from_str(
+        r#"[{"fault":"disconnect-dropped","secs":56.0},{"fault":"never-returns","lag_ms":12544,"secs":159.0}]"#,
+    )
+    .unwrap();
     let run = chaos::replay(
         8_375_395_329_192_610_678,
         ChaosConfig {
             clock: Clock::Simulated,
             consistency: wsdr_core::Consistency::Strong,
+            schedule: Some(schedule),
             ..ChaosConfig::default()
         },
     )

@@ -52,6 +52,10 @@ pub struct Args {
     /// two Regions' replicas and a witness).
     #[arg(long, value_enum, default_value = "eventual")]
     consistency: cli::ConsistencyArg,
+    /// The failover decision's timers: `wsdr` (the template's defaults: endpoint checks on
+    /// both views, 20 s TTL) or `reference` (the reference design's one-minute alarms).
+    #[arg(long, value_enum, default_value = "wsdr")]
+    timers: wsdr_lab::runs::chaos::Timers,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -63,6 +67,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         report,
         parallel,
         consistency,
+        timers,
         clock,
         replay,
         history,
@@ -82,6 +87,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         progress: true,
         parallel,
         consistency: consistency.into(),
+        timers,
         schedule: schedule.map(|s| s.0),
     };
     if let Some(seed) = replay {
@@ -123,8 +129,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         wsdr_lab::runs::chaos::Clock::Real => format!("real clock, time scale {time_scale}"),
     };
     println!(
-        "wsdr chaos: seed {seed}, {runs} runs, {users} users each, {clock_note}, {parallel} at once, {} consistency",
-        wsdr_core::Consistency::from(consistency)
+        "wsdr chaos: seed {seed}, {runs} runs, {users} users each, {clock_note}, {parallel} at once, {} consistency, {} timers",
+        wsdr_core::Consistency::from(consistency),
+        timers.name()
     );
     let result = wsdr_lab::runs::chaos::campaign(config).await?;
     wsdr_lab::runs::report::write_pretty_json(&report, &result)?;

@@ -195,6 +195,12 @@ pub enum Step {
         #[serde(with = "serde_as::secs")]
         secs: AwsDuration,
     },
+    /// The primary down; 90 s later, once the name has moved, the secondary (the judge)
+    /// lost for good as the primary heals: the name must come back to the primary.
+    JudgeLost {
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// Nothing.
     Calm {
         #[serde(with = "serde_as::secs")]
@@ -203,6 +209,15 @@ pub enum Step {
 }
 
 impl Step {
+    /// The Region this step loses for good, if any.
+    pub fn loses_for_good(&self) -> Option<RegionId> {
+        match self {
+            Step::NeverReturns { .. } => Some(RegionId::Primary),
+            Step::JudgeLost { .. } => Some(RegionId::Secondary),
+            _ => None,
+        }
+    }
+
     fn draw(rng: &mut SmallRng) -> Self {
         let secs = |rng: &mut SmallRng, lo: f64, hi: f64| {
             AwsDuration::from_secs_f64(rng.random_range(lo..hi).round())
@@ -214,7 +229,7 @@ impl Step {
                 RegionId::Secondary
             }
         };
-        match rng.random_range(0..25) {
+        match rng.random_range(0..26) {
             0 => Step::Down {
                 secs: secs(rng, 30.0, 300.0),
             },
@@ -308,6 +323,9 @@ impl Step {
             },
             24 => Step::SecretsStorm {
                 clients: rng.random_range(500..3_000),
+                secs: secs(rng, 60.0, 300.0),
+            },
+            25 => Step::JudgeLost {
                 secs: secs(rng, 60.0, 300.0),
             },
             _ => Step::Calm {
@@ -468,6 +486,14 @@ impl Step {
                 ),
                 s,
             ),
+            // The secondary lost for good at 90 s; the step's heal (a second later) brings
+            // the primary back, never the secondary; what follows runs on the primary alone.
+            Step::JudgeLost { secs: s } => (
+                Plan::new()
+                    .inject(zero, Fault::Down(Primary))
+                    .inject(AwsDuration::from_secs(90), Fault::NeverReturns(Secondary)),
+                AwsDuration::from_secs(91) + s,
+            ),
         };
         plan.inject(length, Fault::Heal)
     }
@@ -522,6 +548,38 @@ pub struct ChaosConfig {
     pub parallel: usize,
     /// The state table's mode for every run.
     pub consistency: wsdr_core::Consistency,
+    /// The failover decision's timers: wsdr's defaults (what users deploy) or the reference
+    /// design's (the verdict alarms' minutes).
+    pub timers: Timers,
+}
+
+/// Which failover decision a campaign runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Timers {
+    /// wsdr's defaults, as template.yaml deploys them (`LabConfig::wsdr_defaults`: endpoint
+    /// checks on the two views, 20 s TTL).
+    #[default]
+    Wsdr,
+    /// The reference design's timers (`LabConfig::default`: the verdict alarms' one-minute
+    /// periods, 60 s TTL), with wsdr's composition.
+    Reference,
+}
+
+impl Timers {
+    pub fn name(self) -> &'static str {
+        match self {
+            Timers::Wsdr => "wsdr",
+            Timers::Reference => "reference",
+        }
+    }
+
+    fn lab(self) -> LabConfig {
+        match self {
+            Timers::Wsdr => LabConfig::wsdr_defaults(),
+            Timers::Reference => LabConfig::default(),
+        }
+    }
 }
 
 impl Default for ChaosConfig {
@@ -537,6 +595,7 @@ impl Default for ChaosConfig {
             progress: false,
             parallel: 1,
             consistency: wsdr_core::Consistency::Eventual,
+            timers: Timers::Wsdr,
         }
     }
 }
@@ -549,6 +608,8 @@ pub struct RunReport {
     pub seed: u64,
     /// `eventual` or `strong`.
     pub consistency: String,
+    /// `wsdr` or `reference`: the failover decision's timers.
+    pub timers: String,
     pub users: usize,
     pub clock: Clock,
     pub schedule: Vec<Step>,
@@ -587,6 +648,8 @@ pub struct CampaignReport {
     pub seed: u64,
     /// `eventual` or `strong`.
     pub consistency: String,
+    /// `wsdr` or `reference`: the failover decision's timers.
+    pub timers: String,
     /// `simulated` or `real`.
     pub clock: Clock,
     pub runs: usize,
@@ -633,6 +696,7 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
     let mut report = CampaignReport {
         seed: config.seed,
         consistency: config.consistency.to_string(),
+        timers: config.timers.name().to_owned(),
         clock: config.clock,
         runs: config.runs,
         users_per_run: config.users,
@@ -770,8 +834,8 @@ const RACING_BIDS: usize = 30;
 /// The command that replays `run` on its own (simulated runs replay exactly).
 pub fn replay_command(run: &RunReport) -> String {
     let mut command = format!(
-        "wsdr chaos --replay {} --consistency {} --users {}",
-        run.seed, run.consistency, run.users
+        "wsdr chaos --replay {} --consistency {} --users {} --timers {}",
+        run.seed, run.consistency, run.users, run.timers
     );
     if run.clock == Clock::Real {
         command.push_str(" --clock real");
@@ -807,9 +871,43 @@ pub async fn replay(seed: u64, config: ChaosConfig) -> anyhow::Result<RunReport>
 /// The fault schedule a run's seed draws.
 pub fn drawn_schedule(seed: u64) -> Vec<Step> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    (0..rng.random_range(2..5))
-        .map(|_| Step::draw(&mut rng))
-        .collect()
+    let steps = rng.random_range(2..5);
+    let mut schedule: Vec<Step> = Vec::with_capacity(steps);
+    let mut lost = None;
+    for _ in 0..steps {
+        // A schedule loses at most one Region for good: with both gone there is no system
+        // left to check. A step that would lose the other one is drawn again (bounded: each
+        // draw conflicts with probability 1/26 or less).
+        let step = (0..16)
+            .map(|_| Step::draw(&mut rng))
+            .find(|step| match (lost, step.loses_for_good()) {
+                (Some(gone), Some(next)) => gone == next,
+                _ => true,
+            })
+            .unwrap_or(Step::Calm {
+                secs: AwsDuration::from_secs(30),
+            });
+        lost = lost.or(step.loses_for_good());
+        schedule.push(step);
+    }
+    schedule
+}
+
+/// A schedule given on the command line obeys the drawn schedules' rule: at most one
+/// Region lost for good.
+pub fn check_schedule(schedule: &[Step]) -> anyhow::Result<()> {
+    let mut lost = schedule.iter().filter_map(Step::loses_for_good);
+    if let Some(first) = lost.next() {
+        if let Some(other) = lost.find(|r| *r != first) {
+            anyhow::bail!(
+                "the schedule loses both Regions for good ({} and {}): there would be no \
+                 system left to check; keep never-returns and judge-lost apart",
+                first.role(),
+                other.role()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The fewest steps of `schedule` that still fail: drop one step at a time, keeping each drop
@@ -872,10 +970,11 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         .schedule
         .clone()
         .unwrap_or_else(|| drawn_schedule(seed));
+    check_schedule(&schedule)?;
     let lab_config = LabConfig {
         scale: config.scale,
         consistency: config.consistency,
-        ..LabConfig::default()
+        ..config.timers.lab()
     };
     let lab_config = match config.clock {
         Clock::Simulated => lab_config.simulated(seed),
@@ -1030,6 +1129,7 @@ fn run_report(
         run,
         seed,
         consistency: config.consistency.to_string(),
+        timers: config.timers.name().to_owned(),
         users: config.users,
         clock: config.clock,
         digest: digest.hex(),
@@ -1188,6 +1288,39 @@ mod tests {
                     secs: AwsDuration::from_secs(60)
                 },
             ])
+        );
+    }
+
+    #[test]
+    fn a_schedule_loses_at_most_one_region_for_good() {
+        let judge_lost = Step::JudgeLost {
+            secs: AwsDuration::from_secs(60),
+        };
+        let never_returns = Step::NeverReturns {
+            lag_ms: AwsDuration::from_millis(500),
+            secs: AwsDuration::from_secs(120),
+        };
+        assert!(check_schedule(&[never_returns.clone(), never_returns.clone()]).is_ok());
+        assert!(check_schedule(&[judge_lost.clone(), judge_lost.clone()]).is_ok());
+        let both = check_schedule(&[judge_lost.clone(), never_returns.clone()]);
+        assert!(
+            both.is_err_and(|e| e.to_string().contains("both Regions for good")),
+            "a schedule that loses both Regions is refused with a reason"
+        );
+        // The draw keeps to the rule, and does draw the judge-lost step.
+        let mut drew_judge_lost = 0;
+        for seed in 0..2_000 {
+            let schedule = drawn_schedule(seed);
+            assert!(
+                check_schedule(&schedule).is_ok(),
+                "seed {seed}: {schedule:?}"
+            );
+            drew_judge_lost +=
+                usize::from(schedule.iter().any(|s| matches!(s, Step::JudgeLost { .. })));
+        }
+        assert!(
+            drew_judge_lost > 100,
+            "judge-lost drawn in {drew_judge_lost} of 2000 schedules"
         );
     }
 
