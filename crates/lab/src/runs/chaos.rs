@@ -1300,9 +1300,9 @@ mod tests {
             lag_ms: AwsDuration::from_millis(500),
             secs: AwsDuration::from_secs(120),
         };
-        assert!(check_schedule(&[never_returns.clone(), never_returns.clone()]).is_ok());
-        assert!(check_schedule(&[judge_lost.clone(), judge_lost.clone()]).is_ok());
-        let both = check_schedule(&[judge_lost.clone(), never_returns.clone()]);
+        assert!(check_schedule(&[never_returns, never_returns]).is_ok());
+        assert!(check_schedule(&[judge_lost, judge_lost]).is_ok());
+        let both = check_schedule(&[judge_lost, never_returns]);
         assert!(
             both.is_err_and(|e| e.to_string().contains("both Regions for good")),
             "a schedule that loses both Regions is refused with a reason"
