@@ -1,13 +1,17 @@
-//! A JWKS cache: fetched at cold start, refreshed when a token names an unknown `kid`, at
-//! most once per `min_refresh`, shared across invocations of a warm Lambda.
+//! A JWKS cache: refreshed when a token names an unknown `kid`, at most once per
+//! `min_refresh`, shared across invocations of a warm Lambda.
 //!
 //! An issuer lives in one Region (a plain Cognito user pool's keys are served from its
 //! Region), and a failover herd cold-starts authorizer sandboxes in the *other* Region at
 //! the moment the issuer's Region may be gone. So the cache can hold a **snapshot** of the
 //! issuer's keys kept beside the function in its own Region (`JWT_JWKS_SNAPSHOT`, in the
-//! function's configuration): when the issuer cannot be reached, a `kid` the snapshot holds
-//! still verifies. The live JWKS always wins when it answers; a live key the snapshot lacks
-//! is logged (`JWKS snapshot is behind the issuer`) so a rotation is redeployed.
+//! function's configuration). With a snapshot, a cold start **starts from the snapshot's
+//! keys** and fetches the live set in the background: no sandbox of a herd waits on a dead
+//! issuer before its first `$connect` (docs/DEPLOY.md, "The issuer's keys"). The live JWKS
+//! wins once it answers (a key the issuer withdrew stops verifying, and a live key the
+//! snapshot lacks is logged, `JWKS snapshot is behind the issuer`, so a rotation is
+//! redeployed); until it answers, the snapshot's keys verify. Without a snapshot the cold
+//! start fetches before it serves, as there is nothing else to verify with.
 
 use crate::deny::DenyReason;
 use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet, KeyAlgorithm, PublicKeyUse};
@@ -29,7 +33,13 @@ pub trait FetchJwks: Send + Sync + std::fmt::Debug {
     fn fetch<'a>(&'a self, url: &'a str) -> Pin<Box<dyn Future<Output = FetchResult> + Send + 'a>>;
 }
 
-/// The issuer's JWKS over HTTPS, with a 3 s bound (the authorizer's own budget is 10 s).
+/// How long a JWKS fetch may take to connect, and in all. A dead Region's endpoint can
+/// swallow SYNs rather than refuse them; half a second is many round trips between any two
+/// Regions, and the whole fetch stays well inside the authorizer's 10 s budget.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The issuer's JWKS over HTTPS, bounded by [`CONNECT_TIMEOUT`] and [`FETCH_TIMEOUT`].
 #[derive(Debug, Default)]
 pub struct HttpJwks {
     #[cfg(feature = "jwks")]
@@ -41,7 +51,8 @@ impl HttpJwks {
         Self {
             #[cfg(feature = "jwks")]
             http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(3))
+                .connect_timeout(CONNECT_TIMEOUT)
+                .timeout(FETCH_TIMEOUT)
                 .build()
                 .unwrap_or_default(),
         }
@@ -107,7 +118,9 @@ pub fn usable_keys(set: &JwkSet) -> Keys {
 #[derive(Default)]
 struct Cached {
     keys: Keys,
+    /// When the last fetch was tried (rate limit), and whether it failed.
     fetched_at: Option<Instant>,
+    last_fetch_failed: bool,
 }
 
 /// JWKS keys by `kid`.
@@ -144,23 +157,44 @@ impl JwksCache {
         fetcher: Arc<dyn FetchJwks>,
         snapshot: Option<&JwkSet>,
     ) -> Self {
+        let snapshot = snapshot.map(usable_keys).unwrap_or_default();
         Self {
             url: url.into(),
             fetcher,
-            snapshot: snapshot.map(usable_keys).unwrap_or_default(),
+            // A cold start serves the snapshot's keys from its first request.
+            cached: RwLock::new(Cached {
+                keys: snapshot.clone(),
+                ..Cached::default()
+            }),
+            snapshot,
             min_refresh,
-            cached: RwLock::default(),
             refreshing: Mutex::new(()),
         }
     }
 
-    /// Fetch now (cold start). A failure is logged, not fatal: the snapshot's keys serve,
-    /// and the next unknown `kid` retries.
-    pub async fn prime(&self) {
-        if let Err(error) = self.refresh().await {
-            tracing::warn!(%error, "JWKS fetch at cold start failed");
-            self.fall_back_on_snapshot().await;
+    /// At cold start. With a snapshot: fetch the live set in the background and return at
+    /// once (the snapshot's keys serve meanwhile; the task ends with its one fetch). Without
+    /// one: fetch now, as nothing else can verify. A failure is logged, not fatal: the next
+    /// unknown `kid` retries.
+    pub async fn prime(self: &Arc<Self>) {
+        if self.snapshot.is_empty() {
+            let _guard = self.refreshing.lock().await;
+            if let Err(error) = self.refresh().await {
+                tracing::warn!(%error, "JWKS fetch at cold start failed");
+            }
+            return;
         }
+        let cache = Arc::clone(self);
+        tokio::spawn(async move {
+            let _guard = cache.refreshing.lock().await;
+            // An unknown `kid` may have fetched first.
+            if cache.cached.read().await.fetched_at.is_some() {
+                return;
+            }
+            if let Err(error) = cache.refresh().await {
+                tracing::warn!(%error, "JWKS fetch at cold start failed: the snapshot's keys serve");
+            }
+        });
     }
 
     /// Number of usable keys cached.
@@ -183,15 +217,18 @@ impl JwksCache {
         if let Some(found) = self.lookup(kid, alg).await? {
             return Ok(found);
         }
-        let recently = self
-            .cached
-            .read()
-            .await
-            .fetched_at
-            .is_some_and(|t| t.elapsed() < self.min_refresh);
+        let (recently, failed) = {
+            let cached = self.cached.read().await;
+            (
+                cached
+                    .fetched_at
+                    .is_some_and(|t| t.elapsed() < self.min_refresh),
+                cached.last_fetch_failed,
+            )
+        };
         if recently {
-            // With no key at all, the issuer was not reached: say so (it is alarmed on).
-            return Err(if self.is_empty().await {
+            // The issuer was not reached: say so (it is alarmed on).
+            return Err(if failed {
                 DenyReason::KeysUnavailable
             } else {
                 DenyReason::UnknownKid
@@ -242,10 +279,18 @@ impl JwksCache {
         true
     }
 
+    /// Fetch the live set; on failure the keys held stay (the snapshot's, or the last live
+    /// set's). Callers hold `refreshing`.
     async fn refresh(&self) -> Result<(), String> {
         // Stamp the attempt first: a failing IdP is also rate-limited.
         self.cached.write().await.fetched_at = Some(Instant::now());
-        let set = self.fetcher.fetch(&self.url).await?;
+        let set = match self.fetcher.fetch(&self.url).await {
+            Ok(set) => set,
+            Err(error) => {
+                self.cached.write().await.last_fetch_failed = true;
+                return Err(error);
+            }
+        };
         let keys = usable_keys(&set);
         if !self.snapshot.is_empty() {
             for kid in keys.keys().filter(|kid| !self.snapshot.contains_key(*kid)) {
@@ -253,7 +298,9 @@ impl JwksCache {
             }
         }
         tracing::info!(keys = keys.len(), "JWKS refreshed");
-        self.cached.write().await.keys = keys;
+        let mut cached = self.cached.write().await;
+        cached.keys = keys;
+        cached.last_fetch_failed = false;
         Ok(())
     }
 }

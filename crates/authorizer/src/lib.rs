@@ -23,7 +23,9 @@ mod verify;
 pub use config::{Config, KeySource, TrustedIssuer};
 pub use deny::DenyReason;
 pub use handler::{token_from_request, Authorizer};
-pub use jwks::{usable_keys, FetchJwks, FetchResult, HttpJwks, JwksCache};
+pub use jwks::{
+    usable_keys, FetchJwks, FetchResult, HttpJwks, JwksCache, CONNECT_TIMEOUT, FETCH_TIMEOUT,
+};
 pub use policy::{AuthorizerResponse, PolicyDocument, Statement};
 pub use verify::{system_now_secs, Identity, NowSecs, Verifier, MAX_TOKEN_BYTES};
 

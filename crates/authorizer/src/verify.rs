@@ -59,7 +59,7 @@ fn time_claim(value: Option<&serde_json::Value>) -> Result<Option<u64>, DenyReas
 /// Verifies tokens against the configured issuers.
 pub struct Verifier {
     issuers: Vec<TrustedIssuer>,
-    jwks: HashMap<String, JwksCache>,
+    jwks: HashMap<String, Arc<JwksCache>>,
     leeway_secs: u64,
     now_secs: NowSecs,
 }
@@ -75,22 +75,23 @@ impl std::fmt::Debug for Verifier {
 }
 
 impl Verifier {
-    /// Build the verifier and fetch every JWKS once over HTTPS (cold start).
+    /// Build the verifier (cold start): every JWKS fetched over HTTPS, in the background for
+    /// an issuer with a snapshot ([`JwksCache::prime`]).
     pub async fn new(config: &Config) -> Self {
         Self::with_fetcher(config, Arc::new(HttpJwks::new())).await
     }
 
-    /// Build the verifier, fetching every JWKS once with `fetcher` (cold start).
+    /// Build the verifier, fetching every JWKS with `fetcher` (cold start).
     pub async fn with_fetcher(config: &Config, fetcher: Arc<dyn FetchJwks>) -> Self {
         let mut jwks = HashMap::new();
         for issuer in &config.issuers {
             if let KeySource::Jwks { url, snapshot } = &issuer.keys {
-                let cache = JwksCache::with_fetcher(
+                let cache = Arc::new(JwksCache::with_fetcher(
                     url.clone(),
                     config.jwks_min_refresh,
                     fetcher.clone(),
                     snapshot.as_ref(),
-                );
+                ));
                 cache.prime().await;
                 jwks.insert(url.clone(), cache);
             }

@@ -130,3 +130,114 @@ async fn a_snapshot_in_base64url_reads_as_its_json() {
         .await
         .is_ok());
 }
+
+/// An issuer whose answer waits until the test lets it go (a dead Region that swallows the
+/// request, then one that answers), counting the fetches it is asked for.
+#[derive(Debug)]
+struct HeldIssuer {
+    jwks: String,
+    release: tokio::sync::Semaphore,
+    fetches: std::sync::atomic::AtomicUsize,
+}
+
+impl HeldIssuer {
+    fn new(kids: &[&str]) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self {
+            jwks: jwks_of(kids),
+            release: tokio::sync::Semaphore::new(0),
+            fetches: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    fn fetches(&self) -> usize {
+        self.fetches.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl authorizer::FetchJwks for HeldIssuer {
+    fn fetch<'a>(
+        &'a self,
+        _url: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = authorizer::FetchResult> + Send + 'a>>
+    {
+        Box::pin(async move {
+            self.fetches
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _answer = self
+                .release
+                .acquire()
+                .await
+                .map_err(|e| format!("closed: {e}"))?;
+            serde_json::from_str(&self.jwks).map_err(|e| e.to_string())
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_cold_start_with_a_snapshot_serves_before_the_issuer_answers_and_then_follows_it() {
+    // The issuer rotated to rsa-2 and withdrew rsa-1; its answer is held back.
+    let issuer = HeldIssuer::new(&["rsa-2"]);
+    let snapshot = jwks_of(&["rsa-1"]);
+    let config = config(
+        "https://auth.example.com/jwks.json",
+        &[("JWT_JWKS_SNAPSHOT", &snapshot)],
+    );
+    let cold_start = Verifier::with_fetcher(&config, issuer.clone());
+    // The cold start returns while the fetch hangs: nobody waits on a dead issuer.
+    let verifier = tokio::time::timeout(std::time::Duration::from_secs(5), cold_start)
+        .await
+        .expect("the cold start does not wait for the issuer");
+    assert!(
+        verifier
+            .verify(&rsa_token("rsa-1", RSA_PRIVATE))
+            .await
+            .is_ok(),
+        "the snapshot's key verifies from the first request"
+    );
+    tokio::task::yield_now().await;
+    assert_eq!(
+        issuer.fetches(),
+        1,
+        "the live set is fetched in the background"
+    );
+    // The issuer answers: its set wins.
+    issuer.release.add_permits(1);
+    assert!(
+        verifier
+            .verify(&rsa_token("rsa-2", RSA2_PRIVATE))
+            .await
+            .is_ok(),
+        "an unknown kid waits for the fetch in flight and finds the live key"
+    );
+    assert_eq!(
+        issuer.fetches(),
+        1,
+        "one fetch served the cold start and the unknown kid"
+    );
+    assert_eq!(
+        verifier.verify(&rsa_token("rsa-1", RSA_PRIVATE)).await,
+        Err(DenyReason::UnknownKid),
+        "a key the issuer withdrew stops verifying once it has answered"
+    );
+}
+
+#[tokio::test]
+async fn a_cold_start_without_a_snapshot_fetches_before_it_serves() {
+    let issuer = HeldIssuer::new(&["rsa-1"]);
+    let config = config("https://auth.example.com/jwks.json", &[]);
+    let cold_start = Verifier::with_fetcher(&config, issuer.clone());
+    tokio::pin!(cold_start);
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(50), &mut cold_start)
+            .await
+            .is_err(),
+        "with nothing else to verify with, the cold start waits for the keys"
+    );
+    issuer.release.add_permits(1);
+    let verifier = cold_start.await;
+    assert!(verifier
+        .verify(&rsa_token("rsa-1", RSA_PRIVATE))
+        .await
+        .is_ok());
+    assert_eq!(issuer.fetches(), 1);
+}

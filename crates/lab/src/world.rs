@@ -245,7 +245,11 @@ impl World {
             .clone()
             .unwrap_or_else(|| secret(env.entropy.as_ref()));
         let reach: crate::world::identity::Reach = Arc::default();
-        let identity = Arc::new(IdentityProvider::new(config.identity.home, reach.clone())?);
+        let identity = Arc::new(IdentityProvider::new(
+            config.identity.home,
+            reach.clone(),
+            scale,
+        )?);
         let mut auth_env = vec![
             ("JWT_ISSUER", USER_ISSUER.to_owned()),
             ("JWT_AUDIENCE", AUDIENCE.to_owned()),

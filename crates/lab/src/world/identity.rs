@@ -80,6 +80,10 @@ pub struct IdentityProvider {
     key: jsonwebtoken::EncodingKey,
     jwks: JwkSet,
     regions: Reach,
+    /// How long a JWKS fetch hangs on the issuer's down Region before it fails (lab time):
+    /// the whole fetch bound of `authorizer::HttpJwks`, as an endpoint that accepts and
+    /// never answers costs it; a Region that refuses at once would be kinder.
+    dead_fetch: std::time::Duration,
 }
 
 impl std::fmt::Debug for IdentityProvider {
@@ -91,9 +95,12 @@ impl std::fmt::Debug for IdentityProvider {
 }
 
 impl IdentityProvider {
-    pub fn new(home: RegionId, regions: Reach) -> anyhow::Result<Self> {
+    pub fn new(home: RegionId, regions: Reach, scale: TimeScale) -> anyhow::Result<Self> {
         Ok(Self {
             home,
+            dead_fetch: scale.lab(AwsDuration::from_secs_f64(
+                authorizer::FETCH_TIMEOUT.as_secs_f64(),
+            )),
             key: jsonwebtoken::EncodingKey::from_ec_pem(SIGNING_KEY)
                 .map_err(|e| anyhow::anyhow!("the lab issuer's key: {e}"))?,
             jwks: serde_json::from_str(JWKS)?,
@@ -148,7 +155,12 @@ impl FetchJwks for IdentityProvider {
             if self.is_reachable() {
                 Ok(self.jwks.clone())
             } else {
-                Err(format!("the issuer's Region ({}) is down", self.home))
+                tokio::time::sleep(self.dead_fetch).await;
+                Err(format!(
+                    "the issuer's Region ({}) is down: no answer in {:?}",
+                    self.home,
+                    authorizer::FETCH_TIMEOUT
+                ))
             }
         })
     }
