@@ -427,7 +427,8 @@ deploy-region-switch:
 	  $(if $(CFN_ROLE_ARN),--role-arn $(CFN_ROLE_ARN)) \
 	  --parameter-overrides PlanName=$(REGION_SWITCH_PLAN_NAME) PrimaryRegion=$(PRIMARY_REGION) \
 	  SecondaryRegion=$(SECONDARY_REGION) HostedZoneId=$(HOSTED_ZONE_ID) DomainName=$(DOMAIN) \
-	  $(if $(CUSTOM_ACTION_FUNCTION_ARN),CustomActionFunctionArn=$(CUSTOM_ACTION_FUNCTION_ARN))
+	  $(if $(CUSTOM_ACTION_FUNCTION_ARN),CustomActionFunctionArn=$(CUSTOM_ACTION_FUNCTION_ARN)) \
+	  $(if $(PERMISSIONS_BOUNDARY_ARN),PermissionsBoundaryArn=$(PERMISSIONS_BOUNDARY_ARN))
 
 ## region-switch-health-checks: the health check per Region that the plan created
 region-switch-health-checks:

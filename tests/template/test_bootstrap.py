@@ -155,3 +155,96 @@ def test_api_gateway_actions_reach_v2_apis_and_domains_only(bootstrap):
     assert paths == ["/account", "/apis", "/apis/*", "/domainnames", "/domainnames/*", "/tags/*"], paths
     everything = [s for s in role["Statement"] if any("apigateway" in str(a) for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"]))]
     assert everything == [st], "no other statement reaches API Gateway"
+
+
+# What CloudFormation calls, as the service role, to create and delete each resource type the
+# stacks make (each type's handlers in the CloudFormation resource provider schemas list more;
+# these are the ones without which a create or a delete cannot start). A type missing here
+# fails the test below: a new kind of resource must be given its actions, and the role them.
+CREATE_AND_DELETE = {
+    "AWS::ApiGateway::Account": ["apigateway:PATCH", "apigateway:GET", "iam:PassRole"],
+    "AWS::ApiGatewayV2::Api": ["apigateway:POST", "apigateway:DELETE", "apigateway:GET"],
+    "AWS::ApiGatewayV2::ApiMapping": ["apigateway:POST", "apigateway:DELETE"],
+    "AWS::ApiGatewayV2::Authorizer": ["apigateway:POST", "apigateway:DELETE"],
+    "AWS::ApiGatewayV2::DomainName": ["apigateway:POST", "apigateway:DELETE", "acm:DescribeCertificate"],
+    "AWS::ApiGatewayV2::Integration": ["apigateway:POST", "apigateway:DELETE"],
+    "AWS::ApiGatewayV2::Route": ["apigateway:POST", "apigateway:DELETE"],
+    "AWS::ApiGatewayV2::RouteResponse": ["apigateway:POST", "apigateway:DELETE"],
+    "AWS::ApiGatewayV2::Stage": ["apigateway:POST", "apigateway:DELETE", "logs:CreateLogDelivery"],
+    "AWS::CloudWatch::Alarm": ["cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms", "cloudwatch:DescribeAlarms"],
+    "AWS::DynamoDB::GlobalTable": [
+        "dynamodb:CreateTable", "dynamodb:DeleteTable", "dynamodb:DescribeTable",
+        "dynamodb:CreateTableReplica", "dynamodb:UpdateTable", "iam:CreateServiceLinkedRole",
+    ],
+    "AWS::DynamoDB::Table": ["dynamodb:CreateTable", "dynamodb:DeleteTable", "dynamodb:DescribeTable"],
+    "AWS::Events::Rule": ["events:PutRule", "events:PutTargets", "events:DeleteRule", "events:RemoveTargets"],
+    "AWS::IAM::Role": ["iam:CreateRole", "iam:PutRolePolicy", "iam:DeleteRole", "iam:DeleteRolePolicy", "iam:GetRole"],
+    "AWS::Lambda::EventInvokeConfig": ["lambda:PutFunctionEventInvokeConfig", "lambda:DeleteFunctionEventInvokeConfig"],
+    "AWS::Lambda::EventSourceMapping": [
+        "lambda:CreateEventSourceMapping", "lambda:DeleteEventSourceMapping", "lambda:GetEventSourceMapping",
+    ],
+    "AWS::Lambda::Function": ["lambda:CreateFunction", "lambda:DeleteFunction", "lambda:GetFunction", "iam:PassRole"],
+    "AWS::Lambda::Permission": ["lambda:AddPermission", "lambda:RemovePermission"],
+    "AWS::Lambda::Url": ["lambda:CreateFunctionUrlConfig", "lambda:DeleteFunctionUrlConfig"],
+    "AWS::Logs::LogGroup": ["logs:CreateLogGroup", "logs:DeleteLogGroup", "logs:PutRetentionPolicy"],
+    "AWS::Logs::MetricFilter": ["logs:PutMetricFilter", "logs:DeleteMetricFilter"],
+    "AWS::Route53::HealthCheck": ["route53:CreateHealthCheck", "route53:DeleteHealthCheck", "route53:ChangeTagsForResource"],
+    "AWS::Route53::RecordSet": ["route53:ChangeResourceRecordSets", "route53:GetChange", "route53:ListResourceRecordSets"],
+    "AWS::SQS::Queue": ["sqs:CreateQueue", "sqs:DeleteQueue", "sqs:GetQueueAttributes", "sqs:SetQueueAttributes"],
+    "AWS::ARCRegionSwitch::Plan": ["arc-region-switch:CreatePlan", "arc-region-switch:DeletePlan", "arc-region-switch:GetPlan"],
+}
+
+
+def allows(role, action):
+    """Some Allow statement of the role names the action (exactly or by a wildcard); none
+    Denies it outright."""
+    import fnmatch
+
+    def named(statement):
+        return any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in actions(statement))
+
+    stmts = statements(role)
+    denied = any(s["Effect"] == "Deny" and named(s) and s.get("Resource") == "*" for s in stmts)
+    return not denied and any(s["Effect"] == "Allow" and named(s) for s in stmts)
+
+
+def stack_resource_types():
+    from test_transform import translated
+
+    types = set()
+    for role, region, extra in [
+        ("primary", "us-east-1", None),
+        ("secondary", "us-west-2", None),
+        ("primary", "us-east-1", {"Consistency": "strong", "WitnessRegion": "us-east-2"}),
+    ]:
+        types |= {r["Type"] for r in translated(role, region, extra)["Resources"].values()}
+    tpl, matches = decode(str(ROOT / "arc" / "region-switch.yaml"))
+    assert not matches, matches
+    types |= {r["Type"] for r in tpl["Resources"].values()}
+    return types
+
+
+def test_the_service_role_can_create_and_delete_every_resource_type_the_stacks_make(bootstrap):
+    role = bootstrap["Resources"]["CloudFormationRole"]
+    types = stack_resource_types()
+    unmapped = sorted(types - CREATE_AND_DELETE.keys())
+    assert not unmapped, f"resource types with no create/delete actions listed here: {unmapped}"
+    missing = {t: [a for a in CREATE_AND_DELETE[t] if not allows(role, a)] for t in sorted(types)}
+    missing = {t: m for t, m in missing.items() if m}
+    assert not missing, f"the service role cannot: {missing}"
+
+
+def test_the_region_switch_plans_role_carries_the_boundary_the_service_role_requires(bootstrap):
+    tpl, _ = decode(str(ROOT / "arc" / "region-switch.yaml"))
+    role = tpl["Resources"]["PlanExecutionRole"]["Properties"]
+    assert role["PermissionsBoundary"] == {
+        "Fn::If": ["HasPermissionsBoundary", {"Ref": "PermissionsBoundaryArn"}, {"Ref": "AWS::NoValue"}]
+    }
+    creates = [
+        s for s in statements(bootstrap["Resources"]["CloudFormationRole"])
+        if "iam:CreateRole" in actions(s) and s["Effect"] == "Allow"
+    ]
+    assert creates and all("iam:PermissionsBoundary" in s["Condition"]["StringEquals"] for s in creates)
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("deploy-region-switch:", 1)[1].split("\n\n", 1)[0]
+    assert "PermissionsBoundaryArn=$(PERMISSIONS_BOUNDARY_ARN)" in recipe
