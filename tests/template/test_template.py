@@ -685,7 +685,10 @@ def test_the_herd_hint_is_on_by_default_from_a_census_every_minute(template):
     assert params["NewConnectionQuotaPerSecond"]["Default"] == 500
     res = template["Resources"]
     # The census runs only in the stack's own evacuator (it counts its own Region) ...
-    assert "Events" not in res["PrimaryEvacuatorFunction"]["Properties"], "the primary counts itself"
+    primary_events = res["PrimaryEvacuatorFunction"]["Properties"].get("Events", {})
+    assert all(
+        "census" not in e["Properties"].get("Input", "") for e in primary_events.values()
+    ), "the primary counts itself"
     census = res["EvacuatorFunction"]["Properties"]["Events"]["Census"]
     assert census["Type"] == "Schedule"
     assert census["Properties"]["Schedule"] == "rate(1 minute)"
@@ -823,7 +826,7 @@ def test_a_fast_failover_evacuates_through_the_handlers_stream_reader_and_a_queu
     assert props["BatchSize"] == 1
     env = res["PrimaryEvacuatorFunction"]["Properties"]["Environment"]["Variables"]
     assert env["FAILOVER_TO"] == {"Ref": "AWS::Region"}
-    assert env["FAILOVER_WAIT_SECONDS"] == {"Fn::If": ["AutoEvacuateWait", {"Fn::If": ["EndpointChecks", "45", "120"]}, {"Ref": "EvacuateWaitSeconds"}]}
+    assert env["FAILOVER_WAIT_SECONDS"] == {"Fn::If": ["AutoEvacuateWait", {"Fn::If": ["EndpointChecks", "120", "240"]}, {"Ref": "EvacuateWaitSeconds"}]}
     assert env["FAILOVER_ENDPOINT"] == template["Outputs"]["RegionalEndpointUrl"]["Value"]
     # Re-checked before each phase, run once (crates/evacuator: order.rs, recheck.rs).
     assert env["STATE_TABLE"] == {"Ref": "StateTableName"} and env["PRIMARY_API_ID"] == {"Ref": "PrimaryApiId"}
@@ -1017,3 +1020,25 @@ def test_nothing_stands_between_the_checks_and_the_health_functions(template):
     assert "SERVICE_UNAVAILABLE" not in source and "(StatusCode::OK, answer.body())" in source
 
 
+
+
+def test_the_primary_evacuator_sweeps_the_judges_last_change_every_minute(template):
+    """An order is an accelerator; the sweep makes the move happen (crates/evacuator, sweep):
+    every minute, the judge's last change on the primary, run as the order it is, so an order
+    the stream or the queue lost still runs, once."""
+    fn = template["Resources"]["PrimaryEvacuatorFunction"]["Properties"]
+    sweep = fn["Events"]["Sweep"]
+    assert sweep["Type"] == "Schedule"
+    assert sweep["Properties"]["Schedule"] == "rate(1 minute)"
+    assert json.loads(sweep["Properties"]["Input"]) == {"sweep": True}
+    assert sweep["Properties"]["State"] == {"Fn::If": ["EvacuatesOnFastFailover", "ENABLED", "DISABLED"]}
+    env = fn["Environment"]["Variables"]
+    for needed in ("STATE_TABLE", "PRIMARY_API_ID", "ORDERS_TABLE", "FAILOVER_TO"):
+        assert needed in env, needed
+    # The change item is read under the judge's key, which the policy allows.
+    (read,) = [s for s in fn["Policies"][0]["Statement"] if isinstance(s, dict) and s.get("Sid") == "ReadJudgeVerdict"]
+    assert read["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"] == [{"Fn::Sub": "JUDGE#${PrimaryApiId}"}]
+    # DNS is given long enough to move (asked every 5 s; the move goes when it does).
+    assert env["FAILOVER_WAIT_SECONDS"] == {
+        "Fn::If": ["AutoEvacuateWait", {"Fn::If": ["EndpointChecks", "120", "240"]}, {"Ref": "EvacuateWaitSeconds"}]
+    }

@@ -15,6 +15,7 @@
 
 mod error;
 pub mod evacuate;
+pub mod failover_order;
 pub mod fanout;
 pub mod items;
 #[cfg(any(test, feature = "memory"))]
@@ -27,6 +28,9 @@ pub mod verdict;
 
 pub use error::Error;
 pub use evacuate::{evacuate, herd_window, Evacuation, EvacuationReport, SlotPlan};
+pub use failover_order::{
+    run_order, Declined, OrderChecks, OrderOutcome, OrderPorts, OrderTimes, SessionMover,
+};
 pub use fanout::{FanoutConfig, FanoutReport};
 pub use model::{
     held_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency, LastBid, LedgerHead,

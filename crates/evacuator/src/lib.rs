@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 use wsdr_aws::change_records::FailoverOrder;
+use wsdr_core::HealthLedger;
 use wsdr_core::{Connections, Evacuation, EvacuationReport, Notifier};
 
 /// One setting missing or malformed.
@@ -179,6 +180,13 @@ pub struct CensusRequest {
     pub census: bool,
 }
 
+/// The minute sweep: `{"sweep": true}` ([`Evacuator::sweep`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SweepRequest {
+    pub sweep: bool,
+}
+
 /// Fail-over orders: an SQS batch from the fast failovers' queue (each body a stream record
 /// the handler forwarded), or a DynamoDB stream batch (an operator's replay of one). Decoded
 /// by `wsdr_aws::change_records`, the handler's own decoding.
@@ -218,6 +226,7 @@ impl StreamBatch {
 #[serde(untagged)]
 pub enum Invocation {
     Census(CensusRequest),
+    Sweep(SweepRequest),
     Evacuate(Request),
     Stream(StreamBatch),
 }
@@ -300,6 +309,8 @@ pub struct Evacuator {
     clock: Arc<dyn wsdr_core::Clock>,
     checks: Option<Arc<dyn Checks>>,
     orders: Option<Arc<dyn OrderLog>>,
+    /// Where the judge's changes are read (the sweep).
+    ledger: Option<Arc<dyn HealthLedger>>,
 }
 
 impl std::fmt::Debug for Evacuator {
@@ -324,6 +335,7 @@ impl Evacuator {
             clock,
             checks: None,
             orders: None,
+            ledger: None,
         }
     }
 
@@ -336,6 +348,12 @@ impl Evacuator {
     /// Record every order here, so that each runs once.
     pub fn with_order_log(mut self, orders: Arc<dyn OrderLog>) -> Self {
         self.orders = Some(orders);
+        self
+    }
+
+    /// Read the judge's changes here (the sweep).
+    pub fn with_ledger(mut self, ledger: Arc<dyn HealthLedger>) -> Self {
+        self.ledger = Some(ledger);
         self
     }
 
@@ -355,11 +373,19 @@ impl Evacuator {
             config.connection_ttl,
         );
         let notifier = wsdr_aws::ApiGatewayNotifier::new(target, &config.callback_url);
-        let checks = config.recheck.clone().map(|recheck| {
-            let ledger =
-                wsdr_aws::HealthRecords::new(wsdr_aws::dynamo_client(here), &recheck.state_table);
-            Arc::new(recheck::AwsChecks::new(recheck, Arc::new(ledger))) as Arc<dyn Checks>
+        let ledger = config.recheck.as_ref().map(|recheck| {
+            Arc::new(wsdr_aws::HealthRecords::new(
+                wsdr_aws::dynamo_client(here),
+                &recheck.state_table,
+            )) as Arc<dyn HealthLedger>
         });
+        let checks = config
+            .recheck
+            .clone()
+            .zip(ledger.clone())
+            .map(|(recheck, ledger)| {
+                Arc::new(recheck::AwsChecks::new(recheck, ledger)) as Arc<dyn Checks>
+            });
         let orders = config.orders_table.clone().map(|table| {
             Arc::new(wsdr_aws::DynamoOrderLog::new(
                 wsdr_aws::dynamo_client(here),
@@ -374,6 +400,7 @@ impl Evacuator {
         );
         evacuator.checks = checks;
         evacuator.orders = orders;
+        evacuator.ledger = ledger;
         evacuator
     }
 
@@ -463,6 +490,10 @@ impl Evacuator {
             Invocation::Census(CensusRequest { census: false }) => Err(Error::Request(
                 "`census` must be true (or send an evacuation: `to`, `reason`)".into(),
             )),
+            Invocation::Sweep(SweepRequest { sweep: true }) => self.sweep().await,
+            Invocation::Sweep(SweepRequest { sweep: false }) => {
+                Err(Error::Request("`sweep` must be true".into()))
+            }
             Invocation::Evacuate(request) => self.run(request).await.map(Answer::Evacuated),
             Invocation::Stream(batch) => {
                 let Some(to) = self.config.failover_to.clone() else {
@@ -481,84 +512,61 @@ impl Evacuator {
         }
     }
 
-    /// One fail-over order, once, re-checked before each phase.
+    /// One fail-over order, once, re-checked before each phase (`wsdr_core::run_order`).
     async fn run_order(&self, order: &FailoverOrder, to: String) -> Result<Answer, Error> {
         let id = order.id();
-        if let Some(log) = &self.orders {
-            if !log
-                .claim(&id, self.clock.now_ms(), order::STALE_CLAIM_MS)
-                .await?
-            {
-                return Ok(declined(&id, Declined::AlreadyRun));
-            }
-        }
-        let outcome = self.order_phases(order, to).await;
-        if let Some(log) = &self.orders {
-            // A failed run stays claimed until it is stale: the redelivery takes it over then.
-            if outcome.is_ok() {
-                log.finish(&id, self.clock.now_ms()).await?;
-            }
-        }
-        outcome
-    }
-
-    async fn order_phases(&self, order: &FailoverOrder, to: String) -> Result<Answer, Error> {
-        let id = order.id();
         tracing::warn!(region = %self.config.target_region, %to, order = %id, "fail-over order");
-        if let Some(declined_by) = self.recheck(false).await {
-            return Ok(declined(&id, declined_by));
-        }
-        if let Some(endpoint) = self.config.failover_endpoint.clone() {
-            // The clients that know the destination's endpoint need no DNS: now.
-            match self
-                .run(Request {
-                    to: to.clone(),
-                    endpoint: Some(endpoint),
-                    reason: Some("failover".into()),
-                    wait_seconds: None,
-                })
-                .await
-            {
-                Ok(direct) => tracing::info!(
-                    delivered = direct.delivered,
-                    "direct move sent (clients that know the destination's endpoint)"
-                ),
-                // The move after the wait still reaches everyone.
-                Err(error) => tracing::warn!(%error, "direct move failed"),
-            }
-        }
-        let wait = self.config.failover_wait_seconds.min(MAX_WAIT_SECONDS);
-        if wait > 0 {
-            tracing::info!(wait, to = %to, "waiting for DNS before evacuating");
-            tokio::time::sleep(Duration::from_secs(wait)).await;
-        }
-        if let Some(declined_by) = self.recheck(true).await {
-            return Ok(declined(&id, declined_by));
-        }
-        self.run(Request {
+        let mover = OrderMoves {
+            evacuator: self,
             to,
-            endpoint: None,
-            reason: Some("failover".into()),
-            wait_seconds: None,
-        })
-        .await
-        .map(Answer::Evacuated)
+        };
+        let times = wsdr_core::OrderTimes::new(Duration::from_secs(
+            self.config.failover_wait_seconds.min(MAX_WAIT_SECONDS),
+        ));
+        let ports = wsdr_core::OrderPorts {
+            log: self.orders.as_deref(),
+            checks: self.checks.as_deref(),
+            mover: &mover,
+            clock: self.clock.as_ref(),
+            pause: &wsdr_core::TokioPause,
+        };
+        match wsdr_core::run_order(&id, &ports, &times).await {
+            Ok(wsdr_core::OrderOutcome::Moved(response)) => Ok(Answer::Evacuated(response)),
+            Ok(wsdr_core::OrderOutcome::Declined(why)) => Ok(declined(&id, why)),
+            Err(error) => Err(Error::Domain(error)),
+        }
     }
 
-    /// The re-check before a phase (`global`: the move through the global name, which also
-    /// needs DNS to answer the destination). `None`: go on.
-    async fn recheck(&self, global: bool) -> Option<Declined> {
-        let checks = self.checks.as_ref()?;
-        if checks.judge_answer().await != wsdr_core::VerdictAnswer::FailOver {
-            return Some(Declined::VerdictMovedOn);
+    /// The minute sweep (`{"sweep": true}`): the judge's last change on the primary, read
+    /// from this Region's replica, run as the order it is. An order the stream lost (a batch
+    /// dropped after its retries, a message expired) runs within a minute; one already run
+    /// is claimed in the order log and moves nobody again. An order is an accelerator; the
+    /// sweep is what makes the move happen.
+    pub async fn sweep(&self) -> Result<Answer, Error> {
+        let (Some(to), Some(ledger), Some(recheck)) = (
+            self.config.failover_to.clone(),
+            self.ledger.as_ref(),
+            self.config.recheck.as_ref(),
+        ) else {
+            return Err(Error::Request(
+                "a sweep needs FAILOVER_TO and STATE_TABLE (the judge's changes)".into(),
+            ));
+        };
+        match ledger
+            .last_change(&recheck.primary_api_id, wsdr_core::VerdictSource::Judge)
+            .await?
+        {
+            Some((false, at_ms)) => {
+                let order = FailoverOrder {
+                    api_id: recheck.primary_api_id.clone(),
+                    at_ms,
+                };
+                self.run_order(&order, to).await
+            }
+            _ => Ok(Answer::Nothing {
+                nothing: "the judge's last change on the primary is not a fail-over".into(),
+            }),
         }
-        if checks.primary_self_serves().await == Some(true) {
-            return Some(Declined::PrimaryServes);
-        }
-        if global && checks.dns_answers_destination().await != Some(true) {
-            return Some(Declined::DnsNotMoved);
-        }
-        None
     }
 
     /// The Lambda entry point.
@@ -568,11 +576,61 @@ impl Evacuator {
     ) -> Result<Answer, lambda_runtime::Error> {
         let invocation: Invocation = serde_json::from_value(event.payload).map_err(|e| {
             lambda_runtime::Error::from(format!(
-                "invalid request: {e} (expected {{\"to\": \"<Region>\", \"reason\": \"...\"}}, {{\"census\": true}} or a DynamoDB stream batch)"
+                "invalid request: {e} (expected {{\"to\": \"<Region>\", \"reason\": \"...\"}}, {{\"census\": true}}, {{\"sweep\": true}} or a DynamoDB stream batch)"
             ))
         })?;
         self.invoke(invocation)
             .await
             .map_err(|e| lambda_runtime::Error::from(e.to_string()))
+    }
+}
+
+/// An order's two moves, as the evacuator makes them.
+struct OrderMoves<'a> {
+    evacuator: &'a Evacuator,
+    to: String,
+}
+
+#[async_trait::async_trait]
+impl order::SessionMover for OrderMoves<'_> {
+    type Report = Response;
+
+    async fn move_direct(&self) -> Option<wsdr_core::Result<Response>> {
+        let endpoint = self.evacuator.config.failover_endpoint.clone()?;
+        let moved = self
+            .evacuator
+            .run(Request {
+                to: self.to.clone(),
+                endpoint: Some(endpoint),
+                reason: Some("failover".into()),
+                wait_seconds: None,
+            })
+            .await;
+        if let Ok(direct) = &moved {
+            tracing::info!(
+                delivered = direct.delivered,
+                "direct move sent (clients that know the destination's endpoint)"
+            );
+        }
+        Some(moved.map_err(into_domain))
+    }
+
+    async fn move_all(&self) -> wsdr_core::Result<Response> {
+        self.evacuator
+            .run(Request {
+                to: self.to.clone(),
+                endpoint: None,
+                reason: Some("failover".into()),
+                wait_seconds: None,
+            })
+            .await
+            .map_err(into_domain)
+    }
+}
+
+fn into_domain(error: Error) -> wsdr_core::Error {
+    match error {
+        Error::Domain(error) => error,
+        other => wsdr_core::Error::Internal(other.to_string()),
     }
 }

@@ -531,6 +531,102 @@ async fn an_order_is_rechecked_before_each_phase() {
     }
 }
 
+/// DNS asked again every 5 s: the move through the global name goes as soon as the name
+/// answers the destination, not at the deadline; a name that never does moves nobody
+/// through it, and gives up at the deadline.
+#[tokio::test(start_paused = true)]
+async fn the_global_move_goes_when_dns_answers_and_gives_up_at_the_deadline() {
+    let (evacuator, notifier) = memory_evacuator(&[
+        ("FAILOVER_TO", "us-west-2"),
+        ("FAILOVER_WAIT_SECONDS", "120"),
+    ])
+    .await;
+    let script = Arc::new(Scripted {
+        dns: Mutex::new(Some(false)),
+        ..Scripted::default()
+    });
+    let evacuator = evacuator.with_checks(script.clone());
+    let started = tokio::time::Instant::now();
+    let turn = {
+        let script = script.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(22)).await;
+            *script.dns.lock().unwrap() = Some(true);
+        })
+    };
+    let order = serde_json::from_value::<Invocation>(stream_batch(false)).unwrap();
+    let answer = evacuator.invoke(order).await.unwrap();
+    turn.await.unwrap();
+    assert!(matches!(answer, Answer::Evacuated(_)), "{answer:?}");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(22) && took <= Duration::from_secs(27),
+        "moved {took:?} after the order: within one 5 s poll of DNS answering (22 s)"
+    );
+    assert_eq!(notifier.sent().len(), 1);
+    *script.dns.lock().unwrap() = Some(false);
+    let started = tokio::time::Instant::now();
+    let next =
+        serde_json::from_value::<Invocation>(stream_batch_at(false, 1_767_225_700_000)).unwrap();
+    assert!(nothing(evacuator.invoke(next).await.unwrap()).contains("does not answer"));
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(120),
+        "gave up at the deadline"
+    );
+}
+
+/// The minute sweep runs the order the stream lost: the judge's last change, read from this
+/// Region's replica, is the same order (the same id) the stream would have carried, so the
+/// sweep and any late delivery run it once between them.
+#[tokio::test(start_paused = true)]
+async fn the_sweep_runs_a_lost_order_once_and_the_late_delivery_moves_nobody() {
+    let (evacuator, notifier) = memory_evacuator(&[
+        ("FAILOVER_TO", "us-west-2"),
+        ("FAILOVER_WAIT_SECONDS", "30"),
+        ("STATE_TABLE", "state"),
+        ("PRIMARY_API_ID", "abc123"),
+    ])
+    .await;
+    let ledger = Arc::new(wsdr_core::memory::MemoryHealthLedger::default());
+    let evacuator = evacuator
+        .with_ledger(ledger.clone())
+        .with_order_log(Arc::new(wsdr_core::memory::MemoryOrderLog::default()))
+        .with_checks(Arc::new(Scripted {
+            dns: Mutex::new(Some(true)),
+            ..Scripted::default()
+        }));
+    let sweep =
+        || serde_json::from_value::<Invocation>(serde_json::json!({"sweep": true})).unwrap();
+    // No change yet, then a change back to serve: nothing to do.
+    assert!(nothing(evacuator.invoke(sweep()).await.unwrap()).contains("not a fail-over"));
+    use wsdr_core::HealthLedger;
+    let judge = wsdr_core::VerdictSource::Judge;
+    ledger
+        .put_change("abc123", judge, true, 1_767_225_500_000)
+        .await
+        .unwrap();
+    assert!(nothing(evacuator.invoke(sweep()).await.unwrap()).contains("not a fail-over"));
+    // The judge failed the primary over; the stream's order was lost. The sweep runs it.
+    ledger
+        .put_change("abc123", judge, false, 1_767_225_600_000)
+        .await
+        .unwrap();
+    assert!(matches!(
+        evacuator.invoke(sweep()).await.unwrap(),
+        Answer::Evacuated(_)
+    ));
+    // The next sweeps, and the order arriving late after all: the same order, run already.
+    assert!(nothing(evacuator.invoke(sweep()).await.unwrap()).contains("ran already"));
+    let late = serde_json::from_value::<Invocation>(stream_batch(false)).unwrap();
+    assert!(nothing(evacuator.invoke(late).await.unwrap()).contains("ran already"));
+    assert_eq!(notifier.sent().len(), 1, "one move");
+    // A sweep with nothing to read the changes from is refused with a reason.
+    let (bare, _) = memory_evacuator(&[("FAILOVER_TO", "us-west-2")]).await;
+    let refused = bare.invoke(sweep()).await.unwrap_err().to_string();
+    assert!(refused.contains("STATE_TABLE"), "{refused}");
+}
+
 /// The re-checks and the order log on their AWS adapters: the judge's verdict read from a
 /// DynamoDB Local state table, the primary's own view from a real HTTP health function
 /// (the `health` answers), DNS through a resolver table; the order log on DynamoDB Local.

@@ -20,6 +20,7 @@ pub mod identity;
 pub mod mapping;
 mod monitoring;
 pub mod mrsc;
+pub mod orders;
 pub mod owner;
 pub mod prometheus;
 pub mod quota;
@@ -119,6 +120,15 @@ pub struct World {
     lost: Mutex<Vec<Change>>,
     /// What each planned evacuation reported (checked by the campaign: complete, or not).
     planned_evacuations: Mutex<Vec<wsdr_core::EvacuationReport>>,
+    /// The judge's last change on the primary (its `CHANGE` item: serve, lab ms), written
+    /// when the judge's verdict turns; the fail-over orders and the minute sweep read it.
+    judge_change: Mutex<Option<(bool, u64)>>,
+    /// The primary's evacuator's order log (in the judge's Region): each order runs once.
+    order_log: Arc<wsdr_core::memory::MemoryOrderLog>,
+    order_faults: orders::OrderFaults,
+    order_stats: Mutex<orders::OrderStats>,
+    /// The primary's evacuator's reserved concurrency (2): deliveries and sweeps beyond it wait.
+    order_slots: Arc<tokio::sync::Semaphore>,
     /// The simulated users of a run, if one attached them. Weak: the users hold the world,
     /// and the world must not keep them (or itself) alive.
     users: OnceLock<Weak<dyn UsersView>>,
@@ -492,6 +502,11 @@ impl World {
             legacy_verdict: Arc::default(),
             fast_faults: Arc::default(),
             planned_evacuations: Mutex::default(),
+            judge_change: Mutex::default(),
+            order_log: Arc::default(),
+            order_faults: orders::OrderFaults::default(),
+            order_stats: Mutex::default(),
+            order_slots: Arc::new(tokio::sync::Semaphore::new(PRIMARY_EVACUATOR_CONCURRENCY)),
             cluster,
             metrics,
             timeline,
@@ -790,10 +805,13 @@ impl World {
                     Err(error) => tracing::error!(%error, "no token for the reconnect herd"),
                 }
             }
+            Fault::OrdersDuplicated { copies } => self.order_faults.duplicate(copies),
+            Fault::OrdersLost => self.order_faults.lose(true),
             Fault::Heal => {
                 self.fast_faults.silence(None);
                 self.fast_faults.cut_between(false);
                 self.fast_faults.flood(0);
+                self.order_faults.heal();
             }
             _ => {}
         }
@@ -895,12 +913,184 @@ impl World {
 
     // ----- Planned and unplanned moves -----
 
-    /// The unplanned path: once the failover decision has moved the name to the secondary
-    /// (the primary's health check unhealthy, the resolver answering the secondary), an
-    /// evacuator outside the primary tells the connections still on it to move, through the
-    /// primary's own `@connections` endpoint. Clients whose sessions stay up on a degraded
-    /// primary (slow, partly failing) then leave too; once per failover.
+    /// The unplanned path: an evacuator outside the primary tells the connections still on it
+    /// to move, through the primary's own `@connections` endpoint, so that clients whose
+    /// sessions stay up on a degraded primary (slow, partly failing) leave too. With the fast
+    /// verdict (wsdr's defaults) it runs on fail-over orders as AWS carries them
+    /// ([`orders`]): the judge's change, delivered at least once (or lost), and the minute
+    /// sweep; each run is `wsdr_core::run_order`, the evacuator's own code.
     pub fn start_failover_evacuator(self: &Arc<Self>) {
+        if self.fast_config().is_none() {
+            return self.start_legacy_failover_evacuator();
+        }
+        let world = Arc::downgrade(self);
+        let scale = self.config.scale;
+        // The stream carries the judge's change to the handler within about a second.
+        let every = scale.lab(AwsDuration::from_secs(1));
+        self.owner.spawn(async move {
+            let mut last_serve: Option<bool> = None;
+            let mut tick: u64 = 0;
+            loop {
+                tokio::time::sleep(every).await;
+                tick += 1;
+                let Some(world) = world.upgrade() else { return };
+                // The judge, its table's stream, its queue and the evacuator all live in the
+                // judge's Region, and fail with it.
+                let judge = &world.regions[fast::JUDGE];
+                if judge.is_down() {
+                    continue;
+                }
+                if let Some((serve, _age)) =
+                    judge.verdict_copy(RegionId::Primary, wsdr_core::VerdictSource::Judge)
+                {
+                    if last_serve != Some(serve) {
+                        last_serve = Some(serve);
+                        let at = judge.clock_now_ms();
+                        *lock(&world.judge_change) = Some((serve, at));
+                        if !serve {
+                            world.emit_order(order_id(at));
+                        }
+                    }
+                }
+                // The minute sweep: the judge's last change, run as the order it is.
+                let sweeps = world.config.orders == config::OrderHandling::Wsdr;
+                if sweeps && tick.is_multiple_of(60) {
+                    if let Some((false, at)) = *lock(&world.judge_change) {
+                        lock(&world.order_stats).sweeps += 1;
+                        world.deliver_order(order_id(at), 0, false);
+                    }
+                }
+            }
+        });
+    }
+
+    /// What the fail-over orders did so far.
+    pub fn order_stats(&self) -> orders::OrderStats {
+        lock(&self.order_stats).clone()
+    }
+
+    /// The judge's change to fail over enters the stream: lost before the queue
+    /// (`orders-lost`), or delivered (as many times as `orders-duplicated` says, a second
+    /// apart).
+    fn emit_order(self: &Arc<Self>, id: String) {
+        lock(&self.order_stats).emitted += 1;
+        if self.order_faults.lost() {
+            lock(&self.order_stats).lost += 1;
+            self.timeline.record(
+                Kind::Note,
+                format!("fail-over order {id} lost before the queue (the stream batch went to its on-failure destination)"),
+            );
+            return;
+        }
+        let copies = self.order_faults.copies();
+        for copy in 0..copies {
+            let world = Arc::downgrade(self);
+            let id = id.clone();
+            let after = self
+                .config
+                .scale
+                .lab(AwsDuration::from_secs(u64::from(copy)));
+            self.owner.spawn(async move {
+                tokio::time::sleep(after).await;
+                if let Some(world) = world.upgrade() {
+                    world.deliver_order(id, 1, true);
+                }
+            });
+        }
+    }
+
+    /// One invocation of the primary's evacuator for order `id` (`receive`: the queue's
+    /// receive count, 0 for the sweep), within its reserved concurrency. A run that fails is
+    /// received again after the queue's visibility timeout, once; then it is dead-lettered.
+    fn deliver_order(self: &Arc<Self>, id: String, receive: u8, from_queue: bool) {
+        let world = Arc::downgrade(self);
+        self.owner.spawn(async move {
+            let Some(slots) = world.upgrade().map(|w| w.order_slots.clone()) else {
+                return;
+            };
+            let Ok(_slot) = slots.acquire_owned().await else {
+                return;
+            };
+            let Some(world) = world.upgrade() else { return };
+            if world.regions[fast::JUDGE].is_down() {
+                return;
+            }
+            if from_queue {
+                lock(&world.order_stats).deliveries += 1;
+            }
+            let outcome = world.run_order(&id).await;
+            let mut stats = lock(&world.order_stats);
+            match outcome {
+                Ok(wsdr_core::OrderOutcome::Moved(_)) => {
+                    *stats.moves_by_order.entry(id).or_default() += 1;
+                }
+                Ok(wsdr_core::OrderOutcome::Declined(why)) => {
+                    let name = serde_json::to_value(why)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    *stats.declined.entry(name).or_default() += 1;
+                }
+                Err(error) => {
+                    stats.failed += 1;
+                    drop(stats);
+                    world
+                        .timeline
+                        .record(Kind::Note, format!("fail-over order {id} failed: {error}"));
+                    if from_queue && receive < ORDER_MAX_RECEIVES {
+                        let again = Arc::downgrade(&world);
+                        let visibility = world.config.scale.lab(ORDER_VISIBILITY);
+                        world.owner.spawn(async move {
+                            tokio::time::sleep(visibility).await;
+                            if let Some(world) = again.upgrade() {
+                                world.deliver_order(id, receive + 1, true);
+                            }
+                        });
+                    } else if from_queue {
+                        lock(&world.order_stats).dead_lettered += 1;
+                    }
+                }
+            }
+        });
+    }
+
+    /// The evacuator's journey for one order, on this world's ports.
+    async fn run_order(
+        self: &Arc<Self>,
+        id: &str,
+    ) -> wsdr_core::Result<wsdr_core::OrderOutcome<wsdr_core::EvacuationReport>> {
+        let scale = self.config.scale;
+        let judge = &self.regions[fast::JUDGE];
+        let ports_world = OrderPortsOfWorld {
+            world: self.clone(),
+        };
+        let pause = crate::world::scale::ScaledPause(scale);
+        let wsdr = self.config.orders == config::OrderHandling::Wsdr;
+        let times = wsdr_core::OrderTimes {
+            dns_poll: std::time::Duration::from_secs(5),
+            // Before: a fixed wait of 45 s (its FAILOVER_WAIT_SECONDS), then the move.
+            dns_deadline: if wsdr {
+                self.config.order_dns_deadline.get()
+            } else {
+                std::time::Duration::from_secs(45)
+            },
+            stale_claim_ms: scale.lab(AwsDuration::from_secs(300)).as_millis() as u64,
+        };
+        let ports = wsdr_core::OrderPorts {
+            log: wsdr.then_some(self.order_log.as_ref() as &dyn wsdr_core::OrderLog),
+            checks: wsdr.then_some(&ports_world as &dyn wsdr_core::OrderChecks),
+            mover: &ports_world,
+            clock: judge.clock.as_ref(),
+            pause: &pause,
+        };
+        wsdr_core::run_order(id, &ports, &times).await
+    }
+
+    /// The reference design's path (alarm checks, no fast verdict and so no orders): once the
+    /// alarm has moved the name to the secondary (the primary's health check unhealthy, the
+    /// resolver answering the secondary), an evacuator outside the primary tells the
+    /// connections still on it to move; once per failover.
+    fn start_legacy_failover_evacuator(self: &Arc<Self>) {
         let world = Arc::downgrade(self);
         // In AWS the verdict's change record reaches the evacuator through the table's stream
         // within about a second; the move after the flip is checked every 5 s.
@@ -1136,4 +1326,66 @@ pub fn mint(secret: &str, claims: &serde_json::Value) -> anyhow::Result<String> 
     jsonwebtoken::EncodingKey::from_secret(secret.as_bytes())
         .and_then(|key| jsonwebtoken::encode(&jsonwebtoken::Header::default(), claims, &key))
         .map_err(|e| anyhow::anyhow!("cannot sign a lab token: {e}"))
+}
+
+/// The primary's evacuator's reserved concurrency (template.yaml).
+const PRIMARY_EVACUATOR_CONCURRENCY: usize = 2;
+/// The `FastFailovers` queue's visibility timeout and receives before its dead-letter queue
+/// (template.yaml).
+const ORDER_VISIBILITY: AwsDuration = AwsDuration::from_secs(1_800);
+const ORDER_MAX_RECEIVES: u8 = 2;
+
+/// An order's id: the judge's change on the primary, as `FailoverOrder::id` spells it.
+fn order_id(at_ms: u64) -> String {
+    format!("primary@{at_ms}")
+}
+
+/// The world as an order's ports: its checks read the judge's replica, the primary's health
+/// function (across the path between the Regions) and the resolver; its moves go through the
+/// primary's `@connections` endpoint from the judge's Region.
+struct OrderPortsOfWorld {
+    world: Arc<World>,
+}
+
+#[async_trait::async_trait]
+impl wsdr_core::OrderChecks for OrderPortsOfWorld {
+    async fn judge_answer(&self) -> wsdr_core::VerdictAnswer {
+        self.world.regions[fast::JUDGE]
+            .verdict_answer(RegionId::Primary, wsdr_core::VerdictSource::Judge)
+    }
+
+    async fn primary_self_serves(&self) -> Option<bool> {
+        if !self.world.reaches_across(fast::JUDGE, RegionId::Primary) {
+            return None;
+        }
+        self.world.regions[RegionId::Primary]
+            .health_function("/self")
+            .map(|(status, body)| status == 200 && body.contains(wsdr_core::SEARCH_STRING))
+    }
+
+    async fn dns_answers_destination(&self) -> Option<bool> {
+        Some(self.world.resolve() == fast::JUDGE)
+    }
+}
+
+#[async_trait::async_trait]
+impl wsdr_core::SessionMover for OrderPortsOfWorld {
+    type Report = wsdr_core::EvacuationReport;
+
+    async fn move_direct(&self) -> Option<wsdr_core::Result<wsdr_core::EvacuationReport>> {
+        let endpoint = self.world.regions[fast::JUDGE].url();
+        Some(
+            self.world
+                .move_sessions_from(fast::JUDGE, RegionId::Primary, Some(endpoint), "failover")
+                .await
+                .map_err(|e| wsdr_core::Error::Transient(format!("{e:#}"))),
+        )
+    }
+
+    async fn move_all(&self) -> wsdr_core::Result<wsdr_core::EvacuationReport> {
+        self.world
+            .move_sessions_from(fast::JUDGE, RegionId::Primary, None, "failover")
+            .await
+            .map_err(|e| wsdr_core::Error::Transient(format!("{e:#}")))
+    }
 }

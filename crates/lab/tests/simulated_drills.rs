@@ -206,3 +206,62 @@ async fn the_verdict_channel_drills_pass_on_wsdr_defaults_and_fail_on_the_front_
         );
     }
 }
+
+/// Fail-over orders as AWS carries them (at least once, or never): on wsdr's evacuator each
+/// order moves everyone once however often it is delivered, and the minute sweep moves them
+/// when the order is lost; the evacuator before (every delivery ran, nothing else did) moves
+/// everyone three times in the first, nobody in the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicated_and_lost_orders_move_everyone_once_on_wsdr_and_not_before() {
+    use wsdr_lab::runs::report::Check;
+    use wsdr_lab::world::config::OrderHandling;
+    let run = |scenario, orders| {
+        drill::run_simulated(DrillConfig {
+            lab: LabConfig {
+                orders,
+                ..LabConfig::wsdr_defaults()
+            },
+            ..config(scenario, Consistency::Eventual)
+        })
+    };
+    for scenario in [Scenario::OrdersDuplicated, Scenario::OrdersLost] {
+        let wsdr = run(scenario, OrderHandling::Wsdr).await.unwrap();
+        assert!(
+            wsdr.passed(),
+            "{scenario:?}: {:?}\n{}",
+            wsdr.failed_checks,
+            wsdr.table()
+        );
+        let orders = wsdr
+            .failover_orders
+            .clone()
+            .expect("the fast verdict's orders");
+        assert_eq!(
+            orders.most_moves_of_one_order(),
+            1,
+            "{scenario:?}: {orders:?}"
+        );
+        assert_eq!(wsdr.restored, wsdr.clients, "{scenario:?}");
+    }
+    let duplicated = run(Scenario::OrdersDuplicated, OrderHandling::Before)
+        .await
+        .unwrap();
+    assert!(
+        duplicated
+            .failed_checks
+            .iter()
+            .any(|c| *c == Check::OrderRanTwice { moves: 3 }.to_string()),
+        "{:?}",
+        duplicated.failed_checks
+    );
+    let lost = run(Scenario::OrdersLost, OrderHandling::Before)
+        .await
+        .unwrap();
+    assert!(
+        lost.failed_checks
+            .iter()
+            .any(|c| c.starts_with("restored in the secondary: 0/")),
+        "{:?}",
+        lost.failed_checks
+    );
+}

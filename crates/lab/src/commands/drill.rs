@@ -99,6 +99,11 @@ pub struct Args {
     /// documented rules: docs/LAB.md).
     #[arg(long, value_enum, default_value = "direct")]
     health_front: wsdr_lab::world::config::HealthFront,
+    /// How the primary's evacuator handles fail-over orders: `wsdr` (each claimed once,
+    /// re-checked, DNS asked until a deadline, a minute sweep) or `before` (every delivery
+    /// ran, unchecked, after a fixed wait; no sweep).
+    #[arg(long, value_enum, default_value = "wsdr")]
+    orders: wsdr_lab::world::config::OrderHandling,
     /// What the health functions' URLs grant: `both` (wsdr's: `lambda:InvokeFunctionUrl` and
     /// `lambda:InvokeFunction`) or `url-only` (what the earlier design granted its front:
     /// every request refused, 403).
@@ -141,6 +146,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         real_beside,
         authorizer_secrets,
         health_front,
+        orders,
         function_url_permissions,
         composition,
     } = args;
@@ -167,6 +173,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let settings = LabConfig {
         composition: composition.unwrap_or(settings.composition),
         health_front,
+        orders,
         function_url: function_url_permissions.into(),
         identity: wsdr_lab::world::identity::IdentityConfig {
             secrets: wsdr_lab::world::secrets::SecretReads {

@@ -201,6 +201,19 @@ pub enum Step {
         #[serde(with = "serde_as::secs")]
         secs: AwsDuration,
     },
+    /// The primary slow (sessions stay up: only the evacuator moves them) while every
+    /// fail-over order is delivered `copies` times.
+    OrdersDuplicated {
+        copies: u8,
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
+    /// The primary slow while every fail-over order is lost before the queue: only the
+    /// evacuator's minute sweep runs it.
+    OrdersLost {
+        #[serde(with = "serde_as::secs")]
+        secs: AwsDuration,
+    },
     /// Nothing.
     Calm {
         #[serde(with = "serde_as::secs")]
@@ -229,7 +242,7 @@ impl Step {
                 RegionId::Secondary
             }
         };
-        match rng.random_range(0..26) {
+        match rng.random_range(0..28) {
             0 => Step::Down {
                 secs: secs(rng, 30.0, 300.0),
             },
@@ -327,6 +340,13 @@ impl Step {
             },
             25 => Step::JudgeLost {
                 secs: secs(rng, 60.0, 300.0),
+            },
+            26 => Step::OrdersDuplicated {
+                copies: rng.random_range(2..5),
+                secs: secs(rng, 150.0, 300.0),
+            },
+            27 => Step::OrdersLost {
+                secs: secs(rng, 150.0, 300.0),
             },
             _ => Step::Calm {
                 secs: secs(rng, 5.0, 60.0),
@@ -488,6 +508,28 @@ impl Step {
             ),
             // The secondary lost for good at 90 s; the step's heal (a second later) brings
             // the primary back, never the secondary; what follows runs on the primary alone.
+            Step::OrdersDuplicated { copies, secs: s } => (
+                Plan::new()
+                    .inject(zero, Fault::OrdersDuplicated { copies })
+                    .inject(
+                        zero,
+                        Fault::Slow {
+                            region: Primary,
+                            by: AwsDuration::from_millis(6_000),
+                        },
+                    ),
+                s,
+            ),
+            Step::OrdersLost { secs: s } => (
+                Plan::new().inject(zero, Fault::OrdersLost).inject(
+                    zero,
+                    Fault::Slow {
+                        region: Primary,
+                        by: AwsDuration::from_millis(6_000),
+                    },
+                ),
+                s,
+            ),
             Step::JudgeLost { secs: s } => (
                 Plan::new()
                     .inject(zero, Fault::Down(Primary))
@@ -982,6 +1024,8 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     };
     let scale = lab_config.scale;
     let lab = Arc::new(World::builder().config(lab_config).start().await?);
+    // The primary's evacuator, as deployed: fail-over orders and the minute sweep.
+    lab.start_failover_evacuator();
     let steady = wait_for(scale.lab(AwsDuration::from_secs(900)), || {
         lab.healthy(RegionId::Primary) && lab.resolve() == RegionId::Primary
     })
@@ -1043,6 +1087,14 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
                 untold: report.untold,
                 connections: report.connections,
             }),
+    );
+    // However often an order was delivered, it moved everyone through the global name once.
+    violations.extend(
+        lab.order_stats()
+            .moves_by_order
+            .into_iter()
+            .filter(|(_, moves)| *moves > 1)
+            .map(|(order, moves)| Violation::OrderRanTwice { order, moves }),
     );
     Ok(run_report(
         run, seed, config, schedule, &plan, &lab, trace, violations, &excused,

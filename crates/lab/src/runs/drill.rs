@@ -179,6 +179,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         authorizer: authorizer_figures(&lab),
         pushes: push_figures(&lab),
         push_workers: push_worker_figures(&lab),
+        failover_orders: lab.fast_config().map(|_| lab.order_stats()),
         timeline: timeline.entries(),
         judgement,
         strong_order: lab.strong_order(&auction),

@@ -26,6 +26,8 @@ pub struct DrillTrace {
     pub health_check: HealthCheckKind,
     /// What decides the failover records.
     pub decision_path: crate::world::config::DecisionPath,
+    /// What the fail-over orders did (with the fast verdict).
+    pub failover_orders: Option<crate::world::orders::OrderStats>,
     /// The fast path ran (the endpoint checks timed beside the alarm).
     pub fast_path: bool,
     pub dns_ttl: AwsDuration,
@@ -126,6 +128,7 @@ pub fn measure(trace: &DrillTrace) -> Report {
         detection_ms: times.detection_aws_ms.map(lab_ms),
         health_check: trace.health_check,
         decision_path: trace.decision_path,
+        failover_orders: trace.failover_orders.clone(),
         dns_ttl_aws_s: trace.dns_ttl.as_secs_f64(),
         health_checks: times.health_checks.map(|checks| checks.in_lab_ms(trace)),
         dns_flip_ms: times.dns_flip_aws_ms.map(lab_ms),

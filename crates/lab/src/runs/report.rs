@@ -38,6 +38,11 @@ pub struct Report {
     /// What decides the failover records: the checks' composition, what the endpoint checks
     /// reach, and whether the health functions' URLs let callers in.
     pub decision_path: crate::world::config::DecisionPath,
+    /// What the fail-over orders did, with the fast verdict: emitted, lost, delivered, swept,
+    /// each order's moves through the global name, what declined and why, failures and
+    /// dead letters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover_orders: Option<crate::world::orders::OrderStats>,
     /// Both kinds side by side, when the fast path ran (`--health-check endpoint` or
     /// `--fast-path`): each one's detection and health check flip, lab ms from the fault.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -349,6 +354,17 @@ impl Report {
                     },
                 );
             }
+        }
+        if let Some(orders) = &self.failover_orders {
+            // Whatever the deliveries: each order moves everyone through the global name once.
+            let moves = orders.most_moves_of_one_order();
+            fail_unless(failed, moves <= 1, Check::OrderRanTwice { moves });
+            let exercised = match self.scenario {
+                Scenario::OrdersDuplicated => orders.deliveries > orders.emitted,
+                Scenario::OrdersLost => orders.lost > 0,
+                _ => true,
+            };
+            fail_unless(failed, exercised, Check::OrdersNotExercised);
         }
         fail_unless(
             failed,
@@ -1078,6 +1094,13 @@ pub enum Check {
         back: usize,
         users: usize,
     },
+    /// One fail-over order moved everyone through the global name more than once.
+    OrderRanTwice {
+        moves: u64,
+    },
+    /// `orders-duplicated` delivered no order twice, or `orders-lost` lost none: the drill
+    /// tested nothing.
+    OrdersNotExercised,
     AcknowledgedBidsLost {
         bids: usize,
     },
@@ -1167,6 +1190,14 @@ impl std::fmt::Display for Check {
             Check::NotAllBack { back, users } => {
                 write!(f, "back on the primary after failback: {back}/{users}")
             }
+            Check::OrderRanTwice { moves } => write!(
+                f,
+                "one fail-over order moved everyone {moves} times (an order must run once)"
+            ),
+            Check::OrdersNotExercised => write!(
+                f,
+                "no fail-over order was duplicated or lost: the drill tested nothing"
+            ),
             Check::AcknowledgedBidsLost { bids } => write!(f, "{bids} acknowledged bids lost"),
             Check::DuplicateBids { bids } => write!(f, "{bids} duplicate bids"),
             Check::NotConverged => write!(f, "the Regions did not converge"),

@@ -5,6 +5,13 @@ use crate::runs::plan::{Action, Plan};
 use crate::world::scale::AwsDuration;
 use crate::world::{Fault, RegionId};
 
+/// A primary whose every integration is 6 s slower: users' heartbeats still pass, the
+/// canary's 5 s probes do not.
+const SLOW_PRIMARY: Fault = Fault::Slow {
+    region: RegionId::Primary,
+    by: AwsDuration::from_millis(6_000),
+};
+
 /// The scenarios a drill can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -82,6 +89,14 @@ pub enum Scenario {
     /// known status) must not answer "serve" for the failed primary. wsdr's checks reach the
     /// health functions directly; `--health-front cloudfront` runs the front that did.
     CachedServe,
+    /// The primary slow (as `slow`: sessions stay up, only the evacuator moves them) while
+    /// every fail-over order is delivered three times, a second apart (a stream batch
+    /// retried, a message received again). Each order must move everyone once.
+    OrdersDuplicated,
+    /// The primary slow while every fail-over order is lost before the queue (a stream batch
+    /// dropped after its retries). The evacuator's minute sweep must find the judge's change
+    /// and move everyone anyway.
+    OrdersLost,
 }
 
 impl Scenario {
@@ -106,6 +121,8 @@ impl Scenario {
             Self::SecretsStorm => "secrets-storm",
             Self::JudgeLost => "judge-lost",
             Self::CachedServe => "cached-serve",
+            Self::OrdersDuplicated => "orders-duplicated",
+            Self::OrdersLost => "orders-lost",
         }
     }
 }
@@ -118,13 +135,13 @@ impl Scenario {
         let now = AwsDuration::ZERO;
         match self {
             Scenario::Evacuate => Plan::new().at(now, Action::Evacuate(Primary)),
-            Scenario::Slow => Plan::new().inject(
-                now,
-                Fault::Slow {
-                    region: Primary,
-                    by: AwsDuration::from_millis(6_000),
-                },
-            ),
+            Scenario::Slow => Plan::new().inject(now, SLOW_PRIMARY),
+            Scenario::OrdersDuplicated => Plan::new()
+                .inject(now, Fault::OrdersDuplicated { copies: 3 })
+                .inject(now, SLOW_PRIMARY),
+            Scenario::OrdersLost => Plan::new()
+                .inject(now, Fault::OrdersLost)
+                .inject(now, SLOW_PRIMARY),
             Scenario::Throttle | Scenario::Failback | Scenario::CachedServe => {
                 Plan::new().inject(now, Fault::Throttle(Primary))
             }

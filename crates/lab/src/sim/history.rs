@@ -89,6 +89,12 @@ pub enum Violation {
         copies: usize,
     },
     NotConverged,
+    /// One fail-over order moved everyone through the global name more than once (its
+    /// deliveries each ran it).
+    OrderRanTwice {
+        order: String,
+        moves: u64,
+    },
     UserNotConnected {
         user: UserId,
     },

@@ -64,6 +64,11 @@ pub struct LabConfig {
     pub identity: crate::world::identity::IdentityConfig,
     /// How old a verdict may be and still count (AWS ms): `wsdr_core::STALE_AFTER_MS`.
     pub stale_after_ms: u64,
+    /// How long a fail-over order gives DNS to answer the secondary before its move through
+    /// the global name (template.yaml's `FAILOVER_WAIT_SECONDS` with endpoint checks).
+    pub order_dns_deadline: AwsDuration,
+    /// How the primary's evacuator handles fail-over orders.
+    pub orders: OrderHandling,
     /// Which health checks the failover records carry: wsdr's composition, or the reference
     /// design's (one alarm check per record).
     pub composition: Composition,
@@ -107,6 +112,8 @@ impl Default for LabConfig {
             // reference design's own configuration goes without.
             identity: crate::world::identity::IdentityConfig::wsdr_defaults(),
             stale_after_ms: wsdr_core::STALE_AFTER_MS,
+            order_dns_deadline: AwsDuration::from_secs(120),
+            orders: OrderHandling::Wsdr,
             composition: Composition::Wsdr,
             health_front: HealthFront::Direct,
             function_url: crate::world::route53::UrlPermissions::BOTH,
@@ -190,6 +197,28 @@ impl std::fmt::Display for HealthFront {
         f.write_str(match self {
             HealthFront::Direct => "direct",
             HealthFront::Cloudfront => "cloudfront",
+        })
+    }
+}
+
+/// How the primary's evacuator handles fail-over orders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum OrderHandling {
+    /// wsdr's: each order claimed once in the order log, re-checked before each phase, DNS
+    /// asked every 5 s up to the deadline, and the minute sweep of the judge's last change.
+    #[default]
+    Wsdr,
+    /// The evacuator before the orders were made safe: every delivery ran, unchecked, after a
+    /// fixed 45 s wait, and nothing but a delivery ran an order.
+    Before,
+}
+
+impl std::fmt::Display for OrderHandling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OrderHandling::Wsdr => "wsdr",
+            OrderHandling::Before => "before",
         })
     }
 }

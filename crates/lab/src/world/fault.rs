@@ -71,6 +71,12 @@ pub enum FaultKind {
     /// --clients other clients reconnect to the Region at once: its connect quota and its
     /// authorizer's cold starts (and their secret reads) meet them.
     ReconnectHerd,
+    /// Every fail-over order delivered --copies times (default 3): a stream batch retried, a
+    /// message received again.
+    OrdersDuplicated,
+    /// Every fail-over order lost before the queue (a stream batch dropped after its
+    /// retries).
+    OrdersLost,
     /// End every fault.
     Heal,
 }
@@ -108,6 +114,8 @@ impl FaultKind {
             Self::InterRegionPartition => "inter-region-partition",
             Self::HealthFlood => "health-flood",
             Self::ReconnectHerd => "reconnect-herd",
+            Self::OrdersDuplicated => "orders-duplicated",
+            Self::OrdersLost => "orders-lost",
             Self::Heal => "heal",
         }
     }
@@ -184,6 +192,11 @@ pub enum Fault {
     /// This many clients (other apps', without a herd window) reconnect to the Region at
     /// once, each with a valid token, retrying with backoff.
     ReconnectHerd { region: RegionId, clients: u32 },
+    /// Every fail-over order delivered this many times, one second apart.
+    OrdersDuplicated { copies: u8 },
+    /// Every fail-over order lost before the queue: only the evacuator's minute sweep finds
+    /// the judge's change.
+    OrdersLost,
     /// Everything back to normal (a Region that never returns stays gone).
     Heal,
 }
@@ -211,6 +224,8 @@ impl Fault {
             Fault::InterRegionPartition => FaultKind::InterRegionPartition,
             Fault::HealthFlood { .. } => FaultKind::HealthFlood,
             Fault::ReconnectHerd { .. } => FaultKind::ReconnectHerd,
+            Fault::OrdersDuplicated { .. } => FaultKind::OrdersDuplicated,
+            Fault::OrdersLost => FaultKind::OrdersLost,
             Fault::Heal => FaultKind::Heal,
         }
     }
@@ -277,6 +292,10 @@ impl Fault {
                 "{clients} clients reconnect to {} at once (cold starts, secret reads)",
                 names[region]
             ),
+            Fault::OrdersDuplicated { copies } => {
+                format!("every fail-over order delivered {copies} times")
+            }
+            Fault::OrdersLost => "every fail-over order lost before the queue".into(),
             Fault::Heal => "all faults healed".into(),
         }
     }
@@ -345,6 +364,9 @@ pub struct FaultRequest {
     /// `reconnect-herd`: how many clients (default 2,000, at most 100,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clients: Option<u32>,
+    /// `orders-duplicated`: deliveries of each order (default 3, 1 to 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies: Option<u8>,
 }
 
 impl FaultRequest {
@@ -357,6 +379,7 @@ impl FaultRequest {
             percent: None,
             from: None,
             clients: None,
+            copies: None,
         }
     }
 
@@ -421,6 +444,14 @@ impl FaultRequest {
                     None => 2_000,
                 },
             },
+            FaultKind::OrdersDuplicated => Fault::OrdersDuplicated {
+                copies: match self.copies {
+                    Some(n @ 1..=10) => n,
+                    Some(_) => return Err("copies must be 1 to 10".into()),
+                    None => 3,
+                },
+            },
+            FaultKind::OrdersLost => Fault::OrdersLost,
             FaultKind::Heal => Fault::Heal,
         })
     }
