@@ -1328,12 +1328,7 @@ pub fn mint(secret: &str, claims: &serde_json::Value) -> anyhow::Result<String> 
         .map_err(|e| anyhow::anyhow!("cannot sign a lab token: {e}"))
 }
 
-/// The primary's evacuator's reserved concurrency (template.yaml).
-const PRIMARY_EVACUATOR_CONCURRENCY: usize = 2;
-/// The `FastFailovers` queue's visibility timeout and receives before its dead-letter queue
-/// (template.yaml).
-const ORDER_VISIBILITY: AwsDuration = AwsDuration::from_secs(1_800);
-const ORDER_MAX_RECEIVES: u8 = 2;
+use orders::{ORDER_MAX_RECEIVES, ORDER_VISIBILITY, PRIMARY_EVACUATOR_CONCURRENCY};
 
 /// An order's id: the judge's change on the primary, as `FailoverOrder::id` spells it.
 fn order_id(at_ms: u64) -> String {

@@ -154,4 +154,28 @@ fn the_lab_models_the_templates_settings() {
         wsdr.push.budget_per_second
     );
     assert_eq!(default(&t, "PushPageSize") as usize, wsdr.push.page);
+    // The fail-over orders: the evacuator's DNS deadline with endpoint checks
+    // (`!If [AutoEvacuateWait, !If [EndpointChecks, "<this>", ...], ...]`), its reserved
+    // concurrency, the queue's visibility timeout and receives.
+    let evacuator = at(&t, &["Resources", "PrimaryEvacuatorFunction", "Properties"]);
+    let wait = at(
+        evacuator,
+        &["Environment", "Variables", "FAILOVER_WAIT_SECONDS"],
+    );
+    let auto = &untagged(wait).as_sequence().unwrap()[1];
+    let endpoint_wait = &untagged(auto).as_sequence().unwrap()[1];
+    assert_eq!(number(endpoint_wait), wsdr.order_dns_deadline.as_secs());
+    assert_eq!(
+        number(at(evacuator, &["ReservedConcurrentExecutions"])) as usize,
+        wsdr_lab::world::orders::PRIMARY_EVACUATOR_CONCURRENCY
+    );
+    let queue = at(&t, &["Resources", "FastFailovers", "Properties"]);
+    assert_eq!(
+        number(at(queue, &["VisibilityTimeout"])),
+        wsdr_lab::world::orders::ORDER_VISIBILITY.as_secs()
+    );
+    assert_eq!(
+        number(at(queue, &["RedrivePolicy", "maxReceiveCount"])),
+        u64::from(wsdr_lab::world::orders::ORDER_MAX_RECEIVES)
+    );
 }

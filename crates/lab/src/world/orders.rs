@@ -16,9 +16,17 @@
 //! (each order delivered `copies` times, one second apart, two at once at most, as the
 //! queue's mapping allows), `orders-lost` (every order lost before the queue).
 
+use crate::world::scale::AwsDuration;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+
+/// The primary's evacuator's reserved concurrency (template.yaml, `PrimaryEvacuatorFunction`).
+pub const PRIMARY_EVACUATOR_CONCURRENCY: usize = 2;
+/// The `FastFailovers` queue's visibility timeout, and the receives before its dead-letter
+/// queue (template.yaml).
+pub const ORDER_VISIBILITY: AwsDuration = AwsDuration::from_secs(1_800);
+pub const ORDER_MAX_RECEIVES: u8 = 2;
 
 /// What the order path did in a run (the drill report's `failover_orders`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
