@@ -6,7 +6,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: lambda-host-build lab evacuate restore check-concurrency smoke package-check npm-package-check deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
+.PHONY: lambda-host-build lab evacuate restore check-concurrency smoke rehearse package-check npm-package-check deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
 .PHONY: all test test-steps unit fmt fmt-check lint clippy clippy-lean template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
@@ -355,6 +355,35 @@ smoke:
 	  else echo "set SMOKE_TOKEN (a user token from your identity provider) or USER_HS256_SECRET_NAME"; exit 1; fi; \
 	  $(CARGO) run --quiet -p wsdr-lab --bin wsdr -- smoke $$token \
 	    --target "$(PRIMARY_REGION)=$$primary" --target "$(SECONDARY_REGION)=$$secondary" --target "$$global"; \
+	fi
+
+# ---------------------------------------------------------------- rehearse
+## rehearse: after both deploys, the failover decision proves itself without moving a user
+## (docs/DEPLOY.md, "Rehearse"): every check the records need healthy, then the rehearsal pair
+## (rehearsal.<DOMAIN>) forced to fail over and back, timed as this machine's resolver sees
+## it; report in target/wsdr/rehearsal.json. With LAB=host:port: against a running `wsdr lab`.
+rehearse:
+	@if [ -n "$(LAB)" ]; then \
+	  $(CARGO) run --quiet -p wsdr-lab --bin wsdr -- rehearse --lab "$(LAB)"; \
+	else \
+	  out() { aws cloudformation describe-stacks --region "$$1" --stack-name "$$2" \
+	    --query "Stacks[0].Outputs[?OutputKey=='$$3'].OutputValue" --output text; }; \
+	  s() { out $(SECONDARY_REGION) wsdr-secondary "$$1"; }; \
+	  name=$$(s RehearsalName); \
+	  [ -n "$$name" ] && [ "$$name" != None ] || \
+	    { echo "no rehearsal pair: deploy the secondary with HealthCheckType=endpoint and Rehearsal=on"; exit 1; }; \
+	  $(CARGO) run --quiet --release -p wsdr-lab --bin wsdr -- rehearse --aws \
+	    --primary-region $(PRIMARY_REGION) --secondary-region $(SECONDARY_REGION) \
+	    --state-table "$$(out $(PRIMARY_REGION) wsdr-primary StateTableName)" \
+	    --primary-api-id "$$(out $(PRIMARY_REGION) wsdr-primary ApiId)" \
+	    --check "PrimaryVerdictCheck=$$(s PrimaryVerdictCheckId)" \
+	    --check "PrimarySelfCheck=$$(s PrimarySelfCheckId)" \
+	    --check "SecondaryHealthCheck=$$(s SecondaryHealthCheckId)" \
+	    --check "RehearsalVerdictCheck=$$(s RehearsalVerdictCheckId)" \
+	    --check "RehearsalSelfCheck=$$(s RehearsalSelfCheckId)" \
+	    --rehearsal-name "$$name" \
+	    --primary-target "$$(out $(PRIMARY_REGION) wsdr-primary RegionalDomainName)" \
+	    --secondary-target "$$(s RegionalDomainName)"; \
 	fi
 
 # ---------------------------------------------------------------- planned evacuation

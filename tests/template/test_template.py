@@ -247,7 +247,7 @@ def test_failover_records_each_have_their_health_check(template):
     records = {
         name: r
         for name, r in resources(template, "AWS::Route53::RecordSet").items()
-        if "Failover" in r["Properties"]
+        if "Failover" in r["Properties"] and not name.startswith("Rehearsal")
     }
     assert len(records) == 4
     for name, record in records.items():
@@ -295,7 +295,7 @@ def test_alias_records_none_makes_no_failover_records(template):
     assert conditions["UseAlias"] == {"Fn::And": [{"Condition": "IsSecondary"}, {"Fn::Equals": [{"Ref": "AliasRecords"}, "true"]}]}
     assert conditions["UseCname"] == {"Fn::And": [{"Condition": "IsSecondary"}, {"Fn::Equals": [{"Ref": "AliasRecords"}, "false"]}]}
     for name, record in resources(template, "AWS::Route53::RecordSet").items():
-        if "Failover" in record["Properties"]:
+        if "Failover" in record["Properties"] and not name.startswith("Rehearsal"):
             assert record["Condition"] in ("UseAlias", "UseCname"), name
 
 
@@ -1042,3 +1042,44 @@ def test_the_primary_evacuator_sweeps_the_judges_last_change_every_minute(templa
     assert env["FAILOVER_WAIT_SECONDS"] == {
         "Fn::If": ["AutoEvacuateWait", {"Fn::If": ["EndpointChecks", "120", "240"]}, {"Ref": "EvacuateWaitSeconds"}]
     }
+
+
+def test_the_rehearsal_pair_mirrors_the_real_records_on_a_test_name(template):
+    """`make rehearse` moves a test name through the same checks as the real one: its PRIMARY
+    record's check is the same calculated check over the same two string matches on the same
+    health functions (the /rehearsal/* paths), its SECONDARY record carries the real SECONDARY
+    check; nothing on the real name."""
+    res = template["Resources"]
+    assert template["Conditions"]["Rehearses"] == {
+        "Fn::And": [{"Condition": "IsSecondary"}, {"Condition": "EndpointChecks"}, {"Fn::Equals": [{"Ref": "Rehearsal"}, "on"]}]
+    }
+    assert template["Parameters"]["Rehearsal"]["Default"] == "on"
+    real = {
+        "RehearsalVerdictCheck": res["PrimaryVerdictCheck"]["Properties"]["HealthCheckConfig"]["Fn::If"][1],
+        "RehearsalSelfCheck": res["PrimarySelfCheck"]["Properties"]["HealthCheckConfig"]["Fn::If"][1],
+    }
+    for name, mirrored in real.items():
+        config = res[name]["Properties"]["HealthCheckConfig"]
+        assert res[name]["Condition"] == "Rehearses"
+        path = config.pop("ResourcePath")
+        assert path == "/rehearsal" + mirrored["ResourcePath"]
+        assert config == {k: v for k, v in mirrored.items() if k != "ResourcePath"}, name
+    calc = res["RehearsalPrimaryCheck"]["Properties"]["HealthCheckConfig"]
+    real_calc = res["PrimaryHealthCheck"]["Properties"]["HealthCheckConfig"]
+    assert calc["Type"] == real_calc["Type"] == "CALCULATED"
+    assert calc["HealthThreshold"] == real_calc["HealthThreshold"]
+    assert calc["ChildHealthChecks"] == [{"Ref": "RehearsalVerdictCheck"}, {"Ref": "RehearsalSelfCheck"}]
+    primary, secondary = res["RehearsalPrimaryRecord"]["Properties"], res["RehearsalSecondaryRecord"]["Properties"]
+    for record in (primary, secondary):
+        assert record["Name"] == {"Fn::Sub": "rehearsal.${DomainName}"}
+        assert record["TTL"] == {"Ref": "DnsTtl"}
+    assert primary["HealthCheckId"] == {"Ref": "RehearsalPrimaryCheck"}
+    assert primary["ResourceRecords"] == [{"Ref": "PrimaryRegionalDomainName"}]
+    assert secondary["HealthCheckId"] == {"Ref": "SecondaryHealthCheck"}
+    assert secondary["ResourceRecords"] == [{"Fn::GetAtt": ["CustomDomain", "RegionalDomainName"]}]
+    # What `make rehearse` reads.
+    for output in ("RehearsalName", "RehearsalVerdictCheckId", "RehearsalSelfCheckId"):
+        assert template["Outputs"][output]["Condition"] == "Rehearses"
+    # The health function reads the rehearsal verdicts, and nobody but the operator writes them.
+    makefile = (ROOT / "Makefile").read_text()
+    assert "rehearse --aws" in makefile

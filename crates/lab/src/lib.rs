@@ -36,6 +36,7 @@ pub mod runs {
     pub mod load;
     pub mod measure;
     pub mod plan;
+    pub mod rehearse;
     pub mod report;
     pub mod scenario;
     pub mod sim;

@@ -26,6 +26,7 @@ pub mod prometheus;
 pub mod quota;
 pub mod region;
 pub mod region_id;
+pub mod rehearsal;
 pub mod replication;
 pub mod route53;
 pub mod scale;
@@ -123,6 +124,8 @@ pub struct World {
     /// The judge's last change on the primary (its `CHANGE` item: serve, lab ms), written
     /// when the judge's verdict turns; the fail-over orders and the minute sweep read it.
     judge_change: Mutex<Option<(bool, u64)>>,
+    /// The rehearsal pair (`wsdr rehearse`) and every endpoint check's status.
+    rehearsal: Arc<rehearsal::Rehearsal>,
     /// The primary's evacuator's order log (in the judge's Region): each order runs once.
     order_log: Arc<wsdr_core::memory::MemoryOrderLog>,
     order_faults: orders::OrderFaults,
@@ -447,6 +450,11 @@ impl World {
                     .await?;
             }
         }
+        let rehearsal = Arc::new(rehearsal::Rehearsal::new(
+            config.dns_ttl,
+            scale,
+            names.clone(),
+        ));
         let resolver = Arc::new(Resolver::new(
             config.dns_ttl,
             scale,
@@ -503,6 +511,7 @@ impl World {
             fast_faults: Arc::default(),
             planned_evacuations: Mutex::default(),
             judge_change: Mutex::default(),
+            rehearsal,
             order_log: Arc::default(),
             order_faults: orders::OrderFaults::default(),
             order_stats: Mutex::default(),
@@ -962,6 +971,30 @@ impl World {
                 }
             }
         });
+    }
+
+    /// The rehearsal pair's state (`None`: this configuration deploys none).
+    pub fn rehearsal(&self) -> Option<rehearsal::RehearsalState> {
+        self.rehearsal.state()
+    }
+
+    /// `wsdr rehearse` writes a rehearsal verdict of `view` in its Region (the primary's own
+    /// view in the primary's replica, the judge's in the secondary's), as an operator's
+    /// `PutItem` would; an error when that Region is down.
+    pub fn write_rehearsal_verdict(
+        &self,
+        view: rehearsal::View,
+        serve: bool,
+    ) -> anyhow::Result<()> {
+        let (region, source) = view.placement();
+        anyhow::ensure!(
+            !self.regions[region].is_down(),
+            "{} is down: its table cannot be written",
+            self.names[region]
+        );
+        let version = self.rehearsal.next_version();
+        self.regions[region].record_verdict(RegionId::Primary, source, version, serve);
+        Ok(())
     }
 
     /// What the fail-over orders did so far.

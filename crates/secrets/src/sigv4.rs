@@ -90,6 +90,52 @@ pub fn sign(
         .collect())
 }
 
+/// The headers that sign a GET of `host` + `path_and_query` (a REST API's read, such as
+/// Route 53's `GetHealthCheckStatus`): `Authorization`, `X-Amz-Date`, and the session token
+/// when there is one.
+pub fn sign_get(
+    host: &str,
+    path_and_query: &str,
+    credentials: &Credentials,
+    region: &str,
+    service: &str,
+    now: SystemTime,
+) -> Result<Vec<(String, String)>, String> {
+    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings};
+    let identity = aws_credential_types::Credentials::new(
+        &credentials.access_key_id,
+        &credentials.secret_access_key,
+        credentials.session_token.clone(),
+        None,
+        "wsdr",
+    )
+    .into();
+    let params = aws_sigv4::sign::v4::SigningParams::builder()
+        .identity(&identity)
+        .region(region)
+        .name(service)
+        .time(now)
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| format!("signing parameters: {e}"))?
+        .into();
+    let url = format!("https://{host}{path_and_query}");
+    let signable = SignableRequest::new(
+        "GET",
+        &url,
+        std::iter::empty::<(&str, &str)>(),
+        SignableBody::Bytes(&[]),
+    )
+    .map_err(|e| format!("unsignable request to {url}: {e}"))?;
+    let (instructions, _) = aws_sigv4::http_request::sign(signable, &params)
+        .map_err(|e| format!("signing: {e}"))?
+        .into_parts();
+    Ok(instructions
+        .headers()
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.to_owned()))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -89,8 +89,20 @@ impl Endpoint {
 
     /// GETs the endpoint's path on a new connection, bounded by `within` in all.
     pub async fn get(&self, within: Duration) -> Result<Answer, String> {
-        let request = http::Request::get(self.path.as_str())
-            .header("host", self.authority())
+        self.get_with(within, &[]).await
+    }
+
+    /// GETs the endpoint's path with these headers (a signature's), bounded by `within`.
+    pub async fn get_with(
+        &self,
+        within: Duration,
+        headers: &[(String, String)],
+    ) -> Result<Answer, String> {
+        let mut request = http::Request::get(self.path.as_str()).header("host", self.authority());
+        for (name, value) in headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let request = request
             .body(Full::new(Bytes::new()))
             .map_err(|e| format!("request: {e}"))?;
         tokio::time::timeout(within, self.send_on_new_connection(request))

@@ -10,6 +10,7 @@ pub mod fault;
 pub mod lab;
 pub mod load;
 pub mod probe;
+pub mod rehearse;
 pub mod service;
 pub mod smoke;
 
@@ -36,6 +37,10 @@ pub enum Command {
     Evacuate(evacuate::Args),
     /// Take a Region of a running `wsdr lab` out of DNS, or put it back in.
     Service(service::Args),
+    /// The failover decision proves itself without moving a user: pre-flight of every check,
+    /// then a rehearsal record pair forced to fail over and back, timed as a resolver sees it
+    /// (a running lab, or `--aws`: docs/DEPLOY.md, "Rehearse").
+    Rehearse(rehearse::Args),
     /// Probe one WebSocket endpoint once (heartbeat + getState), like the canary.
     Probe(probe::Args),
     /// After a deploy: one user on each endpoint (each Region's own, the global name) sends
@@ -53,6 +58,7 @@ impl Command {
             Command::Fault(args) => fault::run(args).await,
             Command::Evacuate(args) => evacuate::run(args).await,
             Command::Service(args) => service::run(args).await,
+            Command::Rehearse(args) => rehearse::run(args).await,
             Command::Probe(args) => probe::run(args).await,
             Command::Smoke(args) => smoke::run(args).await,
         }
@@ -76,6 +82,13 @@ pub struct LabAddress {
     /// WSDR_LAB_CONTROL_TOKEN).
     #[arg(long, env = "WSDR_LAB_CONTROL_TOKEN", hide_env_values = true)]
     control_token: Option<String>,
+}
+
+impl LabAddress {
+    /// A control API client for this lab.
+    pub fn client(self) -> wsdr_lab::world::control::ControlClient {
+        wsdr_lab::world::control::ControlClient::new(self.lab, self.control_token)
+    }
 }
 
 /// What to add to a refusal: a 401 means the lab wants its control token.

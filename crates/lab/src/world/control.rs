@@ -24,7 +24,13 @@
 //!   (percent), `disconnect-dropped`, `skew` (ms, may be negative), `one-way` (from),
 //!   `sticky-dns` (ms: how long answers are kept), `slow` (ms), `isolate`, `connect-quota`
 //!   (percent of the quota left), `watcher-silent` (ms), `inter-region-partition`,
-//!   `health-flood` (percent refused), `heal` (docs/LAB.md)
+//!   `health-flood` (percent refused), `orders-duplicated` (copies), `orders-lost`, `heal`
+//!   (docs/LAB.md)
+//! - `GET  /api/rehearsal` -> the rehearsal pair's state (`wsdr rehearse`): the test name's
+//!   answer from its own resolver, its records' health, and every endpoint check's status by
+//!   the template's name; 404 when the configuration deploys no rehearsal pair
+//! - `POST /api/rehearsal/verdict` with `{"view": "self"|"judge", "serve": true|false}`: a
+//!   rehearsal verdict written in its Region (503 while that Region is down)
 
 pub use crate::world::fault::{FaultRequest, RegionRef};
 use crate::world::World;
@@ -75,6 +81,8 @@ pub fn router(lab: Arc<World>) -> Router {
         .route("/api/fault", post(fault))
         .route("/api/evacuate", post(evacuate))
         .route("/api/service", post(service))
+        .route("/api/rehearsal", get(rehearsal))
+        .route("/api/rehearsal/verdict", post(rehearsal_verdict))
         .route("/metrics", get(metrics))
         .with_state(lab)
 }
@@ -274,6 +282,35 @@ async fn service(State(lab): State<Arc<World>>, Json(request): Json<ServiceReque
             Json(lab.status()).into_response()
         }
         Err(message) => (StatusCode::BAD_REQUEST, message).into_response(),
+    }
+}
+
+async fn rehearsal(State(lab): State<Arc<World>>) -> Response {
+    match lab.rehearsal() {
+        Some(state) => Json(state).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            "this lab deploys no rehearsal pair (it needs endpoint checks, wsdr's composition and no front)",
+        )
+            .into_response(),
+    }
+}
+
+/// A rehearsal verdict to write.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RehearsalVerdict {
+    view: crate::world::rehearsal::View,
+    serve: bool,
+}
+
+async fn rehearsal_verdict(
+    State(lab): State<Arc<World>>,
+    Json(request): Json<RehearsalVerdict>,
+) -> Response {
+    match lab.write_rehearsal_verdict(request.view, request.serve) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(error) => (StatusCode::SERVICE_UNAVAILABLE, format!("{error:#}")).into_response(),
     }
 }
 

@@ -139,6 +139,9 @@ struct Decision {
     checks: HealthChecks,
     alarm_records: Records,
     endpoint_records: Option<Records>,
+    /// The rehearsal pair (template.yaml's `Rehearsal*`): the same checks on the health
+    /// functions' `/rehearsal/*` paths, the same SECONDARY check.
+    rehearsal_records: Option<Records>,
 }
 
 impl World {
@@ -523,10 +526,37 @@ impl World {
                 }
             },
         };
+        let rehearsal_records = match (&endpoint_records, self.config.health_front) {
+            (Some(records), HealthFront::Direct)
+                if self.config.composition == Composition::Wsdr =>
+            {
+                let outside = checks.add(spec(
+                    "RehearsalVerdictCheck",
+                    str_match(Secondary, "/rehearsal/primary"),
+                ))?;
+                let inside = checks.add(spec(
+                    "RehearsalSelfCheck",
+                    str_match(Primary, "/rehearsal/self"),
+                ))?;
+                let primary = checks.add(spec(
+                    "RehearsalPrimaryCheck",
+                    CheckKind::Calculated {
+                        children: vec![outside, inside],
+                        threshold: crate::world::route53::PRIMARY_VIEWS_NEEDED,
+                    },
+                ))?;
+                Some(Records {
+                    primary: Some(primary),
+                    secondary: records.secondary,
+                })
+            }
+            _ => None,
+        };
         Ok(Decision {
             checks,
             alarm_records,
             endpoint_records,
+            rehearsal_records,
         })
     }
 
@@ -553,7 +583,9 @@ impl World {
             checks,
             alarm_records,
             endpoint_records,
+            rehearsal_records,
         } = self.decision()?;
+        let rehearsal = self.rehearsal.clone();
         let checks = Arc::new(Mutex::new(checks));
         let endpoints = Arc::new(Endpoints {
             regions: self.regions.clone(),
@@ -623,6 +655,12 @@ impl World {
                     for (id, target) in targets {
                         let reply = endpoints.reply(&target, checker);
                         checks.record(id, checker, &reply);
+                    }
+                    // Each check's status as Route 53 reports it (`wsdr rehearse`'s
+                    // pre-flight), and the rehearsal pair's records.
+                    rehearsal.observe(&mut checks);
+                    if let Some(records) = rehearsal_records {
+                        rehearsal.set_records(records.health(&mut checks));
                     }
                     if let Some(records) = endpoint_records {
                         let health = records.health(&mut checks);

@@ -242,6 +242,15 @@ impl HealthChecks {
         &self.specs[id.0]
     }
 
+    /// Every endpoint check's name and health now (what `GetHealthCheckStatus` reports:
+    /// it answers for endpoint checks, not calculated ones).
+    pub fn endpoint_statuses(&mut self) -> Vec<(&'static str, bool)> {
+        let ids: Vec<CheckId> = self.endpoint_checks().map(|(id, _)| id).collect();
+        ids.into_iter()
+            .map(|id| (self.specs[id.0].name, self.healthy(id)))
+            .collect()
+    }
+
     /// Every endpoint check and where its requests go.
     pub fn endpoint_checks(&self) -> impl Iterator<Item = (CheckId, &Target)> + '_ {
         self.specs
