@@ -112,6 +112,7 @@ pub fn quotas(connect_rate: f64, post_latency: Duration, concurrency: usize) -> 
         stale_after_ms: wsdr_core::STALE_AFTER_MS,
         function_url: wsdr_lab::world::route53::UrlPermissions::BOTH,
         push: wsdr_core::PushSettings::default(),
+        push_jobs: wsdr_lab::world::push_jobs::PushJobQueue::Wsdr.settings(),
     }
 }
 

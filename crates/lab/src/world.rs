@@ -23,6 +23,7 @@ pub mod mrsc;
 pub mod orders;
 pub mod owner;
 pub mod prometheus;
+pub mod push_jobs;
 pub mod quota;
 pub mod region;
 pub mod region_id;
@@ -320,6 +321,7 @@ impl World {
             push: config.push,
             stale_after_ms: config.stale_after_ms,
             function_url: config.function_url,
+            push_jobs: config.push_jobs.settings(),
         };
         let clocks = PerRegion::from_fn(|_| RegionClock::new(clock));
         let service_time = config

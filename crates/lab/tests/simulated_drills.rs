@@ -265,3 +265,51 @@ async fn duplicated_and_lost_orders_move_everyone_once_on_wsdr_and_not_before() 
         lost.failed_checks
     );
 }
+
+/// The push herd: the primary down while the secondary's unreserved concurrency is taken for
+/// four minutes. wsdr's workers hold a reservation and run every job meanwhile; the queue
+/// before (unreserved workers, visibility 180 s, retention 300 s) has its jobs throttled, run
+/// three minutes late or deleted unseen before any dead-letter queue sees them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_push_herd_drill_passes_with_reserved_workers_and_loses_jobs_before() {
+    use wsdr_lab::runs::report::Check;
+    use wsdr_lab::world::push_jobs::PushJobQueue;
+    let run = |push_jobs| {
+        drill::run_simulated(DrillConfig {
+            lab: LabConfig {
+                push_jobs,
+                ..LabConfig::wsdr_defaults()
+            },
+            ..config(Scenario::PushHerd, Consistency::Eventual)
+        })
+    };
+    let wsdr = run(PushJobQueue::Wsdr).await.unwrap();
+    assert!(wsdr.passed(), "{:?}\n{}", wsdr.failed_checks, wsdr.table());
+    assert!(
+        wsdr.push_jobs.ran_while_exhausted > 0,
+        "{:?}",
+        wsdr.push_jobs
+    );
+    assert_eq!(wsdr.push_jobs.throttled_receives, 0);
+    let before = run(PushJobQueue::Before).await.unwrap();
+    let jobs = before.push_jobs;
+    assert!(jobs.expired > 0 && jobs.dead_lettered == 0, "{jobs:?}");
+    assert!(
+        before.failed_checks.iter().any(|c| *c
+            == Check::PushJobsLost {
+                dead_lettered: 0,
+                expired: jobs.expired
+            }
+            .to_string()),
+        "{:?}",
+        before.failed_checks
+    );
+    assert!(
+        before
+            .failed_checks
+            .iter()
+            .any(|c| c.starts_with("a throttled push job waited")),
+        "{:?}",
+        before.failed_checks
+    );
+}

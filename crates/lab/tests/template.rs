@@ -178,4 +178,26 @@ fn the_lab_models_the_templates_settings() {
         number(at(queue, &["RedrivePolicy", "maxReceiveCount"])),
         u64::from(wsdr_lab::world::orders::ORDER_MAX_RECEIVES)
     );
+    // The push jobs' queue and its workers' reservation (world/push_jobs.rs).
+    let jobs = at(&t, &["Resources", "PushJobs", "Properties"]);
+    let settings = wsdr_lab::world::push_jobs::PushJobQueue::Wsdr.settings();
+    assert_eq!(
+        number(at(jobs, &["VisibilityTimeout"])),
+        settings.visibility.as_secs()
+    );
+    assert_eq!(
+        number(at(jobs, &["MessageRetentionPeriod"])),
+        settings.retention.as_secs()
+    );
+    assert_eq!(
+        number(at(jobs, &["RedrivePolicy", "maxReceiveCount"])),
+        u64::from(settings.max_receives)
+    );
+    let workers = at(&t, &["Resources", "PushWorkerFunction", "Properties"]);
+    let reserved = format!("{:?}", at(workers, &["ReservedConcurrentExecutions"]));
+    assert_eq!(
+        settings.workers_reserved,
+        reserved.contains("PushWorkers"),
+        "the workers' reservation: {reserved}"
+    );
 }

@@ -104,6 +104,11 @@ pub struct Args {
     /// ran, unchecked, after a fixed wait; no sweep).
     #[arg(long, value_enum, default_value = "wsdr")]
     orders: wsdr_lab::world::config::OrderHandling,
+    /// The push jobs' queue and workers: `wsdr` (visibility 60 s, retention 1,200 s, workers
+    /// reserved) or `before` (visibility 180 s, retention 300 s, workers unreserved: what
+    /// the `push-herd` scenario fails on).
+    #[arg(long, value_enum, default_value = "wsdr")]
+    push_jobs: wsdr_lab::world::push_jobs::PushJobQueue,
     /// What the health functions' URLs grant: `both` (wsdr's: `lambda:InvokeFunctionUrl` and
     /// `lambda:InvokeFunction`) or `url-only` (what the earlier design granted its front:
     /// every request refused, 403).
@@ -147,6 +152,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         authorizer_secrets,
         health_front,
         orders,
+        push_jobs,
         function_url_permissions,
         composition,
     } = args;
@@ -174,6 +180,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         composition: composition.unwrap_or(settings.composition),
         health_front,
         orders,
+        push_jobs,
         function_url: function_url_permissions.into(),
         identity: wsdr_lab::world::identity::IdentityConfig {
             secrets: wsdr_lab::world::secrets::SecretReads {

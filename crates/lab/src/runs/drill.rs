@@ -179,6 +179,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         authorizer: authorizer_figures(&lab),
         pushes: push_figures(&lab),
         push_workers: push_worker_figures(&lab),
+        push_jobs: push_job_figures(&lab),
         failover_orders: lab.fast_config().map(|_| lab.order_stats()),
         timeline: timeline.entries(),
         judgement,
@@ -312,6 +313,15 @@ fn push_figures(lab: &World) -> wsdr_core::push::PushTotals {
     let mut sum = wsdr_core::push::PushTotals::default();
     for (_, region) in lab.regions() {
         sum.add(&region.push_totals());
+    }
+    sum
+}
+
+/// Both Regions' push job queues, summed (the longest wait: the longer of the two).
+fn push_job_figures(lab: &World) -> crate::world::push_jobs::PushJobStats {
+    let mut sum = crate::world::push_jobs::PushJobStats::default();
+    for (_, region) in lab.regions() {
+        sum.add(&region.push_job_stats());
     }
     sum
 }

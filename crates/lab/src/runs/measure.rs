@@ -49,6 +49,7 @@ pub struct DrillTrace {
     pub authorizer: crate::runs::report::AuthorizerFigures,
     pub pushes: wsdr_core::push::PushTotals,
     pub push_workers: crate::world::mapping::MappingStats,
+    pub push_jobs: crate::world::push_jobs::PushJobStats,
     pub timeline: Vec<Entry>,
     pub judgement: Judgement,
     /// Strong mode: the table's own order of accepted bids (amount, Region).
@@ -167,6 +168,7 @@ pub fn measure(trace: &DrillTrace) -> Report {
         authorizer: trace.authorizer.clone(),
         pushes: trace.pushes.clone(),
         push_workers: trace.push_workers,
+        push_jobs: trace.push_jobs,
         back_on_primary_ms: Percentiles::of(&lab_ms_of(
             users.back_on_primary_aws_ms.as_deref().unwrap_or_default(),
         )),

@@ -135,6 +135,11 @@ pub struct Report {
     /// cold starts, and how many ran at once (the mapping starts at five and scales up).
     #[serde(default)]
     pub push_workers: crate::world::mapping::MappingStats,
+    /// Both Regions' push job queues: receives Lambda throttled, jobs run late, dead-lettered
+    /// or expired unseen, the longest wait of a throttled job (AWS ms), and jobs reserved
+    /// workers ran while the Region's unreserved concurrency was exhausted.
+    #[serde(default)]
+    pub push_jobs: crate::world::push_jobs::PushJobStats,
     /// Every check the drill failed, in words (empty: PASS). The same list the console's
     /// verdict line prints.
     #[serde(default)]
@@ -366,6 +371,33 @@ impl Report {
             };
             fail_unless(failed, exercised, Check::OrdersNotExercised);
         }
+        // A push job that never runs is a watcher left to its heartbeat; one that waits past a
+        // visibility timeout of wsdr's queue is a stalled auction.
+        let jobs = &self.push_jobs;
+        fail_unless(
+            failed,
+            jobs.lost() == 0,
+            Check::PushJobsLost {
+                dead_lettered: jobs.dead_lettered,
+                expired: jobs.expired,
+            },
+        );
+        let bound_ms = crate::world::push_jobs::PUSH_JOB_VISIBILITY.as_millis() as u64;
+        fail_unless(
+            failed,
+            jobs.longest_wait_ms <= bound_ms,
+            Check::PushJobsStalled {
+                secs: jobs.longest_wait_ms / 1000,
+                bound: bound_ms / 1000,
+            },
+        );
+        if self.scenario == Scenario::PushHerd {
+            fail_unless(
+                failed,
+                jobs.throttled_receives + jobs.ran_while_exhausted > 0,
+                Check::PushHerdNotExercised,
+            );
+        }
         fail_unless(
             failed,
             self.lost_acknowledged_bids == 0,
@@ -533,6 +565,21 @@ impl Report {
                 self.push_workers.peak_concurrency
             ),
         ));
+        let jobs = &self.push_jobs;
+        if jobs.throttled_receives + jobs.ran_while_exhausted > 0 {
+            rows.push((
+                "push jobs (pool exhausted)",
+                format!(
+                    "{} ran by reserved workers, {} receives throttled, {} late (longest wait {} s AWS), {} dead-lettered, {} expired",
+                    jobs.ran_while_exhausted,
+                    jobs.throttled_receives,
+                    jobs.late_jobs,
+                    jobs.longest_wait_ms / 1000,
+                    jobs.dead_lettered,
+                    jobs.expired
+                ),
+            ));
+        }
         rows.push(("consistency", self.consistency.clone()));
         let p50_p99 = |p: &Percentiles, digits: usize| match (p.p50, p.p99) {
             (Some(p50), Some(p99)) => format!("p50 {p50:.digits$} ms, p99 {p99:.digits$} ms"),
@@ -1101,6 +1148,19 @@ pub enum Check {
     /// `orders-duplicated` delivered no order twice, or `orders-lost` lost none: the drill
     /// tested nothing.
     OrdersNotExercised,
+    /// Push jobs that never ran: dead-lettered, or deleted unseen past the retention.
+    PushJobsLost {
+        dead_lettered: u64,
+        expired: u64,
+    },
+    /// A throttled push job waited longer than a visibility timeout of wsdr's queue.
+    PushJobsStalled {
+        secs: u64,
+        bound: u64,
+    },
+    /// `push-herd` ran no push job while the secondary's pool was exhausted: the drill
+    /// tested nothing.
+    PushHerdNotExercised,
     AcknowledgedBidsLost {
         bids: usize,
     },
@@ -1197,6 +1257,21 @@ impl std::fmt::Display for Check {
             Check::OrdersNotExercised => write!(
                 f,
                 "no fail-over order was duplicated or lost: the drill tested nothing"
+            ),
+            Check::PushJobsLost {
+                dead_lettered,
+                expired,
+            } => write!(
+                f,
+                "push jobs never ran: {dead_lettered} dead-lettered, {expired} expired unseen"
+            ),
+            Check::PushJobsStalled { secs, bound } => write!(
+                f,
+                "a throttled push job waited {secs} s (bound {bound} s)"
+            ),
+            Check::PushHerdNotExercised => write!(
+                f,
+                "no push job ran or was throttled while the pool was exhausted: the drill tested nothing"
             ),
             Check::AcknowledgedBidsLost { bids } => write!(f, "{bids} acknowledged bids lost"),
             Check::DuplicateBids { bids } => write!(f, "{bids} duplicate bids"),

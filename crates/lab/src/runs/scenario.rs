@@ -97,6 +97,12 @@ pub enum Scenario {
     /// dropped after its retries). The evacuator's minute sweep must find the judge's change
     /// and move everyone anyway.
     OrdersLost,
+    /// The primary down, and its users a herd on the secondary whose unreserved concurrency
+    /// is taken for four minutes (the herd's handlers, the account's other functions): the
+    /// auction's pushes must keep flowing. wsdr's workers hold a reservation; workers without
+    /// one are throttled, their jobs wait out the visibility timeout and may expire unseen
+    /// (`--push-jobs before`).
+    PushHerd,
 }
 
 impl Scenario {
@@ -123,6 +129,7 @@ impl Scenario {
             Self::CachedServe => "cached-serve",
             Self::OrdersDuplicated => "orders-duplicated",
             Self::OrdersLost => "orders-lost",
+            Self::PushHerd => "push-herd",
         }
     }
 }
@@ -142,6 +149,18 @@ impl Scenario {
             Scenario::OrdersLost => Plan::new()
                 .inject(now, Fault::OrdersLost)
                 .inject(now, SLOW_PRIMARY),
+            Scenario::PushHerd => Plan::new()
+                .inject(now, Fault::Down(Primary))
+                .inject(
+                    now,
+                    Fault::ConcurrencyExhausted {
+                        region: Secondary,
+                        lasting: secs(240),
+                    },
+                )
+                // Past the retention of the queue before (300 s) after the exhaustion ends:
+                // every job it throttled has run, expired or been dead-lettered by then.
+                .lasting(secs(420)),
             Scenario::Throttle | Scenario::Failback | Scenario::CachedServe => {
                 Plan::new().inject(now, Fault::Throttle(Primary))
             }

@@ -80,6 +80,9 @@ pub struct LabConfig {
     /// How each Region's pusher conflates, shards and budgets its pushes (AWS units;
     /// `template.yaml`'s `Push*` parameters).
     pub push: wsdr_core::PushSettings,
+    /// The push jobs' queue and whether its workers hold a reservation (template.yaml's
+    /// `PushJobs` and `PushWorkerFunction`; `before` for comparison).
+    pub push_jobs: crate::world::push_jobs::PushJobQueue,
 }
 
 impl Default for LabConfig {
@@ -118,6 +121,7 @@ impl Default for LabConfig {
             health_front: HealthFront::Direct,
             function_url: crate::world::route53::UrlPermissions::BOTH,
             push: wsdr_core::PushSettings::default(),
+            push_jobs: crate::world::push_jobs::PushJobQueue::Wsdr,
         }
     }
 }

@@ -24,7 +24,8 @@
 //!   (percent), `disconnect-dropped`, `skew` (ms, may be negative), `one-way` (from),
 //!   `sticky-dns` (ms: how long answers are kept), `slow` (ms), `isolate`, `connect-quota`
 //!   (percent of the quota left), `watcher-silent` (ms), `inter-region-partition`,
-//!   `health-flood` (percent refused), `orders-duplicated` (copies), `orders-lost`, `heal`
+//!   `health-flood` (percent refused), `orders-duplicated` (copies), `orders-lost`,
+//!   `concurrency-exhausted` (ms, 0: until heal), `heal`
 //!   (docs/LAB.md)
 //! - `GET  /api/rehearsal` -> the rehearsal pair's state (`wsdr rehearse`): the test name's
 //!   answer from its own resolver, its records' health, and every endpoint check's status by

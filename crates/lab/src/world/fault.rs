@@ -77,6 +77,10 @@ pub enum FaultKind {
     /// Every fail-over order lost before the queue (a stream batch dropped after its
     /// retries).
     OrdersLost,
+    /// The Region's unreserved concurrency taken (a herd's handlers, the account's other
+    /// functions) for --ms (0: until heal): functions without a reservation are throttled
+    /// (the lab runs its push workers through it).
+    ConcurrencyExhausted,
     /// End every fault.
     Heal,
 }
@@ -116,6 +120,7 @@ impl FaultKind {
             Self::ReconnectHerd => "reconnect-herd",
             Self::OrdersDuplicated => "orders-duplicated",
             Self::OrdersLost => "orders-lost",
+            Self::ConcurrencyExhausted => "concurrency-exhausted",
             Self::Heal => "heal",
         }
     }
@@ -197,6 +202,13 @@ pub enum Fault {
     /// Every fail-over order lost before the queue: only the evacuator's minute sweep finds
     /// the judge's change.
     OrdersLost,
+    /// The Region's unreserved concurrency taken for this long (zero: until heal): every
+    /// invocation of a function without a reservation is throttled, the push workers' among
+    /// them unless they hold one.
+    ConcurrencyExhausted {
+        region: RegionId,
+        lasting: AwsDuration,
+    },
     /// Everything back to normal (a Region that never returns stays gone).
     Heal,
 }
@@ -226,6 +238,7 @@ impl Fault {
             Fault::ReconnectHerd { .. } => FaultKind::ReconnectHerd,
             Fault::OrdersDuplicated { .. } => FaultKind::OrdersDuplicated,
             Fault::OrdersLost => FaultKind::OrdersLost,
+            Fault::ConcurrencyExhausted { .. } => FaultKind::ConcurrencyExhausted,
             Fault::Heal => FaultKind::Heal,
         }
     }
@@ -296,6 +309,15 @@ impl Fault {
                 format!("every fail-over order delivered {copies} times")
             }
             Fault::OrdersLost => "every fail-over order lost before the queue".into(),
+            Fault::ConcurrencyExhausted { region, lasting } => format!(
+                "{}: the account's unreserved concurrency exhausted{} (functions without a reservation throttled)",
+                names[region],
+                if lasting == AwsDuration::ZERO {
+                    String::new()
+                } else {
+                    format!(" for {} s (AWS)", lasting.as_secs())
+                }
+            ),
             Fault::Heal => "all faults healed".into(),
         }
     }
@@ -350,7 +372,8 @@ pub struct FaultRequest {
     pub kind: String,
     #[serde(default)]
     pub region: RegionRef,
-    /// AWS milliseconds (`lag`, `skew` (signed), `sticky-dns`, `slow`, `watcher-silent`).
+    /// AWS milliseconds (`lag`, `skew` (signed), `sticky-dns`, `slow`, `watcher-silent`,
+    /// `concurrency-exhausted` (0: until heal)).
     #[serde(default)]
     pub ms: i64,
     /// `ack-lost`, `store-throttle`, `connections-throttle`: share affected, 0 to 100
@@ -452,6 +475,10 @@ impl FaultRequest {
                 },
             },
             FaultKind::OrdersLost => Fault::OrdersLost,
+            FaultKind::ConcurrencyExhausted => Fault::ConcurrencyExhausted {
+                region,
+                lasting: non_negative()?,
+            },
             FaultKind::Heal => Fault::Heal,
         })
     }

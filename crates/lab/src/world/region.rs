@@ -77,6 +77,8 @@ pub struct Quotas {
     pub function_url: crate::world::route53::UrlPermissions,
     /// How the Region's pusher conflates, shards and budgets pushes (AWS units).
     pub push: wsdr_core::PushSettings,
+    /// The push jobs' queue (visibility, retention, receives) and the workers' reservation.
+    pub push_jobs: crate::world::push_jobs::QueueSettings,
 }
 
 /// Faults that can be injected into a Region ([`Region::inject`]).
@@ -173,6 +175,9 @@ pub struct Region {
     push_queue: Arc<wsdr_core::push::LocalPushQueue>,
     /// The queue's event source mapping: how many workers run at once, and their cold starts.
     push_mapping: Arc<crate::world::mapping::QueueMapping>,
+    /// The queue's redelivery, retention and dead letters for throttled jobs
+    /// (`concurrency-exhausted`).
+    push_jobs: Arc<crate::world::push_jobs::JobQueue>,
     /// Its role in the deployment.
     pub id: RegionId,
     pub name: String,
@@ -253,6 +258,11 @@ impl Region {
         self.app.pusher().totals()
     }
 
+    /// What the push job queue did with throttled jobs: late, dead-lettered, expired.
+    pub fn push_job_stats(&self) -> crate::world::push_jobs::PushJobStats {
+        self.push_jobs.stats()
+    }
+
     /// What the push workers' event source mapping did: invocations, cold starts, how many
     /// ran at once.
     pub fn push_worker_stats(&self) -> crate::world::mapping::MappingStats {
@@ -303,10 +313,18 @@ impl Region {
         for _ in 0..self.quotas.push.workers.max(1) {
             let (app, queue) = (self.app.clone(), self.push_queue.clone());
             let mapping = self.push_mapping.clone();
+            let jobs = self.push_jobs.clone();
+            let owner = self.owner.clone();
             let pause = crate::world::scale::ScaledPause(self.scale);
             self.owner.spawn(async move {
                 loop {
                     let work = queue.next().await;
+                    if jobs.receive() == crate::world::push_jobs::Receive::Throttled {
+                        // Lambda throttled the invocation: the message waits out its
+                        // visibility timeout on the queue; the poller takes the next one.
+                        owner.spawn(jobs.clone().redeliver(work, queue.clone()));
+                        continue;
+                    }
                     let invocation = mapping.invoke().await;
                     let failed = app.pusher().run(&work).await.is_err();
                     drop(invocation);
@@ -411,6 +429,11 @@ impl Region {
             push_clock.clone(),
             Arc::new(crate::world::scale::ScaledPause(scale)),
         );
+        let push_jobs = Arc::new(crate::world::push_jobs::JobQueue::new(
+            quotas.push_jobs,
+            push_clock.clone(),
+            Arc::new(crate::world::scale::ScaledPause(scale)),
+        ));
         let pusher = wsdr_core::push::Pusher::queued(
             service.clone(),
             quotas.push,
@@ -427,6 +450,7 @@ impl Region {
             stream,
             push_queue,
             push_mapping,
+            push_jobs,
             id,
             name: name.to_owned(),
             api_id: format!("lab{}", name.replace('-', "")),
@@ -553,8 +577,12 @@ impl Region {
                     (self.quotas.connect_burst * share).max(1.0),
                 );
             }
+            Fault::ConcurrencyExhausted { region, lasting } if here(region) => {
+                self.push_jobs.exhaust(lasting);
+            }
             Fault::Heal => {
                 self.faults.heal();
+                self.push_jobs.heal();
                 self.clock.reset();
                 self.set_connect_rate(self.quotas.connect_rate, self.quotas.connect_burst);
             }
