@@ -42,6 +42,16 @@ for lambda in ws-handler authorizer canary evacuator health; do
   forbid "$lambda" '^wsdr-core feature "memory"' "the in-memory adapters are for tests and the lab"
   forbid "$lambda" '^wsdr-lab ' "the lab is not deployed"
 done
-[ "$status" -eq 0 ] && echo "crate rules: the domain links no AWS crate, the client neither domain nor AWS, the authorizer no SDK, no Lambda the fakes or the lab"
+# Inside wsdr-core, the DR machinery (the push path, verdicts, evacuation, fail-over orders,
+# fan-out) never names the auction's service: the service builds on the machinery, not the
+# other way round (the push path asks a PushSource).
+machinery='crates/core/src/push crates/core/src/verdict.rs crates/core/src/evacuate.rs crates/core/src/failover_order.rs crates/core/src/fanout.rs'
+# shellcheck disable=SC2086
+if found="$(grep -rnE 'crate::service|AuctionService' $machinery)"; then
+  echo "wsdr-core's machinery names the auction's service:"
+  sed 's/^/  /' <<<"$found"
+  status=1
+fi
+[ "$status" -eq 0 ] && echo "crate rules: the domain links no AWS crate, the client neither domain nor AWS, the authorizer no SDK, no Lambda the fakes or the lab, the machinery never the service"
 scripts/check-lambda-deps.sh || status=1
 exit $status

@@ -981,3 +981,14 @@ fn settled_view(bid_id: &BidId, copies: &[BidRecord]) -> SettledBidView {
         copies: held,
     }
 }
+
+#[async_trait::async_trait]
+impl crate::push::PushSource for AuctionService {
+    async fn push_frame(&self, auction: &AuctionId) -> Result<String> {
+        AuctionService::push_frame(self, auction).await
+    }
+
+    fn push_worker(&self, settings: crate::push::PushSettings) -> crate::push::PushWorker {
+        AuctionService::push_worker(self, settings)
+    }
+}

@@ -26,7 +26,6 @@
 use crate::fanout::{broadcast, FanoutConfig, FanoutReport};
 use crate::model::ConnectionId;
 use crate::ports::{Clock, Connections, Notifier, Pause};
-use crate::service::AuctionService;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -43,6 +42,18 @@ pub use lease::{
 };
 pub use pusher::{start_delay, PushPorts, Pusher, DRAIN_ROUNDS, DRAIN_WAIT_LIMIT};
 pub use queue::{LocalPushQueue, PushQueue, PushWork, START_DELAY_LIMIT};
+
+/// What the push path needs from the service it pushes for: the newest frame of an auction,
+/// and the registry, notifier and fan-out settings its posts go through. The service
+/// implements it; the push path never names the service, so the two build in one direction
+/// (the service may build a push worker; the push path asks only this).
+#[async_trait::async_trait]
+pub trait PushSource: Send + Sync + 'static {
+    /// The frame a push posts for `auction`: its newest merged state.
+    async fn push_frame(&self, auction: &AuctionId) -> crate::Result<String>;
+    /// A worker posting through the service's registry and notifier.
+    fn push_worker(&self, settings: PushSettings) -> PushWorker;
+}
 
 /// Shards of one auction's subscriptions. A constant of the data model: a subscription's shard
 /// is written with it, and readers must agree on the count.
@@ -175,7 +186,7 @@ pub struct PushWorker {
 /// The newest `bidUpdate` frame of each auction, read at most once per `max_age`: a chunk
 /// posted late in a long push carries the state of its own moment, not its push's start.
 pub struct FrameSource {
-    service: AuctionService,
+    service: Arc<dyn PushSource>,
     clock: Arc<dyn Clock>,
     max_age_ms: u64,
     cache: Mutex<HashMap<AuctionId, (Arc<str>, u64)>>,
@@ -190,7 +201,12 @@ impl std::fmt::Debug for FrameSource {
 }
 
 impl FrameSource {
-    pub fn new(service: AuctionService, clock: Arc<dyn Clock>, max_age: Duration) -> Self {
+    pub fn new(service: impl PushSource, clock: Arc<dyn Clock>, max_age: Duration) -> Self {
+        Self::shared(Arc::new(service), clock, max_age)
+    }
+
+    /// [`FrameSource::new`] on a source the caller shares.
+    pub fn shared(service: Arc<dyn PushSource>, clock: Arc<dyn Clock>, max_age: Duration) -> Self {
         Self {
             service,
             clock,

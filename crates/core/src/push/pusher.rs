@@ -10,11 +10,10 @@
 
 use super::{
     locked, Begin, FrameSource, InProcessLeases, JobOutcome, LocalPushQueue, Pacer, PushJob,
-    PushLeases, PushQueue, PushSettings, PushTotals, PushWork, PushWorker, Widening,
+    PushLeases, PushQueue, PushSettings, PushSource, PushTotals, PushWork, PushWorker, Widening,
     START_DELAY_LIMIT,
 };
 use crate::ports::{Clock, Pause};
-use crate::service::AuctionService;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -51,7 +50,7 @@ impl std::fmt::Debug for PushPorts {
 
 /// A Region's pusher (see the module's documentation).
 pub struct Pusher {
-    service: AuctionService,
+    service: Arc<dyn PushSource>,
     worker: PushWorker,
     /// The pusher's time (AWS ms: the lab's scaled clock, the system's in Lambda).
     clock: Arc<dyn Clock>,
@@ -77,7 +76,7 @@ impl Pusher {
     /// most `workers` tasks sharing the whole budget. `pause` paces the posts (the lab's
     /// scaled sleep, or tokio's).
     pub fn new(
-        service: AuctionService,
+        service: impl PushSource,
         settings: PushSettings,
         clock: Arc<dyn Clock>,
         pause: Arc<dyn Pause>,
@@ -100,12 +99,13 @@ impl Pusher {
 
     /// A pusher on shared leases and a queue that other workers consume.
     pub fn queued(
-        service: AuctionService,
+        service: impl PushSource,
         settings: PushSettings,
         clock: Arc<dyn Clock>,
         pause: Arc<dyn Pause>,
         ports: PushPorts,
     ) -> Self {
+        let service: Arc<dyn PushSource> = Arc::new(service);
         let mut worker = service.push_worker(settings);
         worker.pacer = Arc::new(Pacer::new(
             ports.posts_per_second,
@@ -114,7 +114,7 @@ impl Pusher {
         ));
         // Each chunk posts the newest state of its moment (read at most once per window): a
         // bid committed during a long push reaches every watcher still ahead in it.
-        worker.frames = Some(Arc::new(FrameSource::new(
+        worker.frames = Some(Arc::new(FrameSource::shared(
             service.clone(),
             clock.clone(),
             settings.window,
