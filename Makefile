@@ -6,36 +6,39 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: lambda-host-build lab evacuate restore check-concurrency smoke rehearse package-check npm-package-check deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
+.PHONY: release-check lambda-host-build lab evacuate restore check-concurrency smoke rehearse package-check npm-package-check deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
 .PHONY: all test test-steps unit fmt fmt-check lint clippy clippy-lean template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
 all: test
 
 ## test: formatting, lints, every test (with DynamoDB Local started and stopped around them)
-TEST_STEPS := fmt-check clippy-lean deps-check template-lint unit invoke-local lambda-host-build js-test npm-package-check browser-test package-check chaos-short
+TEST_STEPS := fmt-check clippy-lean deps-check template-lint unit invoke-local js-test npm-package-check browser-test chaos-short
+## release-check: what the release workflow checks before it builds and publishes, and not
+## `make test` (each is a build of its own, in its own target directory: together about a
+## third of a fresh clone's CPU): cargo-lambda's host build and layout (lambda-host-build) and
+## the client crates packaged and built from their packages (package-check)
+release-check: lambda-host-build package-check
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-steps WSDR_TEST_LANES=1
 test-steps: $(TEST_STEPS)
 
 # Two lanes, one per core of a 2-core machine: the test build and what reuses it (the unit
-# tests, the lean lab's clippy pass, the browser test, the campaigns) in one, every other step
-# in the other, in the order below. Alone, each step is much of the time waiting (on pip and
+# tests, the browser test, the campaigns) in one, every other step (the lean lab's clippy
+# pass last, in its own target directory) in the other, in the order below. Alone, each step is much of the time waiting (on pip and
 # npm, on DynamoDB Local, on one test binary at a time, on a single-threaded linter), and the
 # other lane's compiler takes that time. Each step still runs as it does alone; the installers
 # they share take a lock (scripts/install-lock.sh). Output is grouped by recipe line (make
 # prints a command's output when it ends); a failure names its step.
 ifdef WSDR_TEST_LANES
-clippy-lean: | unit
-browser-test: | clippy-lean
+browser-test: | unit
 chaos-short: | browser-test
 deps-check: | fmt-check
 template-lint: | deps-check
 js-test: | template-lint
 npm-package-check: | js-test
-lambda-host-build: | npm-package-check
-package-check: | lambda-host-build
-invoke-local: | package-check unit
+clippy-lean: | npm-package-check
+invoke-local: | clippy-lean unit
 # Without the jobserver in their environment, cargo and the tests size their own parallelism
 # to the machine, as they do alone; the lanes only decide what runs beside what.
 unexport MAKEFLAGS MFLAGS
@@ -53,11 +56,9 @@ test-steps: export RUSTC_WORKSPACE_WRAPPER := $(CLIPPY_DRIVER)
 test-steps: export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 # A fresh clone's build has nothing to reuse: incremental compilation only writes its state.
 test-steps: export CARGO_INCREMENTAL := 0
-# The host cargo-lambda build of one function (the authorizer: the one without an AWS SDK
-# client, so the smallest build): the check is of cargo-lambda's build and layout, the same
-# for every function; the five functions' binaries start in invoke-local, from the test build.
-# `make lambda-host-build` alone builds all five.
-test-steps: export LAMBDA_HOST_FUNCTIONS := authorizer
+# No line tables either: nobody debugs this build, and a failing assertion names its file and
+# line without them (the panic location is compiled in).
+test-steps: export CARGO_PROFILE_DEV_DEBUG := false
 
 # The lab binary (target/debug/wsdr) the browser test and chaos-short run. Alone, each builds
 # just that binary. Under `make test` the unit step has built it already, with the test
@@ -70,12 +71,6 @@ test-steps: WSDR_BIN_BUILD = $(CARGO) test --workspace --all-targets --no-run --
 # `--only-lambda-apis`), instead of `cargo run` building them again without dev-dependency
 # features: about five minutes of a fresh clone's make test.
 test-steps: export WSDR_LAMBDA_PREBUILT := 1
-# The client's native-roots unit tests (package-check), on the test build's resolution: the
-# whole workspace with one feature more, so that only the crates above wsdr-client compile
-# again (alone, `-p wsdr-client` resolves features for one crate and rebuilds tokio and what
-# sits on it).
-NATIVE_ROOTS_TEST = $(CARGO) test --quiet -p wsdr-client --features native-roots --lib
-test-steps: NATIVE_ROOTS_TEST = $(CARGO) test --quiet --workspace --lib --features wsdr-client/native-roots
 
 ## unit: every Rust test (DynamoDB Local around them), then the rustdoc examples (on the same
 ## build: `-p` would resolve features for one crate and rebuild its dependencies)
@@ -88,6 +83,8 @@ unit:
 ## a local registry of the three); a scratch app written from the client's README builds on
 ## them outside the workspace; the client's rustdoc examples run in `unit`
 PACKAGE_TARGET := target/package-check
+# The client's native-roots unit tests.
+NATIVE_ROOTS_TEST = $(CARGO) test --quiet -p wsdr-client --features native-roots --lib
 package-check:
 	@for crate in wsdr-protocol wsdr-net wsdr-client; do \
 	  files="$$($(CARGO) package --list --allow-dirty -p $$crate 2>/dev/null)"; \
@@ -129,14 +126,14 @@ browser-test:
 	$(WSDR_BIN_BUILD)
 	cd tests/browser && node --test
 
-## chaos-short: 100 simulated failover runs on the eventual table and 60 on the strong one,
+## chaos-short: 50 simulated failover runs on the eventual table and 30 on the strong one,
 ## every history checked; each run is a deterministic simulation (a function of its seed:
 ## a violation prints `wsdr chaos --replay SEED ...`, which reruns it exactly)
 CHAOS_SEED ?= 1
 chaos-short:
 	$(WSDR_BIN_BUILD)
-	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 100 --report target/wsdr/chaos-short.json
-	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 60 --consistency strong --report target/wsdr/chaos-short-strong.json
+	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 50 --report target/wsdr/chaos-short.json
+	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 30 --consistency strong --report target/wsdr/chaos-short-strong.json
 
 ## chaos: the long campaign, simulated (10,000 runs eventual and 5,000 strong on wsdr's
 ## timers, then 2,000 eventual on the reference design's; figures in docs/RELIABILITY.md)
@@ -202,7 +199,7 @@ invoke-local:
 	bin="$$(scripts/python-tools.sh)"; lambda="$$(scripts/cargo-lambda.sh)"; \
 	  PATH="$$lambda:$$PATH" scripts/with-dynamodb-local.sh "$$bin/python" scripts/invoke_local.py
 
-## lambda-host-build: `cargo lambda build --release` of the five functions (make test: the authorizer) for this machine
+## lambda-host-build: `cargo lambda build --release` of the five functions (LAMBDA_HOST_FUNCTIONS: some) for this machine
 ## (x86_64), checked: cargo-lambda's bootstrap layout, each an ELF that stops at once outside
 ## Lambda saying why (scripts/lambda-host-build.sh; arm64 is the release workflow's)
 lambda-host-build:

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 lambda="$(scripts/cargo-lambda.sh)"
 out="$PWD/target/lambda-host"
 all=(ws-handler authorizer canary evacuator health)
-# LAMBDA_HOST_FUNCTIONS (space-separated) builds some of them (make test: the authorizer).
+# LAMBDA_HOST_FUNCTIONS (space-separated) builds some of them (the release workflow: all five).
 read -r -a functions <<<"${LAMBDA_HOST_FUNCTIONS:-${all[*]}}"
 for fn in "${functions[@]}"; do
   [[ " ${all[*]} " == *" $fn "* ]] || { echo "unknown function $fn (one of: ${all[*]})"; exit 2; }
