@@ -6,39 +6,41 @@ SHELL := /bin/bash
 CARGO ?= cargo
 TOOLS := $(CURDIR)/.tools
 
-.PHONY: release-check lambda-host-build lab evacuate restore check-concurrency smoke rehearse package-check npm-package-check deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
-.PHONY: all test test-steps unit fmt fmt-check lint clippy clippy-lean template-lint sam-validate demo bench clean \
+.PHONY: mutants mutants-diff mutants-web release-check lambda-host-build lab evacuate restore check-concurrency smoke rehearse package-check npm-package-check deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
+.PHONY: all test test-steps test-build unit fmt fmt-check lint clippy clippy-lean template-lint sam-validate demo bench clean \
 	package deploy-primary deploy-secondary destroy
 
 all: test
 
 ## test: formatting, lints, every test (with DynamoDB Local started and stopped around them)
-TEST_STEPS := fmt-check clippy-lean deps-check template-lint unit invoke-local js-test npm-package-check browser-test chaos-short
+TEST_STEPS := fmt-check deps-check template-lint test-build unit invoke-local js-test npm-package-check browser-test chaos-short
 ## release-check: what the release workflow checks before it builds and publishes, and not
 ## `make test` (each is a build of its own, in its own target directory: together about a
-## third of a fresh clone's CPU): cargo-lambda's host build and layout (lambda-host-build) and
-## the client crates packaged and built from their packages (package-check)
-release-check: lambda-host-build package-check
+## third of a fresh clone's CPU): cargo-lambda's host build and layout (lambda-host-build), the
+## client crates packaged and built from their packages (package-check), and the lean lab that
+## `make demo` builds, linted (clippy-lean)
+release-check: lambda-host-build package-check clippy-lean
 test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-steps WSDR_TEST_LANES=1
 test-steps: $(TEST_STEPS)
 
-# Two lanes, one per core of a 2-core machine: the test build and what reuses it (the unit
-# tests, the browser test, the campaigns) in one, every other step (the lean lab's clippy
-# pass last, in its own target directory) in the other, in the order below. Alone, each step is much of the time waiting (on pip and
+# Two lanes, one per core of a 2-core machine: the test build and the unit tests in one; the
+# linters and package checks, then what reuses the test build (the browser test, the short
+# campaigns, the functions started locally) in the other, in the order below: the campaigns'
+# CPU meets the unit tests' waits instead of the compiler. Alone, each step is much of the time waiting (on pip and
 # npm, on DynamoDB Local, on one test binary at a time, on a single-threaded linter), and the
 # other lane's compiler takes that time. Each step still runs as it does alone; the installers
 # they share take a lock (scripts/install-lock.sh). Output is grouped by recipe line (make
 # prints a command's output when it ends); a failure names its step.
 ifdef WSDR_TEST_LANES
-browser-test: | unit
-chaos-short: | browser-test
+unit: | test-build
 deps-check: | fmt-check
 template-lint: | deps-check
 js-test: | template-lint
 npm-package-check: | js-test
-clippy-lean: | npm-package-check
-invoke-local: | clippy-lean unit
+chaos-short: | npm-package-check test-build
+browser-test: | chaos-short
+invoke-local: | browser-test unit
 # Without the jobserver in their environment, cargo and the tests size their own parallelism
 # to the machine, as they do alone; the lanes only decide what runs beside what.
 unexport MAKEFLAGS MFLAGS
@@ -71,6 +73,10 @@ test-steps: WSDR_BIN_BUILD = $(CARGO) test --workspace --all-targets --no-run --
 # `--only-lambda-apis`), instead of `cargo run` building them again without dev-dependency
 # features: about five minutes of a fresh clone's make test.
 test-steps: export WSDR_LAMBDA_PREBUILT := 1
+
+## test-build: the workspace's tests, built (and, under make test, linted) without running
+test-build:
+	$(CARGO) test --workspace --all-targets --no-run --quiet
 
 ## unit: every Rust test (DynamoDB Local around them), then the rustdoc examples (on the same
 ## build: `-p` would resolve features for one crate and rebuild its dependencies)
@@ -126,14 +132,30 @@ browser-test:
 	$(WSDR_BIN_BUILD)
 	cd tests/browser && node --test
 
-## chaos-short: 50 simulated failover runs on the eventual table and 30 on the strong one,
+## chaos-short: 40 simulated failover runs on the eventual table and 20 on the strong one,
 ## every history checked; each run is a deterministic simulation (a function of its seed:
 ## a violation prints `wsdr chaos --replay SEED ...`, which reruns it exactly)
 CHAOS_SEED ?= 1
 chaos-short:
 	$(WSDR_BIN_BUILD)
-	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 50 --report target/wsdr/chaos-short.json
-	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 30 --consistency strong --report target/wsdr/chaos-short-strong.json
+	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 40 --report target/wsdr/chaos-short.json
+	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 20 --consistency strong --report target/wsdr/chaos-short-strong.json
+
+## mutants: every cargo-mutants mutant of the product crates, crate by crate, in a worktree of
+## HEAD with DynamoDB Local and the SQS peer around it (long; CRATES="wsdr-core ..." for some,
+## SHARD=k/n for one shard of each); results in target/mutants-runs/, docs/RELIABILITY.md
+mutants:
+	scripts/mutants.sh $(CRATES)
+
+## mutants-diff: only the mutants on lines changed since BASE (default origin/main, else
+## HEAD~1) and on uncommitted ones: run it on your change
+mutants-diff:
+	scripts/mutants.sh --in-diff $(BASE)
+
+## mutants-web: Stryker over the browser client and the React hook with the node tests
+## (results in target/mutants-runs/web/)
+mutants-web:
+	scripts/mutants-web.sh
 
 ## chaos: the long campaign, simulated (10,000 runs eventual and 5,000 strong on wsdr's
 ## timers, then 2,000 eventual on the reference design's; figures in docs/RELIABILITY.md)

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Stryker over the browser client (web/wsdr-client.js and the React hook, web/react.js) with
+# node's own test runner (`node --test test/`, as `make js-test`), in web/ of a git worktree
+# of HEAD with the checkout's uncommitted changes (target/mutants-runs/tree): Stryker mutates
+# in place there, never in the checkout. Stryker is pinned in tests/stryker (npm ci on first
+# use). Results: target/mutants-runs/web/mutation.json and the clear-text table.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+tools="$root/tests/stryker"
+. "$root/scripts/install-lock.sh"
+install_lock stryker
+[ -x "$tools/node_modules/.bin/stryker" ] || (cd "$tools" && npm ci --no-audit --no-fund --silent)
+install_unlock
+work="$root/target/mutants-runs"
+tree="$work/tree"
+mkdir -p "$work/web"
+if [ -e "$tree/.git" ]; then
+  git -C "$tree" reset --quiet --hard
+  git -C "$tree" clean --quiet -fd
+  git -C "$tree" checkout --quiet --detach "$(git -C "$root" rev-parse HEAD)"
+else
+  rm -rf "$tree"
+  git -C "$root" worktree prune
+  git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
+fi
+git -C "$root" diff HEAD | { git -C "$tree" apply --allow-empty 2>/dev/null || true; }
+cd "$tree/web"
+exec "$tools/node_modules/.bin/stryker" run "$tools/stryker.config.json" "$@"

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Mechanical mutation testing of the product crates with cargo-mutants (every mutant of its
+# kinds, none picked by hand; the hand-written cross-component mutants are
+# scripts/mutation-run.sh's). Runs in a git worktree of HEAD (target/mutants-runs/tree, its own
+# target directory kept between runs, so a mutant rebuilds only its crate), with DynamoDB
+# Local and the local SQS peer around it as `make test` has them; never touches the checkout.
+#
+#   scripts/mutants.sh [crate ...]            every mutant of each crate (default: all of them)
+#   scripts/mutants.sh --in-diff [BASE]       only mutants on lines changed since BASE
+#                                             (default: origin/main, else HEAD~1), and the
+#                                             checkout's uncommitted changes: a contributor's
+#                                             run on their change
+#   SHARD=k/n scripts/mutants.sh crate        one shard of a crate (cargo-mutants --shard)
+#
+# Results: target/mutants-runs/<name>/mutants.out (outcomes.json, caught.txt, missed.txt,
+# unviable.txt, timeout.txt) and a summary line per run. Exit 1 when a mutant is missed or
+# timed out. Mutants judged equivalent are listed, each with its reason, in
+# .cargo/mutants.toml (exclude_re), never by file or function.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+product=(wsdr-protocol wsdr-core wsdr-aws wsdr-secrets authorizer canary health evacuator ws-handler wsdr-client)
+work="$root/target/mutants-runs"
+tree="$work/tree"
+mkdir -p "$work"
+bin="$("$root/scripts/cargo-mutants.sh")"
+export PATH="$bin:$PATH"
+# The worktree's build is its own (no clippy wrapper: a lint is not a test).
+unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
+export CARGO_TARGET_DIR="$work/target" CARGO_PROFILE_DEV_DEBUG=false
+
+in_diff=""
+if [ "${1:-}" = "--in-diff" ]; then
+  base="${2:-}"
+  if [ -z "$base" ]; then
+    base="$(git -C "$root" rev-parse --verify --quiet origin/main || git -C "$root" rev-parse HEAD~1)"
+  fi
+  in_diff="$work/in-diff.patch"
+  # Committed since BASE and not yet committed, product sources only.
+  git -C "$root" diff "$base" -- 'crates/*/src/*' >"$in_diff"
+  set -- "${product[@]}"
+  if [ ! -s "$in_diff" ]; then
+    echo "mutants: no product source changed since $base"
+    exit 0
+  fi
+fi
+crates=("$@")
+[ ${#crates[@]} -gt 0 ] || crates=("${product[@]}")
+
+# A worktree of HEAD, with the checkout's uncommitted changes to tracked files on top (so
+# that --in-diff's lines exist in it).
+if [ -e "$tree/.git" ]; then
+  git -C "$tree" reset --quiet --hard
+  git -C "$tree" clean --quiet -fd
+  git -C "$tree" checkout --quiet --detach "$(git -C "$root" rev-parse HEAD)"
+else
+  rm -rf "$tree"
+  git -C "$root" worktree prune
+  git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
+fi
+git -C "$root" diff HEAD | { git -C "$tree" apply --allow-empty 2>/dev/null || true; }
+
+status=0
+run() {
+  local name="$1"; shift
+  local out="$work/$name"
+  rm -rf "$out"; mkdir -p "$out"
+  set +e
+  (cd "$tree" && "$root/scripts/with-dynamodb-local.sh" cargo mutants --in-place --no-shuffle \
+    --output "$out" "$@")
+  local rc=$?
+  set -e
+  # cargo-mutants: 0 all caught, 2 missed, 3 timeouts, 4 the baseline failed.
+  [ "$rc" -eq 0 ] || status=1
+  python3 - "$out/mutants.out/outcomes.json" "$name" <<'PY'
+import json, sys
+path, name = sys.argv[1], sys.argv[2]
+try:
+    data = json.load(open(path))
+except OSError:
+    print(f"mutants {name}: no outcomes (the baseline failed?)"); sys.exit(0)
+count = {}
+for o in data.get("outcomes", []):
+    if o.get("scenario") == "Baseline":
+        continue
+    s = o.get("summary", "?")
+    count[s] = count.get(s, 0) + 1
+caught = count.get("CaughtMutant", 0); missed = count.get("MissedMutant", 0)
+unviable = count.get("Unviable", 0); timeout = count.get("Timeout", 0)
+viable = caught + missed + timeout
+score = f"{100.0 * caught / viable:.1f}%" if viable else "-"
+print(f"mutants {name}: {caught + missed + unviable + timeout} generated, {caught} caught, "
+      f"{missed} missed, {unviable} unviable, {timeout} timed out; score {score}")
+PY
+}
+
+if [ -n "$in_diff" ]; then
+  args=()
+  for c in "${crates[@]}"; do args+=(--package "$c"); done
+  run in-diff --in-diff "$in_diff" "${args[@]}"
+else
+  for c in "${crates[@]}"; do
+    shard=()
+    [ -z "${SHARD:-}" ] || shard=(--shard "$SHARD")
+    run "$c${SHARD:+-${SHARD//\//-of-}}" --package "$c" "${shard[@]}"
+  done
+fi
+exit "$status"
