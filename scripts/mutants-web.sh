@@ -14,15 +14,7 @@ install_unlock
 work="$root/target/mutants-runs"
 tree="$work/tree"
 mkdir -p "$work/web"
-if [ -e "$tree/.git" ]; then
-  git -C "$tree" reset --quiet --hard
-  git -C "$tree" clean --quiet -fd
-  git -C "$tree" checkout --quiet --detach "$(git -C "$root" rev-parse HEAD)"
-else
-  rm -rf "$tree"
-  git -C "$root" worktree prune
-  git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
-fi
-git -C "$root" diff HEAD | { git -C "$tree" apply --allow-empty 2>/dev/null || true; }
+. "$root/scripts/mutants-tree.sh"
+mutants_tree "$root" "$tree" with-uncommitted
 cd "$tree/web"
 exec "$tools/node_modules/.bin/stryker" run "$tools/stryker.config.json" "$@"

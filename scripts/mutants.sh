@@ -46,18 +46,10 @@ fi
 crates=("$@")
 [ ${#crates[@]} -gt 0 ] || crates=("${product[@]}")
 
-# A worktree of HEAD, with the checkout's uncommitted changes to tracked files on top (so
-# that --in-diff's lines exist in it).
-if [ -e "$tree/.git" ]; then
-  git -C "$tree" reset --quiet --hard
-  git -C "$tree" clean --quiet -fd
-  git -C "$tree" checkout --quiet --detach "$(git -C "$root" rev-parse HEAD)"
-else
-  rm -rf "$tree"
-  git -C "$root" worktree prune
-  git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
-fi
-git -C "$root" diff HEAD | { git -C "$tree" apply --allow-empty 2>/dev/null || true; }
+# A worktree of HEAD, with the checkout's uncommitted changes on top (so that --in-diff's
+# lines exist in it).
+. "$root/scripts/mutants-tree.sh"
+mutants_tree "$root" "$tree" with-uncommitted
 
 status=0
 run() {

@@ -17,20 +17,13 @@ patches=("$@")
 work="$root/target/mutants"
 mkdir -p "$work"
 export CARGO_TARGET_DIR="$work/target"
+. "$root/scripts/mutants-tree.sh"
 status=0
 for patch in "${patches[@]}"; do
   patch="$(realpath "$patch")"
   name="$(basename "$patch" .patch)"
   tree="$work/tree"
-  if [ -d "$tree/.git" ] || [ -f "$tree/.git" ]; then
-    git -C "$tree" reset --quiet --hard
-    git -C "$tree" clean --quiet -fd
-    git -C "$tree" checkout --quiet --detach "$(git -C "$root" rev-parse HEAD)"
-  else
-    rm -rf "$tree"
-    git -C "$root" worktree prune
-    git -C "$root" worktree add --detach "$tree" HEAD >/dev/null
-  fi
+  mutants_tree "$root" "$tree"
   git -C "$tree" apply "$patch"
   log="$work/$name.log"
   # A mutant whose first line says `# caught-by-test: <cargo test arguments>` breaks a promise

@@ -51,43 +51,18 @@ pub fn sign(
     service: &str,
     now: SystemTime,
 ) -> Result<Vec<(String, String)>, String> {
-    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings};
-    let identity = aws_credential_types::Credentials::new(
-        &credentials.access_key_id,
-        &credentials.secret_access_key,
-        credentials.session_token.clone(),
-        None,
-        "lambda-environment",
-    )
-    .into();
-    let params = aws_sigv4::sign::v4::SigningParams::builder()
-        .identity(&identity)
-        .region(region)
-        .name(service)
-        .time(now)
-        .settings(SigningSettings::default())
-        .build()
-        .map_err(|e| format!("signing parameters: {e}"))?
-        .into();
     let url = format!("https://{}{}", request.host, request.path);
     let headers = [
         ("content-type", CONTENT_TYPE),
         ("x-amz-target", request.target),
     ];
-    let signable = SignableRequest::new(
-        "POST",
-        &url,
-        headers.into_iter(),
-        SignableBody::Bytes(request.body),
-    )
-    .map_err(|e| format!("unsignable request to {url}: {e}"))?;
-    let (instructions, _) = aws_sigv4::http_request::sign(signable, &params)
-        .map_err(|e| format!("signing: {e}"))?
-        .into_parts();
-    Ok(instructions
-        .headers()
-        .map(|(name, value)| (name.to_ascii_lowercase(), value.to_owned()))
-        .collect())
+    let scope = Scope {
+        credentials,
+        region,
+        service,
+        now,
+    };
+    signed_headers("POST", &url, &headers, request.body, &scope)
 }
 
 /// The headers that sign a GET of `host` + `path_and_query` (a REST API's read, such as
@@ -101,30 +76,55 @@ pub fn sign_get(
     service: &str,
     now: SystemTime,
 ) -> Result<Vec<(String, String)>, String> {
+    let url = format!("https://{host}{path_and_query}");
+    let scope = Scope {
+        credentials,
+        region,
+        service,
+        now,
+    };
+    signed_headers("GET", &url, &[], &[], &scope)
+}
+
+/// Who signs, for which Region and service, at which instant.
+struct Scope<'a> {
+    credentials: &'a Credentials,
+    region: &'a str,
+    service: &'a str,
+    now: SystemTime,
+}
+
+/// One request signed by AWS's own signer: the headers it adds, lower-cased.
+fn signed_headers(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    scope: &Scope<'_>,
+) -> Result<Vec<(String, String)>, String> {
     use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings};
     let identity = aws_credential_types::Credentials::new(
-        &credentials.access_key_id,
-        &credentials.secret_access_key,
-        credentials.session_token.clone(),
+        &scope.credentials.access_key_id,
+        &scope.credentials.secret_access_key,
+        scope.credentials.session_token.clone(),
         None,
-        "wsdr",
+        "wsdr-secrets",
     )
     .into();
     let params = aws_sigv4::sign::v4::SigningParams::builder()
         .identity(&identity)
-        .region(region)
-        .name(service)
-        .time(now)
+        .region(scope.region)
+        .name(scope.service)
+        .time(scope.now)
         .settings(SigningSettings::default())
         .build()
         .map_err(|e| format!("signing parameters: {e}"))?
         .into();
-    let url = format!("https://{host}{path_and_query}");
     let signable = SignableRequest::new(
-        "GET",
-        &url,
-        std::iter::empty::<(&str, &str)>(),
-        SignableBody::Bytes(&[]),
+        method,
+        url,
+        headers.iter().copied(),
+        SignableBody::Bytes(body),
     )
     .map_err(|e| format!("unsignable request to {url}: {e}"))?;
     let (instructions, _) = aws_sigv4::http_request::sign(signable, &params)
