@@ -11,6 +11,7 @@
 #                                             checkout's uncommitted changes: a contributor's
 #                                             run on their change
 #   SHARD=k/n scripts/mutants.sh crate        one shard of a crate (cargo-mutants --shard)
+#   MUTANTS_TREE=<dir>                        another worktree (two runs at once)
 #
 # Results: target/mutants-runs/<name>/mutants.out (outcomes.json, caught.txt, missed.txt,
 # unviable.txt, timeout.txt) and a summary line per run. Exit 1 when a mutant is missed or
@@ -20,13 +21,14 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 product=(wsdr-protocol wsdr-core wsdr-aws wsdr-secrets authorizer canary health evacuator ws-handler wsdr-client)
 work="$root/target/mutants-runs"
-tree="$work/tree"
+tree="${MUTANTS_TREE:-$work/tree}"
 mkdir -p "$work"
 bin="$("$root/scripts/cargo-mutants.sh")"
 export PATH="$bin:$PATH"
 # The worktree's build is its own (no clippy wrapper: a lint is not a test).
 unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
-export CARGO_TARGET_DIR="$work/target" CARGO_PROFILE_DEV_DEBUG=false
+export CARGO_TARGET_DIR="${MUTANTS_TREE:+$MUTANTS_TREE-target}" CARGO_PROFILE_DEV_DEBUG=false
+[ -n "$CARGO_TARGET_DIR" ] || CARGO_TARGET_DIR="$work/target"
 
 in_diff=""
 if [ "${1:-}" = "--in-diff" ]; then
