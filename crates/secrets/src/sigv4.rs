@@ -142,6 +142,65 @@ mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
 
+    /// A GET signed as AWS's Signature Version 4 test suite signs `get-vanilla` (GET / on
+    /// example.amazonaws.com at 20150830T123600Z, service `service`): the same signature,
+    /// over exactly `host` and `x-amz-date`; with a session token, the token is sent and signed.
+    #[test]
+    fn a_get_is_signed_as_the_sigv4_test_suite_signs_get_vanilla() {
+        let mut credentials = Credentials {
+            access_key_id: "AKIDEXAMPLE".into(),
+            secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
+            session_token: None,
+        };
+        let now = UNIX_EPOCH + Duration::from_secs(1_440_938_160);
+        let headers = sign_get(
+            "example.amazonaws.com",
+            "/",
+            &credentials,
+            "us-east-1",
+            "service",
+            now,
+        )
+        .unwrap();
+        let get = |headers: &[(String, String)], name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(
+            get(&headers, "x-amz-date").as_deref(),
+            Some("20150830T123600Z")
+        );
+        assert_eq!(
+            get(&headers, "authorization").as_deref(),
+            Some(
+                "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, \
+                 SignedHeaders=host;x-amz-date, \
+                 Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"
+            )
+        );
+        credentials.session_token = Some("IQoJb3JpZ2luX2VjEXAMPLE".into());
+        let with_token = sign_get(
+            "example.amazonaws.com",
+            "/",
+            &credentials,
+            "us-east-1",
+            "service",
+            now,
+        )
+        .unwrap();
+        assert_eq!(
+            get(&with_token, "x-amz-security-token").as_deref(),
+            Some("IQoJb3JpZ2luX2VjEXAMPLE")
+        );
+        let authorization = get(&with_token, "authorization").unwrap();
+        assert!(
+            authorization.contains("SignedHeaders=host;x-amz-date;x-amz-security-token"),
+            "{authorization}"
+        );
+    }
+
     /// AWS's published example: the same key, date and scope give this signing key's
     /// signature shape; here, what matters is that every header AWS needs is there and that
     /// a session token is sent and signed.
