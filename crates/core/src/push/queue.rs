@@ -117,6 +117,12 @@ impl LocalPushQueue {
         locked(&self.work).delayed.len()
     }
 
+    /// Work a worker took and could not run, back on the queue for the next worker (as SQS
+    /// makes a message visible again).
+    pub fn hand_back(&self, work: PushWork) {
+        self.push([work]);
+    }
+
     fn push(&self, work: impl IntoIterator<Item = PushWork>) {
         let mut count = 0;
         {
@@ -152,5 +158,27 @@ impl PushQueue for LocalPushQueue {
         // A worker waiting with nothing due learns of the new earliest instant.
         self.ready.notify_one();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::ports::{SystemClock, TokioPause};
+
+    /// Work a worker could not run goes back behind what is already ready, and is taken again.
+    #[test]
+    fn work_handed_back_is_taken_again_after_what_was_ready() {
+        let queue = LocalPushQueue::new(Arc::new(SystemClock), Arc::new(TokioPause));
+        let lot = |name: &str| AuctionId::new(name).expect("an auction id");
+        queue.push([PushWork::Start(lot("lot-1"))]);
+        let taken = queue.try_next().expect("the ready start");
+        queue.push([PushWork::Start(lot("lot-2"))]);
+        queue.hand_back(taken);
+        assert_eq!(queue.len(), 2);
+        assert!(matches!(queue.try_next(), Some(PushWork::Start(a)) if a == lot("lot-2")));
+        assert!(matches!(queue.try_next(), Some(PushWork::Start(a)) if a == lot("lot-1")));
+        assert!(queue.try_next().is_none());
     }
 }

@@ -232,13 +232,7 @@ impl JobQueue {
                 stats.late_jobs += 1;
                 stats.longest_wait_ms = stats.longest_wait_ms.max(waited);
             }
-            let _ = match work {
-                PushWork::Page(job) => wsdr_core::PushQueue::send(&*queue, vec![job]).await,
-                PushWork::Start(auction) => {
-                    wsdr_core::PushQueue::send_start(&*queue, &auction, std::time::Duration::ZERO)
-                        .await
-                }
-            };
+            queue.hand_back(work);
             return;
         }
     }
@@ -253,12 +247,12 @@ mod tests {
     use super::*;
     use crate::world::scale::{ScaledClock, ScaledPause, TimeScale};
 
-    fn queue(kind: PushJobQueue) -> (Arc<JobQueue>, Arc<LocalPushQueue>) {
+    fn queue(settings: QueueSettings) -> (Arc<JobQueue>, Arc<LocalPushQueue>) {
         let scale = TimeScale::new(1.0);
         let clock: Arc<dyn Clock> = Arc::new(ScaledClock::new(scale));
         let pause: Arc<dyn Pause> = Arc::new(ScaledPause(scale));
         (
-            Arc::new(JobQueue::new(kind.settings(), clock.clone(), pause.clone())),
+            Arc::new(JobQueue::new(settings, clock.clone(), pause.clone())),
             Arc::new(LocalPushQueue::new(clock, pause)),
         )
     }
@@ -272,7 +266,7 @@ mod tests {
     /// 300 s, before the third receive and before any dead-letter queue sees it.
     #[tokio::test(start_paused = true)]
     async fn a_job_throttled_past_its_second_receive_expires_unseen_on_the_queue_before() {
-        let (jobs, pushes) = queue(PushJobQueue::Before);
+        let (jobs, pushes) = queue(PushJobQueue::Before.settings());
         jobs.exhaust(AwsDuration::from_secs(240));
         assert_eq!(jobs.receive(), Receive::Throttled);
         jobs.clone().redeliver(job(), pushes.clone()).await;
@@ -287,7 +281,7 @@ mod tests {
     /// Throttled for 100 s: received again at 180 s and run then, three minutes late.
     #[tokio::test(start_paused = true)]
     async fn a_throttled_job_runs_after_its_visibility_timeout() {
-        let (jobs, pushes) = queue(PushJobQueue::Before);
+        let (jobs, pushes) = queue(PushJobQueue::Before.settings());
         jobs.exhaust(AwsDuration::from_secs(100));
         assert_eq!(jobs.receive(), Receive::Throttled);
         jobs.clone().redeliver(job(), pushes.clone()).await;
@@ -301,17 +295,10 @@ mod tests {
     /// the fourth receive passes `maxReceiveCount` (3) at 180 s.
     #[tokio::test(start_paused = true)]
     async fn a_job_throttled_past_max_receives_is_dead_lettered_when_retention_allows() {
-        let (jobs, pushes) = queue(PushJobQueue::Wsdr);
-        let unreserved = QueueSettings {
+        let (jobs, pushes) = queue(QueueSettings {
             workers_reserved: false,
-            ..jobs.settings
-        };
-        let scale = TimeScale::new(1.0);
-        let jobs = Arc::new(JobQueue::new(
-            unreserved,
-            Arc::new(ScaledClock::new(scale)),
-            Arc::new(ScaledPause(scale)),
-        ));
+            ..PushJobQueue::Wsdr.settings()
+        });
         jobs.exhaust(AwsDuration::ZERO);
         assert_eq!(jobs.receive(), Receive::Throttled);
         jobs.clone().redeliver(job(), pushes.clone()).await;
@@ -323,7 +310,7 @@ mod tests {
     /// Reserved workers run whatever the account's pool: nothing throttled, nothing late.
     #[tokio::test(start_paused = true)]
     async fn reserved_workers_run_while_the_pool_is_exhausted() {
-        let (jobs, _) = queue(PushJobQueue::Wsdr);
+        let (jobs, _) = queue(PushJobQueue::Wsdr.settings());
         jobs.exhaust(AwsDuration::ZERO);
         assert_eq!(jobs.receive(), Receive::Run);
         jobs.heal();

@@ -330,19 +330,7 @@ impl Region {
                     drop(invocation);
                     if failed {
                         wsdr_core::Pause::pause(&pause, std::time::Duration::from_secs(1)).await;
-                        let _ = match work {
-                            wsdr_core::push::PushWork::Page(job) => {
-                                wsdr_core::PushQueue::send(&*queue, vec![job]).await
-                            }
-                            wsdr_core::push::PushWork::Start(auction) => {
-                                wsdr_core::PushQueue::send_start(
-                                    &*queue,
-                                    &auction,
-                                    std::time::Duration::ZERO,
-                                )
-                                .await
-                            }
-                        };
+                        queue.hand_back(work);
                     }
                 }
             });
