@@ -299,6 +299,14 @@ export declare const MAX_AMOUNT: number;
  * rules; `null` without rules or when nothing can beat it (conformance/minimum_bid.json). */
 export declare function minimumNextBid(auction: Pick<AuctionView, 'highBid' | 'startingPrice' | 'minIncrement'> | null | undefined): number | null;
 
+/** A value an op may carry: plain objects, arrays, strings, safe integers, booleans, null. */
+export type OpValue = null | boolean | number | string | OpValue[] | { [key: string]: OpValue | undefined };
+/** An op's canonical JSON (conformance/digest.json); throws a TypeError for a value that has
+ * none (a fraction, an unsafe integer, a lone surrogate, a non-plain object, nesting past 64). */
+export declare function canonicalJson(value: OpValue): string;
+/** An op's digest: 128-bit FNV-1a of its canonical JSON, 32 lower-case hex digits. */
+export declare function opDigest(value: OpValue): string;
+
 export interface Settlement {
   bidId: string;
   /** Whether the bid stands: the final word on a doubtful bid. */

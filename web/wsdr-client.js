@@ -284,6 +284,71 @@ export function minimumNextBid(auction) {
   return floor >= 1 && floor <= MAX_AMOUNT ? floor : null;
 }
 
+/**
+ * An op's canonical JSON (conformance/digest.json; the server's and the Rust client's
+ * `wsdr_protocol::digest`): no whitespace, members sorted by key in code point order, strings
+ * as JSON.stringify writes them, numbers only integers JavaScript holds exactly. Throws for a
+ * value that has none (a fraction, an unsafe integer, a lone surrogate, undefined at the top,
+ * a function, a non-plain object, nesting past 64 levels): such an op is never sent.
+ * Members whose value is undefined are left out, as JSON.stringify leaves them out of the
+ * frame that carries the op.
+ */
+export function canonicalJson(value) {
+  return canonicalOf(value, 0);
+}
+
+const DIGEST_MAX_DEPTH = 64;
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+function byCodePoint(a, b) {
+  const x = [...a];
+  const y = [...b];
+  const n = Math.min(x.length, y.length);
+  for (let i = 0; i < n; i += 1) {
+    const d = x[i].codePointAt(0) - y[i].codePointAt(0);
+    if (d !== 0) return d;
+  }
+  return x.length - y.length;
+}
+
+function canonicalOf(value, depth) {
+  if (depth > DIGEST_MAX_DEPTH) throw new TypeError(`an op nests deeper than ${DIGEST_MAX_DEPTH} levels`);
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      if (!Number.isSafeInteger(value)) throw new TypeError(`an op's numbers are integers of at most ${Number.MAX_SAFE_INTEGER} in magnitude`);
+      return String(value);
+    case 'string':
+      if (LONE_SURROGATE.test(value)) throw new TypeError('an op\'s strings are well-formed Unicode');
+      return JSON.stringify(value);
+    case 'object': {
+      if (Array.isArray(value)) return `[${value.map((item) => canonicalOf(item, depth + 1)).join(',')}]`;
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) throw new TypeError('an op is made of plain objects, arrays, strings, integers, booleans and null');
+      const keys = Object.keys(value).filter((key) => value[key] !== undefined).sort(byCodePoint);
+      return `{${keys.map((key) => `${canonicalOf(key, depth + 1)}:${canonicalOf(value[key], depth + 1)}`).join(',')}}`;
+    }
+    default:
+      throw new TypeError(`an op cannot carry a value of type ${typeof value}`);
+  }
+}
+
+const FNV_OFFSET = 0x6c62272e07bb014262b821756295c58dn;
+const FNV_PRIME = 0x0000000001000000000000000000013bn;
+const FNV_MASK = (1n << 128n) - 1n;
+const UTF8 = new TextEncoder();
+
+/** An op's digest: 128-bit FNV-1a of its canonical JSON's UTF-8 bytes, 32 lower-case hex
+ * digits. Settlement compares digests: a copy stands for my write when its op id and digest
+ * are mine. */
+export function opDigest(value) {
+  let hash = FNV_OFFSET;
+  for (const byte of UTF8.encode(canonicalJson(value))) hash = ((hash ^ BigInt(byte)) * FNV_PRIME) & FNV_MASK;
+  return hash.toString(16).padStart(32, '0');
+}
+
 /** Most bidIds one getState may name (`bidIds`), as the server enforces. */
 export const SETTLE_BIDS_MAX = 32;
 

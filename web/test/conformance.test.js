@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid, BidBook, offlineBidExpired, givesUp, tokenErrorGivesUp, TokenDenied, REASON_CODES } from '../wsdr-client.js';
+import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid, BidBook, offlineBidExpired, givesUp, tokenErrorGivesUp, TokenDenied, REASON_CODES, canonicalJson, opDigest } from '../wsdr-client.js';
 
 function vectors(rule) {
   const file = JSON.parse(readFileSync(new URL(`../../conformance/${rule}.json`, import.meta.url), 'utf8'));
@@ -188,4 +188,17 @@ test('reason code vectors', () => {
     'the browser table is the vectors\' table, name for name',
   );
   for (const c of cases) assert.equal(c.code >= 4100, c.terminal, c.name);
+});
+
+test('digest vectors', () => {
+  const file = JSON.parse(readFileSync(new URL('../../conformance/digest.json', import.meta.url), 'utf8'));
+  assert.equal(file.rule, 'digest');
+  const valueOf = (c) => ('raw' in c ? JSON.parse(c.raw) : c.value);
+  assert.ok(file.cases.length >= 15);
+  for (const c of file.cases) {
+    assert.equal(canonicalJson(valueOf(c)), c.canonical, c.name);
+    assert.equal(opDigest(valueOf(c)), c.digest, c.name);
+  }
+  assert.ok(file.refused.length >= 4);
+  for (const c of file.refused) assert.throws(() => canonicalJson(valueOf(c)), TypeError, c.name);
 });

@@ -419,3 +419,35 @@ fn reason_code_vectors() {
         }
     }
 }
+
+/// An op's digest: the same canonical form and hash as the browser client and the server
+/// (one implementation, `wsdr_protocol::digest`, serves the Rust client and the server).
+#[test]
+fn digest_vectors() {
+    use wsdr_protocol::{canonical_json, Digest};
+    let path = format!("{}/../../conformance/digest.json", env!("CARGO_MANIFEST_DIR"));
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(file["rule"], "digest");
+    let value_of = |case: &Value| match case.get("raw") {
+        Some(raw) => serde_json::from_str::<Value>(raw.as_str().unwrap()).unwrap(),
+        None => case["value"].clone(),
+    };
+    let cases = file["cases"].as_array().unwrap();
+    assert!(cases.len() >= 15);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let value = value_of(case);
+        assert_eq!(canonical_json(&value).unwrap(), case["canonical"], "{name}");
+        assert_eq!(
+            Digest::of(&value).unwrap().to_string(),
+            case["digest"].as_str().unwrap(),
+            "{name}"
+        );
+    }
+    let refused = file["refused"].as_array().unwrap();
+    assert!(refused.len() >= 4);
+    for case in refused {
+        let name = case["name"].as_str().unwrap();
+        assert!(canonical_json(&value_of(case)).is_err(), "{name}");
+    }
+}

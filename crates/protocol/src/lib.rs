@@ -6,6 +6,7 @@
 //! [`ClientMessage`] or a [`ProtocolError`] with a stable [`ErrorCode`], never a panic.
 
 mod client;
+pub mod digest;
 mod error;
 pub mod hostile;
 mod ids;
@@ -13,6 +14,7 @@ pub mod limits;
 mod server;
 
 pub use client::{parse_client_message, ClientMessage};
+pub use digest::{canonical_json, Digest};
 pub use error::{ErrorCode, ProtocolError};
 pub use ids::{Amount, AuctionId, BidId};
 pub use server::{
