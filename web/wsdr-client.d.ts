@@ -321,8 +321,51 @@ export declare const OFFLINE_BIDS: Readonly<{ max: number; maxAgeMs: number }>;
 /** Whether a bid queued `ageMs` ago is too old to send when a session opens. */
 export declare function offlineBidExpired(ageMs: number, maxAgeMs?: number): boolean;
 
+/** One op in an [OpBook]: the app's `fields` (also spread on the entry), its frame and digest. */
+export interface OpEntry<F extends object = Record<string, unknown>> {
+  frame: string;
+  digest: string;
+  topic?: string;
+  fields: F;
+}
+
+/** A settlement in the op book's words. */
+export interface OpSettlement {
+  opId: string;
+  stands: boolean;
+  region: string | null;
+}
+
+/** The client's book of its own writes for any app: replay with the same op id after every
+ * reconnect, doubt, settlement by op id and digest, the settle window, the offline queue. */
+export declare class OpBook<F extends object = Record<string, unknown>> {
+  constructor(options?: { settleWindowMs?: number; offline?: { max?: number; maxAgeMs?: number }; finalReasons?: string[] });
+  readonly settleWindowMs: number;
+  readonly offline: { max: number; maxAgeMs: number };
+  /** Rejection reasons that stay final even after a replay (the op id reused). */
+  readonly finalReasons: Set<string>;
+  readonly unconfirmed: Map<string, OpEntry<F> & F & { sends: number; queuedAt: number }>;
+  readonly doubtful: Map<string, OpEntry<F> & F & { since: number; unknown: boolean }>;
+  /** Throws when an op made offline finds `offline.max` already waiting. */
+  add(opId: string, frame: string, digest: string, sentNow: boolean, now?: number, topic?: string, fields?: F): void;
+  queued(): number;
+  expireOffline(now?: number): string[];
+  replay(): string[];
+  onResult(opId: string, status: BidStatus, reason: string | null | undefined, now: number): { fields: F | null; doubtful: boolean };
+  /** The doubtful op ids of `topic` (and of no topic), the oldest first. */
+  doubtsOf(topic: string): string[];
+  doubtfulTopics(): string[];
+  /** `standing`: the `opId/digest` keys of the caller's copies a read of `topic` shows. */
+  settle(topic: string | undefined, standing: Set<string>, region: string | null): { settled: OpSettlement[]; resend: string[] };
+  /** A push shows the caller's op standing with this payload digest. */
+  settleShown(opId: string, digest: string, region: string | null): OpSettlement[];
+  expire(now: number): OpSettlement[];
+}
+
 export declare class BidBook {
   constructor(options?: { settleWindowMs?: number; offline?: { max?: number; maxAgeMs?: number } });
+  /** The bids as ops (op id = bidId, digest of `{amount}`). */
+  readonly ops: OpBook<{ amount: number; auctionId?: string }>;
   readonly settleWindowMs: number;
   readonly offline: { max: number; maxAgeMs: number };
   /** Each auction's versions and high bid as this view knows them. */

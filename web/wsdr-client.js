@@ -352,23 +352,12 @@ export function opDigest(value) {
 /** Most bidIds one getState may name (`bidIds`), as the server enforces. */
 export const SETTLE_BIDS_MAX = 32;
 
-/**
- * The client's book of its own bids, free of timers and sockets (docs/CLIENT.md):
- * - sent, unanswered bids are replayed after every reconnect (same bidId);
- * - a replay answered `rejected` (the Region may not have seen the first copy yet) or an
- *   `unknown` answer is doubtful: settled as standing when a `state` lists it in `you.bids`
- *   (or a push shows it as the high bid), resent when an `unknown` one is not listed, and
- *   settled as not standing after `settleWindowMs`;
- * - pushes merge into the view element-wise (per-Region counts and the high bid are max
- *   registers): a late or reordered push cannot take the view backwards, and one that adds
- *   nothing is stale and dropped.
- */
-/** Bids made while disconnected: at most `max` wait for the next session, and one older than
+/** Ops made while disconnected: at most `max` wait for the next session, and one older than
  * `maxAgeMs` when it opens is dropped unsent (`bidExpired`), never sent late; the Rust
  * client's `OfflineBids::Queue` default (conformance/offline_bids.json). */
 export const OFFLINE_BIDS = Object.freeze({ max: 16, maxAgeMs: 30000 });
 
-/** Whether a bid queued `ageMs` ago is too old to send when a session opens. */
+/** Whether an op queued `ageMs` ago is too old to send when a session opens. */
 export function offlineBidExpired(ageMs, maxAgeMs = OFFLINE_BIDS.maxAgeMs) {
   return ageMs > maxAgeMs;
 }
@@ -383,16 +372,179 @@ function auctionOf(frame) {
   }
 }
 
-export class BidBook {
-  constructor({ settleWindowMs = 120000, offline = OFFLINE_BIDS } = {}) {
+/** The key an op stands under: its op id and the digest of its payload ([opDigest]). */
+const standingKey = (opId, digest) => `${opId}/${digest}`;
+
+/**
+ * The client's book of its own writes ("ops"), for any app, free of timers and sockets
+ * (docs/CLIENT.md). It knows ops by their op id (the idempotency key the server keeps for
+ * good) and the digest of their payload, never by what they mean:
+ * - sent, unanswered ops are replayed after every reconnect (same op id, same frame);
+ * - a replay answered `rejected` (the Region may not have seen the first copy yet), unless
+ *   the reason is one of `finalReasons` (the op id reused with another payload), or an
+ *   `unknown` answer is doubtful: settled as standing when the server shows a copy with the
+ *   same op id and digest ([OpBook#settle], or a push shows it: [OpBook#settleShown]), resent
+ *   when an `unknown` one is not shown, and settled as not standing after `settleWindowMs`;
+ * - ops made offline wait, at most `offline.max`, and expire unsent after `offline.maxAgeMs`.
+ * Each entry keeps the app's own `fields` of the op (the auction's amount), also spread on
+ * the entry, to hand back with its result.
+ */
+export class OpBook {
+  constructor({ settleWindowMs = 120000, offline = OFFLINE_BIDS, finalReasons = [] } = {}) {
     this.settleWindowMs = settleWindowMs;
     this.offline = { ...OFFLINE_BIDS, ...offline };
-    this.unconfirmed = new Map(); // bidId -> { frame, amount, sends, queuedAt, auctionId }
-    this.doubtful = new Map(); // bidId -> { frame, amount, since, unknown, auctionId }
+    this.finalReasons = new Set(finalReasons);
+    this.unconfirmed = new Map(); // opId -> { ...fields, frame, digest, topic, sends, queuedAt, fields }
+    this.doubtful = new Map(); // opId -> { ...fields, frame, digest, topic, since, unknown, fields }
+  }
+
+  /** A new op; `sentNow` when it goes out on the open session at once. An op made offline
+   * waits for the next session (throws when `offline.max` already wait). */
+  add(opId, frame, digest, sentNow, now = Date.now(), topic = undefined, fields = {}) {
+    if (!sentNow && this.queued() >= this.offline.max) {
+      throw new Error(`offline: ${this.offline.max} writes already wait for the connection`);
+    }
+    this.unconfirmed.set(opId, { ...fields, frame, digest, topic, sends: sentNow ? 1 : 0, queuedAt: now, fields });
+  }
+
+  /** Ops made offline and never sent yet. */
+  queued() {
+    let n = 0;
+    for (const op of this.unconfirmed.values()) if (op.sends === 0) n += 1;
+    return n;
+  }
+
+  /** As a session opens, before `replay`: drops the ops made offline that are now too old to
+   * send, and returns their op ids. */
+  expireOffline(now = Date.now()) {
+    const expired = [];
+    for (const [opId, op] of this.unconfirmed) {
+      if (op.sends === 0 && offlineBidExpired(now - op.queuedAt, this.offline.maxAgeMs)) {
+        this.unconfirmed.delete(opId);
+        expired.push(opId);
+      }
+    }
+    return expired;
+  }
+
+  /** The frames to (re)send on a new session; counts the send. */
+  replay() {
+    return [...this.unconfirmed.values()].map((op) => {
+      op.sends += 1;
+      return op.frame;
+    });
+  }
+
+  /** A write's result: returns the op's `fields` (null for an op this book does not hold)
+   * and whether the answer is doubtful. A
+   * `redirect` (strong mode, no quorum there) decided nothing: the op stays unconfirmed, to be
+   * sent again (same op id) wherever the client connects next. */
+  onResult(opId, status, reason, now) {
+    const op = this.unconfirmed.get(opId);
+    if (status === 'redirect') return { fields: op?.fields ?? null, doubtful: false };
+    this.unconfirmed.delete(opId);
+    if (!op) return { fields: null, doubtful: false };
+    const replayedAndRejected = status === 'rejected' && op.sends > 1 && !this.finalReasons.has(reason);
+    const doubtful = replayedAndRejected || status === 'unknown';
+    if (doubtful) {
+      this.doubtful.set(opId, { ...op.fields, frame: op.frame, digest: op.digest, topic: op.topic, since: now, unknown: status === 'unknown', fields: op.fields });
+    }
+    return { fields: op.fields, doubtful };
+  }
+
+  /** The doubtful op ids of `topic` (and those of no topic), the oldest first. */
+  doubtsOf(topic) {
+    return [...this.doubtful].filter(([, doubt]) => doubt.topic === undefined || doubt.topic === topic).map(([opId]) => opId);
+  }
+
+  /** The topics that have doubtful ops (each needs a read naming them). */
+  doubtfulTopics() {
+    return [...new Set([...this.doubtful.values()].map((doubt) => doubt.topic).filter((topic) => topic !== undefined))];
+  }
+
+  /** A read of `topic` answered: `standing` holds the `opId/digest` keys of the caller's
+   * copies it shows. A doubtful op shown settles as standing; an `unknown` one not shown goes
+   * back to unconfirmed and its frame is returned to resend. Returns { settled, resend }. */
+  settle(topic, standing, region) {
+    const settled = [];
+    const resend = [];
+    for (const [opId, doubt] of this.doubtful) {
+      // Another topic's state says nothing of this op.
+      if (doubt.topic !== undefined && doubt.topic !== topic) continue;
+      if (standing.has(standingKey(opId, doubt.digest))) {
+        settled.push({ opId, stands: true, region });
+        this.doubtful.delete(opId);
+      } else if (doubt.unknown) {
+        this.doubtful.delete(opId);
+        this.unconfirmed.set(opId, { ...doubt.fields, frame: doubt.frame, digest: doubt.digest, topic: doubt.topic, sends: 1, queuedAt: doubt.since, fields: doubt.fields });
+        resend.push(doubt.frame);
+      }
+    }
+    return { settled, resend };
+  }
+
+  /** A push shows the caller's op `opId` with payload `digest` standing: settles it if it was
+   * doubtful (the same payload only). */
+  settleShown(opId, digest, region) {
+    const doubt = this.doubtful.get(opId);
+    if (!doubt || doubt.digest !== digest) return [];
+    this.doubtful.delete(opId);
+    return [{ opId, stands: true, region }];
+  }
+
+  /** At a heartbeat: doubtful ops past the window settle as not standing. */
+  expire(now) {
+    const settled = [];
+    for (const [opId, doubt] of this.doubtful) {
+      if (now - doubt.since >= this.settleWindowMs) {
+        this.doubtful.delete(opId);
+        settled.push({ opId, stands: false, region: null });
+      }
+    }
+    return settled;
+  }
+}
+
+/** A bid's payload as its digest sees it: what the server's settlement compares. */
+const bidDigest = (amount) => opDigest({ amount });
+/** An OpBook settlement in the auction's words. */
+const asBidSettlement = ({ opId, stands, region }) => ({ bidId: opId, stands, region });
+
+/**
+ * The auction's book: an [OpBook] of bids (op id = bidId, payload = the amount; a replay
+ * rejected as `bid_id_reused` is final), and the auction's view merge:
+ * - `getState` names the doubtful bids of its auction (`bidIds`, at most SETTLE_BIDS_MAX), and
+ *   the answer settles each by the copies it lists (`you.bids`, `you.settled[].copies`);
+ * - pushes merge into the view element-wise (per-Region counts and the high bid are max
+ *   registers): a late or reordered push cannot take the view backwards, and one that adds
+ *   nothing is stale and dropped; a push whose high bid is my doubtful bid settles it.
+ */
+export class BidBook {
+  constructor({ settleWindowMs = 120000, offline = OFFLINE_BIDS } = {}) {
+    /** The bids as ops: the book's replay, doubt and settlement rules. */
+    this.ops = new OpBook({ settleWindowMs, offline, finalReasons: ['bid_id_reused'] });
     // Each watched auction's versions and high bid as this view knows them (several auctions
     // share one socket, and one book).
     this.auctions = new Map(); // auctionId -> { versions, high }
     this.userId = null;
+  }
+
+  get settleWindowMs() {
+    return this.ops.settleWindowMs;
+  }
+
+  get offline() {
+    return this.ops.offline;
+  }
+
+  /** bidId -> { amount, auctionId, frame, sends, queuedAt, ... } */
+  get unconfirmed() {
+    return this.ops.unconfirmed;
+  }
+
+  /** bidId -> { amount, auctionId, frame, since, unknown, ... } */
+  get doubtful() {
+    return this.ops.doubtful;
   }
 
   /** What this view knows of `auctionId`: { versions, high } (nulls before its first state). */
@@ -403,16 +555,13 @@ export class BidBook {
   /** The getState frame for `auctionId`, naming its doubtful bids (the oldest first, at most
    * SETTLE_BIDS_MAX): the answer says for each whether it stands, by a point read. */
   stateRequest(auctionId) {
-    const bidIds = [...this.doubtful]
-      .filter(([, doubt]) => doubt.auctionId === undefined || doubt.auctionId === auctionId)
-      .map(([bidId]) => bidId)
-      .slice(0, SETTLE_BIDS_MAX);
+    const bidIds = this.ops.doubtsOf(auctionId).slice(0, SETTLE_BIDS_MAX);
     return JSON.stringify(bidIds.length ? { action: 'getState', auctionId, bidIds } : { action: 'getState', auctionId });
   }
 
   /** The auctions that have doubtful bids (each needs a getState naming them). */
   doubtfulAuctions() {
-    return [...new Set([...this.doubtful.values()].map((doubt) => doubt.auctionId).filter((id) => id !== undefined))];
+    return this.ops.doubtfulTopics();
   }
 
   /** Whether a pong's version vector for `auctionId` shows bids this view has not seen
@@ -421,63 +570,32 @@ export class BidBook {
     return !dominates(this.known(auctionId).versions ?? {}, versions ?? {});
   }
 
-  /** A new bid; `sentNow` when it goes out on the open session at once. A bid made offline
-   * waits for the next session (throws when `offline.max` already wait). */
+  /** A new bid of `amount`; `sentNow` when it goes out on the open session at once. A bid
+   * made offline waits for the next session (throws when `offline.max` already wait). */
   add(bidId, frame, amount, sentNow, now = Date.now(), auctionId = auctionOf(frame)) {
-    if (!sentNow && this.queued() >= this.offline.max) {
-      throw new Error(`offline: ${this.offline.max} bids already wait for the connection`);
-    }
-    this.unconfirmed.set(bidId, { frame, amount, sends: sentNow ? 1 : 0, queuedAt: now, auctionId });
+    this.ops.add(bidId, frame, bidDigest(amount), sentNow, now, auctionId, { amount, auctionId });
   }
 
   /** Bids made offline and never sent yet. */
   queued() {
-    let n = 0;
-    for (const bid of this.unconfirmed.values()) if (bid.sends === 0) n += 1;
-    return n;
+    return this.ops.queued();
   }
 
   /** As a session opens, before `replay`: drops the bids made offline that are now too old
    * to send, and returns their bidIds (the client emits `bidExpired` for each). */
   expireOffline(now = Date.now()) {
-    const expired = [];
-    for (const [bidId, bid] of this.unconfirmed) {
-      if (bid.sends === 0 && offlineBidExpired(now - bid.queuedAt, this.offline.maxAgeMs)) {
-        this.unconfirmed.delete(bidId);
-        expired.push(bidId);
-      }
-    }
-    return expired;
+    return this.ops.expireOffline(now);
   }
 
   /** The frames to (re)send on a new session; counts the send. */
   replay() {
-    return [...this.unconfirmed.values()].map((bid) => {
-      bid.sends += 1;
-      return bid.frame;
-    });
+    return this.ops.replay();
   }
 
-  /** A bidResult: returns the bid's amount and whether the answer is doubtful. A `redirect`
-   * (strong mode, no quorum there) decided nothing: the bid stays unconfirmed, to be sent
-   * again (same bidId) wherever the client connects next. */
+  /** A bidResult: returns the bid's amount and whether the answer is doubtful. */
   onResult(frame, now) {
-    const bid = this.unconfirmed.get(frame.bidId);
-    if (frame.status === 'redirect') return { amount: bid?.amount ?? null, doubtful: false };
-    this.unconfirmed.delete(frame.bidId);
-    if (!bid) return { amount: null, doubtful: false };
-    const replayedAndRejected = frame.status === 'rejected' && bid.sends > 1 && frame.reason !== 'bid_id_reused';
-    const doubtful = replayedAndRejected || frame.status === 'unknown';
-    if (doubtful) {
-      this.doubtful.set(frame.bidId, {
-        frame: bid.frame,
-        amount: bid.amount,
-        since: now,
-        unknown: frame.status === 'unknown',
-        auctionId: bid.auctionId,
-      });
-    }
-    return { amount: bid.amount, doubtful };
+    const { fields, doubtful } = this.ops.onResult(frame.bidId, frame.status, frame.reason, now);
+    return { amount: fields?.amount ?? null, doubtful };
   }
 
   /** A state frame: settles listed bids; returns { settled, resend }. */
@@ -485,29 +603,25 @@ export class BidBook {
     const auctionId = frame.auction?.id;
     this.auctions.set(auctionId, { versions: frame.auction?.versions ?? null, high: frame.auction?.highBid ?? null });
     this.userId = frame.you?.userId ?? this.userId;
-    const listed = new Set((frame.you?.bids ?? []).map((b) => `${b.bidId}/${b.amount}`));
+    const standing = new Set();
+    const stands = (bidId, amount) => {
+      // A copy whose amount has no digest (not an exact integer) stands for none of my bids.
+      try {
+        standing.add(standingKey(bidId, bidDigest(amount)));
+      } catch {
+        /* not a bid this client could have sent */
+      }
+    };
+    for (const b of frame.you?.bids ?? []) stands(b.bidId, b.amount);
     for (const s of frame.you?.settled ?? []) {
       if (!s.stands) continue;
       // Each copy's own amount (a bidId reused with two amounts has one per Region);
       // `amount` alone from servers that predate `copies`.
-      for (const copy of s.copies ?? []) listed.add(`${s.bidId}/${copy.amount}`);
-      if (s.amount !== undefined) listed.add(`${s.bidId}/${s.amount}`);
+      for (const copy of s.copies ?? []) stands(s.bidId, copy.amount);
+      if (s.amount !== undefined) stands(s.bidId, s.amount);
     }
-    const settled = [];
-    const resend = [];
-    for (const [bidId, doubt] of this.doubtful) {
-      // Another auction's state says nothing of this bid.
-      if (doubt.auctionId !== undefined && doubt.auctionId !== auctionId) continue;
-      if (listed.has(`${bidId}/${doubt.amount}`)) {
-        settled.push({ bidId, stands: true, region: frame.region });
-        this.doubtful.delete(bidId);
-      } else if (doubt.unknown) {
-        this.doubtful.delete(bidId);
-        this.unconfirmed.set(bidId, { frame: doubt.frame, amount: doubt.amount, sends: 1, auctionId: doubt.auctionId });
-        resend.push(doubt.frame);
-      }
-    }
-    return { settled, resend };
+    const { settled, resend } = this.ops.settle(auctionId, standing, frame.region);
+    return { settled: settled.map(asBidSettlement), resend };
   }
 
   /** A pushed bidUpdate: returns { stale, settled, view } (view: the merged update). */
@@ -522,26 +636,21 @@ export class BidBook {
     this.auctions.set(frame.auctionId, { versions: merged, high });
     const total = Object.values(merged).reduce((sum, n) => sum + n, 0);
     const view = { ...frame, highBid: high, versions: merged, bidCount: total, version: total };
-    const settled = [];
     const pushed = frame.highBid;
-    const doubt = pushed && pushed.bidder === this.userId ? this.doubtful.get(pushed.bidId) : null;
-    if (doubt && doubt.amount === pushed.amount) {
-      this.doubtful.delete(pushed.bidId);
-      settled.push({ bidId: pushed.bidId, stands: true, region: frame.region });
+    let settled = [];
+    if (pushed && pushed.bidder === this.userId) {
+      try {
+        settled = this.ops.settleShown(pushed.bidId, bidDigest(pushed.amount), frame.region).map(asBidSettlement);
+      } catch {
+        /* an amount with no digest is no bid of mine */
+      }
     }
     return { stale: false, settled, view };
   }
 
   /** At a heartbeat: doubtful bids past the window settle as not standing. */
   expire(now) {
-    const settled = [];
-    for (const [bidId, doubt] of this.doubtful) {
-      if (now - doubt.since >= this.settleWindowMs) {
-        this.doubtful.delete(bidId);
-        settled.push({ bidId, stands: false, region: null });
-      }
-    }
-    return settled;
+    return this.ops.expire(now).map(asBidSettlement);
   }
 }
 

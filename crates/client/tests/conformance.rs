@@ -425,7 +425,10 @@ fn reason_code_vectors() {
 #[test]
 fn digest_vectors() {
     use wsdr_protocol::{canonical_json, Digest};
-    let path = format!("{}/../../conformance/digest.json", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../../conformance/digest.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(file["rule"], "digest");
     let value_of = |case: &Value| match case.get("raw") {

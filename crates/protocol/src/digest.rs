@@ -194,7 +194,10 @@ mod tests {
     fn member_order_and_whitespace_do_not_change_the_digest() {
         let a: Value = serde_json::from_str(r#"{"b": 1, "a": [true, null, "x"]}"#).unwrap();
         let b: Value = serde_json::from_str(r#"{"a":[true,null,"x"],"b":1}"#).unwrap();
-        assert_eq!(canonical_json(&a).unwrap(), r#"{"a":[true,null,"x"],"b":1}"#);
+        assert_eq!(
+            canonical_json(&a).unwrap(),
+            r#"{"a":[true,null,"x"],"b":1}"#
+        );
         assert_eq!(Digest::of(&a).unwrap(), Digest::of(&b).unwrap());
         assert_ne!(
             Digest::of(&json!({"amount": 100})).unwrap(),
@@ -214,14 +217,20 @@ mod tests {
             canonical_json(&json!(-MAX_SAFE_INTEGER)).unwrap(),
             "-9007199254740991"
         );
-        for refused in [
-            json!(1.5),
+        // The error says which rule the number broke: its size, or its fraction.
+        for too_large in [
             json!(MAX_SAFE_INTEGER + 1),
             json!(-MAX_SAFE_INTEGER - 1),
             json!(u64::MAX),
             json!(9_007_199_254_740_992.0_f64),
+            json!(1e300),
         ] {
-            assert!(canonical_json(&refused).is_err(), "{refused}");
+            let error = canonical_json(&too_large).unwrap_err();
+            assert!(error.message.contains("at most"), "{too_large}: {error}");
+        }
+        for fraction in [json!(1.5), json!(-0.25), json!(1e-300)] {
+            let error = canonical_json(&fraction).unwrap_err();
+            assert!(error.message.contains("fraction"), "{fraction}: {error}");
         }
     }
 
@@ -246,6 +255,12 @@ mod tests {
             ok = json!([ok]);
         }
         assert!(canonical_json(&ok).is_ok());
+        // Objects count as levels too.
+        let mut deep = json!(0);
+        for _ in 0..=MAX_DEPTH {
+            deep = json!({ "k": deep });
+        }
+        assert!(canonical_json(&deep).is_err());
     }
 
     #[test]
