@@ -5,12 +5,13 @@ use crate::backoff::Backoff;
 use crate::fallback::{Decision, EndpointPolicy, Fallback, ProbeResult, Target};
 use crate::heartbeat::{Broken, Heartbeat};
 use crate::moves::{Destination, MoveOrder, MoveRequest};
+use crate::ops::{Answered, Op, OpBook, Settled};
 use crate::transport::{connect, ConnectError, ConnectOptions, TokenPlacement, WsStream};
 use futures::future::BoxFuture;
 use futures::{SinkExt, StreamExt};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -20,8 +21,8 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use wsdr_protocol::{
     dominates, higher_bid, merge_versions, parse_server_frame, Amount, AuctionId, AuctionView,
-    BidId, BidStatus, ClientMessage, ErrorCode, HighBidView, ServerFrame, ServerMessage, Versions,
-    YouView,
+    BidId, BidStatus, ClientMessage, Digest, ErrorCode, HighBidView, ServerFrame, ServerMessage,
+    Versions, YouView,
 };
 
 /// The client's view of one auction: the least view that has seen every frame it got.
@@ -630,6 +631,7 @@ impl ClientBuilder {
             None => (SmallRng::from_os_rng(), SmallRng::from_os_rng()),
         };
         let runner = Runner {
+            book: OpBook::new(self.config.settle_window, &["bid_id_reused"]),
             policy: self.config.fallback.clone().map(EndpointPolicy::new),
             moving: None,
             herd_hint: None,
@@ -637,14 +639,11 @@ impl ClientBuilder {
             events: event_tx,
             commands: command_rx,
             rng,
-            unconfirmed: Vec::new(),
-            doubtful: Vec::new(),
             views: HashMap::new(),
             heartbeats_sent: 0,
             user_id: None,
             resend: Vec::new(),
             redirected_from: None,
-            queued: VecDeque::new(),
             attempt: 0,
             outage_since: None,
             refused_token: None,
@@ -725,15 +724,15 @@ impl Client {
     }
 }
 
-struct PendingBid {
-    bid_id: BidId,
+/// A bid as the op book holds it: what its frame is built from, the same every send.
+#[derive(Debug, Clone)]
+struct BidOp {
     auction_id: AuctionId,
     amount: Amount,
-    /// Sessions this bid was sent in: more than one means a replay.
-    sends: u32,
+    bid_id: BidId,
 }
 
-impl PendingBid {
+impl BidOp {
     /// The bid's frame: the same bidId every time it is sent.
     fn message(&self) -> ClientMessage {
         ClientMessage::Bid {
@@ -742,23 +741,22 @@ impl PendingBid {
             bid_id: self.bid_id.clone(),
         }
     }
+
+    /// The bid as an op: op id = bidId, topic = the auction, digest of `{"amount": ...}`.
+    fn into_op(self) -> Op<BidOp> {
+        Op {
+            op_id: self.bid_id.as_str().to_owned(),
+            topic: self.auction_id.as_str().to_owned(),
+            digest: bid_digest(self.amount),
+            app: self,
+        }
+    }
 }
 
-struct QueuedBid {
-    bid_id: BidId,
-    auction_id: AuctionId,
-    amount: Amount,
-    queued_at: Instant,
-}
-
-/// A bid whose answer was not final: a replay rejected where the first copy may stand, or an
-/// `unknown` answer. Settled against the user's bids in later `state` frames.
-struct DoubtfulBid {
-    bid: PendingBid,
-    since: Instant,
-    /// The server could not tell whether it recorded the bid: resend it if a `state` does not
-    /// list it (a replay is safe: bids are idempotent).
-    unknown: bool,
+/// The digest of a bid's payload, `{"amount": n}`: its canonical form written directly (an
+/// amount is an integer far below 2^53, so the form always exists).
+fn bid_digest(amount: Amount) -> Digest {
+    Digest::of_canonical(&format!("{{\"amount\":{}}}", amount.get()))
 }
 
 struct Runner {
@@ -766,10 +764,9 @@ struct Runner {
     events: mpsc::UnboundedSender<Event>,
     commands: mpsc::UnboundedReceiver<Command>,
     rng: SmallRng,
-    /// Sent, not yet answered: replayed with the same bid id after every reconnect.
-    unconfirmed: Vec<PendingBid>,
-    /// Answered, but not finally: see [`DoubtfulBid`].
-    doubtful: Vec<DoubtfulBid>,
+    /// The user's bids as ops: sent and unanswered (replayed with the same bid id after every
+    /// reconnect), doubtful, queued offline ([`crate::ops`]).
+    book: OpBook<BidOp>,
     /// The merged view per auction (stale pushes change nothing and are not reported).
     views: HashMap<AuctionId, AuctionViewState>,
     /// Heartbeats sent: each names the next watched auction in turn, so every watched
@@ -782,8 +779,6 @@ struct Runner {
     /// Set when the serving Region said it cannot reach its quorum: the session ends and
     /// the client goes elsewhere.
     redirected_from: Option<String>,
-    /// Made while offline, not yet sent.
-    queued: VecDeque<QueuedBid>,
     attempt: u32,
     outage_since: Option<Instant>,
     refused_token: Option<String>,
@@ -1070,17 +1065,17 @@ impl Runner {
                 let answer = match self.config.offline_bids {
                     OfflineBids::Reject => Err(ClientError::NotConnected),
                     OfflineBids::Queue { max, .. }
-                        if !crate::offline::admits(self.queued.len(), max) =>
+                        if !crate::offline::admits(self.book.queued(), max) =>
                     {
                         Err(ClientError::QueueFull)
                     }
                     OfflineBids::Queue { .. } => {
-                        self.queued.push_back(QueuedBid {
-                            bid_id: bid_id.clone(),
+                        let bid = BidOp {
                             auction_id,
                             amount,
-                            queued_at: Instant::now(),
-                        });
+                            bid_id: bid_id.clone(),
+                        };
+                        self.book.queue(bid.into_op(), Instant::now());
                         Ok(bid_id)
                     }
                 };
@@ -1338,29 +1333,14 @@ impl Runner {
         if self.config.auctions.is_empty() {
             outgoing.push(Step::Send(ClientMessage::Heartbeat { auction_id: None }));
         }
-        for pending in &mut self.unconfirmed {
-            pending.sends += 1;
-            outgoing.push(Step::Send(pending.message()));
-        }
         let max_age = match self.config.offline_bids {
             OfflineBids::Queue { max_age, .. } => max_age,
             OfflineBids::Reject => Duration::ZERO,
         };
-        while let Some(queued) = self.queued.pop_front() {
-            if crate::offline::expired(queued.queued_at.elapsed(), max_age) {
-                self.emit(Event::BidExpired {
-                    bid_id: queued.bid_id,
-                });
-                continue;
-            }
-            let pending = PendingBid {
-                bid_id: queued.bid_id,
-                auction_id: queued.auction_id,
-                amount: queued.amount,
-                sends: 1,
-            };
-            outgoing.push(Step::Send(pending.message()));
-            self.unconfirmed.push(pending);
+        let (send, expired) = self.book.open_session(Instant::now(), max_age);
+        outgoing.extend(send.iter().map(|op| Step::Send(op.app.message())));
+        for op in expired.into_iter().filter_map(|id| BidId::new(id).ok()) {
+            self.emit(Event::BidExpired { bid_id: op });
         }
         outgoing
     }
@@ -1511,14 +1491,13 @@ impl Runner {
                 bid_id,
                 reply,
             }) => {
-                let pending = PendingBid {
-                    bid_id: bid_id.clone(),
+                let bid = BidOp {
                     auction_id,
                     amount,
-                    sends: 1,
+                    bid_id: bid_id.clone(),
                 };
-                let frame = pending.message();
-                self.unconfirmed.push(pending);
+                let frame = bid.message();
+                self.book.sent(bid.into_op());
                 let _ = reply.send(Ok(bid_id));
                 vec![Step::Send(frame)]
             }
@@ -1592,33 +1571,13 @@ impl Runner {
                 reason,
                 region,
             } => {
-                let position = self.unconfirmed.iter().position(|p| p.bid_id == bid_id);
-                if status == BidStatus::Redirect {
-                    // Nothing was decided: the bid stays unanswered, and goes (same bidId) to
-                    // the Region the client moves to.
+                // The book decides what the answer means (crate::ops): a redirect decided
+                // nothing, and the bid goes (same bidId) to the Region the client moves to.
+                let answered =
+                    self.book
+                        .answered(bid_id.as_str(), status, reason.as_deref(), Instant::now());
+                if answered == Answered::Undecided {
                     self.redirected_from = Some(region.clone());
-                    self.emit(Event::BidResult {
-                        bid_id,
-                        status,
-                        reason,
-                        region,
-                    });
-                    return;
-                }
-                if let Some(pending) = position.map(|i| self.unconfirmed.remove(i)) {
-                    // A replay rejected by a Region that may not have seen the first copy yet
-                    // (too_low, closed...), or an unknown outcome: not final. A rejection of a
-                    // bid sent once is final: no copy can exist anywhere.
-                    let replayed_and_rejected = status == BidStatus::Rejected
-                        && pending.sends > 1
-                        && reason.as_deref() != Some("bid_id_reused");
-                    if replayed_and_rejected || status == BidStatus::Unknown {
-                        self.doubtful.push(DoubtfulBid {
-                            bid: pending,
-                            since: Instant::now(),
-                            unknown: status == BidStatus::Unknown,
-                        });
-                    }
                 }
                 self.emit(Event::BidResult {
                     bid_id,
@@ -1639,19 +1598,12 @@ impl Runner {
     /// [`wsdr_protocol::limits::SETTLE_BIDS_MAX`], the oldest doubts first): the answer says
     /// for each whether it stands, however many bids the user has.
     fn state_request(&self, auction_id: &AuctionId) -> ClientMessage {
-        let mut bid_ids: Vec<BidId> = Vec::new();
-        for doubt in self
-            .doubtful
-            .iter()
-            .filter(|d| d.bid.auction_id == *auction_id)
-        {
-            if bid_ids.len() == wsdr_protocol::limits::SETTLE_BIDS_MAX {
-                break;
-            }
-            if !bid_ids.contains(&doubt.bid.bid_id) {
-                bid_ids.push(doubt.bid.bid_id.clone());
-            }
-        }
+        let bid_ids = self
+            .book
+            .doubts_of(auction_id.as_str(), wsdr_protocol::limits::SETTLE_BIDS_MAX)
+            .into_iter()
+            .filter_map(|id| BidId::new(id).ok())
+            .collect();
         ClientMessage::GetState {
             auction_id: auction_id.clone(),
             bid_ids,
@@ -1685,34 +1637,23 @@ impl Runner {
     /// request named (`you.settled`, a point read each), else the newest ones (`you.bids`,
     /// from servers that predate `bidIds`).
     fn settle_from_state(&mut self, region: &str, auction: &AuctionView, you: &YouView) {
-        let mut still = Vec::new();
-        for doubt in std::mem::take(&mut self.doubtful) {
-            let named = you
-                .settled
+        let (settled, resend) = self.book.settle(auction.id.as_str(), |op| {
+            let bid = &op.app;
+            you.settled
                 .iter()
-                .any(|s| s.bid_id == doubt.bid.bid_id && s.stands_with(doubt.bid.amount));
-            let listed = doubt.bid.auction_id == auction.id
-                && (named
-                    || you
-                        .bids
-                        .iter()
-                        .any(|b| b.bid_id == doubt.bid.bid_id && b.amount == doubt.bid.amount));
-            if listed {
-                self.emit(Event::BidSettled {
-                    bid_id: doubt.bid.bid_id,
-                    stands: true,
-                    region: Some(region.to_owned()),
-                });
-            } else if doubt.unknown && doubt.bid.auction_id == auction.id {
-                // Not recorded here: send it again (same bidId, so at most one copy per
-                // Region), and let its answer decide.
-                self.resend.push(doubt.bid.message());
-                self.unconfirmed.push(doubt.bid);
-            } else {
-                still.push(doubt);
-            }
+                .any(|s| s.bid_id == bid.bid_id && s.stands_with(bid.amount))
+                || you
+                    .bids
+                    .iter()
+                    .any(|b| b.bid_id == bid.bid_id && b.amount == bid.amount)
+        });
+        for settled in settled {
+            self.emit_settled(settled, Some(region));
         }
-        self.doubtful = still;
+        // Not recorded here: sent again (same bidId, so at most one copy per Region), and its
+        // answer decides.
+        self.resend
+            .extend(resend.into_iter().map(|op| op.app.message()));
     }
 
     /// A pushed high bid that is one of the user's uncertain bids settles it.
@@ -1720,17 +1661,22 @@ impl Runner {
         if self.user_id.as_deref() != Some(high.bidder.as_str()) {
             return;
         }
-        let position = self.doubtful.iter().position(|d| {
-            d.bid.auction_id == *auction_id
-                && d.bid.bid_id == high.bid_id
-                && d.bid.amount == high.amount
-        });
-        if let Some(i) = position {
-            let doubt = self.doubtful.remove(i);
+        let shown = self.book.settle_shown(
+            auction_id.as_str(),
+            high.bid_id.as_str(),
+            &bid_digest(high.amount),
+        );
+        if let Some(settled) = shown {
+            self.emit_settled(settled, Some(region));
+        }
+    }
+
+    fn emit_settled(&self, settled: Settled, region: Option<&str>) {
+        if let Ok(bid_id) = BidId::new(settled.op_id) {
             self.emit(Event::BidSettled {
-                bid_id: doubt.bid.bid_id,
-                stands: true,
-                region: Some(region.to_owned()),
+                bid_id,
+                stands: settled.stands,
+                region: region.map(str::to_owned),
             });
         }
     }
@@ -1738,26 +1684,14 @@ impl Runner {
     /// At a heartbeat: settle as not standing what the window has given up on, and return
     /// the `getState` frames that look again at the rest.
     fn recheck_doubtful(&mut self) -> Vec<ClientMessage> {
-        let window = self.config.settle_window;
-        let (expired, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.doubtful)
-            .into_iter()
-            .partition(|d| d.since.elapsed() >= window);
-        self.doubtful = kept;
-        for doubt in expired {
-            self.emit(Event::BidSettled {
-                bid_id: doubt.bid.bid_id,
-                stands: false,
-                region: None,
-            });
+        for settled in self.book.expire(Instant::now()) {
+            self.emit_settled(settled, None);
         }
-        let mut auctions: Vec<&AuctionId> =
-            self.doubtful.iter().map(|d| &d.bid.auction_id).collect();
-        auctions.sort();
-        auctions.dedup();
-        let auctions: Vec<AuctionId> = auctions.into_iter().cloned().collect();
-        auctions
-            .iter()
-            .map(|auction_id| self.state_request(auction_id))
+        self.book
+            .doubtful_topics()
+            .into_iter()
+            .filter_map(|topic| AuctionId::new(topic).ok())
+            .map(|auction_id| self.state_request(&auction_id))
             .collect()
     }
 }
@@ -1767,6 +1701,15 @@ mod tests {
     //! The session's decisions without a socket: frames and timers in, steps and events out.
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    #[test]
+    fn a_bids_digest_is_its_payloads_canonical_digest() {
+        for amount in [1, 150_000, wsdr_protocol::limits::MAX_AMOUNT] {
+            let amount = Amount::new(amount).unwrap();
+            let payload = serde_json::json!({ "amount": amount.get() });
+            assert_eq!(bid_digest(amount), Digest::of(&payload).unwrap());
+        }
+    }
+
     #[test]
     fn a_time_scale_divides_every_duration_once_whatever_the_order() {
         let builder = ClientBuilder::new("ws://lab")

@@ -23,6 +23,7 @@ pub mod give_up;
 pub mod heartbeat;
 pub mod moves;
 pub mod offline;
+pub mod ops;
 pub mod transport;
 
 pub use backoff::Backoff;
