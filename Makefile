@@ -157,9 +157,9 @@ mutants-diff:
 	scripts/mutants.sh --in-diff $(BASE)
 
 ## mutants-web: Stryker over the browser client and the React hook with the node tests
-## (results in target/mutants-runs/web/)
+## (results in target/mutants-runs/web/); IN_DIFF=<commit> for the lines changed since it
 mutants-web:
-	scripts/mutants-web.sh
+	IN_DIFF="$(IN_DIFF)" scripts/mutants-web.sh
 
 ## chaos: the long campaign, simulated (10,000 runs eventual and 5,000 strong on wsdr's
 ## timers, then 2,000 eventual on the reference design's; figures in docs/RELIABILITY.md)

@@ -17,4 +17,18 @@ mkdir -p "$work/web"
 . "$root/scripts/mutants-tree.sh"
 mutants_tree "$root" "$tree" with-uncommitted
 cd "$tree/web"
+# IN_DIFF=<commit>: only the lines of the two files changed since that commit (with the
+# checkout's uncommitted changes), as `make mutants-diff` does for the Rust crates.
+if [ -n "${IN_DIFF:-}" ]; then
+  ranges="$(git -C "$root" diff -U0 "$IN_DIFF" -- web/wsdr-client.js web/react.js | awk '
+    /^\+\+\+ b\/web\// { file = substr($2, 7) }
+    /^@@/ { split($3, r, ","); start = substr(r[1], 2); n = (r[2] == "" ? 1 : r[2]);
+            if (n > 0) printf "%s:%d-%d,", file, start, start + n - 1 }')"
+  if [ -z "$ranges" ]; then
+    echo "mutants-web in-diff: no line of web/wsdr-client.js or web/react.js changed since $IN_DIFF"
+    exit 0
+  fi
+  echo "mutants-web in-diff since $IN_DIFF: ${ranges%,}"
+  set -- --mutate "${ranges%,}" "$@"
+fi
 exec "$tools/node_modules/.bin/stryker" run "$tools/stryker.config.json" "$@"

@@ -1,0 +1,215 @@
+// The browser client's session, frame by frame, over a socket the test drives by hand: what it
+// sends when a session opens, how it reads each answer, when it ends a session and what it
+// carries into the next one.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AuctionClient } from '../wsdr-client.js';
+
+/** Sockets the test opens, answers and drops by hand. */
+function sockets() {
+  const all = [];
+  class Socket {
+    constructor(url, protocols) {
+      this.url = url;
+      this.protocols = protocols;
+      this.sent = [];
+      this.closedWith = null;
+      all.push(this);
+    }
+    send(frame) {
+      this.sent.push(JSON.parse(frame));
+    }
+    close(code, reason) {
+      this.closedWith = { code, reason };
+    }
+    open() {
+      this.onopen?.({});
+    }
+    deliver(frame) {
+      this.onmessage?.({ data: typeof frame === 'string' ? frame : JSON.stringify(frame) });
+    }
+    drop(code = 1006) {
+      this.onclose?.({ code, reason: '', wasClean: false });
+    }
+    frames(action) {
+      return this.sent.filter((f) => f.action === action);
+    }
+  }
+  return { all, Socket };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+async function until(check, what) {
+  for (let i = 0; i < 200; i += 1) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  assert.fail(`never: ${what}`);
+}
+
+const state = (region, { bids = [], versions = {}, highBid = null, settled } = {}) => ({
+  type: 'state',
+  region,
+  auction: { id: 'lot-1', item: 'lamp', highBid, bidCount: 0, version: 0, versions },
+  you: { userId: 'alice', lastBid: null, bids, ...(settled ? { settled } : {}) },
+});
+
+function client(Socket, options = {}) {
+  const c = new AuctionClient({
+    url: 'wss://global.example',
+    auctionId: 'lot-1',
+    WebSocket: Socket,
+    tokenProvider: () => 'token',
+    // Reconnect at once: the tests are about what a session carries, not about waiting.
+    backoff: { baseMs: 1, capMs: 1, floorMs: 0, jitter: false, herdWindowMs: 0 },
+    ...options,
+  });
+  const events = [];
+  for (const type of ['bidResult', 'bidSettled', 'update', 'restored', 'disconnected', 'bidExpired']) {
+    c.addEventListener(type, (e) => events.push([type, e.detail]));
+  }
+  return { c, events };
+}
+
+test('a bid unanswered when the socket drops is sent again, same bidId, after the next getState', async (t) => {
+  const { all, Socket } = sockets();
+  const { c, events } = client(Socket);
+  t.after(() => c.close());
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  assert.deepEqual(all[0].sent, [{ action: 'getState', auctionId: 'lot-1' }]);
+  all[0].deliver(state('us-east-1'));
+  const bidId = c.bid(150);
+  assert.deepEqual(all[0].frames('bid'), [{ action: 'bid', auctionId: 'lot-1', amount: 150, bidId }]);
+  all[0].drop();
+  await until(() => all.length === 2, 'a second socket');
+  all[1].open();
+  assert.deepEqual(all[1].sent, [
+    { action: 'getState', auctionId: 'lot-1' },
+    { action: 'bid', auctionId: 'lot-1', amount: 150, bidId },
+  ]);
+  // The other Region has not seen the first copy yet: its rejection is not final.
+  all[1].deliver(state('us-west-2'));
+  all[1].deliver({ type: 'bidResult', bidId, status: 'rejected', reason: 'too_low', region: 'us-west-2' });
+  const result = events.find(([type]) => type === 'bidResult')[1];
+  assert.equal(result.doubtful, true);
+  assert.equal(result.amount, 150);
+  assert.equal(c.state.bids[bidId].doubtful, true);
+  // The next state lists the first copy: it stands.
+  all[1].deliver(state('us-west-2', { bids: [{ bidId, amount: 150, at: 1, regions: ['us-east-1'] }] }));
+  assert.deepEqual(events.find(([type]) => type === 'bidSettled')[1], { bidId, stands: true, region: 'us-west-2' });
+  assert.equal(c.state.bids[bidId].stands, true);
+  assert.equal(c.state.bids[bidId].doubtful, false);
+});
+
+test('a doubtful bid is named in the next getState, settled by its copy with the same amount only', async (t) => {
+  const { all, Socket } = sockets();
+  const { c, events } = client(Socket);
+  t.after(() => c.close());
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  all[0].deliver(state('us-east-1'));
+  const bidId = c.bid(300);
+  all[0].deliver({ type: 'bidResult', bidId, status: 'unknown', reason: 'unavailable', region: 'us-east-1' });
+  assert.equal(events.at(-1)[1].doubtful, true);
+  // A copy with another amount under the same bidId is not this bid: the unknown bid is sent again.
+  const before = all[0].frames('bid').length;
+  all[0].deliver(state('us-east-1', { settled: [{ bidId, stands: true, copies: [{ region: 'us-west-2', amount: 301 }] }] }));
+  assert.equal(events.filter(([type]) => type === 'bidSettled').length, 0);
+  assert.equal(all[0].frames('bid').length, before + 1, 'resent');
+  all[0].deliver({ type: 'bidResult', bidId, status: 'unknown', reason: 'unavailable', region: 'us-east-1' });
+  all[0].deliver(state('us-east-1', { settled: [{ bidId, stands: true, copies: [{ region: 'us-east-1', amount: 300 }] }] }));
+  assert.deepEqual(events.filter(([type]) => type === 'bidSettled').map(([, d]) => d), [{ bidId, stands: true, region: 'us-east-1' }]);
+});
+
+test('a stale push changes nothing; a newer one is merged and reported', async (t) => {
+  const { all, Socket } = sockets();
+  const { c, events } = client(Socket);
+  t.after(() => c.close());
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  all[0].deliver(state('us-east-1', { versions: { 'us-east-1': 3 }, highBid: { bidId: 'h', bidder: 'bob', amount: 500, at: 1 } }));
+  all[0].deliver({ type: 'bidUpdate', region: 'us-east-1', auctionId: 'lot-1', versions: { 'us-east-1': 2 }, highBid: { bidId: 'g', bidder: 'bob', amount: 400, at: 0 } });
+  assert.equal(events.filter(([type]) => type === 'update').length, 0, 'older than the view: dropped');
+  assert.equal(c.state.auction.highBid.amount, 500);
+  all[0].deliver({ type: 'bidUpdate', region: 'us-east-1', auctionId: 'lot-1', versions: { 'us-east-1': 4 }, highBid: { bidId: 'i', bidder: 'carol', amount: 600, at: 2 } });
+  assert.equal(events.filter(([type]) => type === 'update').length, 1);
+  assert.equal(c.state.auction.highBid.amount, 600);
+  assert.equal(c.state.auction.bidCount, 4);
+  // A push of an auction this client does not watch is not folded into the view.
+  all[0].deliver({ type: 'bidUpdate', region: 'us-east-1', auctionId: 'lot-9', versions: { 'us-east-1': 9 }, highBid: null });
+  assert.equal(c.state.auctions['lot-9'], undefined);
+});
+
+test('a pong whose versions are ahead of the view asks for the state again; one behind does not', async (t) => {
+  const { all, Socket } = sockets();
+  const { c } = client(Socket);
+  t.after(() => c.close());
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  all[0].deliver(state('us-east-1', { versions: { 'us-east-1': 3, 'us-west-2': 1 } }));
+  const reads = () => all[0].frames('getState').length;
+  const first = reads();
+  all[0].deliver({ type: 'pong', region: 'us-east-1', auctionId: 'lot-1', versions: { 'us-east-1': 3 } });
+  assert.equal(reads(), first, 'nothing new');
+  all[0].deliver({ type: 'pong', region: 'us-east-1', auctionId: 'lot-1', versions: { 'us-east-1': 3, 'us-west-2': 2 } });
+  assert.equal(reads(), first + 1, 'a bid this view has not seen');
+  all[0].deliver({ type: 'pong', region: 'us-east-1', auctionId: 'lot-7', versions: { 'us-east-1': 9 } });
+  assert.equal(reads(), first + 1, 'an auction not watched');
+});
+
+test('two heartbeats without a pong end the session, and the next one opens with a getState', async (t) => {
+  const { all, Socket } = sockets();
+  const { c, events } = client(Socket, { heartbeatIntervalMs: 5, heartbeatTimeoutMs: 8 });
+  t.after(() => c.close());
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  all[0].deliver(state('us-east-1'));
+  await until(() => all.length === 2, 'the broken session replaced');
+  assert.ok(all[0].frames('heartbeat').length >= 1, 'it asked');
+  const ended = events.find(([type]) => type === 'disconnected')[1];
+  assert.match(ended.reason, /heartbeat|silent/);
+  assert.ok(all[0].closedWith !== null, 'the dead socket was closed');
+  all[1].open();
+  assert.deepEqual(all[1].sent[0], { action: 'getState', auctionId: 'lot-1' });
+});
+
+test('a redirect decides nothing: the session ends and the bid goes to the next one', async (t) => {
+  const { all, Socket } = sockets();
+  const { c, events } = client(Socket);
+  t.after(() => c.close());
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  all[0].deliver(state('eu-west-1'));
+  const bidId = c.bid(700);
+  all[0].deliver({ type: 'bidResult', bidId, status: 'redirect', reason: 'no_quorum', region: 'eu-west-1' });
+  const result = events.find(([type]) => type === 'bidResult')[1];
+  assert.equal(result.doubtful, false);
+  assert.equal(result.amount, 700);
+  await until(() => all.length === 2, 'a new session');
+  assert.match(events.find(([type]) => type === 'disconnected')[1].reason, /redirect/);
+  all[1].open();
+  assert.deepEqual(all[1].frames('bid'), [{ action: 'bid', auctionId: 'lot-1', amount: 700, bidId }]);
+});
+
+test('a getState answered no_quorum moves the client too; an unreadable frame is ignored', async (t) => {
+  const { all, Socket } = sockets();
+  const { c, events } = client(Socket);
+  t.after(() => c.close());
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  all[0].deliver('not json');
+  all[0].deliver({ type: 'error', code: 'invalid_field', message: 'x', region: 'eu-west-1' });
+  await settle();
+  assert.equal(all.length, 1, 'neither ends the session');
+  all[0].deliver({ type: 'error', code: 'no_quorum', message: 'cut off', region: 'eu-west-1' });
+  await until(() => all.length === 2, 'a new session');
+  assert.match(events.find(([type]) => type === 'disconnected')[1].reason, /redirect/);
+});
