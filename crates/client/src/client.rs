@@ -1849,6 +1849,115 @@ mod tests {
         assert_eq!(sends(&runner.on_text(&mut session, STATE)), vec![bid]);
     }
 
+    /// A bid of 150,000 sent, answered `unknown`: doubtful. Returns the runner, its session
+    /// and its events, the bid's frame sent.
+    async fn doubtful_bid() -> (Runner, Session, mpsc::UnboundedReceiver<Event>) {
+        let (mut runner, mut events) = runner();
+        let mut session = Session::new(&runner.config);
+        runner.on_text(&mut session, STATE);
+        let (reply, _answer) = oneshot::channel();
+        runner.on_session_command(Some(Command::Bid {
+            auction_id: AuctionId::new("lot-1").unwrap(),
+            amount: Amount::new(150_000).unwrap(),
+            bid_id: BidId::new("alice-000000001").unwrap(),
+            reply,
+        }));
+        let unknown = r#"{"type":"bidResult","bidId":"alice-000000001","status":"unknown","reason":null,"region":"us-east-1"}"#;
+        runner.on_text(&mut session, unknown);
+        while events.try_recv().is_ok() {}
+        (runner, session, events)
+    }
+
+    fn settlements(events: &mut mpsc::UnboundedReceiver<Event>) -> Vec<(String, bool)> {
+        std::iter::from_fn(|| events.try_recv().ok())
+            .filter_map(|e| match e {
+                Event::BidSettled { bid_id, stands, .. } => {
+                    Some((bid_id.as_str().to_owned(), stands))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn state_with(auction: &str, you: &str) -> String {
+        format!(
+            r#"{{"type":"state","region":"us-west-2","auction":{{"id":"{auction}","item":"x","highBid":null,"bidCount":1,"version":1,"versions":{{"us-east-1":1}}}},"you":{{"userId":"alice","lastBid":null,"bids":[],{you}}}}}"#
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_doubtful_bid_settles_on_a_copy_of_its_own_amount_in_its_own_auction() {
+        let (mut runner, mut session, mut events) = doubtful_bid().await;
+        // Another auction's state, naming a standing copy with the same bidId: nothing.
+        let other = state_with(
+            "lot-2",
+            r#""settled":[{"bidId":"alice-000000001","stands":true,"copies":[{"region":"us-east-1","amount":150000}]}]"#,
+        );
+        assert!(sends(&runner.on_text(&mut session, &other)).is_empty());
+        assert!(settlements(&mut events).is_empty());
+        // Its auction, a copy of the bidId with another amount: not this bid (sent again).
+        let reused = state_with(
+            "lot-1",
+            r#""settled":[{"bidId":"alice-000000001","stands":true,"copies":[{"region":"us-east-1","amount":150001}]}]"#,
+        );
+        assert_eq!(sends(&runner.on_text(&mut session, &reused)).len(), 1);
+        assert!(settlements(&mut events).is_empty());
+        let unknown = r#"{"type":"bidResult","bidId":"alice-000000001","status":"unknown","reason":null,"region":"us-west-2"}"#;
+        runner.on_text(&mut session, unknown);
+        // A listed bid (`you.bids`) with another amount does not settle it either.
+        let listed_other = STATE.replace(
+            r#""bids":[]"#,
+            r#""bids":[{"bidId":"alice-000000001","amount":1,"at":1,"regions":["us-east-1"]}]"#,
+        );
+        assert_eq!(sends(&runner.on_text(&mut session, &listed_other)).len(), 1);
+        assert!(settlements(&mut events).is_empty());
+        runner.on_text(&mut session, unknown);
+        let named = state_with(
+            "lot-1",
+            r#""settled":[{"bidId":"alice-000000001","stands":true,"copies":[{"region":"us-east-1","amount":150000}]}]"#,
+        );
+        assert!(sends(&runner.on_text(&mut session, &named)).is_empty());
+        assert_eq!(
+            settlements(&mut events),
+            [("alice-000000001".to_owned(), true)]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_doubtful_bid_listed_with_its_amount_in_you_bids_settles() {
+        let (mut runner, mut session, mut events) = doubtful_bid().await;
+        let listed = STATE.replace(
+            r#""bids":[]"#,
+            r#""bids":[{"bidId":"alice-000000001","amount":150000,"at":1,"regions":["us-east-1"]}]"#,
+        );
+        assert!(sends(&runner.on_text(&mut session, &listed)).is_empty());
+        assert_eq!(
+            settlements(&mut events),
+            [("alice-000000001".to_owned(), true)]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_push_of_my_doubtful_bid_as_the_high_bid_settles_it() {
+        let (mut runner, mut session, mut events) = doubtful_bid().await;
+        let push = |bidder: &str, amount: u64, version: u64| {
+            format!(
+                r#"{{"type":"bidUpdate","region":"us-east-1","auctionId":"lot-1","highBid":{{"bidId":"alice-000000001","bidder":"{bidder}","amount":{amount},"at":5}},"bidCount":{version},"version":{version},"versions":{{"us-east-1":{version}}}}}"#
+            )
+        };
+        runner.on_text(&mut session, &push("mallory", 150_000, 1));
+        runner.on_text(&mut session, &push("alice", 150_001, 2));
+        assert!(
+            settlements(&mut events).is_empty(),
+            "another bidder, another amount"
+        );
+        runner.on_text(&mut session, &push("alice", 150_000, 3));
+        assert_eq!(
+            settlements(&mut events),
+            [("alice-000000001".to_owned(), true)]
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_region_without_quorum_ends_the_session_with_a_redirect() {
         let (mut runner, _events) = runner();
