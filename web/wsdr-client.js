@@ -311,6 +311,11 @@ function byCodePoint(a, b) {
   return x.length - y.length;
 }
 
+function canonicalString(value) {
+  if (LONE_SURROGATE.test(value)) throw new TypeError('an op\'s strings are well-formed Unicode');
+  return JSON.stringify(value);
+}
+
 function canonicalOf(value, depth) {
   if (depth > DIGEST_MAX_DEPTH) throw new TypeError(`an op nests deeper than ${DIGEST_MAX_DEPTH} levels`);
   if (value === null) return 'null';
@@ -321,14 +326,13 @@ function canonicalOf(value, depth) {
       if (!Number.isSafeInteger(value)) throw new TypeError(`an op's numbers are integers of at most ${Number.MAX_SAFE_INTEGER} in magnitude`);
       return String(value);
     case 'string':
-      if (LONE_SURROGATE.test(value)) throw new TypeError('an op\'s strings are well-formed Unicode');
-      return JSON.stringify(value);
+      return canonicalString(value);
     case 'object': {
       if (Array.isArray(value)) return `[${value.map((item) => canonicalOf(item, depth + 1)).join(',')}]`;
       const proto = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) throw new TypeError('an op is made of plain objects, arrays, strings, integers, booleans and null');
       const keys = Object.keys(value).filter((key) => value[key] !== undefined).sort(byCodePoint);
-      return `{${keys.map((key) => `${canonicalOf(key, depth + 1)}:${canonicalOf(value[key], depth + 1)}`).join(',')}}`;
+      return `{${keys.map((key) => `${canonicalString(key)}:${canonicalOf(value[key], depth + 1)}`).join(',')}}`;
     }
     default:
       throw new TypeError(`an op cannot carry a value of type ${typeof value}`);
@@ -390,6 +394,7 @@ const standingKey = (opId, digest) => `${opId}/${digest}`;
  * the entry, to hand back with its result.
  */
 export class OpBook {
+  // Stryker disable next-line ArrayDeclaration: a default list holding one made-up reason differs only for a server answering that very reason.
   constructor({ settleWindowMs = 120000, offline = OFFLINE_BIDS, finalReasons = [] } = {}) {
     this.settleWindowMs = settleWindowMs;
     this.offline = { ...OFFLINE_BIDS, ...offline };
@@ -612,12 +617,15 @@ export class BidBook {
         /* not a bid this client could have sent */
       }
     };
+    // Stryker disable next-line ArrayDeclaration: an element that is no bid view adds the key of bidId `undefined` with the digest of `{}`, which no bid of this book has (every one has an amount).
     for (const b of frame.you?.bids ?? []) stands(b.bidId, b.amount);
     for (const s of frame.you?.settled ?? []) {
       if (!s.stands) continue;
       // Each copy's own amount (a bidId reused with two amounts has one per Region);
       // `amount` alone from servers that predate `copies`.
+      // Stryker disable next-line ArrayDeclaration: as above, a non-copy adds the digest of `{}`, which no bid has.
       for (const copy of s.copies ?? []) stands(s.bidId, copy.amount);
+      // Stryker disable next-line ConditionalExpression: without an amount the key is the digest of `{}`, which no bid has; the test only skips useless work.
       if (s.amount !== undefined) stands(s.bidId, s.amount);
     }
     const { settled, resend } = this.ops.settle(auctionId, standing, frame.region);

@@ -173,3 +173,48 @@ test('several auctions share one book: versions, high bids and doubtful bids sta
   assert.ok(book.doubtful.has('b7'));
   assert.deepEqual(book.onState(stateOf('lot-2', { A: 2 })).resend, [frame], 'its own state does');
 });
+
+test('BidBook: a replay rejected as bid_id_reused is final; the settle read names at most 32 bids', () => {
+  const book = new BidBook();
+  book.add('b1', 'f1', 100, true, 0, 'lot-1');
+  book.replay();
+  assert.deepEqual(book.onResult({ bidId: 'b1', status: 'rejected', reason: 'bid_id_reused' }, 0), { amount: 100, doubtful: false });
+  assert.deepEqual(book.onResult({ bidId: 'nope', status: 'accepted' }, 0), { amount: null, doubtful: false });
+  for (let i = 0; i < 40; i += 1) {
+    book.add(`d${i}`, 'f', 10 + i, true, 0, 'lot-1');
+    book.onResult({ bidId: `d${i}`, status: 'unknown' }, 0);
+  }
+  const named = JSON.parse(book.stateRequest('lot-1')).bidIds;
+  assert.equal(named.length, 32);
+  assert.deepEqual(named.slice(0, 2), ['d0', 'd1'], 'the oldest doubts first');
+  assert.deepEqual(JSON.parse(book.stateRequest('lot-2')), { action: 'getState', auctionId: 'lot-2' });
+  assert.deepEqual(book.doubtfulAuctions(), ['lot-1']);
+});
+
+test('BidBook: a state without `you`, or settling nothing, settles nothing and throws nothing', () => {
+  const book = new BidBook();
+  book.add('b1', 'f1', 100, true, 0, 'lot-1');
+  book.onResult({ bidId: 'b1', status: 'unknown' }, 0);
+  const r = book.onState({ type: 'state', region: 'r', auction: { id: 'lot-1', versions: {} } });
+  assert.deepEqual(r, { settled: [], resend: ['f1'] });
+  // A copy whose amount is no integer stands for no bid (its digest has no canonical form).
+  book.onResult({ bidId: 'b1', status: 'unknown' }, 0);
+  const odd = book.onState({ type: 'state', region: 'r', auction: { id: 'lot-1', versions: {} }, you: { userId: 'alice', bids: [{ bidId: 'b1', amount: 100.5 }] } });
+  assert.deepEqual(odd.settled, []);
+});
+
+test("BidBook: a push settles only the user's own doubtful bid, and nothing when it shows none", () => {
+  const book = new BidBook();
+  book.onState({ type: 'state', region: 'r', auction: { id: 'lot-1', versions: { r: 1 } }, you: { userId: 'alice', bids: [] } });
+  book.add('b1', 'f1', 500, true, 0, 'lot-1');
+  book.onResult({ bidId: 'b1', status: 'unknown' }, 0);
+  const none = book.onUpdate({ region: 'r', auctionId: 'lot-1', versions: { r: 2 }, highBid: null });
+  assert.deepEqual(none.settled, []);
+  const theirs = book.onUpdate({ region: 'r', auctionId: 'lot-1', versions: { r: 3 }, highBid: { bidId: 'b1', bidder: 'mallory', amount: 500, at: 1 } });
+  assert.deepEqual(theirs.settled, [], "the same bidId and amount, another bidder's");
+  const odd = book.onUpdate({ region: 'r', auctionId: 'lot-1', versions: { r: 4 }, highBid: { bidId: 'b1', bidder: 'alice', amount: 500.5, at: 1 } });
+  assert.deepEqual(odd.settled, []);
+  const mine = book.onUpdate({ region: 'r', auctionId: 'lot-1', versions: { r: 5 }, highBid: { bidId: 'b1', bidder: 'alice', amount: 501, at: 2 } });
+  assert.deepEqual(mine.settled, [], 'my bidId with another amount');
+  assert.equal(book.doubtful.size, 1);
+});

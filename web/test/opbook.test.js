@@ -101,3 +101,16 @@ test("the auction's book is this book with bids as ops", () => {
   assert.equal(bids.settleWindowMs, 50);
   assert.equal(bids.offline.max, 16);
 });
+
+test('an op of no topic is named in every read but belongs to no topic list', () => {
+  const book = new OpBook();
+  book.add('m1', 'f', 'd', true, 0);
+  book.onResult('m1', 'unknown', null, 0);
+  assert.deepEqual(book.doubtsOf('chat:any'), ['m1']);
+  assert.deepEqual(book.doubtfulTopics(), []);
+  assert.deepEqual(book.settle('chat:any', new Set(['m1/d']), 'r').settled, [{ opId: 'm1', stands: true, region: 'r' }]);
+  // Without final reasons, a replayed rejection is always doubtful.
+  book.add('m2', 'f2', 'd2', true, 0, 'chat:r1');
+  book.replay();
+  assert.equal(book.onResult('m2', 'rejected', 'op_id_reused', 0).doubtful, true);
+});
