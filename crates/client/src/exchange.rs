@@ -53,9 +53,7 @@ pub async fn next_message(
             Ok(ServerFrame::GatewayError { message }) => {
                 return Err(ExchangeError::GatewayError(message))
             }
-            Ok(ServerFrame::Message(
-                ServerMessage::BidUpdate { .. } | ServerMessage::MoveTo { .. },
-            )) => continue,
+            Ok(ServerFrame::Message(message)) if message.is_unsolicited() => continue,
             Ok(ServerFrame::Message(message)) => return Ok(message),
             Err(e) => return Err(ExchangeError::WrongReply(e.message)),
         }

@@ -311,6 +311,15 @@ impl ServerMessage {
         }
     }
 
+    /// A frame the server sends of its own accord (a push, a move order), never as the answer
+    /// to a request: whoever waits for an answer skips it.
+    pub fn is_unsolicited(&self) -> bool {
+        matches!(
+            self,
+            ServerMessage::BidUpdate { .. } | ServerMessage::MoveTo { .. }
+        )
+    }
+
     /// The frame as JSON text. Infallible for these types (string keys, no floats).
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()

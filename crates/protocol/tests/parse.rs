@@ -133,6 +133,35 @@ fn server_frames_parse_ours_and_gateway_errors() {
 }
 
 #[test]
+fn pushes_and_move_orders_are_unsolicited_answers_are_not() {
+    let frames = [
+        (r#"{"type":"pong","region":"r","ts":5}"#, false),
+        (
+            r#"{"type":"bidResult","bidId":"bid-00000001","status":"accepted","region":"r"}"#,
+            false,
+        ),
+        (
+            r#"{"type":"error","code":"bad_json","message":"m","region":"r"}"#,
+            false,
+        ),
+        (
+            r#"{"type":"bidUpdate","region":"r","auctionId":"lot-1","highBid":null,"bidCount":0,"version":0}"#,
+            true,
+        ),
+        (
+            r#"{"type":"moveTo","region":"r","to":"us-west-2","windowMs":1000,"reason":"drain"}"#,
+            true,
+        ),
+    ];
+    for (text, unsolicited) in frames {
+        let ServerFrame::Message(message) = parse_server_frame(text).unwrap() else {
+            panic!("{text}: not a message");
+        };
+        assert_eq!(message.is_unsolicited(), unsolicited, "{text}");
+    }
+}
+
+#[test]
 fn server_messages_serialize_with_documented_field_names() {
     let frame = parse_server_frame(
         r#"{"type":"state","region":"us-west-2","auction":{"id":"a1","item":"Lamp","highBid":{"amount":300,"bidder":"u1","bidId":"bid-0001","at":9},"bidCount":2,"version":2},"you":{"userId":"u1","lastBid":null}}"#,
