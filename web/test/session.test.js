@@ -3,7 +3,7 @@
 // carries into the next one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AuctionClient } from '../wsdr-client.js';
+import { AuctionClient, REASON_CODES } from '../wsdr-client.js';
 
 /** Sockets the test opens, answers and drops by hand. */
 function sockets() {
@@ -212,4 +212,77 @@ test('a getState answered no_quorum moves the client too; an unreadable frame is
   all[0].deliver({ type: 'error', code: 'no_quorum', message: 'cut off', region: 'eu-west-1' });
   await until(() => all.length === 2, 'a new session');
   assert.match(events.find(([type]) => type === 'disconnected')[1].reason, /redirect/);
+});
+
+const REGIONS = [
+  { region: 'us-east-1', url: 'wss://use1.example' },
+  { region: 'us-west-2', url: 'wss://usw2.example' },
+];
+
+test("a move order to a known Region's endpoint: the session ends clean, the next connect goes there", async (t) => {
+  const { all, Socket } = sockets();
+  const { c, events } = client(Socket, { regions: REGIONS });
+  const endpoints = [];
+  c.addEventListener('endpoint', (e) => endpoints.push(e.detail));
+  const scheduled = [];
+  c.addEventListener('moveScheduled', (e) => scheduled.push(e.detail));
+  t.after(() => c.close());
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  assert.match(all[0].url, /^wss:\/\/global\.example/);
+  all[0].open();
+  all[0].deliver(state('us-east-1'));
+  // An endpoint the client does not know, one of another Region, or the Region serving it
+  // already: ignored (a frame cannot send a client anywhere it was not configured to go).
+  all[0].deliver({ type: 'moveTo', region: 'us-east-1', to: 'us-west-2', endpoint: 'wss://evil.example', windowMs: 10, reason: 'drain' });
+  all[0].deliver({ type: 'moveTo', region: 'us-east-1', to: 'us-west-2', endpoint: 'wss://use1.example', windowMs: 10, reason: 'drain' });
+  all[0].deliver({ type: 'moveTo', region: 'us-east-1', to: 'us-east-1', windowMs: 10, reason: 'drain' });
+  assert.deepEqual(scheduled, []);
+  all[0].deliver({ type: 'moveTo', region: 'us-east-1', to: 'us-west-2', windowMs: 10, reason: 'drain' });
+  all[0].deliver({ type: 'moveTo', region: 'us-east-1', to: 'us-east-1', windowMs: 10, reason: 'again' });
+  assert.equal(scheduled.length, 1);
+  assert.equal(scheduled[0].to, 'us-west-2');
+  assert.ok(scheduled[0].afterMs >= 0 && scheduled[0].afterMs <= 10, `${scheduled[0].afterMs}`);
+  await until(() => all.length === 2, 'the move');
+  assert.match(all[1].url, /^wss:\/\/usw2\.example/);
+  assert.deepEqual(endpoints.at(-1), { url: 'wss://usw2.example', regional: true, reason: 'the server moved this client to us-west-2' });
+  const ended = events.find(([type]) => type === 'disconnected')[1];
+  assert.deepEqual([ended.reason, ended.code], ['moved to us-west-2', REASON_CODES.moved]);
+});
+
+test("a redirect with the Regions' endpoints known goes to the other Region at once", async (t) => {
+  const { all, Socket } = sockets();
+  const { c } = client(Socket, { regions: REGIONS, backoff: { baseMs: 60000, capMs: 60000, floorMs: 60000, jitter: false } });
+  const endpoints = [];
+  c.addEventListener('endpoint', (e) => endpoints.push(e.detail));
+  t.after(() => c.close());
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  all[0].deliver(state('us-east-1'));
+  all[0].deliver({ type: 'error', code: 'no_quorum', message: 'cut off', region: 'us-east-1' });
+  // A minute's backoff is configured: only an immediate reconnect gets here in time.
+  await until(() => all.length === 2, 'the other Region, at once');
+  assert.match(all[1].url, /^wss:\/\/usw2\.example/);
+  assert.deepEqual(endpoints.at(-1), { url: 'wss://usw2.example', regional: true, reason: "us-east-1 cannot reach its table's quorum" });
+});
+
+test("connects that keep failing move the client to a Region's own endpoint, then the next", async (t) => {
+  const { all, Socket } = sockets();
+  const { c } = client(Socket, { regions: REGIONS });
+  const endpoints = [];
+  c.addEventListener('endpoint', (e) => endpoints.push(e.detail));
+  t.after(() => c.close());
+  c.start();
+  // Every socket fails before it opens.
+  for (let i = 0; i < 4; i += 1) {
+    await until(() => all.length === i + 1, `socket ${i + 1}`);
+    all[i].drop();
+  }
+  await until(() => all.length === 5, 'socket 5');
+  assert.deepEqual(all.map((s) => s.url.split('?')[0]), [
+    'wss://global.example', 'wss://global.example', 'wss://use1.example', 'wss://use1.example', 'wss://usw2.example',
+  ]);
+  assert.deepEqual(endpoints.map((e) => [e.url, e.regional]), [['wss://use1.example', true], ['wss://usw2.example', true]]);
+  assert.match(endpoints[0].reason, /2 consecutive failures/);
 });
