@@ -78,9 +78,10 @@ test-steps: WSDR_BIN_BUILD = $(CARGO) test --workspace --all-targets --no-run --
 # features: about five minutes of a fresh clone's make test.
 test-steps: export WSDR_LAMBDA_PREBUILT := 1
 
-## test-build: the workspace's tests, built (and, under make test, linted) without running
+## test-build: the workspace's tests, built (and, under make test, linted) without running;
+## cargo's timing report of the build in target/cargo-timings/
 test-build:
-	$(CARGO) test --workspace --all-targets --no-run --quiet
+	$(CARGO) test --workspace --all-targets --no-run --quiet --timings
 
 ## unit: every Rust test (DynamoDB Local around them), then the rustdoc examples (on the same
 ## build: `-p` would resolve features for one crate and rebuild its dependencies)
