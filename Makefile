@@ -40,7 +40,7 @@ js-test: | template-lint
 npm-package-check: | js-test
 chaos-short: | npm-package-check test-build
 browser-test: | chaos-short
-invoke-local: | browser-test unit
+invoke-local: | browser-test test-build
 # Without the jobserver in their environment, cargo and the tests size their own parallelism
 # to the machine, as they do alone; the lanes only decide what runs beside what.
 unexport MAKEFLAGS MFLAGS

@@ -24,7 +24,7 @@ command -v java >/dev/null || { echo "java is required for DynamoDB Local" >&2; 
 
 . "$root/scripts/local-peer.sh"
 port="$(free_port)"
-log="$root/target/dynamodb-local.log"
+log="$root/target/dynamodb-local-$port.log"
 mkdir -p "$root/target"
 java -Djava.library.path="$dir/DynamoDBLocal_lib" -jar "$jar" -inMemory -sharedDb -port "$port" >"$log" 2>&1 &
 pid=$!

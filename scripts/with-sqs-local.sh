@@ -8,7 +8,7 @@ bin="$("$root/scripts/python-tools.sh")"
 
 . "$root/scripts/local-peer.sh"
 port="$(free_port)"
-log="$root/target/sqs-local.log"
+log="$root/target/sqs-local-$port.log"
 mkdir -p "$root/target"
 "$bin/moto_server" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
 pid=$!
