@@ -71,6 +71,18 @@ function client(Socket, options = {}) {
   return { c, events };
 }
 
+/** A client whose first session is open and has had its first `state` (`first`). */
+async function connected(t, options, first) {
+  const { all, Socket } = sockets();
+  const { c, events } = client(Socket, options);
+  t.after(() => c.close());
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  all[0].deliver(first);
+  return { all, c, events };
+}
+
 test('a bid unanswered when the socket drops is sent again, same bidId, after the next getState', async (t) => {
   const { all, Socket } = sockets();
   const { c, events } = client(Socket);
@@ -104,13 +116,7 @@ test('a bid unanswered when the socket drops is sent again, same bidId, after th
 });
 
 test('a doubtful bid is named in the next getState, settled by its copy with the same amount only', async (t) => {
-  const { all, Socket } = sockets();
-  const { c, events } = client(Socket);
-  t.after(() => c.close());
-  c.start();
-  await until(() => all.length === 1, 'a socket');
-  all[0].open();
-  all[0].deliver(state('us-east-1'));
+  const { all, c, events } = await connected(t, {}, state('us-east-1'));
   const bidId = c.bid(300);
   all[0].deliver({ type: 'bidResult', bidId, status: 'unknown', reason: 'unavailable', region: 'us-east-1' });
   assert.equal(events.at(-1)[1].doubtful, true);
@@ -125,13 +131,7 @@ test('a doubtful bid is named in the next getState, settled by its copy with the
 });
 
 test('a stale push changes nothing; a newer one is merged and reported', async (t) => {
-  const { all, Socket } = sockets();
-  const { c, events } = client(Socket);
-  t.after(() => c.close());
-  c.start();
-  await until(() => all.length === 1, 'a socket');
-  all[0].open();
-  all[0].deliver(state('us-east-1', { versions: { 'us-east-1': 3 }, highBid: { bidId: 'h', bidder: 'bob', amount: 500, at: 1 } }));
+  const { all, c, events } = await connected(t, {}, state('us-east-1', { versions: { 'us-east-1': 3 }, highBid: { bidId: 'h', bidder: 'bob', amount: 500, at: 1 } }));
   all[0].deliver({ type: 'bidUpdate', region: 'us-east-1', auctionId: 'lot-1', versions: { 'us-east-1': 2 }, highBid: { bidId: 'g', bidder: 'bob', amount: 400, at: 0 } });
   assert.equal(events.filter(([type]) => type === 'update').length, 0, 'older than the view: dropped');
   assert.equal(c.state.auction.highBid.amount, 500);
@@ -145,13 +145,7 @@ test('a stale push changes nothing; a newer one is merged and reported', async (
 });
 
 test('a pong whose versions are ahead of the view asks for the state again; one behind does not', async (t) => {
-  const { all, Socket } = sockets();
-  const { c } = client(Socket);
-  t.after(() => c.close());
-  c.start();
-  await until(() => all.length === 1, 'a socket');
-  all[0].open();
-  all[0].deliver(state('us-east-1', { versions: { 'us-east-1': 3, 'us-west-2': 1 } }));
+  const { all } = await connected(t, {}, state('us-east-1', { versions: { 'us-east-1': 3, 'us-west-2': 1 } }));
   const reads = () => all[0].frames('getState').length;
   const first = reads();
   all[0].deliver({ type: 'pong', region: 'us-east-1', auctionId: 'lot-1', versions: { 'us-east-1': 3 } });
@@ -163,13 +157,7 @@ test('a pong whose versions are ahead of the view asks for the state again; one 
 });
 
 test('two heartbeats without a pong end the session, and the next one opens with a getState', async (t) => {
-  const { all, Socket } = sockets();
-  const { c, events } = client(Socket, { heartbeatIntervalMs: 5, heartbeatTimeoutMs: 8 });
-  t.after(() => c.close());
-  c.start();
-  await until(() => all.length === 1, 'a socket');
-  all[0].open();
-  all[0].deliver(state('us-east-1'));
+  const { all, c, events } = await connected(t, { heartbeatIntervalMs: 5, heartbeatTimeoutMs: 8 }, state('us-east-1'));
   await until(() => all.length === 2, 'the broken session replaced');
   assert.ok(all[0].frames('heartbeat').length >= 1, 'it asked');
   const ended = events.find(([type]) => type === 'disconnected')[1];
@@ -180,13 +168,7 @@ test('two heartbeats without a pong end the session, and the next one opens with
 });
 
 test('a redirect decides nothing: the session ends and the bid goes to the next one', async (t) => {
-  const { all, Socket } = sockets();
-  const { c, events } = client(Socket);
-  t.after(() => c.close());
-  c.start();
-  await until(() => all.length === 1, 'a socket');
-  all[0].open();
-  all[0].deliver(state('eu-west-1'));
+  const { all, c, events } = await connected(t, {}, state('eu-west-1'));
   const bidId = c.bid(700);
   all[0].deliver({ type: 'bidResult', bidId, status: 'redirect', reason: 'no_quorum', region: 'eu-west-1' });
   const result = events.find(([type]) => type === 'bidResult')[1];
