@@ -71,25 +71,26 @@ function client(Socket, options = {}) {
   return { c, events };
 }
 
-/** A client whose first session is open and has had its first `state` (`first`). */
-async function connected(t, options, first) {
+/** A client whose first socket is open, nothing received yet. */
+async function opened(t, options = {}) {
   const { all, Socket } = sockets();
   const { c, events } = client(Socket, options);
   t.after(() => c.close());
   c.start();
   await until(() => all.length === 1, 'a socket');
   all[0].open();
-  all[0].deliver(first);
   return { all, c, events };
 }
 
+/** A client whose first session is open and has had its first `state` (`first`). */
+async function connected(t, options, first) {
+  const opening = await opened(t, options);
+  opening.all[0].deliver(first);
+  return opening;
+}
+
 test('a bid unanswered when the socket drops is sent again, same bidId, after the next getState', async (t) => {
-  const { all, Socket } = sockets();
-  const { c, events } = client(Socket);
-  t.after(() => c.close());
-  c.start();
-  await until(() => all.length === 1, 'a socket');
-  all[0].open();
+  const { all, c, events } = await opened(t);
   assert.deepEqual(all[0].sent, [{ action: 'getState', auctionId: 'lot-1' }]);
   all[0].deliver(state('us-east-1'));
   const bidId = c.bid(150);
@@ -181,12 +182,7 @@ test('a redirect decides nothing: the session ends and the bid goes to the next 
 });
 
 test('a getState answered no_quorum moves the client too; an unreadable frame is ignored', async (t) => {
-  const { all, Socket } = sockets();
-  const { c, events } = client(Socket);
-  t.after(() => c.close());
-  c.start();
-  await until(() => all.length === 1, 'a socket');
-  all[0].open();
+  const { all, c, events } = await opened(t);
   all[0].deliver('not json');
   all[0].deliver({ type: 'error', code: 'invalid_field', message: 'x', region: 'eu-west-1' });
   await settle();

@@ -153,15 +153,18 @@ mod tests {
             session_token: None,
         };
         let now = UNIX_EPOCH + Duration::from_secs(1_440_938_160);
-        let headers = sign_get(
-            "example.amazonaws.com",
-            "/",
-            &credentials,
-            "us-east-1",
-            "service",
-            now,
-        )
-        .unwrap();
+        let sign = |credentials: &Credentials| {
+            sign_get(
+                "example.amazonaws.com",
+                "/",
+                credentials,
+                "us-east-1",
+                "service",
+                now,
+            )
+            .unwrap()
+        };
+        let headers = sign(&credentials);
         let get = |headers: &[(String, String)], name: &str| {
             headers
                 .iter()
@@ -181,15 +184,7 @@ mod tests {
             )
         );
         credentials.session_token = Some("IQoJb3JpZ2luX2VjEXAMPLE".into());
-        let with_token = sign_get(
-            "example.amazonaws.com",
-            "/",
-            &credentials,
-            "us-east-1",
-            "service",
-            now,
-        )
-        .unwrap();
+        let with_token = sign(&credentials);
         assert_eq!(
             get(&with_token, "x-amz-security-token").as_deref(),
             Some("IQoJb3JpZ2luX2VjEXAMPLE")
