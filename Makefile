@@ -137,14 +137,14 @@ browser-test:
 	$(WSDR_BIN_BUILD)
 	cd tests/browser && node --test
 
-## chaos-short: 40 simulated failover runs on the eventual table and 20 on the strong one,
+## chaos-short: 30 simulated failover runs on the eventual table and 15 on the strong one,
 ## every history checked; each run is a deterministic simulation (a function of its seed:
 ## a violation prints `wsdr chaos --replay SEED ...`, which reruns it exactly)
 CHAOS_SEED ?= 1
 chaos-short:
 	$(WSDR_BIN_BUILD)
-	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 40 --report target/wsdr/chaos-short.json
-	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 20 --consistency strong --report target/wsdr/chaos-short-strong.json
+	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 30 --report target/wsdr/chaos-short.json
+	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 15 --consistency strong --report target/wsdr/chaos-short-strong.json
 
 ## mutants: every cargo-mutants mutant of the product crates, crate by crate, in a worktree of
 ## HEAD with DynamoDB Local and the SQS peer around it (long; CRATES="wsdr-core ..." for some,
