@@ -7,8 +7,7 @@
 use aws_lambda_events::dynamodb::{Event, EventRecord};
 use aws_lambda_events::sqs::SqsMessage;
 use serde_dynamo::AttributeValue;
-use wsdr_core::VerdictSource;
-use wsdr_protocol::AuctionId;
+use wsdr_core::{TopicKey, VerdictSource};
 
 /// A fail-over order: the judge's verdict on the primary (`api_id`) changed to fail over,
 /// recorded at `at_ms` by the judge's clock. One change is one order, whichever way and
@@ -66,16 +65,16 @@ fn keys(record: &EventRecord) -> Option<(&str, &str)> {
     Some((text("pk")?, text("sk")?))
 }
 
-/// The auction of every summary item (or ledger head) the batch's records touched, from the
-/// keys alone (a stream record always carries `Keys`; images depend on the view type).
-pub fn summary_auctions(event: &Event) -> Vec<AuctionId> {
+/// The topic of every summary item (or strong-mode head) the batch's records touched, from
+/// the keys alone (a stream record always carries `Keys`; images depend on the view type).
+pub fn summary_topics(event: &Event) -> Vec<TopicKey> {
     event
         .records
         .iter()
         .filter_map(|record| {
             let (pk, sk) = keys(record)?;
-            let (auction, _) = crate::keys::summary_of_keys(pk, sk)?;
-            Some(auction)
+            let (topic, _) = crate::keys::summary_of_keys(pk, sk)?;
+            Some(topic)
         })
         .collect()
 }
@@ -127,7 +126,7 @@ mod tests {
             ("HEALTH#abc", "CHANGE", false),
             ("JUDGE#abc", "VERDICT", false),
             ("JUDGE#", "CHANGE", false),
-            ("SUMMARY#lot-1", "us-east-1", false),
+            ("SUMMARY#auction#lot-1", "us-east-1", false),
         ] {
             assert_eq!(
                 FailoverOrder::of_record(&decode(record(pk, sk, serve))),
@@ -160,16 +159,17 @@ mod tests {
     #[test]
     fn summaries_are_found_by_their_keys() {
         let event: Event = serde_json::from_value(serde_json::json!({"Records": [
-            record("SUMMARY#lot-1", "us-east-1", true),
+            record("SUMMARY#auction#lot-1", "us-east-1", true),
             record("JUDGE#abc", "CHANGE", false),
-            record("SUMMARY#lot-2", "us-west-2", true),
+            record("SUMMARY#chat#room-2", "LEDGER", true),
+            record("SUMMARY#lot-3", "us-west-2", true),
         ]}))
         .unwrap_or_else(|e| panic!("{e}"));
-        let auctions: Vec<String> = summary_auctions(&event)
+        let topics: Vec<String> = summary_topics(&event)
             .iter()
-            .map(|a| a.as_str().to_owned())
+            .map(ToString::to_string)
             .collect();
-        assert_eq!(auctions, ["lot-1", "lot-2"]);
+        assert_eq!(topics, ["auction:lot-1", "chat:room-2"]);
         assert_eq!(failover_orders(&event).len(), 1);
     }
 }

@@ -1,20 +1,22 @@
-//! The global state table (replicated by Global Tables). docs/DATA_MODEL.md has the design and
-//! the argument for each guarantee.
+//! The global state table (replicated by Global Tables): the kit's op store, the same items
+//! for every app. docs/DATA_MODEL.md has the design and the argument for each guarantee.
 //!
 //! | item | pk | sk | attributes | writer |
 //! |---|---|---|---|---|
-//! | auction | `AUCTION#<id>` | `META` | item, startingPrice, minIncrement, closesAt? | any (identical seeds) |
-//! | bid copy | `BIDS#<id>#<bidder>` | `<bidId>#<region>` | bidId, bidder, amount, at, region, writeId | its Region |
+//! | topic seed | `TOPIC#<ns>#<topic>` | `META` | meta (JSON) | any (identical seeds) |
+//! | op copy | `OPS#<ns>#<topic>#<author>` | `<opId>#<region>` | author, opId, region, at, position, digest, op (JSON), writeId | its Region |
+//! | summary | `SUMMARY#<ns>#<topic>` | `<region>` | region, accepted, app (JSON) | its Region |
+//! | strong-mode head | `SUMMARY#<ns>#<topic>` | `LEDGER` | a summary's, and the newest op's as `last*` | any Region, conditionally |
 //!
-//! GSI `by-time` (`pk`, `at`) lists one bidder's copies newest first, whatever their bidIds.
-//! | summary | `SUMMARY#<id>` | `<region>` | region, accepted, high* | its Region |
+//! GSI `by-time` (`pk`, `at`) lists one author's copies newest first, whatever their op ids.
 //!
-//! `<bidder>` is the `sub` with `%` and `#` percent-encoded, so a partition key names exactly one
-//! bidder. Every item written in two Regions is either identical in both (auctions) or has
-//! one writer Region (bid copies, summaries): Global Tables' per-item last writer wins can
-//! then never replace one user's data with another's.
+//! `<author>` is the `sub` with `%` and `#` percent-encoded, so a partition key names exactly
+//! one author. Every item written in two Regions is either identical in both (seeds) or has
+//! one writer Region (op copies, summaries): Global Tables' per-item last writer wins can
+//! then never replace one user's data with another's, whatever the app. An app's values are
+//! stored as their canonical JSON text (`wsdr_protocol::canonical_json`).
 //!
-//! A bid is one `TransactWriteItems`: the copy (`attribute_not_exists(pk)`) and this Region's
+//! An op is one `TransactWriteItems`: the copy (`attribute_not_exists(pk)`) and this Region's
 //! summary (`accepted = :expected`), with the attempt's `writeId` as `ClientRequestToken`, so
 //! an SDK retry of a committed transaction is recognised (by DynamoDB's idempotency window,
 //! and by the copy's `writeId` after it) and answered `Committed`.
@@ -25,8 +27,8 @@
 
 use crate::classify::classify;
 use crate::keys::{
-    auction_of_bids_key, auction_of_key, bidder_segment, summary_of_keys, AUCTION_PREFIX,
-    BIDS_PREFIX, LEDGER_SK, SUMMARY_PREFIX,
+    author_segment, summary_of_keys, topic_of_meta_key, topic_of_ops_key, topic_segment, LEDGER_SK,
+    OPS_PREFIX, SUMMARY_PREFIX, TOPIC_PREFIX,
 };
 use crate::schema::{BID_AT, BY_TIME_INDEX, PK, SK};
 use async_trait::async_trait;
@@ -37,15 +39,16 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
 };
 use aws_sdk_dynamodb::Client;
+use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use wsdr_core::items::Item as StateItem;
+use wsdr_core::items::{Item as StateItem, LastOp};
 use wsdr_core::{
-    Advance, Auction, BidCommit, BidRecord, CommitOutcome, Error, LastBid, LedgerHead, LedgerStore,
-    RegionSummary, Result, StateStore, UserId,
+    Advance, BidRecord, CommitOutcome, Error, HeadStore, OpCommit, OpStore, Result, StoredHead,
+    StoredOp, StoredSummary, TopicKey, UserId,
 };
-use wsdr_protocol::{Amount, AuctionId, BidId};
+use wsdr_protocol::{canonical_json, AuctionId, Digest, OpId};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -141,7 +144,7 @@ impl DynamoStateStore {
         self.client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(to_item(item)))
+            .set_item(Some(to_item(item)?))
             .send()
             .await
             .map_err(|e| self.fail(&e))?;
@@ -171,24 +174,36 @@ impl DynamoStateStore {
         Ok(out.into_iter().map(|(_, item)| item).collect())
     }
 
-    /// Every bid copy of an auction, all bidders (checkers and tests: a scan of the table,
-    /// never on a request path).
-    pub async fn all_bids(&self, auction: &AuctionId) -> Result<Vec<BidRecord>> {
+    /// Every op copy of a topic, all authors (checkers and tests: a scan of the table, never
+    /// on a request path).
+    pub async fn all_ops(&self, topic: &TopicKey) -> Result<Vec<StoredOp>> {
         let mut pages = self
             .client
             .scan()
             .table_name(&self.table)
-            .filter_expression("begins_with(pk, :bids)")
-            .expression_attribute_values(":bids", s(format!("{BIDS_PREFIX}{auction}#")))
+            .filter_expression("begins_with(pk, :ops)")
+            .expression_attribute_values(
+                ":ops",
+                s(format!("{OPS_PREFIX}{}#", topic_segment(topic))),
+            )
             .consistent_read(true)
             .into_paginator()
             .items()
             .send();
-        let mut bids = Vec::new();
+        let mut ops = Vec::new();
         while let Some(item) = pages.next().await {
-            bids.push(parse_bid(auction, &item.map_err(|e| self.fail(&e))?)?);
+            ops.push(parse_op(topic, &item.map_err(|e| self.fail(&e))?)?);
         }
-        Ok(bids)
+        Ok(ops)
+    }
+
+    /// Every bid copy of an auction, all bidders (checkers and tests).
+    pub async fn all_bids(&self, auction: &AuctionId) -> Result<Vec<BidRecord>> {
+        self.all_ops(&wsdr_core::auction_store::topic(auction))
+            .await?
+            .iter()
+            .map(wsdr_core::auction_store::bid_of)
+            .collect()
     }
 
     /// The items of partition `pk` whose sort key starts with `prefix` (strongly consistent),
@@ -252,27 +267,31 @@ impl DynamoStateStore {
     }
 }
 
-fn auction_pk(id: &AuctionId) -> String {
-    format!("{AUCTION_PREFIX}{id}")
+fn meta_pk(topic: &TopicKey) -> String {
+    format!("{TOPIC_PREFIX}{}", topic_segment(topic))
 }
 
-/// One bidder's bids in one auction: their own partition.
-fn bids_pk(auction: &AuctionId, bidder: &UserId) -> String {
-    format!("{BIDS_PREFIX}{auction}#{}", bidder_segment(bidder.as_str()))
+/// One author's ops in one topic: their own partition.
+fn ops_pk(topic: &TopicKey, author: &UserId) -> String {
+    format!(
+        "{OPS_PREFIX}{}#{}",
+        topic_segment(topic),
+        author_segment(author.as_str())
+    )
 }
 
-/// Every copy of a bid in its bidder's partition: a bidId has no `#` (ids.rs).
-fn bid_copies_prefix(bid_id: &BidId) -> String {
-    format!("{bid_id}#")
+/// Every copy of an op in its author's partition: an op id has no `#` (ids.rs).
+fn op_copies_prefix(op_id: &OpId) -> String {
+    format!("{op_id}#")
 }
 
-fn bid_sk(bid: &BidRecord) -> String {
-    format!("{}{}", bid_copies_prefix(&bid.bid_id), bid.region)
+fn op_sk(op: &StoredOp) -> String {
+    format!("{}{}", op_copies_prefix(&op.op_id), op.region)
 }
 
-/// One auction's summaries: their own partition, one item per Region.
-fn summaries_pk(auction: &AuctionId) -> String {
-    format!("{SUMMARY_PREFIX}{auction}")
+/// One topic's summaries: their own partition, one item per Region (and strong mode's head).
+fn summaries_pk(topic: &TopicKey) -> String {
+    format!("{SUMMARY_PREFIX}{}", topic_segment(topic))
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -301,6 +320,18 @@ fn get_n(item: &Item, field: &str) -> Result<u64> {
         .ok_or_else(|| malformed(field))
 }
 
+/// An app's value as stored: its canonical JSON text. A value without one (a float, an
+/// integer JavaScript cannot hold) is refused before anything is written.
+fn json_text(value: &Json, field: &str) -> Result<AttributeValue> {
+    canonical_json(value)
+        .map(s)
+        .map_err(|e| Error::Internal(format!("`{field}` has no canonical JSON: {e}")))
+}
+
+fn get_json(item: &Item, field: &str) -> Result<Json> {
+    serde_json::from_str(get_s(item, field)?).map_err(|_| malformed(field))
+}
+
 fn is_conditional_check_failed<R>(error: &SdkError<PutItemError, R>) -> bool {
     matches!(
         error.as_service_error(),
@@ -308,181 +339,161 @@ fn is_conditional_check_failed<R>(error: &SdkError<PutItemError, R>) -> bool {
     )
 }
 
-fn auction_item(auction: &Auction) -> Item {
-    let mut item = Item::from([
-        (PK.into(), s(auction_pk(&auction.id))),
+fn meta_item(topic: &TopicKey, meta: &Json) -> Result<Item> {
+    Ok(Item::from([
+        (PK.into(), s(meta_pk(topic))),
         (SK.into(), s(META)),
-        ("type".into(), s("auction")),
-        ("item".into(), s(auction.item.clone())),
-        ("startingPrice".into(), n(auction.starting_price.get())),
-        ("minIncrement".into(), n(auction.min_increment)),
-    ]);
-    if let Some(closes_at) = auction.closes_at {
-        item.insert("closesAt".into(), n(closes_at));
+        ("type".into(), s("topic")),
+        ("meta".into(), json_text(meta, "meta")?),
+    ]))
+}
+
+/// An op copy's own attributes, each under `prefix` (`""` for a copy item, `last` for the
+/// head's newest op).
+/// An op attribute's name under `prefix`: `at` is `at` in a copy and `lastAt` in a head.
+fn attribute(prefix: &str, field: &str) -> String {
+    if prefix.is_empty() {
+        return field.to_owned();
     }
-    item
+    let mut chars = field.chars();
+    let first = chars.next().map(|c| c.to_ascii_uppercase());
+    format!("{prefix}{}{}", first.unwrap_or_default(), chars.as_str())
 }
 
-fn parse_auction(id: &AuctionId, item: &Item) -> Result<Auction> {
-    Ok(Auction {
-        id: id.clone(),
-        item: get_s(item, "item")?.to_owned(),
-        starting_price: Amount::new(get_n(item, "startingPrice")?)
-            .map_err(|_| malformed("startingPrice"))?,
-        min_increment: get_n(item, "minIncrement")?,
-        closes_at: item
-            .get("closesAt")
-            .map(|_| get_n(item, "closesAt"))
-            .transpose()?,
+fn put_op(item: &mut Item, prefix: &str, op: &StoredOp) -> Result<()> {
+    let name = |field: &str| attribute(prefix, field);
+    item.insert(name("author"), s(op.author.as_str()));
+    item.insert(name("opId"), s(op.op_id.as_str()));
+    item.insert(name("region"), s(op.region.clone()));
+    item.insert(name(BID_AT), n(op.at));
+    item.insert(name("position"), n(op.position));
+    item.insert(name("digest"), s(op.digest.to_string()));
+    item.insert(name("op"), json_text(&op.op, "op")?);
+    Ok(())
+}
+
+fn get_op(item: &Item, prefix: &str, topic: &TopicKey) -> Result<StoredOp> {
+    let field = |name: &str| attribute(prefix, name);
+    Ok(StoredOp {
+        topic: topic.clone(),
+        author: UserId::new(get_s(item, &field("author"))?)
+            .map_err(|_| malformed(&field("author")))?,
+        op_id: OpId::new(get_s(item, &field("opId"))?).map_err(|_| malformed(&field("opId")))?,
+        region: get_s(item, &field("region"))?.to_owned(),
+        at: get_n(item, &field(BID_AT))?,
+        position: get_n(item, &field("position"))?,
+        digest: Digest::parse(get_s(item, &field("digest"))?)
+            .map_err(|_| malformed(&field("digest")))?,
+        op: get_json(item, &field("op"))?,
     })
 }
 
-fn bid_item(bid: &BidRecord, write_id: &str) -> Item {
-    Item::from([
-        (PK.into(), s(bids_pk(&bid.auction_id, &bid.bidder))),
-        (SK.into(), s(bid_sk(bid))),
-        ("type".into(), s("bid")),
-        ("bidId".into(), s(bid.bid_id.as_str())),
-        ("bidder".into(), s(bid.bidder.as_str())),
-        ("amount".into(), n(bid.amount.get())),
-        (BID_AT.into(), n(bid.at)),
-        ("region".into(), s(bid.region.clone())),
-        ("writeId".into(), s(write_id)),
-    ])
-}
-
-fn parse_bid(auction_id: &AuctionId, item: &Item) -> Result<BidRecord> {
-    Ok(BidRecord {
-        auction_id: auction_id.clone(),
-        bid_id: BidId::new(get_s(item, "bidId")?).map_err(|_| malformed("bidId"))?,
-        bidder: UserId::new(get_s(item, "bidder")?).map_err(|_| malformed("bidder"))?,
-        amount: Amount::new(get_n(item, "amount")?).map_err(|_| malformed("amount"))?,
-        at: get_n(item, "at")?,
-        region: get_s(item, "region")?.to_owned(),
-    })
-}
-
-fn summary_item(auction: &AuctionId, summary: &RegionSummary) -> Item {
+fn op_item(op: &StoredOp, write_id: &str) -> Result<Item> {
     let mut item = Item::from([
-        (PK.into(), s(summaries_pk(auction))),
+        (PK.into(), s(ops_pk(&op.topic, &op.author))),
+        (SK.into(), s(op_sk(op))),
+        ("type".into(), s("op")),
+        ("writeId".into(), s(write_id)),
+    ]);
+    put_op(&mut item, "", op)?;
+    Ok(item)
+}
+
+fn parse_op(topic: &TopicKey, item: &Item) -> Result<StoredOp> {
+    get_op(item, "", topic)
+}
+
+fn summary_item(topic: &TopicKey, summary: &StoredSummary) -> Result<Item> {
+    Ok(Item::from([
+        (PK.into(), s(summaries_pk(topic))),
         (SK.into(), s(summary.region.clone())),
         ("type".into(), s("summary")),
         ("region".into(), s(summary.region.clone())),
         ("accepted".into(), n(summary.accepted)),
-    ]);
-    if let Some(high) = &summary.high {
-        item.insert("highBidId".into(), s(high.bid_id.as_str()));
-        item.insert("highBidder".into(), s(high.bidder.as_str()));
-        item.insert("highAmount".into(), n(high.amount.get()));
-        item.insert("highAt".into(), n(high.at));
-        item.insert("highRegion".into(), s(high.region.clone()));
-    }
-    item
+        ("app".into(), json_text(&summary.app, "app")?),
+    ]))
 }
 
-fn parse_summary(auction_id: &AuctionId, item: &Item) -> Result<RegionSummary> {
-    let high = match item.get("highBidId") {
-        None => None,
-        Some(_) => Some(BidRecord {
-            auction_id: auction_id.clone(),
-            bid_id: BidId::new(get_s(item, "highBidId")?).map_err(|_| malformed("highBidId"))?,
-            bidder: UserId::new(get_s(item, "highBidder")?).map_err(|_| malformed("highBidder"))?,
-            amount: Amount::new(get_n(item, "highAmount")?).map_err(|_| malformed("highAmount"))?,
-            at: get_n(item, "highAt")?,
-            region: get_s(item, "highRegion")?.to_owned(),
-        }),
-    };
-    Ok(RegionSummary {
+fn parse_summary(item: &Item) -> Result<StoredSummary> {
+    Ok(StoredSummary {
         region: get_s(item, "region")?.to_owned(),
         accepted: get_n(item, "accepted")?,
-        high,
+        app: get_json(item, "app")?,
     })
 }
 
-/// A strong-mode ledger head: the summary's attributes (so a summaries query reads it as the
-/// one summary, labelled `global`) plus the newest accepted bid and its write id.
-fn head_item(auction: &AuctionId, head: &LedgerHead) -> Item {
-    let mut item = summary_item(auction, &head.summary);
+/// A strong-mode head: the summary's attributes (so a summaries query reads it as the one
+/// summary, labelled `global`) plus the newest accepted op (`last*`) and its write id.
+fn head_item(topic: &TopicKey, head: &StoredHead) -> Result<Item> {
+    let mut item = summary_item(topic, &head.summary)?;
     item.insert(SK.into(), s(LEDGER_SK));
-    item.insert("type".into(), s("ledger"));
+    item.insert("type".into(), s("head"));
     if let Some(last) = &head.last {
-        item.insert("lastBidId".into(), s(last.bid.bid_id.as_str()));
-        item.insert("lastBidder".into(), s(last.bid.bidder.as_str()));
-        item.insert("lastAmount".into(), n(last.bid.amount.get()));
-        item.insert("lastAt".into(), n(last.bid.at));
-        item.insert("lastRegion".into(), s(last.bid.region.clone()));
+        put_op(&mut item, "last", &last.op)?;
         item.insert("lastWriteId".into(), s(last.write_id.clone()));
     }
-    item
+    Ok(item)
 }
 
-fn parse_head(auction_id: &AuctionId, item: &Item) -> Result<LedgerHead> {
-    let last = match item.get("lastBidId") {
+fn parse_head(topic: &TopicKey, item: &Item) -> Result<StoredHead> {
+    let last = match item.get("lastOpId") {
         None => None,
-        Some(_) => Some(LastBid {
-            bid: BidRecord {
-                auction_id: auction_id.clone(),
-                bid_id: BidId::new(get_s(item, "lastBidId")?)
-                    .map_err(|_| malformed("lastBidId"))?,
-                bidder: UserId::new(get_s(item, "lastBidder")?)
-                    .map_err(|_| malformed("lastBidder"))?,
-                amount: Amount::new(get_n(item, "lastAmount")?)
-                    .map_err(|_| malformed("lastAmount"))?,
-                at: get_n(item, "lastAt")?,
-                region: get_s(item, "lastRegion")?.to_owned(),
-            },
+        Some(_) => Some(LastOp {
+            op: get_op(item, "last", topic)?,
             write_id: get_s(item, "lastWriteId")?.to_owned(),
         }),
     };
-    Ok(LedgerHead {
-        summary: parse_summary(auction_id, item)?,
+    Ok(StoredHead {
+        summary: parse_summary(item)?,
         last,
     })
 }
 
-/// A domain item as a table item (without the lab's stamp).
-fn to_item(item: &StateItem) -> Item {
+/// A kit item as a table item (without the lab's stamp).
+fn to_item(item: &StateItem) -> Result<Item> {
     match item {
-        StateItem::Auction(auction) => auction_item(auction),
-        StateItem::Bid { bid, write_id } => bid_item(bid, write_id),
-        StateItem::Summary { auction, summary } => summary_item(auction, summary),
-        StateItem::Head { auction, head } => head_item(auction, head),
+        StateItem::Meta { topic, meta } => meta_item(topic, meta),
+        StateItem::Op { op, write_id } => op_item(op, write_id),
+        StateItem::Summary { topic, summary } => summary_item(topic, summary),
+        StateItem::Head { topic, head } => head_item(topic, head),
     }
 }
 
-/// Any item of the table back into the domain, by its key shape.
+/// Any item of the table back into a kit item, by its key shape.
 fn parse_item(pk: &str, sk: &str, item: &Item) -> Result<StateItem> {
-    if sk == LEDGER_SK {
-        if let Some((id, _)) = summary_of_keys(pk, sk) {
-            return Ok(StateItem::Head {
-                head: parse_head(&id, item)?,
-                auction: id,
-            });
-        }
-    }
-    if let Some((id, _region)) = summary_of_keys(pk, sk) {
-        return Ok(StateItem::Summary {
-            summary: parse_summary(&id, item)?,
-            auction: id,
+    if let Some((topic, region)) = summary_of_keys(pk, sk) {
+        return Ok(if region == LEDGER_SK {
+            StateItem::Head {
+                head: parse_head(&topic, item)?,
+                topic,
+            }
+        } else {
+            StateItem::Summary {
+                summary: parse_summary(item)?,
+                topic,
+            }
         });
     }
-    if let Some(id) = auction_of_bids_key(pk) {
-        return Ok(StateItem::Bid {
-            bid: parse_bid(&id, item)?,
+    if let Some(topic) = topic_of_ops_key(pk) {
+        return Ok(StateItem::Op {
+            op: parse_op(&topic, item)?,
             write_id: get_s(item, "writeId")?.to_owned(),
         });
     }
-    match auction_of_key(pk) {
-        Some(id) if sk == META => Ok(StateItem::Auction(parse_auction(&id, item)?)),
+    match topic_of_meta_key(pk) {
+        Some(topic) if sk == META => Ok(StateItem::Meta {
+            meta: get_json(item, "meta")?,
+            topic,
+        }),
         _ => Err(malformed(PK)),
     }
 }
 
-/// What a cancelled bid transaction means: `Some(outcome)` for a condition that failed,
+/// What a cancelled op transaction means: `Some(outcome)` for a condition that failed,
 /// `None` for anything else (classified by the caller).
 fn cancelled_outcome(
     error: &TransactWriteItemsError,
-    commit: &BidCommit,
+    commit: &OpCommit,
 ) -> Option<Result<CommitOutcome>> {
     let TransactWriteItemsError::TransactionCanceledException(cancelled) = error else {
         return None;
@@ -492,13 +503,13 @@ fn cancelled_outcome(
     if code(0) == "ConditionalCheckFailed" {
         let Some(old) = reasons.first().and_then(|r| r.item()) else {
             return Some(Err(Error::Transient(
-                "bid copy exists but was not returned".into(),
+                "op copy exists but was not returned".into(),
             )));
         };
         let old = old.clone();
         return Some(match get_s(&old, "writeId") {
             Ok(id) if id == commit.write_id => Ok(CommitOutcome::Committed),
-            _ => parse_bid(&commit.bid.auction_id, &old).map(CommitOutcome::Exists),
+            _ => parse_op(&commit.copy.topic, &old).map(CommitOutcome::Exists),
         });
     }
     if code(1) == "ConditionalCheckFailed"
@@ -511,9 +522,9 @@ fn cancelled_outcome(
 }
 
 #[async_trait]
-impl StateStore for DynamoStateStore {
-    async fn put_auction_if_absent(&self, auction: &Auction) -> Result<bool> {
-        let item = auction_item(auction);
+impl OpStore for DynamoStateStore {
+    async fn put_meta_if_absent(&self, topic: &TopicKey, meta: &Json) -> Result<bool> {
+        let item = meta_item(topic, meta)?;
         let result = self
             .client
             .put_item()
@@ -529,44 +540,40 @@ impl StateStore for DynamoStateStore {
         }
     }
 
-    async fn auction(&self, id: &AuctionId) -> Result<Option<Auction>> {
-        self.get(auction_pk(id), META.into())
+    async fn meta(&self, topic: &TopicKey) -> Result<Option<Json>> {
+        self.get(meta_pk(topic), META.into())
             .await?
-            .map(|item| parse_auction(id, &item))
+            .map(|item| get_json(&item, "meta"))
             .transpose()
     }
 
-    async fn bid_copies(
+    async fn copies(
         &self,
-        auction: &AuctionId,
-        bidder: &UserId,
-        bid_id: &BidId,
-    ) -> Result<Vec<BidRecord>> {
-        self.query_partition(
-            bids_pk(auction, bidder),
-            &bid_copies_prefix(bid_id),
-            Some(16),
-        )
-        .await?
-        .iter()
-        .map(|item| parse_bid(auction, item))
-        .collect()
-    }
-
-    async fn summaries(&self, auction: &AuctionId) -> Result<Vec<RegionSummary>> {
-        self.query_partition(summaries_pk(auction), "", Some(64))
+        topic: &TopicKey,
+        author: &UserId,
+        op_id: &OpId,
+    ) -> Result<Vec<StoredOp>> {
+        self.query_partition(ops_pk(topic, author), &op_copies_prefix(op_id), Some(16))
             .await?
             .iter()
-            .map(|item| parse_summary(auction, item))
+            .map(|item| parse_op(topic, item))
             .collect()
     }
 
-    async fn commit_bid(&self, commit: &BidCommit) -> Result<CommitOutcome> {
-        let bid = bid_item(&commit.bid, &commit.write_id);
-        let summary = summary_item(&commit.bid.auction_id, &commit.summary);
-        let put_bid = Put::builder()
+    async fn summaries(&self, topic: &TopicKey) -> Result<Vec<StoredSummary>> {
+        self.query_partition(summaries_pk(topic), "", Some(64))
+            .await?
+            .iter()
+            .map(parse_summary)
+            .collect()
+    }
+
+    async fn commit(&self, commit: &OpCommit) -> Result<CommitOutcome> {
+        let copy = op_item(&commit.copy, &commit.write_id)?;
+        let summary = summary_item(&commit.copy.topic, &commit.summary)?;
+        let put_copy = Put::builder()
             .table_name(&self.table)
-            .set_item(Some(bid))
+            .set_item(Some(copy))
             .condition_expression("attribute_not_exists(pk)")
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
@@ -590,7 +597,7 @@ impl StateStore for DynamoStateStore {
         let result = self
             .client
             .transact_write_items()
-            .transact_items(TransactWriteItem::builder().put(put_bid).build())
+            .transact_items(TransactWriteItem::builder().put(put_copy).build())
             .transact_items(TransactWriteItem::builder().put(put_summary).build())
             // DynamoDB answers a retry with the same token (within 10 minutes) as the first
             // call: the SDK's retry after a lost response sees success, not a failed condition.
@@ -610,13 +617,13 @@ impl StateStore for DynamoStateStore {
         }
     }
 
-    async fn newest_user_bids(
+    async fn newest_by_author(
         &self,
-        auction: &AuctionId,
-        bidder: &UserId,
+        topic: &TopicKey,
+        author: &UserId,
         limit: usize,
-    ) -> Result<Vec<BidRecord>> {
-        // The GSI, newest first: the base table's sort key is bidId order, which says nothing
+    ) -> Result<Vec<StoredOp>> {
+        // The GSI, newest first: the base table's sort key is op id order, which says nothing
         // of time. GSI reads are eventually consistent (within the Region), like everything
         // replication brings; settlement uses point reads on the table instead.
         let mut pages = self
@@ -625,32 +632,32 @@ impl StateStore for DynamoStateStore {
             .table_name(&self.table)
             .index_name(BY_TIME_INDEX)
             .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(bids_pk(auction, bidder)))
+            .expression_attribute_values(":pk", s(ops_pk(topic, author)))
             .scan_index_forward(false)
             .limit(limit.clamp(1, 1000) as i32)
             .into_paginator()
             .send();
-        let mut bids = Vec::new();
+        let mut ops = Vec::new();
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| self.fail(&e))?;
             let got = page.items.unwrap_or_default();
             self.io.read(got.len() as u64);
             for item in &got {
-                bids.push(parse_bid(auction, item)?);
+                ops.push(parse_op(topic, item)?);
             }
-            if bids.len() >= limit {
+            if ops.len() >= limit {
                 break;
             }
         }
         // Equal times come back in no documented order: the port's order breaks the tie.
-        bids.sort_by(|a, b| (b.at, &b.bid_id, &b.region).cmp(&(a.at, &a.bid_id, &a.region)));
-        bids.truncate(limit);
-        Ok(bids)
+        ops.sort_by(|a, b| (b.at, &b.op_id, &b.region).cmp(&(a.at, &a.op_id, &a.region)));
+        ops.truncate(limit);
+        Ok(ops)
     }
 }
 
-/// [`LedgerStore`] on a DynamoDB multi-Region strongly consistent (MRSC) global table:
-/// [`DynamoStateStore::strongly_consistent`] makes one. Only this type keeps a ledger, so a
+/// [`HeadStore`] on a DynamoDB multi-Region strongly consistent (MRSC) global table:
+/// [`DynamoStateStore::strongly_consistent`] makes one. Only this type keeps a head, so a
 /// strong service cannot be built on an eventually consistent table.
 #[derive(Debug, Clone)]
 pub struct DynamoLedgerStore(DynamoStateStore);
@@ -672,64 +679,64 @@ impl DynamoLedgerStore {
 }
 
 #[async_trait]
-impl StateStore for DynamoLedgerStore {
-    async fn put_auction_if_absent(&self, auction: &Auction) -> Result<bool> {
-        self.0.put_auction_if_absent(auction).await
+impl OpStore for DynamoLedgerStore {
+    async fn put_meta_if_absent(&self, topic: &TopicKey, meta: &Json) -> Result<bool> {
+        self.0.put_meta_if_absent(topic, meta).await
     }
 
-    async fn auction(&self, id: &AuctionId) -> Result<Option<Auction>> {
-        self.0.auction(id).await
+    async fn meta(&self, topic: &TopicKey) -> Result<Option<Json>> {
+        self.0.meta(topic).await
     }
 
-    async fn bid_copies(
+    async fn copies(
         &self,
-        auction: &AuctionId,
-        bidder: &UserId,
-        bid_id: &BidId,
-    ) -> Result<Vec<BidRecord>> {
-        self.0.bid_copies(auction, bidder, bid_id).await
+        topic: &TopicKey,
+        author: &UserId,
+        op_id: &OpId,
+    ) -> Result<Vec<StoredOp>> {
+        self.0.copies(topic, author, op_id).await
     }
 
-    async fn summaries(&self, auction: &AuctionId) -> Result<Vec<RegionSummary>> {
-        self.0.summaries(auction).await
+    async fn summaries(&self, topic: &TopicKey) -> Result<Vec<StoredSummary>> {
+        OpStore::summaries(&self.0, topic).await
     }
 
-    async fn commit_bid(&self, commit: &BidCommit) -> Result<CommitOutcome> {
-        self.0.commit_bid(commit).await
+    async fn commit(&self, commit: &OpCommit) -> Result<CommitOutcome> {
+        self.0.commit(commit).await
     }
 
-    async fn newest_user_bids(
+    async fn newest_by_author(
         &self,
-        auction: &AuctionId,
-        bidder: &UserId,
+        topic: &TopicKey,
+        author: &UserId,
         limit: usize,
-    ) -> Result<Vec<BidRecord>> {
-        self.0.newest_user_bids(auction, bidder, limit).await
+    ) -> Result<Vec<StoredOp>> {
+        self.0.newest_by_author(topic, author, limit).await
     }
 }
 
 #[async_trait]
-impl LedgerStore for DynamoLedgerStore {
-    async fn head(&self, auction: &AuctionId) -> Result<Option<LedgerHead>> {
+impl HeadStore for DynamoLedgerStore {
+    async fn head(&self, topic: &TopicKey) -> Result<Option<StoredHead>> {
         self.0
-            .get(summaries_pk(auction), LEDGER_SK.into())
+            .get(summaries_pk(topic), LEDGER_SK.into())
             .await?
-            .map(|item| parse_head(auction, &item))
+            .map(|item| parse_head(topic, &item))
             .transpose()
     }
 
     async fn advance(
         &self,
-        auction: &AuctionId,
+        topic: &TopicKey,
         expected_accepted: u64,
-        next: &LedgerHead,
+        next: &StoredHead,
     ) -> Result<Advance> {
         let mut put = self
             .0
             .client
             .put_item()
             .table_name(&self.0.table)
-            .set_item(Some(head_item(auction, next)))
+            .set_item(Some(head_item(topic, next)?))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         put = if expected_accepted == 0 {
             put.condition_expression("attribute_not_exists(pk)")
@@ -753,7 +760,7 @@ impl LedgerStore for DynamoLedgerStore {
                         Advance::Moved
                     })
                 }
-                // A failed write that decides a bid: unlike a read, a write whose request
+                // A failed write that decides an op: unlike a read, a write whose request
                 // timed out, got a 5xx or lost its connection may still have committed
                 // (DynamoDB documents `InternalServerError` as "the request may or may not
                 // have succeeded"). Those stay `Transient`, which the service answers
@@ -765,20 +772,20 @@ impl LedgerStore for DynamoLedgerStore {
         }
     }
 
-    async fn settle(&self, bid: &BidRecord, write_id: &str) -> Result<()> {
+    async fn settle(&self, copy: &StoredOp, write_id: &str) -> Result<()> {
         let result = self
             .0
             .client
             .put_item()
             .table_name(&self.0.table)
-            .set_item(Some(bid_item(bid, write_id)))
+            .set_item(Some(op_item(copy, write_id)?))
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await;
         self.0.io.wrote(1);
         match result {
             Ok(_) => Ok(()),
-            // Written before (by the accepting request or a later bid): the same item.
+            // Written before (by the accepting request or a later op): the same item.
             Err(e) if is_conditional_check_failed(&e) => Ok(()),
             Err(e) => Err(self.0.fail(&e)),
         }

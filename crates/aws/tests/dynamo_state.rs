@@ -30,6 +30,7 @@ fn bid(id: &str, who: &str, amount: u64, at: u64) -> BidRecord {
         amount: Amount::new(amount).unwrap(),
         at,
         region: "us-east-1".into(),
+        position: 1,
     }
 }
 
@@ -549,4 +550,134 @@ async fn newest_user_bids_are_newest_by_time_whatever_the_bid_ids() {
     assert_eq!(newest[0].amount.get(), 339, "the newest first");
     assert!(newest.windows(2).all(|p| p[0].at > p[1].at));
     assert_eq!(newest[199].amount.get(), 140);
+}
+
+/// Any app's op, not only a bid: the kit's items carry the app's JSON whole, key it by the
+/// kit's fields, and read it back exactly (here a chat room's post, in its own namespace).
+#[tokio::test]
+async fn any_apps_op_is_stored_under_the_kits_keys_and_read_back_whole() {
+    use serde_json::json;
+    use wsdr_core::{OpCommit, OpStore, StoredOp, StoredSummary, TopicKey};
+    use wsdr_protocol::{Digest, Namespace, OpId, TopicName};
+    let client = common::client();
+    let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
+    let room = TopicKey::new(
+        Namespace::new("chat").unwrap(),
+        TopicName::new("room-1").unwrap(),
+    );
+    let seed = json!({ "title": "Lamps", "ttlS": 300 });
+    assert!(store.put_meta_if_absent(&room, &seed).await.unwrap());
+    assert_eq!(store.meta(&room).await.unwrap(), Some(seed));
+    let post = json!({ "kind": "post", "text": "héllo \"#world\"", "tags": ["a", "b"] });
+    let copy = StoredOp {
+        topic: room.clone(),
+        author: UserId::new("carol#1").unwrap(),
+        op_id: OpId::new("post-0001").unwrap(),
+        region: "us-east-1".into(),
+        at: 1_700_000_000_000,
+        position: 1,
+        digest: Digest::of(&post).unwrap(),
+        op: post,
+    };
+    let summary = StoredSummary {
+        region: "us-east-1".into(),
+        accepted: 1,
+        app: json!({ "last": "post-0001" }),
+    };
+    let commit = OpCommit {
+        copy: copy.clone(),
+        write_id: token("chat"),
+        expected_accepted: 0,
+        summary: summary.clone(),
+    };
+    assert_eq!(
+        store.commit(&commit).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    assert_eq!(
+        store
+            .copies(&room, &copy.author, &copy.op_id)
+            .await
+            .unwrap(),
+        vec![copy.clone()]
+    );
+    assert_eq!(
+        OpStore::summaries(&store, &room).await.unwrap(),
+        vec![summary]
+    );
+    assert_eq!(
+        store
+            .newest_by_author(&room, &copy.author, 10)
+            .await
+            .unwrap(),
+        vec![copy.clone()]
+    );
+    // Another writer's attempt at the same key finds the copy, whole.
+    let again = OpCommit {
+        write_id: token("chat-again"),
+        expected_accepted: 1,
+        ..commit
+    };
+    assert_eq!(
+        store.commit(&again).await.unwrap(),
+        CommitOutcome::Exists(copy.clone())
+    );
+    // The auction's items live beside it and its reads never see the room's.
+    assert!(store.all_bids(&a1()).await.unwrap().is_empty());
+    let dumped = store.dump().await.unwrap();
+    assert!(dumped.iter().any(|item| matches!(
+        item,
+        wsdr_core::items::Item::Op { op, .. } if *op == copy
+    )));
+}
+
+/// A value with no canonical JSON (a fraction, an integer past 2^53) is refused before
+/// anything is written: two Regions could not agree on its text.
+#[tokio::test]
+async fn an_op_without_a_canonical_form_is_refused_and_writes_nothing() {
+    use serde_json::json;
+    use wsdr_core::{OpCommit, OpStore, StoredOp, StoredSummary, TopicKey};
+    use wsdr_protocol::{Digest, Namespace, OpId, TopicName};
+    let client = common::client();
+    let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
+    let room = TopicKey::new(
+        Namespace::new("chat").unwrap(),
+        TopicName::new("room-2").unwrap(),
+    );
+    let author = UserId::new("dave").unwrap();
+    let op_id = OpId::new("post-0002").unwrap();
+    for op in [
+        json!({ "x": 0.5 }),
+        json!({ "x": 9_007_199_254_740_993u64 }),
+    ] {
+        let commit = OpCommit {
+            copy: StoredOp {
+                topic: room.clone(),
+                author: author.clone(),
+                op_id: op_id.clone(),
+                region: "us-east-1".into(),
+                at: 1,
+                position: 1,
+                digest: Digest::of(&json!({})).unwrap(),
+                op,
+            },
+            write_id: token("float"),
+            expected_accepted: 0,
+            summary: StoredSummary {
+                region: "us-east-1".into(),
+                accepted: 1,
+                app: json!({}),
+            },
+        };
+        assert!(matches!(
+            store.commit(&commit).await,
+            Err(wsdr_core::Error::Internal(_))
+        ));
+    }
+    assert!(store
+        .copies(&room, &author, &op_id)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(OpStore::summaries(&store, &room).await.unwrap().is_empty());
 }

@@ -522,8 +522,8 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
                 loop {
                     match feed.try_recv() {
                         Ok(change) => {
-                            if let wsdr_core::items::Item::Summary { auction, .. } = &change.item {
-                                batch.push(auction.clone());
+                            if let wsdr_core::items::Item::Summary { topic, .. } = &change.item {
+                                batch.extend(wsdr_core::auction_store::auction_of(topic));
                             }
                         }
                         Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,

@@ -83,6 +83,7 @@ async fn prepare(
             amount: Amount::new(1 + i as u64)?,
             at: i as u64,
             region: "us-east-1".into(),
+            position: i as u64 + 1,
         };
         if let Some(store) = &ledger {
             let write_id = format!("prior-{i:08}-{:08x}", rand::random::<u32>());
@@ -259,6 +260,7 @@ pub async fn settle_costs(
                 amount: Amount::new(1 + i as u64)?,
                 at: 1_000 + i as u64,
                 region: "us-east-1".into(),
+                position: summary.accepted + 1,
             };
             let next = summary.with_bid(&bid);
             let outcome = store

@@ -20,9 +20,9 @@ use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use wsdr_protocol::{
-    dominates, higher_bid, merge_versions, parse_server_frame, Amount, AuctionId, AuctionView,
-    BidId, BidStatus, ClientMessage, Digest, ErrorCode, HighBidView, ServerFrame, ServerMessage,
-    Versions, YouView,
+    bid_digest, dominates, higher_bid, merge_versions, parse_server_frame, Amount, AuctionId,
+    AuctionView, BidId, BidStatus, ClientMessage, ErrorCode, HighBidView, ServerFrame,
+    ServerMessage, Versions, YouView,
 };
 
 /// The client's view of one auction: the least view that has seen every frame it got.
@@ -755,10 +755,6 @@ impl BidOp {
 
 /// The digest of a bid's payload, `{"amount": n}`: its canonical form written directly (an
 /// amount is an integer far below 2^53, so the form always exists).
-fn bid_digest(amount: Amount) -> Digest {
-    Digest::of_canonical(&format!("{{\"amount\":{}}}", amount.get()))
-}
-
 struct Runner {
     config: ClientConfig,
     events: mpsc::UnboundedSender<Event>,
@@ -1706,7 +1702,10 @@ mod tests {
         for amount in [1, 150_000, wsdr_protocol::limits::MAX_AMOUNT] {
             let amount = Amount::new(amount).unwrap();
             let payload = serde_json::json!({ "amount": amount.get() });
-            assert_eq!(bid_digest(amount), Digest::of(&payload).unwrap());
+            assert_eq!(
+                bid_digest(amount),
+                wsdr_protocol::Digest::of(&payload).unwrap()
+            );
         }
     }
 

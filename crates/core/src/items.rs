@@ -1,72 +1,151 @@
-//! The items of the replicated state store, as Global Tables sees them: each write is a
-//! whole item under a key, stamped by the Region that wrote it. Adapters convert these to
-//! their storage; the lab's replicator ships them.
+//! The items of the replicated state store, as Global Tables sees them, for every app alike:
+//! a topic's seed, one Region's copy of an op, one Region's summary of a topic, and (strong
+//! mode) a topic's head. An app's own values (the seed, the op, the summary's fold) ride as
+//! JSON inside them; the keys, conditions and stamps are the kit's, so "every item written in
+//! two Regions is identical in both or has exactly one writer Region" holds whatever the app
+//! (docs/DATA_MODEL.md). Adapters convert these to their storage; the lab's replicator ships
+//! them.
 
-use crate::model::{Auction, BidRecord, LedgerHead, RegionSummary, UserId};
-use wsdr_protocol::{AuctionId, BidId};
+use crate::model::UserId;
+use serde_json::Value as Json;
+use wsdr_protocol::{Digest, Namespace, OpId, TopicName};
+
+/// A topic as the store keys it: its app's namespace and its name there.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TopicKey {
+    pub namespace: Namespace,
+    pub name: TopicName,
+}
+
+impl TopicKey {
+    pub fn new(namespace: Namespace, name: TopicName) -> Self {
+        Self { namespace, name }
+    }
+}
+
+impl std::fmt::Display for TopicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.namespace, self.name)
+    }
+}
+
+/// One Region's copy of an accepted op. A copy is its own item, keyed by (topic, author, op
+/// id, Region), so no write in any Region can replace another user's op or another Region's
+/// copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredOp {
+    pub topic: TopicKey,
+    /// The verified `sub` of the user who wrote it (never taken from a frame).
+    pub author: UserId,
+    /// The client-made idempotency key, scoped to the author and topic.
+    pub op_id: OpId,
+    /// The Region that accepted this copy (and the only one that ever writes it).
+    pub region: String,
+    /// Milliseconds since the epoch at which the accepting Region took it (its own clock).
+    pub at: u64,
+    /// The accepting Region's accepted count for the topic with this op counted in: gapless
+    /// per Region (in strong mode, per topic), written by the same transaction as the count.
+    pub position: u64,
+    /// The digest of the op's canonical JSON: two copies with one op id and different digests
+    /// are two payloads under one key (a reused op id).
+    pub digest: Digest,
+    /// The app's op.
+    pub op: Json,
+}
+
+/// One Region's summary of a topic: how many ops it accepted and the app's fold of them.
+/// Only its own Region writes it (conditionally on `accepted`, in the same transaction as the
+/// op's copy), so replication only ever delivers newer versions of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSummary {
+    pub region: String,
+    /// Ops this Region accepted in the topic; also the summary's version.
+    pub accepted: u64,
+    /// The app's fold of those ops.
+    pub app: Json,
+}
+
+/// Strong mode: the newest accepted op as the head records it, with the id of the write that
+/// accepted it (its copy may not be written yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastOp {
+    pub op: StoredOp,
+    pub write_id: String,
+}
+
+/// Strong mode: a topic's single point of order, the summary of every accepted op (its
+/// `accepted` is the ledger's length and the head's version) and the newest op.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredHead {
+    pub summary: StoredSummary,
+    pub last: Option<LastOp>,
+}
 
 /// One replicated item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
-    Auction(Auction),
-    /// One Region's copy of a bid, with the id of the write that created it.
-    Bid {
-        bid: BidRecord,
-        write_id: String,
-    },
-    /// One Region's summary of an auction.
+    /// A topic's immutable seed (every Region writes the same one).
+    Meta { topic: TopicKey, meta: Json },
+    /// One Region's copy of an op, with the id of the write that created it.
+    Op { op: StoredOp, write_id: String },
+    /// One Region's summary of a topic.
     Summary {
-        auction: AuctionId,
-        summary: RegionSummary,
+        topic: TopicKey,
+        summary: StoredSummary,
     },
-    /// Strong mode: the auction's ledger head (one per auction, written by every Region).
-    Head {
-        auction: AuctionId,
-        head: LedgerHead,
-    },
+    /// Strong mode: the topic's head (one per topic, written by every Region).
+    Head { topic: TopicKey, head: StoredHead },
 }
 
 /// The key of an item: two writes with the same key are versions of one item.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ItemKey {
-    Auction(AuctionId),
-    Bid {
-        auction: AuctionId,
-        bidder: UserId,
-        bid_id: BidId,
+    Meta(TopicKey),
+    Op {
+        topic: TopicKey,
+        author: UserId,
+        op_id: OpId,
         region: String,
     },
     Summary {
-        auction: AuctionId,
+        topic: TopicKey,
         region: String,
     },
-    Head(AuctionId),
+    Head(TopicKey),
+}
+
+impl StoredOp {
+    /// The key of this copy's item.
+    pub fn key(&self) -> ItemKey {
+        ItemKey::Op {
+            topic: self.topic.clone(),
+            author: self.author.clone(),
+            op_id: self.op_id.clone(),
+            region: self.region.clone(),
+        }
+    }
 }
 
 impl Item {
     pub fn key(&self) -> ItemKey {
         match self {
-            Item::Auction(a) => ItemKey::Auction(a.id.clone()),
-            Item::Bid { bid, .. } => ItemKey::Bid {
-                auction: bid.auction_id.clone(),
-                bidder: bid.bidder.clone(),
-                bid_id: bid.bid_id.clone(),
-                region: bid.region.clone(),
-            },
-            Item::Summary { auction, summary } => ItemKey::Summary {
-                auction: auction.clone(),
+            Item::Meta { topic, .. } => ItemKey::Meta(topic.clone()),
+            Item::Op { op, .. } => op.key(),
+            Item::Summary { topic, summary } => ItemKey::Summary {
+                topic: topic.clone(),
                 region: summary.region.clone(),
             },
-            Item::Head { auction, .. } => ItemKey::Head(auction.clone()),
+            Item::Head { topic, .. } => ItemKey::Head(topic.clone()),
         }
     }
 
-    /// The auction the item belongs to.
-    pub fn auction_id(&self) -> &AuctionId {
+    /// The topic the item belongs to.
+    pub fn topic(&self) -> &TopicKey {
         match self {
-            Item::Auction(a) => &a.id,
-            Item::Bid { bid, .. } => &bid.auction_id,
-            Item::Summary { auction, .. } | Item::Head { auction, .. } => auction,
+            Item::Op { op, .. } => &op.topic,
+            Item::Meta { topic, .. } | Item::Summary { topic, .. } | Item::Head { topic, .. } => {
+                topic
+            }
         }
     }
 }

@@ -13,6 +13,7 @@
 //! idempotent, no write can replace another user's bid, and two Regions that both accept bids
 //! during a split converge to the same high bid (see docs/DATA_MODEL.md).
 
+pub mod auction_store;
 mod error;
 pub mod evacuate;
 pub mod failover_order;
@@ -26,19 +27,21 @@ pub mod push;
 mod service;
 pub mod verdict;
 
+pub use auction_store::{BidCommit, LedgerStore, StateStore};
 pub use error::Error;
 pub use evacuate::{evacuate, herd_window, Evacuation, EvacuationReport, SlotPlan};
 pub use failover_order::{
     run_order, Declined, OrderChecks, OrderOutcome, OrderPorts, OrderTimes, SessionMover,
 };
 pub use fanout::{FanoutConfig, FanoutReport};
+pub use items::{StoredHead, StoredOp, StoredSummary, TopicKey};
 pub use model::{
     held_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency, LastBid, LedgerHead,
     Principal, RegionSummary, UserId, LEDGER,
 };
 pub use ports::{
-    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, Entropy, HealthDatapoint,
-    HealthLedger, LedgerStore, Metrics, Notifier, OrderLog, Pause, SeededEntropy, StateStore,
+    Advance, Census, Clock, CommitOutcome, Connections, Entropy, HeadStore, HealthDatapoint,
+    HealthLedger, Metrics, Notifier, OpCommit, OpStore, OrderLog, Pause, SeededEntropy,
     SystemClock, ThreadEntropy, TokioPause, VerdictDatapoint,
 };
 pub use push::{

@@ -16,8 +16,8 @@ pub struct UserId(String);
 
 impl UserId {
     /// Longest `sub` accepted, in characters (docs/AUTH.md). OIDC does not bound it;
-    /// Cognito's are 36 characters. At 4 UTF-8 bytes a character the longest bid-copy
-    /// partition key (`BIDS#<auctionId>#<bidder>`) stays near 1.1 KB, under DynamoDB's
+    /// Cognito's are 36 characters. At 4 UTF-8 bytes a character the longest op-copy
+    /// partition key (`OPS#<ns>#<topic>#<author>`) stays near 1.1 KB, under DynamoDB's
     /// 2,048-byte limit.
     pub const MAX_LEN: usize = 255;
 
@@ -169,6 +169,9 @@ pub struct BidRecord {
     pub at: u64,
     /// The Region that accepted this copy (and the only one that ever writes it).
     pub region: String,
+    /// The accepting Region's accepted count for the auction with this bid counted in (in
+    /// strong mode, the ledger's length): gapless per Region. Not part of the bid's rank.
+    pub position: u64,
 }
 
 impl BidRecord {

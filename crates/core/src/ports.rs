@@ -1,110 +1,109 @@
 //! The ports the domain needs, named by capability. Adapters: [`crate::memory`] here,
 //! DynamoDB and API Gateway in `wsdr-aws`.
 
-use crate::model::{
-    Auction, AuctionSnapshot, BidRecord, ConnectionId, LedgerHead, RegionSummary, UserId,
-};
+use crate::items::{StoredHead, StoredOp, StoredSummary, TopicKey};
+use crate::model::{ConnectionId, UserId};
 use crate::Result;
 use async_trait::async_trait;
-use wsdr_protocol::{AuctionId, BidId};
+use serde_json::Value as Json;
+use wsdr_protocol::{AuctionId, OpId};
 
-/// One bid to record, as [`StateStore::commit_bid`] takes it: this Region's copy of the bid
-/// and this Region's next summary, written together or not at all.
+/// One op to record, as [`OpStore::commit`] takes it: this Region's copy of the op and this
+/// Region's next summary, written together or not at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BidCommit {
-    /// This Region's copy (`bid.region` is this Region).
-    pub bid: BidRecord,
+pub struct OpCommit {
+    /// This Region's copy (`copy.region` is this Region; `copy.position` is
+    /// `summary.accepted`).
+    pub copy: StoredOp,
     /// Unique to this attempt: lets the store recognise its own earlier write when a retry
     /// (the SDK's, after a lost response) finds the copy already there.
     pub write_id: String,
     /// `accepted` of this Region's summary as read before the decision (0 = no summary yet):
-    /// the commit fails with [`CommitOutcome::Conflict`] if another bid moved it since.
+    /// the commit fails with [`CommitOutcome::Conflict`] if another op moved it since.
     pub expected_accepted: u64,
-    /// This Region's summary with the bid counted in.
-    pub summary: RegionSummary,
+    /// This Region's summary with the op counted in.
+    pub summary: StoredSummary,
 }
 
-/// What [`StateStore::commit_bid`] did.
+/// What a commit did ([`OpStore::commit`], and the auction's `commit_bid` with its copies
+/// read as bids).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CommitOutcome {
+pub enum CommitOutcome<Copy = StoredOp> {
     /// The copy and the summary are written (now, or by an earlier try of this same commit).
     Committed,
-    /// This Region already holds a copy under the same key (same bidder and bidId), written by
-    /// another request: here it is. Nothing was written.
-    Exists(BidRecord),
-    /// The Region's summary moved since it was read (a concurrent bid here). Nothing was
+    /// This Region already holds a copy under the same key (same author and op id), written
+    /// by another request: here it is. Nothing was written.
+    Exists(Copy),
+    /// The Region's summary moved since it was read (a concurrent op here). Nothing was
     /// written: read again and decide again.
     Conflict,
 }
 
-/// What [`LedgerStore::advance`] did.
+/// What [`HeadStore::advance`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Advance {
     /// The head is now the one given (by this call, or by an earlier try of the same write:
-    /// the store recognises it by the last bid's write id).
+    /// the store recognises it by the last op's write id).
     Advanced,
-    /// The head was not what the caller read (another bid got there first): nothing was
+    /// The head was not what the caller read (another op got there first): nothing was
     /// written. Read again and decide again.
     Moved,
 }
 
-/// Replicated application state (Global Tables in AWS): auctions, bid copies, and one summary
-/// per auction and Region. Every call costs a bounded number of item reads and writes,
-/// whatever the auction's history (docs/DATA_MODEL.md).
+/// Replicated state of every app (Global Tables in AWS): each topic's seed, every Region's
+/// copy of every op, and one summary per topic and Region. The kit writes every item, with
+/// the keys and conditions that keep one writer Region per item; apps only supply values.
+/// Every call costs a bounded number of item reads and writes, whatever the topic's history
+/// (docs/DATA_MODEL.md).
 #[async_trait]
-pub trait StateStore: Send + Sync {
-    /// Create the auction unless one with this id exists. Returns whether it was created.
-    async fn put_auction_if_absent(&self, auction: &Auction) -> Result<bool>;
-    async fn auction(&self, id: &AuctionId) -> Result<Option<Auction>>;
-    /// Every Region's copy of `bidder`'s bid `bid_id` that this store holds (at most one per
-    /// Region).
-    async fn bid_copies(
+pub trait OpStore: Send + Sync {
+    /// Write the topic's seed unless it has one. Returns whether it was written.
+    async fn put_meta_if_absent(&self, topic: &TopicKey, meta: &Json) -> Result<bool>;
+    async fn meta(&self, topic: &TopicKey) -> Result<Option<Json>>;
+    /// Every Region's copy of `author`'s op `op_id` that this store holds (at most one per
+    /// Region): a point read.
+    async fn copies(
         &self,
-        auction: &AuctionId,
-        bidder: &UserId,
-        bid_id: &BidId,
-    ) -> Result<Vec<BidRecord>>;
-    /// Every Region's summary of the auction that this store holds.
-    async fn summaries(&self, auction: &AuctionId) -> Result<Vec<RegionSummary>>;
-    /// Write the bid copy and the summary atomically: the copy only if its key is new, the
+        topic: &TopicKey,
+        author: &UserId,
+        op_id: &OpId,
+    ) -> Result<Vec<StoredOp>>;
+    /// Every Region's summary of the topic that this store holds (in strong mode, the head's).
+    async fn summaries(&self, topic: &TopicKey) -> Result<Vec<StoredSummary>>;
+    /// Write the copy and the summary atomically: the copy only if its key is new, the
     /// summary only if it still has `expected_accepted`.
-    async fn commit_bid(&self, commit: &BidCommit) -> Result<CommitOutcome>;
-    /// The auction's state merged from every summary this store holds.
-    async fn snapshot(&self, auction: &AuctionId) -> Result<AuctionSnapshot> {
-        Ok(AuctionSnapshot::merge(&self.summaries(auction).await?))
-    }
-    /// `bidder`'s newest bid copies in the auction: ordered by the accepting Region's `at`,
-    /// newest first (ties by bidId, then Region, descending), at most `limit` items. Newest
-    /// by time whatever the bidIds, so a user with many bids still sees their latest.
-    async fn newest_user_bids(
+    async fn commit(&self, commit: &OpCommit) -> Result<CommitOutcome>;
+    /// `author`'s newest op copies in the topic: ordered by the accepting Region's `at`,
+    /// newest first (ties by op id, then Region, descending), at most `limit` items. Newest
+    /// by time whatever the op ids, so a user with many ops still sees their latest.
+    async fn newest_by_author(
         &self,
-        auction: &AuctionId,
-        bidder: &UserId,
+        topic: &TopicKey,
+        author: &UserId,
         limit: usize,
-    ) -> Result<Vec<BidRecord>>;
+    ) -> Result<Vec<StoredOp>>;
 }
 
-/// A state store on a multi-Region strongly consistent table (DynamoDB MRSC): every read is
+/// An op store on a multi-Region strongly consistent table (DynamoDB MRSC): every read is
 /// strongly consistent and every condition is checked against the latest version in every
-/// Region, so it can keep one ledger of accepted bids per auction. Strong mode is built on
-/// one ([`crate::AuctionService::strong`]); a store on an eventually consistent table cannot
-/// order bids globally and does not implement it, so a strong service on such a store does
-/// not compile.
+/// Region, so it can keep one head per topic that orders its ops globally. Strong mode is
+/// built on one; a store on an eventually consistent table cannot order ops globally and
+/// does not implement it, so a strong service on such a store does not compile.
 #[async_trait]
-pub trait LedgerStore: StateStore {
-    /// The auction's ledger head, if any bid was ever accepted.
-    async fn head(&self, auction: &AuctionId) -> Result<Option<LedgerHead>>;
-    /// Replace the auction's head with `next` if it still has `expected_accepted` accepted
-    /// bids (0: no head yet). One conditional write: the single point where a bid is decided.
+pub trait HeadStore: OpStore {
+    /// The topic's head, if any op was ever accepted.
+    async fn head(&self, topic: &TopicKey) -> Result<Option<StoredHead>>;
+    /// Replace the topic's head with `next` if it still has `expected_accepted` accepted ops
+    /// (0: no head yet). One conditional write: the single point where an op is decided.
     async fn advance(
         &self,
-        auction: &AuctionId,
+        topic: &TopicKey,
         expected_accepted: u64,
-        next: &LedgerHead,
+        next: &StoredHead,
     ) -> Result<Advance>;
-    /// Write the copy of an accepted bid unless it exists (idempotent: any request may
-    /// write the copy of the head's last bid, the same item every time).
-    async fn settle(&self, bid: &BidRecord, write_id: &str) -> Result<()>;
+    /// Write the copy of an accepted op unless it exists (idempotent: any request may write
+    /// the copy of the head's last op, the same item every time).
+    async fn settle(&self, copy: &StoredOp, write_id: &str) -> Result<()>;
 }
 
 /// The Region's own registry of live connections (not replicated).

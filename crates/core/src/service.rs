@@ -1,14 +1,12 @@
 //! The auction service: one method per route, each returning the reply for the caller.
 
+use crate::auction_store::{BidCommit, LedgerStore, StateStore};
 use crate::fanout::FanoutConfig;
 use crate::model::{
     held_bids, last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency,
     LedgerHead, Principal, RegionSummary, UserId,
 };
-use crate::ports::{
-    Advance, BidCommit, Census, Clock, CommitOutcome, Connections, LedgerStore, Notifier,
-    StateStore,
-};
+use crate::ports::{Advance, Census, Clock, CommitOutcome, Connections, Notifier};
 use crate::Result;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -262,6 +260,7 @@ impl AuctionService {
         bid_id: &BidId,
         amount: Amount,
         now: u64,
+        position: u64,
     ) -> BidRecord {
         BidRecord {
             auction_id: auction_id.clone(),
@@ -270,6 +269,7 @@ impl AuctionService {
             amount,
             at: now,
             region: self.region.clone(),
+            position,
         }
     }
 
@@ -757,7 +757,7 @@ impl AuctionService {
             .max_by_key(|s| s.accepted)
             .cloned()
             .unwrap_or_else(|| RegionSummary::empty(self.region.clone()));
-        let bid = self.bid_record(auction_id, user, bid_id, amount, now);
+        let bid = self.bid_record(auction_id, user, bid_id, amount, now, own.accepted + 1);
         let commit = BidCommit {
             summary: own.with_bid(&bid),
             expected_accepted: own.accepted,
@@ -835,7 +835,14 @@ impl AuctionService {
                 self.bid_result(bid_id, Err(reason)),
             )));
         }
-        let bid = self.bid_record(auction_id, user, bid_id, amount, now);
+        let bid = self.bid_record(
+            auction_id,
+            user,
+            bid_id,
+            amount,
+            now,
+            head.summary.accepted + 1,
+        );
         let write_id = self.write_id();
         let next = head.with_bid(&bid, &write_id);
         match ledger

@@ -924,6 +924,7 @@ fn the_acceptance_floor_is_the_minimum_the_clients_show() {
             amount: Amount::new(amount).unwrap(),
             at: T0,
             region: "us-east-1".into(),
+            position: 1,
         });
         let floor = rules.minimum_next_bid(high.as_ref());
         assert_eq!(

@@ -101,7 +101,7 @@ impl World {
             let to = &self.regions[1 - from];
             for change in pending {
                 let summary = matches!(change.item, Item::Summary { .. });
-                let auction = change.item.auction_id().clone();
+                let auction = wsdr_core::auction_store::auction_of(change.item.topic()).unwrap();
                 if to.store.apply_replicated(change) && summary {
                     to.pusher.changed([&auction]);
                     to.pusher.drain().await;

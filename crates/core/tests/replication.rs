@@ -105,14 +105,15 @@ async fn older_replicated_write_never_replaces_newer() {
     let clock = Arc::new(ManualClock::new(5_000));
     let store = MemoryStateStore::new("us-west-2", clock);
     let a1 = AuctionId::new("a1").unwrap();
-    let item = |name: &str| {
-        wsdr_core::memory::Item::Auction(Auction {
+    let item = |name: &str| wsdr_core::memory::Item::Meta {
+        topic: wsdr_core::auction_store::topic(&a1),
+        meta: wsdr_core::auction_store::meta_of(&Auction {
             id: a1.clone(),
             item: name.into(),
             starting_price: Amount::new(1).unwrap(),
             min_increment: 1,
             closes_at: None,
-        })
+        }),
     };
     assert!(store.apply_replicated(Change {
         item: item("new"),

@@ -6,14 +6,15 @@
 //! replicated write conflicts.
 
 use async_trait::async_trait;
+use serde_json::Value as Json;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use wsdr_core::memory::{ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier};
 use wsdr_core::{
-    Advance, Auction, AuctionService, BidCommit, BidRecord, CommitOutcome, ConnectionId, Error,
-    LedgerHead, LedgerStore, RegionSummary, StateStore, UserId,
+    Advance, Auction, AuctionService, CommitOutcome, ConnectionId, Error, HeadStore, OpCommit,
+    OpStore, StoredHead, StoredOp, StoredSummary, TopicKey, UserId,
 };
-use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, ErrorCode, ServerMessage};
+use wsdr_protocol::{Amount, AuctionId, BidStatus, ErrorCode, OpId, ServerMessage};
 
 const T0: u64 = 1_700_000_000_000;
 
@@ -59,54 +60,54 @@ impl RegionView {
 }
 
 #[async_trait]
-impl StateStore for RegionView {
-    async fn put_auction_if_absent(&self, auction: &Auction) -> wsdr_core::Result<bool> {
+impl OpStore for RegionView {
+    async fn put_meta_if_absent(&self, topic: &TopicKey, meta: &Json) -> wsdr_core::Result<bool> {
         self.gate().await?;
-        self.table.put_auction_if_absent(auction).await
+        self.table.put_meta_if_absent(topic, meta).await
     }
-    async fn auction(&self, id: &AuctionId) -> wsdr_core::Result<Option<Auction>> {
+    async fn meta(&self, topic: &TopicKey) -> wsdr_core::Result<Option<Json>> {
         self.gate().await?;
-        self.table.auction(id).await
+        self.table.meta(topic).await
     }
-    async fn bid_copies(
+    async fn copies(
         &self,
-        auction: &AuctionId,
-        bidder: &UserId,
-        bid_id: &BidId,
-    ) -> wsdr_core::Result<Vec<BidRecord>> {
+        topic: &TopicKey,
+        author: &UserId,
+        op_id: &OpId,
+    ) -> wsdr_core::Result<Vec<StoredOp>> {
         self.gate().await?;
-        self.table.bid_copies(auction, bidder, bid_id).await
+        self.table.copies(topic, author, op_id).await
     }
-    async fn summaries(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<RegionSummary>> {
+    async fn summaries(&self, topic: &TopicKey) -> wsdr_core::Result<Vec<StoredSummary>> {
         self.gate().await?;
-        self.table.summaries(auction).await
+        OpStore::summaries(self.table.as_ref(), topic).await
     }
-    async fn commit_bid(&self, commit: &BidCommit) -> wsdr_core::Result<CommitOutcome> {
+    async fn commit(&self, commit: &OpCommit) -> wsdr_core::Result<CommitOutcome> {
         self.gate().await?;
-        self.table.commit_bid(commit).await
+        self.table.commit(commit).await
     }
-    async fn newest_user_bids(
+    async fn newest_by_author(
         &self,
-        auction: &AuctionId,
-        bidder: &UserId,
+        topic: &TopicKey,
+        author: &UserId,
         limit: usize,
-    ) -> wsdr_core::Result<Vec<BidRecord>> {
+    ) -> wsdr_core::Result<Vec<StoredOp>> {
         self.gate().await?;
-        self.table.newest_user_bids(auction, bidder, limit).await
+        self.table.newest_by_author(topic, author, limit).await
     }
 }
 
 #[async_trait]
-impl LedgerStore for RegionView {
-    async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<LedgerHead>> {
+impl HeadStore for RegionView {
+    async fn head(&self, topic: &TopicKey) -> wsdr_core::Result<Option<StoredHead>> {
         self.gate().await?;
-        self.table.head(auction).await
+        HeadStore::head(self.table.as_ref(), topic).await
     }
     async fn advance(
         &self,
-        auction: &AuctionId,
+        topic: &TopicKey,
         expected_accepted: u64,
-        next: &LedgerHead,
+        next: &StoredHead,
     ) -> wsdr_core::Result<Advance> {
         self.gate().await?;
         if take(&self.faults.conflicts) {
@@ -114,13 +115,14 @@ impl LedgerStore for RegionView {
                 "being modified in another Region".into(),
             ));
         }
-        let outcome = self.table.advance(auction, expected_accepted, next).await?;
+        let outcome =
+            HeadStore::advance(self.table.as_ref(), topic, expected_accepted, next).await?;
         if take(&self.faults.lose_advance_answer) {
             return Err(Error::Transient("the answer was lost (test)".into()));
         }
         Ok(outcome)
     }
-    async fn settle(&self, bid: &BidRecord, write_id: &str) -> wsdr_core::Result<()> {
+    async fn settle(&self, copy: &StoredOp, write_id: &str) -> wsdr_core::Result<()> {
         self.gate().await?;
         if take(&self.faults.settle_conflicts) {
             return Err(Error::WriteConflict(
@@ -129,12 +131,12 @@ impl LedgerStore for RegionView {
         }
         {
             let mut no_copy = self.faults.no_copy_for.lock().unwrap();
-            if let Some(i) = no_copy.iter().position(|b| b == bid.bid_id.as_str()) {
+            if let Some(i) = no_copy.iter().position(|b| b == copy.op_id.as_str()) {
                 no_copy.remove(i);
                 return Err(Error::Transient("copy write failed (test)".into()));
             }
         }
-        self.table.settle(bid, write_id).await
+        HeadStore::settle(self.table.as_ref(), copy, write_id).await
     }
 }
 
@@ -300,9 +302,7 @@ async fn a_lost_answer_is_unknown_and_the_resend_anywhere_is_a_duplicate() {
     assert_eq!(bid(&w, 0, "alice", 500, "b1").await.0, BidStatus::Unknown);
     // The client resends it (same bidId) wherever it reconnected.
     assert_eq!(bid(&w, 1, "alice", 500, "b1").await.0, BidStatus::Duplicate);
-    let head = w
-        .table
-        .head(&AuctionId::new("a1").unwrap())
+    let head = wsdr_core::LedgerStore::head(w.table.as_ref(), &AuctionId::new("a1").unwrap())
         .await
         .unwrap()
         .unwrap();
@@ -428,7 +428,10 @@ async fn racing_bids_in_both_regions_are_ordered_once_and_strictly_rise() {
         accepted.len() + 1,
         "one copy per accepted bid"
     );
-    let head = w.table.head(&auction_id).await.unwrap().unwrap();
+    let head = wsdr_core::LedgerStore::head(w.table.as_ref(), &auction_id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(head.summary.accepted as usize, accepted.len() + 1);
     // In acceptance order (the copies' clock is frozen, so order by amount), every
     // accepted bid beat the one before by the increment: no bid below an acknowledged one.

@@ -84,10 +84,13 @@ async fn replicated_writes_apply_with_last_writer_wins_per_item() {
     assert_eq!(east.dump().await.unwrap(), west.dump().await.unwrap());
 
     let with = |item: &str, written_at: u64, writer: &str| Change {
-        item: Item::Auction(Auction {
-            item: item.into(),
-            ..auction.clone()
-        }),
+        item: Item::Meta {
+            topic: wsdr_core::auction_store::topic(&auction.id),
+            meta: wsdr_core::auction_store::meta_of(&Auction {
+                item: item.into(),
+                ..auction.clone()
+            }),
+        },
         written_at,
         writer: writer.into(),
     };

@@ -1,10 +1,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
 //! Every drill scenario as a deterministic simulation (AWS time, scale 1, no real sleeps):
-//! each passes its own checks, and a drill replays to the same report digest. At scale 1 the
+//! each passes its own checks, and a drill replays to the same report digest. Each run is
+//! made once and carries every assertion on it (a run is a function of its configuration). At scale 1 the
 //! `slow` scenario needs no special time scale (no real-time floor on probe timeouts).
 
 use wsdr_core::Consistency;
 use wsdr_lab::runs::drill;
+use wsdr_lab::runs::report::Report;
 use wsdr_lab::{DrillConfig, LabConfig, Scenario};
 
 fn config(scenario: Scenario, consistency: Consistency) -> DrillConfig {
@@ -65,26 +67,86 @@ async fn every_scenario_passes_as_a_simulated_drill() {
             Scenario::Evacuate => assert_eq!(report.users_seeing_errors, 0, "{name}"),
             _ => assert_eq!(report.restored, 10, "{name}\n{}", report.table()),
         }
+        if consistency == Consistency::Eventual
+            && matches!(
+                scenario,
+                Scenario::Throttle
+                    | Scenario::Down
+                    | Scenario::Partition
+                    | Scenario::Flapping
+                    | Scenario::Failback
+            )
+        {
+            fails_over_on_the_alarm_once(&name, scenario, &report);
+        }
+        if scenario == Scenario::Throttle {
+            // The same configuration replays to the same report.
+            let again = drill::run_simulated(config(scenario, consistency))
+                .await
+                .unwrap();
+            assert_eq!(report.digest, again.digest, "{name}: replay");
+            assert_eq!(report.rto_ms.p99, again.rto_ms.p99, "{name}: replay");
+            let other_seed = drill::run_simulated(DrillConfig {
+                seed: 8,
+                ..config(scenario, consistency)
+            })
+            .await
+            .unwrap();
+            assert_ne!(report.digest, other_seed.digest, "{name}: another seed");
+        }
     }
 }
 
-#[tokio::test]
-async fn a_simulated_drill_replays_to_the_same_report() {
-    let a = drill::run_simulated(config(Scenario::Throttle, Consistency::Eventual))
-        .await
-        .unwrap();
-    let b = drill::run_simulated(config(Scenario::Throttle, Consistency::Eventual))
-        .await
-        .unwrap();
-    assert_eq!(a.digest, b.digest);
-    assert_eq!(a.rto_ms.p99, b.rto_ms.p99);
-    let other_seed = drill::run_simulated(DrillConfig {
-        seed: 8,
-        ..config(Scenario::Throttle, Consistency::Eventual)
-    })
-    .await
-    .unwrap();
-    assert_ne!(a.digest, other_seed.digest);
+/// The reference design's failover on its CloudWatch alarm: every client restored in the
+/// secondary, the alarm after 2 breaching minutes (never under one), the name flipped once and
+/// only after the alarm, failback after the 5 healthy minutes, and the report's public fields.
+fn fails_over_on_the_alarm_once(name: &str, scenario: Scenario, report: &Report) {
+    let table = report.table();
+    assert!(report.high_bid_consistent, "{name}\n{table}");
+    if scenario == Scenario::Failback {
+        // Its own measure: everyone back on the primary once the secondary's connections
+        // end.
+        assert_eq!(report.users_back_on_primary, Some(10), "{name}\n{table}");
+        assert!(report.back_on_primary_ms.p99.is_some(), "{name}");
+    } else {
+        assert_eq!(report.users_back_on_primary, None, "{name}");
+    }
+    let detection = report.detection_ms.expect("alarm fired") * report.time_scale / 1000.0;
+    assert!(
+        (60.0..=300.0).contains(&detection),
+        "{name}: detection {detection:.0} s AWS"
+    );
+    let dns = report.dns_flip_ms.expect("DNS flipped") * report.time_scale / 1000.0;
+    assert!(dns >= detection, "{name}: DNS cannot flip before the alarm");
+    let p99 = report.rto_aws_s.p99.expect("restored");
+    assert!(p99 < 600.0, "{name}: RTO p99 {p99:.0} s AWS");
+    // Failback is slower than failover and happens.
+    let failback = report.failback_ms.expect("failed back") * report.time_scale / 1000.0;
+    assert!(
+        failback >= 240.0,
+        "{name}: failback after {failback:.0} s AWS is too fast to be the 5-healthy-minute rule"
+    );
+    // A flapping primary makes the name flip once, not back and forth.
+    assert_eq!(
+        report.dns_flips_during_fault, 1,
+        "{name}: DNS ping-pong\n{table}"
+    );
+    let json = serde_json::to_value(report).unwrap();
+    for field in [
+        "rto_ms",
+        "detection_ms",
+        "dns_flip_ms",
+        "lost_acknowledged_bids",
+        "duplicate_bids",
+        "converged",
+        "clients",
+        "scenario",
+    ] {
+        assert!(json.get(field).is_some(), "report field {field}");
+    }
+    for q in ["p50", "p99", "max"] {
+        assert!(json["rto_ms"][q].is_number(), "rto_ms.{q}");
+    }
 }
 
 /// wsdr's defaults (the fast verdict decided and served in the secondary, endpoint checks on

@@ -41,6 +41,7 @@ fn first_difference(a: &[String], b: &[String]) -> String {
 async fn a_simulated_run_replays_to_the_same_digest_whatever_runs_beside_it() {
     // Seed 1's schedule evacuates under `@connections` throttling: its posts' retries must
     // draw from the run's seed too.
+    let mut eventual_digests = Vec::new();
     for (seed, consistency) in [
         (7, Consistency::Eventual),
         (11, Consistency::Strong),
@@ -77,12 +78,10 @@ async fn a_simulated_run_replays_to_the_same_digest_whatever_runs_beside_it() {
                 first_difference(&history, &other.2)
             );
         }
+        if consistency == Consistency::Eventual {
+            eventual_digests.push(alone);
+        }
     }
-}
-
-#[tokio::test]
-async fn different_seeds_give_different_histories() {
-    let (a, _, _) = digest(7, Consistency::Eventual).await;
-    let (b, _, _) = digest(8, Consistency::Eventual).await;
-    assert_ne!(a, b);
+    // Different seeds, different histories.
+    assert_ne!(eventual_digests[0], eventual_digests[1]);
 }

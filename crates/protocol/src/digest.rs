@@ -73,6 +73,12 @@ impl std::fmt::Display for Digest {
     }
 }
 
+/// The digest of a bid's op, `{"amount": n}` (its canonical form, written out: an amount is a
+/// safe integer by [`crate::limits::MAX_AMOUNT`]).
+pub fn bid_digest(amount: crate::Amount) -> Digest {
+    Digest::of_canonical(&format!("{{\"amount\":{}}}", amount.get()))
+}
+
 /// The canonical JSON text of `value` (see the module's documentation), or why it has none.
 pub fn canonical_json(value: &Value) -> Result<String, ProtocolError> {
     let mut out = String::new();

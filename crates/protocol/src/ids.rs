@@ -129,3 +129,48 @@ string_id!(
     AUCTION_ID_MAX_LEN,
     &['.', ':']
 );
+string_id!(
+    /// A client-made id of one write of any app: its idempotency key, scoped to its author and
+    /// topic. A bid's [`BidId`] is its op id (the same rules).
+    OpId,
+    "opId",
+    BID_ID_MIN_LEN,
+    BID_ID_MAX_LEN,
+    &[]
+);
+string_id!(
+    /// The name of a topic within its app's namespace (an auction's is its [`AuctionId`]: the
+    /// same rules).
+    TopicName,
+    "topic",
+    1,
+    AUCTION_ID_MAX_LEN,
+    &['.', ':']
+);
+string_id!(
+    /// An app's namespace: the first segment of its topics and of its keys in the state table.
+    Namespace,
+    "namespace",
+    1,
+    32,
+    &[]
+);
+
+impl Namespace {
+    /// The auction's namespace.
+    pub fn auction() -> Self {
+        Namespace("auction".to_owned())
+    }
+}
+
+impl From<&BidId> for OpId {
+    fn from(id: &BidId) -> Self {
+        OpId(id.as_str().to_owned())
+    }
+}
+
+impl From<&AuctionId> for TopicName {
+    fn from(id: &AuctionId) -> Self {
+        TopicName(id.as_str().to_owned())
+    }
+}

@@ -4,7 +4,7 @@
 //! The stream shows this Region's own writes and, since Global Tables write every replicated
 //! item into the replica's own stream like a local write (docs/DATA_MODEL.md cites the AWS
 //! page), the other Region's too: one push path for local and replicated bids. A changed
-//! summary item (`SUMMARY#<auction>` / `<region>`, or strong mode's ledger head) names the
+//! summary item (`SUMMARY#auction#<auction>` / `<region>`, or strong mode's ledger head) names the
 //! auction; the instance's [`wsdr_core::push::Pusher`] starts a push of each (or, if one is in
 //! flight, marks its lease for a trailing push), each push one job per subscriber shard on the
 //! push queue. The push workers' function (the same binary) receives those jobs from SQS
@@ -27,9 +27,13 @@ use serde_json::Value;
 use wsdr_protocol::AuctionId;
 
 /// The auction of every summary item (or ledger head) a stream batch's records touched
-/// (`wsdr_aws::change_records`: one decoding for every reader of the stream).
+/// (`wsdr_aws::change_records`: one decoding for every reader of the stream). Only the
+/// auction's topics are pushed so far.
 pub fn summary_keys(event: &StreamEvent) -> Vec<AuctionId> {
-    wsdr_aws::change_records::summary_auctions(event)
+    wsdr_aws::change_records::summary_topics(event)
+        .iter()
+        .filter_map(wsdr_core::auction_store::auction_of)
+        .collect()
 }
 
 /// The event source of a batch's first record (`aws:dynamodb`, `aws:sqs`), if the event is a

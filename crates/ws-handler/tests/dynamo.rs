@@ -106,7 +106,7 @@ async fn stream_shows_lot_1(w: &World, sk: &str) {
         "Records": [{
             "eventID": "1", "eventSource": "aws:dynamodb", "eventName": "MODIFY",
             "awsRegion": "us-east-1",
-            "dynamodb": { "Keys": { "pk": { "S": "SUMMARY#lot-1" }, "sk": { "S": sk } },
+            "dynamodb": { "Keys": { "pk": { "S": "SUMMARY#auction#lot-1" }, "sk": { "S": sk } },
                           "SizeBytes": 40 }
         }]
     });
@@ -275,7 +275,7 @@ async fn a_fail_over_change_in_the_stream_is_forwarded_to_the_evacuators_queue()
     let summary = serde_json::json!({
         "eventID": "3", "eventSource": "aws:dynamodb", "eventName": "MODIFY",
         "awsRegion": "us-west-2",
-        "dynamodb": { "Keys": { "pk": { "S": "SUMMARY#lot-1" }, "sk": { "S": "us-east-1" } },
+        "dynamodb": { "Keys": { "pk": { "S": "SUMMARY#auction#lot-1" }, "sk": { "S": "us-east-1" } },
                       "SizeBytes": 40 }
     });
     for records in [
@@ -461,7 +461,7 @@ async fn strong_mode_decides_a_bid_on_the_ledger_head() {
         .table_name(&w.state_table)
         .key(
             "pk",
-            aws_sdk_dynamodb::types::AttributeValue::S("SUMMARY#lot-1".into()),
+            aws_sdk_dynamodb::types::AttributeValue::S("SUMMARY#auction#lot-1".into()),
         )
         .key(
             "sk",

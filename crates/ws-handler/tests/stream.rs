@@ -79,7 +79,7 @@ async fn other_items_push_nothing_and_this_regions_own_summary_is_pushed() {
     let (app, notifier) = app("us-east-1").await;
     let mut event: serde_json::Value = serde_json::from_str(STREAM).unwrap();
     // A bid copy alone: nothing to push.
-    event["Records"][0]["dynamodb"]["Keys"]["pk"]["S"] = "BIDS#lot-1#alice".into();
+    event["Records"][0]["dynamodb"]["Keys"]["pk"]["S"] = "OPS#auction#lot-1#alice".into();
     event["Records"][0]["dynamodb"]["Keys"]["sk"]["S"] = "bid-alice-0002#us-west-2".into();
     let mut copy_only = event.clone();
     copy_only["Records"].as_array_mut().unwrap().truncate(1);
@@ -106,7 +106,7 @@ async fn api_gateway_events_still_route_through_handle_any() {
 fn a_strong_mode_ledger_head_names_its_auction() {
     let mut event: serde_json::Value = serde_json::from_str(STREAM).unwrap();
     let record = &mut event["Records"][0]["dynamodb"];
-    record["Keys"]["pk"]["S"] = "SUMMARY#lot-9".into();
+    record["Keys"]["pk"]["S"] = "SUMMARY#auction#lot-9".into();
     record["Keys"]["sk"]["S"] = "LEDGER".into();
     let event: aws_lambda_events::dynamodb::Event = serde_json::from_value(event).unwrap();
     let auctions = ws_handler::stream::summary_keys(&event);

@@ -271,21 +271,22 @@ async fn concurrent_bids_in_two_regions_converge_without_loss_or_double_apply() 
     let copies = |items: &[Item]| {
         items
             .iter()
-            .filter(|i| i["pk"].as_s().unwrap().starts_with("BIDS#"))
+            .filter(|i| i["pk"].as_s().unwrap().starts_with("OPS#"))
             .count()
     };
     // Copies of one bid (accepted in both Regions) fold into one (bidder, bidId) entry.
     let bids = |items: &[Item]| -> BTreeMap<(String, String), u64> {
         items
             .iter()
-            .filter(|i| i["pk"].as_s().unwrap().starts_with("BIDS#"))
+            .filter(|i| i["pk"].as_s().unwrap().starts_with("OPS#"))
             .map(|i| {
+                let op: serde_json::Value = serde_json::from_str(i["op"].as_s().unwrap()).unwrap();
                 (
                     (
-                        i["bidder"].as_s().unwrap().clone(),
-                        i["bidId"].as_s().unwrap().clone(),
+                        i["author"].as_s().unwrap().clone(),
+                        i["opId"].as_s().unwrap().clone(),
                     ),
-                    i["amount"].as_n().unwrap().parse().unwrap(),
+                    op["amount"].as_u64().unwrap(),
                 )
             })
             .collect()

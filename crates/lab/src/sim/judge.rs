@@ -121,7 +121,7 @@ pub async fn final_states(
         }
         // What the Region holds, as it serves it: its copies, and the bids its summaries
         // carry whole before (or without) their copy (wsdr_core::held_bids).
-        let summaries = region.store.summaries(auction).await?;
+        let summaries = wsdr_core::StateStore::summaries(region.store.as_ref(), auction).await?;
         let copies = wsdr_core::held_bids(
             region.store.all_bids(auction).await?,
             summaries.iter().filter_map(|s| s.high.as_ref()),
@@ -199,11 +199,14 @@ pub fn lost_with_regions(lab: &crate::world::World) -> Lost {
     lab.lost_writes()
         .into_iter()
         .filter_map(|change| match change.item {
-            wsdr_core::items::Item::Bid { bid, .. } => Some(BidRef {
-                bidder: bid.bidder,
-                bid_id: bid.bid_id,
-                amount: bid.amount,
-            }),
+            wsdr_core::items::Item::Op { op, .. } => {
+                let bid = wsdr_core::auction_store::bid_of(&op).ok()?;
+                Some(BidRef {
+                    bidder: bid.bidder,
+                    bid_id: bid.bid_id,
+                    amount: bid.amount,
+                })
+            }
             _ => None,
         })
         .collect()

@@ -28,18 +28,20 @@ use crate::world::region_id::RegionId;
 use crate::world::scale::{AwsDuration, TimeScale};
 use crate::world::store::ReplicaStore;
 use async_trait::async_trait;
+use serde_json::Value as Json;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
+use wsdr_core::auction_store::{bid_of, topic};
 use wsdr_core::items::{Change, Item, ItemKey};
 use wsdr_core::memory::MemoryStateStore;
 use wsdr_core::{
-    Advance, Auction, BidCommit, BidRecord, CommitOutcome, Error, LedgerHead, LedgerStore,
-    RegionSummary, StateStore, UserId,
+    Advance, CommitOutcome, Error, HeadStore, OpCommit, OpStore, StoredHead, StoredOp,
+    StoredSummary, TopicKey, UserId,
 };
-use wsdr_protocol::{Amount, AuctionId, BidId};
+use wsdr_protocol::{Amount, AuctionId, BidId, OpId};
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
@@ -90,24 +92,21 @@ pub struct Cluster {
     refused: Vec<AtomicU64>,
     /// Writes refused as replicated write conflicts.
     conflicts: AtomicU64,
-    /// Every ledger head written, in the order the table took them: (auction, amount of
-    /// the bid it accepted, the Region that accepted it). The drill's truth for "accepted
-    /// below a bid another Region had already acknowledged".
-    order: Mutex<Vec<TakenBid>>,
+    /// Every head write that accepted an op, in the order the table took them. The drill's
+    /// truth for "accepted below a bid another Region had already acknowledged".
+    order: Mutex<Vec<Taken>>,
 }
 
-/// One head write the table took: (auction, the head's version, amount, accepting Region,
-/// bidder, bidId).
-/// (auction, head version, amount, accepting Region, bidder, bidId, when the write committed).
-type TakenBid = (
-    AuctionId,
-    u64,
-    Amount,
-    String,
-    UserId,
-    BidId,
-    tokio::time::Instant,
-);
+/// One head write the table took.
+struct Taken {
+    topic: TopicKey,
+    /// The head's version after it.
+    version: u64,
+    /// The op it accepted (its Region is the accepting one).
+    op: StoredOp,
+    /// When the write committed (lab instant).
+    at: tokio::time::Instant,
+}
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -288,11 +287,16 @@ impl Cluster {
     }
 
     /// Bids accepted on `auction` in the order the table took them: (amount, Region name).
+    /// (A copy that is no bid is left out: nothing but the auction writes its topic.)
     pub fn accepted_in_order(&self, auction: &AuctionId) -> Vec<(Amount, String)> {
+        let topic = topic(auction);
         let mut taken: Vec<(u64, Amount, String)> = lock(&self.order)
             .iter()
-            .filter(|(a, ..)| a == auction)
-            .map(|(_, seq, amount, region, ..)| (*seq, *amount, region.clone()))
+            .filter(|t| t.topic == topic)
+            .filter_map(|t| {
+                let bid = bid_of(&t.op).ok()?;
+                Some((t.version, bid.amount, bid.region))
+            })
             .collect();
         // By the head's version: two writes through one member may log out of turn.
         taken.sort_by_key(|(seq, ..)| *seq);
@@ -308,11 +312,13 @@ impl Cluster {
         &self,
         auction: &AuctionId,
     ) -> Vec<(UserId, BidId, String, tokio::time::Instant)> {
+        let topic = topic(auction);
         lock(&self.order)
             .iter()
-            .filter(|(a, ..)| a == auction)
-            .map(|(_, _, _, region, bidder, bid_id, at)| {
-                (bidder.clone(), bid_id.clone(), region.clone(), *at)
+            .filter(|t| t.topic == topic)
+            .filter_map(|t| {
+                let bid = bid_of(&t.op).ok()?;
+                Some((bid.bidder, bid.bid_id, bid.region, t.at))
             })
             .collect()
     }
@@ -421,10 +427,10 @@ impl MrscMember {
     }
 
     /// Ship a head this member wrote to the other Region's feed, as its stream would.
-    fn push_head(&self, auction: &AuctionId, next: &LedgerHead) {
+    fn push_head(&self, topic: &TopicKey, next: &StoredHead) {
         let change = Change {
             item: Item::Head {
-                auction: auction.clone(),
+                topic: topic.clone(),
                 head: next.clone(),
             },
             written_at: 0,
@@ -440,93 +446,87 @@ impl MrscMember {
 }
 
 #[async_trait]
-impl StateStore for MrscMember {
-    async fn put_auction_if_absent(&self, auction: &Auction) -> wsdr_core::Result<bool> {
-        let key = ItemKey::Auction(auction.id.clone());
+impl OpStore for MrscMember {
+    async fn put_meta_if_absent(&self, topic: &TopicKey, meta: &Json) -> wsdr_core::Result<bool> {
+        let key = ItemKey::Meta(topic.clone());
         self.cluster
             .write(
                 self.index,
                 key,
-                self.cluster.table.put_auction_if_absent(auction),
+                self.cluster.table.put_meta_if_absent(topic, meta),
             )
             .await
     }
 
-    async fn auction(&self, id: &AuctionId) -> wsdr_core::Result<Option<Auction>> {
+    async fn meta(&self, topic: &TopicKey) -> wsdr_core::Result<Option<Json>> {
         self.cluster.read(self.index).await?;
-        self.cluster.table.auction(id).await
+        self.cluster.table.meta(topic).await
     }
 
-    async fn bid_copies(
+    async fn copies(
         &self,
-        auction: &AuctionId,
-        bidder: &UserId,
-        bid_id: &BidId,
-    ) -> wsdr_core::Result<Vec<BidRecord>> {
+        topic: &TopicKey,
+        author: &UserId,
+        op_id: &OpId,
+    ) -> wsdr_core::Result<Vec<StoredOp>> {
         self.cluster.read(self.index).await?;
-        self.cluster.table.bid_copies(auction, bidder, bid_id).await
+        self.cluster.table.copies(topic, author, op_id).await
     }
 
-    async fn summaries(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<RegionSummary>> {
+    async fn summaries(&self, topic: &TopicKey) -> wsdr_core::Result<Vec<StoredSummary>> {
         self.cluster.read(self.index).await?;
-        self.cluster.table.summaries(auction).await
+        OpStore::summaries(&self.cluster.table, topic).await
     }
 
-    async fn commit_bid(&self, _commit: &BidCommit) -> wsdr_core::Result<CommitOutcome> {
-        // MRSC tables have no transactions (docs/DATA_MODEL.md): the eventual-mode bid
+    async fn commit(&self, _commit: &OpCommit) -> wsdr_core::Result<CommitOutcome> {
+        // MRSC tables have no transactions (docs/DATA_MODEL.md): the eventual-mode commit
         // cannot run here.
         Err(Error::Internal(
             "TransactWriteItems is not supported on an MRSC table (lab)".into(),
         ))
     }
 
-    async fn newest_user_bids(
+    async fn newest_by_author(
         &self,
-        auction: &AuctionId,
-        bidder: &UserId,
+        topic: &TopicKey,
+        author: &UserId,
         limit: usize,
-    ) -> wsdr_core::Result<Vec<BidRecord>> {
+    ) -> wsdr_core::Result<Vec<StoredOp>> {
         self.cluster.read(self.index).await?;
         self.cluster
             .table
-            .newest_user_bids(auction, bidder, limit)
+            .newest_by_author(topic, author, limit)
             .await
     }
 }
 
 #[async_trait]
-impl LedgerStore for MrscMember {
-    async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<LedgerHead>> {
+impl HeadStore for MrscMember {
+    async fn head(&self, topic: &TopicKey) -> wsdr_core::Result<Option<StoredHead>> {
         self.cluster.read(self.index).await?;
-        self.cluster.table.head(auction).await
+        HeadStore::head(&self.cluster.table, topic).await
     }
 
     async fn advance(
         &self,
-        auction: &AuctionId,
+        topic: &TopicKey,
         expected_accepted: u64,
-        next: &LedgerHead,
+        next: &StoredHead,
     ) -> wsdr_core::Result<Advance> {
-        let key = ItemKey::Head(auction.clone());
+        let key = ItemKey::Head(topic.clone());
         let outcome = self
             .cluster
             .write(self.index, key, async {
-                let outcome = self
-                    .cluster
-                    .table
-                    .advance(auction, expected_accepted, next)
-                    .await?;
+                let outcome =
+                    HeadStore::advance(&self.cluster.table, topic, expected_accepted, next).await?;
                 if let (Advance::Advanced, Some(last)) = (&outcome, &next.last) {
                     if next.summary.accepted == expected_accepted + 1 {
-                        lock(&self.cluster.order).push((
-                            auction.clone(),
-                            next.summary.accepted,
-                            last.bid.amount,
-                            last.bid.region.clone(),
-                            last.bid.bidder.clone(),
-                            last.bid.bid_id.clone(),
-                            tokio::time::Instant::now(),
-                        ));
+                        lock(&self.cluster.order).push(Taken {
+                            topic: topic.clone(),
+                            version: next.summary.accepted,
+                            op: last.op.clone(),
+                            at: tokio::time::Instant::now(),
+                        });
                     }
                 }
                 Ok(outcome)
@@ -535,25 +535,24 @@ impl LedgerStore for MrscMember {
         if outcome == Advance::Advanced && self.cluster.answer_lost(self.index) {
             // Committed on the quorum; the answer never comes back. The push still goes out
             // (the stream shows the write).
-            self.push_head(auction, next);
+            self.push_head(topic, next);
             return Err(Error::Transient(
                 "the head write timed out after it committed (lab, ack-lost)".into(),
             ));
         }
         if outcome == Advance::Advanced {
-            self.push_head(auction, next);
+            self.push_head(topic, next);
         }
         Ok(outcome)
     }
 
-    async fn settle(&self, bid: &BidRecord, write_id: &str) -> wsdr_core::Result<()> {
-        let key = Item::Bid {
-            bid: bid.clone(),
-            write_id: write_id.to_owned(),
-        }
-        .key();
+    async fn settle(&self, copy: &StoredOp, write_id: &str) -> wsdr_core::Result<()> {
         self.cluster
-            .write(self.index, key, self.cluster.table.settle(bid, write_id))
+            .write(
+                self.index,
+                copy.key(),
+                HeadStore::settle(&self.cluster.table, copy, write_id),
+            )
             .await
     }
 }
@@ -576,19 +575,22 @@ impl ReplicaStore for MrscMember {
         Ok(self.cluster.table.dump())
     }
 
-    /// Every accepted bid: the copies, and the ledger head's last bid (which may not have its
-    /// copy yet: the head is what decided it).
-    async fn all_bids(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<BidRecord>> {
-        let mut bids = self.cluster.table.all_bids(auction);
-        if let Some(last) = self.cluster.table.head(auction).await?.and_then(|h| h.last) {
-            if !bids
+    /// Every accepted op: the copies, and the head's last op (which may not have its copy
+    /// yet: the head is what decided it).
+    async fn all_ops(&self, topic: &TopicKey) -> wsdr_core::Result<Vec<StoredOp>> {
+        let mut ops = self.cluster.table.all_ops(topic);
+        if let Some(last) = HeadStore::head(&self.cluster.table, topic)
+            .await?
+            .and_then(|h| h.last)
+        {
+            if !ops
                 .iter()
-                .any(|b| b.bidder == last.bid.bidder && b.bid_id == last.bid.bid_id)
+                .any(|o| o.author == last.op.author && o.op_id == last.op.op_id)
             {
-                bids.push(last.bid);
+                ops.push(last.op);
             }
         }
-        Ok(bids)
+        Ok(ops)
     }
 }
 
@@ -612,16 +614,17 @@ mod tests {
         )
     }
 
-    fn head(amount: u64, write_id: &str) -> LedgerHead {
-        let bid = BidRecord {
+    fn head(amount: u64, write_id: &str) -> StoredHead {
+        let bid = wsdr_core::BidRecord {
             auction_id: AuctionId::new("a1").unwrap(),
             bid_id: BidId::new("bid-00000001").unwrap(),
             bidder: UserId::new("alice").unwrap(),
             amount: wsdr_protocol::Amount::new(amount).unwrap(),
             at: 1,
             region: "us-east-1".into(),
+            position: 1,
         };
-        LedgerHead::empty().with_bid(&bid, write_id)
+        wsdr_core::auction_store::head_of(&wsdr_core::LedgerHead::empty().with_bid(&bid, write_id))
     }
 
     #[tokio::test(start_paused = true)]
@@ -637,7 +640,7 @@ mod tests {
         c.heal();
         c.set_isolated(0, true);
         assert!(!c.has_quorum(0) && c.has_quorum(1));
-        let a1 = AuctionId::new("a1").unwrap();
+        let a1 = topic(&AuctionId::new("a1").unwrap());
         let east = c.member(0);
         assert!(matches!(
             east.advance(&a1, 0, &head(100, "w1")).await,
@@ -654,7 +657,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_member_cut_off_during_its_write_writes_nothing() {
         let c = cluster();
-        let a1 = AuctionId::new("a1").unwrap();
+        let a1 = topic(&AuctionId::new("a1").unwrap());
         let east = c.member(0);
         let write = tokio::spawn({
             let east = east.clone();
@@ -671,7 +674,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn concurrent_writes_of_one_item_from_two_regions_conflict() {
         let c = cluster();
-        let a1 = AuctionId::new("a1").unwrap();
+        let a1 = topic(&AuctionId::new("a1").unwrap());
         let (east, west) = (c.member(0), c.member(1));
         let first = tokio::spawn({
             let a1 = a1.clone();

@@ -222,8 +222,8 @@ pub struct Region {
 /// stream filter: partition key `SUMMARY#`).
 fn stream_auction(change: &wsdr_core::items::Change) -> Option<AuctionId> {
     match &change.item {
-        wsdr_core::items::Item::Summary { auction, .. }
-        | wsdr_core::items::Item::Head { auction, .. } => Some(auction.clone()),
+        wsdr_core::items::Item::Summary { topic, .. }
+        | wsdr_core::items::Item::Head { topic, .. } => wsdr_core::auction_store::auction_of(topic),
         _ => None,
     }
 }

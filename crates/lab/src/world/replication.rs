@@ -191,18 +191,19 @@ impl Link {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         match &change.item {
-            Item::Summary { summary, .. } => {
-                if let Some(high) = &summary.high {
-                    named.insert(
-                        Item::Bid {
-                            bid: high.clone(),
-                            write_id: String::new(),
-                        }
-                        .key(),
-                    );
+            Item::Summary { topic, summary } => {
+                // The op the summary carries whole: the auction's high bid (the app's
+                // `carried`, read through the auction's codec until the lab runs any app).
+                let high = wsdr_core::auction_store::auction_of(topic)
+                    .and_then(|auction| {
+                        wsdr_core::auction_store::region_summary_of(&auction, summary).ok()
+                    })
+                    .and_then(|summary| summary.high);
+                if let Some(high) = high {
+                    named.insert(wsdr_core::auction_store::op_of(&high).key());
                 }
             }
-            Item::Bid { .. } => {
+            Item::Op { .. } => {
                 named.remove(&change.item.key());
             }
             _ => {}
@@ -221,7 +222,7 @@ impl Link {
         }
         let queue = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         queue.iter().any(|(_, _, change)| {
-            matches!(change.item, Item::Bid { .. }) && named.contains(&change.item.key())
+            matches!(change.item, Item::Op { .. }) && named.contains(&change.item.key())
         })
     }
 

@@ -17,28 +17,37 @@ use wsdr_core::items::Change;
 #[cfg(feature = "dynamodb")]
 use wsdr_core::items::{Item, ItemKey};
 use wsdr_core::memory::MemoryStateStore;
-use wsdr_core::{BidRecord, LedgerStore, StateStore};
+use wsdr_core::{BidRecord, HeadStore, OpStore, StoredOp, TopicKey};
 use wsdr_protocol::AuctionId;
 
 /// A Region's store as the lab sees it: the port the handler uses, plus replication hooks.
-/// Only a replica that keeps a ledger is a [`LedgerReplica`] (the MRSC table's members): the
+/// Only a replica that keeps a head is a [`LedgerReplica`] (the MRSC table's members): the
 /// mode is the table's type, as in the production crates (`wsdr_aws::DynamoLedgerStore`).
+/// Written once for every app: a replica stores the kit's items, whatever they carry.
 #[async_trait]
-pub trait ReplicaStore: StateStore {
+pub trait ReplicaStore: OpStore {
     /// This Region's own writes, as replication ships them.
     fn change_feed(&self) -> mpsc::UnboundedReceiver<Change>;
     /// Apply the other Region's write (per-item last writer wins). Errors are for retrying.
     async fn apply_replicated(&self, change: &Change) -> wsdr_core::Result<bool>;
     /// Every item with its stamp, in a deterministic order (the convergence check).
     async fn dump(&self) -> wsdr_core::Result<Vec<Change>>;
-    /// Every bid of an auction.
-    async fn all_bids(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<BidRecord>>;
+    /// Every op copy of a topic (the checkers).
+    async fn all_ops(&self, topic: &TopicKey) -> wsdr_core::Result<Vec<StoredOp>>;
+    /// Every bid of an auction: its topic's copies, read as bids.
+    async fn all_bids(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<BidRecord>> {
+        self.all_ops(&wsdr_core::auction_store::topic(auction))
+            .await?
+            .iter()
+            .map(wsdr_core::auction_store::bid_of)
+            .collect()
+    }
 }
 
-/// A replica that also keeps the strong mode's ledger.
-pub trait LedgerReplica: ReplicaStore + LedgerStore {}
+/// A replica that also keeps the strong mode's head.
+pub trait LedgerReplica: ReplicaStore + HeadStore {}
 
-impl<T: ReplicaStore + LedgerStore + ?Sized> LedgerReplica for T {}
+impl<T: ReplicaStore + HeadStore + ?Sized> LedgerReplica for T {}
 
 /// A Region's table as its handler uses it, with the lab's injectable failures: the mode is
 /// the variant, so an eventual table cannot be handed to a strong service.
@@ -80,8 +89,8 @@ impl ReplicaStore for MemoryStateStore {
         Ok(MemoryStateStore::dump(self))
     }
 
-    async fn all_bids(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<BidRecord>> {
-        Ok(MemoryStateStore::all_bids(self, auction))
+    async fn all_ops(&self, topic: &TopicKey) -> wsdr_core::Result<Vec<StoredOp>> {
+        Ok(MemoryStateStore::all_ops(self, topic))
     }
 }
 
@@ -176,65 +185,72 @@ fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(feature = "dynamodb")]
 #[async_trait]
-impl StateStore for DynamoReplica {
-    async fn put_auction_if_absent(&self, auction: &wsdr_core::Auction) -> wsdr_core::Result<bool> {
-        let key = Item::Auction(auction.clone()).key();
-        let _items = self.lock_items(&[key]).await;
-        let created = self.store.put_auction_if_absent(auction).await?;
+impl OpStore for DynamoReplica {
+    async fn put_meta_if_absent(
+        &self,
+        topic: &TopicKey,
+        meta: &serde_json::Value,
+    ) -> wsdr_core::Result<bool> {
+        let item = Item::Meta {
+            topic: topic.clone(),
+            meta: meta.clone(),
+        };
+        let _items = self.lock_items(&[item.key()]).await;
+        let created = self.store.put_meta_if_absent(topic, meta).await?;
         if created {
-            self.committed(Item::Auction(auction.clone()));
+            self.committed(item);
         }
         Ok(created)
     }
 
-    async fn auction(&self, id: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::Auction>> {
-        self.store.auction(id).await
+    async fn meta(&self, topic: &TopicKey) -> wsdr_core::Result<Option<serde_json::Value>> {
+        self.store.meta(topic).await
     }
 
-    async fn bid_copies(
+    async fn copies(
         &self,
-        auction: &AuctionId,
-        bidder: &wsdr_core::UserId,
-        bid_id: &wsdr_protocol::BidId,
-    ) -> wsdr_core::Result<Vec<BidRecord>> {
-        self.store.bid_copies(auction, bidder, bid_id).await
+        topic: &TopicKey,
+        author: &wsdr_core::UserId,
+        op_id: &wsdr_protocol::OpId,
+    ) -> wsdr_core::Result<Vec<StoredOp>> {
+        self.store.copies(topic, author, op_id).await
     }
 
     async fn summaries(
         &self,
-        auction: &AuctionId,
-    ) -> wsdr_core::Result<Vec<wsdr_core::RegionSummary>> {
-        self.store.summaries(auction).await
+        topic: &TopicKey,
+    ) -> wsdr_core::Result<Vec<wsdr_core::StoredSummary>> {
+        OpStore::summaries(&self.store, topic).await
     }
 
-    async fn commit_bid(
+    async fn commit(
         &self,
-        commit: &wsdr_core::BidCommit,
+        commit: &wsdr_core::OpCommit,
     ) -> wsdr_core::Result<wsdr_core::CommitOutcome> {
-        let bid = Item::Bid {
-            bid: commit.bid.clone(),
+        let copy = Item::Op {
+            op: commit.copy.clone(),
             write_id: commit.write_id.clone(),
         };
         let summary = Item::Summary {
-            auction: commit.bid.auction_id.clone(),
+            topic: commit.copy.topic.clone(),
             summary: commit.summary.clone(),
         };
-        let _items = self.lock_items(&[bid.key(), summary.key()]).await;
-        let outcome = self.store.commit_bid(commit).await?;
+        let _items = self.lock_items(&[copy.key(), summary.key()]).await;
+        let outcome = self.store.commit(commit).await?;
         if outcome == wsdr_core::CommitOutcome::Committed {
-            self.committed(bid);
+            self.committed(copy);
             self.committed(summary);
         }
         Ok(outcome)
     }
 
-    async fn newest_user_bids(
+    async fn newest_by_author(
         &self,
-        auction: &AuctionId,
-        bidder: &wsdr_core::UserId,
+        topic: &TopicKey,
+        author: &wsdr_core::UserId,
         limit: usize,
-    ) -> wsdr_core::Result<Vec<BidRecord>> {
-        self.store.newest_user_bids(auction, bidder, limit).await
+    ) -> wsdr_core::Result<Vec<StoredOp>> {
+        self.store.newest_by_author(topic, author, limit).await
     }
 }
 
@@ -277,8 +293,8 @@ impl ReplicaStore for DynamoReplica {
             .collect())
     }
 
-    async fn all_bids(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<BidRecord>> {
-        self.store.all_bids(auction).await
+    async fn all_ops(&self, topic: &TopicKey) -> wsdr_core::Result<Vec<StoredOp>> {
+        self.store.all_ops(topic).await
     }
 }
 
@@ -431,74 +447,78 @@ impl<T: ?Sized> FaultyStore<T> {
 }
 
 #[async_trait]
-impl<T: ReplicaStore + ?Sized> StateStore for FaultyStore<T> {
-    async fn put_auction_if_absent(&self, auction: &wsdr_core::Auction) -> wsdr_core::Result<bool> {
-        self.check().await?;
-        self.inner.put_auction_if_absent(auction).await
-    }
-
-    async fn auction(&self, id: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::Auction>> {
-        self.check().await?;
-        self.inner.auction(id).await
-    }
-
-    async fn bid_copies(
+impl<T: ReplicaStore + ?Sized> OpStore for FaultyStore<T> {
+    async fn put_meta_if_absent(
         &self,
-        auction: &AuctionId,
-        bidder: &wsdr_core::UserId,
-        bid_id: &wsdr_protocol::BidId,
-    ) -> wsdr_core::Result<Vec<BidRecord>> {
+        topic: &TopicKey,
+        meta: &serde_json::Value,
+    ) -> wsdr_core::Result<bool> {
         self.check().await?;
-        self.inner.bid_copies(auction, bidder, bid_id).await
+        self.inner.put_meta_if_absent(topic, meta).await
+    }
+
+    async fn meta(&self, topic: &TopicKey) -> wsdr_core::Result<Option<serde_json::Value>> {
+        self.check().await?;
+        self.inner.meta(topic).await
+    }
+
+    async fn copies(
+        &self,
+        topic: &TopicKey,
+        author: &wsdr_core::UserId,
+        op_id: &wsdr_protocol::OpId,
+    ) -> wsdr_core::Result<Vec<StoredOp>> {
+        self.check().await?;
+        self.inner.copies(topic, author, op_id).await
     }
 
     async fn summaries(
         &self,
-        auction: &AuctionId,
-    ) -> wsdr_core::Result<Vec<wsdr_core::RegionSummary>> {
+        topic: &TopicKey,
+    ) -> wsdr_core::Result<Vec<wsdr_core::StoredSummary>> {
         self.check().await?;
-        self.inner.summaries(auction).await
+        OpStore::summaries(self.inner.as_ref(), topic).await
     }
 
-    async fn commit_bid(
+    async fn commit(
         &self,
-        commit: &wsdr_core::BidCommit,
+        commit: &wsdr_core::OpCommit,
     ) -> wsdr_core::Result<wsdr_core::CommitOutcome> {
         self.check().await?;
-        self.inner.commit_bid(commit).await
+        self.inner.commit(commit).await
     }
 
-    async fn newest_user_bids(
+    async fn newest_by_author(
         &self,
-        auction: &AuctionId,
-        bidder: &wsdr_core::UserId,
+        topic: &TopicKey,
+        author: &wsdr_core::UserId,
         limit: usize,
-    ) -> wsdr_core::Result<Vec<BidRecord>> {
+    ) -> wsdr_core::Result<Vec<StoredOp>> {
         self.check().await?;
-        self.inner.newest_user_bids(auction, bidder, limit).await
+        self.inner.newest_by_author(topic, author, limit).await
     }
 }
 
 #[async_trait]
-impl<T: LedgerReplica + ?Sized> LedgerStore for FaultyStore<T> {
-    async fn head(&self, auction: &AuctionId) -> wsdr_core::Result<Option<wsdr_core::LedgerHead>> {
+impl<T: LedgerReplica + ?Sized> HeadStore for FaultyStore<T> {
+    async fn head(&self, topic: &TopicKey) -> wsdr_core::Result<Option<wsdr_core::StoredHead>> {
         self.check().await?;
-        self.inner.head(auction).await
+        HeadStore::head(self.inner.as_ref(), topic).await
     }
 
     async fn advance(
         &self,
-        auction: &AuctionId,
+        topic: &TopicKey,
         expected_accepted: u64,
-        next: &wsdr_core::LedgerHead,
+        next: &wsdr_core::StoredHead,
     ) -> wsdr_core::Result<wsdr_core::Advance> {
         self.check().await?;
-        self.inner.advance(auction, expected_accepted, next).await
+        HeadStore::advance(self.inner.as_ref(), topic, expected_accepted, next).await
     }
 
-    async fn settle(&self, bid: &BidRecord, write_id: &str) -> wsdr_core::Result<()> {
+    async fn settle(&self, copy: &StoredOp, write_id: &str) -> wsdr_core::Result<()> {
         self.check().await?;
-        self.inner.settle(bid, write_id).await
+        HeadStore::settle(self.inner.as_ref(), copy, write_id).await
     }
 }
 
@@ -516,7 +536,7 @@ impl<T: ReplicaStore + ?Sized> ReplicaStore for FaultyStore<T> {
         self.inner.dump().await
     }
 
-    async fn all_bids(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<BidRecord>> {
-        self.inner.all_bids(auction).await
+    async fn all_ops(&self, topic: &TopicKey) -> wsdr_core::Result<Vec<StoredOp>> {
+        self.inner.all_ops(topic).await
     }
 }
