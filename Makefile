@@ -4,7 +4,6 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
-TOOLS := $(CURDIR)/.tools
 
 .PHONY: mutants mutants-diff mutants-web release-check lambda-host-build lab evacuate restore check-concurrency smoke rehearse package-check npm-package-check deps-check js-test browser-test chaos-short chaos fuzz load invoke-local sam-build deploy-vars
 .PHONY: all test test-steps test-build unit fmt fmt-check lint clippy clippy-lean template-lint sam-validate demo bench clean \
@@ -203,8 +202,8 @@ deps-check:
 
 lint: fmt-check clippy deps-check template-lint
 
-## template-lint: cfn-lint, the template's property tests, actionlint (tools in .tools/venv), and
-## the offline policy scans (checkov, parliament: scripts/policy-scan.sh, .tools/scanners)
+## template-lint: cfn-lint, the template's property tests, actionlint (tools in the per-user tool cache), and
+## the offline policy scans (checkov, parliament: scripts/policy-scan.sh, scripts/scanners.sh)
 template-lint:
 	@bin="$$(scripts/python-tools.sh)"; \
 	"$$bin/cfn-lint" template.yaml arc/region-switch.yaml ci/bootstrap.yaml; \

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# cargo-lambda from PyPI, pinned, in its own venv under .tools/cargo-lambda; created on first
-# use. Prints the directory to put on PATH (cargo finds `cargo lambda` there).
+# cargo-lambda from PyPI, pinned, in its own venv in the per-user tool cache
+# (scripts/install-lock.sh); created on first use. Prints the directory to put on PATH (cargo finds `cargo lambda` there).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 version="1.9.2"
-venv="$root/.tools/cargo-lambda"
-stamp="$venv/.wsdr-cargo-lambda-$version"
 . "$root/scripts/install-lock.sh"
+venv="$tools_root/cargo-lambda-$version"
+stamp="$venv/.wsdr-cargo-lambda-$version"
 install_lock cargo-lambda
 if [ ! -f "$stamp" ]; then
   rm -rf "$venv"

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# cargo-mutants, pinned, installed from crates.io into .tools/cargo-mutants on first use
+# cargo-mutants, pinned, installed from crates.io into the per-user tool cache
+# (scripts/install-lock.sh) on first use
 # (cargo install --locked: the versions its own lock file names). Prints the directory to put
 # on PATH (cargo finds `cargo mutants` there).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 version="${CARGO_MUTANTS_VERSION:-27.1.0}"
-dir="$root/.tools/cargo-mutants"
-stamp="$dir/.wsdr-cargo-mutants-$version"
 . "$root/scripts/install-lock.sh"
+dir="$tools_root/cargo-mutants-$version"
+stamp="$dir/.wsdr-cargo-mutants-$version"
 install_lock cargo-mutants
 if [ ! -f "$stamp" ]; then
   rm -rf "$dir"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# A venv under .tools/scanners with the offline policy scanners, pinned (apart from the test
+# A venv with the offline policy scanners, pinned, in the per-user tool cache (scripts/install-lock.sh) (apart from the test
 # tools' venv: checkov pins its own versions of libraries the tests use); created on first
 # use. Prints its bin directory.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-venv="$root/.tools/scanners"
-stamp="$venv/.wsdr-scanners-v1"
 . "$root/scripts/install-lock.sh"
+venv="$tools_root/scanners-v1"
+stamp="$venv/.wsdr-scanners-v1"
 install_lock scanners
 if [ ! -f "$stamp" ]; then
   rm -rf "$venv"

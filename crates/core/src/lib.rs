@@ -26,6 +26,7 @@ pub mod ports;
 pub mod push;
 mod service;
 pub mod verdict;
+pub mod write;
 
 pub use auction_store::{BidCommit, LedgerStore, StateStore};
 pub use error::Error;

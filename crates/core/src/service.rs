@@ -1,65 +1,20 @@
 //! The auction service: one method per route, each returning the reply for the caller.
 
-use crate::auction_store::{BidCommit, LedgerStore, StateStore};
+use crate::auction_store::{AuctionApp, LedgerStore, StateStore};
 use crate::fanout::FanoutConfig;
 use crate::model::{
     held_bids, last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency,
-    LedgerHead, Principal, RegionSummary, UserId,
+    Principal, RegionSummary, UserId,
 };
-use crate::ports::{Advance, Census, Clock, CommitOutcome, Connections, Notifier};
+use crate::ports::{Census, Clock, Connections, HeadStore, Notifier, OpStore};
+use crate::write::{Write, Writer, Written};
 use crate::Result;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wsdr_protocol::{
-    limits, Amount, AuctionId, BidId, BidStatus, ClientMessage, ErrorCode, ProtocolError,
+    limits, Amount, AuctionId, BidId, BidStatus, ClientMessage, ErrorCode, OpId, ProtocolError,
     ServerMessage, SettledBidView, SettledCopyView, Versions, YouView,
 };
-
-/// How many times a bid is decided again when a concurrent bid in this Region moved the
-/// summary first (each retry reads fresh state; a hot auction settles within a few).
-const COMMIT_ATTEMPTS: u32 = 12;
-
-/// Where a bid failed: before its write (nothing recorded) or at it (outcome unknown).
-enum BidFailure {
-    BeforeCommit(crate::Error),
-    AtCommit(crate::Error),
-}
-
-impl BidFailure {
-    /// Strong mode: this Region could not reach the table's quorum. Whatever the stage,
-    /// the bid is safe to send elsewhere (its bidId is checked against the latest version
-    /// everywhere), so the answer is a redirect, never a rejection.
-    fn no_quorum(&self) -> bool {
-        matches!(
-            self,
-            BidFailure::BeforeCommit(crate::Error::NoQuorum(_))
-                | BidFailure::AtCommit(crate::Error::NoQuorum(_))
-        )
-    }
-}
-
-/// A short randomised pause after losing a race for the summary or the head, so that racing
-/// writers spread out: up to 2 ms after the first loss, doubling to 128 ms.
-async fn pause_before_deciding_again(
-    entropy: &dyn crate::ports::Entropy,
-    pause: &dyn crate::ports::Pause,
-    attempt: u32,
-) {
-    let ms = entropy.below(1 + (2u64 << attempt.min(6)));
-    pause.pause(std::time::Duration::from_millis(ms)).await;
-}
-
-/// Why `amount` cannot be accepted against `high` (the rule both consistency modes apply).
-fn too_low(auction: &Auction, amount: Amount, high: Option<&BidRecord>) -> Option<BidReason> {
-    if amount.get() >= auction.minimum_next_bid(high) {
-        return None;
-    }
-    Some(if high.is_none() {
-        BidReason::BelowStartingPrice
-    } else {
-        BidReason::TooLow
-    })
-}
 
 /// Why a bid was rejected: the `reason` of a rejected `bidResult`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,7 +94,7 @@ struct CensusCache {
 /// The real-time auction, over its ports. Cheap to clone; build one per cold start.
 #[derive(Clone)]
 pub struct AuctionService {
-    store: Arc<dyn StateStore>,
+    store: Arc<dyn OpStore>,
     connections: Arc<dyn Connections>,
     notifier: Arc<dyn Notifier>,
     clock: Arc<dyn Clock>,
@@ -152,6 +107,8 @@ pub struct AuctionService {
     herd: Option<(HerdHint, Arc<Mutex<CensusCache>>)>,
     /// How bids are decided, fixed when the service is built.
     path: BidPath,
+    /// The kit's write path, with the auction's rules.
+    writer: Writer<AuctionApp>,
     /// Retry pauses, fan-out jitter and write ids.
     entropy: Arc<dyn crate::ports::Entropy>,
 }
@@ -171,43 +128,48 @@ enum BidPath {
     /// Per Region, on an eventually consistent table (MREC): each Region's summary decides.
     Regional,
     /// On the auction's ledger head, on a multi-Region strongly consistent table (MRSC).
-    Ledger(Arc<dyn LedgerStore>),
-}
-
-/// What one attempt at deciding a bid came to.
-enum Attempt {
-    Decided(Box<Reply>),
-    /// Another request moved the state first (nothing was written): decide again on fresh
-    /// state, after a pause.
-    Again,
+    Ledger(Arc<dyn HeadStore>),
 }
 
 impl AuctionService {
     /// A service deciding bids per Region (eventual mode), on any state store.
     pub fn new(
-        store: Arc<dyn StateStore>,
+        store: Arc<dyn OpStore>,
         connections: Arc<dyn Connections>,
         notifier: Arc<dyn Notifier>,
         clock: Arc<dyn Clock>,
         region: impl Into<String>,
     ) -> Self {
+        let region = region.into();
+        let fanout = FanoutConfig::default();
+        let entropy: Arc<dyn crate::ports::Entropy> = Arc::new(crate::ports::ThreadEntropy);
+        let writer = Writer::regional(
+            Arc::new(AuctionApp),
+            store.clone(),
+            region.clone(),
+            clock.clone(),
+            entropy.clone(),
+            fanout.pause.clone(),
+        );
         Self {
             store,
             connections,
             notifier,
             clock,
-            region: region.into(),
-            fanout: FanoutConfig::default(),
+            region,
+            fanout,
             seeds: Arc::default(),
             herd: None,
             path: BidPath::Regional,
-            entropy: Arc::new(crate::ports::ThreadEntropy),
+            writer,
+            entropy,
         }
     }
 
     /// Draw retry pauses and fan-out jitter from `entropy` (default: the thread's RNG).
     pub fn with_entropy(mut self, entropy: Arc<dyn crate::ports::Entropy>) -> Self {
         self.fanout.jitter = entropy.clone();
+        self.writer = self.writer.with_entropy(entropy.clone());
         self.entropy = entropy;
         self
     }
@@ -215,16 +177,26 @@ impl AuctionService {
     /// A service deciding bids on each auction's ledger head (strong mode): it needs a store
     /// on a multi-Region strongly consistent table, and takes nothing else.
     pub fn strong(
-        store: Arc<dyn LedgerStore>,
+        store: Arc<dyn HeadStore>,
         connections: Arc<dyn Connections>,
         notifier: Arc<dyn Notifier>,
         clock: Arc<dyn Clock>,
         region: impl Into<String>,
     ) -> Self {
-        let state: Arc<dyn StateStore> = store.clone();
+        let state: Arc<dyn OpStore> = store.clone();
+        let service = Self::new(state, connections, notifier, clock, region);
+        let writer = Writer::on_head(
+            Arc::new(AuctionApp),
+            store.clone(),
+            service.region.clone(),
+            service.clock.clone(),
+            service.entropy.clone(),
+            service.fanout.pause.clone(),
+        );
         Self {
             path: BidPath::Ledger(store),
-            ..Self::new(state, connections, notifier, clock, region)
+            writer,
+            ..service
         }
     }
 
@@ -233,72 +205,6 @@ impl AuctionService {
             BidPath::Regional => Consistency::Eventual,
             BidPath::Ledger(_) => Consistency::Strong,
         }
-    }
-
-    /// The answer to a bid this user already made (a copy of `bid_id` in any Region this
-    /// store has seen), if it is one.
-    async fn replayed(
-        &self,
-        auction_id: &AuctionId,
-        user: &UserId,
-        bid_id: &BidId,
-        amount: Amount,
-    ) -> Result<Option<Reply>, BidFailure> {
-        let copies = self
-            .store
-            .bid_copies(auction_id, user, bid_id)
-            .await
-            .map_err(BidFailure::BeforeCommit)?;
-        Ok(self.replay_answer(bid_id, amount, &copies))
-    }
-
-    /// This Region's copy of a bid accepted now.
-    fn bid_record(
-        &self,
-        auction_id: &AuctionId,
-        user: &UserId,
-        bid_id: &BidId,
-        amount: Amount,
-        now: u64,
-        position: u64,
-    ) -> BidRecord {
-        BidRecord {
-            auction_id: auction_id.clone(),
-            bid_id: bid_id.clone(),
-            bidder: user.clone(),
-            amount,
-            at: now,
-            region: self.region.clone(),
-            position,
-        }
-    }
-
-    /// Decide a bid: `attempt` until it decides, pausing before each new try, at most
-    /// [`COMMIT_ATTEMPTS`] times. Both bid paths retry a lost race this way.
-    async fn decide<F>(
-        &self,
-        what_moved: &str,
-        mut attempt: impl FnMut(u32) -> F,
-    ) -> Result<Reply, BidFailure>
-    where
-        F: std::future::Future<Output = Result<Attempt, BidFailure>>,
-    {
-        for n in 0..COMMIT_ATTEMPTS {
-            match attempt(n).await? {
-                Attempt::Decided(reply) => return Ok(*reply),
-                Attempt::Again => {
-                    pause_before_deciding_again(
-                        self.entropy.as_ref(),
-                        self.fanout.pause.as_ref(),
-                        n,
-                    )
-                    .await;
-                }
-            }
-        }
-        Err(BidFailure::BeforeCommit(crate::Error::Transient(format!(
-            "{what_moved} kept moving ({COMMIT_ATTEMPTS} tries)"
-        ))))
     }
 
     /// Advertise a herd window in `state` replies, from the Region's connection census.
@@ -385,6 +291,7 @@ impl AuctionService {
 
     /// Wait retry pauses and fan-out backoff with `pause` (default: tokio's clock).
     pub fn with_pause(mut self, pause: Arc<dyn crate::ports::Pause>) -> Self {
+        self.writer = self.writer.with_pause(pause.clone());
         self.fanout.pause = pause;
         self
     }
@@ -394,7 +301,7 @@ impl AuctionService {
         &self.region
     }
 
-    pub fn store(&self) -> &Arc<dyn StateStore> {
+    pub fn store(&self) -> &Arc<dyn OpStore> {
         &self.store
     }
 
@@ -644,9 +551,12 @@ impl AuctionService {
         auction_id: &AuctionId,
     ) -> Result<(Vec<RegionSummary>, Option<BidRecord>)> {
         match &self.path {
-            BidPath::Regional => Ok((self.store.summaries(auction_id).await?, None)),
+            BidPath::Regional => Ok((
+                StateStore::summaries(self.store.as_ref(), auction_id).await?,
+                None,
+            )),
             BidPath::Ledger(ledger) => {
-                let head = ledger.head(auction_id).await?;
+                let head = LedgerStore::head(ledger.as_ref(), auction_id).await?;
                 Ok(match head {
                     Some(head) => (vec![head.summary], head.last.map(|l| l.bid)),
                     None => (Vec::new(), None),
@@ -665,7 +575,8 @@ impl AuctionService {
     }
 
     /// `bid`: idempotent by (bidder, bidId). Never an anonymous error: every outcome, a store
-    /// failure included, is a `bidResult` for this bidId.
+    /// failure included, is a `bidResult` for this bidId. The kit's write path decides it
+    /// ([`crate::write`]); this maps its outcome to the auction's frame.
     pub async fn bid(
         &self,
         user: &UserId,
@@ -673,195 +584,43 @@ impl AuctionService {
         amount: Amount,
         bid_id: &BidId,
     ) -> Result<Reply> {
-        let outcome = match self.find_auction(auction_id).await {
-            Err(error) => Err(BidFailure::BeforeCommit(error)),
-            Ok(None) => Ok(self.bid_result(bid_id, Err(BidReason::UnknownAuction))),
-            Ok(Some(auction)) => match &self.path {
-                BidPath::Regional => self.try_bid(user, &auction, amount, bid_id).await,
-                BidPath::Ledger(ledger) => {
-                    self.try_bid_strong(ledger.as_ref(), user, &auction, amount, bid_id)
-                        .await
-                }
-            },
-        };
-        match outcome {
-            Ok(reply) => Ok(reply),
-            Err(failure) if failure.no_quorum() => {
-                tracing::warn!(%bid_id, user = %user, "bid not decided: no quorum here; redirected");
-                Ok(self.bid_result(bid_id, Ok(BidStatus::Redirect)))
+        let written = match self.find_auction(auction_id).await {
+            Err(error @ crate::Error::NoQuorum(_)) => Written::Redirect(error),
+            Err(error) => Written::Unavailable(error),
+            Ok(None) => return Ok(self.bid_result(bid_id, Err(BidReason::UnknownAuction))),
+            Ok(Some(auction)) => {
+                self.writer
+                    .write(&Write {
+                        meta: &auction,
+                        topic: &crate::auction_store::topic(auction_id),
+                        author: user,
+                        op_id: &OpId::from(bid_id),
+                        op: &amount,
+                    })
+                    .await
             }
-            Err(BidFailure::BeforeCommit(error)) => {
+        };
+        Ok(match written {
+            Written::Accepted => self.accepted(bid_id),
+            Written::Duplicate => self.bid_result(bid_id, Ok(BidStatus::Duplicate)),
+            Written::OpIdReused => self.bid_result(bid_id, Err(BidReason::BidIdReused)),
+            Written::Rejected(reason) => self.bid_result(bid_id, Err(reason)),
+            Written::Redirect(error) => {
+                tracing::warn!(%error, %bid_id, user = %user, "bid not decided: no quorum here; redirected");
+                self.bid_result(bid_id, Ok(BidStatus::Redirect))
+            }
+            Written::Unavailable(error) => {
                 // Nothing was written, but this is no rejection: the bid may be sent again
                 // (same bidId) and may win. `unknown` makes every client, old ones included,
                 // settle it and resend it.
                 tracing::error!(%error, %bid_id, user = %user, "bid failed before its write");
-                Ok(self.undecided(bid_id, BidReason::Unavailable))
+                self.undecided(bid_id, BidReason::Unavailable)
             }
-            Err(BidFailure::AtCommit(error)) => {
+            Written::Unknown(error) => {
                 tracing::error!(%error, %bid_id, user = %user, "bid write failed: outcome unknown");
-                Ok(self.bid_result(bid_id, Ok(BidStatus::Unknown)))
+                self.bid_result(bid_id, Ok(BidStatus::Unknown))
             }
-        }
-    }
-
-    async fn try_bid(
-        &self,
-        user: &UserId,
-        auction: &Auction,
-        amount: Amount,
-        bid_id: &BidId,
-    ) -> Result<Reply, BidFailure> {
-        let auction_id = &auction.id;
-        // A replay (in any Region's copy we hold) answers from the copy: check order matters,
-        // a replay must answer `duplicate` even if the auction has since moved past it.
-        if let Some(reply) = self.replayed(auction_id, user, bid_id, amount).await? {
-            return Ok(reply);
-        }
-        self.decide("the auction's summary", |_| {
-            self.regional_attempt(user, auction, amount, bid_id)
         })
-        .await
-    }
-
-    /// One attempt of the eventual path: read the Region's summaries, apply the amount rule,
-    /// commit the copy and this Region's summary in one transaction.
-    async fn regional_attempt(
-        &self,
-        user: &UserId,
-        auction: &Auction,
-        amount: Amount,
-        bid_id: &BidId,
-    ) -> Result<Attempt, BidFailure> {
-        use BidFailure::{AtCommit, BeforeCommit};
-        let auction_id = &auction.id;
-        let now = self.clock.now_ms();
-        if !auction.is_open(now) {
-            return Ok(Attempt::Decided(Box::new(
-                self.bid_result(bid_id, Err(BidReason::AuctionClosed)),
-            )));
-        }
-        let summaries = self
-            .store
-            .summaries(auction_id)
-            .await
-            .map_err(BeforeCommit)?;
-        let before = AuctionSnapshot::merge(&summaries);
-        if let Some(reason) = too_low(auction, amount, before.high_bid.as_ref()) {
-            return Ok(Attempt::Decided(Box::new(
-                self.bid_result(bid_id, Err(reason)),
-            )));
-        }
-        let own = summaries
-            .iter()
-            .filter(|s| s.region == self.region)
-            .max_by_key(|s| s.accepted)
-            .cloned()
-            .unwrap_or_else(|| RegionSummary::empty(self.region.clone()));
-        let bid = self.bid_record(auction_id, user, bid_id, amount, now, own.accepted + 1);
-        let commit = BidCommit {
-            summary: own.with_bid(&bid),
-            expected_accepted: own.accepted,
-            // One id per attempt: it is also DynamoDB's ClientRequestToken, which must not
-            // be reused with other parameters (an attempt after a conflict differs).
-            write_id: self.write_id(),
-            bid,
-        };
-        match self.store.commit_bid(&commit).await.map_err(AtCommit)? {
-            CommitOutcome::Committed => Ok(Attempt::Decided(Box::new(self.accepted(bid_id)))),
-            CommitOutcome::Exists(existing) => Ok(Attempt::Decided(Box::new(
-                self.replay_result(amount, &existing),
-            ))),
-            // Another bid in this Region moved the summary: decide again on fresh state.
-            CommitOutcome::Conflict => Ok(Attempt::Again),
-        }
-    }
-
-    /// The strong-mode bid: one conditional write of the auction's ledger head decides it,
-    /// checked against the latest version in every Region (docs/DATA_MODEL.md, "Strong
-    /// mode"). Before moving the head, the head's last bid gets its copy: so every accepted
-    /// bid but the newest has one, and a replay is found in the copies or in the head.
-    async fn try_bid_strong(
-        &self,
-        ledger: &dyn LedgerStore,
-        user: &UserId,
-        auction: &Auction,
-        amount: Amount,
-        bid_id: &BidId,
-    ) -> Result<Reply, BidFailure> {
-        self.decide("the auction's ledger head", |_| {
-            self.ledger_attempt(ledger, user, auction, amount, bid_id)
-        })
-        .await
-    }
-
-    /// One attempt of the strong path: settle the head's last bid, answer a replay from the
-    /// copies, apply the amount rule, move the head in one conditional write.
-    async fn ledger_attempt(
-        &self,
-        ledger: &dyn LedgerStore,
-        user: &UserId,
-        auction: &Auction,
-        amount: Amount,
-        bid_id: &BidId,
-    ) -> Result<Attempt, BidFailure> {
-        use BidFailure::{AtCommit, BeforeCommit};
-        let auction_id = &auction.id;
-        let head = ledger
-            .head(auction_id)
-            .await
-            .map_err(BeforeCommit)?
-            .unwrap_or_else(LedgerHead::empty);
-        if let Some(last) = &head.last {
-            match ledger.settle(&last.bid, &last.write_id).await {
-                Ok(()) => {}
-                // Another Region is writing the same copy (it read the same head): it is
-                // the same item either way. Decide again on fresh state.
-                Err(crate::Error::WriteConflict(_)) => return Ok(Attempt::Again),
-                Err(error) => return Err(BeforeCommit(error)),
-            }
-        }
-        // Every accepted bid now has its copy: the copies answer a replay.
-        if let Some(reply) = self.replayed(auction_id, user, bid_id, amount).await? {
-            return Ok(Attempt::Decided(Box::new(reply)));
-        }
-        let now = self.clock.now_ms();
-        if !auction.is_open(now) {
-            return Ok(Attempt::Decided(Box::new(
-                self.bid_result(bid_id, Err(BidReason::AuctionClosed)),
-            )));
-        }
-        if let Some(reason) = too_low(auction, amount, head.summary.high.as_ref()) {
-            return Ok(Attempt::Decided(Box::new(
-                self.bid_result(bid_id, Err(reason)),
-            )));
-        }
-        let bid = self.bid_record(
-            auction_id,
-            user,
-            bid_id,
-            amount,
-            now,
-            head.summary.accepted + 1,
-        );
-        let write_id = self.write_id();
-        let next = head.with_bid(&bid, &write_id);
-        match ledger
-            .advance(auction_id, head.summary.accepted, &next)
-            .await
-        {
-            Ok(Advance::Advanced) => {
-                // Decided. The copy is written now or by the next bid, whichever comes
-                // first; a failure here changes nothing for this answer.
-                if let Err(error) = ledger.settle(&bid, &write_id).await {
-                    tracing::warn!(%error, %bid_id, "copy of an accepted bid deferred to the next bid");
-                }
-                Ok(Attempt::Decided(Box::new(self.accepted(bid_id))))
-            }
-            // Another bid moved the head first, or a request in another Region was
-            // writing it (nothing written either way): decide again on fresh state.
-            Ok(Advance::Moved) | Err(crate::Error::WriteConflict(_)) => Ok(Attempt::Again),
-            Err(error) => Err(AtCommit(error)),
-        }
     }
 
     /// The answer to a recorded bid. It waits for no push: the state table's stream starts
@@ -902,36 +661,6 @@ impl AuctionService {
                 self.fanout.pause.clone(),
             )),
             frames: None,
-        }
-    }
-
-    /// The answer to a bid whose (bidder, bidId) this Region already holds copies of.
-    fn replay_answer(&self, bid_id: &BidId, amount: Amount, copies: &[BidRecord]) -> Option<Reply> {
-        if copies.is_empty() {
-            return None;
-        }
-        let status = if copies.iter().any(|c| c.amount == amount) {
-            Ok(BidStatus::Duplicate)
-        } else {
-            Err(BidReason::BidIdReused)
-        };
-        Some(self.bid_result(bid_id, status))
-    }
-
-    /// A fresh id for one bid attempt (the store recognises its own write by it).
-    fn write_id(&self) -> String {
-        format!(
-            "{:016x}{:016x}",
-            self.entropy.below(u64::MAX),
-            self.entropy.below(u64::MAX)
-        )
-    }
-
-    fn replay_result(&self, amount: Amount, existing: &BidRecord) -> Reply {
-        if existing.amount == amount {
-            self.bid_result(&existing.bid_id, Ok(BidStatus::Duplicate))
-        } else {
-            self.bid_result(&existing.bid_id, Err(BidReason::BidIdReused))
         }
     }
 

@@ -1,0 +1,472 @@
+//! The kit's write path, for any app: an op is recorded exactly once per Region that accepts
+//! it, decided by the app's pure rules against what this Region has seen, with the store
+//! failures that must never become rejections kept apart. The app ([`App`]) only says what
+//! its values are and what it accepts; everything that makes the guarantees hold is here:
+//!
+//! - a replay (the author's op id held in any Region's copy this Region has) answers from the
+//!   copy: `duplicate` for the same payload (by digest), `op_id_reused` for another;
+//! - eventual mode (MREC): read this Region's summaries, decide, commit the copy and this
+//!   Region's summary in one conditional transaction; a concurrent op here moved the summary:
+//!   decide again on fresh state, after a randomised pause, at most [`COMMIT_ATTEMPTS`] times;
+//! - strong mode (MRSC): one conditional write of the topic's head decides the op, checked
+//!   against the latest version in every Region; before moving the head, the head's last op
+//!   gets its copy, so every accepted op but the newest has one;
+//! - a failure before the write is `unknown` with nothing written (send it again); a failure
+//!   at the write is `unknown` (its outcome is not known); in strong mode a Region that cannot
+//!   reach the quorum answers `redirect`. Only the app's own verdicts are rejections.
+
+use crate::items::{LastOp, StoredHead, StoredOp, StoredSummary, TopicKey};
+use crate::model::UserId;
+use crate::ports::{Advance, Clock, CommitOutcome, Entropy, HeadStore, OpCommit, OpStore, Pause};
+use serde_json::Value as Json;
+use std::sync::Arc;
+use wsdr_protocol::{Digest, OpId};
+
+/// How many times an op is decided again when a concurrent op in this Region moved the
+/// summary (or, in strong mode, any Region moved the head) between the read and the write.
+pub const COMMIT_ATTEMPTS: u32 = 12;
+
+/// An app's rules for its writes. Pure: the kit calls them with what it read and writes what
+/// they return; an app never touches the store.
+pub trait App: Send + Sync + 'static {
+    /// The topic's seed, decoded (the auction's rules).
+    type Meta: Send + Sync;
+    /// One write (a bid's amount).
+    type Op: Send + Sync;
+    /// One Region's fold of its own accepted ops (the auction's high bid).
+    type Summary: Send + Sync;
+    /// Why the app refuses an op: final, whatever is sent again.
+    type Reject: Copy + Send + Sync + std::fmt::Debug;
+
+    /// The op as stored and digested: a value with a canonical JSON form.
+    fn op_json(&self, op: &Self::Op) -> Json;
+    /// A stored summary's app part, read back; an error if it is not this app's.
+    fn summary(&self, topic: &TopicKey, stored: &StoredSummary) -> crate::Result<Self::Summary>;
+    /// A summary's app part as stored.
+    fn summary_json(&self, summary: &Self::Summary) -> Json;
+    /// The fold of no ops.
+    fn empty_summary(&self) -> Self::Summary;
+    /// Whether the topic takes ops now at all, from its seed and the clock alone (checked
+    /// before any read: an auction past its close).
+    fn admit(&self, meta: &Self::Meta, now_ms: u64) -> Result<(), Self::Reject>;
+    /// Decide `op` against every Region's summary this Region holds (strong mode: the head's
+    /// one summary).
+    fn decide(
+        &self,
+        meta: &Self::Meta,
+        seen: &[Self::Summary],
+        op: &Self::Op,
+    ) -> Result<(), Self::Reject>;
+    /// This Region's summary with `copy` (this Region's copy of `op`) counted in; an error
+    /// only if the copy is not this app's.
+    fn fold(
+        &self,
+        own: &Self::Summary,
+        copy: &StoredOp,
+        op: &Self::Op,
+    ) -> crate::Result<Self::Summary>;
+}
+
+/// How a write ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written<R> {
+    /// Recorded now (or by an earlier try of this very request).
+    Accepted,
+    /// The author's op id was already recorded with this payload.
+    Duplicate,
+    /// The author's op id was already recorded with another payload: final.
+    OpIdReused,
+    /// The app refused it: final.
+    Rejected(R),
+    /// Nothing was written (a failure before the write): send it again, same op id.
+    Unavailable(crate::Error),
+    /// The write failed and may have committed: send it again, same op id, and settle it.
+    Unknown(crate::Error),
+    /// Strong mode: this Region cannot reach its table's quorum; nothing it did decides the
+    /// op. Send it again elsewhere.
+    Redirect(crate::Error),
+}
+
+/// Where a write failed: before its write (nothing recorded) or at it (outcome unknown).
+enum Failure {
+    BeforeCommit(crate::Error),
+    AtCommit(crate::Error),
+}
+
+/// What one attempt at deciding an op came to.
+enum Attempt<R> {
+    Decided(Written<R>),
+    /// Another request moved the state first (nothing was written): decide again.
+    Again,
+}
+
+/// How a writer decides: fixed when it is built, from the store it is given.
+#[derive(Clone)]
+enum Path {
+    /// Per Region, on an eventually consistent table (MREC).
+    Regional(Arc<dyn OpStore>),
+    /// On the topic's head, on a multi-Region strongly consistent table (MRSC).
+    Head(Arc<dyn HeadStore>),
+}
+
+/// The kit's write path for one app in one Region.
+#[derive(Clone)]
+pub struct Writer<A> {
+    app: Arc<A>,
+    path: Path,
+    region: String,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    pause: Arc<dyn Pause>,
+}
+
+impl<A> std::fmt::Debug for Writer<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("region", &self.region)
+            .field("on_the_head", &matches!(self.path, Path::Head(_)))
+            .finish_non_exhaustive()
+    }
+}
+
+/// One op to write: whose, under which id, in which topic.
+#[allow(missing_debug_implementations)] // the app's values need not be Debug
+pub struct Write<'a, A: App> {
+    pub meta: &'a A::Meta,
+    pub topic: &'a TopicKey,
+    pub author: &'a UserId,
+    pub op_id: &'a OpId,
+    pub op: &'a A::Op,
+}
+
+impl<A: App> Writer<A> {
+    /// A writer deciding per Region (eventual mode).
+    pub fn regional(
+        app: Arc<A>,
+        store: Arc<dyn OpStore>,
+        region: impl Into<String>,
+        clock: Arc<dyn Clock>,
+        entropy: Arc<dyn Entropy>,
+        pause: Arc<dyn Pause>,
+    ) -> Self {
+        Self::on(Path::Regional(store), app, region, clock, entropy, pause)
+    }
+
+    /// A writer deciding on each topic's head (strong mode): only a head store will do.
+    pub fn on_head(
+        app: Arc<A>,
+        store: Arc<dyn HeadStore>,
+        region: impl Into<String>,
+        clock: Arc<dyn Clock>,
+        entropy: Arc<dyn Entropy>,
+        pause: Arc<dyn Pause>,
+    ) -> Self {
+        Self::on(Path::Head(store), app, region, clock, entropy, pause)
+    }
+
+    fn on(
+        path: Path,
+        app: Arc<A>,
+        region: impl Into<String>,
+        clock: Arc<dyn Clock>,
+        entropy: Arc<dyn Entropy>,
+        pause: Arc<dyn Pause>,
+    ) -> Self {
+        Self {
+            app,
+            path,
+            region: region.into(),
+            clock,
+            entropy,
+            pause,
+        }
+    }
+
+    /// Whether this writer decides on the topic's head (strong mode).
+    pub fn on_the_head(&self) -> bool {
+        matches!(self.path, Path::Head(_))
+    }
+
+    /// Draw retry pauses and write ids from `entropy`.
+    pub fn with_entropy(mut self, entropy: Arc<dyn Entropy>) -> Self {
+        self.entropy = entropy;
+        self
+    }
+
+    /// Pause between attempts with `pause`.
+    pub fn with_pause(mut self, pause: Arc<dyn Pause>) -> Self {
+        self.pause = pause;
+        self
+    }
+
+    /// Write one op. Never an error: every outcome, a store failure included, is a
+    /// [`Written`] the caller answers.
+    pub async fn write(&self, write: &Write<'_, A>) -> Written<A::Reject> {
+        let digest = match Digest::of(&self.app.op_json(write.op)) {
+            Ok(digest) => digest,
+            Err(error) => {
+                // The app's op has no canonical form: an app bug, never a store state.
+                return Written::Unavailable(crate::Error::Internal(format!(
+                    "the op has no canonical JSON: {error}"
+                )));
+            }
+        };
+        let outcome = match &self.path {
+            Path::Regional(store) => self.write_regional(store.as_ref(), write, digest).await,
+            Path::Head(store) => {
+                self.decide("the topic's head", |_| {
+                    self.head_attempt(store.as_ref(), write, digest)
+                })
+                .await
+            }
+        };
+        match outcome {
+            Ok(written) => written,
+            Err(Failure::BeforeCommit(error @ crate::Error::NoQuorum(_)))
+            | Err(Failure::AtCommit(error @ crate::Error::NoQuorum(_))) => {
+                // Whatever the stage, the op is safe to send elsewhere: its op id is checked
+                // against the latest version everywhere.
+                Written::Redirect(error)
+            }
+            Err(Failure::BeforeCommit(error)) => Written::Unavailable(error),
+            Err(Failure::AtCommit(error)) => Written::Unknown(error),
+        }
+    }
+
+    async fn write_regional(
+        &self,
+        store: &dyn OpStore,
+        write: &Write<'_, A>,
+        digest: Digest,
+    ) -> Result<Written<A::Reject>, Failure> {
+        // A replay (in any Region's copy we hold) answers from the copy: check order matters,
+        // a replay must answer `duplicate` even if the topic has since moved past it.
+        if let Some(written) = self.replayed(store, write, digest).await? {
+            return Ok(written);
+        }
+        self.decide("the topic's summary", |_| {
+            self.regional_attempt(store, write, digest)
+        })
+        .await
+    }
+
+    /// The answer to an op this author already made, if it is one.
+    async fn replayed(
+        &self,
+        store: &dyn OpStore,
+        write: &Write<'_, A>,
+        digest: Digest,
+    ) -> Result<Option<Written<A::Reject>>, Failure> {
+        let copies = store
+            .copies(write.topic, write.author, write.op_id)
+            .await
+            .map_err(Failure::BeforeCommit)?;
+        if copies.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(if copies.iter().any(|c| c.digest == digest) {
+            Written::Duplicate
+        } else {
+            Written::OpIdReused
+        }))
+    }
+
+    /// Decide an op: `attempt` until it decides, pausing before each new try, at most
+    /// [`COMMIT_ATTEMPTS`] times. Both paths retry a lost race this way.
+    async fn decide<F>(
+        &self,
+        what_moved: &str,
+        mut attempt: impl FnMut(u32) -> F,
+    ) -> Result<Written<A::Reject>, Failure>
+    where
+        F: std::future::Future<Output = Result<Attempt<A::Reject>, Failure>>,
+    {
+        for n in 0..COMMIT_ATTEMPTS {
+            match attempt(n).await? {
+                Attempt::Decided(written) => return Ok(written),
+                Attempt::Again => {
+                    // Racing writers spread out: up to 2 ms after the first loss, doubling
+                    // to 128 ms.
+                    let ms = self.entropy.below(1 + (2u64 << n.min(6)));
+                    self.pause.pause(std::time::Duration::from_millis(ms)).await;
+                }
+            }
+        }
+        Err(Failure::BeforeCommit(crate::Error::Transient(format!(
+            "{what_moved} kept moving ({COMMIT_ATTEMPTS} tries)"
+        ))))
+    }
+
+    /// One attempt of the eventual path: read the Region's summaries, let the app decide,
+    /// commit the copy and this Region's summary in one transaction.
+    async fn regional_attempt(
+        &self,
+        store: &dyn OpStore,
+        write: &Write<'_, A>,
+        digest: Digest,
+    ) -> Result<Attempt<A::Reject>, Failure> {
+        use Failure::{AtCommit, BeforeCommit};
+        let now = self.clock.now_ms();
+        if let Err(reason) = self.app.admit(write.meta, now) {
+            return Ok(Attempt::Decided(Written::Rejected(reason)));
+        }
+        let stored = store.summaries(write.topic).await.map_err(BeforeCommit)?;
+        let newest = newest_per_region(&stored);
+        let seen = newest
+            .iter()
+            .map(|s| self.app.summary(write.topic, s))
+            .collect::<crate::Result<Vec<_>>>()
+            .map_err(BeforeCommit)?;
+        if let Err(reason) = self.app.decide(write.meta, &seen, write.op) {
+            return Ok(Attempt::Decided(Written::Rejected(reason)));
+        }
+        let (own_accepted, own) = match newest.iter().position(|s| s.region == self.region) {
+            Some(i) => (newest[i].accepted, &seen[i]),
+            None => (0, &self.app.empty_summary()),
+        };
+        let copy = self.copy(write, digest, now, own_accepted + 1);
+        let folded = self.app.fold(own, &copy, write.op).map_err(BeforeCommit)?;
+        let commit = OpCommit {
+            summary: StoredSummary {
+                region: self.region.clone(),
+                accepted: own_accepted + 1,
+                app: self.app.summary_json(&folded),
+            },
+            expected_accepted: own_accepted,
+            // One id per attempt: it is also DynamoDB's ClientRequestToken, which must not
+            // be reused with other parameters (an attempt after a conflict differs).
+            write_id: self.write_id(),
+            copy,
+        };
+        match store.commit(&commit).await.map_err(AtCommit)? {
+            CommitOutcome::Committed => Ok(Attempt::Decided(Written::Accepted)),
+            CommitOutcome::Exists(existing) => Ok(Attempt::Decided(if existing.digest == digest {
+                Written::Duplicate
+            } else {
+                Written::OpIdReused
+            })),
+            // Another op in this Region moved the summary: decide again on fresh state.
+            CommitOutcome::Conflict => Ok(Attempt::Again),
+        }
+    }
+
+    /// One attempt of the strong path: settle the head's last op, answer a replay from the
+    /// copies, let the app decide, move the head in one conditional write.
+    async fn head_attempt(
+        &self,
+        store: &dyn HeadStore,
+        write: &Write<'_, A>,
+        digest: Digest,
+    ) -> Result<Attempt<A::Reject>, Failure> {
+        use Failure::{AtCommit, BeforeCommit};
+        let head = store
+            .head(write.topic)
+            .await
+            .map_err(BeforeCommit)?
+            .unwrap_or_else(|| StoredHead {
+                summary: StoredSummary {
+                    region: crate::model::LEDGER.to_owned(),
+                    accepted: 0,
+                    app: self.app.summary_json(&self.app.empty_summary()),
+                },
+                last: None,
+            });
+        if let Some(last) = &head.last {
+            match store.settle(&last.op, &last.write_id).await {
+                Ok(()) => {}
+                // Another Region is writing the same copy (it read the same head): it is
+                // the same item either way. Decide again on fresh state.
+                Err(crate::Error::WriteConflict(_)) => return Ok(Attempt::Again),
+                Err(error) => return Err(BeforeCommit(error)),
+            }
+        }
+        // Every accepted op now has its copy: the copies answer a replay.
+        if let Some(written) = self.replayed(store, write, digest).await? {
+            return Ok(Attempt::Decided(written));
+        }
+        let now = self.clock.now_ms();
+        if let Err(reason) = self.app.admit(write.meta, now) {
+            return Ok(Attempt::Decided(Written::Rejected(reason)));
+        }
+        let seen = self
+            .app
+            .summary(write.topic, &head.summary)
+            .map_err(BeforeCommit)?;
+        if let Err(reason) = self
+            .app
+            .decide(write.meta, std::slice::from_ref(&seen), write.op)
+        {
+            return Ok(Attempt::Decided(Written::Rejected(reason)));
+        }
+        let copy = self.copy(write, digest, now, head.summary.accepted + 1);
+        let folded = self
+            .app
+            .fold(&seen, &copy, write.op)
+            .map_err(BeforeCommit)?;
+        let write_id = self.write_id();
+        let next = StoredHead {
+            summary: StoredSummary {
+                region: head.summary.region.clone(),
+                accepted: head.summary.accepted + 1,
+                app: self.app.summary_json(&folded),
+            },
+            last: Some(LastOp {
+                op: copy.clone(),
+                write_id: write_id.clone(),
+            }),
+        };
+        match store
+            .advance(write.topic, head.summary.accepted, &next)
+            .await
+        {
+            Ok(Advance::Advanced) => {
+                // Decided. The copy is written now or by the next op, whichever comes
+                // first; a failure here changes nothing for this answer.
+                if let Err(error) = store.settle(&copy, &write_id).await {
+                    tracing::warn!(%error, op_id = %write.op_id, "copy of an accepted op deferred to the next op");
+                }
+                Ok(Attempt::Decided(Written::Accepted))
+            }
+            // Another op moved the head first, or a request in another Region was writing
+            // it (nothing written either way): decide again on fresh state.
+            Ok(Advance::Moved) | Err(crate::Error::WriteConflict(_)) => Ok(Attempt::Again),
+            Err(error) => Err(AtCommit(error)),
+        }
+    }
+
+    /// This Region's copy of an op accepted now, at `position`.
+    fn copy(&self, write: &Write<'_, A>, digest: Digest, now: u64, position: u64) -> StoredOp {
+        StoredOp {
+            topic: write.topic.clone(),
+            author: write.author.clone(),
+            op_id: write.op_id.clone(),
+            region: self.region.clone(),
+            at: now,
+            position,
+            digest,
+            op: self.app.op_json(write.op),
+        }
+    }
+
+    /// A fresh id for one write attempt (the store recognises its own write by it).
+    fn write_id(&self) -> String {
+        format!(
+            "{:016x}{:016x}",
+            self.entropy.below(u64::MAX),
+            self.entropy.below(u64::MAX)
+        )
+    }
+}
+
+/// Each Region's newest summary (duplicates of one Region keep the highest count), in
+/// Region order: what a Region has seen of a topic.
+pub fn newest_per_region(summaries: &[StoredSummary]) -> Vec<StoredSummary> {
+    let mut newest: std::collections::BTreeMap<&str, &StoredSummary> = Default::default();
+    for summary in summaries {
+        let slot = newest.entry(summary.region.as_str()).or_insert(summary);
+        if summary.accepted > slot.accepted {
+            *slot = summary;
+        }
+    }
+    newest.into_values().cloned().collect()
+}
