@@ -110,7 +110,6 @@ enum Path {
 }
 
 /// The kit's write path for one app in one Region.
-#[derive(Clone)]
 pub struct Writer<A> {
     app: Arc<A>,
     path: Path,
@@ -118,6 +117,19 @@ pub struct Writer<A> {
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
     pause: Arc<dyn Pause>,
+}
+
+impl<A> Clone for Writer<A> {
+    fn clone(&self) -> Self {
+        Self {
+            app: self.app.clone(),
+            path: self.path.clone(),
+            region: self.region.clone(),
+            clock: self.clock.clone(),
+            entropy: self.entropy.clone(),
+            pause: self.pause.clone(),
+        }
+    }
 }
 
 impl<A> std::fmt::Debug for Writer<A> {
@@ -469,4 +481,315 @@ pub fn newest_per_region(summaries: &[StoredSummary]) -> Vec<StoredSummary> {
         }
     }
     newest.into_values().cloned().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    //! The write path with an app that is not the auction: a chat room's posts. Everything
+    //! the auction relies on holds for it with no line of the kit changed.
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::memory::{ManualClock, MemoryStateStore};
+    use crate::ports::{SeededEntropy, TokioPause};
+    use serde_json::json;
+    use wsdr_protocol::{Namespace, TopicName};
+
+    /// A room that holds at most `cap` posts per Region; a post is its text.
+    struct Room;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Refused {
+        Full,
+    }
+
+    struct Settings {
+        cap: u64,
+    }
+
+    impl App for Room {
+        type Meta = Settings;
+        type Op = String;
+        type Summary = (u64, Vec<String>);
+        type Reject = Refused;
+
+        fn op_json(&self, text: &String) -> Json {
+            json!({ "text": text })
+        }
+        fn summary(&self, _: &TopicKey, stored: &StoredSummary) -> crate::Result<Self::Summary> {
+            let last: Vec<String> = serde_json::from_value(stored.app["last"].clone())
+                .map_err(|e| crate::Error::Internal(e.to_string()))?;
+            Ok((stored.accepted, last))
+        }
+        fn summary_json(&self, (_, last): &Self::Summary) -> Json {
+            json!({ "last": last })
+        }
+        fn empty_summary(&self) -> Self::Summary {
+            (0, Vec::new())
+        }
+        fn admit(&self, _: &Settings, _: u64) -> Result<(), Refused> {
+            Ok(())
+        }
+        fn decide(
+            &self,
+            room: &Settings,
+            seen: &[Self::Summary],
+            _: &String,
+        ) -> Result<(), Refused> {
+            // Per Region: the cap counts what each Region accepted, as its own summary does.
+            if seen.iter().any(|(accepted, _)| *accepted >= room.cap) {
+                return Err(Refused::Full);
+            }
+            Ok(())
+        }
+        fn fold(
+            &self,
+            (accepted, last): &Self::Summary,
+            copy: &StoredOp,
+            _: &String,
+        ) -> crate::Result<Self::Summary> {
+            let mut last = last.clone();
+            last.push(copy.op_id.to_string());
+            last.truncate(3);
+            Ok((accepted + 1, last))
+        }
+    }
+
+    fn room() -> TopicKey {
+        TopicKey::new(
+            Namespace::new("chat").unwrap(),
+            TopicName::new("room-1").unwrap(),
+        )
+    }
+
+    fn user(name: &str) -> UserId {
+        UserId::new(name).unwrap()
+    }
+
+    fn op_id(n: u32) -> OpId {
+        OpId::new(format!("post-{n:04}")).unwrap()
+    }
+
+    fn writer(store: Arc<MemoryStateStore>, region: &str) -> Writer<Room> {
+        Writer::regional(
+            Arc::new(Room),
+            store,
+            region,
+            Arc::new(ManualClock::new(1_000)),
+            Arc::new(SeededEntropy::new(7)),
+            Arc::new(TokioPause),
+        )
+    }
+
+    async fn post(
+        writer: &Writer<Room>,
+        who: &str,
+        n: u32,
+        text: &str,
+        cap: u64,
+    ) -> Written<Refused> {
+        writer
+            .write(&Write {
+                meta: &Settings { cap },
+                topic: &room(),
+                author: &user(who),
+                op_id: &op_id(n),
+                op: &text.to_owned(),
+            })
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_post_is_recorded_once_and_its_id_never_takes_another_text() {
+        let store = Arc::new(MemoryStateStore::new(
+            "us-east-1",
+            Arc::new(ManualClock::new(1_000)),
+        ));
+        let east = writer(store.clone(), "us-east-1");
+        assert_eq!(post(&east, "ann", 1, "hello", 10).await, Written::Accepted);
+        assert_eq!(post(&east, "ann", 1, "hello", 10).await, Written::Duplicate);
+        assert_eq!(post(&east, "ann", 1, "bye", 10).await, Written::OpIdReused);
+        // Another author's op id is their own.
+        assert_eq!(post(&east, "bob", 1, "bye", 10).await, Written::Accepted);
+        let copies = store.all_ops(&room());
+        assert_eq!(copies.len(), 2);
+        let ann = copies.iter().find(|c| c.author == user("ann")).unwrap();
+        assert_eq!(ann.op, json!({ "text": "hello" }));
+        assert_eq!(ann.digest, Digest::of(&json!({ "text": "hello" })).unwrap());
+        let summaries = OpStore::summaries(store.as_ref(), &room()).await.unwrap();
+        assert_eq!(summaries.len(), 1);
+        assert_eq!(summaries[0].accepted, 2);
+        assert_eq!(
+            summaries[0].app,
+            json!({ "last": ["post-0001", "post-0001"] })
+        );
+    }
+
+    #[tokio::test]
+    async fn the_apps_refusal_is_final_and_writes_nothing() {
+        let store = Arc::new(MemoryStateStore::new(
+            "us-east-1",
+            Arc::new(ManualClock::new(1_000)),
+        ));
+        let east = writer(store.clone(), "us-east-1");
+        assert_eq!(post(&east, "ann", 1, "one", 1).await, Written::Accepted);
+        assert_eq!(
+            post(&east, "ann", 2, "two", 1).await,
+            Written::Rejected(Refused::Full)
+        );
+        assert_eq!(store.all_ops(&room()).len(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_posts_in_one_region_take_gapless_positions() {
+        let store = Arc::new(MemoryStateStore::new(
+            "us-east-1",
+            Arc::new(ManualClock::new(1_000)),
+        ));
+        let east = writer(store.clone(), "us-east-1");
+        let posts = (1..=16).map(|n| {
+            let east = east.clone();
+            tokio::spawn(async move { post(&east, &format!("u{n}"), n, "hi", 100).await })
+        });
+        for task in posts {
+            assert_eq!(task.await.unwrap(), Written::Accepted);
+        }
+        let mut positions: Vec<u64> = store.all_ops(&room()).iter().map(|c| c.position).collect();
+        positions.sort_unstable();
+        assert_eq!(positions, (1..=16).collect::<Vec<u64>>());
+    }
+
+    #[tokio::test]
+    async fn a_store_that_fails_before_the_write_leaves_the_post_to_send_again() {
+        let store = Arc::new(MemoryStateStore::new(
+            "us-east-1",
+            Arc::new(ManualClock::new(1_000)),
+        ));
+        let east = writer(store.clone(), "us-east-1");
+        store.set_outage(Some(crate::Error::Transient("down".into())));
+        assert!(matches!(
+            post(&east, "ann", 1, "hi", 10).await,
+            Written::Unavailable(_)
+        ));
+        store.set_outage(Some(crate::Error::NoQuorum("cut off".into())));
+        assert!(matches!(
+            post(&east, "ann", 1, "hi", 10).await,
+            Written::Redirect(_)
+        ));
+        store.set_outage(None);
+        assert!(store.all_ops(&room()).is_empty());
+        assert_eq!(post(&east, "ann", 1, "hi", 10).await, Written::Accepted);
+    }
+
+    /// A store whose commit answer is lost after it committed (a timeout after the write).
+    struct LosesTheAnswer(Arc<MemoryStateStore>);
+
+    #[async_trait::async_trait]
+    impl OpStore for LosesTheAnswer {
+        async fn put_meta_if_absent(&self, t: &TopicKey, m: &Json) -> crate::Result<bool> {
+            self.0.put_meta_if_absent(t, m).await
+        }
+        async fn meta(&self, t: &TopicKey) -> crate::Result<Option<Json>> {
+            self.0.meta(t).await
+        }
+        async fn copies(&self, t: &TopicKey, a: &UserId, o: &OpId) -> crate::Result<Vec<StoredOp>> {
+            self.0.copies(t, a, o).await
+        }
+        async fn summaries(&self, t: &TopicKey) -> crate::Result<Vec<StoredSummary>> {
+            OpStore::summaries(self.0.as_ref(), t).await
+        }
+        async fn commit(&self, c: &OpCommit) -> crate::Result<CommitOutcome> {
+            self.0.commit(c).await?;
+            Err(crate::Error::Transient("the answer was lost".into()))
+        }
+        async fn newest_by_author(
+            &self,
+            t: &TopicKey,
+            a: &UserId,
+            l: usize,
+        ) -> crate::Result<Vec<StoredOp>> {
+            self.0.newest_by_author(t, a, l).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lost_commit_answer_is_unknown_and_its_resend_a_duplicate() {
+        let table = Arc::new(MemoryStateStore::new(
+            "us-east-1",
+            Arc::new(ManualClock::new(1_000)),
+        ));
+        let lossy = Writer::regional(
+            Arc::new(Room),
+            Arc::new(LosesTheAnswer(table.clone())),
+            "us-east-1",
+            Arc::new(ManualClock::new(1_000)),
+            Arc::new(SeededEntropy::new(7)),
+            Arc::new(TokioPause),
+        );
+        assert!(matches!(
+            post(&lossy, "ann", 1, "hi", 10).await,
+            Written::Unknown(_)
+        ));
+        let east = writer(table.clone(), "us-east-1");
+        assert_eq!(post(&east, "ann", 1, "hi", 10).await, Written::Duplicate);
+        assert_eq!(table.all_ops(&room()).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn on_the_head_two_regions_share_one_order_of_positions() {
+        // One linearizable table plays the strongly consistent one.
+        let table = Arc::new(MemoryStateStore::new(
+            "mrsc",
+            Arc::new(ManualClock::new(1_000)),
+        ));
+        let on_head = |region: &str| {
+            Writer::on_head(
+                Arc::new(Room),
+                table.clone(),
+                region,
+                Arc::new(ManualClock::new(1_000)),
+                Arc::new(SeededEntropy::new(7)),
+                Arc::new(TokioPause),
+            )
+        };
+        let (east, west) = (on_head("us-east-1"), on_head("us-west-2"));
+        assert_eq!(post(&east, "ann", 1, "a", 10).await, Written::Accepted);
+        assert_eq!(post(&west, "bob", 2, "b", 10).await, Written::Accepted);
+        assert_eq!(post(&east, "ann", 3, "c", 10).await, Written::Accepted);
+        // A replay in the other Region, after the head moved past it.
+        assert_eq!(post(&west, "ann", 1, "a", 10).await, Written::Duplicate);
+        assert_eq!(post(&west, "ann", 1, "z", 10).await, Written::OpIdReused);
+        let head = HeadStore::head(table.as_ref(), &room())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(head.summary.accepted, 3);
+        assert_eq!(
+            head.summary.app,
+            json!({ "last": ["post-0001", "post-0002", "post-0003"] })
+        );
+        let last = head.last.unwrap();
+        assert_eq!(
+            (last.op.position, last.op.region.as_str()),
+            (3, "us-east-1")
+        );
+        let mut copies: Vec<(u64, String)> = table
+            .all_ops(&room())
+            .iter()
+            .map(|c| (c.position, c.region.clone()))
+            .collect();
+        copies.sort();
+        assert_eq!(
+            copies,
+            vec![
+                (1, "us-east-1".to_owned()),
+                (2, "us-west-2".to_owned()),
+                (3, "us-east-1".to_owned())
+            ]
+        );
+        // The cap counts the head's ops: one order for every Region.
+        assert_eq!(
+            post(&west, "bob", 4, "d", 3).await,
+            Written::Rejected(Refused::Full)
+        );
+    }
 }
