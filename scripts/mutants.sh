@@ -12,6 +12,7 @@
 #                                             run on their change
 #   SHARD=k/n scripts/mutants.sh crate        one shard of a crate (cargo-mutants --shard)
 #   MUTANTS_TREE=<dir>                        another worktree (two runs at once)
+#   MUTANTS_ARGS="--file <path> ..."          more cargo-mutants arguments (some files only)
 #
 # Results: target/mutants-runs/<name>/mutants.out (outcomes.json, caught.txt, missed.txt,
 # unviable.txt, timeout.txt) and a summary line per run. Exit 1 when a mutant is missed or
@@ -59,8 +60,9 @@ run() {
   local out="$work/$name"
   rm -rf "$out"; mkdir -p "$out"
   set +e
+  # shellcheck disable=SC2086 # MUTANTS_ARGS is a list of arguments
   (cd "$tree" && "$root/scripts/with-dynamodb-local.sh" cargo mutants --in-place --no-shuffle \
-    --output "$out" "$@")
+    --output "$out" "$@" ${MUTANTS_ARGS:-})
   local rc=$?
   set -e
   # cargo-mutants: 0 all caught, 2 missed, 3 timeouts, 4 the baseline failed.

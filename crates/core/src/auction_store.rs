@@ -246,6 +246,10 @@ impl App for AuctionApp {
         }
     }
 
+    fn carried(&self, _topic: &TopicKey, high: &Option<BidRecord>) -> Vec<StoredOp> {
+        high.iter().map(op_of).collect()
+    }
+
     fn fold(
         &self,
         own: &Option<BidRecord>,
@@ -479,6 +483,18 @@ mod tests {
         let mut no_amount = op_of(&bid(150, 1));
         no_amount.op = json!({ "text": "hi" });
         assert!(bid_of(&no_amount).is_err());
+    }
+
+    #[tokio::test]
+    async fn an_accepted_bids_copy_is_settled_once_under_its_auctions_topic() {
+        use crate::memory::{ManualClock, MemoryStateStore};
+        let store = MemoryStateStore::new("mrsc", std::sync::Arc::new(ManualClock::new(1)));
+        let high = bid(150, 1);
+        assert_eq!(topic(&high.auction_id).to_string(), "auction:lot-1");
+        LedgerStore::settle(&store, &high, "w-1").await.unwrap();
+        LedgerStore::settle(&store, &high, "w-2").await.unwrap();
+        assert_eq!(store.all_bids(&high.auction_id), vec![high.clone()]);
+        assert_eq!(store.all_ops(&topic(&high.auction_id)), vec![op_of(&high)]);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod memory;
 pub mod model;
 pub mod ports;
 pub mod push;
+pub mod read;
 mod service;
 pub mod verdict;
 pub mod write;

@@ -1,12 +1,14 @@
 //! The auction service: one method per route, each returning the reply for the caller.
 
-use crate::auction_store::{AuctionApp, LedgerStore, StateStore};
+use crate::auction_store::{bid_of, AuctionApp, StateStore};
 use crate::fanout::FanoutConfig;
+use crate::items::{StoredOp, StoredSummary};
 use crate::model::{
-    held_bids, last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency,
-    Principal, RegionSummary, UserId,
+    last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency, Principal,
+    RegionSummary, UserId,
 };
 use crate::ports::{Census, Clock, Connections, HeadStore, Notifier, OpStore};
+use crate::read::Reader;
 use crate::write::{Write, Writer, Written};
 use crate::Result;
 use std::sync::{Arc, Mutex};
@@ -105,10 +107,11 @@ pub struct AuctionService {
     seeds: Arc<Vec<Auction>>,
     /// The herd hint to advertise, if any, and the census it was last computed from.
     herd: Option<(HerdHint, Arc<Mutex<CensusCache>>)>,
-    /// How bids are decided, fixed when the service is built.
-    path: BidPath,
-    /// The kit's write path, with the auction's rules.
+    /// The kit's write path, with the auction's rules (how bids are decided is fixed when
+    /// the service is built, from the store it is given).
     writer: Writer<AuctionApp>,
+    /// The kit's read path, with the auction's summaries.
+    reader: Reader<AuctionApp>,
     /// Retry pauses, fan-out jitter and write ids.
     entropy: Arc<dyn crate::ports::Entropy>,
 }
@@ -120,15 +123,6 @@ impl std::fmt::Debug for AuctionService {
             .field("fanout", &self.fanout)
             .finish_non_exhaustive()
     }
-}
-
-/// How a service decides bids: chosen by its constructor, from the store it is given.
-#[derive(Clone)]
-enum BidPath {
-    /// Per Region, on an eventually consistent table (MREC): each Region's summary decides.
-    Regional,
-    /// On the auction's ledger head, on a multi-Region strongly consistent table (MRSC).
-    Ledger(Arc<dyn HeadStore>),
 }
 
 impl AuctionService {
@@ -152,6 +146,7 @@ impl AuctionService {
             fanout.pause.clone(),
         );
         Self {
+            reader: Reader::regional(Arc::new(AuctionApp), store.clone()),
             store,
             connections,
             notifier,
@@ -160,7 +155,6 @@ impl AuctionService {
             fanout,
             seeds: Arc::default(),
             herd: None,
-            path: BidPath::Regional,
             writer,
             entropy,
         }
@@ -194,16 +188,17 @@ impl AuctionService {
             service.fanout.pause.clone(),
         );
         Self {
-            path: BidPath::Ledger(store),
+            reader: Reader::on_head(Arc::new(AuctionApp), store.clone()),
             writer,
             ..service
         }
     }
 
     pub fn consistency(&self) -> Consistency {
-        match self.path {
-            BidPath::Regional => Consistency::Eventual,
-            BidPath::Ledger(_) => Consistency::Strong,
+        if self.writer.on_the_head() {
+            Consistency::Strong
+        } else {
+            Consistency::Eventual
         }
     }
 
@@ -493,42 +488,30 @@ impl AuctionService {
             .subscribe(connection, user, auction_id, self.clock.now_ms())
             .await?;
         // The newest copies by time: copies of one bid in several Regions fold into one
-        // entry, so read enough copies for OWN_BIDS_MAX bids even if each has two.
+        // entry, so read enough copies for OWN_BIDS_MAX bids even if each has two. The kit's
+        // reader adds the caller's bids that the summaries (each Region's high bid) and, in
+        // strong mode, the ledger head's newest bid carry whole: held here even before (or
+        // without) their copy item, so the winner shown is always a bid the caller's reads
+        // find.
         let bid_ids = &bid_ids[..bid_ids.len().min(limits::SETTLE_BIDS_MAX)];
-        let (summaries, copies, named, herd_window_ms) = tokio::join!(
-            self.read_summaries(auction_id),
-            self.store
-                .newest_user_bids(auction_id, user, 2 * limits::OWN_BIDS_MAX),
-            futures::future::try_join_all(
-                bid_ids
-                    .iter()
-                    .map(|bid_id| self.store.bid_copies(auction_id, user, bid_id))
-            ),
+        let op_ids: Vec<OpId> = bid_ids.iter().map(OpId::from).collect();
+        let topic = crate::auction_store::topic(auction_id);
+        let (holding, herd_window_ms) = tokio::join!(
+            self.reader
+                .hold(&topic, user, &op_ids, 2 * limits::OWN_BIDS_MAX),
             self.herd_window_ms(),
         );
-        let (summaries, newest) = summaries?;
-        // The caller's bids that the summaries (each Region's high bid) and, in strong mode,
-        // the ledger head's newest bid carry whole: held here even before (or without) their
-        // copy item, so the winner shown is always a bid the caller's reads find.
-        let carried: Vec<&BidRecord> = summaries
-            .iter()
-            .filter_map(|s| s.high.as_ref())
-            .chain(newest.as_ref())
-            .filter(|bid| bid.bidder == *user)
-            .collect();
-        let named = named?;
+        let holding = holding?;
+        let summaries = region_summaries(&holding.summaries);
         let settled = bid_ids
             .iter()
-            .zip(named)
-            .map(|(bid_id, found)| {
-                let found = held_bids(
-                    found,
-                    carried.iter().copied().filter(|bid| bid.bid_id == *bid_id),
-                );
-                settled_view(bid_id, &found)
+            .zip(&holding.named)
+            .map(|(bid_id, (_, copies))| {
+                let copies = bids_of(copies)?;
+                Ok(settled_view(bid_id, &copies))
             })
-            .collect();
-        let copies = held_bids(copies?, carried.iter().copied());
+            .collect::<Result<Vec<_>>>()?;
+        let copies = bids_of(&holding.own)?;
         let snapshot = AuctionSnapshot::merge(&summaries);
         let bids = own_bids(&copies, limits::OWN_BIDS_MAX);
         Ok(ServerMessage::State {
@@ -550,19 +533,14 @@ impl AuctionService {
         &self,
         auction_id: &AuctionId,
     ) -> Result<(Vec<RegionSummary>, Option<BidRecord>)> {
-        match &self.path {
-            BidPath::Regional => Ok((
-                StateStore::summaries(self.store.as_ref(), auction_id).await?,
-                None,
-            )),
-            BidPath::Ledger(ledger) => {
-                let head = LedgerStore::head(ledger.as_ref(), auction_id).await?;
-                Ok(match head {
-                    Some(head) => (vec![head.summary], head.last.map(|l| l.bid)),
-                    None => (Vec::new(), None),
-                })
-            }
-        }
+        let (summaries, newest) = self
+            .reader
+            .summaries(&crate::auction_store::topic(auction_id))
+            .await?;
+        Ok((
+            region_summaries(&summaries),
+            newest.as_ref().map(bid_of).transpose()?,
+        ))
     }
 
     /// The error frame of a strong-mode Region cut off from its table's quorum: the client
@@ -687,6 +665,23 @@ impl AuctionService {
             region: self.region.clone(),
         })
     }
+}
+
+/// The auction's summaries from the kit's (each Region's count and its high bid).
+fn region_summaries(summaries: &[(StoredSummary, Option<BidRecord>)]) -> Vec<RegionSummary> {
+    summaries
+        .iter()
+        .map(|(stored, high)| RegionSummary {
+            region: stored.region.clone(),
+            accepted: stored.accepted,
+            high: high.clone(),
+        })
+        .collect()
+}
+
+/// Op copies read as bids.
+fn bids_of(copies: &[StoredOp]) -> Result<Vec<BidRecord>> {
+    copies.iter().map(bid_of).collect()
 }
 
 /// The answer for one named bidId from the copies a point read found (any Region's).

@@ -57,6 +57,11 @@ pub trait App: Send + Sync + 'static {
         seen: &[Self::Summary],
         op: &Self::Op,
     ) -> Result<(), Self::Reject>;
+    /// The ops a summary holds whole (the auction's high bid), read as held copies: a Region
+    /// holds them even before (or without) their copy item. Default: none.
+    fn carried(&self, _topic: &TopicKey, _summary: &Self::Summary) -> Vec<StoredOp> {
+        Vec::new()
+    }
     /// This Region's summary with `copy` (this Region's copy of `op`) counted in; an error
     /// only if the copy is not this app's.
     fn fold(
@@ -709,6 +714,105 @@ mod tests {
         ) -> crate::Result<Vec<StoredOp>> {
             self.0.newest_by_author(t, a, l).await
         }
+    }
+
+    /// The largest draw every time, so the pauses are their bounds less one.
+    #[derive(Debug)]
+    struct Largest;
+
+    impl Entropy for Largest {
+        fn below(&self, bound: u64) -> u64 {
+            bound.saturating_sub(1)
+        }
+    }
+
+    /// Records each pause instead of waiting it.
+    #[derive(Debug, Default)]
+    struct Recorded(std::sync::Mutex<Vec<u64>>);
+
+    #[async_trait::async_trait]
+    impl Pause for Recorded {
+        async fn pause(&self, duration: std::time::Duration) {
+            self.0.lock().unwrap().push(duration.as_millis() as u64);
+        }
+    }
+
+    /// A store whose commit loses the race for the summary every time.
+    struct AlwaysMoved(Arc<MemoryStateStore>);
+
+    #[async_trait::async_trait]
+    impl OpStore for AlwaysMoved {
+        async fn put_meta_if_absent(&self, t: &TopicKey, m: &Json) -> crate::Result<bool> {
+            self.0.put_meta_if_absent(t, m).await
+        }
+        async fn meta(&self, t: &TopicKey) -> crate::Result<Option<Json>> {
+            self.0.meta(t).await
+        }
+        async fn copies(&self, t: &TopicKey, a: &UserId, o: &OpId) -> crate::Result<Vec<StoredOp>> {
+            self.0.copies(t, a, o).await
+        }
+        async fn summaries(&self, t: &TopicKey) -> crate::Result<Vec<StoredSummary>> {
+            OpStore::summaries(self.0.as_ref(), t).await
+        }
+        async fn commit(&self, _: &OpCommit) -> crate::Result<CommitOutcome> {
+            Ok(CommitOutcome::Conflict)
+        }
+        async fn newest_by_author(
+            &self,
+            t: &TopicKey,
+            a: &UserId,
+            l: usize,
+        ) -> crate::Result<Vec<StoredOp>> {
+            self.0.newest_by_author(t, a, l).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_race_lost_every_time_pauses_doubling_then_gives_up_unwritten() {
+        let table = Arc::new(MemoryStateStore::new(
+            "us-east-1",
+            Arc::new(ManualClock::new(1_000)),
+        ));
+        let pauses = Arc::new(Recorded::default());
+        let writer = Writer::regional(
+            Arc::new(Room),
+            Arc::new(AlwaysMoved(table.clone())),
+            "us-east-1",
+            Arc::new(ManualClock::new(1_000)),
+            Arc::new(Largest),
+            Arc::new(TokioPause),
+        )
+        .with_pause(pauses.clone());
+        assert!(matches!(
+            post(&writer, "ann", 1, "hi", 10).await,
+            Written::Unavailable(crate::Error::Transient(_))
+        ));
+        // Up to 2 ms after the first loss, doubling to 128 ms; one pause per lost attempt.
+        assert_eq!(
+            *pauses.0.lock().unwrap(),
+            vec![2, 4, 8, 16, 32, 64, 128, 128, 128, 128, 128, 128]
+        );
+        assert!(table.all_ops(&room()).is_empty());
+    }
+
+    #[test]
+    fn a_writer_says_which_path_it_decides_on() {
+        let table = Arc::new(MemoryStateStore::new(
+            "us-east-1",
+            Arc::new(ManualClock::new(1_000)),
+        ));
+        let regional = writer(table.clone(), "us-east-1");
+        assert!(!regional.on_the_head());
+        let head = Writer::on_head(
+            Arc::new(Room),
+            table,
+            "us-west-2",
+            Arc::new(ManualClock::new(1_000)),
+            Arc::new(Largest),
+            Arc::new(TokioPause),
+        );
+        assert!(head.on_the_head());
+        assert!(format!("{head:?}").contains("us-west-2"));
     }
 
     #[tokio::test]
