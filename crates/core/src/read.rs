@@ -297,7 +297,7 @@ mod tests {
         // Another reader's own list does not take ann's post.
         let bob = UserId::new("bob").unwrap();
         let theirs = reader
-            .hold(&board(), &bob, &[post_id.clone()], 10)
+            .hold(&board(), &bob, std::slice::from_ref(&post_id), 10)
             .await
             .unwrap();
         assert!(theirs.own.is_empty());
