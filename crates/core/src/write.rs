@@ -795,6 +795,65 @@ mod tests {
         assert!(table.all_ops(&room()).is_empty());
     }
 
+    #[tokio::test]
+    async fn a_region_counts_its_own_posts_beside_the_other_regions_summary() {
+        let clock = Arc::new(ManualClock::new(1_000));
+        let (east, west) = (
+            Arc::new(MemoryStateStore::new("us-east-1", clock.clone())),
+            Arc::new(MemoryStateStore::new("us-west-2", clock)),
+        );
+        let mut feed = east.change_feed();
+        let east_writer = writer(east.clone(), "us-east-1");
+        for n in 1..=3 {
+            assert_eq!(
+                post(&east_writer, "ann", n, "e", 10).await,
+                Written::Accepted
+            );
+        }
+        while let Ok(change) = feed.try_recv() {
+            west.apply_replicated(change);
+        }
+        // West holds east's summary (3) and writes its own, from 0.
+        let west_writer = writer(west.clone(), "us-west-2");
+        assert_eq!(
+            post(&west_writer, "bob", 9, "w", 10).await,
+            Written::Accepted
+        );
+        let mut counts: Vec<(String, u64)> = OpStore::summaries(west.as_ref(), &room())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.region, s.accepted))
+            .collect();
+        counts.sort();
+        assert_eq!(
+            counts,
+            vec![("us-east-1".to_owned(), 3), ("us-west-2".to_owned(), 1)]
+        );
+        let bobs = west
+            .all_ops(&room())
+            .into_iter()
+            .find(|c| c.author == user("bob"))
+            .unwrap();
+        assert_eq!((bobs.region.as_str(), bobs.position), ("us-west-2", 1));
+    }
+
+    #[test]
+    fn each_regions_newest_summary_is_the_one_with_the_highest_count() {
+        let summary = |region: &str, accepted: u64| StoredSummary {
+            region: region.into(),
+            accepted,
+            app: json!({ "n": accepted }),
+        };
+        let newest = newest_per_region(&[
+            summary("r1", 2),
+            summary("r1", 5),
+            summary("r2", 1),
+            summary("r1", 3),
+        ]);
+        assert_eq!(newest, vec![summary("r1", 5), summary("r2", 1)]);
+    }
+
     #[test]
     fn a_writer_says_which_path_it_decides_on() {
         let table = Arc::new(MemoryStateStore::new(
