@@ -1587,6 +1587,10 @@ impl Runner {
             }
             // Both handled in the session loop (the heartbeat rule, the move timer).
             ServerMessage::Pong { .. } | ServerMessage::MoveTo { .. } => {}
+            // This client places bids by `bid`; a `write` it never sent has no answer here.
+            ServerMessage::WriteResult { op_id, .. } => {
+                tracing::debug!(%op_id, "writeResult for a write this client did not send");
+            }
         }
     }
 

@@ -74,6 +74,23 @@ pub fn auction_from_meta(id: &AuctionId, meta: &Json) -> Result<Auction> {
     })
 }
 
+/// The amount a bid's op carries: `{"amount": n}` and nothing else, `n` a valid amount. Bad
+/// input is a protocol error and touches nothing.
+pub fn amount_of(op: &Json) -> std::result::Result<Amount, wsdr_protocol::ProtocolError> {
+    use wsdr_protocol::{ErrorCode, ProtocolError};
+    let invalid = |message: &str| ProtocolError::new(ErrorCode::InvalidField, message);
+    let fields = op
+        .as_object()
+        .filter(|fields| fields.len() == 1)
+        .ok_or_else(|| invalid("an auction's op is `{\"amount\": <minor units>}`"))?;
+    match fields.get("amount").and_then(Json::as_u64) {
+        Some(amount) => Amount::new(amount),
+        None => Err(invalid(
+            "`op.amount` must be an integer number of minor units",
+        )),
+    }
+}
+
 /// A bid copy as the kit stores an op.
 pub fn op_of(bid: &BidRecord) -> StoredOp {
     StoredOp {
@@ -495,6 +512,52 @@ mod tests {
         LedgerStore::settle(&store, &high, "w-2").await.unwrap();
         assert_eq!(store.all_bids(&high.auction_id), vec![high.clone()]);
         assert_eq!(store.all_ops(&topic(&high.auction_id)), vec![op_of(&high)]);
+    }
+
+    #[tokio::test]
+    async fn the_auctions_reads_are_the_kits_reads_in_bids() {
+        use crate::memory::{ManualClock, MemoryStateStore};
+        let store = MemoryStateStore::new("us-east-1", std::sync::Arc::new(ManualClock::new(1)));
+        let auction = AuctionId::new("lot-1").unwrap();
+        let mut summary = RegionSummary::empty("us-east-1");
+        for (n, amount) in [(1u64, 150), (2, 170), (3, 160)] {
+            let bid = BidRecord {
+                bid_id: BidId::new(format!("bid-0000{n}")).unwrap(),
+                at: 1_700_000_000_000 + n,
+                ..bid(amount, n)
+            };
+            let next = summary.with_bid(&bid);
+            let outcome = StateStore::commit_bid(
+                &store,
+                &BidCommit {
+                    bid,
+                    write_id: format!("w-{n}"),
+                    expected_accepted: summary.accepted,
+                    summary: next.clone(),
+                },
+            )
+            .await
+            .unwrap();
+            assert_eq!(outcome, CommitOutcome::Committed);
+            summary = next;
+        }
+        let alice = UserId::new("alice").unwrap();
+        let newest = store.newest_user_bids(&auction, &alice, 2).await.unwrap();
+        let amounts: Vec<u64> = newest.iter().map(|b| b.amount.get()).collect();
+        assert_eq!(amounts, vec![160, 170], "newest first, at most the limit");
+        let copies = store
+            .bid_copies(&auction, &alice, &BidId::new("bid-00002").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(copies.len(), 1);
+        assert_eq!(copies[0].amount.get(), 170);
+        let snapshot = store.snapshot(&auction).await.unwrap();
+        assert_eq!(snapshot.bid_count, 3);
+        assert_eq!(snapshot.high_bid.map(|b| b.amount.get()), Some(170));
+        assert_eq!(
+            StateStore::summaries(&store, &auction).await.unwrap(),
+            vec![summary]
+        );
     }
 
     #[test]

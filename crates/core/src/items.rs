@@ -8,26 +8,11 @@
 
 use crate::model::UserId;
 use serde_json::Value as Json;
-use wsdr_protocol::{Digest, Namespace, OpId, TopicName};
+use wsdr_protocol::{Digest, OpId};
 
-/// A topic as the store keys it: its app's namespace and its name there.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TopicKey {
-    pub namespace: Namespace,
-    pub name: TopicName,
-}
-
-impl TopicKey {
-    pub fn new(namespace: Namespace, name: TopicName) -> Self {
-        Self { namespace, name }
-    }
-}
-
-impl std::fmt::Display for TopicKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.namespace, self.name)
-    }
-}
+/// A topic as the store keys it: its app's namespace and its name there (the wire's
+/// `<namespace>:<name>`).
+pub use wsdr_protocol::Topic as TopicKey;
 
 /// One Region's copy of an accepted op. A copy is its own item, keyed by (topic, author, op
 /// id, Region), so no write in any Region can replace another user's op or another Region's

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wsdr_protocol::{
     limits, Amount, AuctionId, BidId, BidStatus, ClientMessage, ErrorCode, OpId, ProtocolError,
-    ServerMessage, SettledBidView, SettledCopyView, Versions, YouView,
+    ServerMessage, SettledBidView, SettledCopyView, Topic, Versions, YouView,
 };
 
 /// Why a bid was rejected: the `reason` of a rejected `bidResult`.
@@ -386,6 +386,59 @@ impl AuctionService {
             (ClientMessage::Bid { bid_id, .. }, Principal::Probe(probe)) => {
                 tracing::warn!(user = %probe, %bid_id, "a probe identity tried to bid: refused");
                 Ok(self.bid_result(&bid_id, Err(BidReason::Forbidden)))
+            }
+            (ClientMessage::Write { topic, op_id, op }, caller) => {
+                Ok(Reply::only(self.write(caller, &topic, &op_id, &op).await))
+            }
+        }
+    }
+
+    /// `write`, the kit's envelope, for the auction's topics: `auction:<auctionId>` with the
+    /// op `{"amount": n}` is exactly a bid (the same path, the same copies: a `bid` and a
+    /// `write` with one id are one op). Any other namespace is no topic of this deployment.
+    async fn write(
+        &self,
+        caller: &Principal,
+        topic: &Topic,
+        op_id: &OpId,
+        op: &serde_json::Value,
+    ) -> ServerMessage {
+        let answer = |status, reason: Option<&str>| ServerMessage::WriteResult {
+            op_id: op_id.clone(),
+            status,
+            reason: reason.map(str::to_owned),
+            region: self.region.clone(),
+        };
+        let Some(auction_id) = crate::auction_store::auction_of(topic) else {
+            return answer(BidStatus::Rejected, Some("unknown_topic"));
+        };
+        let Principal::User(user) = caller else {
+            tracing::warn!(user = %caller.subject(), %op_id, "a probe identity tried to write: refused");
+            return answer(BidStatus::Rejected, Some(BidReason::Forbidden.as_str()));
+        };
+        let amount = match crate::auction_store::amount_of(op) {
+            Ok(amount) => amount,
+            Err(error) => return self.error_frame(&error),
+        };
+        let Ok(bid_id) = BidId::new(op_id.as_str()) else {
+            // An op id is a bid id by the same rules; kept total all the same.
+            return answer(BidStatus::Rejected, Some("op_id_invalid"));
+        };
+        match self.bid(user, &auction_id, amount, &bid_id).await {
+            Ok(reply) => match reply.message {
+                ServerMessage::BidResult { status, reason, .. } => {
+                    let reason = reason.map(|r| match r.as_str() {
+                        "unknown_auction" => "unknown_topic".to_owned(),
+                        "bid_id_reused" => "op_id_reused".to_owned(),
+                        _ => r,
+                    });
+                    answer(status, reason.as_deref())
+                }
+                other => other,
+            },
+            Err(error) => {
+                tracing::error!(%error, %op_id, "write failed before its decision");
+                answer(BidStatus::Unknown, Some(BidReason::Unavailable.as_str()))
             }
         }
     }

@@ -997,3 +997,121 @@ async fn a_push_never_posts_a_state_read_before_it_started() {
     let pushed = frames.frame(&a1, T0 + 75, &fallback).await;
     assert!(pushed.contains("\"amount\":200"), "{pushed}");
 }
+
+/// The kit's envelope: `write` to `auction:<id>` with `{"amount": n}` is a bid. One op id is
+/// one op whichever frame carries it; other namespaces, bad ops and probes are refused.
+#[tokio::test]
+async fn a_write_to_an_auctions_topic_is_the_same_bid_as_its_bid_frame() {
+    let w = world().await;
+    let write = |who: &'static str, frame: String| {
+        let w = &w;
+        async move {
+            w.service
+                .handle_frame(&conn(&format!("c-{who}")), &user(who), frame.as_bytes())
+                .await
+                .message
+        }
+    };
+    let frame = |topic: &str, op_id: &str, op: &str| {
+        format!(r#"{{"action":"write","topic":"{topic}","opId":"{op_id}","op":{op}}}"#)
+    };
+    let result = |message: ServerMessage| match message {
+        ServerMessage::WriteResult {
+            op_id,
+            status,
+            reason,
+            region,
+        } => {
+            assert_eq!(region, "us-east-1");
+            (op_id.to_string(), status, reason)
+        }
+        other => panic!("expected writeResult, got {other:?}"),
+    };
+    assert_eq!(
+        result(
+            write(
+                "ann",
+                frame("auction:a1", "op-00000001", r#"{"amount":150}"#)
+            )
+            .await
+        ),
+        ("op-00000001".to_owned(), BidStatus::Accepted, None)
+    );
+    // The same op id through the auction's own frame: the same op.
+    assert_eq!(
+        bid(&w, "ann", 150, "op-00000001").await,
+        (BidStatus::Duplicate, None)
+    );
+    assert_eq!(
+        result(
+            write(
+                "ann",
+                frame("auction:a1", "op-00000001", r#"{"amount":170}"#)
+            )
+            .await
+        ),
+        (
+            "op-00000001".to_owned(),
+            BidStatus::Rejected,
+            Some("op_id_reused".to_owned())
+        )
+    );
+    // The auction's rules answer under their own names.
+    assert_eq!(
+        result(
+            write(
+                "bob",
+                frame("auction:a1", "op-00000002", r#"{"amount":155}"#)
+            )
+            .await
+        ),
+        (
+            "op-00000002".to_owned(),
+            BidStatus::Rejected,
+            Some("too_low".to_owned())
+        )
+    );
+    for (topic, reason) in [
+        ("auction:nope", "unknown_topic"),
+        ("chat:room-1", "unknown_topic"),
+    ] {
+        assert_eq!(
+            result(write("bob", frame(topic, "op-00000003", r#"{"amount":500}"#)).await).2,
+            Some(reason.to_owned()),
+            "{topic}"
+        );
+    }
+    // A bad op is a protocol error and touches nothing.
+    for op in [
+        r#"{"amount":0}"#,
+        r#"{"amount":500,"x":1}"#,
+        r#"{"amount":"500"}"#,
+        "[500]",
+    ] {
+        match write("bob", frame("auction:a1", "op-00000004", op)).await {
+            ServerMessage::Error { code, .. } => assert_eq!(code, ErrorCode::InvalidField, "{op}"),
+            other => panic!("{op}: expected an error frame, got {other:?}"),
+        }
+    }
+    assert_eq!(w.store.all_bids(&AuctionId::new("a1").unwrap()).len(), 1);
+    // A probe identity writes nothing.
+    let probe = wsdr_core::Principal::Probe(user("canary:probe"));
+    let reply = w
+        .service
+        .handle(
+            &conn("c-probe"),
+            &probe,
+            wsdr_protocol::parse_client_message(
+                frame("auction:a1", "op-00000005", r#"{"amount":900}"#).as_bytes(),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result(reply.message).2,
+        Some("forbidden".to_owned()),
+        "a probe may not write"
+    );
+    assert_eq!(w.store.all_bids(&AuctionId::new("a1").unwrap()).len(), 1);
+}

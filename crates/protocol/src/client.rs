@@ -1,7 +1,7 @@
 //! Client to server frames and their total parser.
 
 use crate::error::{ErrorCode, ProtocolError};
-use crate::ids::{Amount, AuctionId, BidId};
+use crate::ids::{Amount, AuctionId, BidId, OpId, Topic};
 use crate::limits::{MAX_MESSAGE_BYTES, MAX_NESTING_DEPTH, SETTLE_BIDS_MAX};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -36,6 +36,16 @@ pub enum ClientMessage {
         amount: Amount,
         bid_id: BidId,
     },
+    /// Write one op of any app to a topic (the kit's envelope; `bid` is the auction's alias of
+    /// it: `{"action":"write","topic":"auction:<auctionId>","opId":<bidId>,"op":{"amount":n}}`
+    /// is the same bid). `op_id` is made by the client and makes the write idempotent; `op`
+    /// has a canonical JSON form (no fractions, no integer past 2^53 - 1), checked here.
+    #[serde(rename_all = "camelCase")]
+    Write {
+        topic: Topic,
+        op_id: OpId,
+        op: Value,
+    },
 }
 
 impl ClientMessage {
@@ -45,6 +55,7 @@ impl ClientMessage {
             ClientMessage::Heartbeat { .. } => "heartbeat",
             ClientMessage::GetState { .. } => "getState",
             ClientMessage::Bid { .. } => "bid",
+            ClientMessage::Write { .. } => "write",
         }
     }
 
@@ -109,6 +120,11 @@ pub fn parse_client_message(bytes: &[u8]) -> Result<ClientMessage, ProtocolError
             auction_id: object.auction_id()?,
             amount: object.amount()?,
             bid_id: object.bid_id()?,
+        }),
+        "write" => Ok(ClientMessage::Write {
+            topic: Topic::parse(object.string("topic")?)?,
+            op_id: OpId::new(object.string("opId")?)?,
+            op: object.op()?,
         }),
         other => Err(ProtocolError::new(
             ErrorCode::UnknownAction,
@@ -228,6 +244,16 @@ impl TopLevel {
             }
         }
         Ok(ids)
+    }
+
+    /// `op`: any JSON value with a canonical form (the digest both sides take of it).
+    fn op(&self) -> Result<Value, ProtocolError> {
+        let op = self
+            .get("op")
+            .ok_or_else(|| ProtocolError::invalid_field("`op` is required"))?;
+        crate::digest::canonical_json(op)
+            .map_err(|e| ProtocolError::invalid_field(format!("`op`: {}", e.message)))?;
+        Ok(op.clone())
     }
 
     fn amount(&self) -> Result<Amount, ProtocolError> {

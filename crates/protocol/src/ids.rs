@@ -156,6 +156,47 @@ string_id!(
     &[]
 );
 
+/// A topic: an app's namespace and a name in it, written `<namespace>:<name>` on the wire
+/// (`auction:lot-1`, `chat:room:7`: the name may hold `:` itself; the namespace may not).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Topic {
+    pub namespace: Namespace,
+    pub name: TopicName,
+}
+
+impl Topic {
+    pub fn new(namespace: Namespace, name: TopicName) -> Self {
+        Self { namespace, name }
+    }
+
+    /// Parse `<namespace>:<name>`.
+    pub fn parse(text: &str) -> Result<Self, ProtocolError> {
+        let (namespace, name) = text
+            .split_once(':')
+            .ok_or_else(|| ProtocolError::invalid_field("topic must be `<namespace>:<name>`"))?;
+        Ok(Self::new(Namespace::new(namespace)?, TopicName::new(name)?))
+    }
+}
+
+impl std::fmt::Display for Topic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.namespace, self.name)
+    }
+}
+
+impl Serialize for Topic {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Topic {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(d)?;
+        Topic::parse(&raw).map_err(serde::de::Error::custom)
+    }
+}
+
 impl Namespace {
     /// The auction's namespace.
     pub fn auction() -> Self {

@@ -16,7 +16,7 @@ mod server;
 pub use client::{parse_client_message, ClientMessage};
 pub use digest::{bid_digest, canonical_json, Digest};
 pub use error::{ErrorCode, ProtocolError};
-pub use ids::{Amount, AuctionId, BidId, Namespace, OpId, TopicName};
+pub use ids::{Amount, AuctionId, BidId, Namespace, OpId, Topic, TopicName};
 pub use server::{
     dominates, higher_bid, merge_versions, minimum_next_bid, parse_server_frame, AuctionView,
     BidStatus, HighBidView, LastBidView, OwnBidView, ServerFrame, ServerMessage, SettledBidView,

@@ -1,7 +1,7 @@
 //! Server to client frames. Every frame names the Region that served it.
 
 use crate::error::{ErrorCode, ProtocolError};
-use crate::ids::{Amount, AuctionId, BidId};
+use crate::ids::{Amount, AuctionId, BidId, OpId};
 use serde::{Deserialize, Serialize};
 
 /// The `message` API Gateway sends, on a socket it keeps open, when the Lambda integration
@@ -254,6 +254,16 @@ pub enum ServerMessage {
         reason: Option<String>,
         region: String,
     },
+    /// The answer to a `write` (the kit's envelope): the same statuses as a bid's, for the
+    /// op id; `reason` names a rejection (`unknown_topic`, `op_id_reused`, `forbidden`, or
+    /// the app's own) or why an `unknown` was not decided (`unavailable`).
+    #[serde(rename_all = "camelCase")]
+    WriteResult {
+        op_id: OpId,
+        status: BidStatus,
+        reason: Option<String>,
+        region: String,
+    },
     /// Pushed to an auction's connections after a bid accepted in this Region (to the
     /// others) or one that arrived by replication (to everyone).
     #[serde(rename_all = "camelCase")]
@@ -305,6 +315,7 @@ impl ServerMessage {
             ServerMessage::Pong { region, .. }
             | ServerMessage::State { region, .. }
             | ServerMessage::BidResult { region, .. }
+            | ServerMessage::WriteResult { region, .. }
             | ServerMessage::BidUpdate { region, .. }
             | ServerMessage::Error { region, .. }
             | ServerMessage::MoveTo { region, .. } => region,

@@ -185,3 +185,65 @@ fn server_messages_serialize_with_documented_field_names() {
         r#"{"type":"bidResult","bidId":"bid-0001","status":"duplicate","reason":null,"region":"r"}"#
     );
 }
+
+#[test]
+fn a_write_frame_carries_a_topic_an_op_id_and_an_op_with_a_canonical_form() {
+    let write = parse_client_message(
+        br#"{"action":"write","topic":"chat:room:7","opId":"op-00000001","op":{"text":"hi","n":[1,2]}}"#,
+    )
+    .unwrap();
+    match &write {
+        ClientMessage::Write { topic, op_id, op } => {
+            assert_eq!(topic.namespace.as_str(), "chat");
+            assert_eq!(topic.name.as_str(), "room:7");
+            assert_eq!(op_id.as_str(), "op-00000001");
+            assert_eq!(op["text"], "hi");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(write.action(), "write");
+    // The frame a client builds parses back to itself.
+    assert_eq!(
+        parse_client_message(write.to_json().as_bytes()).unwrap(),
+        write
+    );
+    for (frame, what) in [
+        (
+            r#"{"action":"write","topic":"room-7","opId":"op-00000001","op":{}}"#,
+            "no namespace",
+        ),
+        (
+            r#"{"action":"write","topic":"a#b:c","opId":"op-00000001","op":{}}"#,
+            "a # in the namespace",
+        ),
+        (
+            r#"{"action":"write","topic":"chat:","opId":"op-00000001","op":{}}"#,
+            "no name",
+        ),
+        (
+            r#"{"action":"write","topic":"chat:r","opId":"short","op":{}}"#,
+            "a short op id",
+        ),
+        (
+            r#"{"action":"write","topic":"chat:r","opId":"op-00000001"}"#,
+            "no op",
+        ),
+        (
+            r#"{"action":"write","topic":"chat:r","opId":"op-00000001","op":{"x":0.5}}"#,
+            "a fraction",
+        ),
+        (
+            r#"{"action":"write","topic":"chat:r","opId":"op-00000001","op":9007199254740993}"#,
+            "past 2^53",
+        ),
+        (
+            r#"{"action":"write","topic":7,"opId":"op-00000001","op":{}}"#,
+            "a number for a topic",
+        ),
+    ] {
+        match parse_client_message(frame.as_bytes()) {
+            Err(error) => assert_eq!(error.code, ErrorCode::InvalidField, "{what}: {error}"),
+            Ok(message) => panic!("{what}: accepted as {message:?}"),
+        }
+    }
+}
