@@ -152,7 +152,8 @@ mutants:
 	scripts/mutants.sh $(CRATES)
 
 ## mutants-diff: only the mutants on lines changed since BASE (default origin/main, else
-## HEAD~1) and on uncommitted ones: run it on your change
+## HEAD~1) and on uncommitted ones: run it on your change (MUTANTS_ARGS="--file <path> ...":
+## some files only)
 mutants-diff:
 	scripts/mutants.sh --in-diff $(BASE)
 

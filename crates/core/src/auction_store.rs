@@ -561,6 +561,17 @@ mod tests {
     }
 
     #[test]
+    fn a_regions_high_bid_is_carried_whole_by_its_summary() {
+        let high = bid(150, 2);
+        let auction = topic(&high.auction_id);
+        assert_eq!(
+            AuctionApp.carried(&auction, &Some(high.clone())),
+            vec![op_of(&high)]
+        );
+        assert!(AuctionApp.carried(&auction, &None).is_empty());
+    }
+
+    #[test]
     fn a_bid_digest_is_the_digest_of_its_op() {
         let copy = op_of(&bid(150, 1));
         assert_eq!(copy.digest, wsdr_protocol::Digest::of(&copy.op).unwrap());

@@ -781,3 +781,114 @@ mod connection_tests {
         assert_eq!(all, ["a", "b"]);
     }
 }
+
+#[cfg(test)]
+mod op_store_tests {
+    //! Every read of the op store sees one topic (and one author, one op id) only, and the
+    //! head's summary is read as the topic's one summary.
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::items::LastOp;
+    use serde_json::json;
+    use wsdr_protocol::{Digest, Namespace, TopicName};
+
+    fn topic(name: &str) -> TopicKey {
+        TopicKey::new(
+            Namespace::new("chat").unwrap(),
+            TopicName::new(name).unwrap(),
+        )
+    }
+
+    fn copy(topic: &TopicKey, author: &str, op_id: &str, at: u64) -> StoredOp {
+        let op = json!({ "text": op_id });
+        StoredOp {
+            topic: topic.clone(),
+            author: UserId::new(author).unwrap(),
+            op_id: OpId::new(op_id).unwrap(),
+            region: "us-east-1".into(),
+            at,
+            position: 1,
+            digest: Digest::of(&op).unwrap(),
+            op,
+        }
+    }
+
+    async fn commit(store: &MemoryStateStore, copy: StoredOp, expected: u64) {
+        let outcome = store
+            .commit(&OpCommit {
+                summary: StoredSummary {
+                    region: "us-east-1".into(),
+                    accepted: expected + 1,
+                    app: json!({}),
+                },
+                write_id: format!("w-{}-{}", copy.topic, copy.op_id),
+                expected_accepted: expected,
+                copy,
+            })
+            .await
+            .unwrap();
+        assert_eq!(outcome, CommitOutcome::Committed);
+    }
+
+    #[tokio::test]
+    async fn a_topics_reads_see_that_topic_only() {
+        let store =
+            MemoryStateStore::new("us-east-1", Arc::new(crate::memory::ManualClock::new(1)));
+        let (a, b) = (topic("a"), topic("b"));
+        commit(&store, copy(&a, "ann", "op-0000001", 10), 0).await;
+        commit(&store, copy(&b, "ann", "op-0000001", 20), 0).await;
+        commit(&store, copy(&a, "bob", "op-0000002", 30), 1).await;
+        assert_eq!(store.all_ops(&a).len(), 2);
+        assert_eq!(store.all_ops(&b).len(), 1);
+        let ann = UserId::new("ann").unwrap();
+        let copies = store
+            .copies(&a, &ann, &OpId::new("op-0000001").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(copies, vec![copy(&a, "ann", "op-0000001", 10)]);
+        let newest = store.newest_by_author(&a, &ann, 10).await.unwrap();
+        assert_eq!(newest, vec![copy(&a, "ann", "op-0000001", 10)]);
+        let summaries = store.summaries(&a).await.unwrap();
+        assert_eq!(summaries.len(), 1);
+        assert_eq!(summaries[0].accepted, 2);
+        assert!(store.summaries(&topic("c")).await.unwrap().is_empty());
+        // A head is its topic's one summary, and only its topic's.
+        let head = StoredHead {
+            summary: StoredSummary {
+                region: crate::model::LEDGER.into(),
+                accepted: 1,
+                app: json!({}),
+            },
+            last: Some(LastOp {
+                op: copy(&topic("c"), "cat", "op-0000009", 40),
+                write_id: "w-head".into(),
+            }),
+        };
+        assert_eq!(
+            store.advance(&topic("c"), 0, &head).await.unwrap(),
+            Advance::Advanced
+        );
+        assert_eq!(
+            store.summaries(&topic("c")).await.unwrap(),
+            vec![head.summary.clone()]
+        );
+        assert_eq!(store.summaries(&a).await.unwrap().len(), 1);
+        assert_eq!(store.head(&a).await.unwrap(), None);
+        // The same write tried again after its answer was lost: advanced, not moved.
+        assert_eq!(
+            store.advance(&topic("c"), 0, &head).await.unwrap(),
+            Advance::Advanced
+        );
+        let other = StoredHead {
+            last: Some(LastOp {
+                op: copy(&topic("c"), "cat", "op-0000010", 41),
+                write_id: "w-other".into(),
+            }),
+            ..head.clone()
+        };
+        assert_eq!(
+            store.advance(&topic("c"), 0, &other).await.unwrap(),
+            Advance::Moved
+        );
+    }
+}

@@ -308,6 +308,36 @@ mod tests {
         assert_eq!(held.own.len(), 1);
     }
 
+    #[test]
+    fn a_carried_op_is_added_unless_its_own_copy_is_held() {
+        let op = |author: &str, op_id: &str, region: &str| StoredOp {
+            topic: board(),
+            author: UserId::new(author).unwrap(),
+            op_id: OpId::new(op_id).unwrap(),
+            region: region.into(),
+            at: 1,
+            position: 1,
+            digest: Digest::of(&json!({})).unwrap(),
+            op: json!({}),
+        };
+        let copies = vec![op("ann", "post-0001", "us-east-1")];
+        let carried = [
+            // The same copy: already held.
+            op("ann", "post-0001", "us-east-1"),
+            // The same op id accepted in the other Region: another copy.
+            op("ann", "post-0001", "us-west-2"),
+            // Another author's op under the same id and Region: theirs.
+            op("bob", "post-0001", "us-east-1"),
+            // Another op of the same author in the same Region.
+            op("ann", "post-0002", "us-east-1"),
+        ];
+        let held = held_ops(copies, carried.iter());
+        assert_eq!(held.len(), 4, "{held:?}");
+        assert_eq!(held[1..], carried[1..]);
+        let reader = Reader::regional(Arc::new(Board), store("us-east-1"));
+        assert!(format!("{reader:?}").contains("on_the_head: false"));
+    }
+
     #[tokio::test]
     async fn the_heads_newest_op_is_held_before_its_copy_is_written() {
         let table = store("mrsc");

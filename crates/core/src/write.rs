@@ -854,6 +854,57 @@ mod tests {
         assert_eq!(newest, vec![summary("r1", 5), summary("r2", 1)]);
     }
 
+    /// A store whose point reads miss every copy: the copy appears between the replay check
+    /// and the commit (another request of the same op, in this Region).
+    struct CopyArrivesLate(Arc<MemoryStateStore>);
+
+    #[async_trait::async_trait]
+    impl OpStore for CopyArrivesLate {
+        async fn put_meta_if_absent(&self, t: &TopicKey, m: &Json) -> crate::Result<bool> {
+            self.0.put_meta_if_absent(t, m).await
+        }
+        async fn meta(&self, t: &TopicKey) -> crate::Result<Option<Json>> {
+            self.0.meta(t).await
+        }
+        async fn copies(&self, _: &TopicKey, _: &UserId, _: &OpId) -> crate::Result<Vec<StoredOp>> {
+            Ok(Vec::new())
+        }
+        async fn summaries(&self, t: &TopicKey) -> crate::Result<Vec<StoredSummary>> {
+            OpStore::summaries(self.0.as_ref(), t).await
+        }
+        async fn commit(&self, c: &OpCommit) -> crate::Result<CommitOutcome> {
+            self.0.commit(c).await
+        }
+        async fn newest_by_author(
+            &self,
+            t: &TopicKey,
+            a: &UserId,
+            l: usize,
+        ) -> crate::Result<Vec<StoredOp>> {
+            self.0.newest_by_author(t, a, l).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_copy_found_at_the_commit_answers_by_its_payload() {
+        let table = Arc::new(MemoryStateStore::new(
+            "us-east-1",
+            Arc::new(ManualClock::new(1_000)),
+        ));
+        let late = Writer::regional(
+            Arc::new(Room),
+            Arc::new(CopyArrivesLate(table.clone())),
+            "us-east-1",
+            Arc::new(ManualClock::new(1_000)),
+            Arc::new(SeededEntropy::new(3)),
+            Arc::new(TokioPause),
+        );
+        assert_eq!(post(&late, "ann", 1, "hi", 10).await, Written::Accepted);
+        assert_eq!(post(&late, "ann", 1, "hi", 10).await, Written::Duplicate);
+        assert_eq!(post(&late, "ann", 1, "ho", 10).await, Written::OpIdReused);
+        assert_eq!(table.all_ops(&room()).len(), 1);
+    }
+
     #[test]
     fn a_writer_says_which_path_it_decides_on() {
         let table = Arc::new(MemoryStateStore::new(
