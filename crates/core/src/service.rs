@@ -18,6 +18,36 @@ use wsdr_protocol::{
     ServerMessage, SettledBidView, SettledCopyView, Topic, Versions, YouView,
 };
 
+/// What became of a bid on the kit's write path, before it is answered in a `bidResult` or
+/// a `writeResult`.
+enum Placed {
+    UnknownAuction,
+    Written(Written<BidReason>),
+}
+
+impl Placed {
+    /// The frame's status and reason. Only the app's own refusals are `rejected`; a failure
+    /// before the write is `unknown` with `unavailable` (nothing written: the bid may be sent
+    /// again, same id, and may win; `unknown` makes every client, old ones included, settle
+    /// it and resend it). `unknown` and `reused` name this frame's reasons for those two.
+    fn answer(self, unknown: BidReason, reused: BidReason) -> (BidStatus, Option<&'static str>) {
+        match self {
+            Placed::UnknownAuction => (BidStatus::Rejected, Some(unknown.as_str())),
+            Placed::Written(written) => match written {
+                Written::Accepted => (BidStatus::Accepted, None),
+                Written::Duplicate => (BidStatus::Duplicate, None),
+                Written::OpIdReused => (BidStatus::Rejected, Some(reused.as_str())),
+                Written::Rejected(reason) => (BidStatus::Rejected, Some(reason.as_str())),
+                Written::Redirect(_) => (BidStatus::Redirect, None),
+                Written::Unavailable(_) => {
+                    (BidStatus::Unknown, Some(BidReason::Unavailable.as_str()))
+                }
+                Written::Unknown(_) => (BidStatus::Unknown, None),
+            },
+        }
+    }
+}
+
 /// Why a bid was rejected: the `reason` of a rejected `bidResult`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BidReason {
@@ -33,6 +63,12 @@ pub enum BidReason {
     /// was written, or the bid kept losing races; nothing was recorded by this request.
     /// Send it again, same bidId.
     Unavailable,
+    /// `writeResult`'s name for an unknown auction: no app of this deployment has the topic,
+    /// or the topic does not exist.
+    UnknownTopic,
+    /// `writeResult`'s name for a reused id: this writer used the op id in this topic for
+    /// another payload.
+    OpIdReused,
 }
 
 impl BidReason {
@@ -45,6 +81,8 @@ impl BidReason {
             BidReason::BidIdReused => "bid_id_reused",
             BidReason::Forbidden => "forbidden",
             BidReason::Unavailable => "unavailable",
+            BidReason::UnknownTopic => "unknown_topic",
+            BidReason::OpIdReused => "op_id_reused",
         }
     }
 }
@@ -410,7 +448,7 @@ impl AuctionService {
             region: self.region.clone(),
         };
         let Some(auction_id) = crate::auction_store::auction_of(topic) else {
-            return answer(BidStatus::Rejected, Some("unknown_topic"));
+            return answer(BidStatus::Rejected, Some(BidReason::UnknownTopic.as_str()));
         };
         let Principal::User(user) = caller else {
             tracing::warn!(user = %caller.subject(), %op_id, "a probe identity tried to write: refused");
@@ -422,25 +460,13 @@ impl AuctionService {
         };
         let Ok(bid_id) = BidId::new(op_id.as_str()) else {
             // An op id is a bid id by the same rules; kept total all the same.
-            return answer(BidStatus::Rejected, Some("op_id_invalid"));
+            return answer(BidStatus::Rejected, Some(BidReason::BidIdReused.as_str()));
         };
-        match self.bid(user, &auction_id, amount, &bid_id).await {
-            Ok(reply) => match reply.message {
-                ServerMessage::BidResult { status, reason, .. } => {
-                    let reason = reason.map(|r| match r.as_str() {
-                        "unknown_auction" => "unknown_topic".to_owned(),
-                        "bid_id_reused" => "op_id_reused".to_owned(),
-                        _ => r,
-                    });
-                    answer(status, reason.as_deref())
-                }
-                other => other,
-            },
-            Err(error) => {
-                tracing::error!(%error, %op_id, "write failed before its decision");
-                answer(BidStatus::Unknown, Some(BidReason::Unavailable.as_str()))
-            }
-        }
+        let (status, reason) = self
+            .place(user, &auction_id, amount, &bid_id)
+            .await
+            .answer(BidReason::UnknownTopic, BidReason::OpIdReused);
+        answer(status, reason)
     }
 
     /// The error frame for a protocol error, in this Region.
@@ -607,7 +633,9 @@ impl AuctionService {
 
     /// `bid`: idempotent by (bidder, bidId). Never an anonymous error: every outcome, a store
     /// failure included, is a `bidResult` for this bidId. The kit's write path decides it
-    /// ([`crate::write`]); this maps its outcome to the auction's frame.
+    /// ([`crate::write`]); this answers its outcome in the auction's frame. An accepted bid's
+    /// answer waits for no push: the state table's stream starts the auction's push
+    /// ([`crate::push`]), the same path as for bids that replication brought.
     pub async fn bid(
         &self,
         user: &UserId,
@@ -615,10 +643,31 @@ impl AuctionService {
         amount: Amount,
         bid_id: &BidId,
     ) -> Result<Reply> {
+        let (status, reason) = self
+            .place(user, auction_id, amount, bid_id)
+            .await
+            .answer(BidReason::UnknownAuction, BidReason::BidIdReused);
+        Ok(Reply::only(ServerMessage::BidResult {
+            bid_id: bid_id.clone(),
+            status,
+            reason: reason.map(str::to_owned),
+            region: self.region.clone(),
+        }))
+    }
+
+    /// Decide a bid on the kit's write path (unknown auctions aside), logging what was not
+    /// decided here.
+    async fn place(
+        &self,
+        user: &UserId,
+        auction_id: &AuctionId,
+        amount: Amount,
+        bid_id: &BidId,
+    ) -> Placed {
         let written = match self.find_auction(auction_id).await {
             Err(error @ crate::Error::NoQuorum(_)) => Written::Redirect(error),
             Err(error) => Written::Unavailable(error),
-            Ok(None) => return Ok(self.bid_result(bid_id, Err(BidReason::UnknownAuction))),
+            Ok(None) => return Placed::UnknownAuction,
             Ok(Some(auction)) => {
                 self.writer
                     .write(&Write {
@@ -631,34 +680,19 @@ impl AuctionService {
                     .await
             }
         };
-        Ok(match written {
-            Written::Accepted => self.accepted(bid_id),
-            Written::Duplicate => self.bid_result(bid_id, Ok(BidStatus::Duplicate)),
-            Written::OpIdReused => self.bid_result(bid_id, Err(BidReason::BidIdReused)),
-            Written::Rejected(reason) => self.bid_result(bid_id, Err(reason)),
+        match &written {
             Written::Redirect(error) => {
                 tracing::warn!(%error, %bid_id, user = %user, "bid not decided: no quorum here; redirected");
-                self.bid_result(bid_id, Ok(BidStatus::Redirect))
             }
             Written::Unavailable(error) => {
-                // Nothing was written, but this is no rejection: the bid may be sent again
-                // (same bidId) and may win. `unknown` makes every client, old ones included,
-                // settle it and resend it.
                 tracing::error!(%error, %bid_id, user = %user, "bid failed before its write");
-                self.undecided(bid_id, BidReason::Unavailable)
             }
             Written::Unknown(error) => {
                 tracing::error!(%error, %bid_id, user = %user, "bid write failed: outcome unknown");
-                self.bid_result(bid_id, Ok(BidStatus::Unknown))
             }
-        })
-    }
-
-    /// The answer to a recorded bid. It waits for no push: the state table's stream starts
-    /// the auction's push ([`crate::push`]), the same path as for bids that replication
-    /// brought.
-    fn accepted(&self, bid_id: &BidId) -> Reply {
-        self.bid_result(bid_id, Ok(BidStatus::Accepted))
+            _ => {}
+        }
+        Placed::Written(written)
     }
 
     /// The `bidUpdate` frame of one push of `auction_id`: the merged state of every Region's
@@ -693,17 +727,6 @@ impl AuctionService {
             )),
             frames: None,
         }
-    }
-
-    /// A bid this request did not decide, for `reason`: status `unknown` (send it again, same
-    /// bidId), never `rejected`.
-    fn undecided(&self, bid_id: &BidId, reason: BidReason) -> Reply {
-        Reply::only(ServerMessage::BidResult {
-            bid_id: bid_id.clone(),
-            status: BidStatus::Unknown,
-            reason: Some(reason.as_str().to_owned()),
-            region: self.region.clone(),
-        })
     }
 
     fn bid_result(&self, bid_id: &BidId, outcome: Result<BidStatus, BidReason>) -> Reply {
