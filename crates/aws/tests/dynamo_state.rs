@@ -681,3 +681,31 @@ async fn an_op_without_a_canonical_form_is_refused_and_writes_nothing() {
         .is_empty());
     assert!(OpStore::summaries(&store, &room).await.unwrap().is_empty());
 }
+
+/// Another Region's write as Global Tables applies it: the whole item, with no condition, over
+/// whatever this replica held; the dump reads it back as the kit's item.
+#[tokio::test]
+async fn a_replicated_write_is_put_whole_and_unconditionally() {
+    use wsdr_core::items::Item;
+    let client = common::client();
+    let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
+    let summary = |accepted: u64| RegionSummary {
+        region: "us-west-2".into(),
+        accepted,
+        high: Some(BidRecord {
+            region: "us-west-2".into(),
+            position: accepted,
+            ..bid("bid-00000009", "bob", 100 + accepted, 5)
+        }),
+    };
+    let item = |accepted: u64| Item::Summary {
+        topic: wsdr_core::auction_store::topic(&a1()),
+        summary: wsdr_core::auction_store::summary_of(&summary(accepted)),
+    };
+    store.put_as_replicated(&item(3)).await.unwrap();
+    // An older version replicated late still lands: the replicator decides by its stamps,
+    // the table applies what it is given.
+    store.put_as_replicated(&item(2)).await.unwrap();
+    assert_eq!(store.dump().await.unwrap(), vec![item(2)]);
+    assert_eq!(store.summaries(&a1()).await.unwrap(), vec![summary(2)]);
+}
