@@ -709,3 +709,65 @@ async fn a_replicated_write_is_put_whole_and_unconditionally() {
     assert_eq!(store.dump().await.unwrap(), vec![item(2)]);
     assert_eq!(store.summaries(&a1()).await.unwrap(), vec![summary(2)]);
 }
+
+/// An item the kit never writes (a topic's partition with another sort key) is refused by the
+/// dump as malformed, never read as a topic's seed.
+#[tokio::test]
+async fn an_item_of_no_known_shape_is_refused_not_misread() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let client = common::client();
+    let table = common::state_table(&client).await;
+    let store = DynamoStateStore::new(client.clone(), table.clone());
+    store.put_auction_if_absent(&auction("a1")).await.unwrap();
+    assert_eq!(store.dump().await.unwrap().len(), 1);
+    client
+        .put_item()
+        .table_name(&table)
+        .item("pk", AttributeValue::S("TOPIC#auction#a1".into()))
+        .item("sk", AttributeValue::S("OTHER".into()))
+        .item("meta", AttributeValue::S("{}".into()))
+        .send()
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.dump().await,
+        Err(wsdr_core::Error::Internal(_))
+    ));
+}
+
+/// A commit whose copy is already there under its own write id (its earlier try committed
+/// and the answer was lost, past DynamoDB's token window) is that commit: `Committed`, never
+/// answered as another request's copy.
+#[tokio::test]
+async fn a_copy_holding_the_commits_own_write_id_is_that_commit() {
+    let client = common::client();
+    let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await)
+        .strongly_consistent();
+    let first = bid("bid-00000001", "alice", 500, 1_000);
+    let write_id = token("own");
+    // The copy alone, as the earlier try left it (the same item a commit writes).
+    LedgerStore::settle(&store, &first, &write_id)
+        .await
+        .unwrap();
+    let outcome = store
+        .commit_bid(&commit(
+            &first,
+            &write_id,
+            0,
+            RegionSummary::empty("us-east-1").with_bid(&first),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(outcome, CommitOutcome::Committed);
+    // Another request's commit of the same bid finds it as an existing copy.
+    let other = store
+        .commit_bid(&commit(
+            &first,
+            &token("other"),
+            0,
+            RegionSummary::empty("us-east-1").with_bid(&first),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(other, CommitOutcome::Exists(first));
+}
