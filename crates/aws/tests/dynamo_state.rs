@@ -550,6 +550,14 @@ async fn newest_user_bids_are_newest_by_time_whatever_the_bid_ids() {
     assert_eq!(newest[0].amount.get(), 339, "the newest first");
     assert!(newest.windows(2).all(|p| p[0].at > p[1].at));
     assert_eq!(newest[199].amount.get(), 140);
+    // One page of the index, of the size asked: never the other 40 copies.
+    let (requests, read, _) = store.io().get();
+    let _ = store
+        .newest_user_bids(&a1(), &UserId::new("alice").unwrap(), 200)
+        .await
+        .unwrap();
+    let (requests_after, read_after, _) = store.io().get();
+    assert_eq!((requests_after - requests, read_after - read), (1, 200));
 }
 
 /// Any app's op, not only a bid: the kit's items carry the app's JSON whole, key it by the
