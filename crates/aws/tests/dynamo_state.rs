@@ -419,6 +419,15 @@ async fn strong_bids_from_two_regions_are_ordered_on_one_ledger_head() {
     assert_eq!(summaries, vec![head.summary]);
     let copies = store.all_bids(&a1()).await.unwrap();
     assert_eq!(copies.len(), 2, "one copy per accepted bid: {copies:?}");
+    // The strong table's own reads of a bidder's copies, through its index.
+    let alices = store
+        .newest_user_bids(&a1(), &UserId::new("alice").unwrap(), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        alices.iter().map(|b| b.amount.get()).collect::<Vec<_>>(),
+        vec![500]
+    );
     // The table's items read back as the domain's (the lab's dump uses this).
     let dumped = store.dump().await.unwrap();
     assert!(dumped
