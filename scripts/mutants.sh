@@ -37,7 +37,8 @@ if [ "${1:-}" = "--in-diff" ]; then
   if [ -z "$base" ]; then
     base="$(git -C "$root" rev-parse --verify --quiet origin/main || git -C "$root" rev-parse HEAD~1)"
   fi
-  in_diff="$work/in-diff.patch"
+  # One patch and one result directory per worktree: two runs at once never share them.
+  in_diff="$work/in-diff${MUTANTS_TREE:+-$(basename "$MUTANTS_TREE")}.patch"
   # Committed since BASE and not yet committed, product sources only.
   git -C "$root" diff "$base" -- 'crates/*/src/*' >"$in_diff"
   set -- "${product[@]}"
@@ -92,7 +93,7 @@ PY
 if [ -n "$in_diff" ]; then
   args=()
   for c in "${crates[@]}"; do args+=(--package "$c"); done
-  run in-diff --in-diff "$in_diff" "${args[@]}"
+  run "in-diff${MUTANTS_TREE:+-$(basename "$MUTANTS_TREE")}" --in-diff "$in_diff" "${args[@]}"
 else
   for c in "${crates[@]}"; do
     shard=()
