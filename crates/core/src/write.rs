@@ -685,11 +685,23 @@ mod tests {
         assert_eq!(post(&east, "ann", 1, "hi", 10).await, Written::Accepted);
     }
 
-    /// A store whose commit answer is lost after it committed (a timeout after the write).
-    struct LosesTheAnswer(Arc<MemoryStateStore>);
+    /// What a test does to a memory table's answers.
+    #[derive(Clone, Copy)]
+    enum Twist {
+        /// The commit's answer is lost after it committed (a timeout after the write).
+        LosesTheAnswer,
+        /// The commit loses the race for the summary every time.
+        AlwaysMoved,
+        /// Point reads miss every copy: the copy appears between the replay check and the
+        /// commit (another request of the same op, in this Region).
+        CopyArrivesLate,
+    }
+
+    /// A memory table with one [`Twist`].
+    struct Twisted(Arc<MemoryStateStore>, Twist);
 
     #[async_trait::async_trait]
-    impl OpStore for LosesTheAnswer {
+    impl OpStore for Twisted {
         async fn put_meta_if_absent(&self, t: &TopicKey, m: &Json) -> crate::Result<bool> {
             self.0.put_meta_if_absent(t, m).await
         }
@@ -697,14 +709,23 @@ mod tests {
             self.0.meta(t).await
         }
         async fn copies(&self, t: &TopicKey, a: &UserId, o: &OpId) -> crate::Result<Vec<StoredOp>> {
-            self.0.copies(t, a, o).await
+            match self.1 {
+                Twist::CopyArrivesLate => Ok(Vec::new()),
+                _ => self.0.copies(t, a, o).await,
+            }
         }
         async fn summaries(&self, t: &TopicKey) -> crate::Result<Vec<StoredSummary>> {
             OpStore::summaries(self.0.as_ref(), t).await
         }
         async fn commit(&self, c: &OpCommit) -> crate::Result<CommitOutcome> {
-            self.0.commit(c).await?;
-            Err(crate::Error::Transient("the answer was lost".into()))
+            match self.1 {
+                Twist::AlwaysMoved => Ok(CommitOutcome::Conflict),
+                Twist::LosesTheAnswer => {
+                    self.0.commit(c).await?;
+                    Err(crate::Error::Transient("the answer was lost".into()))
+                }
+                Twist::CopyArrivesLate => self.0.commit(c).await,
+            }
         }
         async fn newest_by_author(
             &self,
@@ -737,36 +758,6 @@ mod tests {
         }
     }
 
-    /// A store whose commit loses the race for the summary every time.
-    struct AlwaysMoved(Arc<MemoryStateStore>);
-
-    #[async_trait::async_trait]
-    impl OpStore for AlwaysMoved {
-        async fn put_meta_if_absent(&self, t: &TopicKey, m: &Json) -> crate::Result<bool> {
-            self.0.put_meta_if_absent(t, m).await
-        }
-        async fn meta(&self, t: &TopicKey) -> crate::Result<Option<Json>> {
-            self.0.meta(t).await
-        }
-        async fn copies(&self, t: &TopicKey, a: &UserId, o: &OpId) -> crate::Result<Vec<StoredOp>> {
-            self.0.copies(t, a, o).await
-        }
-        async fn summaries(&self, t: &TopicKey) -> crate::Result<Vec<StoredSummary>> {
-            OpStore::summaries(self.0.as_ref(), t).await
-        }
-        async fn commit(&self, _: &OpCommit) -> crate::Result<CommitOutcome> {
-            Ok(CommitOutcome::Conflict)
-        }
-        async fn newest_by_author(
-            &self,
-            t: &TopicKey,
-            a: &UserId,
-            l: usize,
-        ) -> crate::Result<Vec<StoredOp>> {
-            self.0.newest_by_author(t, a, l).await
-        }
-    }
-
     #[tokio::test]
     async fn a_race_lost_every_time_pauses_doubling_then_gives_up_unwritten() {
         let table = Arc::new(MemoryStateStore::new(
@@ -776,7 +767,7 @@ mod tests {
         let pauses = Arc::new(Recorded::default());
         let writer = Writer::regional(
             Arc::new(Room),
-            Arc::new(AlwaysMoved(table.clone())),
+            Arc::new(Twisted(table.clone(), Twist::AlwaysMoved)),
             "us-east-1",
             Arc::new(ManualClock::new(1_000)),
             Arc::new(Largest),
@@ -854,37 +845,6 @@ mod tests {
         assert_eq!(newest, vec![summary("r1", 5), summary("r2", 1)]);
     }
 
-    /// A store whose point reads miss every copy: the copy appears between the replay check
-    /// and the commit (another request of the same op, in this Region).
-    struct CopyArrivesLate(Arc<MemoryStateStore>);
-
-    #[async_trait::async_trait]
-    impl OpStore for CopyArrivesLate {
-        async fn put_meta_if_absent(&self, t: &TopicKey, m: &Json) -> crate::Result<bool> {
-            self.0.put_meta_if_absent(t, m).await
-        }
-        async fn meta(&self, t: &TopicKey) -> crate::Result<Option<Json>> {
-            self.0.meta(t).await
-        }
-        async fn copies(&self, _: &TopicKey, _: &UserId, _: &OpId) -> crate::Result<Vec<StoredOp>> {
-            Ok(Vec::new())
-        }
-        async fn summaries(&self, t: &TopicKey) -> crate::Result<Vec<StoredSummary>> {
-            OpStore::summaries(self.0.as_ref(), t).await
-        }
-        async fn commit(&self, c: &OpCommit) -> crate::Result<CommitOutcome> {
-            self.0.commit(c).await
-        }
-        async fn newest_by_author(
-            &self,
-            t: &TopicKey,
-            a: &UserId,
-            l: usize,
-        ) -> crate::Result<Vec<StoredOp>> {
-            self.0.newest_by_author(t, a, l).await
-        }
-    }
-
     #[tokio::test]
     async fn a_copy_found_at_the_commit_answers_by_its_payload() {
         let table = Arc::new(MemoryStateStore::new(
@@ -893,7 +853,7 @@ mod tests {
         ));
         let late = Writer::regional(
             Arc::new(Room),
-            Arc::new(CopyArrivesLate(table.clone())),
+            Arc::new(Twisted(table.clone(), Twist::CopyArrivesLate)),
             "us-east-1",
             Arc::new(ManualClock::new(1_000)),
             Arc::new(SeededEntropy::new(3)),
@@ -933,7 +893,7 @@ mod tests {
         ));
         let lossy = Writer::regional(
             Arc::new(Room),
-            Arc::new(LosesTheAnswer(table.clone())),
+            Arc::new(Twisted(table.clone(), Twist::LosesTheAnswer)),
             "us-east-1",
             Arc::new(ManualClock::new(1_000)),
             Arc::new(SeededEntropy::new(7)),
