@@ -38,7 +38,7 @@ impl Placed {
                 Written::Duplicate => (BidStatus::Duplicate, None),
                 Written::OpIdReused => (BidStatus::Rejected, Some(reused.as_str())),
                 Written::Rejected(reason) => (BidStatus::Rejected, Some(reason.as_str())),
-                Written::Redirect(_) => (BidStatus::Redirect, None),
+                Written::Redirect(_) => (BidStatus::Redirect, Some(BidReason::NoQuorum.as_str())),
                 Written::Unavailable(_) => {
                     (BidStatus::Unknown, Some(BidReason::Unavailable.as_str()))
                 }
@@ -63,6 +63,9 @@ pub enum BidReason {
     /// was written, or the bid kept losing races; nothing was recorded by this request.
     /// Send it again, same bidId.
     Unavailable,
+    /// Not a rejection (answered with status `redirect`, strong mode): this Region cannot
+    /// reach its table's quorum and decided nothing. Send it to another Region, same bidId.
+    NoQuorum,
     /// `writeResult`'s name for an unknown auction: no app of this deployment has the topic,
     /// or the topic does not exist.
     UnknownTopic,
@@ -81,6 +84,7 @@ impl BidReason {
             BidReason::BidIdReused => "bid_id_reused",
             BidReason::Forbidden => "forbidden",
             BidReason::Unavailable => "unavailable",
+            BidReason::NoQuorum => "no_quorum",
             BidReason::UnknownTopic => "unknown_topic",
             BidReason::OpIdReused => "op_id_reused",
         }

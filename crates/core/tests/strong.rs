@@ -324,7 +324,11 @@ async fn a_region_without_quorum_redirects_and_never_rejects() {
         BidStatus::Redirect,
         "a minority Region must not reject"
     );
-    assert_eq!(bid(&w, 0, "alice", 700, "b2").await.0, BidStatus::Redirect);
+    assert_eq!(
+        bid(&w, 0, "alice", 700, "b2").await,
+        (BidStatus::Redirect, Some("no_quorum".to_owned())),
+        "docs/PROTOCOL.md: a redirect names why"
+    );
     match state(&w, 0, "alice").await {
         ServerMessage::Error { code, .. } => assert_eq!(code, ErrorCode::NoQuorum),
         other => panic!("expected a no_quorum error, got {other:?}"),
