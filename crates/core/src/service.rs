@@ -220,8 +220,8 @@ impl AuctionService {
         region: impl Into<String>,
     ) -> Self {
         let state: Arc<dyn OpStore> = store.clone();
-        let service = Self::new(state, connections, notifier, clock, region);
-        let writer = Writer::on_head(
+        let mut service = Self::new(state, connections, notifier, clock, region);
+        service.writer = Writer::on_head(
             Arc::new(AuctionApp),
             store.clone(),
             service.region.clone(),
@@ -229,11 +229,12 @@ impl AuctionService {
             service.entropy.clone(),
             service.fanout.pause.clone(),
         );
-        Self {
-            reader: Reader::on_head(Arc::new(AuctionApp), store.clone()),
-            writer,
-            ..service
-        }
+        // Reads follow the head too. For the auction the regional reader would read the same
+        // (the summaries query returns the head's summary, and the head's newest bid is its
+        // high bid, which that summary carries whole); for an app whose newest op is not
+        // carried, only the head's reader holds it (read.rs's tests).
+        service.reader = Reader::on_head(Arc::new(AuctionApp), store);
+        service
     }
 
     pub fn consistency(&self) -> Consistency {

@@ -243,6 +243,9 @@ fn head_amount(message: &ServerMessage) -> Option<u64> {
 #[tokio::test]
 async fn a_bid_below_the_other_regions_acknowledged_high_is_rejected() {
     let w = world().await;
+    for region in &w.regions {
+        assert_eq!(region.service.consistency(), wsdr_core::Consistency::Strong);
+    }
     assert_eq!(bid(&w, 0, "alice", 500, "b1").await.0, BidStatus::Accepted);
     // MREC would accept this in the other Region until alice's bid replicated.
     assert_eq!(
