@@ -574,8 +574,21 @@ mod tests {
         OpId::new(format!("post-{n:04}")).unwrap()
     }
 
-    fn writer(store: Arc<MemoryStateStore>, region: &str) -> Writer<Room> {
+    /// A room's writer per Region over `store`, with a fixed clock and seed.
+    fn writer(store: Arc<dyn OpStore>, region: &str) -> Writer<Room> {
         Writer::regional(
+            Arc::new(Room),
+            store,
+            region,
+            Arc::new(ManualClock::new(1_000)),
+            Arc::new(SeededEntropy::new(7)),
+            Arc::new(TokioPause),
+        )
+    }
+
+    /// A room's writer on the head of `store`.
+    fn head_writer(store: Arc<dyn HeadStore>, region: &str) -> Writer<Room> {
+        Writer::on_head(
             Arc::new(Room),
             store,
             region,
@@ -851,13 +864,9 @@ mod tests {
             "us-east-1",
             Arc::new(ManualClock::new(1_000)),
         ));
-        let late = Writer::regional(
-            Arc::new(Room),
+        let late = writer(
             Arc::new(Twisted(table.clone(), Twist::CopyArrivesLate)),
             "us-east-1",
-            Arc::new(ManualClock::new(1_000)),
-            Arc::new(SeededEntropy::new(3)),
-            Arc::new(TokioPause),
         );
         assert_eq!(post(&late, "ann", 1, "hi", 10).await, Written::Accepted);
         assert_eq!(post(&late, "ann", 1, "hi", 10).await, Written::Duplicate);
@@ -873,14 +882,7 @@ mod tests {
         ));
         let regional = writer(table.clone(), "us-east-1");
         assert!(!regional.on_the_head());
-        let head = Writer::on_head(
-            Arc::new(Room),
-            table,
-            "us-west-2",
-            Arc::new(ManualClock::new(1_000)),
-            Arc::new(Largest),
-            Arc::new(TokioPause),
-        );
+        let head = head_writer(table, "us-west-2");
         assert!(head.on_the_head());
         assert!(format!("{head:?}").contains("us-west-2"));
     }
@@ -891,13 +893,9 @@ mod tests {
             "us-east-1",
             Arc::new(ManualClock::new(1_000)),
         ));
-        let lossy = Writer::regional(
-            Arc::new(Room),
+        let lossy = writer(
             Arc::new(Twisted(table.clone(), Twist::LosesTheAnswer)),
             "us-east-1",
-            Arc::new(ManualClock::new(1_000)),
-            Arc::new(SeededEntropy::new(7)),
-            Arc::new(TokioPause),
         );
         assert!(matches!(
             post(&lossy, "ann", 1, "hi", 10).await,
@@ -915,17 +913,10 @@ mod tests {
             "mrsc",
             Arc::new(ManualClock::new(1_000)),
         ));
-        let on_head = |region: &str| {
-            Writer::on_head(
-                Arc::new(Room),
-                table.clone(),
-                region,
-                Arc::new(ManualClock::new(1_000)),
-                Arc::new(SeededEntropy::new(7)),
-                Arc::new(TokioPause),
-            )
-        };
-        let (east, west) = (on_head("us-east-1"), on_head("us-west-2"));
+        let (east, west) = (
+            head_writer(table.clone(), "us-east-1"),
+            head_writer(table.clone(), "us-west-2"),
+        );
         assert_eq!(post(&east, "ann", 1, "a", 10).await, Written::Accepted);
         assert_eq!(post(&west, "bob", 2, "b", 10).await, Written::Accepted);
         assert_eq!(post(&east, "ann", 3, "c", 10).await, Written::Accepted);

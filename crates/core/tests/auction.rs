@@ -1042,14 +1042,13 @@ async fn a_write_to_an_auctions_topic_is_the_same_bid_as_its_bid_frame() {
         bid(&w, "ann", 150, "op-00000001").await,
         (BidStatus::Duplicate, None)
     );
+    // One write to a1, answered: (op id, status, reason).
+    let to_a1 = |who: &'static str, op_id: &'static str, op: &'static str| {
+        let answer = write(who, frame("auction:a1", op_id, op));
+        async move { result(answer.await) }
+    };
     assert_eq!(
-        result(
-            write(
-                "ann",
-                frame("auction:a1", "op-00000001", r#"{"amount":170}"#)
-            )
-            .await
-        ),
+        to_a1("ann", "op-00000001", r#"{"amount":170}"#).await,
         (
             "op-00000001".to_owned(),
             BidStatus::Rejected,
@@ -1058,13 +1057,7 @@ async fn a_write_to_an_auctions_topic_is_the_same_bid_as_its_bid_frame() {
     );
     // The auction's rules answer under their own names.
     assert_eq!(
-        result(
-            write(
-                "bob",
-                frame("auction:a1", "op-00000002", r#"{"amount":155}"#)
-            )
-            .await
-        ),
+        to_a1("bob", "op-00000002", r#"{"amount":155}"#).await,
         (
             "op-00000002".to_owned(),
             BidStatus::Rejected,
