@@ -5,7 +5,7 @@
 //! | item | pk | sk | attributes |
 //! |---|---|---|---|
 //! | connection | `<connectionId>` | `META` | userId, connectedAt, expiresAt |
-//! | subscription | `<connectionId>` | `SUB#<auctionId>` | auctionId (GSI `by-auction`), auctionShard `<auctionId>#<shard>` (GSI `by-auction-shard`), userId, expiresAt |
+//! | subscription | `<connectionId>` | `SUB#<auctionId>` | auctionId (GSI `by-topic`), auctionShard `<auctionId>#<shard>` (GSI `by-topic-shard`), userId, expiresAt |
 //! | census | `#census` | `CENSUS` | connections, countedAt (ms): the last count of live connections |
 //!
 //! A connection id never starts with `#` (API Gateway's ids are base64 without it), so the
@@ -13,7 +13,7 @@
 
 use crate::classify::classify;
 use crate::schema::{
-    auction_shard, AUCTION_ID, AUCTION_SHARD, BY_AUCTION_SHARD_INDEX, EXPIRES_AT, PK, SK,
+    topic_shard, AUCTION_ID, AUCTION_SHARD, BY_AUCTION_SHARD_INDEX, EXPIRES_AT, PK, SK,
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
@@ -30,7 +30,7 @@ const CENSUS_PK: &str = "#census";
 const CENSUS_SK: &str = "CENSUS";
 const CENSUS_CONNECTIONS: &str = "connections";
 const CENSUS_COUNTED_AT: &str = "countedAt";
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::Topic;
 
 /// [`Connections`] on a regional DynamoDB table with TTL.
 #[derive(Debug, Clone)]
@@ -108,19 +108,16 @@ impl Connections for DynamoConnections {
         &self,
         connection: &ConnectionId,
         user: &UserId,
-        auction: &AuctionId,
+        topic: &Topic,
         now_ms: u64,
     ) -> Result<()> {
         self.put(HashMap::from([
             (PK.into(), s(connection.as_str())),
-            (SK.into(), s(format!("SUB#{auction}"))),
-            (AUCTION_ID.into(), s(auction.as_str())),
+            (SK.into(), s(format!("SUB#{topic}"))),
+            (AUCTION_ID.into(), s(topic.to_string())),
             (
                 AUCTION_SHARD.into(),
-                s(auction_shard(
-                    auction.as_str(),
-                    wsdr_core::push::shard_of(connection),
-                )),
+                s(topic_shard(topic, wsdr_core::push::shard_of(connection))),
             ),
             ("userId".into(), s(user.as_str())),
             (EXPIRES_AT.into(), n(self.expires_at_secs(now_ms))),
@@ -128,14 +125,14 @@ impl Connections for DynamoConnections {
         .await
     }
 
-    async fn subscribers(&self, auction: &AuctionId, now_ms: u64) -> Result<Vec<ConnectionId>> {
+    async fn subscribers(&self, topic: &Topic, now_ms: u64) -> Result<Vec<ConnectionId>> {
         // Every shard, page by page (the pushes read one page of one shard at a time).
         let mut out = Vec::new();
         for shard in 0..wsdr_core::SUBSCRIBER_SHARDS {
             let mut after: Option<ConnectionId> = None;
             loop {
                 let page = self
-                    .subscribers_page(auction, shard, after.as_ref(), 1_000, now_ms)
+                    .subscribers_page(topic, shard, after.as_ref(), 1_000, now_ms)
                     .await?;
                 out.extend(page.connections);
                 match page.resume_after {
@@ -149,20 +146,20 @@ impl Connections for DynamoConnections {
 
     async fn subscribers_page(
         &self,
-        auction: &AuctionId,
+        topic: &Topic,
         shard: u16,
         after: Option<&ConnectionId>,
         limit: usize,
         now_ms: u64,
     ) -> Result<wsdr_core::SubscriberPage> {
         let now_secs = now_ms / 1000;
-        let shard_key = auction_shard(auction.as_str(), shard);
+        let shard_key = topic_shard(topic, shard);
         // A GSI query resumes from the index's keys and the table's.
         let start = after.map(|connection| {
             HashMap::from([
                 (AUCTION_SHARD.to_owned(), s(&shard_key)),
                 (PK.to_owned(), s(connection.as_str())),
-                (SK.to_owned(), s(format!("SUB#{auction}"))),
+                (SK.to_owned(), s(format!("SUB#{topic}"))),
             ])
         });
         let page = self

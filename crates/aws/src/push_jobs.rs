@@ -2,17 +2,21 @@
 //! the SQS client, so that any build of the handler can decode what the queue delivers.
 //!
 //! Two kinds share the queue: a page job (no `kind`, or `"kind":"page"`) and a delayed start
-//! (`{"v":1,"kind":"start","auction":"…"}`).
+//! (`{"v":2,"kind":"start","topic":"<ns>:<name>"}`). Format 1 named an auction (`"auction":"…"`)
+//! before pushes were any app's; a worker still reads it, as that auction's topic, so messages
+//! queued by the previous release are pushed, not dead-lettered.
 
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use wsdr_core::push::{PushJob, PushWork};
 use wsdr_core::{ConnectionId, Error, Result};
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::{AuctionId, Topic};
 
 /// The version of a job message's form; a worker refuses (and the queue moves to its dead
 /// letter queue) a message of another.
-const JOB_FORMAT: u32 = 1;
+const JOB_FORMAT: u32 = 2;
+/// The previous form, read still: the same fields with `auction` (an auction id) for `topic`.
+const AUCTION_JOB_FORMAT: u32 = 1;
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -20,7 +24,10 @@ struct JobMessage {
     v: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kind: Option<String>,
-    auction: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    topic: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    auction: Option<String>,
     shard: u16,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     after: Option<String>,
@@ -34,7 +41,8 @@ pub fn encode_job(job: &PushJob) -> String {
     let message = JobMessage {
         v: JOB_FORMAT,
         kind: None,
-        auction: job.auction.to_string(),
+        topic: Some(job.topic.to_string()),
+        auction: None,
         shard: job.shard,
         after: job.after.as_ref().map(ToString::to_string),
         frame: job.frame.to_string(),
@@ -50,17 +58,21 @@ pub fn encode_job(job: &PushJob) -> String {
 struct StartMessage {
     v: u32,
     kind: String,
-    auction: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    topic: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    auction: Option<String>,
 }
 
 const START: &str = "start";
 
 /// A delayed start as a message body (JSON).
-pub fn encode_start(auction: &AuctionId) -> String {
+pub fn encode_start(topic: &Topic) -> String {
     let message = StartMessage {
         v: JOB_FORMAT,
         kind: START.to_owned(),
-        auction: auction.to_string(),
+        topic: Some(topic.to_string()),
+        auction: None,
     };
     serde_json::to_string(&message).unwrap_or_default()
 }
@@ -69,11 +81,20 @@ fn bad(what: String) -> Error {
     Error::BadRequest(format!("push job message: {what}"))
 }
 
-fn check_format(v: u32) -> Result<()> {
-    if v == JOB_FORMAT {
-        Ok(())
-    } else {
-        Err(bad(format!("format {v} (this worker reads {JOB_FORMAT})")))
+/// The topic a message names, by its format: `topic` in this one, `auction` in the previous.
+fn topic_of(v: u32, topic: Option<String>, auction: Option<String>) -> Result<Topic> {
+    match (v, topic, auction) {
+        (JOB_FORMAT, Some(topic), None) => Topic::parse(&topic).map_err(|e| bad(e.to_string())),
+        (AUCTION_JOB_FORMAT, None, Some(auction)) => AuctionId::new(auction)
+            .map(|id| wsdr_core::auction_store::topic(&id))
+            .map_err(|e| bad(e.to_string())),
+        (JOB_FORMAT | AUCTION_JOB_FORMAT, _, _) => Err(bad(format!(
+            "format {v} names its topic by `{}` alone",
+            if v == JOB_FORMAT { "topic" } else { "auction" }
+        ))),
+        (v, _, _) => Err(bad(format!(
+            "format {v} (this worker reads {AUCTION_JOB_FORMAT} and {JOB_FORMAT})"
+        ))),
     }
 }
 
@@ -85,10 +106,11 @@ pub fn decode_work(body: &str) -> Result<PushWork> {
         Some(START) => {
             let message: StartMessage =
                 serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
-            check_format(message.v)?;
-            Ok(PushWork::Start(
-                AuctionId::new(message.auction).map_err(|e| bad(e.to_string()))?,
-            ))
+            Ok(PushWork::Start(topic_of(
+                message.v,
+                message.topic,
+                message.auction,
+            )?))
         }
         None | Some("page") => decode_job(body).map(PushWork::Page),
         Some(other) => Err(bad(format!("unknown kind {other:?}"))),
@@ -98,7 +120,7 @@ pub fn decode_work(body: &str) -> Result<PushWork> {
 /// A page job's message body back to its job; a body that is not one is a clear error.
 pub fn decode_job(body: &str) -> Result<PushJob> {
     let message: JobMessage = serde_json::from_str(body).map_err(|e| bad(e.to_string()))?;
-    check_format(message.v)?;
+    let topic = topic_of(message.v, message.topic, message.auction)?;
     if message.kind.as_deref().is_some_and(|k| k != "page") {
         return Err(bad(format!("not a page job: {:?}", message.kind)));
     }
@@ -106,7 +128,7 @@ pub fn decode_job(body: &str) -> Result<PushJob> {
         return Err(bad(format!("shard {} out of range", message.shard)));
     }
     Ok(PushJob {
-        auction: AuctionId::new(message.auction).map_err(|e| bad(e.to_string()))?,
+        topic,
         shard: message.shard,
         after: message
             .after
@@ -125,8 +147,9 @@ mod tests {
 
     #[test]
     fn a_job_survives_its_message_form_and_a_bad_body_is_a_clear_error() {
+        let a1 = Topic::parse("chat:room:1").unwrap();
         let job = PushJob {
-            auction: AuctionId::new("a1").unwrap(),
+            topic: a1.clone(),
             shard: 7,
             after: Some(ConnectionId::new("abc=").unwrap()),
             frame: Arc::from(r#"{"type":"bidUpdate"}"#),
@@ -138,15 +161,29 @@ mod tests {
             decode_work(&encode_job(&job)).unwrap(),
             PushWork::Page(job.clone())
         );
-        let a1 = AuctionId::new("a1").unwrap();
         assert_eq!(
             decode_work(&encode_start(&a1)).unwrap(),
             PushWork::Start(a1)
         );
+        // The previous release's messages name an auction: read as its topic (an auction id
+        // may hold `:`; it is still the auction's).
+        let lot = Topic::parse("auction:lot:1").unwrap();
+        assert_eq!(
+            decode_work(r#"{"v":1,"kind":"start","auction":"lot:1"}"#).unwrap(),
+            PushWork::Start(lot.clone())
+        );
+        let old_page =
+            r#"{"v":1,"auction":"lot:1","shard":3,"frame":"f","startedMs":5,"generation":2}"#;
+        assert_eq!(decode_job(old_page).unwrap().topic, lot);
         for body in [
             "",
             "{}",
             r#"{"v":2,"auction":"a1","shard":1,"frame":"","startedMs":0,"generation":1}"#,
+            r#"{"v":1,"topic":"auction:a1","shard":1,"frame":"","startedMs":0,"generation":1}"#,
+            r#"{"v":2,"topic":"a1","shard":1,"frame":"","startedMs":0,"generation":1}"#,
+            r#"{"v":2,"topic":"auction:a1","auction":"a1","shard":1,"frame":"","startedMs":0,"generation":1}"#,
+            r#"{"v":3,"topic":"auction:a1","shard":1,"frame":"","startedMs":0,"generation":1}"#,
+            r#"{"v":2,"kind":"start","topic":"auction:a1","shard":1}"#,
             r#"{"v":1,"auction":"a1","shard":16,"frame":"","startedMs":0,"generation":1}"#,
             r#"{"v":1,"auction":"","shard":1,"frame":"","startedMs":0,"generation":1}"#,
             r#"{"v":1,"kind":"start","auction":""}"#,

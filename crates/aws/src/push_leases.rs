@@ -1,4 +1,4 @@
-//! The push leases ([`wsdr_core::push::PushLeases`]) as one item per auction in the Regional
+//! The push leases ([`wsdr_core::push::PushLeases`]) as one item per topic in the Regional
 //! connections table: the stream's reader and the push workers are different invocations, and
 //! only a conditional update decides between them.
 //!
@@ -8,7 +8,7 @@
 //!
 //! Each rule of [`wsdr_core::push::LeaseBook`] is one condition here (the same contract test
 //! runs against both). A lease item expires a day after its last change (TTL): an idle
-//! auction's lease holds nothing a fresh one would not. The connections table is not
+//! topic's lease holds nothing a fresh one would not. The connections table is not
 //! replicated, so each Region's pushes have their own leases, as they have their own
 //! subscribers.
 
@@ -22,7 +22,7 @@ use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 use wsdr_core::push::{Begin, Finished, PushLeases, LEASE_STALE, SUBSCRIBER_SHARDS};
 use wsdr_core::Result;
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::Topic;
 
 const LEASE_SK: &str = "PUSH";
 const GENERATION: &str = "generation";
@@ -82,11 +82,11 @@ impl DynamoPushLeases {
 
     /// An update of the lease item that names `#jobs` and `:zero` (every rule reads the
     /// outstanding jobs); DynamoDB refuses names and values an expression does not use.
-    fn update(&self, auction: &AuctionId) -> UpdateBuilder {
+    fn update(&self, topic: &Topic) -> UpdateBuilder {
         self.client
             .update_item()
             .table_name(&self.table)
-            .key(PK, s(format!("#push#{auction}")))
+            .key(PK, s(format!("#push#{topic}")))
             .key(SK, s(LEASE_SK))
             .expression_attribute_names("#jobs", JOBS)
             .expression_attribute_values(":zero", n(0))
@@ -94,14 +94,14 @@ impl DynamoPushLeases {
     }
 
     /// [`Self::update`], also naming `#gen`.
-    fn update_generation(&self, auction: &AuctionId) -> UpdateBuilder {
-        self.update(auction)
+    fn update_generation(&self, topic: &Topic) -> UpdateBuilder {
+        self.update(topic)
             .expression_attribute_names("#gen", GENERATION)
     }
 
     /// [`Self::update`], also naming `#expires` and `:expires` (a day from `now_ms`).
-    fn update_expiring(&self, auction: &AuctionId, now_ms: u64) -> UpdateBuilder {
-        self.update(auction)
+    fn update_expiring(&self, topic: &Topic, now_ms: u64) -> UpdateBuilder {
+        self.update(topic)
             .expression_attribute_names("#expires", EXPIRES_AT)
             .expression_attribute_values(
                 ":expires",
@@ -109,12 +109,12 @@ impl DynamoPushLeases {
             )
     }
 
-    async fn read(&self, auction: &AuctionId) -> Result<HashMap<String, AttributeValue>> {
+    async fn read(&self, topic: &Topic) -> Result<HashMap<String, AttributeValue>> {
         Ok(self
             .client
             .get_item()
             .table_name(&self.table)
-            .key(PK, s(format!("#push#{auction}")))
+            .key(PK, s(format!("#push#{topic}")))
             .key(SK, s(LEASE_SK))
             .consistent_read(true)
             .send()
@@ -135,10 +135,10 @@ fn stale_before(now_ms: u64) -> i128 {
 
 #[async_trait]
 impl PushLeases for DynamoPushLeases {
-    async fn begin(&self, auction: &AuctionId, now_ms: u64, window_ms: u64) -> Result<Begin> {
+    async fn begin(&self, topic: &Topic, now_ms: u64, window_ms: u64) -> Result<Begin> {
         for _ in 0..BEGIN_ATTEMPTS {
             let start = self
-                .update_expiring(auction, now_ms)
+                .update_expiring(topic, now_ms)
                 .expression_attribute_names("#gen", GENERATION)
                 .update_expression(
                     "SET #gen = if_not_exists(#gen, :zero) + :one, #jobs = :shards, \
@@ -174,7 +174,7 @@ impl PushLeases for DynamoPushLeases {
             }
             // A push is in flight (and not stale): mark the change for its last job.
             let mark = self
-                .update_expiring(auction, now_ms)
+                .update_expiring(topic, now_ms)
                 .update_expression("SET #pending = :true, #expires = :expires")
                 .condition_expression("#jobs > :zero AND #started > :stale")
                 .expression_attribute_names("#started", STARTED)
@@ -190,26 +190,26 @@ impl PushLeases for DynamoPushLeases {
             }
             // Neither: nothing in flight and the spacing not over, or the lease changed
             // between the two updates (then try again).
-            let item = self.read(auction).await?;
+            let item = self.read(topic).await?;
             let next = number(&item, NEXT);
             if number(&item, JOBS) == 0 && now_ms < next {
                 return Ok(Begin::NotBefore(next));
             }
         }
         Err(wsdr_core::Error::Transient(format!(
-            "the push lease of {auction} changed under every attempt"
+            "the push lease of {topic} changed under every attempt"
         )))
     }
 
     async fn record(
         &self,
-        auction: &AuctionId,
+        topic: &Topic,
         generation: u64,
         targets: u64,
         job_done: bool,
     ) -> Result<Option<Finished>> {
         let out = self
-            .update_generation(auction)
+            .update_generation(topic)
             .update_expression("SET #aud = #aud + :targets, #jobs = #jobs - :done")
             .condition_expression("#gen = :gen AND #jobs > :zero")
             .expression_attribute_names("#aud", AUDIENCE)
@@ -229,9 +229,9 @@ impl PushLeases for DynamoPushLeases {
         }))
     }
 
-    async fn close(&self, auction: &AuctionId, generation: u64, next_ms: u64) -> Result<bool> {
+    async fn close(&self, topic: &Topic, generation: u64, next_ms: u64) -> Result<bool> {
         let out = self
-            .update_generation(auction)
+            .update_generation(topic)
             .update_expression("SET #next = :next")
             .condition_expression("#gen = :gen AND #jobs <= :zero")
             .expression_attribute_names("#next", NEXT)
@@ -246,9 +246,9 @@ impl PushLeases for DynamoPushLeases {
         }
     }
 
-    async fn release(&self, auction: &AuctionId, generation: u64) -> Result<()> {
+    async fn release(&self, topic: &Topic, generation: u64) -> Result<()> {
         let out = self
-            .update_generation(auction)
+            .update_generation(topic)
             .update_expression("SET #jobs = :zero, #next = :zero")
             .condition_expression("#gen = :gen")
             .expression_attribute_names("#next", NEXT)

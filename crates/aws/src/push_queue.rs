@@ -4,7 +4,7 @@
 //! `SendMessageBatch`, ten to a request; a worker sends a continuation the same way. The
 //! push workers' function reads the queue through its event source mapping, whose maximum
 //! concurrency is the worker count (template.yaml, `PushJobs`), and decodes each message with
-//! [`crate::push_jobs::decode_work`]. A start put off until an auction's spacing ends is one
+//! [`crate::push_jobs::decode_work`]. A start put off until a topic's spacing ends is one
 //! message with `DelaySeconds`.
 
 use crate::classify::classify;
@@ -15,7 +15,7 @@ use aws_sdk_sqs::Client;
 use std::time::Duration;
 use wsdr_core::push::{PushJob, PushQueue, START_DELAY_LIMIT};
 use wsdr_core::{Error, Result};
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::Topic;
 
 /// SQS takes at most ten messages per batch request.
 const BATCH: usize = 10;
@@ -81,12 +81,12 @@ impl PushQueue for SqsPushQueue {
         Ok(())
     }
 
-    async fn send_start(&self, auction: &AuctionId, delay: Duration) -> Result<()> {
+    async fn send_start(&self, topic: &Topic, delay: Duration) -> Result<()> {
         let seconds = delay.min(START_DELAY_LIMIT).as_secs_f64().ceil() as i32;
         self.client
             .send_message()
             .queue_url(&self.url)
-            .message_body(encode_start(auction))
+            .message_body(encode_start(topic))
             .delay_seconds(seconds)
             .send()
             .await

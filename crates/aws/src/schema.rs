@@ -20,19 +20,21 @@ pub const BY_TIME_INDEX: &str = "by-time";
 pub const BID_AT: &str = "at";
 /// Connections table: TTL attribute (epoch seconds).
 pub const EXPIRES_AT: &str = "expiresAt";
-/// Connections table: a subscription's auction, written for the template's older `by-auction`
-/// index (no longer read; it goes in the next release).
+/// Connections table: a subscription's topic (`<ns>:<name>`), written for the template's older
+/// `by-auction` index (no longer read; it goes in the next release). The attribute and index
+/// names are the first app's: renaming an index is dropping it and building another on a
+/// live table, for a name, so they stay and hold any app's topic.
 pub const AUCTION_ID: &str = "auctionId";
-/// Connections table: the GSI that pages one shard of an auction's subscribed connections
+/// Connections table: the GSI that pages one shard of a topic's subscribed connections
 /// (the push workers' read; `wsdr_core::push`).
 pub const BY_AUCTION_SHARD_INDEX: &str = "by-auction-shard";
 /// Connections table: partition key of [`BY_AUCTION_SHARD_INDEX`]:
-/// `<auctionId>#<shard>` (only on subscription items).
+/// `<topic>#<shard>` (only on subscription items).
 pub const AUCTION_SHARD: &str = "auctionShard";
 
-/// The [`AUCTION_SHARD`] value of one shard of an auction.
-pub fn auction_shard(auction: &str, shard: u16) -> String {
-    format!("{auction}#{shard}")
+/// The [`AUCTION_SHARD`] value of one shard of a topic.
+pub fn topic_shard(topic: &wsdr_protocol::Topic, shard: u16) -> String {
+    format!("{topic}#{shard}")
 }
 
 fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, wsdr_core::Error> {

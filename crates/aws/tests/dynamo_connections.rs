@@ -6,17 +6,23 @@ mod common;
 use std::time::Duration;
 use wsdr_aws::DynamoConnections;
 use wsdr_core::{ConnectionId, Connections, UserId};
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::Topic;
+
+/// A topic of the auction's namespace.
+fn topic(name: &str) -> Topic {
+    Topic::parse(&format!("auction:{name}")).unwrap()
+}
 
 const NOW: u64 = 1_767_225_600_000;
 
 #[tokio::test]
-async fn subscribers_of_an_auction_come_from_the_index_and_skip_expired() {
+async fn subscribers_of_a_topic_come_from_the_index_and_skip_expired() {
     let client = common::client();
     let table = common::connections_table(&client).await;
     let connections = DynamoConnections::new(client.clone(), &table, Duration::from_secs(9_000));
-    let a1 = AuctionId::new("a1").unwrap();
-    let a2 = AuctionId::new("a2").unwrap();
+    let a1 = topic("a1");
+    // Another app's topic of the same name is another topic.
+    let a2 = Topic::parse("chat:a1").unwrap();
     let user = UserId::new("alice").unwrap();
     for (id, at) in [("old=", NOW - 9_001_000), ("c1=", NOW), ("c2=", NOW)] {
         let c = ConnectionId::new(id).unwrap();
@@ -58,7 +64,7 @@ async fn a_shard_is_paged_in_connection_order_and_every_page_moves_on() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64;
-    let a1 = AuctionId::new("a1").unwrap();
+    let a1 = topic("a1");
     let user = UserId::new("watcher").unwrap();
     // 160 watchers (about ten a shard), some of them expired.
     let mut expected: std::collections::BTreeMap<u16, Vec<String>> = Default::default();
@@ -131,14 +137,14 @@ async fn remove_deletes_the_connection_and_all_its_subscriptions() {
     connections.register(&gone, &user, NOW).await.unwrap();
     connections.register(&kept, &user, NOW).await.unwrap();
     for i in 0..30 {
-        let auction = AuctionId::new(format!("a{i}")).unwrap();
+        let auction = topic(&format!("a{i}"));
         connections
             .subscribe(&gone, &user, &auction, NOW)
             .await
             .unwrap();
     }
     connections
-        .subscribe(&kept, &user, &AuctionId::new("a0").unwrap(), NOW)
+        .subscribe(&kept, &user, &topic("a0"), NOW)
         .await
         .unwrap();
     connections.remove(&gone).await.unwrap();
@@ -183,7 +189,7 @@ async fn all_lists_every_live_connection_once_and_skips_expired_and_subscription
     let table = common::connections_table(&client).await;
     let connections = DynamoConnections::new(client.clone(), &table, Duration::from_secs(9_000));
     let user = UserId::new("carol").unwrap();
-    let auction = AuctionId::new("a1").unwrap();
+    let auction = topic("a1");
     connections
         .register(&ConnectionId::new("old=").unwrap(), &user, NOW - 9_001_000)
         .await

@@ -8,7 +8,12 @@ mod common;
 use std::sync::Arc;
 use wsdr_aws::{DynamoPushLeases, SqsPushQueue};
 use wsdr_core::push::{check_lease_contract, Begin, PushJob, PushLeases, PushQueue};
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::Topic;
+
+/// A topic of the auction's namespace.
+fn topic(name: &str) -> Topic {
+    Topic::parse(&format!("auction:{name}")).unwrap()
+}
 
 fn sqs_endpoint() -> String {
     std::env::var("SQS_ENDPOINT").unwrap_or_else(|_| {
@@ -24,9 +29,7 @@ async fn the_lease_item_keeps_the_lease_contract() {
     let client = common::client();
     let table = common::connections_table(&client).await;
     let leases = DynamoPushLeases::new(client, &table);
-    check_lease_contract(&leases, &AuctionId::new("a1").unwrap())
-        .await
-        .unwrap();
+    check_lease_contract(&leases, &topic("a1")).await.unwrap();
 }
 
 /// Twenty starters at once (stream invocations and last jobs of several instances): exactly
@@ -36,7 +39,7 @@ async fn of_many_racing_starters_exactly_one_takes_the_lease() {
     let client = common::client();
     let table = common::connections_table(&client).await;
     let leases = Arc::new(DynamoPushLeases::new(client, &table));
-    let auction = AuctionId::new("hot").unwrap();
+    let auction = topic("hot");
     let mut racers = tokio::task::JoinSet::new();
     for _ in 0..20 {
         let (leases, auction) = (leases.clone(), auction.clone());
@@ -62,10 +65,7 @@ async fn a_lease_item_is_not_a_connection() {
     let client = common::client();
     let table = common::connections_table(&client).await;
     let leases = DynamoPushLeases::new(client.clone(), &table);
-    leases
-        .begin(&AuctionId::new("a1").unwrap(), 1_000, 200)
-        .await
-        .unwrap();
+    leases.begin(&topic("a1"), 1_000, 200).await.unwrap();
     let connections =
         wsdr_aws::DynamoConnections::new(client, &table, std::time::Duration::from_secs(3_600));
     assert!(connections.all(1_000).await.unwrap().is_empty());
@@ -84,7 +84,7 @@ async fn a_push_s_jobs_cross_the_sqs_peer_intact_in_batches_of_ten() {
         .queue_url
         .unwrap();
     let queue = SqsPushQueue::new(sqs.clone(), &url);
-    let auction = AuctionId::new("a1").unwrap();
+    let auction = topic("a1");
     let jobs = PushJob::for_push(&auction, Arc::from(r#"{"type":"bidUpdate"}"#), 1_234, 9);
     queue.send(jobs.clone()).await.unwrap();
     let mut received = Vec::new();
@@ -123,10 +123,7 @@ async fn a_put_off_start_crosses_the_sqs_peer_with_its_delay() {
         .queue_url
         .unwrap();
     let queue = SqsPushQueue::new(sqs.clone(), &url);
-    let (later, now) = (
-        AuctionId::new("later").unwrap(),
-        AuctionId::new("now").unwrap(),
-    );
+    let (later, now) = (topic("later"), topic("now"));
     queue
         .send_start(&later, Duration::from_secs(900))
         .await
@@ -169,6 +166,6 @@ async fn a_queue_that_does_not_exist_is_an_error_not_a_loss() {
         sqs,
         format!("{}/123456789012/no-such-queue", sqs_endpoint()),
     );
-    let jobs = PushJob::for_push(&AuctionId::new("a1").unwrap(), Arc::from("{}"), 1, 1);
+    let jobs = PushJob::for_push(&topic("a1"), Arc::from("{}"), 1, 1);
     assert!(queue.send(jobs).await.is_err());
 }

@@ -40,7 +40,7 @@ use wsdr_core::{
 use wsdr_lab::world::mapping::{MappingSettings, QueueMapping};
 use wsdr_lab::world::store::{FaultyStore, ReplicaStore};
 use wsdr_lab::RegionId;
-use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, ServerMessage};
+use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, ServerMessage, Topic};
 
 /// One run's load and settings.
 #[derive(Debug, Clone)]
@@ -199,23 +199,21 @@ impl Connections for ModelConnections {
         &self,
         connection: &ConnectionId,
         user: &UserId,
-        auction: &AuctionId,
+        topic: &Topic,
         now_ms: u64,
     ) -> wsdr_core::Result<()> {
-        self.inner
-            .subscribe(connection, user, auction, now_ms)
-            .await
+        self.inner.subscribe(connection, user, topic, now_ms).await
     }
     async fn subscribers(
         &self,
-        auction: &AuctionId,
+        topic: &Topic,
         now_ms: u64,
     ) -> wsdr_core::Result<Vec<ConnectionId>> {
-        self.inner.subscribers(auction, now_ms).await
+        self.inner.subscribers(topic, now_ms).await
     }
     async fn subscribers_page(
         &self,
-        auction: &AuctionId,
+        topic: &Topic,
         shard: u16,
         after: Option<&ConnectionId>,
         limit: usize,
@@ -224,7 +222,7 @@ impl Connections for ModelConnections {
         let wait = 5_000 + self.entropy.below(10_001);
         tokio::time::sleep(Duration::from_micros(wait)).await;
         self.inner
-            .subscribers_page(auction, shard, after, limit, now_ms)
+            .subscribers_page(topic, shard, after, limit, now_ms)
             .await
     }
     async fn remove(&self, connection: &ConnectionId) -> wsdr_core::Result<()> {
@@ -260,39 +258,29 @@ impl ModelLeases {
 
 #[async_trait]
 impl PushLeases for ModelLeases {
-    async fn begin(
-        &self,
-        auction: &AuctionId,
-        now_ms: u64,
-        window_ms: u64,
-    ) -> wsdr_core::Result<Begin> {
+    async fn begin(&self, topic: &Topic, now_ms: u64, window_ms: u64) -> wsdr_core::Result<Begin> {
         self.wait().await;
-        self.inner.begin(auction, now_ms, window_ms).await
+        self.inner.begin(topic, now_ms, window_ms).await
     }
     async fn record(
         &self,
-        auction: &AuctionId,
+        topic: &Topic,
         generation: u64,
         targets: u64,
         job_done: bool,
     ) -> wsdr_core::Result<Option<Finished>> {
         self.wait().await;
         self.inner
-            .record(auction, generation, targets, job_done)
+            .record(topic, generation, targets, job_done)
             .await
     }
-    async fn close(
-        &self,
-        auction: &AuctionId,
-        generation: u64,
-        next_ms: u64,
-    ) -> wsdr_core::Result<bool> {
+    async fn close(&self, topic: &Topic, generation: u64, next_ms: u64) -> wsdr_core::Result<bool> {
         self.wait().await;
-        self.inner.close(auction, generation, next_ms).await
+        self.inner.close(topic, generation, next_ms).await
     }
-    async fn release(&self, auction: &AuctionId, generation: u64) -> wsdr_core::Result<()> {
+    async fn release(&self, topic: &Topic, generation: u64) -> wsdr_core::Result<()> {
         self.wait().await;
-        self.inner.release(auction, generation).await
+        self.inner.release(topic, generation).await
     }
 }
 
@@ -316,12 +304,12 @@ impl PushQueue for ModelQueue {
         self.jobs.send(jobs).await
     }
 
-    async fn send_start(&self, auction: &AuctionId, delay: Duration) -> wsdr_core::Result<()> {
+    async fn send_start(&self, topic: &Topic, delay: Duration) -> wsdr_core::Result<()> {
         self.requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let wait = 5_000 + self.entropy.below(10_001);
         tokio::time::sleep(Duration::from_micros(wait)).await;
-        self.jobs.send_start(auction, delay).await
+        self.jobs.send_start(topic, delay).await
     }
 }
 
@@ -479,7 +467,12 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
     for i in 0..params.watchers {
         connections
             .inner
-            .subscribe(&ConnectionId::new(format!("w{i:07}"))?, &watcher, &lot, now)
+            .subscribe(
+                &ConnectionId::new(format!("w{i:07}"))?,
+                &watcher,
+                &wsdr_core::auction_store::topic(&lot),
+                now,
+            )
             .await?;
     }
     let leases = Arc::new(ModelLeases {
@@ -523,7 +516,7 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
                     match feed.try_recv() {
                         Ok(change) => {
                             if let wsdr_core::items::Item::Summary { topic, .. } = &change.item {
-                                batch.extend(wsdr_core::auction_store::auction_of(topic));
+                                batch.push(topic.clone());
                             }
                         }
                         Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
-use wsdr_protocol::{AuctionId, OpId};
+use wsdr_protocol::{AuctionId, OpId, Topic};
 
 /// Lock a mutex, recovering the data if another thread panicked while holding it: every
 /// critical section here leaves the maps consistent at each step.
@@ -337,14 +337,14 @@ struct ConnectionEntry {
     #[allow(dead_code)]
     user: UserId,
     expires_at: u64,
-    auctions: BTreeSet<AuctionId>,
+    topics: BTreeSet<Topic>,
 }
 
 #[derive(Debug, Default)]
 struct Registry {
     connections: BTreeMap<ConnectionId, ConnectionEntry>,
-    /// By auction and shard, as DynamoDB's `by-auction-shard` index holds them.
-    subscribers: BTreeMap<(AuctionId, u16), BTreeSet<ConnectionId>>,
+    /// By topic and shard, as DynamoDB's `by-auction-shard` index holds them.
+    subscribers: BTreeMap<(Topic, u16), BTreeSet<ConnectionId>>,
     /// The last census taken, as DynamoDB's census item holds it.
     census: Option<Census>,
 }
@@ -404,7 +404,7 @@ impl Connections for MemoryConnections {
             .or_insert_with(|| ConnectionEntry {
                 user: user.clone(),
                 expires_at,
-                auctions: BTreeSet::new(),
+                topics: BTreeSet::new(),
             });
         Ok(())
     }
@@ -413,7 +413,7 @@ impl Connections for MemoryConnections {
         &self,
         connection: &ConnectionId,
         user: &UserId,
-        auction: &AuctionId,
+        topic: &Topic,
         now_ms: u64,
     ) -> Result<()> {
         let mut registry = lock(&self.registry);
@@ -424,22 +424,22 @@ impl Connections for MemoryConnections {
             .or_insert_with(|| ConnectionEntry {
                 user: user.clone(),
                 expires_at: now_ms.saturating_add(ttl),
-                auctions: BTreeSet::new(),
+                topics: BTreeSet::new(),
             })
-            .auctions
-            .insert(auction.clone());
+            .topics
+            .insert(topic.clone());
         registry
             .subscribers
-            .entry((auction.clone(), crate::push::shard_of(connection)))
+            .entry((topic.clone(), crate::push::shard_of(connection)))
             .or_default()
             .insert(connection.clone());
         Ok(())
     }
 
-    async fn subscribers(&self, auction: &AuctionId, now_ms: u64) -> Result<Vec<ConnectionId>> {
+    async fn subscribers(&self, topic: &Topic, now_ms: u64) -> Result<Vec<ConnectionId>> {
         let registry = lock(&self.registry);
         Ok((0..crate::push::SUBSCRIBER_SHARDS)
-            .filter_map(|shard| registry.subscribers.get(&(auction.clone(), shard)))
+            .filter_map(|shard| registry.subscribers.get(&(topic.clone(), shard)))
             .flatten()
             .filter(|c| registry.is_live(c, now_ms))
             .cloned()
@@ -448,7 +448,7 @@ impl Connections for MemoryConnections {
 
     async fn subscribers_page(
         &self,
-        auction: &AuctionId,
+        topic: &Topic,
         shard: u16,
         after: Option<&ConnectionId>,
         limit: usize,
@@ -456,7 +456,7 @@ impl Connections for MemoryConnections {
     ) -> Result<crate::push::SubscriberPage> {
         use std::ops::Bound::{Excluded, Unbounded};
         let registry = lock(&self.registry);
-        let Some(members) = registry.subscribers.get(&(auction.clone(), shard)) else {
+        let Some(members) = registry.subscribers.get(&(topic.clone(), shard)) else {
             return Ok(crate::push::SubscriberPage::default());
         };
         let start = after.map_or(Unbounded, Excluded);
@@ -482,8 +482,8 @@ impl Connections for MemoryConnections {
     async fn remove(&self, connection: &ConnectionId) -> Result<()> {
         let mut registry = lock(&self.registry);
         if let Some(entry) = registry.connections.remove(connection) {
-            for auction in entry.auctions {
-                let key = (auction, crate::push::shard_of(connection));
+            for topic in entry.topics {
+                let key = (topic, crate::push::shard_of(connection));
                 if let Some(members) = registry.subscribers.get_mut(&key) {
                     members.remove(connection);
                 }

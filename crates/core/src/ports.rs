@@ -6,7 +6,7 @@ use crate::model::{ConnectionId, UserId};
 use crate::Result;
 use async_trait::async_trait;
 use serde_json::Value as Json;
-use wsdr_protocol::{AuctionId, OpId};
+use wsdr_protocol::{OpId, Topic};
 
 /// One op to record, as [`OpStore::commit`] takes it: this Region's copy of the op and this
 /// Region's next summary, written together or not at all.
@@ -110,23 +110,23 @@ pub trait HeadStore: OpStore {
 #[async_trait]
 pub trait Connections: Send + Sync {
     async fn register(&self, connection: &ConnectionId, user: &UserId, now_ms: u64) -> Result<()>;
-    /// Deliver the auction's updates to this connection from now on.
+    /// Deliver the topic's updates to this connection from now on.
     async fn subscribe(
         &self,
         connection: &ConnectionId,
         user: &UserId,
-        auction: &AuctionId,
+        topic: &Topic,
         now_ms: u64,
     ) -> Result<()>;
-    /// Live subscribers of an auction. Records past their expiry are ignored even if the
+    /// Live subscribers of a topic. Records past their expiry are ignored even if the
     /// backend has not deleted them yet (DynamoDB TTL deletion is lazy).
-    async fn subscribers(&self, auction: &AuctionId, now_ms: u64) -> Result<Vec<ConnectionId>>;
-    /// One page of the live subscribers of one shard of an auction
+    async fn subscribers(&self, topic: &Topic, now_ms: u64) -> Result<Vec<ConnectionId>>;
+    /// One page of the live subscribers of one shard of a topic
     /// ([`crate::push::shard_of`]), in connection-id order, starting after `after`: at most
     /// `limit` of them, and whether the shard holds more.
     async fn subscribers_page(
         &self,
-        auction: &AuctionId,
+        topic: &Topic,
         shard: u16,
         after: Option<&ConnectionId>,
         limit: usize,

@@ -568,8 +568,9 @@ impl AuctionService {
         // this connection, one applied before it is in what we read. Read in parallel, the
         // other way round could miss an update that lands between the read and the
         // subscription (a replicated bid during a reconnect).
+        let topic = crate::auction_store::topic(auction_id);
         self.connections
-            .subscribe(connection, user, auction_id, self.clock.now_ms())
+            .subscribe(connection, user, &topic, self.clock.now_ms())
             .await?;
         // The newest copies by time: copies of one bid in several Regions fold into one
         // entry, so read enough copies for OWN_BIDS_MAX bids even if each has two. The kit's
@@ -579,7 +580,6 @@ impl AuctionService {
         // find.
         let bid_ids = &bid_ids[..bid_ids.len().min(limits::SETTLE_BIDS_MAX)];
         let op_ids: Vec<OpId> = bid_ids.iter().map(OpId::from).collect();
-        let topic = crate::auction_store::topic(auction_id);
         let (holding, herd_window_ms) = tokio::join!(
             self.reader
                 .hold(&topic, user, &op_ids, 2 * limits::OWN_BIDS_MAX),
@@ -796,8 +796,11 @@ fn settled_view(bid_id: &BidId, copies: &[BidRecord]) -> SettledBidView {
 
 #[async_trait::async_trait]
 impl crate::push::PushSource for AuctionService {
-    async fn push_frame(&self, auction: &AuctionId) -> Result<String> {
-        AuctionService::push_frame(self, auction).await
+    async fn push_frame(&self, topic: &Topic) -> Result<String> {
+        let auction = crate::auction_store::auction_of(topic).ok_or_else(|| {
+            crate::Error::Internal(format!("`{topic}` is no topic of the auction"))
+        })?;
+        AuctionService::push_frame(self, &auction).await
     }
 
     fn push_worker(&self, settings: crate::push::PushSettings) -> crate::push::PushWorker {

@@ -427,7 +427,9 @@ async fn push(w: &World) -> wsdr_core::push::PushTotals {
         w.clock.clone(),
         Arc::new(wsdr_core::TokioPause),
     );
-    pusher.changed([&AuctionId::new("a1").unwrap()]);
+    pusher.changed([&wsdr_core::auction_store::topic(
+        &AuctionId::new("a1").unwrap(),
+    )]);
     pusher.drain().await;
     pusher.totals()
 }
@@ -571,7 +573,9 @@ async fn a_push_reads_one_page_per_job_and_carries_on_where_it_ended() {
         w.clock.clone(),
         Arc::new(wsdr_core::TokioPause),
     );
-    pusher.changed([&AuctionId::new("a1").unwrap()]);
+    pusher.changed([&wsdr_core::auction_store::topic(
+        &AuctionId::new("a1").unwrap(),
+    )]);
     pusher.drain().await;
     let totals = pusher.totals();
     assert_eq!((totals.delivered, totals.subscriber_reads), (200, 200));
@@ -618,7 +622,7 @@ async fn the_stream_starts_pushes_the_workers_post_and_the_last_job_starts_the_t
         )
     };
     let (stream, worker) = (instance(), instance());
-    let a1 = AuctionId::new("a1").unwrap();
+    let a1 = wsdr_core::auction_store::topic(&AuctionId::new("a1").unwrap());
     assert_eq!(
         bid(&w, "w00", 100, "bid-a-0001").await.0,
         BidStatus::Accepted
@@ -714,7 +718,7 @@ async fn a_push_whose_spacing_ends_past_the_wait_limit_is_queued_as_a_delayed_st
             ran
         }
     };
-    let a1 = AuctionId::new("a1").unwrap();
+    let a1 = wsdr_core::auction_store::topic(&AuctionId::new("a1").unwrap());
     assert_eq!(
         bid(&w, "w00", 100, "bid-a-0001").await.0,
         BidStatus::Accepted
@@ -764,7 +768,7 @@ async fn a_push_whose_spacing_ends_past_the_wait_limit_is_queued_as_a_delayed_st
 async fn expired_connection_records_are_ignored_on_read() {
     let connections = MemoryConnections::new(1_000);
     use wsdr_core::Connections;
-    let a1 = AuctionId::new("a1").unwrap();
+    let a1 = wsdr_core::auction_store::topic(&AuctionId::new("a1").unwrap());
     connections
         .subscribe(&conn("old"), &user("u"), &a1, 0)
         .await
@@ -971,7 +975,7 @@ async fn a_push_never_posts_a_state_read_before_it_started() {
         w.clock.clone(),
         std::time::Duration::from_millis(200),
     );
-    let a1 = AuctionId::new("a1").unwrap();
+    let a1 = wsdr_core::auction_store::topic(&AuctionId::new("a1").unwrap());
     let fallback: Arc<str> = Arc::from("");
     w.service
         .handle_frame(

@@ -101,9 +101,9 @@ impl World {
             let to = &self.regions[1 - from];
             for change in pending {
                 let summary = matches!(change.item, Item::Summary { .. });
-                let auction = wsdr_core::auction_store::auction_of(change.item.topic()).unwrap();
+                let topic = change.item.topic().clone();
                 if to.store.apply_replicated(change) && summary {
-                    to.pusher.changed([&auction]);
+                    to.pusher.changed([&topic]);
                     to.pusher.drain().await;
                 }
             }

@@ -24,15 +24,15 @@ use aws_lambda_events::dynamodb::Event as StreamEvent;
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use aws_lambda_events::streams::DynamoDbEventResponse;
 use serde_json::Value;
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::Topic;
 
 /// The auction of every summary item (or ledger head) a stream batch's records touched
 /// (`wsdr_aws::change_records`: one decoding for every reader of the stream). Only the
 /// auction's topics are pushed so far.
-pub fn summary_keys(event: &StreamEvent) -> Vec<AuctionId> {
+pub fn summary_keys(event: &StreamEvent) -> Vec<Topic> {
     wsdr_aws::change_records::summary_topics(event)
-        .iter()
-        .filter_map(wsdr_core::auction_store::auction_of)
+        .into_iter()
+        .filter(|topic| wsdr_core::auction_store::auction_of(topic).is_some())
         .collect()
 }
 
@@ -58,15 +58,15 @@ pub fn is_push_job_event(event: &Value) -> bool {
 }
 
 impl App {
-    /// Start a push of every auction whose summary changed (or mark the one in flight):
-    /// returns the auctions whose push started. A push whose posts fail is counted, never an
+    /// Start a push of every topic whose summary changed (or mark the one in flight):
+    /// returns the topics whose push started. A push whose posts fail is counted, never an
     /// error (subscribers resync by heartbeat anyway).
-    pub async fn on_summaries(&self, auctions: &[AuctionId]) -> Vec<AuctionId> {
-        self.pusher().changed(auctions);
+    pub async fn on_summaries(&self, topics: &[Topic]) -> Vec<Topic> {
+        self.pusher().changed(topics);
         let pushed = self.pusher().drain().await;
         let totals = self.pusher().totals();
         tracing::info!(
-            changes = auctions.len(),
+            changes = topics.len(),
             pushed = pushed.len(),
             total_pushes = totals.pushes,
             total_merged = totals.merged,

@@ -110,7 +110,7 @@ fn a_strong_mode_ledger_head_names_its_auction() {
     record["Keys"]["sk"]["S"] = "LEDGER".into();
     let event: aws_lambda_events::dynamodb::Event = serde_json::from_value(event).unwrap();
     let auctions = ws_handler::stream::summary_keys(&event);
-    assert_eq!(auctions[0].as_str(), "lot-9");
+    assert_eq!(auctions[0].to_string(), "auction:lot-9");
 }
 
 /// The SQS sample (`events/push-jobs.json`): one job of lot-1's push, for the shard of the

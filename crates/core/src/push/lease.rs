@@ -1,8 +1,8 @@
-//! One push in flight per auction: the lease.
+//! One push in flight per topic: the lease.
 //!
 //! The stream's reader and the workers are different invocations (different instances, in
-//! AWS), so what the old in-memory conflator knew ("a push of this auction is running; a change
-//! waits for it") lives in one item per auction, changed only by atomic conditional updates:
+//! AWS), so what the old in-memory conflator knew ("a push of this topic is running; a change
+//! waits for it") lives in one item per topic, changed only by atomic conditional updates:
 //!
 //! | field | meaning |
 //! |---|---|
@@ -30,7 +30,7 @@ use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::Topic;
 
 /// A lease held longer than this is taken over by the next change: its push's jobs are
 /// presumed lost. Longer than any push at the budget (100,000 watchers at 5,000 a second take
@@ -56,21 +56,21 @@ pub struct Finished {
     pub audience: u64,
 }
 
-/// The per-auction leases of one Region's pushes (a DynamoDB item each in AWS, in the
+/// The per-topic leases of one Region's pushes (a DynamoDB item each in AWS, in the
 /// Regional connections table; [`InProcessLeases`] in one process).
 #[async_trait]
 pub trait PushLeases: Send + Sync {
-    /// Start a push of `auction` at `now_ms` with [`crate::push::SUBSCRIBER_SHARDS`] jobs, if
+    /// Start a push of `topic` at `now_ms` with [`crate::push::SUBSCRIBER_SHARDS`] jobs, if
     /// none is in flight (or the one in flight is older than [`LEASE_STALE`]) and the spacing
     /// has passed; the new push's spacing is at least `window_ms` until it closes.
-    async fn begin(&self, auction: &AuctionId, now_ms: u64, window_ms: u64) -> Result<Begin>;
+    async fn begin(&self, topic: &Topic, now_ms: u64, window_ms: u64) -> Result<Begin>;
 
     /// A job of push `generation` posted `targets` more; `job_done`: it left no continuation.
     /// `Some` for the job whose record made the push's outstanding jobs zero; `None` otherwise,
     /// and for a push the lease has moved past.
     async fn record(
         &self,
-        auction: &AuctionId,
+        topic: &Topic,
         generation: u64,
         targets: u64,
         job_done: bool,
@@ -78,13 +78,13 @@ pub trait PushLeases: Send + Sync {
 
     /// Push `generation` ended: the next may start at `next_ms`. Whether a change is waiting
     /// for it (the caller then starts the trailing push).
-    async fn close(&self, auction: &AuctionId, generation: u64, next_ms: u64) -> Result<bool>;
+    async fn close(&self, topic: &Topic, generation: u64, next_ms: u64) -> Result<bool>;
 
     /// Push `generation` could not be queued: free the lease (a retried start takes it again).
-    async fn release(&self, auction: &AuctionId, generation: u64) -> Result<()>;
+    async fn release(&self, topic: &Topic, generation: u64) -> Result<()>;
 }
 
-/// One auction's lease.
+/// One topic's lease.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Lease {
     pub generation: u64,
@@ -99,17 +99,17 @@ pub struct Lease {
 /// conditions state in its own terms.
 #[derive(Debug, Default)]
 pub struct LeaseBook {
-    leases: HashMap<AuctionId, Lease>,
+    leases: HashMap<Topic, Lease>,
 }
 
 impl LeaseBook {
-    pub fn lease(&self, auction: &AuctionId) -> Option<Lease> {
-        self.leases.get(auction).copied()
+    pub fn lease(&self, topic: &Topic) -> Option<Lease> {
+        self.leases.get(topic).copied()
     }
 
-    pub fn begin(&mut self, auction: &AuctionId, now_ms: u64, window_ms: u64) -> Begin {
+    pub fn begin(&mut self, topic: &Topic, now_ms: u64, window_ms: u64) -> Begin {
         self.forget_idle(now_ms);
-        let lease = self.leases.entry(auction.clone()).or_default();
+        let lease = self.leases.entry(topic.clone()).or_default();
         let stale = now_ms
             >= lease
                 .started_ms
@@ -136,12 +136,12 @@ impl LeaseBook {
 
     pub fn record(
         &mut self,
-        auction: &AuctionId,
+        topic: &Topic,
         generation: u64,
         targets: u64,
         job_done: bool,
     ) -> Option<Finished> {
-        let lease = self.leases.get_mut(auction)?;
+        let lease = self.leases.get_mut(topic)?;
         if lease.generation != generation || lease.jobs == 0 {
             return None;
         }
@@ -156,8 +156,8 @@ impl LeaseBook {
         })
     }
 
-    pub fn close(&mut self, auction: &AuctionId, generation: u64, next_ms: u64) -> bool {
-        match self.leases.get_mut(auction) {
+    pub fn close(&mut self, topic: &Topic, generation: u64, next_ms: u64) -> bool {
+        match self.leases.get_mut(topic) {
             Some(lease) if lease.generation == generation && lease.jobs == 0 => {
                 lease.next_ms = next_ms;
                 lease.pending
@@ -166,8 +166,8 @@ impl LeaseBook {
         }
     }
 
-    pub fn release(&mut self, auction: &AuctionId, generation: u64) {
-        if let Some(lease) = self.leases.get_mut(auction) {
+    pub fn release(&mut self, topic: &Topic, generation: u64) {
+        if let Some(lease) = self.leases.get_mut(topic) {
             if lease.generation == generation {
                 lease.jobs = 0;
                 lease.next_ms = 0;
@@ -191,33 +191,33 @@ impl LeaseBook {
 pub struct InProcessLeases(Mutex<LeaseBook>);
 
 impl InProcessLeases {
-    pub fn lease(&self, auction: &AuctionId) -> Option<Lease> {
-        locked(&self.0).lease(auction)
+    pub fn lease(&self, topic: &Topic) -> Option<Lease> {
+        locked(&self.0).lease(topic)
     }
 }
 
 #[async_trait]
 impl PushLeases for InProcessLeases {
-    async fn begin(&self, auction: &AuctionId, now_ms: u64, window_ms: u64) -> Result<Begin> {
-        Ok(locked(&self.0).begin(auction, now_ms, window_ms))
+    async fn begin(&self, topic: &Topic, now_ms: u64, window_ms: u64) -> Result<Begin> {
+        Ok(locked(&self.0).begin(topic, now_ms, window_ms))
     }
 
     async fn record(
         &self,
-        auction: &AuctionId,
+        topic: &Topic,
         generation: u64,
         targets: u64,
         job_done: bool,
     ) -> Result<Option<Finished>> {
-        Ok(locked(&self.0).record(auction, generation, targets, job_done))
+        Ok(locked(&self.0).record(topic, generation, targets, job_done))
     }
 
-    async fn close(&self, auction: &AuctionId, generation: u64, next_ms: u64) -> Result<bool> {
-        Ok(locked(&self.0).close(auction, generation, next_ms))
+    async fn close(&self, topic: &Topic, generation: u64, next_ms: u64) -> Result<bool> {
+        Ok(locked(&self.0).close(topic, generation, next_ms))
     }
 
-    async fn release(&self, auction: &AuctionId, generation: u64) -> Result<()> {
-        locked(&self.0).release(auction, generation);
+    async fn release(&self, topic: &Topic, generation: u64) -> Result<()> {
+        locked(&self.0).release(topic, generation);
         Ok(())
     }
 }
@@ -225,7 +225,7 @@ impl PushLeases for InProcessLeases {
 /// The lease contract, for every adapter's tests: the same steps against any [`PushLeases`]
 /// (the in-process book here, DynamoDB Local in `wsdr-aws`). The first broken rule, if any.
 #[doc(hidden)]
-pub async fn check_contract(leases: &dyn PushLeases, auction: &AuctionId) -> Result<(), String> {
+pub async fn check_contract(leases: &dyn PushLeases, topic: &Topic) -> Result<(), String> {
     fn expect<T: PartialEq + std::fmt::Debug>(step: &str, got: T, want: T) -> Result<(), String> {
         if got == want {
             Ok(())
@@ -243,30 +243,30 @@ pub async fn check_contract(leases: &dyn PushLeases, auction: &AuctionId) -> Res
     let shards = u64::from(super::SUBSCRIBER_SHARDS);
     let g1 = started(
         "a first change starts a push",
-        leases.begin(auction, 1_000, 200).await,
+        leases.begin(topic, 1_000, 200).await,
     )?;
     expect(
         "a change while it is in flight is marked",
-        leases.begin(auction, 1_050, 200).await.map_err(e)?,
+        leases.begin(topic, 1_050, 200).await.map_err(e)?,
         Begin::Marked,
     )?;
     for shard in 0..shards - 1 {
-        let finished = leases.record(auction, g1, 10, true).await.map_err(e)?;
+        let finished = leases.record(topic, g1, 10, true).await.map_err(e)?;
         expect(&format!("job {shard} is not the last"), finished, None)?;
     }
     expect(
         "a continuation counts its posts, not a job",
-        leases.record(auction, g1, 5, false).await.map_err(e)?,
+        leases.record(topic, g1, 5, false).await.map_err(e)?,
         None,
     )?;
     expect(
         "another generation's record changes nothing",
-        leases.record(auction, g1 + 7, 99, true).await.map_err(e)?,
+        leases.record(topic, g1 + 7, 99, true).await.map_err(e)?,
         None,
     )?;
     expect(
         "the last job learns it was the last, with the push's totals",
-        leases.record(auction, g1, 10, true).await.map_err(e)?,
+        leases.record(topic, g1, 10, true).await.map_err(e)?,
         Some(Finished {
             started_ms: 1_000,
             audience: 10 * shards + 5,
@@ -274,55 +274,55 @@ pub async fn check_contract(leases: &dyn PushLeases, auction: &AuctionId) -> Res
     )?;
     expect(
         "a record after the last (a duplicate delivery) changes nothing",
-        leases.record(auction, g1, 10, true).await.map_err(e)?,
+        leases.record(topic, g1, 10, true).await.map_err(e)?,
         None,
     )?;
     expect(
         "the close learns that a change waits",
-        leases.close(auction, g1, 1_400).await.map_err(e)?,
+        leases.close(topic, g1, 1_400).await.map_err(e)?,
         true,
     )?;
     expect(
         "before the spacing ends: not yet, and when",
-        leases.begin(auction, 1_300, 200).await.map_err(e)?,
+        leases.begin(topic, 1_300, 200).await.map_err(e)?,
         Begin::NotBefore(1_400),
     )?;
     let g2 = started(
         "the trailing push starts once the spacing ends",
-        leases.begin(auction, 1_400, 200).await,
+        leases.begin(topic, 1_400, 200).await,
     )?;
     expect("generations grow", g2 > g1, true)?;
     expect(
         "a close of an old generation says nothing waits",
-        leases.close(auction, g1, 9_999).await.map_err(e)?,
+        leases.close(topic, g1, 9_999).await.map_err(e)?,
         false,
     )?;
     let stale = 1_400 + LEASE_STALE.as_millis() as u64;
     expect(
         "a lease in flight is not taken over before it is stale",
-        leases.begin(auction, stale - 1, 200).await.map_err(e)?,
+        leases.begin(topic, stale - 1, 200).await.map_err(e)?,
         Begin::Marked,
     )?;
     let g3 = started(
         "a stale lease is taken over",
-        leases.begin(auction, stale, 200).await,
+        leases.begin(topic, stale, 200).await,
     )?;
     expect("generations grow", g3 > g2, true)?;
     for _ in 0..shards {
         expect(
             "the old push's records no longer count",
-            leases.record(auction, g2, 1, true).await.map_err(e)?,
+            leases.record(topic, g2, 1, true).await.map_err(e)?,
             None,
         )?;
     }
-    leases.release(auction, g3).await.map_err(e)?;
+    leases.release(topic, g3).await.map_err(e)?;
     started(
         "a released lease is free at once",
-        leases.begin(auction, stale + 1, 200).await,
+        leases.begin(topic, stale + 1, 200).await,
     )?;
-    if let Ok(other) = AuctionId::new(format!("{auction}-other")) {
+    if let Ok(other) = Topic::parse(&format!("{topic}-other")) {
         started(
-            "another auction's lease is its own",
+            "another topic's lease is its own",
             leases.begin(&other, stale + 1, 200).await,
         )?;
     }
@@ -336,7 +336,7 @@ mod tests {
     #[tokio::test]
     async fn the_in_process_book_keeps_the_lease_contract() {
         let leases = InProcessLeases::default();
-        check_contract(&leases, &AuctionId::new("a1").unwrap())
+        check_contract(&leases, &Topic::parse("auction:a1").unwrap())
             .await
             .unwrap();
     }
@@ -344,7 +344,7 @@ mod tests {
     #[test]
     fn a_record_after_the_push_closed_or_with_no_lease_is_ignored() {
         let mut book = LeaseBook::default();
-        let a = AuctionId::new("a").unwrap();
+        let a = Topic::parse("auction:a").unwrap();
         assert_eq!(book.record(&a, 1, 5, true), None);
         assert!(!book.close(&a, 1, 10));
     }

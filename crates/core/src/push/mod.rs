@@ -1,4 +1,4 @@
-//! The push path: how an auction's changes reach its subscribers, off the bid's path.
+//! The push path: how a topic's changes reach its subscribers, off the bid's path.
 //!
 //! A bid is answered as soon as it is durable. Its push starts from the state table's stream
 //! (in AWS; the lab's change feed), which shows this Region's own summaries and the ones that
@@ -6,15 +6,15 @@
 //! reader only *starts* pushes; the posting is done by workers fed from a queue (SQS in AWS),
 //! so no invocation's work grows with the audience. Three rules keep the work bounded:
 //!
-//! - **One push in flight per auction, spaced** ([`PushLeases`]): a lease per auction says
+//! - **One push in flight per topic, spaced** ([`PushLeases`]): a lease per topic says
 //!   whether a push is in flight, when the next may start, and whether a change waits. A
 //!   change while a push is in flight is merged into one trailing push, started by the push's
-//!   last job; each push reads the auction's merged state when it starts: every subscriber
+//!   last job; each push reads the topic's merged state when it starts: every subscriber
 //!   gets the newest state, and never an older one than it had (clients merge pushes
-//!   element-wise by the `versions` they carry). Pushes of an auction start at most once per
+//!   element-wise by the `versions` they carry). Pushes of a topic start at most once per
 //!   *spacing*: its window (default 200 ms AWS), widened to `audience / budget` when the
 //!   audience needs it ([`Widening`]).
-//! - **Shards and pages** ([`PushJob`]): an auction's subscriptions live in
+//! - **Shards and pages** ([`PushJob`]): a topic's subscriptions live in
 //!   [`SUBSCRIBER_SHARDS`] shards (a stable hash of the connection id); a push is one job per
 //!   shard, and a job posts to at most one page of subscribers, handing the rest on as a
 //!   continuation through the queue.
@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::JoinSet;
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::Topic;
 
 mod lease;
 mod pusher;
@@ -43,19 +43,19 @@ pub use lease::{
 pub use pusher::{start_delay, PushPorts, Pusher, DRAIN_ROUNDS, DRAIN_WAIT_LIMIT};
 pub use queue::{LocalPushQueue, PushQueue, PushWork, START_DELAY_LIMIT};
 
-/// What the push path needs from the service it pushes for: the newest frame of an auction,
+/// What the push path needs from the service it pushes for: the newest frame of a topic,
 /// and the registry, notifier and fan-out settings its posts go through. The service
 /// implements it; the push path never names the service, so the two build in one direction
 /// (the service may build a push worker; the push path asks only this).
 #[async_trait::async_trait]
 pub trait PushSource: Send + Sync + 'static {
-    /// The frame a push posts for `auction`: its newest merged state.
-    async fn push_frame(&self, auction: &AuctionId) -> crate::Result<String>;
+    /// The frame a push posts for `topic`: its newest merged state.
+    async fn push_frame(&self, topic: &Topic) -> crate::Result<String>;
     /// A worker posting through the service's registry and notifier.
     fn push_worker(&self, settings: PushSettings) -> PushWorker;
 }
 
-/// Shards of one auction's subscriptions. A constant of the data model: a subscription's shard
+/// Shards of one topic's subscriptions. A constant of the data model: a subscription's shard
 /// is written with it, and readers must agree on the count.
 pub const SUBSCRIBER_SHARDS: u16 = 16;
 
@@ -74,7 +74,7 @@ pub fn shard_of(connection: &ConnectionId) -> u16 {
 /// `PushWorkers`, `PushPageSize`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PushSettings {
-    /// The shortest time between two pushes of one auction.
+    /// The shortest time between two pushes of one topic.
     pub window: Duration,
     /// `@connections` posts per second this Region's pushes may use: a share of the account's
     /// 10,000 requests per second, which every API of the account (the canary's probes,
@@ -98,7 +98,7 @@ impl Default for PushSettings {
 }
 
 impl PushSettings {
-    /// The spacing an auction with `audience` subscribers needs: its window, or the time its
+    /// The spacing a topic with `audience` subscribers needs: its window, or the time its
     /// audience takes at the budget, whichever is longer.
     pub fn spacing(&self, audience: usize) -> Duration {
         let at_budget = if self.budget_per_second > 0.0 {
@@ -110,13 +110,13 @@ impl PushSettings {
     }
 }
 
-/// How often, and by how much, the budget widened an auction's window.
+/// How often, and by how much, the budget widened a topic's window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Widening {
     /// Pushes that started at a spacing wider than the window.
     pub widened_pushes: u64,
-    /// The widest spacing any auction needed (AWS ms, as the conflator's clock runs).
+    /// The widest spacing any topic needed (AWS ms, as the conflator's clock runs).
     pub widest_spacing_ms: u64,
 }
 
@@ -124,11 +124,11 @@ pub struct Widening {
 /// most a page of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PushJob {
-    pub auction: AuctionId,
+    pub topic: Topic,
     pub shard: u16,
     /// The page starts after this connection id (`None`: from the shard's first).
     pub after: Option<ConnectionId>,
-    /// The `bidUpdate` frame, built once per push from the merged state when it started.
+    /// The push frame (`bidUpdate`, `update`), built once per push from the merged state when it started.
     pub frame: Arc<str>,
     /// When the push started (the pusher's clock, ms): no chunk of it posts a state read
     /// before then.
@@ -141,14 +141,14 @@ pub struct PushJob {
 impl PushJob {
     /// A push's jobs: one per shard.
     pub fn for_push(
-        auction: &AuctionId,
+        topic: &Topic,
         frame: Arc<str>,
         started_ms: u64,
         generation: u64,
     ) -> Vec<PushJob> {
         (0..SUBSCRIBER_SHARDS)
             .map(|shard| PushJob {
-                auction: auction.clone(),
+                topic: topic.clone(),
                 shard,
                 after: None,
                 frame: frame.clone(),
@@ -183,13 +183,13 @@ pub struct PushWorker {
     pub frames: Option<Arc<FrameSource>>,
 }
 
-/// The newest `bidUpdate` frame of each auction, read at most once per `max_age`: a chunk
+/// The newest push frame of each topic, read at most once per `max_age`: a chunk
 /// posted late in a long push carries the state of its own moment, not its push's start.
 pub struct FrameSource {
     service: Arc<dyn PushSource>,
     clock: Arc<dyn Clock>,
     max_age_ms: u64,
-    cache: Mutex<HashMap<AuctionId, (Arc<str>, u64)>>,
+    cache: Mutex<HashMap<Topic, (Arc<str>, u64)>>,
 }
 
 impl std::fmt::Debug for FrameSource {
@@ -215,31 +215,26 @@ impl FrameSource {
         }
     }
 
-    /// The auction's frame for a chunk of the push that started at `started_ms`: the cached
+    /// The topic's frame for a chunk of the push that started at `started_ms`: the cached
     /// one if it was read since the push started and is at most `max_age` old (a frame read
     /// before the push could miss the very change the push is for), else a fresh read;
     /// `fallback` (the push's own frame) if it cannot be read.
-    pub async fn frame(
-        &self,
-        auction: &AuctionId,
-        started_ms: u64,
-        fallback: &Arc<str>,
-    ) -> Arc<str> {
+    pub async fn frame(&self, topic: &Topic, started_ms: u64, fallback: &Arc<str>) -> Arc<str> {
         let now = self.clock.now_ms();
-        if let Some((frame, read_at)) = locked(&self.cache).get(auction) {
+        if let Some((frame, read_at)) = locked(&self.cache).get(topic) {
             if *read_at >= started_ms && now < read_at.saturating_add(self.max_age_ms) {
                 return frame.clone();
             }
         }
-        match self.service.push_frame(auction).await {
+        match self.service.push_frame(topic).await {
             Ok(frame) => {
                 let frame: Arc<str> = Arc::from(frame);
                 let mut cache = locked(&self.cache);
-                // Bounded: only auctions being pushed are cached; drop the rest when large.
+                // Bounded: only topics being pushed are cached; drop the rest when large.
                 if cache.len() > 10_000 {
                     cache.clear();
                 }
-                cache.insert(auction.clone(), (frame.clone(), now));
+                cache.insert(topic.clone(), (frame.clone(), now));
                 frame
             }
             Err(_) => fallback.clone(),
@@ -317,7 +312,7 @@ impl PushWorker {
         let page = self
             .connections
             .subscribers_page(
-                &job.auction,
+                &job.topic,
                 job.shard,
                 job.after.as_ref(),
                 self.settings.page.max(1),
@@ -346,7 +341,7 @@ impl PushWorker {
             // The frame first, then the schedule: the posts start at their admitted instant,
             // not a state read later (which would bunch them past the budget's second).
             let frame = match &self.frames {
-                Some(source) => source.frame(&job.auction, job.started_ms, &job.frame).await,
+                Some(source) => source.frame(&job.topic, job.started_ms, &job.frame).await,
                 None => job.frame.clone(),
             };
             self.pacer.admit(chunk.len()).await;
@@ -394,7 +389,7 @@ pub struct SubscriberPage {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PushTotals {
-    /// Pushes started (one per auction per spacing at most).
+    /// Pushes started (one per topic per spacing at most).
     pub pushes: u64,
     /// Changes seen (stream records of a summary, local or replicated).
     pub changes: u64,
@@ -412,7 +407,7 @@ pub struct PushTotals {
     pub failed_jobs: u64,
     /// Changes merged into a push already in flight (its last job starts a trailing one).
     pub merged: u64,
-    /// Starts put off to the queue, due when the auction's spacing ends (it ended past the
+    /// Starts put off to the queue, due when the topic's spacing ends (it ended past the
     /// wait limit: a worker starts the push then).
     pub deferred: u64,
     /// Pushes whose jobs could not be queued (the stream batch is retried for them).

@@ -18,12 +18,12 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::JoinSet;
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::Topic;
 
 /// Attempts of one start (each after waiting out a spacing) in one [`Pusher::drain`] at most.
 pub const DRAIN_ROUNDS: usize = 20;
 
-/// How long one start waits for an auction's spacing to pass, at most: a stream batch never
+/// How long one start waits for a topic's spacing to pass, at most: a stream batch never
 /// runs into the function's timeout and is retried for a push.
 pub const DRAIN_WAIT_LIMIT: Duration = Duration::from_secs(10);
 
@@ -58,7 +58,7 @@ pub struct Pusher {
     queue: Arc<dyn PushQueue>,
     /// The queue this pusher runs itself in [`Pusher::drain`], if it does.
     own_queue: Option<Arc<LocalPushQueue>>,
-    changed: Mutex<BTreeSet<AuctionId>>,
+    changed: Mutex<BTreeSet<Topic>>,
     totals: Mutex<PushTotals>,
 }
 
@@ -136,12 +136,12 @@ impl Pusher {
         self.worker.settings
     }
 
-    /// These auctions changed (one stream batch's, or one replicated write's).
-    pub fn changed<'a>(&self, auctions: impl IntoIterator<Item = &'a AuctionId>) {
+    /// These topics changed (one stream batch's, or one replicated write's).
+    pub fn changed<'a>(&self, topics: impl IntoIterator<Item = &'a Topic>) {
         let mut changed = locked(&self.changed);
         let mut totals = locked(&self.totals);
-        for auction in auctions {
-            changed.insert(auction.clone());
+        for topic in topics {
+            changed.insert(topic.clone());
             totals.changes += 1;
         }
     }
@@ -155,20 +155,20 @@ impl Pusher {
         locked(&self.totals).clone()
     }
 
-    /// Start a push of every auction that changed (waiting out a spacing up to
+    /// Start a push of every topic that changed (waiting out a spacing up to
     /// [`DRAIN_WAIT_LIMIT`]); a pusher built with [`Pusher::new`] then runs every job to the
-    /// end, continuations and trailing pushes included. Returns the auctions whose push
+    /// end, continuations and trailing pushes included. Returns the topics whose push
     /// started.
-    pub async fn drain(&self) -> Vec<AuctionId> {
+    pub async fn drain(&self) -> Vec<Topic> {
         let deadline = self
             .clock
             .now_ms()
             .saturating_add(DRAIN_WAIT_LIMIT.as_millis() as u64);
         let changed = std::mem::take(&mut *locked(&self.changed));
         let mut started = Vec::new();
-        for auction in changed {
-            if self.start_with_retries(&auction, deadline).await {
-                started.push(auction);
+        for topic in changed {
+            if self.start_with_retries(&topic, deadline).await {
+                started.push(topic);
             }
         }
         if let Some(queue) = self.own_queue.clone() {
@@ -178,17 +178,17 @@ impl Pusher {
     }
 
     /// One piece of work from the queue, as a worker runs it: a page ([`Pusher::run_job`]) or
-    /// a delayed start (put off again if the auction's spacing is still ahead). An error asks
+    /// a delayed start (put off again if the topic's spacing is still ahead). An error asks
     /// the queue to deliver the work again.
     pub async fn run(&self, work: &PushWork) -> crate::Result<()> {
         match work {
             PushWork::Page(job) => self.run_job(job).await,
-            PushWork::Start(auction) => {
+            PushWork::Start(topic) => {
                 let deadline = self
                     .clock
                     .now_ms()
                     .saturating_add(DRAIN_WAIT_LIMIT.as_millis() as u64);
-                self.start(auction, deadline).await.map(|_| ())
+                self.start(topic, deadline).await.map(|_| ())
             }
         }
     }
@@ -206,7 +206,7 @@ impl Pusher {
         self.after_job(job, outcome, deadline).await.map(|_| ())
     }
 
-    async fn run_own_jobs(&self, queue: &LocalPushQueue, deadline: u64) -> Vec<AuctionId> {
+    async fn run_own_jobs(&self, queue: &LocalPushQueue, deadline: u64) -> Vec<Topic> {
         let mut started = Vec::new();
         let workers = self.worker.settings.workers.max(1);
         let mut running = JoinSet::new();
@@ -220,9 +220,9 @@ impl Pusher {
                             (job, outcome)
                         });
                     }
-                    Some(PushWork::Start(auction)) => {
-                        if self.start_with_retries(&auction, deadline).await {
-                            started.push(auction);
+                    Some(PushWork::Start(topic)) => {
+                        if self.start_with_retries(&topic, deadline).await {
+                            started.push(topic);
                         }
                     }
                     None => break,
@@ -251,10 +251,10 @@ impl Pusher {
                 continue;
             };
             match self.after_job(&job, outcome, deadline).await {
-                Ok(Some(auction)) => started.push(auction),
+                Ok(Some(topic)) => started.push(topic),
                 Ok(None) => {}
                 Err(error) => {
-                    tracing::warn!(%error, auction_id = %job.auction, "push job not recorded");
+                    tracing::warn!(%error, topic = %job.topic, "push job not recorded");
                 }
             }
         }
@@ -268,7 +268,7 @@ impl Pusher {
         job: &PushJob,
         outcome: Result<JobOutcome, crate::Error>,
         deadline: u64,
-    ) -> crate::Result<Option<AuctionId>> {
+    ) -> crate::Result<Option<Topic>> {
         let outcome = match outcome {
             Ok(outcome) => {
                 let mut totals = locked(&self.totals);
@@ -283,7 +283,7 @@ impl Pusher {
             Err(error) => {
                 // Its subscribers wait for the next push (or their own heartbeat's resync);
                 // the job still ends, so that its push can.
-                tracing::warn!(%error, auction_id = %job.auction, shard = job.shard, "push job given up");
+                tracing::warn!(%error, topic = %job.topic, shard = job.shard, "push job given up");
                 locked(&self.totals).failed_jobs += 1;
                 JobOutcome::default()
             }
@@ -292,13 +292,13 @@ impl Pusher {
         if let Some(next) = outcome.next {
             self.queue.send(vec![next]).await?;
             self.leases
-                .record(&job.auction, job.generation, targets, false)
+                .record(&job.topic, job.generation, targets, false)
                 .await?;
             return Ok(None);
         }
         let Some(finished) = self
             .leases
-            .record(&job.auction, job.generation, targets, true)
+            .record(&job.topic, job.generation, targets, true)
             .await?
         else {
             return Ok(None);
@@ -318,7 +318,7 @@ impl Pusher {
             .saturating_add(spacing.as_millis() as u64);
         if !self
             .leases
-            .close(&job.auction, job.generation, next_ms)
+            .close(&job.topic, job.generation, next_ms)
             .await?
         {
             return Ok(None);
@@ -326,17 +326,17 @@ impl Pusher {
         // The lease is closed now: a redelivered job could not start the trailing push again,
         // so its start is retried here (and counted `unqueued` if it still fails).
         Ok(self
-            .start_with_retries(&job.auction, deadline)
+            .start_with_retries(&job.topic, deadline)
             .await
-            .then(|| job.auction.clone()))
+            .then(|| job.topic.clone()))
     }
 
     /// [`Pusher::start`], its failures retried a few times; a start that still fails is
     /// counted (`unqueued`). Whether the push started.
-    async fn start_with_retries(&self, auction: &AuctionId, deadline: u64) -> bool {
+    async fn start_with_retries(&self, topic: &Topic, deadline: u64) -> bool {
         let mut tries = 0;
         loop {
-            match self.start(auction, deadline).await {
+            match self.start(topic, deadline).await {
                 Ok(started) => return started,
                 Err(error) if tries < JOB_RETRIES && error.is_retryable() => {
                     self.worker
@@ -346,7 +346,7 @@ impl Pusher {
                     tries += 1;
                 }
                 Err(error) => {
-                    tracing::warn!(%error, auction_id = %auction, "push not started");
+                    tracing::warn!(%error, topic = %topic, "push not started");
                     locked(&self.totals).unqueued += 1;
                     return false;
                 }
@@ -354,21 +354,21 @@ impl Pusher {
         }
     }
 
-    /// Start one push of `auction` if its lease allows: read the merged state (the push then
+    /// Start one push of `topic` if its lease allows: read the merged state (the push then
     /// carries every change before it), take the lease, queue one job per shard. A push in
     /// flight is marked instead (its last job starts the trailing one); a spacing not yet over
     /// is waited out up to `deadline`. Whether this call started the push.
-    async fn start(&self, auction: &AuctionId, deadline: u64) -> crate::Result<bool> {
+    async fn start(&self, topic: &Topic, deadline: u64) -> crate::Result<bool> {
         let window_ms = self.worker.settings.window.as_millis() as u64;
         for _ in 0..DRAIN_ROUNDS {
-            let frame: Arc<str> = Arc::from(self.service.push_frame(auction).await?);
+            let frame: Arc<str> = Arc::from(self.service.push_frame(topic).await?);
             let now = self.clock.now_ms();
-            match self.leases.begin(auction, now, window_ms).await? {
+            match self.leases.begin(topic, now, window_ms).await? {
                 Begin::Started { generation } => {
-                    let jobs = PushJob::for_push(auction, frame, now, generation);
+                    let jobs = PushJob::for_push(topic, frame, now, generation);
                     if let Err(error) = self.queue.send(jobs).await {
-                        if let Err(release) = self.leases.release(auction, generation).await {
-                            tracing::warn!(%release, auction_id = %auction, "push lease not released: it is taken over once stale");
+                        if let Err(release) = self.leases.release(topic, generation).await {
+                            tracing::warn!(%release, topic = %topic, "push lease not released: it is taken over once stale");
                         }
                         return Err(error);
                     }
@@ -382,7 +382,7 @@ impl Pusher {
                 Begin::NotBefore(at) if at > deadline => {
                     // Waiting longer would hold the stream (or a worker) up: the start goes on
                     // the queue, due when the spacing ends.
-                    self.put_off(auction, at.saturating_sub(now)).await?;
+                    self.put_off(topic, at.saturating_sub(now)).await?;
                     return Ok(false);
                 }
                 Begin::NotBefore(at) => {
@@ -394,13 +394,13 @@ impl Pusher {
                 }
             }
         }
-        self.put_off(auction, window_ms).await?;
+        self.put_off(topic, window_ms).await?;
         Ok(false)
     }
 
-    /// Queue a start of `auction` in `wait_ms` (rounded up to whole seconds, as SQS delays).
-    async fn put_off(&self, auction: &AuctionId, wait_ms: u64) -> crate::Result<()> {
-        self.queue.send_start(auction, start_delay(wait_ms)).await?;
+    /// Queue a start of `topic` in `wait_ms` (rounded up to whole seconds, as SQS delays).
+    async fn put_off(&self, topic: &Topic, wait_ms: u64) -> crate::Result<()> {
+        self.queue.send_start(topic, start_delay(wait_ms)).await?;
         locked(&self.totals).deferred += 1;
         Ok(())
     }

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::Topic;
 
 /// The longest a queued start may be put off (SQS's `DelaySeconds` ends at 900). A start that
 /// runs while its spacing is still ahead is put off again.
@@ -20,9 +20,9 @@ pub const START_DELAY_LIMIT: Duration = Duration::from_secs(900);
 pub enum PushWork {
     /// One shard's page of a push.
     Page(PushJob),
-    /// Start a push of this auction (a change whose spacing ended after its reader could wait:
+    /// Start a push of this topic (a change whose spacing ended after its reader could wait:
     /// queued with a delay, so that no change is left without its push).
-    Start(AuctionId),
+    Start(Topic),
 }
 
 /// A queue of push work. Delivery is at least once; work may run twice.
@@ -30,9 +30,9 @@ pub enum PushWork {
 pub trait PushQueue: Send + Sync {
     async fn send(&self, jobs: Vec<PushJob>) -> Result<()>;
 
-    /// Start a push of `auction` after `delay` (whole seconds, at most
+    /// Start a push of `topic` after `delay` (whole seconds, at most
     /// [`START_DELAY_LIMIT`]: the callers round it so, as SQS takes it).
-    async fn send_start(&self, auction: &AuctionId, delay: Duration) -> Result<()>;
+    async fn send_start(&self, topic: &Topic, delay: Duration) -> Result<()>;
 }
 
 /// Work in memory, in order, for workers of the same process; a delayed start waits on the
@@ -48,8 +48,8 @@ pub struct LocalPushQueue {
 #[derive(Debug, Default)]
 struct Queued {
     ready: VecDeque<PushWork>,
-    /// Starts not yet due: (due at, ms on the queue's clock; auction).
-    delayed: Vec<(u64, AuctionId)>,
+    /// Starts not yet due: (due at, ms on the queue's clock; topic).
+    delayed: Vec<(u64, Topic)>,
 }
 
 impl LocalPushQueue {
@@ -69,8 +69,8 @@ impl LocalPushQueue {
         let mut i = 0;
         while i < work.delayed.len() {
             if work.delayed[i].0 <= now {
-                let (_, auction) = work.delayed.remove(i);
-                work.ready.push_back(PushWork::Start(auction));
+                let (_, topic) = work.delayed.remove(i);
+                work.ready.push_back(PushWork::Start(topic));
             } else {
                 i += 1;
             }
@@ -145,16 +145,16 @@ impl PushQueue for LocalPushQueue {
         Ok(())
     }
 
-    async fn send_start(&self, auction: &AuctionId, delay: Duration) -> Result<()> {
+    async fn send_start(&self, topic: &Topic, delay: Duration) -> Result<()> {
         if delay.is_zero() {
-            self.push([PushWork::Start(auction.clone())]);
+            self.push([PushWork::Start(topic.clone())]);
             return Ok(());
         }
         let due = self
             .clock
             .now_ms()
             .saturating_add(delay.min(START_DELAY_LIMIT).as_millis() as u64);
-        locked(&self.work).delayed.push((due, auction.clone()));
+        locked(&self.work).delayed.push((due, topic.clone()));
         // A worker waiting with nothing due learns of the new earliest instant.
         self.ready.notify_one();
         Ok(())
@@ -171,7 +171,7 @@ mod tests {
     #[test]
     fn work_handed_back_is_taken_again_after_what_was_ready() {
         let queue = LocalPushQueue::new(Arc::new(SystemClock), Arc::new(TokioPause));
-        let lot = |name: &str| AuctionId::new(name).expect("an auction id");
+        let lot = |name: &str| Topic::parse(&format!("auction:{name}")).expect("a topic");
         queue.push([PushWork::Start(lot("lot-1"))]);
         let taken = queue.try_next().expect("the ready start");
         queue.push([PushWork::Start(lot("lot-2"))]);

@@ -258,7 +258,7 @@ mod tests {
     }
 
     fn job() -> PushWork {
-        PushWork::Start(wsdr_protocol::AuctionId::new("lot-1").expect("an auction id"))
+        PushWork::Start(wsdr_protocol::Topic::parse("auction:lot-1").expect("a topic"))
     }
 
     /// Throttled for four minutes from the first receive: the queue before (visibility 180 s,

@@ -42,7 +42,7 @@ use tokio::time::Instant;
 use ws_handler::App;
 use wsdr_core::memory::MemoryConnections;
 use wsdr_core::{AuctionService, Clock};
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::Topic;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -170,7 +170,7 @@ struct Socket {
 pub struct Region {
     /// This Region's stream: the auction of every summary its table commits or replication
     /// applies, read by its pusher.
-    stream: mpsc::UnboundedSender<AuctionId>,
+    stream: mpsc::UnboundedSender<Topic>,
     /// The push jobs the Region's workers take (SQS in AWS).
     push_queue: Arc<wsdr_core::push::LocalPushQueue>,
     /// The queue's event source mapping: how many workers run at once, and their cold starts.
@@ -218,12 +218,14 @@ pub struct Region {
     connect_rate: Mutex<(f64, f64)>,
 }
 
-/// The auction a stream record names, if it is a summary or a ledger head (the template's
-/// stream filter: partition key `SUMMARY#`).
-fn stream_auction(change: &wsdr_core::items::Change) -> Option<AuctionId> {
+/// The topic a stream record names, if it is a summary or a ledger head (the template's
+/// stream filter: partition key `SUMMARY#`) of a topic this Region's service pushes.
+fn stream_topic(change: &wsdr_core::items::Change) -> Option<Topic> {
     match &change.item {
         wsdr_core::items::Item::Summary { topic, .. }
-        | wsdr_core::items::Item::Head { topic, .. } => wsdr_core::auction_store::auction_of(topic),
+        | wsdr_core::items::Item::Head { topic, .. } => wsdr_core::auction_store::auction_of(topic)
+            .is_some()
+            .then(|| topic.clone()),
         _ => None,
     }
 }
@@ -246,9 +248,9 @@ impl std::fmt::Debug for Region {
 
 impl Region {
     /// A write replicated into this Region: it enters this Region's stream, as a local
-    /// write does ([`stream_auction`]).
+    /// write does ([`stream_topic`]).
     pub fn on_replicated(&self, change: &wsdr_core::items::Change) {
-        if let Some(auction) = stream_auction(change) {
+        if let Some(auction) = stream_topic(change) {
             let _ = self.stream.send(auction);
         }
     }
@@ -275,14 +277,14 @@ impl Region {
     /// run as one long-lived reader).
     fn start_stream(
         &self,
-        mut changes: mpsc::UnboundedReceiver<AuctionId>,
+        mut changes: mpsc::UnboundedReceiver<Topic>,
         clock: crate::world::scale::ScaledClock,
     ) {
         let mut own = self.store.change_feed();
         let stream = self.stream.clone();
         self.owner.spawn(async move {
             while let Some(change) = own.recv().await {
-                if let Some(auction) = stream_auction(&change) {
+                if let Some(auction) = stream_topic(&change) {
                     if stream.send(auction).is_err() {
                         break;
                     }
