@@ -94,10 +94,15 @@ def test_state_table_is_a_global_table_with_both_replicas(template):
     assert props["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
     assert [k["AttributeName"] for k in props["KeySchema"]] == ["pk", "sk"]
     # A bidder's copies newest first: the table's sort key is bidId order, not time.
-    (by_time,) = props["GlobalSecondaryIndexes"]
+    (by_time, by_position) = props["GlobalSecondaryIndexes"]
     assert by_time["IndexName"] == "by-time"
     assert [(k["AttributeName"], k["KeyType"]) for k in by_time["KeySchema"]] == [("pk", "HASH"), ("at", "RANGE")]
     assert {"AttributeName": "at", "AttributeType": "N"} in props["AttributeDefinitions"]
+    # One log of a topic in position order: wsdr_aws::schema's LOG / POSITION.
+    assert by_position["IndexName"] == "by-position"
+    assert [(k["AttributeName"], k["KeyType"]) for k in by_position["KeySchema"]] == [("log", "HASH"), ("position", "RANGE")]
+    assert {"AttributeName": "log", "AttributeType": "S"} in props["AttributeDefinitions"]
+    assert {"AttributeName": "position", "AttributeType": "N"} in props["AttributeDefinitions"]
 
 
 def test_connections_table_has_ttl_and_the_shard_index(template):
@@ -332,6 +337,7 @@ def test_policies_are_scoped(template):
     state_arns = [r["Fn::Sub"] for r in state["Resource"]]
     assert state_arns[0].endswith("table/${StateTableName}")
     assert state_arns[1].endswith("table/${StateTableName}/index/by-time"), "getState's newest bids"
+    assert state_arns[2].endswith("table/${StateTableName}/index/by-position"), "getState's log since"
     assert not any("Scan" in a or "DeleteTable" in a for s in handler for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]]))
     for name in ("CanaryFunction", "PrimaryWatcherFunction"):
         records, put, read, key = _statements(res[name])

@@ -15,6 +15,14 @@ pub const SK: &str = "sk";
 /// State table: the GSI that lists one bidder's bid copies in one auction newest first
 /// (`pk` as the table's, sort key [`BID_AT`]); sparse: only bid copies carry `at`.
 pub const BY_TIME_INDEX: &str = "by-time";
+/// State table: the GSI that reads one log of a topic in position order (`getState` with
+/// `since`, a stream app's history): hash [`LOG`], range `position`.
+pub const BY_POSITION_INDEX: &str = "by-position";
+/// State table: the log an op copy is in, `<ns>#<topic>#<log>` (the accepting Region, or
+/// `global` for strong mode's head), only on copy items: the key of [`BY_POSITION_INDEX`].
+pub const LOG: &str = "log";
+/// State table: an op copy's position in its log (a number).
+pub const POSITION: &str = "position";
 /// State table: a bid copy's acceptance time (epoch ms, a number), sort key of
 /// [`BY_TIME_INDEX`].
 pub const BID_AT: &str = "at";
@@ -53,8 +61,20 @@ fn attribute(name: &str) -> Result<AttributeDefinition, wsdr_core::Error> {
         .map_err(|e| wsdr_core::Error::Internal(e.to_string()))
 }
 
-/// The global state table: `pk`/`sk`, on-demand, GSI `by-time` on `pk`/`at`.
+/// The global state table: `pk`/`sk`, on-demand, GSI `by-time` on `pk`/`at` and GSI
+/// `by-position` on `log`/`position` (as the template's).
 pub async fn create_state_table(client: &Client, name: &str) -> Result<(), wsdr_core::Error> {
+    let by_position = GlobalSecondaryIndex::builder()
+        .index_name(BY_POSITION_INDEX)
+        .key_schema(key(LOG, KeyType::Hash)?)
+        .key_schema(key(POSITION, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .map_err(|e| wsdr_core::Error::Internal(e.to_string()))?;
     let by_time = GlobalSecondaryIndex::builder()
         .index_name(BY_TIME_INDEX)
         .key_schema(key(PK, KeyType::Hash)?)
@@ -79,9 +99,18 @@ pub async fn create_state_table(client: &Client, name: &str) -> Result<(), wsdr_
                 .build()
                 .map_err(|e| wsdr_core::Error::Internal(e.to_string()))?,
         )
+        .attribute_definitions(attribute(LOG)?)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(POSITION)
+                .attribute_type(ScalarAttributeType::N)
+                .build()
+                .map_err(|e| wsdr_core::Error::Internal(e.to_string()))?,
+        )
         .key_schema(key(PK, KeyType::Hash)?)
         .key_schema(key(SK, KeyType::Range)?)
         .global_secondary_indexes(by_time)
+        .global_secondary_indexes(by_position)
         .send()
         .await
         .map_err(|e| classify(&e))?;

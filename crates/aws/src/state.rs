@@ -9,6 +9,9 @@
 //! | strong-mode head | `SUMMARY#<ns>#<topic>` | `LEDGER` | a summary's, and the newest op's as `last*` | any Region, conditionally |
 //!
 //! GSI `by-time` (`pk`, `at`) lists one author's copies newest first, whatever their op ids.
+//! GSI `by-position` (`log`, `position`) reads one log of a topic in position order: a copy's
+//! `log` is `<ns>#<topic>#<region>` for a Region's count (eventual mode), `<ns>#<topic>#global`
+//! for the head's (strong mode). Both are eventually consistent, on an MRSC table too.
 //!
 //! `<author>` is the `sub` with `%` and `#` percent-encoded, so a partition key names exactly
 //! one author. Every item written in two Regions is either identical in both (seeds) or has
@@ -30,7 +33,7 @@ use crate::keys::{
     author_segment, summary_of_keys, topic_of_meta_key, topic_of_ops_key, topic_segment, LEDGER_SK,
     OPS_PREFIX, SUMMARY_PREFIX, TOPIC_PREFIX,
 };
-use crate::schema::{BID_AT, BY_TIME_INDEX, PK, SK};
+use crate::schema::{BID_AT, BY_POSITION_INDEX, BY_TIME_INDEX, LOG, PK, POSITION, SK};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
@@ -366,7 +369,7 @@ fn put_op(item: &mut Item, prefix: &str, op: &StoredOp) -> Result<()> {
     item.insert(name("opId"), s(op.op_id.as_str()));
     item.insert(name("region"), s(op.region.clone()));
     item.insert(name(BID_AT), n(op.at));
-    item.insert(name("position"), n(op.position));
+    item.insert(name(POSITION), n(op.position));
     item.insert(name("digest"), s(op.digest.to_string()));
     item.insert(name("op"), json_text(&op.op, "op")?);
     Ok(())
@@ -381,19 +384,26 @@ fn get_op(item: &Item, prefix: &str, topic: &TopicKey) -> Result<StoredOp> {
         op_id: OpId::new(get_s(item, &field("opId"))?).map_err(|_| malformed(&field("opId")))?,
         region: get_s(item, &field("region"))?.to_owned(),
         at: get_n(item, &field(BID_AT))?,
-        position: get_n(item, &field("position"))?,
+        position: get_n(item, &field(POSITION))?,
         digest: Digest::parse(get_s(item, &field("digest"))?)
             .map_err(|_| malformed(&field("digest")))?,
         op: get_json(item, &field("op"))?,
     })
 }
 
-fn op_item(op: &StoredOp, write_id: &str) -> Result<Item> {
+/// The `log` attribute of a copy in `log` (a Region, or the head's [`wsdr_core::LEDGER`]).
+fn log_key(topic: &TopicKey, log: &str) -> String {
+    format!("{}#{log}", topic_segment(topic))
+}
+
+/// A copy item, in `log`: the accepting Region's (eventual mode) or the head's (strong mode).
+fn op_item(op: &StoredOp, write_id: &str, log: &str) -> Result<Item> {
     let mut item = Item::from([
         (PK.into(), s(ops_pk(&op.topic, &op.author))),
         (SK.into(), s(op_sk(op))),
         ("type".into(), s("op")),
         ("writeId".into(), s(write_id)),
+        (LOG.into(), s(log_key(&op.topic, log))),
     ]);
     put_op(&mut item, "", op)?;
     Ok(item)
@@ -453,7 +463,8 @@ fn parse_head(topic: &TopicKey, item: &Item) -> Result<StoredHead> {
 fn to_item(item: &StateItem) -> Result<Item> {
     match item {
         StateItem::Meta { topic, meta } => meta_item(topic, meta),
-        StateItem::Op { op, write_id } => op_item(op, write_id),
+        // Replicated by the lab into an eventual table: the copy is in its Region's log.
+        StateItem::Op { op, write_id } => op_item(op, write_id, &op.region),
         StateItem::Summary { topic, summary } => summary_item(topic, summary),
         StateItem::Head { topic, head } => head_item(topic, head),
     }
@@ -569,7 +580,7 @@ impl OpStore for DynamoStateStore {
     }
 
     async fn commit(&self, commit: &OpCommit) -> Result<CommitOutcome> {
-        let copy = op_item(&commit.copy, &commit.write_id)?;
+        let copy = op_item(&commit.copy, &commit.write_id, &commit.copy.region)?;
         let summary = summary_item(&commit.copy.topic, &commit.summary)?;
         let put_copy = Put::builder()
             .table_name(&self.table)
@@ -654,6 +665,56 @@ impl OpStore for DynamoStateStore {
         ops.truncate(limit);
         Ok(ops)
     }
+
+    async fn log_after(
+        &self,
+        topic: &TopicKey,
+        log: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredOp>> {
+        self.log_page(topic, log, after, limit).await
+    }
+}
+
+impl DynamoStateStore {
+    /// One page of a log from the `by-position` index: every item of it is a copy of `topic`
+    /// (the key names the topic), in position order.
+    async fn log_page(
+        &self,
+        topic: &TopicKey,
+        log: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredOp>> {
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(BY_POSITION_INDEX)
+            .key_condition_expression("#log = :log AND #position > :after")
+            .expression_attribute_names("#log", LOG)
+            .expression_attribute_names("#position", POSITION)
+            .expression_attribute_values(":log", s(log_key(topic, log)))
+            .expression_attribute_values(":after", n(after))
+            .limit(limit.clamp(1, 1000) as i32)
+            .into_paginator()
+            .send();
+        let mut ops = Vec::new();
+        while ops.len() < limit {
+            let Some(page) = pages.next().await else {
+                break;
+            };
+            let page = page.map_err(|e| self.fail(&e))?;
+            let got = page.items.unwrap_or_default();
+            self.io.read(got.len() as u64);
+            for item in &got {
+                ops.push(parse_op(topic, item)?);
+            }
+        }
+        ops.truncate(limit);
+        Ok(ops)
+    }
 }
 
 /// [`HeadStore`] on a DynamoDB multi-Region strongly consistent (MRSC) global table:
@@ -712,6 +773,16 @@ impl OpStore for DynamoLedgerStore {
         limit: usize,
     ) -> Result<Vec<StoredOp>> {
         self.0.newest_by_author(topic, author, limit).await
+    }
+
+    async fn log_after(
+        &self,
+        topic: &TopicKey,
+        log: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredOp>> {
+        self.0.log_page(topic, log, after, limit).await
     }
 }
 
@@ -778,7 +849,7 @@ impl HeadStore for DynamoLedgerStore {
             .client
             .put_item()
             .table_name(&self.0.table)
-            .set_item(Some(op_item(copy, write_id)?))
+            .set_item(Some(op_item(copy, write_id, wsdr_core::LEDGER)?))
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await;

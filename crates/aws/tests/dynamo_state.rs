@@ -788,3 +788,111 @@ async fn a_copy_holding_the_commits_own_write_id_is_that_commit() {
         .unwrap();
     assert_eq!(other, CommitOutcome::Exists(first));
 }
+
+/// A topic's log is read by position from the `by-position` index: one Region's copies (or,
+/// on a strong table, the head's), in position order, from a position on, never another
+/// topic's or another log's.
+#[tokio::test]
+async fn a_log_is_read_in_position_order_from_a_position_on() {
+    use serde_json::json;
+    use wsdr_core::{OpCommit, OpStore, StoredOp, StoredSummary, TopicKey, LEDGER};
+    use wsdr_protocol::{Digest, Namespace, OpId, TopicName};
+    let client = common::client();
+    let table = common::state_table(&client).await;
+    let store = DynamoStateStore::new(client.clone(), &table);
+    let room = |name: &str| {
+        TopicKey::new(
+            Namespace::new("chat").unwrap(),
+            TopicName::new(name).unwrap(),
+        )
+    };
+    let post = |topic: &TopicKey, region: &str, position: u64| {
+        let op = json!({ "kind": "post", "text": format!("{region} {position}") });
+        StoredOp {
+            topic: topic.clone(),
+            author: UserId::new(["ann", "bo"][position as usize % 2]).unwrap(),
+            op_id: OpId::new(format!("post-{region}-{position:04}")).unwrap(),
+            region: region.into(),
+            at: 1_700_000_000_000 + position,
+            position,
+            digest: Digest::of(&op).unwrap(),
+            op,
+        }
+    };
+    let commit = |copy: StoredOp| OpCommit {
+        write_id: token(&format!("{}-{}", copy.region, copy.position)),
+        expected_accepted: copy.position - 1,
+        summary: StoredSummary {
+            region: copy.region.clone(),
+            accepted: copy.position,
+            app: json!({}),
+        },
+        copy,
+    };
+    let (lamps, other) = (room("lamps"), room("lamps-2"));
+    // Written out of order, as replication may deliver them.
+    for position in [3, 1, 5, 2, 4] {
+        store
+            .put_as_replicated(&wsdr_core::items::Item::Op {
+                op: post(&lamps, "us-east-1", position),
+                write_id: token("replicated"),
+            })
+            .await
+            .unwrap();
+    }
+    for position in [1, 2] {
+        store
+            .commit(&commit(post(&lamps, "us-west-2", position)))
+            .await
+            .unwrap();
+    }
+    store
+        .commit(&commit(post(&other, "us-east-1", 1)))
+        .await
+        .unwrap();
+    let positions = |ops: Vec<StoredOp>| -> Vec<(String, u64)> {
+        ops.into_iter().map(|o| (o.region, o.position)).collect()
+    };
+    let east = |p: u64| ("us-east-1".to_owned(), p);
+    assert_eq!(
+        positions(store.log_after(&lamps, "us-east-1", 0, 100).await.unwrap()),
+        [east(1), east(2), east(3), east(4), east(5)]
+    );
+    assert_eq!(
+        positions(store.log_after(&lamps, "us-east-1", 2, 2).await.unwrap()),
+        [east(3), east(4)],
+        "from a position on, at most the limit"
+    );
+    assert_eq!(
+        store.log_after(&lamps, "us-west-2", 0, 10).await.unwrap(),
+        vec![post(&lamps, "us-west-2", 1), post(&lamps, "us-west-2", 2)],
+        "read back whole"
+    );
+    assert!(store
+        .log_after(&lamps, "us-east-1", 5, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .log_after(&lamps, "eu-west-1", 0, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    // Strong mode: the head's copies are one log, whichever Region accepted each.
+    let ledger = DynamoStateStore::new(client.clone(), &table).strongly_consistent();
+    let strong = room("strong");
+    for (region, position) in [("us-west-2", 2), ("us-east-1", 1)] {
+        wsdr_core::HeadStore::settle(&ledger, &post(&strong, region, position), "w")
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        positions(ledger.log_after(&strong, LEDGER, 0, 10).await.unwrap()),
+        [east(1), ("us-west-2".to_owned(), 2)]
+    );
+    assert!(ledger
+        .log_after(&strong, "us-east-1", 0, 10)
+        .await
+        .unwrap()
+        .is_empty());
+}

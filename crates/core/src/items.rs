@@ -38,6 +38,33 @@ pub struct StoredOp {
     pub op: Json,
 }
 
+impl StoredOp {
+    /// Whether this copy is in `log` ([`crate::ports::OpStore::log_after`]): the head's log
+    /// ([`crate::model::LEDGER`], strong mode) holds every copy of the topic; a Region's log the
+    /// copies that Region accepted.
+    pub fn in_log(&self, log: &str) -> bool {
+        log == crate::model::LEDGER || self.region == log
+    }
+}
+
+/// One page of a log from the copies a store holds: those of `log` past `after`, in position
+/// order, at most `limit` (the stores that hold their items in memory answer
+/// [`crate::ports::OpStore::log_after`] with it).
+pub fn log_page(
+    ops: impl IntoIterator<Item = StoredOp>,
+    log: &str,
+    after: u64,
+    limit: usize,
+) -> Vec<StoredOp> {
+    let mut page: Vec<StoredOp> = ops
+        .into_iter()
+        .filter(|op| op.in_log(log) && op.position > after)
+        .collect();
+    page.sort_by(|a, b| (a.position, &a.region).cmp(&(b.position, &b.region)));
+    page.truncate(limit);
+    page
+}
+
 /// One Region's summary of a topic: how many ops it accepted and the app's fold of them.
 /// Only its own Region writes it (conditionally on `accepted`, in the same transaction as the
 /// op's copy), so replication only ever delivers newer versions of it.
@@ -162,5 +189,53 @@ impl Change {
     /// Whether this version replaces `other` ([`last_writer_wins`]).
     pub fn newer_than(&self, other: &Change) -> bool {
         last_writer_wins(self.stamp(), other.stamp())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy(region: &str, position: u64) -> StoredOp {
+        let op = serde_json::json!({ "n": position });
+        StoredOp {
+            topic: TopicKey::parse("chat:r").unwrap(),
+            author: UserId::new("ann").unwrap(),
+            op_id: OpId::new(format!("op-{region}-{position:04}")).unwrap(),
+            region: region.into(),
+            at: position,
+            position,
+            digest: Digest::of(&op).unwrap(),
+            op,
+        }
+    }
+
+    #[test]
+    fn a_log_page_is_one_logs_copies_past_a_position_in_order() {
+        let held = [
+            copy("b", 2),
+            copy("a", 4),
+            copy("a", 1),
+            copy("a", 3),
+            copy("b", 1),
+        ];
+        let page = |log: &str, after: u64, limit: usize| -> Vec<(String, u64)> {
+            log_page(held.clone(), log, after, limit)
+                .into_iter()
+                .map(|c| (c.region, c.position))
+                .collect()
+        };
+        let a = |p: u64| ("a".to_owned(), p);
+        let b = |p: u64| ("b".to_owned(), p);
+        assert_eq!(page("a", 0, 10), [a(1), a(3), a(4)], "a gap stays a gap");
+        assert_eq!(
+            page("a", 1, 1),
+            [a(3)],
+            "past the position, at most the limit"
+        );
+        assert_eq!(page("a", 4, 10), []);
+        assert_eq!(page("b", 1, 10), [b(2)]);
+        // The head's log holds every copy, by the head's positions.
+        assert_eq!(page(crate::model::LEDGER, 1, 10), [b(2), a(3), a(4)]);
     }
 }

@@ -260,6 +260,22 @@ impl OpStore for MemoryStateStore {
         ops.truncate(limit);
         Ok(ops)
     }
+
+    async fn log_after(
+        &self,
+        topic: &TopicKey,
+        log: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredOp>> {
+        self.check_outage()?;
+        Ok(crate::items::log_page(
+            self.all_ops(topic),
+            log,
+            after,
+            limit,
+        ))
+    }
 }
 
 #[async_trait]

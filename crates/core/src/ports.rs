@@ -82,6 +82,20 @@ pub trait OpStore: Send + Sync {
         author: &UserId,
         limit: usize,
     ) -> Result<Vec<StoredOp>>;
+    /// One log of the topic from a position on: the copies this store holds whose `position`
+    /// is past `after`, in position order, at most `limit`. A log is one count of accepted
+    /// ops: a Region's (`log` is the Region: the copies it accepted, positioned by its
+    /// summary) or, in strong mode, the head's ([`crate::model::LEDGER`]: every copy,
+    /// positioned by the head). Replication delivers copies one by one in no order, so the
+    /// answer can skip a position whose copy has not arrived (or never will): callers
+    /// compare positions, never count items.
+    async fn log_after(
+        &self,
+        topic: &TopicKey,
+        log: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredOp>>;
 }
 
 /// An op store on a multi-Region strongly consistent table (DynamoDB MRSC): every read is

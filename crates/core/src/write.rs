@@ -748,6 +748,15 @@ mod tests {
         ) -> crate::Result<Vec<StoredOp>> {
             self.0.newest_by_author(t, a, l).await
         }
+        async fn log_after(
+            &self,
+            t: &TopicKey,
+            log: &str,
+            after: u64,
+            l: usize,
+        ) -> crate::Result<Vec<StoredOp>> {
+            self.0.log_after(t, log, after, l).await
+        }
     }
 
     /// The largest draw every time, so the pauses are their bounds less one.

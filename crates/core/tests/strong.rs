@@ -95,6 +95,16 @@ impl OpStore for RegionView {
         self.gate().await?;
         self.table.newest_by_author(topic, author, limit).await
     }
+    async fn log_after(
+        &self,
+        topic: &TopicKey,
+        log: &str,
+        after: u64,
+        limit: usize,
+    ) -> wsdr_core::Result<Vec<StoredOp>> {
+        self.gate().await?;
+        self.table.log_after(topic, log, after, limit).await
+    }
 }
 
 #[async_trait]

@@ -498,6 +498,19 @@ impl OpStore for MrscMember {
             .newest_by_author(topic, author, limit)
             .await
     }
+
+    /// Read from the table itself: an MRSC table's index is read eventually consistent in
+    /// AWS, so this is kinder (docs/LAB.md).
+    async fn log_after(
+        &self,
+        topic: &TopicKey,
+        log: &str,
+        after: u64,
+        limit: usize,
+    ) -> wsdr_core::Result<Vec<StoredOp>> {
+        self.cluster.read(self.index).await?;
+        self.cluster.table.log_after(topic, log, after, limit).await
+    }
 }
 
 #[async_trait]

@@ -252,6 +252,16 @@ impl OpStore for DynamoReplica {
     ) -> wsdr_core::Result<Vec<StoredOp>> {
         self.store.newest_by_author(topic, author, limit).await
     }
+
+    async fn log_after(
+        &self,
+        topic: &TopicKey,
+        log: &str,
+        after: u64,
+        limit: usize,
+    ) -> wsdr_core::Result<Vec<StoredOp>> {
+        self.store.log_after(topic, log, after, limit).await
+    }
 }
 
 #[cfg(feature = "dynamodb")]
@@ -496,6 +506,17 @@ impl<T: ReplicaStore + ?Sized> OpStore for FaultyStore<T> {
     ) -> wsdr_core::Result<Vec<StoredOp>> {
         self.check().await?;
         self.inner.newest_by_author(topic, author, limit).await
+    }
+
+    async fn log_after(
+        &self,
+        topic: &TopicKey,
+        log: &str,
+        after: u64,
+        limit: usize,
+    ) -> wsdr_core::Result<Vec<StoredOp>> {
+        self.check().await?;
+        self.inner.log_after(topic, log, after, limit).await
     }
 }
 
