@@ -30,6 +30,10 @@ for domain in wsdr-protocol wsdr-core; do
   forbid "$domain" "^$aws" "the domain knows nothing of AWS"
 done
 forbid wsdr-client "^($aws|wsdr-core )" "the client speaks the protocol only"
+# Apps ride the kit; the kit never depends on an app, and an app knows nothing of AWS (the
+# kit's adapters store its values).
+forbid wsdr-core '^wsdr-chat ' "the kit depends on no app"
+forbid wsdr-chat "^$aws" "an app knows nothing of AWS"
 # The authorizer, which every reconnecting user meets in a failover storm, starts without
 # the SDK: its keys come through wsdr-secrets (one request signed by AWS's own signer,
 # aws-sigv4, and the types it signs with), which links no SDK client, configuration loader or
@@ -52,15 +56,15 @@ if found="$(grep -rnE 'crate::service|AuctionService' $machinery)"; then
   sed 's/^/  /' <<<"$found"
   status=1
 fi
-# The kit's items and write path are every app's: they never name the auction (the auction is
-# one app on them, in auction_store.rs).
-kit='crates/core/src/items.rs crates/core/src/write.rs'
+# The kit's items, write and read paths and its service for any app's topics are every app's:
+# they never name the auction (the auction is one app on them, in auction_store.rs).
+kit='crates/core/src/items.rs crates/core/src/write.rs crates/core/src/read.rs crates/core/src/topics.rs'
 # shellcheck disable=SC2086
 if found="$(grep -nE 'auction_store|crate::service|Auction[A-Za-z]*|Bid(Id|Record|Reason|Commit)|Amount' $kit)"; then
-  echo "the kit's items or write path name the auction:"
+  echo "the kit's items, write and read paths or topic service name the auction:"
   sed 's/^/  /' <<<"$found"
   status=1
 fi
-[ "$status" -eq 0 ] && echo "crate rules: the domain links no AWS crate, the client neither domain nor AWS, the authorizer no SDK, no Lambda the fakes or the lab, the machinery never the service, the kit's items and write path never the auction"
+[ "$status" -eq 0 ] && echo "crate rules: the domain links no AWS crate, the client neither domain nor AWS, the authorizer no SDK, no Lambda the fakes or the lab, the machinery never the service, the kit's items, write and read paths and topic service never the auction, the kit no app crate, an app crate no AWS crate"
 scripts/check-lambda-deps.sh || status=1
 exit $status

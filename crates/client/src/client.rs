@@ -1327,7 +1327,10 @@ impl Runner {
             outgoing.push(Step::Send(self.state_request(auction_id)));
         }
         if self.config.auctions.is_empty() {
-            outgoing.push(Step::Send(ClientMessage::Heartbeat { auction_id: None }));
+            outgoing.push(Step::Send(ClientMessage::Heartbeat {
+                auction_id: None,
+                topic: None,
+            }));
         }
         let max_age = match self.config.offline_bids {
             OfflineBids::Queue { max_age, .. } => max_age,
@@ -1591,6 +1594,10 @@ impl Runner {
             ServerMessage::WriteResult { op_id, .. } => {
                 tracing::debug!(%op_id, "writeResult for a write this client did not send");
             }
+            // Other apps' frames: this client reads no topic but the auction's.
+            ServerMessage::TopicState { topic, .. } | ServerMessage::TopicUpdate { topic, .. } => {
+                tracing::debug!(%topic, "a topic frame this client did not ask for");
+            }
         }
     }
 
@@ -1616,7 +1623,10 @@ impl Runner {
         let auction_id =
             (!auctions.is_empty()).then(|| auctions[self.heartbeats_sent % auctions.len()].clone());
         self.heartbeats_sent = self.heartbeats_sent.wrapping_add(1);
-        ClientMessage::Heartbeat { auction_id }
+        ClientMessage::Heartbeat {
+            auction_id,
+            topic: None,
+        }
     }
 
     /// A pong's version vector for a watched auction: if the Region has seen bids this

@@ -62,7 +62,14 @@ pub async fn next_message(
 
 /// A heartbeat and its pong: the Region that answered.
 pub async fn heartbeat(ws: &mut WsStream, deadline: Instant) -> Result<String, ExchangeError> {
-    send(ws, &ClientMessage::Heartbeat { auction_id: None }).await?;
+    send(
+        ws,
+        &ClientMessage::Heartbeat {
+            auction_id: None,
+            topic: None,
+        },
+    )
+    .await?;
     match next_message(ws, deadline).await? {
         ServerMessage::Pong { region, .. } => Ok(region),
         other => Err(ExchangeError::WrongReply(describe(&other))),

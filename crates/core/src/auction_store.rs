@@ -278,6 +278,44 @@ impl App for AuctionApp {
     }
 }
 
+/// The auction on the kit's envelope (`write` and `getState` naming `auction:<id>`): the same
+/// bids, a view that is the `state` frame's `auction`.
+impl crate::topics::TopicApp for AuctionApp {
+    fn namespace(&self) -> Namespace {
+        Namespace::auction()
+    }
+
+    fn parse_op(&self, op: &Json) -> std::result::Result<Amount, wsdr_protocol::ProtocolError> {
+        amount_of(op)
+    }
+
+    fn meta(&self, topic: &TopicKey, stored: &Json) -> Result<Auction> {
+        let auction = auction_of(topic).ok_or_else(|| malformed("topic"))?;
+        auction_from_meta(&auction, stored)
+    }
+
+    fn reject_code(&self, reason: BidReason) -> &'static str {
+        match reason {
+            // The envelope's names for the kit's own refusals.
+            BidReason::UnknownAuction => BidReason::UnknownTopic.as_str(),
+            BidReason::BidIdReused => BidReason::OpIdReused.as_str(),
+            reason => reason.as_str(),
+        }
+    }
+
+    fn view(&self, auction: &Auction, seen: &[(StoredSummary, Option<BidRecord>)]) -> Json {
+        let summaries: Vec<RegionSummary> = seen
+            .iter()
+            .map(|(stored, high)| RegionSummary {
+                region: stored.region.clone(),
+                accepted: stored.accepted,
+                high: high.clone(),
+            })
+            .collect();
+        serde_json::to_value(AuctionSnapshot::merge(&summaries).view(auction)).unwrap_or_default()
+    }
+}
+
 /// One bid to record, as [`StateStore::commit_bid`] takes it: this Region's copy of the bid
 /// and this Region's next summary, written together or not at all ([`OpCommit`] in bids).
 #[derive(Debug, Clone, PartialEq, Eq)]

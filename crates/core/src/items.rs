@@ -39,6 +39,56 @@ pub struct StoredOp {
 }
 
 impl StoredOp {
+    /// The copy as JSON, for an app whose summary carries an op whole (a chat room's newest
+    /// message): every field but the topic, which the summary's key names.
+    pub fn to_json(&self) -> Json {
+        serde_json::json!({
+            "author": self.author.as_str(),
+            "opId": self.op_id.as_str(),
+            "region": self.region,
+            "at": self.at,
+            "position": self.position,
+            "digest": self.digest.to_string(),
+            "op": self.op,
+        })
+    }
+
+    /// A copy of `topic` read back from [`StoredOp::to_json`]; an error names the field that
+    /// is missing or malformed. The digest must be the op's: a carried op is not trusted more
+    /// than a copy.
+    pub fn from_json(topic: &TopicKey, value: &Json) -> crate::Result<Self> {
+        let malformed = |field: &str| {
+            crate::Error::Internal(format!("carried op has a missing or malformed `{field}`"))
+        };
+        let text = |field: &str| {
+            value
+                .get(field)
+                .and_then(Json::as_str)
+                .ok_or_else(|| malformed(field))
+        };
+        let number = |field: &str| {
+            value
+                .get(field)
+                .and_then(Json::as_u64)
+                .ok_or_else(|| malformed(field))
+        };
+        let op = value.get("op").cloned().ok_or_else(|| malformed("op"))?;
+        let digest = Digest::parse(text("digest")?).map_err(|_| malformed("digest"))?;
+        if Digest::of(&op).ok() != Some(digest) {
+            return Err(malformed("digest"));
+        }
+        Ok(Self {
+            topic: topic.clone(),
+            author: UserId::new(text("author")?).map_err(|_| malformed("author"))?,
+            op_id: OpId::new(text("opId")?).map_err(|_| malformed("opId"))?,
+            region: text("region")?.to_owned(),
+            at: number("at")?,
+            position: number("position")?,
+            digest,
+            op,
+        })
+    }
+
     /// Whether this copy is in `log` ([`crate::ports::OpStore::log_after`]): the head's log
     /// ([`crate::model::LEDGER`], strong mode) holds every copy of the topic; a Region's log the
     /// copies that Region accepted.
@@ -207,6 +257,24 @@ mod tests {
             position,
             digest: Digest::of(&op).unwrap(),
             op,
+        }
+    }
+
+    #[test]
+    fn a_carried_copy_reads_back_whole_and_a_corrupt_one_is_refused() {
+        let held = copy("a", 7);
+        let topic = held.topic.clone();
+        assert_eq!(StoredOp::from_json(&topic, &held.to_json()).unwrap(), held);
+        let mut bent = held.to_json();
+        bent["op"] = serde_json::json!({ "n": 8 });
+        assert!(
+            StoredOp::from_json(&topic, &bent).is_err(),
+            "digest of another op"
+        );
+        for field in ["author", "opId", "region", "at", "position", "digest", "op"] {
+            let mut missing = held.to_json();
+            missing.as_object_mut().unwrap().remove(field);
+            assert!(StoredOp::from_json(&topic, &missing).is_err(), "{field}");
         }
     }
 

@@ -26,6 +26,7 @@ pub mod ports;
 pub mod push;
 pub mod read;
 mod service;
+pub mod topics;
 pub mod verdict;
 pub mod write;
 

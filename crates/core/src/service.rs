@@ -9,13 +9,15 @@ use crate::model::{
 };
 use crate::ports::{Census, Clock, Connections, HeadStore, Notifier, OpStore};
 use crate::read::Reader;
+use crate::topics::{AppService, Apps, TopicService};
 use crate::write::{Write, Writer, Written};
 use crate::Result;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wsdr_protocol::{
-    limits, Amount, AuctionId, BidId, BidStatus, ClientMessage, ErrorCode, OpId, ProtocolError,
-    ServerMessage, SettledBidView, SettledCopyView, Topic, Versions, YouView,
+    limits, Amount, AuctionId, BidId, BidStatus, ClientMessage, ErrorCode, Namespace, OpId,
+    ProtocolError, ServerMessage, SettledBidView, SettledCopyView, Topic, TopicName, Versions,
+    YouView,
 };
 
 /// What became of a bid on the kit's write path, before it is answered in a `bidResult` or
@@ -154,6 +156,10 @@ pub struct AuctionService {
     writer: Writer<AuctionApp>,
     /// The kit's read path, with the auction's summaries.
     reader: Reader<AuctionApp>,
+    /// The auction on the kit's envelope (`write`, `getState` naming a topic).
+    topics: AppService<AuctionApp>,
+    /// Every other app of the deployment, by namespace: frames naming their topics go to them.
+    apps: Apps,
     /// Retry pauses, fan-out jitter and write ids.
     entropy: Arc<dyn crate::ports::Entropy>,
 }
@@ -187,8 +193,19 @@ impl AuctionService {
             entropy.clone(),
             fanout.pause.clone(),
         );
+        let topics = AppService::new(
+            AuctionApp,
+            store.clone(),
+            connections.clone(),
+            clock.clone(),
+            region.clone(),
+        )
+        .with_entropy(entropy.clone())
+        .with_pause(fanout.pause.clone());
         Self {
             reader: Reader::regional(Arc::new(AuctionApp), store.clone()),
+            topics,
+            apps: Apps::default(),
             store,
             connections,
             notifier,
@@ -206,6 +223,7 @@ impl AuctionService {
     pub fn with_entropy(mut self, entropy: Arc<dyn crate::ports::Entropy>) -> Self {
         self.fanout.jitter = entropy.clone();
         self.writer = self.writer.with_entropy(entropy.clone());
+        self.topics = self.topics.with_entropy(entropy.clone());
         self.entropy = entropy;
         self
     }
@@ -233,8 +251,39 @@ impl AuctionService {
         // (the summaries query returns the head's summary, and the head's newest bid is its
         // high bid, which that summary carries whole); for an app whose newest op is not
         // carried, only the head's reader holds it (read.rs's tests).
-        service.reader = Reader::on_head(Arc::new(AuctionApp), store);
+        service.reader = Reader::on_head(Arc::new(AuctionApp), store.clone());
+        service.topics = AppService::strong(
+            AuctionApp,
+            store,
+            service.connections.clone(),
+            service.clock.clone(),
+            service.region.clone(),
+        )
+        .with_entropy(service.entropy.clone())
+        .with_pause(service.fanout.pause.clone());
         service
+    }
+
+    /// Serve `apps` beside the auction: frames naming their topics (`write`, `getState` and
+    /// heartbeats with a `topic`) and their pushes go to the app of the topic's namespace.
+    pub fn with_apps(mut self, apps: Apps) -> Self {
+        self.apps = apps;
+        self
+    }
+
+    /// The service of a topic's namespace: the auction's own, or another app's.
+    fn topic_service(&self, topic: &Topic) -> Option<&dyn TopicService> {
+        if topic.namespace == Namespace::auction() {
+            Some(&self.topics)
+        } else {
+            self.apps.get(topic).map(|service| service.as_ref())
+        }
+    }
+
+    /// Whether a topic is one this deployment serves (its namespace is an app's): the push
+    /// path starts pushes of those only.
+    pub fn serves(&self, topic: &Topic) -> bool {
+        self.topic_service(topic).is_some()
     }
 
     pub fn consistency(&self) -> Consistency {
@@ -299,6 +348,11 @@ impl AuctionService {
 
     /// Auctions to create, if missing, the first time one is asked for.
     pub fn with_seed_auctions(mut self, seeds: Vec<Auction>) -> Self {
+        self.topics = self.topics.with_seeds(
+            seeds
+                .iter()
+                .map(|a| (TopicName::from(&a.id), crate::auction_store::meta_of(a))),
+        );
         self.seeds = Arc::new(seeds);
         self
     }
@@ -330,6 +384,7 @@ impl AuctionService {
     /// Wait retry pauses and fan-out backoff with `pause` (default: tokio's clock).
     pub fn with_pause(mut self, pause: Arc<dyn crate::ports::Pause>) -> Self {
         self.writer = self.writer.with_pause(pause.clone());
+        self.topics = self.topics.with_pause(pause.clone());
         self.fanout.pause = pause;
         self
     }
@@ -402,9 +457,26 @@ impl AuctionService {
         message: ClientMessage,
     ) -> Result<Reply> {
         match (message, caller) {
-            (ClientMessage::Heartbeat { auction_id }, _) => {
+            (
+                ClientMessage::Heartbeat {
+                    topic: Some(topic), ..
+                },
+                _,
+            ) => Ok(Reply::only(self.heartbeat_on_topic(topic).await)),
+            (ClientMessage::Heartbeat { auction_id, .. }, _) => {
                 Ok(Reply::only(self.heartbeat_watching(auction_id).await))
             }
+            (
+                ClientMessage::GetTopic {
+                    topic,
+                    op_ids,
+                    since,
+                },
+                caller,
+            ) => self
+                .topic_state(connection, caller, &topic, &op_ids, since.as_ref())
+                .await
+                .map(Reply::only),
             (
                 ClientMessage::GetState {
                     auction_id,
@@ -431,47 +503,84 @@ impl AuctionService {
                 Ok(self.bid_result(&bid_id, Err(BidReason::Forbidden)))
             }
             (ClientMessage::Write { topic, op_id, op }, caller) => {
-                Ok(Reply::only(self.write(caller, &topic, &op_id, &op).await))
+                Ok(Reply::only(match self.topic_service(&topic) {
+                    Some(service) => service.write(caller, &topic, &op_id, &op).await,
+                    None => ServerMessage::WriteResult {
+                        op_id,
+                        status: BidStatus::Rejected,
+                        reason: Some(BidReason::UnknownTopic.as_str().to_owned()),
+                        region: self.region.clone(),
+                    },
+                }))
             }
         }
     }
 
-    /// `write`, the kit's envelope, for the auction's topics: `auction:<auctionId>` with the
-    /// op `{"amount": n}` is exactly a bid (the same path, the same copies: a `bid` and a
-    /// `write` with one id are one op). Any other namespace is no topic of this deployment.
-    async fn write(
+    /// `getState` naming a topic (any app's, the auction's included): the app's answer,
+    /// with this Region's herd hint.
+    async fn topic_state(
         &self,
+        connection: &ConnectionId,
         caller: &Principal,
         topic: &Topic,
-        op_id: &OpId,
-        op: &serde_json::Value,
-    ) -> ServerMessage {
-        let answer = |status, reason: Option<&str>| ServerMessage::WriteResult {
-            op_id: op_id.clone(),
-            status,
-            reason: reason.map(str::to_owned),
+        op_ids: &[OpId],
+        since: Option<&Versions>,
+    ) -> Result<ServerMessage> {
+        let Some(service) = self.topic_service(topic) else {
+            return Ok(self.error_frame(&ProtocolError::new(
+                ErrorCode::InvalidField,
+                format!("no app of this deployment has the topic `{topic}`"),
+            )));
+        };
+        let (state, herd) = tokio::join!(
+            service.state(connection, caller, topic, op_ids, since),
+            self.herd_window_ms(),
+        );
+        Ok(match state? {
+            ServerMessage::TopicState {
+                region,
+                topic,
+                versions,
+                view,
+                ops,
+                complete,
+                you,
+                ..
+            } => ServerMessage::TopicState {
+                region,
+                topic,
+                versions,
+                view,
+                ops,
+                complete,
+                you,
+                herd_window_ms: herd,
+            },
+            other => other,
+        })
+    }
+
+    /// `heartbeat` naming a topic: a pong with that topic's versions (without them if the
+    /// read fails or no app has the topic: the pong is a liveness answer first).
+    async fn heartbeat_on_topic(&self, topic: Topic) -> ServerMessage {
+        let (herd_window_ms, versions) = tokio::join!(self.herd_window_ms(), async {
+            let service = self.topic_service(&topic)?;
+            match service.versions(&topic).await {
+                Ok(versions) => Some(versions),
+                Err(error) => {
+                    tracing::warn!(%error, %topic, "pong without versions: summaries unreadable");
+                    None
+                }
+            }
+        });
+        ServerMessage::Pong {
             region: self.region.clone(),
-        };
-        let Some(auction_id) = crate::auction_store::auction_of(topic) else {
-            return answer(BidStatus::Rejected, Some(BidReason::UnknownTopic.as_str()));
-        };
-        let Principal::User(user) = caller else {
-            tracing::warn!(user = %caller.subject(), %op_id, "a probe identity tried to write: refused");
-            return answer(BidStatus::Rejected, Some(BidReason::Forbidden.as_str()));
-        };
-        let amount = match crate::auction_store::amount_of(op) {
-            Ok(amount) => amount,
-            Err(error) => return self.error_frame(&error),
-        };
-        let Ok(bid_id) = BidId::new(op_id.as_str()) else {
-            // An op id is a bid id by the same rules; kept total all the same.
-            return answer(BidStatus::Rejected, Some(BidReason::BidIdReused.as_str()));
-        };
-        let (status, reason) = self
-            .place(user, &auction_id, amount, &bid_id)
-            .await
-            .answer(BidReason::UnknownTopic, BidReason::OpIdReused);
-        answer(status, reason)
+            ts: self.clock.now_ms(),
+            herd_window_ms,
+            auction_id: None,
+            topic: versions.as_ref().map(|_| topic),
+            versions,
+        }
     }
 
     /// The error frame for a protocol error, in this Region.
@@ -507,6 +616,7 @@ impl AuctionService {
             ts: self.clock.now_ms(),
             herd_window_ms,
             auction_id: versions.as_ref().and(auction_id),
+            topic: None,
             versions,
         }
     }
@@ -796,11 +906,18 @@ fn settled_view(bid_id: &BidId, copies: &[BidRecord]) -> SettledBidView {
 
 #[async_trait::async_trait]
 impl crate::push::PushSource for AuctionService {
+    /// The auction's topics push `bidUpdate` (what its clients read); another app's, its
+    /// `topicUpdate`.
     async fn push_frame(&self, topic: &Topic) -> Result<String> {
-        let auction = crate::auction_store::auction_of(topic).ok_or_else(|| {
-            crate::Error::Internal(format!("`{topic}` is no topic of the auction"))
-        })?;
-        AuctionService::push_frame(self, &auction).await
+        if let Some(auction) = crate::auction_store::auction_of(topic) {
+            return AuctionService::push_frame(self, &auction).await;
+        }
+        match self.apps.get(topic) {
+            Some(service) => service.push_frame(topic).await,
+            None => Err(crate::Error::Internal(format!(
+                "a push of `{topic}`, which no app of this deployment has"
+            ))),
+        }
     }
 
     fn push_worker(&self, settings: crate::push::PushSettings) -> crate::push::PushWorker {

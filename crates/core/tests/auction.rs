@@ -313,6 +313,7 @@ async fn heartbeat_answers_pong_with_region_and_time() {
             ts: T0,
             herd_window_ms: None,
             auction_id: None,
+            topic: None,
             versions: None,
         }
     );

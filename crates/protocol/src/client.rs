@@ -2,7 +2,8 @@
 
 use crate::error::{ErrorCode, ProtocolError};
 use crate::ids::{Amount, AuctionId, BidId, OpId, Topic};
-use crate::limits::{MAX_MESSAGE_BYTES, MAX_NESTING_DEPTH, SETTLE_BIDS_MAX};
+use crate::limits::{MAX_MESSAGE_BYTES, MAX_NESTING_DEPTH, MAX_SINCE_LOGS, SETTLE_BIDS_MAX};
+use crate::server::Versions;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -15,10 +16,14 @@ pub enum ClientMessage {
     /// Application-level liveness probe; answered with `pong`. With `auctionId` (the
     /// auction the client watches), the pong carries that auction's version vector, so a
     /// client whose view fell behind (a lost or reordered push) resyncs within one heartbeat.
+    /// With `topic` instead (any app's), the pong carries that topic's versions; a heartbeat
+    /// names one or the other, never both.
     #[serde(rename_all = "camelCase")]
     Heartbeat {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         auction_id: Option<AuctionId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        topic: Option<Topic>,
     },
     /// Ask for the current state of an auction and of the caller's own bids in it. `bidIds`
     /// (at most [`SETTLE_BIDS_MAX`]) names bids the client is unsure of: the answer says for
@@ -28,6 +33,20 @@ pub enum ClientMessage {
         auction_id: AuctionId,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         bid_ids: Vec<BidId>,
+    },
+    /// Ask for a topic of any app (the kit's envelope; `getState{auctionId}` is the auction's
+    /// alias): its view, the caller's own ops, a point read of each of `opIds` (at most
+    /// [`SETTLE_BIDS_MAX`]) to settle them, and, for an app whose every op counts (a chat
+    /// room), its ops: those past `since` (each log's position the client holds), or the
+    /// newest ones without it. Answered with `topicState`. Sent on the `getState` route: the
+    /// frame is told apart by `topic`.
+    #[serde(rename = "getState", rename_all = "camelCase")]
+    GetTopic {
+        topic: Topic,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        op_ids: Vec<OpId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since: Option<Versions>,
     },
     /// Place a bid. `bid_id` is made by the client and makes the bid idempotent.
     #[serde(rename_all = "camelCase")]
@@ -53,7 +72,7 @@ impl ClientMessage {
     pub fn action(&self) -> &'static str {
         match self {
             ClientMessage::Heartbeat { .. } => "heartbeat",
-            ClientMessage::GetState { .. } => "getState",
+            ClientMessage::GetState { .. } | ClientMessage::GetTopic { .. } => "getState",
             ClientMessage::Bid { .. } => "bid",
             ClientMessage::Write { .. } => "write",
         }
@@ -109,9 +128,22 @@ pub fn parse_client_message(bytes: &[u8]) -> Result<ClientMessage, ProtocolError
         Some(_) => return Err(ProtocolError::invalid_field("`action` must be a string")),
     };
     match action {
-        "heartbeat" => Ok(ClientMessage::Heartbeat {
-            auction_id: object.optional_auction_id()?,
-        }),
+        "heartbeat" => {
+            object.one_of("auctionId", "topic")?;
+            Ok(ClientMessage::Heartbeat {
+                auction_id: object.optional_auction_id()?,
+                topic: object.optional_topic()?,
+            })
+        }
+        "getState" if object.present("topic") => {
+            object.one_of("auctionId", "topic")?;
+            object.one_of("bidIds", "topic")?;
+            Ok(ClientMessage::GetTopic {
+                topic: Topic::parse(object.string("topic")?)?,
+                op_ids: object.op_ids()?,
+                since: object.since()?,
+            })
+        }
         "getState" => Ok(ClientMessage::GetState {
             auction_id: object.auction_id()?,
             bid_ids: object.bid_ids()?,
@@ -213,37 +245,100 @@ impl TopLevel {
         }
     }
 
+    /// Whether `key` is given (`null` counts as absent).
+    fn present(&self, key: &str) -> bool {
+        !matches!(self.get(key), None | Some(Value::Null))
+    }
+
+    /// At most one of two fields that name the same thing two ways.
+    fn one_of(&self, a: &str, b: &str) -> Result<(), ProtocolError> {
+        if self.present(a) && self.present(b) {
+            return Err(ProtocolError::invalid_field(format!(
+                "give `{a}` or `{b}`, not both"
+            )));
+        }
+        Ok(())
+    }
+
+    /// `topic` if present (a heartbeat's watched topic).
+    fn optional_topic(&self) -> Result<Option<Topic>, ProtocolError> {
+        if !self.present("topic") {
+            return Ok(None);
+        }
+        Topic::parse(self.string("topic")?).map(Some)
+    }
+
     /// `bidIds`: absent or an array of at most [`SETTLE_BIDS_MAX`] valid bidIds; repeats
     /// are folded (each is one point read on the server).
     fn bid_ids(&self) -> Result<Vec<BidId>, ProtocolError> {
-        let items = match self.get("bidIds") {
+        self.ids("bidIds", "bids", |id| BidId::new(id))
+    }
+
+    /// `opIds`: as `bidIds`, for any app's ops.
+    fn op_ids(&self) -> Result<Vec<OpId>, ProtocolError> {
+        self.ids("opIds", "ops", |id| OpId::new(id))
+    }
+
+    /// An array of at most [`SETTLE_BIDS_MAX`] ids under `key`, repeats folded.
+    fn ids<T: PartialEq>(
+        &self,
+        key: &str,
+        what: &str,
+        parse: impl Fn(&str) -> Result<T, ProtocolError>,
+    ) -> Result<Vec<T>, ProtocolError> {
+        let not_ids = || ProtocolError::invalid_field(format!("`{key}` must be an array of ids"));
+        let items = match self.get(key) {
             None | Some(Value::Null) => return Ok(Vec::new()),
             Some(Value::Array(items)) => items,
-            Some(_) => {
-                return Err(ProtocolError::invalid_field(
-                    "`bidIds` must be an array of bidIds",
-                ))
-            }
+            Some(_) => return Err(not_ids()),
         };
         if items.len() > SETTLE_BIDS_MAX {
             return Err(ProtocolError::invalid_field(format!(
-                "`bidIds` names {} bids; at most {SETTLE_BIDS_MAX} per getState",
+                "`{key}` names {} {what}; at most {SETTLE_BIDS_MAX} per getState",
                 items.len()
             )));
         }
-        let mut ids: Vec<BidId> = Vec::with_capacity(items.len());
+        let mut ids: Vec<T> = Vec::with_capacity(items.len());
         for item in items {
             let Value::String(text) = item else {
-                return Err(ProtocolError::invalid_field(
-                    "`bidIds` must be an array of bidIds",
-                ));
+                return Err(not_ids());
             };
-            let id = BidId::new(text)?;
+            let id = parse(text)?;
             if !ids.contains(&id) {
                 ids.push(id);
             }
         }
         Ok(ids)
+    }
+
+    /// `since`: absent, or an object of log names (Regions) to positions, at most
+    /// [`MAX_SINCE_LOGS`] of them.
+    fn since(&self) -> Result<Option<Versions>, ProtocolError> {
+        let not_positions = || {
+            ProtocolError::invalid_field(
+                "`since` must be an object of Region names to positions (integers >= 0)",
+            )
+        };
+        let fields = match self.get("since") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Object(fields)) => fields,
+            Some(_) => return Err(not_positions()),
+        };
+        if fields.len() > MAX_SINCE_LOGS {
+            return Err(ProtocolError::invalid_field(format!(
+                "`since` names {} logs; at most {MAX_SINCE_LOGS}",
+                fields.len()
+            )));
+        }
+        let mut since = Versions::new();
+        for (log, position) in fields {
+            if log.is_empty() || log.len() > 64 || log.chars().any(char::is_control) {
+                return Err(not_positions());
+            }
+            let position = position.as_u64().ok_or_else(not_positions)?;
+            since.insert(log.clone(), position);
+        }
+        Ok(Some(since))
     }
 
     /// `op`: any JSON value with a canonical form (the digest both sides take of it).

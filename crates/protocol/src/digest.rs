@@ -73,6 +73,19 @@ impl std::fmt::Display for Digest {
     }
 }
 
+impl serde::Serialize for Digest {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Digest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let hex = String::deserialize(d)?;
+        Digest::parse(&hex).map_err(serde::de::Error::custom)
+    }
+}
+
 /// The digest of a bid's op, `{"amount": n}` (its canonical form, written out: an amount is a
 /// safe integer by [`crate::limits::MAX_AMOUNT`]).
 pub fn bid_digest(amount: crate::Amount) -> Digest {

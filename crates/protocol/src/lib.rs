@@ -19,6 +19,7 @@ pub use error::{ErrorCode, ProtocolError};
 pub use ids::{Amount, AuctionId, BidId, Namespace, OpId, Topic, TopicName};
 pub use server::{
     dominates, higher_bid, merge_versions, minimum_next_bid, parse_server_frame, AuctionView,
-    BidStatus, HighBidView, LastBidView, OwnBidView, ServerFrame, ServerMessage, SettledBidView,
-    SettledCopyView, Versions, YouView, GATEWAY_INTERNAL_ERROR,
+    BidStatus, HighBidView, LastBidView, OpView, OwnBidView, ServerFrame, ServerMessage,
+    SettledBidView, SettledCopyView, SettledOpCopyView, SettledOpView, TopicYouView, Versions,
+    WriteStatus, YouView, GATEWAY_INTERNAL_ERROR,
 };

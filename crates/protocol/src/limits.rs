@@ -30,3 +30,7 @@ pub const SETTLE_BIDS_MAX: usize = 32;
 /// admits canary-issuer tokens only with it and user-issuer tokens only without it, so a
 /// subject names exactly one principal across both issuers.
 pub const PROBE_SUBJECT_PREFIX: &str = "canary:";
+
+/// The most logs (Regions, or strong mode's one) a `getState`'s `since` may name: a deployment
+/// has two or three Regions; the rest is room for Regions added later.
+pub const MAX_SINCE_LOGS: usize = 8;

@@ -1,7 +1,8 @@
 //! Server to client frames. Every frame names the Region that served it.
 
+use crate::digest::Digest;
 use crate::error::{ErrorCode, ProtocolError};
-use crate::ids::{Amount, AuctionId, BidId, OpId};
+use crate::ids::{Amount, AuctionId, BidId, OpId, Topic};
 use serde::{Deserialize, Serialize};
 
 /// The `message` API Gateway sends, on a socket it keeps open, when the Lambda integration
@@ -155,6 +156,61 @@ pub struct YouView {
     pub settled: Vec<SettledBidView>,
 }
 
+/// One op of any app as a Region holds it: one Region's copy (in a `topicState` or a
+/// `topicUpdate`). Copies of one op (its author's op id) accepted in two Regions are two
+/// entries, one per Region: a client shows the op once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpView {
+    pub author: String,
+    pub op_id: OpId,
+    /// The Region that accepted this copy.
+    pub region: String,
+    /// The copy's place in its log: the count of `log` with it (a Region's, or strong mode's
+    /// `global`); gapless per log as written.
+    pub position: u64,
+    /// The log the position is in (a key of `versions`).
+    pub log: String,
+    /// Milliseconds since the Unix epoch at which the accepting Region took it.
+    pub at: u64,
+    pub digest: Digest,
+    pub op: serde_json::Value,
+}
+
+/// The caller's part of a `topicState`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopicYouView {
+    pub user_id: String,
+    /// The caller's newest ops in the topic this Region holds (copies), newest first.
+    #[serde(default)]
+    pub ops: Vec<OpView>,
+    /// The answer for each op id the `getState` named (`opIds`), in that order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<SettledOpView>,
+}
+
+/// Whether one op the client asked about stands, by a point read of its copies: it stands
+/// with the client's payload when a copy has the digest the client computed of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SettledOpView {
+    pub op_id: OpId,
+    /// The serving Region holds a copy (false is final in strong mode only).
+    pub stands: bool,
+    /// Each copy it holds: its Region and the digest of its payload.
+    #[serde(default)]
+    pub copies: Vec<SettledOpCopyView>,
+}
+
+/// One copy of a settled op.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SettledOpCopyView {
+    pub region: String,
+    pub digest: Digest,
+}
+
 /// Whether one bid the client asked about stands, by a point read of its copies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -215,6 +271,9 @@ pub enum BidStatus {
     Redirect,
 }
 
+/// A `writeResult`'s status: the statuses of a bid's answer, for any app's op.
+pub type WriteStatus = BidStatus;
+
 /// A frame the server sends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
@@ -232,8 +291,45 @@ pub enum ServerMessage {
         /// this Region sees it: a client whose view does not dominate it resyncs.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         auction_id: Option<AuctionId>,
+        /// The topic the heartbeat named (`topic`), echoed with its version vector.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        topic: Option<Topic>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         versions: Option<Versions>,
+    },
+    /// The answer to `getState` naming a `topic` (any app's): the topic as this Region holds
+    /// it. `view` is the app's (a function of every Region's summary); `ops` are the ops of a
+    /// topic whose every op counts (a chat room): past the `since` the client sent, or the
+    /// newest ones; empty for a topic that shows its latest state only (the auction).
+    /// `complete` is false when `ops` leave a hole: a log this Region counts further than the
+    /// copies it holds (replication delivers items in no order; a Region lost for good may
+    /// never deliver them) or more ops than one answer carries; ask again from the
+    /// positions held (`since`), and tell the user of a gap that stays.
+    #[serde(rename_all = "camelCase")]
+    TopicState {
+        region: String,
+        topic: Topic,
+        versions: Versions,
+        view: serde_json::Value,
+        #[serde(default)]
+        ops: Vec<OpView>,
+        complete: bool,
+        you: TopicYouView,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        herd_window_ms: Option<u64>,
+    },
+    /// Pushed to a topic's subscribers when any Region's summary of it changed (the
+    /// `topicState` fields without `you`): the view and, for a topic whose every op counts,
+    /// each log's newest ops. A client that sees a position it lacks below them asks
+    /// `getState` with `since`.
+    #[serde(rename_all = "camelCase")]
+    TopicUpdate {
+        region: String,
+        topic: Topic,
+        versions: Versions,
+        view: serde_json::Value,
+        #[serde(default)]
+        ops: Vec<OpView>,
     },
     #[serde(rename_all = "camelCase")]
     State {
@@ -260,7 +356,7 @@ pub enum ServerMessage {
     #[serde(rename_all = "camelCase")]
     WriteResult {
         op_id: OpId,
-        status: BidStatus,
+        status: WriteStatus,
         reason: Option<String>,
         region: String,
     },
@@ -313,6 +409,8 @@ impl ServerMessage {
     pub fn region(&self) -> &str {
         match self {
             ServerMessage::Pong { region, .. }
+            | ServerMessage::TopicState { region, .. }
+            | ServerMessage::TopicUpdate { region, .. }
             | ServerMessage::State { region, .. }
             | ServerMessage::BidResult { region, .. }
             | ServerMessage::WriteResult { region, .. }
@@ -327,7 +425,9 @@ impl ServerMessage {
     pub fn is_unsolicited(&self) -> bool {
         matches!(
             self,
-            ServerMessage::BidUpdate { .. } | ServerMessage::MoveTo { .. }
+            ServerMessage::BidUpdate { .. }
+                | ServerMessage::TopicUpdate { .. }
+                | ServerMessage::MoveTo { .. }
         )
     }
 

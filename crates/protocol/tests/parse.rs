@@ -26,7 +26,10 @@ fn hostile_frames_give_documented_error_codes() {
 fn valid_frames_parse_to_messages() {
     assert_eq!(
         parse_client_message(br#"{"action":"heartbeat"}"#).unwrap(),
-        ClientMessage::Heartbeat { auction_id: None }
+        ClientMessage::Heartbeat {
+            auction_id: None,
+            topic: None,
+        }
     );
     let state =
         parse_client_message(br#" {"action":"getState","auctionId":"lot-42:a.b"} "#).unwrap();
@@ -59,7 +62,10 @@ fn message_at_the_size_limit_is_accepted() {
     assert_eq!(frame.len(), MAX_MESSAGE_BYTES);
     assert_eq!(
         parse_client_message(&frame).unwrap(),
-        ClientMessage::Heartbeat { auction_id: None }
+        ClientMessage::Heartbeat {
+            auction_id: None,
+            topic: None,
+        }
     );
     frame.insert(frame.len() - 2, b'x');
     assert_eq!(
@@ -114,6 +120,7 @@ fn server_frames_parse_ours_and_gateway_errors() {
             ts: 5,
             herd_window_ms: None,
             auction_id: None,
+            topic: None,
             versions: None,
         })
     );

@@ -6,7 +6,9 @@ use wsdr_aws::{
     ApiGatewayNotifier, DynamoConnections, DynamoPushLeases, DynamoStateStore, SdkConfig,
     SqsPushQueue,
 };
+use wsdr_chat::Chat;
 use wsdr_core::push::{PushPorts, Pusher};
+use wsdr_core::topics::{AppService, Apps};
 use wsdr_core::{AuctionService, FanoutConfig, HerdHint, SystemClock, TokioPause};
 
 /// Build the handler on DynamoDB and API Gateway: clients built once per cold start, then
@@ -21,29 +23,54 @@ pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error
     ));
     let notifier = Arc::new(ApiGatewayNotifier::new(sdk, &config.callback_url));
     let clock = Arc::new(SystemClock);
-    // The table's mode fixes the service's: only a strongly consistent table keeps a ledger.
-    let service = match config.consistency {
-        wsdr_core::Consistency::Eventual => AuctionService::new(
-            Arc::new(state),
-            connections,
-            notifier,
-            clock,
-            &config.region_label,
-        ),
-        wsdr_core::Consistency::Strong => AuctionService::strong(
-            Arc::new(state.strongly_consistent()),
-            connections,
-            notifier,
-            clock,
-            &config.region_label,
-        ),
-    }
-    .with_fanout(FanoutConfig {
-        concurrency: config.fanout_concurrency,
-        ..FanoutConfig::default()
-    })
-    // Created on first use, not here: a cold start makes no network call.
-    .with_seed_auctions(config.seed_auctions.clone());
+    // The table's mode fixes the services': only a strongly consistent table keeps a head.
+    let chat =
+        Chat::in_namespace(
+            Chat::namespace().map_err(|e| wsdr_lambda::env::EnvError::Invalid {
+                name: "chat namespace",
+                reason: e.message,
+            })?,
+        );
+    let rooms = config
+        .seed_rooms
+        .iter()
+        .map(|(name, room)| (name.clone(), room.to_json()));
+    let (service, chat) = match config.consistency {
+        wsdr_core::Consistency::Eventual => {
+            let state = Arc::new(state);
+            (
+                AuctionService::new(
+                    state.clone(),
+                    connections.clone(),
+                    notifier,
+                    clock.clone(),
+                    &config.region_label,
+                ),
+                AppService::new(chat, state, connections, clock, &config.region_label),
+            )
+        }
+        wsdr_core::Consistency::Strong => {
+            let state = Arc::new(state.strongly_consistent());
+            (
+                AuctionService::strong(
+                    state.clone(),
+                    connections.clone(),
+                    notifier,
+                    clock.clone(),
+                    &config.region_label,
+                ),
+                AppService::strong(chat, state, connections, clock, &config.region_label),
+            )
+        }
+    };
+    let service = service
+        .with_apps(Apps::default().with(Arc::new(chat.with_seeds(rooms))))
+        .with_fanout(FanoutConfig {
+            concurrency: config.fanout_concurrency,
+            ..FanoutConfig::default()
+        })
+        // Created on first use, not here: a cold start makes no network call.
+        .with_seed_auctions(config.seed_auctions.clone());
     let service = match config.herd_hint_quota_per_s {
         Some(quota) => service.with_herd_hint(HerdHint {
             destination_quota_per_s: quota,

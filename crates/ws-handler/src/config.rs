@@ -1,9 +1,10 @@
 use crate::Error;
 use serde::Deserialize;
 use std::time::Duration;
+use wsdr_chat::Room;
 use wsdr_core::Auction;
 use wsdr_lambda::env::EnvError;
-use wsdr_protocol::{Amount, AuctionId};
+use wsdr_protocol::{Amount, AuctionId, TopicName};
 
 /// Everything the handler reads from its environment, read once at cold start.
 #[derive(Debug, Clone)]
@@ -26,6 +27,10 @@ pub struct Config {
     /// `SEED_AUCTIONS` (default none): JSON array of auctions created, if absent, the first
     /// time one is asked for (never at cold start).
     pub seed_auctions: Vec<Auction>,
+    /// `SEED_ROOMS` (default none): JSON array of chat rooms (`{"name", "title", "maxChars"}`)
+    /// created, if absent, the first time one is asked for. The chat app serves every
+    /// deployment; a room that is neither seeded nor created is `unknown_topic`.
+    pub seed_rooms: Vec<(TopicName, Room)>,
     /// `HERD_HINT_QUOTA_PER_SECOND` (default 0 = off): the other Region's new-connection
     /// quota. When set, `state` and `pong` replies advertise the herd window: this Region's
     /// connection census (taken every minute by the evacuator) over this quota.
@@ -46,6 +51,20 @@ pub struct Config {
     /// the stream's reader forwards the primary's verdict changes that say fail over, for
     /// the evacuator.
     pub fast_failover_queue_url: Option<String>,
+}
+
+/// One entry of `SEED_ROOMS`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeedRoom {
+    pub name: TopicName,
+    pub title: String,
+    #[serde(default = "five_hundred")]
+    pub max_chars: usize,
+}
+
+fn five_hundred() -> usize {
+    500
 }
 
 /// One entry of `SEED_AUCTIONS`.
@@ -117,6 +136,25 @@ impl Config {
                 .map(Auction::from)
                 .collect(),
         };
+        let seed_rooms = match env.get("SEED_ROOMS").filter(|v| !v.trim().is_empty()) {
+            None => Vec::new(),
+            Some(json) => serde_json::from_str::<Vec<SeedRoom>>(&json)
+                .map_err(|e| EnvError::Invalid {
+                    name: "SEED_ROOMS",
+                    reason: e.to_string(),
+                })?
+                .into_iter()
+                .map(|room| {
+                    (
+                        room.name,
+                        Room {
+                            title: room.title,
+                            max_chars: room.max_chars,
+                        },
+                    )
+                })
+                .collect(),
+        };
         Ok(Self {
             state_table: env.required("STATE_TABLE")?,
             connections_table: env.required("CONNECTIONS_TABLE")?,
@@ -126,6 +164,7 @@ impl Config {
             connection_ttl: Duration::from_secs(env.number("CONNECTION_TTL_SECONDS", 9_000)?),
             subprotocol: env.get("SUBPROTOCOL").unwrap_or_else(|| "wsdr".into()),
             seed_auctions,
+            seed_rooms,
             herd_hint_quota_per_s: match env.number("HERD_HINT_QUOTA_PER_SECOND", 0)? {
                 0 => None,
                 quota => Some(quota as f64),

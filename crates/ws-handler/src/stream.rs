@@ -26,14 +26,10 @@ use aws_lambda_events::streams::DynamoDbEventResponse;
 use serde_json::Value;
 use wsdr_protocol::Topic;
 
-/// The auction of every summary item (or ledger head) a stream batch's records touched
-/// (`wsdr_aws::change_records`: one decoding for every reader of the stream). Only the
-/// auction's topics are pushed so far.
+/// The topic of every summary item (or ledger head) a stream batch's records touched
+/// (`wsdr_aws::change_records`: one decoding for every reader of the stream), any app's.
 pub fn summary_keys(event: &StreamEvent) -> Vec<Topic> {
     wsdr_aws::change_records::summary_topics(event)
-        .into_iter()
-        .filter(|topic| wsdr_core::auction_store::auction_of(topic).is_some())
-        .collect()
 }
 
 /// The event source of a batch's first record (`aws:dynamodb`, `aws:sqs`), if the event is a
@@ -62,7 +58,13 @@ impl App {
     /// returns the topics whose push started. A push whose posts fail is counted, never an
     /// error (subscribers resync by heartbeat anyway).
     pub async fn on_summaries(&self, topics: &[Topic]) -> Vec<Topic> {
-        self.pusher().changed(topics);
+        // A topic of no app of this deployment (a namespace another version serves) has no
+        // frame to push.
+        let served: Vec<&Topic> = topics
+            .iter()
+            .filter(|topic| self.service().serves(topic))
+            .collect();
+        self.pusher().changed(served);
         let pushed = self.pusher().drain().await;
         let totals = self.pusher().totals();
         tracing::info!(

@@ -143,6 +143,100 @@ async fn accepted_bid_is_pushed_from_the_stream_through_the_real_management_clie
     assert_eq!(pushed["highBid"]["bidder"], "alice");
 }
 
+/// A chat room rides the same handler, tables and push path as the auction, on the kit's
+/// frames (no route of its own): messages written, history read by position, and the stream's
+/// change of the room's summary pushed as a `topicUpdate` with the newest messages.
+#[tokio::test]
+async fn a_chat_room_rides_the_same_handler_tables_and_push_path() {
+    let w = world_with(
+        "us-east-1",
+        &[(
+            "SEED_ROOMS",
+            r#"[{"name":"lobby","title":"Lobby","maxChars":40}]"#,
+        )],
+    )
+    .await;
+    let frame =
+        |conn: &str, sub: &str, route: &str, text: &str| message(route, conn, sub, text.as_bytes());
+    for (conn, sub) in [("ann=", "ann"), ("bo=", "bo")] {
+        w.app.respond(event_as(CONNECT, conn, sub, None)).await;
+    }
+    let empty = body(
+        &w.app
+            .respond(frame(
+                "bo=",
+                "bo",
+                "getState",
+                r#"{"action":"getState","topic":"chat:lobby"}"#,
+            ))
+            .await,
+    );
+    assert_eq!(empty["type"], "topicState", "{empty}");
+    assert_eq!(empty["view"]["title"], "Lobby");
+    assert_eq!(empty["complete"], true);
+    for (i, text) in ["hello", "anyone?", "bo, hi"].iter().enumerate() {
+        let write = format!(
+            r#"{{"action":"write","topic":"chat:lobby","opId":"ann-msg-{i:04}","op":{{"text":"{text}"}}}}"#
+        );
+        let answer = body(
+            &w.app
+                .respond(frame("ann=", "ann", "$default", &write))
+                .await,
+        );
+        assert_eq!(answer["type"], "writeResult", "{answer}");
+        assert_eq!(answer["status"], "accepted", "{answer}");
+    }
+    let too_long = r#"{"action":"write","topic":"chat:lobby","opId":"ann-msg-0009","op":{"text":"a message longer than the room's forty characters"}}"#;
+    let refused = body(
+        &w.app
+            .respond(frame("ann=", "ann", "$default", too_long))
+            .await,
+    );
+    assert_eq!(refused["reason"], "too_long", "{refused}");
+    // Bo held the first message: the rest, by position, from the table's by-position index.
+    let since = body(
+        &w.app
+            .respond(frame(
+                "bo=",
+                "bo",
+                "getState",
+                r#"{"action":"getState","topic":"chat:lobby","since":{"us-east-1":1}}"#,
+            ))
+            .await,
+    );
+    let texts: Vec<&str> = since["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|op| op["op"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["anyone?", "bo, hi"], "{since}");
+    assert_eq!(since["versions"]["us-east-1"], 3);
+    assert_eq!(since["complete"], true);
+    // The stream shows the room's summary changed: bo (subscribed by his getState) gets it.
+    let event = serde_json::json!({
+        "Records": [{
+            "eventID": "1", "eventSource": "aws:dynamodb", "eventName": "MODIFY",
+            "awsRegion": "us-east-1",
+            "dynamodb": { "Keys": { "pk": { "S": "SUMMARY#chat#lobby" }, "sk": { "S": "us-east-1" } },
+                          "SizeBytes": 40 }
+        }]
+    });
+    w.app
+        .handle_any(lambda_runtime::LambdaEvent::new(
+            event,
+            lambda_runtime::Context::default(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(w.callback.posted_to(), ["bo="]);
+    let pushed: serde_json::Value =
+        serde_json::from_str(&w.callback.posts.lock().unwrap()[0].1).unwrap();
+    assert_eq!(pushed["type"], "topicUpdate", "{pushed}");
+    assert_eq!(pushed["topic"], "chat:lobby");
+    assert_eq!(pushed["ops"].as_array().unwrap().len(), 3);
+}
+
 /// As deployed: the stream's reader starts the push (a lease item in the connections table,
 /// 16 jobs on the SQS queue) and posts nothing; the workers' function (the same handler, an
 /// SQS event) posts. A second change while the jobs wait is merged into the push, and the

@@ -219,15 +219,43 @@ pub struct Region {
 }
 
 /// The topic a stream record names, if it is a summary or a ledger head (the template's
-/// stream filter: partition key `SUMMARY#`) of a topic this Region's service pushes.
+/// stream filter: partition key `SUMMARY#`).
 fn stream_topic(change: &wsdr_core::items::Change) -> Option<Topic> {
     match &change.item {
         wsdr_core::items::Item::Summary { topic, .. }
-        | wsdr_core::items::Item::Head { topic, .. } => wsdr_core::auction_store::auction_of(topic)
-            .is_some()
-            .then(|| topic.clone()),
+        | wsdr_core::items::Item::Head { topic, .. } => Some(topic.clone()),
         _ => None,
     }
+}
+
+/// The chat app on this Region's table, beside the auction (docs/KIT.md): its room `lobby`
+/// is created on first use.
+fn chat_service(
+    table: &RegionTable,
+    registry: Arc<dyn wsdr_core::Connections>,
+    clock: Arc<dyn wsdr_core::Clock>,
+    name: &str,
+    entropy: Arc<dyn wsdr_core::Entropy>,
+    scale: crate::world::scale::TimeScale,
+) -> Result<Arc<dyn wsdr_core::topics::TopicService>, wsdr_protocol::ProtocolError> {
+    use wsdr_core::topics::AppService;
+    let chat = wsdr_chat::Chat::in_namespace(wsdr_chat::Chat::namespace()?);
+    let service = match table {
+        RegionTable::Eventual(table) => AppService::new(chat, table.clone(), registry, clock, name),
+        RegionTable::Strong(table) => {
+            AppService::strong(chat, table.clone(), registry, clock, name)
+        }
+    };
+    let lobby = wsdr_chat::Room {
+        title: "Lobby".into(),
+        max_chars: 500,
+    };
+    Ok(Arc::new(
+        service
+            .with_entropy(entropy)
+            .with_pause(Arc::new(crate::world::scale::ScaledPause(scale)))
+            .with_seeds([(wsdr_protocol::TopicName::new("lobby")?, lobby.to_json())]),
+    ))
 }
 
 /// How often Lambda polls a DynamoDB stream shard (4 times a second), AWS ms.
@@ -302,7 +330,9 @@ impl Region {
                 while let Ok(more) = changes.try_recv() {
                     batch.push(more);
                 }
-                app.pusher().changed(&batch);
+                // As the ws-handler's `on_summaries`: topics of the Region's apps only.
+                app.pusher()
+                    .changed(batch.iter().filter(|topic| app.service().serves(topic)));
                 // Starts pushes only: the jobs go to the queue the workers read.
                 app.pusher().drain().await;
             }
@@ -401,7 +431,15 @@ impl Region {
         }
         .with_entropy(env.entropy.clone())
         .with_pause(Arc::new(crate::world::scale::ScaledPause(scale)))
-        .with_fanout(quotas.fanout.clone());
+        .with_fanout(quotas.fanout.clone())
+        .with_apps(wsdr_core::topics::Apps::default().with(chat_service(
+            &table,
+            registry.clone(),
+            clock.clone(),
+            name,
+            env.entropy.clone(),
+            scale,
+        )?));
         let service = match quotas.herd_hint {
             Some(hint) => service.with_herd_hint(hint),
             None => service,
