@@ -20,7 +20,7 @@
 # .cargo/mutants.toml (exclude_re), never by file or function.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-product=(wsdr-protocol wsdr-core wsdr-aws wsdr-secrets authorizer canary health evacuator ws-handler wsdr-client)
+product=(wsdr-protocol wsdr-core wsdr-chat wsdr-aws wsdr-secrets authorizer canary health evacuator ws-handler wsdr-client)
 work="$root/target/mutants-runs"
 tree="${MUTANTS_TREE:-$work/tree}"
 mkdir -p "$work"
@@ -40,7 +40,7 @@ if [ "${1:-}" = "--in-diff" ]; then
   # One patch and one result directory per worktree: two runs at once never share them.
   in_diff="$work/in-diff${MUTANTS_TREE:+-$(basename "$MUTANTS_TREE")}.patch"
   # Committed since BASE and not yet committed, product sources only.
-  git -C "$root" diff "$base" -- 'crates/*/src/*' >"$in_diff"
+  git -C "$root" diff "$base" -- 'crates/*/src/*' 'crates/apps/*/src/*' >"$in_diff"
   set -- "${product[@]}"
   if [ ! -s "$in_diff" ]; then
     echo "mutants: no product source changed since $base"
