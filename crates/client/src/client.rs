@@ -6,12 +6,13 @@ use crate::fallback::{Decision, EndpointPolicy, Fallback, ProbeResult, Target};
 use crate::heartbeat::{Broken, Heartbeat};
 use crate::moves::{Destination, MoveOrder, MoveRequest};
 use crate::ops::{Answered, Op, OpBook, Settled};
+use crate::topics::{Answer, TopicLog};
 use crate::transport::{connect, ConnectError, ConnectOptions, TokenPlacement, WsStream};
 use futures::future::BoxFuture;
 use futures::{SinkExt, StreamExt};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -21,8 +22,8 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use wsdr_protocol::{
     bid_digest, dominates, higher_bid, merge_versions, parse_server_frame, Amount, AuctionId,
-    AuctionView, BidId, BidStatus, ClientMessage, ErrorCode, HighBidView, ServerFrame,
-    ServerMessage, Versions, YouView,
+    AuctionView, BidId, BidStatus, ClientMessage, Digest, ErrorCode, HighBidView, OpId, OpView,
+    ServerFrame, ServerMessage, Topic, TopicYouView, Versions, YouView,
 };
 
 /// The client's view of one auction: the least view that has seen every frame it got.
@@ -305,6 +306,78 @@ pub enum Event {
         /// The bid dropped.
         bid_id: BidId,
     },
+    /// The answer to the `getState` of a joined topic (any app's; docs/PROTOCOL.md,
+    /// `topicState`), after a (re)connect or a hole.
+    TopicRestored {
+        /// The Region that answered.
+        region: String,
+        /// The topic.
+        topic: Topic,
+        /// The server's counts per log (each the highest the client heard).
+        versions: Versions,
+        /// The app's view.
+        view: serde_json::Value,
+        /// Op copies the client did not hold before (every app keeps its own list: the chat
+        /// room's order is `wsdr_chat::conversation` over all of them).
+        added: Vec<OpView>,
+        /// Whether the answer reached the server's counts without a hole.
+        complete: bool,
+        /// How long the user was without a session (first answer after a reconnect only).
+        outage: Option<Duration>,
+    },
+    /// A push of a joined topic (`topicUpdate`) that brought copies not held.
+    TopicUpdated {
+        /// The Region that pushed it.
+        region: String,
+        /// The topic.
+        topic: Topic,
+        /// The server's counts per log (each the highest the client heard).
+        versions: Versions,
+        /// The app's view.
+        view: serde_json::Value,
+        /// Op copies the client did not hold before.
+        added: Vec<OpView>,
+    },
+    /// A joined topic has a hole the serving Region cannot fill now: copies it counts but
+    /// does not hold (lost with a Region that never returns, or not replicated yet). Said
+    /// once per hole; the client asks again when the Region's counts move. Show it: "some
+    /// messages may be missing".
+    Discontinuity {
+        /// The Region that answered.
+        region: String,
+        /// The topic.
+        topic: Topic,
+        /// Per log, the highest position up to which the client holds every copy.
+        held_to: Versions,
+        /// The serving Region's counts.
+        versions: Versions,
+    },
+    /// The server's answer to one of this client's writes (`writeResult`).
+    WriteResult {
+        /// The write answered.
+        op_id: OpId,
+        /// As [`Event::BidResult`]'s.
+        status: BidStatus,
+        /// Why, for `rejected`, `unknown` and `redirect`.
+        reason: Option<String>,
+        /// The Region that answered.
+        region: String,
+    },
+    /// The final word on a write whose [`Event::WriteResult`] could not be (as
+    /// [`Event::BidSettled`]).
+    WriteSettled {
+        /// The write settled.
+        op_id: OpId,
+        /// Whether a copy of it, with its payload, stands.
+        stands: bool,
+        /// The Region whose answer settled it (none when the settle window ran out).
+        region: Option<String>,
+    },
+    /// A write queued offline outlived `max_age` and was dropped unsent.
+    WriteExpired {
+        /// The write dropped.
+        op_id: OpId,
+    },
     /// A session ended (or a connect failed).
     Disconnected {
         /// Why.
@@ -362,6 +435,10 @@ pub enum ClientError {
     /// The client was closed or gave up.
     #[error("the client has stopped")]
     Stopped,
+    /// A write's op has no canonical JSON form (a fraction, an integer past 2^53 - 1): no
+    /// server takes it, and two sides could not agree on its digest.
+    #[error("the op cannot be written: {0}")]
+    InvalidOp(String),
 }
 
 /// Every setting of a client. Defaults follow the reference design (docs/CLIENT.md).
@@ -392,7 +469,10 @@ pub struct ClientConfig {
     /// The auctions whose state is fetched after every (re)connect and whose versions the
     /// heartbeats carry.
     pub auctions: Vec<AuctionId>,
-    /// What happens to bids made while offline.
+    /// The topics of any app whose every op this client holds (a chat room): fetched after
+    /// every (re)connect from the positions held, their versions in the heartbeats.
+    pub topics: Vec<Topic>,
+    /// What happens to bids (and writes) made while offline.
     pub offline_bids: OfflineBids,
     /// Seed of the client's random draws (backoff, bid ids, moves); `None`: from the OS.
     pub seed: Option<u64>,
@@ -480,6 +560,7 @@ impl ClientBuilder {
                 stable_after: Duration::from_secs(30),
                 connect_timeout: Duration::from_secs(10),
                 auctions: Vec::new(),
+                topics: Vec::new(),
                 offline_bids: OfflineBids::default(),
                 seed: None,
                 wall_clock: Arc::new(SystemWallClock),
@@ -545,6 +626,14 @@ impl ClientBuilder {
     /// Watch `auction`: its state after every (re)connect, its versions in the heartbeats.
     pub fn subscribe(mut self, auction: AuctionId) -> Self {
         self.config.auctions.push(auction);
+        self
+    }
+    /// Join `topic` (any app's, every op held: a chat room): its ops after every (re)connect
+    /// from the positions held, holes asked for and reported, its versions in the heartbeats.
+    pub fn join(mut self, topic: Topic) -> Self {
+        if !self.config.topics.contains(&topic) {
+            self.config.topics.push(topic);
+        }
         self
     }
     /// How long a doubtful bid waits for its settlement (default 120 s).
@@ -632,6 +721,13 @@ impl ClientBuilder {
         };
         let runner = Runner {
             book: OpBook::new(self.config.settle_window, &["bid_id_reused"]),
+            writes: OpBook::new(self.config.settle_window, &["op_id_reused"]),
+            logs: self
+                .config
+                .topics
+                .iter()
+                .map(|topic| (topic.clone(), TopicLog::new(topic.clone())))
+                .collect(),
             policy: self.config.fallback.clone().map(EndpointPolicy::new),
             moving: None,
             herd_hint: None,
@@ -665,6 +761,12 @@ enum Command {
         amount: Amount,
         bid_id: BidId,
         reply: oneshot::Sender<Result<BidId, ClientError>>,
+    },
+    Write {
+        topic: Topic,
+        op_id: OpId,
+        op: serde_json::Value,
+        reply: oneshot::Sender<Result<OpId, ClientError>>,
     },
     Resync,
     Close,
@@ -704,6 +806,36 @@ impl Client {
                 auction_id,
                 amount,
                 bid_id,
+                reply,
+            })
+            .map_err(|_| ClientError::Stopped)?;
+        answer.await.map_err(|_| ClientError::Stopped)?
+    }
+
+    /// Write `op` to `topic` (any app's) with a fresh op id. `Ok` means sent (or queued while
+    /// offline); the verdict arrives as [`Event::WriteResult`]. Replayed with the same op id
+    /// after every reconnect until answered, settled like a bid when the answer cannot be
+    /// final.
+    pub async fn write(&self, topic: Topic, op: serde_json::Value) -> Result<OpId, ClientError> {
+        let id: u128 = self.ids.lock().unwrap_or_else(|p| p.into_inner()).random();
+        let op_id = OpId::new(format!("{id:032x}")).map_err(|_| ClientError::Stopped)?;
+        self.write_with_id(topic, op, op_id).await
+    }
+
+    /// Write with an op id of the caller's choosing.
+    pub async fn write_with_id(
+        &self,
+        topic: Topic,
+        op: serde_json::Value,
+        op_id: OpId,
+    ) -> Result<OpId, ClientError> {
+        Digest::of(&op).map_err(|e| ClientError::InvalidOp(e.message))?;
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Write {
+                topic,
+                op_id,
+                op,
                 reply,
             })
             .map_err(|_| ClientError::Stopped)?;
@@ -753,6 +885,35 @@ impl BidOp {
     }
 }
 
+/// A write as the op book holds it: the same frame every send.
+#[derive(Debug, Clone)]
+struct WriteOp {
+    topic: Topic,
+    op_id: OpId,
+    op: serde_json::Value,
+}
+
+impl WriteOp {
+    fn message(&self) -> ClientMessage {
+        ClientMessage::Write {
+            topic: self.topic.clone(),
+            op_id: self.op_id.clone(),
+            op: self.op.clone(),
+        }
+    }
+
+    /// The write as an op; `None` for an op without a canonical form (refused before).
+    fn into_op(self) -> Option<Op<WriteOp>> {
+        let digest = Digest::of(&self.op).ok()?;
+        Some(Op {
+            op_id: self.op_id.as_str().to_owned(),
+            topic: self.topic.to_string(),
+            digest,
+            app: self,
+        })
+    }
+}
+
 /// The digest of a bid's payload, `{"amount": n}`: its canonical form written directly (an
 /// amount is an integer far below 2^53, so the form always exists).
 struct Runner {
@@ -763,6 +924,10 @@ struct Runner {
     /// The user's bids as ops: sent and unanswered (replayed with the same bid id after every
     /// reconnect), doubtful, queued offline ([`crate::ops`]).
     book: OpBook<BidOp>,
+    /// The user's writes to topics, kept as bids are.
+    writes: OpBook<WriteOp>,
+    /// The joined topics' ops as held.
+    logs: BTreeMap<Topic, TopicLog>,
     /// The merged view per auction (stale pushes change nothing and are not reported).
     views: HashMap<AuctionId, AuctionViewState>,
     /// Heartbeats sent: each names the next watched auction in turn, so every watched
@@ -783,6 +948,15 @@ struct Runner {
     moving: Option<MoveOrder>,
     /// The herd window the server advertised in its last `state` reply.
     herd_hint: Option<Duration>,
+}
+
+/// A topic frame's common part (`topicState`, `topicUpdate`).
+struct TopicAnswer {
+    region: String,
+    topic: Topic,
+    versions: Versions,
+    view: serde_json::Value,
+    ops: Vec<OpView>,
 }
 
 enum Flow {
@@ -1078,6 +1252,37 @@ impl Runner {
                 let _ = reply.send(answer);
                 Flow::Continue
             }
+            Some(Command::Write {
+                topic,
+                op_id,
+                op,
+                reply,
+            }) => {
+                let answer = match self.config.offline_bids {
+                    OfflineBids::Reject => Err(ClientError::NotConnected),
+                    OfflineBids::Queue { max, .. }
+                        if !crate::offline::admits(self.writes.queued(), max) =>
+                    {
+                        Err(ClientError::QueueFull)
+                    }
+                    OfflineBids::Queue { .. } => {
+                        let write = WriteOp {
+                            topic,
+                            op_id: op_id.clone(),
+                            op,
+                        };
+                        match write.into_op() {
+                            Some(op) => {
+                                self.writes.queue(op, Instant::now());
+                                Ok(op_id)
+                            }
+                            None => Err(ClientError::InvalidOp("no canonical form".into())),
+                        }
+                    }
+                };
+                let _ = reply.send(answer);
+                Flow::Continue
+            }
             Some(Command::Resync) => Flow::Continue,
         }
     }
@@ -1326,7 +1531,10 @@ impl Runner {
         for auction_id in &self.config.auctions {
             outgoing.push(Step::Send(self.state_request(auction_id)));
         }
-        if self.config.auctions.is_empty() {
+        for topic in &self.config.topics {
+            outgoing.extend(self.topic_request(topic).map(Step::Send));
+        }
+        if self.config.auctions.is_empty() && self.config.topics.is_empty() {
             outgoing.push(Step::Send(ClientMessage::Heartbeat {
                 auction_id: None,
                 topic: None,
@@ -1341,7 +1549,23 @@ impl Runner {
         for op in expired.into_iter().filter_map(|id| BidId::new(id).ok()) {
             self.emit(Event::BidExpired { bid_id: op });
         }
+        let (send, expired) = self.writes.open_session(Instant::now(), max_age);
+        outgoing.extend(send.iter().map(|op| Step::Send(op.app.message())));
+        for op_id in expired.into_iter().filter_map(|id| OpId::new(id).ok()) {
+            self.emit(Event::WriteExpired { op_id });
+        }
         outgoing
+    }
+
+    /// The `getState` of a joined topic, from the positions held, naming its doubtful writes.
+    fn topic_request(&self, topic: &Topic) -> Option<ClientMessage> {
+        let op_ids = self
+            .writes
+            .doubts_of(&topic.to_string(), wsdr_protocol::limits::SETTLE_BIDS_MAX)
+            .into_iter()
+            .filter_map(|id| OpId::new(id).ok())
+            .collect();
+        self.logs.get(topic).map(|log| log.request(op_ids))
     }
 
     /// A text frame arrived in `session`.
@@ -1365,6 +1589,7 @@ impl Runner {
                     ServerMessage::Pong {
                         herd_window_ms,
                         auction_id,
+                        topic,
                         versions,
                         ..
                     } => {
@@ -1372,8 +1597,14 @@ impl Runner {
                         // The Region's latest word: absent means it no longer knows its head
                         // count.
                         self.herd_hint = herd_window_ms.map(Duration::from_millis);
-                        if let (Some(auction_id), Some(versions)) = (auction_id, versions) {
-                            self.on_pong_versions(&auction_id, &versions);
+                        match (auction_id, topic, versions) {
+                            (Some(auction_id), _, Some(versions)) => {
+                                self.on_pong_versions(&auction_id, &versions);
+                            }
+                            (None, Some(topic), Some(versions)) => {
+                                self.on_pong_topic(&topic, &versions);
+                            }
+                            _ => {}
                         }
                     }
                     ServerMessage::MoveTo {
@@ -1482,8 +1713,39 @@ impl Runner {
                 .config
                 .auctions
                 .iter()
-                .map(|auction_id| Step::Send(self.state_request(auction_id)))
+                .map(|auction_id| self.state_request(auction_id))
+                .chain(
+                    self.config
+                        .topics
+                        .iter()
+                        .filter_map(|topic| self.topic_request(topic)),
+                )
+                .map(Step::Send)
                 .collect(),
+            Some(Command::Write {
+                topic,
+                op_id,
+                op,
+                reply,
+            }) => {
+                let write = WriteOp {
+                    topic,
+                    op_id: op_id.clone(),
+                    op,
+                };
+                let frame = write.message();
+                match write.into_op() {
+                    Some(op) => {
+                        self.writes.sent(op);
+                        let _ = reply.send(Ok(op_id));
+                        vec![Step::Send(frame)]
+                    }
+                    None => {
+                        let _ = reply.send(Err(ClientError::InvalidOp("no canonical form".into())));
+                        Vec::new()
+                    }
+                }
+            }
             Some(Command::Bid {
                 auction_id,
                 amount,
@@ -1590,14 +1852,59 @@ impl Runner {
             }
             // Both handled in the session loop (the heartbeat rule, the move timer).
             ServerMessage::Pong { .. } | ServerMessage::MoveTo { .. } => {}
-            // This client places bids by `bid`; a `write` it never sent has no answer here.
-            ServerMessage::WriteResult { op_id, .. } => {
-                tracing::debug!(%op_id, "writeResult for a write this client did not send");
+            ServerMessage::WriteResult {
+                op_id,
+                status,
+                reason,
+                region,
+            } => {
+                let answered =
+                    self.writes
+                        .answered(op_id.as_str(), status, reason.as_deref(), Instant::now());
+                if answered == Answered::Undecided {
+                    self.redirected_from = Some(region.clone());
+                }
+                self.emit(Event::WriteResult {
+                    op_id,
+                    status,
+                    reason,
+                    region,
+                });
             }
-            // Other apps' frames: this client reads no topic but the auction's.
-            ServerMessage::TopicState { topic, .. } | ServerMessage::TopicUpdate { topic, .. } => {
-                tracing::debug!(%topic, "a topic frame this client did not ask for");
-            }
+            ServerMessage::TopicState {
+                region,
+                topic,
+                versions,
+                view,
+                ops,
+                complete,
+                you,
+                herd_window_ms,
+            } => self.on_topic_state(
+                TopicAnswer {
+                    region,
+                    topic,
+                    versions,
+                    view,
+                    ops,
+                },
+                complete,
+                you,
+                herd_window_ms,
+            ),
+            ServerMessage::TopicUpdate {
+                region,
+                topic,
+                versions,
+                view,
+                ops,
+            } => self.on_topic_update(TopicAnswer {
+                region,
+                topic,
+                versions,
+                view,
+                ops,
+            }),
         }
     }
 
@@ -1617,15 +1924,161 @@ impl Runner {
         }
     }
 
-    /// The next heartbeat frame, naming the watched auctions in turn.
+    /// The next heartbeat frame, naming the watched auctions, then the joined topics, in
+    /// turn.
     fn next_heartbeat(&mut self) -> ClientMessage {
         let auctions = &self.config.auctions;
-        let auction_id =
-            (!auctions.is_empty()).then(|| auctions[self.heartbeats_sent % auctions.len()].clone());
+        let topics = &self.config.topics;
+        let watched = auctions.len() + topics.len();
+        let turn = (watched > 0).then(|| self.heartbeats_sent % watched);
         self.heartbeats_sent = self.heartbeats_sent.wrapping_add(1);
-        ClientMessage::Heartbeat {
-            auction_id,
-            topic: None,
+        match turn {
+            Some(i) if i < auctions.len() => ClientMessage::Heartbeat {
+                auction_id: Some(auctions[i].clone()),
+                topic: None,
+            },
+            Some(i) => ClientMessage::Heartbeat {
+                auction_id: None,
+                topic: topics.get(i - auctions.len()).cloned(),
+            },
+            None => ClientMessage::Heartbeat {
+                auction_id: None,
+                topic: None,
+            },
+        }
+    }
+
+    /// A pong's versions for a joined topic: the Region counts copies past a hole the client
+    /// has, and asking may fill it (not while the same question had no new answer).
+    fn on_pong_topic(&mut self, topic: &Topic, versions: &Versions) {
+        let Some(log) = self.logs.get_mut(topic) else {
+            return;
+        };
+        log.counted(versions);
+        if log.is_behind(versions) && log.worth_asking() {
+            tracing::debug!(%topic, ?versions, "pong shows copies not held: ask");
+            if let Some(frame) = self.topic_request(topic) {
+                self.resend.push(frame);
+            }
+        }
+    }
+
+    /// A joined topic's `topicState`: fold the copies in, settle the writes it answers, and
+    /// ask again or report a hole as the log says.
+    fn on_topic_state(
+        &mut self,
+        answer: TopicAnswer,
+        complete: bool,
+        you: TopicYouView,
+        herd_window_ms: Option<u64>,
+    ) {
+        let TopicAnswer {
+            region,
+            topic,
+            versions,
+            view,
+            ops,
+        } = answer;
+        let Some(log) = self.logs.get_mut(&topic) else {
+            tracing::debug!(%topic, "a topicState for a topic this client did not join");
+            return;
+        };
+        let merged = log.merge(&versions, view.clone(), ops);
+        let next = log.answered(&merged, complete);
+        let held_to = log.frontier();
+        let versions = log.versions().clone();
+        self.herd_hint = herd_window_ms.map(Duration::from_millis);
+        let outage = self.outage_since.take().map(|t| t.elapsed());
+        if let Some(policy) = self.policy.as_mut() {
+            policy.on_restored(&region);
+        }
+        self.user_id = Some(you.user_id.clone());
+        let me = you.user_id.as_str();
+        let (settled, resend) = self.writes.settle(&topic.to_string(), |op| {
+            let shown = |o: &OpView| {
+                o.author == me && o.op_id.as_str() == op.op_id && o.digest == op.digest
+            };
+            you.settled.iter().any(|s| {
+                s.op_id.as_str() == op.op_id && s.copies.iter().any(|c| c.digest == op.digest)
+            }) || you.ops.iter().any(shown)
+                || merged.added.iter().any(shown)
+        });
+        for settled in settled {
+            self.emit_write_settled(settled, Some(&region));
+        }
+        self.resend
+            .extend(resend.into_iter().map(|op| op.app.message()));
+        match next {
+            Answer::Done => {}
+            Answer::AskAgain => self.resend.extend(self.topic_request(&topic)),
+            Answer::Hole(_) => self.emit(Event::Discontinuity {
+                region: region.clone(),
+                topic: topic.clone(),
+                held_to,
+                versions: versions.clone(),
+            }),
+        }
+        self.emit(Event::TopicRestored {
+            region,
+            topic,
+            versions,
+            view,
+            added: merged.added,
+            complete,
+            outage,
+        });
+    }
+
+    /// A joined topic's push: fold the copies in; a hole below them is asked for.
+    fn on_topic_update(&mut self, answer: TopicAnswer) {
+        let TopicAnswer {
+            region,
+            topic,
+            versions,
+            view,
+            ops,
+        } = answer;
+        let Some(log) = self.logs.get_mut(&topic) else {
+            tracing::debug!(%topic, "a topicUpdate for a topic this client did not join");
+            return;
+        };
+        let merged = log.merge(&versions, view.clone(), ops);
+        let ask = merged.behind && log.worth_asking();
+        let versions = log.versions().clone();
+        let topic_key = topic.to_string();
+        for op in &merged.added {
+            if Some(&op.author) != self.user_id.as_ref() {
+                continue;
+            }
+            if let Some(settled) =
+                self.writes
+                    .settle_shown(&topic_key, op.op_id.as_str(), &op.digest)
+            {
+                self.emit_write_settled(settled, Some(&region));
+            }
+        }
+        if ask {
+            self.resend.extend(self.topic_request(&topic));
+        }
+        if merged.added.is_empty() {
+            return;
+        }
+        self.emit(Event::TopicUpdated {
+            region,
+            topic,
+            versions,
+            view,
+            added: merged.added,
+        });
+    }
+
+    fn emit_write_settled(&self, settled: Settled, region: Option<&str>) {
+        if let Ok(op_id) = OpId::new(settled.op_id) {
+            self.emit(Event::WriteSettled {
+                op_id,
+                stands: settled.stands,
+                region: region.map(str::to_owned),
+            });
         }
     }
 
@@ -1697,12 +2150,27 @@ impl Runner {
         for settled in self.book.expire(Instant::now()) {
             self.emit_settled(settled, None);
         }
-        self.book
+        for settled in self.writes.expire(Instant::now()) {
+            self.emit_write_settled(settled, None);
+        }
+        let mut frames: Vec<ClientMessage> = self
+            .book
             .doubtful_topics()
             .into_iter()
             .filter_map(|topic| AuctionId::new(topic).ok())
             .map(|auction_id| self.state_request(&auction_id))
-            .collect()
+            .collect();
+        for topic in self.writes.doubtful_topics() {
+            let Ok(topic) = Topic::parse(&topic) else {
+                continue;
+            };
+            // Written to without joining: held from now on, to settle the write.
+            self.logs
+                .entry(topic.clone())
+                .or_insert_with(|| TopicLog::new(topic.clone()));
+            frames.extend(self.topic_request(&topic));
+        }
+        frames
     }
 }
 
@@ -1879,6 +2347,145 @@ mod tests {
         runner.on_text(&mut session, unknown);
         while events.try_recv().is_ok() {}
         (runner, session, events)
+    }
+
+    /// A runner joined to a chat room only (no auction).
+    fn room_runner() -> (Runner, Session, mpsc::UnboundedReceiver<Event>) {
+        let (runner, _client, events) = ClientBuilder::new("ws://chat.test")
+            .join(Topic::parse("chat:lobby").unwrap())
+            .heartbeat(Duration::from_secs(30), Duration::from_secs(35))
+            .seed(7)
+            .parts();
+        let session = Session::new(&runner.config);
+        (runner, session, events)
+    }
+
+    fn copy_json(author: &str, op_id: &str, log: &str, position: u64, text: &str) -> String {
+        let op = serde_json::json!({ "text": text });
+        let digest = Digest::of(&op).unwrap();
+        format!(
+            r#"{{"author":"{author}","opId":"{op_id}","region":"{log}","position":{position},"log":"{log}","at":{position},"digest":"{digest}","op":{op}}}"#
+        )
+    }
+
+    fn room_state(versions: &str, ops: &[String], complete: bool, you: &str) -> String {
+        format!(
+            r#"{{"type":"topicState","region":"us-east-1","topic":"chat:lobby","versions":{versions},"view":{{}},"ops":[{}],"complete":{complete},"you":{you}}}"#,
+            ops.join(",")
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_room_is_read_from_its_positions_and_a_hole_is_asked_for_then_reported_once() {
+        let (mut runner, mut session, mut events) = room_runner();
+        assert_eq!(
+            sends(&runner.session_opening()),
+            vec![r#"{"action":"getState","topic":"chat:lobby"}"#],
+            "nothing held yet: the newest messages"
+        );
+        let you = r#"{"userId":"bo","ops":[]}"#;
+        // Positions 1 and 3 of 3: the answer says incomplete and brought copies: ask again
+        // from the frontier.
+        let first = room_state(
+            r#"{"us-east-1":3}"#,
+            &[
+                copy_json("ann", "ann-msg-0001", "us-east-1", 1, "one"),
+                copy_json("ann", "ann-msg-0003", "us-east-1", 3, "three"),
+            ],
+            false,
+            you,
+        );
+        let steps = runner.on_text(&mut session, &first);
+        assert_eq!(
+            sends(&steps),
+            vec![r#"{"action":"getState","topic":"chat:lobby","since":{"us-east-1":1}}"#]
+        );
+        // Nothing new for the hole: reported once, not asked again.
+        let nothing = room_state(r#"{"us-east-1":3}"#, &[], false, you);
+        assert!(sends(&runner.on_text(&mut session, &nothing)).is_empty());
+        let holes: Vec<Event> = std::iter::from_fn(|| events.try_recv().ok())
+            .filter(|e| matches!(e, Event::Discontinuity { .. }))
+            .collect();
+        assert_eq!(holes.len(), 1, "{holes:?}");
+        assert!(sends(&runner.on_text(&mut session, &nothing)).is_empty());
+        assert!(!std::iter::from_fn(|| events.try_recv().ok())
+            .any(|e| matches!(e, Event::Discontinuity { .. })));
+        // A pong with the same counts asks nothing; one that counts more asks from the hole.
+        let pong = |count: u64| {
+            format!(
+                r#"{{"type":"pong","region":"us-east-1","ts":1,"topic":"chat:lobby","versions":{{"us-east-1":{count}}}}}"#
+            )
+        };
+        assert!(sends(&runner.on_text(&mut session, &pong(3))).is_empty());
+        assert_eq!(
+            sends(&runner.on_text(&mut session, &pong(4))),
+            vec![r#"{"action":"getState","topic":"chat:lobby","since":{"us-east-1":1}}"#]
+        );
+        // The heartbeat names the room.
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert!(sends(&runner.on_heartbeat_due(&mut session))
+            .contains(&r#"{"action":"heartbeat","topic":"chat:lobby"}"#.to_owned()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_is_replayed_with_its_op_id_and_settles_on_a_copy_of_its_own_payload() {
+        let (mut runner, mut session, mut events) = room_runner();
+        runner.on_text(
+            &mut session,
+            &room_state("{}", &[], true, r#"{"userId":"bo","ops":[]}"#),
+        );
+        let (reply, _answer) = oneshot::channel();
+        let steps = runner.on_session_command(Some(Command::Write {
+            topic: Topic::parse("chat:lobby").unwrap(),
+            op_id: OpId::new("bo-msg-0001").unwrap(),
+            op: serde_json::json!({ "text": "hi" }),
+            reply,
+        }));
+        let write =
+            r#"{"action":"write","topic":"chat:lobby","opId":"bo-msg-0001","op":{"text":"hi"}}"#;
+        assert_eq!(sends(&steps), vec![write]);
+        // The session ends unanswered: the next one replays it, same op id.
+        let opening = sends(&runner.session_opening());
+        assert!(opening.contains(&write.to_owned()), "{opening:?}");
+        // Answered unknown: doubtful until a state shows a copy with its payload.
+        let unknown = r#"{"type":"writeResult","opId":"bo-msg-0001","status":"unknown","reason":null,"region":"us-east-1"}"#;
+        runner.on_text(&mut session, unknown);
+        while events.try_recv().is_ok() {}
+        let other_payload = room_state(
+            r#"{"us-east-1":1}"#,
+            &[copy_json(
+                "bo",
+                "bo-msg-0001",
+                "us-east-1",
+                1,
+                "another text",
+            )],
+            true,
+            r#"{"userId":"bo","ops":[]}"#,
+        );
+        let steps = runner.on_text(&mut session, &other_payload);
+        assert_eq!(
+            sends(&steps),
+            vec![write],
+            "not shown with its payload: sent again"
+        );
+        assert!(!std::iter::from_fn(|| events.try_recv().ok())
+            .any(|e| matches!(e, Event::WriteSettled { .. })));
+        runner.on_text(&mut session, unknown);
+        let own = room_state(
+            r#"{"us-east-1":2}"#,
+            &[copy_json("bo", "bo-msg-0001", "us-east-1", 2, "hi")],
+            true,
+            r#"{"userId":"bo","ops":[]}"#,
+        );
+        runner.on_text(&mut session, &own);
+        let settled: Vec<(String, bool)> = std::iter::from_fn(|| events.try_recv().ok())
+            .filter_map(|e| match e {
+                Event::WriteSettled { op_id, stands, .. } => Some((op_id.to_string(), stands)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(settled, vec![("bo-msg-0001".to_owned(), true)]);
     }
 
     fn settlements(events: &mut mpsc::UnboundedReceiver<Event>) -> Vec<(String, bool)> {

@@ -24,6 +24,7 @@ pub mod heartbeat;
 pub mod moves;
 pub mod offline;
 pub mod ops;
+pub mod topics;
 pub mod transport;
 
 pub use backoff::Backoff;
