@@ -858,10 +858,17 @@ async fn a_log_is_read_in_position_order_from_a_position_on() {
         positions(store.log_after(&lamps, "us-east-1", 0, 100).await.unwrap()),
         [east(1), east(2), east(3), east(4), east(5)]
     );
+    let (requests_before, read_before, _) = store.io().get();
     assert_eq!(
         positions(store.log_after(&lamps, "us-east-1", 2, 2).await.unwrap()),
         [east(3), east(4)],
         "from a position on, at most the limit"
+    );
+    let (requests, read, _) = store.io().get();
+    assert_eq!(
+        (requests - requests_before, read - read_before),
+        (1, 2),
+        "one page of the size asked: no page past the limit is read"
     );
     assert_eq!(
         store.log_after(&lamps, "us-west-2", 0, 10).await.unwrap(),

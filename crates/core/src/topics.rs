@@ -535,3 +535,346 @@ impl<A: TopicApp> TopicService for AppService<A> {
         .to_json())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The kit's topic service with a notes app of its own (every note counts, delivered by
+    //! position): windows, holes, pages, carried ops, settlement, both modes, routing.
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::memory::{ManualClock, MemoryConnections, MemoryStateStore};
+    use serde_json::json;
+
+    /// Notes: an op is `{"note": ".."}`; a Region's summary carries its newest note.
+    struct Notes;
+
+    impl App for Notes {
+        type Meta = String;
+        type Op = String;
+        type Summary = Option<StoredOp>;
+        type Reject = ();
+
+        fn op_json(&self, note: &String) -> Json {
+            json!({ "note": note })
+        }
+        fn summary(&self, topic: &TopicKey, stored: &StoredSummary) -> Result<Option<StoredOp>> {
+            match stored.app.get("last") {
+                Some(Json::Null) | None => Ok(None),
+                Some(last) => StoredOp::from_json(topic, last).map(Some),
+            }
+        }
+        fn summary_json(&self, last: &Option<StoredOp>) -> Json {
+            json!({ "last": last.as_ref().map(StoredOp::to_json) })
+        }
+        fn empty_summary(&self) -> Option<StoredOp> {
+            None
+        }
+        fn admit(&self, _: &String, _: u64) -> std::result::Result<(), ()> {
+            Ok(())
+        }
+        fn decide(
+            &self,
+            _: &String,
+            _: &[Option<StoredOp>],
+            note: &String,
+        ) -> std::result::Result<(), ()> {
+            if note == "refused" {
+                Err(())
+            } else {
+                Ok(())
+            }
+        }
+        fn carried(&self, _: &TopicKey, last: &Option<StoredOp>) -> Vec<StoredOp> {
+            last.iter().cloned().collect()
+        }
+        fn fold(
+            &self,
+            _: &Option<StoredOp>,
+            copy: &StoredOp,
+            _: &String,
+        ) -> Result<Option<StoredOp>> {
+            Ok(Some(copy.clone()))
+        }
+    }
+
+    impl TopicApp for Notes {
+        fn namespace(&self) -> Namespace {
+            Namespace::new("notes").unwrap()
+        }
+        fn parse_op(&self, op: &Json) -> std::result::Result<String, ProtocolError> {
+            op.get("note")
+                .and_then(Json::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    ProtocolError::new(ErrorCode::InvalidField, "a note is {\"note\": ..}")
+                })
+        }
+        fn meta(&self, _: &TopicKey, stored: &Json) -> Result<String> {
+            Ok(stored["title"].as_str().unwrap_or_default().to_owned())
+        }
+        fn reject_code(&self, _: ()) -> &'static str {
+            "refused_note"
+        }
+        fn view(&self, title: &String, seen: &[(StoredSummary, Option<StoredOp>)]) -> Json {
+            json!({ "title": title, "regions": seen.len() })
+        }
+        fn delivery(&self) -> Delivery {
+            Delivery::Log {
+                tail: 3,
+                push_tail: 2,
+            }
+        }
+    }
+
+    fn pad() -> Topic {
+        Topic::parse("notes:pad").unwrap()
+    }
+
+    fn region(name: &str) -> (Arc<MemoryStateStore>, AppService<Notes>) {
+        let clock = Arc::new(ManualClock::new(1_000));
+        let store = Arc::new(MemoryStateStore::new(name, clock.clone()));
+        let service = AppService::new(
+            Notes,
+            store.clone(),
+            Arc::new(MemoryConnections::default()),
+            clock,
+            name,
+        )
+        .with_seeds([(TopicName::new("pad").unwrap(), json!({ "title": "Pad" }))]);
+        (store, service)
+    }
+
+    fn ann() -> Principal {
+        Principal::User(UserId::new("ann").unwrap())
+    }
+
+    async fn note(service: &AppService<Notes>, n: u32) -> ServerMessage {
+        service
+            .write(
+                &ann(),
+                &pad(),
+                &OpId::new(format!("note-{n:05}")).unwrap(),
+                &json!({ "note": format!("n{n}") }),
+            )
+            .await
+    }
+
+    struct Seen {
+        versions: Versions,
+        positions: Vec<u64>,
+        complete: bool,
+        view: Json,
+        you: TopicYouView,
+    }
+
+    async fn read(
+        service: &AppService<Notes>,
+        who: Principal,
+        since: Option<Versions>,
+        named: &[&str],
+    ) -> Seen {
+        let named: Vec<OpId> = named.iter().map(|n| OpId::new(*n).unwrap()).collect();
+        match service
+            .state(
+                &ConnectionId::new("c=").unwrap(),
+                &who,
+                &pad(),
+                &named,
+                since.as_ref(),
+            )
+            .await
+            .unwrap()
+        {
+            ServerMessage::TopicState {
+                versions,
+                ops,
+                complete,
+                view,
+                you,
+                ..
+            } => Seen {
+                versions,
+                positions: ops.iter().map(|o| o.position).collect(),
+                complete,
+                view,
+                you,
+            },
+            other => panic!("not a topicState: {other:?}"),
+        }
+    }
+
+    fn at(log: &str, position: u64) -> Versions {
+        Versions::from([(log.to_owned(), position)])
+    }
+
+    #[tokio::test]
+    async fn a_state_carries_the_newest_ops_or_those_past_since_and_a_push_its_tail() {
+        let (_, service) = region("a");
+        for n in 1..=5 {
+            assert!(matches!(
+                note(&service, n).await,
+                ServerMessage::WriteResult {
+                    status: WriteStatus::Accepted,
+                    ..
+                }
+            ));
+        }
+        let newest = read(&service, ann(), None, &[]).await;
+        assert_eq!(newest.versions, at("a", 5));
+        assert_eq!(newest.positions, [3, 4, 5], "the newest `tail`");
+        assert!(newest.complete);
+        assert_eq!(newest.view, json!({ "title": "Pad", "regions": 1 }));
+        assert_eq!(
+            read(&service, ann(), Some(at("a", 1)), &[]).await.positions,
+            [2, 3, 4, 5]
+        );
+        let caught_up = read(&service, ann(), Some(at("a", 5)), &[]).await;
+        assert!(caught_up.positions.is_empty() && caught_up.complete);
+        assert_eq!(service.versions(&pad()).await.unwrap(), at("a", 5));
+        let push: Json = serde_json::from_str(&service.push_frame(&pad()).await.unwrap()).unwrap();
+        assert_eq!(push["type"], "topicUpdate");
+        assert_eq!(push["view"]["title"], "Pad");
+        assert_eq!(push["versions"], json!({ "a": 5 }));
+        let pushed: Vec<u64> = push["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["position"].as_u64().unwrap())
+            .collect();
+        assert_eq!(pushed, [4, 5], "the newest `push_tail`");
+        assert_eq!(push["ops"][1]["log"], "a");
+    }
+
+    #[tokio::test]
+    async fn a_hole_is_incomplete_the_newest_op_is_held_by_its_summary_and_a_page_is_bounded() {
+        let (a_store, a) = region("a");
+        let (b_store, b) = region("b");
+        let mut feed = a_store.change_feed();
+        for n in 1..=5 {
+            note(&a, n).await;
+        }
+        // B holds a's summary (carrying note 5) and the copies of 1, 2 and 4 only.
+        while let Ok(change) = feed.try_recv() {
+            let keep = match &change.item {
+                crate::items::Item::Op { op, .. } => [1, 2, 4].contains(&op.position),
+                _ => true,
+            };
+            if keep {
+                b_store.apply_replicated(change);
+            }
+        }
+        let all = read(&b, ann(), Some(at("a", 0)), &[]).await;
+        assert_eq!(
+            all.positions,
+            [1, 2, 4, 5],
+            "5 from the summary that carries it"
+        );
+        assert!(!all.complete, "3 is missing");
+        let from_three = read(&b, ann(), Some(at("a", 3)), &[]).await;
+        assert_eq!(from_three.positions, [4, 5]);
+        assert!(from_three.complete, "nothing missing past 3");
+        let from_four = read(&b, ann(), Some(at("a", 4)), &[]).await;
+        assert_eq!(
+            from_four.positions,
+            [5],
+            "a carried op below the window is not repeated"
+        );
+        // One answer carries at most LOG_PAGE_MAX ops of a log.
+        let (_, big) = region("a");
+        let total = LOG_PAGE_MAX as u32 + 3;
+        for n in 1..=total {
+            note(&big, n).await;
+        }
+        let page = read(&big, ann(), Some(at("a", 0)), &[]).await;
+        assert_eq!(page.positions.len(), LOG_PAGE_MAX);
+        assert_eq!(page.positions.last(), Some(&(LOG_PAGE_MAX as u64)));
+        assert!(!page.complete, "more than one answer carries");
+        let rest = read(&big, ann(), Some(at("a", LOG_PAGE_MAX as u64)), &[]).await;
+        assert_eq!(rest.positions.len(), 3);
+        assert!(rest.complete);
+    }
+
+    #[tokio::test]
+    async fn named_ops_settle_by_copy_and_a_probe_reads_nobodys() {
+        let (_, service) = region("a");
+        note(&service, 1).await;
+        assert!(matches!(
+            service.write(&ann(), &pad(), &OpId::new("note-refused").unwrap(), &json!({ "note": "refused" })).await,
+            ServerMessage::WriteResult { status: WriteStatus::Rejected, reason: Some(r), .. } if r == "refused_note"
+        ));
+        assert!(matches!(
+            service
+                .write(
+                    &ann(),
+                    &pad(),
+                    &OpId::new("note-bad-0").unwrap(),
+                    &json!({ "text": "x" })
+                )
+                .await,
+            ServerMessage::Error { .. }
+        ));
+        let seen = read(&service, ann(), None, &["note-00001", "note-00009"]).await;
+        assert_eq!(seen.you.user_id, "ann");
+        assert_eq!(seen.you.ops.len(), 1);
+        assert_eq!(seen.you.ops[0].log, "a");
+        let stands: Vec<bool> = seen.you.settled.iter().map(|s| s.stands).collect();
+        assert_eq!(stands, [true, false]);
+        assert_eq!(seen.you.settled[0].copies[0].region, "a");
+        let probe = Principal::Probe(UserId::new("canary:p").unwrap());
+        let public = read(&service, probe.clone(), None, &["note-00001"]).await;
+        assert!(public.you.ops.is_empty() && public.you.settled.is_empty());
+        assert_eq!(public.positions, [1], "the public log");
+        assert!(matches!(
+            service.write(&probe, &pad(), &OpId::new("note-probe1").unwrap(), &json!({ "note": "x" })).await,
+            ServerMessage::WriteResult { reason: Some(r), .. } if r == "forbidden"
+        ));
+    }
+
+    #[tokio::test]
+    async fn seeds_are_this_apps_topics_only_and_apps_route_by_namespace() {
+        let (_, service) = region("a");
+        // The seed's name in another namespace is no topic.
+        let other = Topic::parse("other:pad").unwrap();
+        assert!(matches!(
+            service
+                .state(&ConnectionId::new("c=").unwrap(), &ann(), &other, &[], None)
+                .await
+                .unwrap(),
+            ServerMessage::Error { .. }
+        ));
+        assert!(matches!(
+            service.write(&ann(), &Topic::parse("notes:nowhere").unwrap(), &OpId::new("note-00001").unwrap(), &json!({ "note": "x" })).await,
+            ServerMessage::WriteResult { reason: Some(r), .. } if r == "unknown_topic"
+        ));
+        let apps = Apps::default().with(Arc::new(service.clone()));
+        assert!(apps.get(&pad()).is_some());
+        assert!(apps.get(&other).is_none());
+        assert_eq!(format!("{apps:?}"), r#"[Namespace("notes")]"#);
+        assert!(format!("{service:?}").contains("notes"));
+    }
+
+    #[tokio::test]
+    async fn in_strong_mode_every_op_is_in_the_heads_log() {
+        let clock = Arc::new(ManualClock::new(1_000));
+        let table = Arc::new(MemoryStateStore::new("a", clock.clone()));
+        let service = AppService::strong(
+            Notes,
+            table,
+            Arc::new(MemoryConnections::default()),
+            clock,
+            "a",
+        )
+        .with_seeds([(TopicName::new("pad").unwrap(), json!({ "title": "Pad" }))]);
+        for n in 1..=3 {
+            note(&service, n).await;
+        }
+        let seen = read(&service, ann(), None, &[]).await;
+        assert_eq!(seen.versions, at(crate::model::LEDGER, 3));
+        assert_eq!(seen.positions, [1, 2, 3]);
+        assert!(
+            seen.complete,
+            "the newest op is the head's, held before its copy"
+        );
+        assert!(seen.you.ops.iter().all(|o| o.log == crate::model::LEDGER));
+    }
+}

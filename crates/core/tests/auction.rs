@@ -1113,3 +1113,68 @@ async fn a_write_to_an_auctions_topic_is_the_same_bid_as_its_bid_frame() {
     );
     assert_eq!(w.store.all_bids(&AuctionId::new("a1").unwrap()).len(), 1);
 }
+
+/// The auction read as any app's topic (`getState{topic:"auction:<id>"}`): its view is the
+/// `state` frame's `auction`, with the same high bid; the auction delivers its latest view,
+/// so no ops; the caller's own bids are its ops; another app's namespace is an error frame.
+#[tokio::test]
+async fn the_auction_is_read_as_a_topic_with_the_state_frames_view() {
+    let w = world().await;
+    assert_eq!(
+        bid(&w, "bob", 100, "bid-b-0001").await.0,
+        BidStatus::Accepted
+    );
+    let legacy = state_json(&w).await;
+    let reply = w
+        .service
+        .handle_frame(
+            &conn("c-bob"),
+            &user("bob"),
+            br#"{"action":"getState","topic":"auction:a1","opIds":["bid-b-0001"]}"#,
+        )
+        .await;
+    let topic = serde_json::to_value(&reply.message).unwrap();
+    assert_eq!(topic["type"], "topicState", "{topic}");
+    assert_eq!(topic["view"], legacy["auction"]);
+    assert_eq!(topic["view"]["highBid"]["amount"], 100);
+    assert_eq!(topic["versions"], serde_json::json!({ "us-east-1": 1 }));
+    assert_eq!(topic["ops"], serde_json::json!([]));
+    assert_eq!(topic["complete"], true);
+    assert_eq!(topic["you"]["ops"][0]["opId"], "bid-b-0001");
+    assert_eq!(topic["you"]["settled"][0]["stands"], true);
+    assert_eq!(
+        topic["you"]["settled"][0]["copies"][0]["digest"],
+        wsdr_protocol::bid_digest(wsdr_protocol::Amount::new(100).unwrap()).to_string()
+    );
+    let elsewhere = w
+        .service
+        .handle_frame(
+            &conn("c-bob"),
+            &user("bob"),
+            br#"{"action":"getState","topic":"chess:game-1"}"#,
+        )
+        .await;
+    assert!(matches!(
+        elsewhere.message,
+        wsdr_protocol::ServerMessage::Error { .. }
+    ));
+    // Pushes start for the deployment's apps' topics only.
+    assert!(w
+        .service
+        .serves(&wsdr_protocol::Topic::parse("auction:a1").unwrap()));
+    assert!(!w
+        .service
+        .serves(&wsdr_protocol::Topic::parse("chess:game-1").unwrap()));
+    // A heartbeat naming the topic carries its versions.
+    let pong = w
+        .service
+        .handle_frame(
+            &conn("c-bob"),
+            &user("bob"),
+            br#"{"action":"heartbeat","topic":"auction:a1"}"#,
+        )
+        .await;
+    let pong = serde_json::to_value(&pong.message).unwrap();
+    assert_eq!(pong["topic"], "auction:a1");
+    assert_eq!(pong["versions"], serde_json::json!({ "us-east-1": 1 }));
+}

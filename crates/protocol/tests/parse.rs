@@ -254,3 +254,135 @@ fn a_write_frame_carries_a_topic_an_op_id_and_an_op_with_a_canonical_form() {
         }
     }
 }
+
+fn parse(frame: &str) -> Result<ClientMessage, wsdr_protocol::ProtocolError> {
+    parse_client_message(frame.as_bytes())
+}
+
+fn refused(frame: &str) -> bool {
+    matches!(parse(frame), Err(e) if e.code == ErrorCode::InvalidField)
+}
+
+/// `getState` naming a topic (any app's): op ids to settle, `since` per log, and the limits
+/// that keep it cheap; a frame names its topic one way only.
+#[test]
+fn a_topic_read_names_op_ids_and_positions_within_their_limits() {
+    let read = parse(
+        r#"{"action":"getState","topic":"chat:lobby","opIds":["msg-00001","msg-00002","msg-00001"],"since":{"us-east-1":41,"global":0}}"#,
+    )
+    .unwrap();
+    let ClientMessage::GetTopic {
+        topic,
+        op_ids,
+        since,
+    } = read
+    else {
+        panic!("not a topic read: {read:?}");
+    };
+    assert_eq!(topic.to_string(), "chat:lobby");
+    assert_eq!(
+        op_ids.iter().map(|o| o.as_str()).collect::<Vec<_>>(),
+        ["msg-00001", "msg-00002"],
+        "repeats folded"
+    );
+    assert_eq!(
+        since,
+        Some(
+            [("global".to_owned(), 0), ("us-east-1".to_owned(), 41)]
+                .into_iter()
+                .collect()
+        )
+    );
+    assert!(matches!(
+        parse(r#"{"action":"getState","topic":"chat:lobby"}"#),
+        Ok(ClientMessage::GetTopic { since: None, ref op_ids, .. }) if op_ids.is_empty()
+    ));
+    // One way to name it.
+    assert!(refused(
+        r#"{"action":"getState","topic":"chat:lobby","auctionId":"lot-1"}"#
+    ));
+    assert!(refused(
+        r#"{"action":"getState","topic":"chat:lobby","bidIds":["msg-00001"]}"#
+    ));
+    // `since`: at most 8 logs, each named (1 to 64 characters) with a position >= 0.
+    let logs = |n: usize| {
+        (0..n)
+            .map(|i| format!(r#""r{i}":1"#))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    assert!(parse(&format!(
+        r#"{{"action":"getState","topic":"c:r","since":{{{}}}}}"#,
+        logs(8)
+    ))
+    .is_ok());
+    assert!(refused(&format!(
+        r#"{{"action":"getState","topic":"c:r","since":{{{}}}}}"#,
+        logs(9)
+    )));
+    let named =
+        |name: &str| format!(r#"{{"action":"getState","topic":"c:r","since":{{"{name}":1}}}}"#);
+    assert!(parse(&named(&"r".repeat(64))).is_ok());
+    assert!(refused(&named(&"r".repeat(65))));
+    assert!(refused(&named("")));
+    assert!(refused(&named("a\\u0007b")));
+    for bad in [
+        r#""since":{"r":-1}"#,
+        r#""since":{"r":1.5}"#,
+        r#""since":{"r":"1"}"#,
+        r#""since":[1]"#,
+    ] {
+        assert!(
+            refused(&format!(r#"{{"action":"getState","topic":"c:r",{bad}}}"#)),
+            "{bad}"
+        );
+    }
+    // Op ids: at most 32, each valid.
+    let ids = |n: usize| {
+        (0..n)
+            .map(|i| format!(r#""msg-{i:05}""#))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    assert!(parse(&format!(
+        r#"{{"action":"getState","topic":"c:r","opIds":[{}]}}"#,
+        ids(32)
+    ))
+    .is_ok());
+    assert!(refused(&format!(
+        r#"{{"action":"getState","topic":"c:r","opIds":[{}]}}"#,
+        ids(33)
+    )));
+    assert!(refused(
+        r#"{"action":"getState","topic":"c:r","opIds":"msg-00001"}"#
+    ));
+    assert!(refused(
+        r#"{"action":"getState","topic":"c:r","opIds":[5]}"#
+    ));
+    // The auction's own read still names bids.
+    assert!(matches!(
+        parse(r#"{"action":"getState","auctionId":"lot-1","bidIds":["bid-00001"]}"#),
+        Ok(ClientMessage::GetState { ref bid_ids, .. }) if bid_ids.len() == 1
+    ));
+}
+
+/// A heartbeat names the topic (or the auction) it watches, never both.
+#[test]
+fn a_heartbeat_names_a_topic_or_an_auction() {
+    assert!(matches!(
+        parse(r#"{"action":"heartbeat","topic":"chat:lobby"}"#),
+        Ok(ClientMessage::Heartbeat { auction_id: None, topic: Some(ref t) }) if t.to_string() == "chat:lobby"
+    ));
+    assert!(matches!(
+        parse(r#"{"action":"heartbeat","topic":null}"#),
+        Ok(ClientMessage::Heartbeat {
+            auction_id: None,
+            topic: None
+        })
+    ));
+    assert!(refused(
+        r#"{"action":"heartbeat","topic":"chat:lobby","auctionId":"lot-1"}"#
+    ));
+    assert!(refused(r#"{"action":"heartbeat","topic":"lobby"}"#));
+    assert!(refused(r#"{"action":"heartbeat","topic":5}"#));
+}

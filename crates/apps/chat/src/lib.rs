@@ -260,3 +260,80 @@ pub fn conversation<'a>(copies: impl IntoIterator<Item = &'a OpView>) -> Vec<Mes
     });
     messages
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn chat() -> Chat {
+        Chat::in_namespace(Chat::namespace().unwrap())
+    }
+
+    #[test]
+    fn a_message_of_the_wires_limit_is_taken_and_one_byte_more_refused() {
+        let text = |bytes: usize| json!({ "text": "é".repeat(bytes / 2) + &"a".repeat(bytes % 2) });
+        assert!(chat().parse_op(&text(MAX_TEXT_BYTES)).is_ok());
+        assert!(chat().parse_op(&text(MAX_TEXT_BYTES + 1)).is_err());
+        assert!(
+            chat().parse_op(&json!({ "text": " \n " })).is_err(),
+            "blank"
+        );
+    }
+
+    #[test]
+    fn a_room_takes_a_message_of_its_length_and_refuses_one_character_more() {
+        let room = Room {
+            title: "r".into(),
+            max_chars: 3,
+        };
+        let post = |text: &str| Post { text: text.into() };
+        assert_eq!(
+            chat().decide(&room, &[], &post("héé")),
+            Ok(()),
+            "characters, not bytes"
+        );
+        assert_eq!(
+            chat().decide(&room, &[], &post("abcd")),
+            Err(Refusal::TooLong)
+        );
+    }
+
+    fn copy(author: &str, id: &str, region: &str, at: u64, text: &str) -> OpView {
+        let op = json!({ "text": text });
+        OpView {
+            author: author.into(),
+            op_id: OpId::new(id).unwrap(),
+            region: region.into(),
+            position: at,
+            log: region.into(),
+            at,
+            digest: Digest::of(&op).unwrap(),
+            op,
+        }
+    }
+
+    #[test]
+    fn a_message_is_placed_by_its_earliest_copy_whatever_arrived_first() {
+        // The replay's copy (west, later) arrives before the first copy (east, earlier).
+        let replayed = copy("ann", "ann-msg-0001", "us-west-2", 50, "hi");
+        let first = copy("ann", "ann-msg-0001", "us-east-1", 10, "hi");
+        let other = copy("bo", "bo-msg-0001", "us-west-2", 30, "yo");
+        for copies in [
+            vec![replayed.clone(), other.clone(), first.clone()],
+            vec![first.clone(), replayed.clone(), other.clone()],
+        ] {
+            let shown = conversation(&copies);
+            assert_eq!(
+                shown
+                    .iter()
+                    .map(|m| (m.text.as_str(), m.at, m.region.as_str()))
+                    .collect::<Vec<_>>(),
+                [("hi", 10, "us-east-1"), ("yo", 30, "us-west-2")]
+            );
+        }
+        // One op id reused for another text: two messages, both accepted.
+        let reused = copy("ann", "ann-msg-0001", "us-west-2", 20, "other");
+        assert_eq!(conversation(&[first, reused]).len(), 2);
+    }
+}

@@ -238,10 +238,10 @@ async fn history_after_a_reconnect_is_read_by_position_and_a_hole_is_reported() 
         [3, 4, 5, 6]
     );
     assert!(after.complete);
-    // West receives the summary (which carries m6 whole) and m1, m2, m4, but never m3 or m5:
-    // east is lost with them.
+    // West receives the summary (which carries m6 whole) and m1, m2, m4, but never m3, m5 or
+    // m6's own item: east is lost with them.
     let lost = |item: &Item| match item {
-        Item::Op { op, .. } => op.op["text"] != "m3" && op.op["text"] != "m5",
+        Item::Op { op, .. } => !["m3", "m5", "m6"].contains(&op.op["text"].as_str().unwrap()),
         _ => true,
     };
     replicate(&mut east, &west, lost);
