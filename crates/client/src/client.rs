@@ -1837,9 +1837,7 @@ impl Runner {
                 let answered =
                     self.book
                         .answered(bid_id.as_str(), status, reason.as_deref(), Instant::now());
-                if answered == Answered::Undecided {
-                    self.redirected_from = Some(region.clone());
-                }
+                self.on_answered(answered, &region);
                 self.emit(Event::BidResult {
                     bid_id,
                     status,
@@ -1861,9 +1859,7 @@ impl Runner {
                 let answered =
                     self.writes
                         .answered(op_id.as_str(), status, reason.as_deref(), Instant::now());
-                if answered == Answered::Undecided {
-                    self.redirected_from = Some(region.clone());
-                }
+                self.on_answered(answered, &region);
                 self.emit(Event::WriteResult {
                     op_id,
                     status,
@@ -1945,6 +1941,14 @@ impl Runner {
                 auction_id: None,
                 topic: None,
             },
+        }
+    }
+
+    /// What the book made of an answer: a redirect decided nothing, and the op goes (same op
+    /// id) to the Region the client moves to.
+    fn on_answered(&mut self, answered: Answered, region: &str) {
+        if answered == Answered::Undecided {
+            self.redirected_from = Some(region.to_owned());
         }
     }
 

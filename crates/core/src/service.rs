@@ -536,28 +536,11 @@ impl AuctionService {
             service.state(connection, caller, topic, op_ids, since),
             self.herd_window_ms(),
         );
-        Ok(match state? {
-            ServerMessage::TopicState {
-                region,
-                topic,
-                versions,
-                view,
-                ops,
-                complete,
-                you,
-                ..
-            } => ServerMessage::TopicState {
-                region,
-                topic,
-                versions,
-                view,
-                ops,
-                complete,
-                you,
-                herd_window_ms: herd,
-            },
-            other => other,
-        })
+        let mut state = state?;
+        if let ServerMessage::TopicState { herd_window_ms, .. } = &mut state {
+            *herd_window_ms = herd;
+        }
+        Ok(state)
     }
 
     /// `heartbeat` naming a topic: a pong with that topic's versions (without them if the
