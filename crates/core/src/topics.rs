@@ -45,6 +45,12 @@ pub const LOG_PAGE_MAX: usize = 200;
 /// The most of the caller's own ops a `topicState` lists (newest first).
 pub const OWN_OPS_MAX: usize = 50;
 
+/// The most bytes of ops (as JSON) one `topicState` or `topicUpdate` carries: API Gateway
+/// takes a message of at most 128 KB, so a page of large ops is cut short of it (and says
+/// `complete: false`; the client reads on from where it stopped). One op is always carried,
+/// so an answer always moves the client's frontier.
+pub const OPS_BYTES_MAX: usize = 96 * 1024;
+
 /// An app as the kit serves it: [`App`]'s rules for writes, and what its frames carry.
 pub trait TopicApp: App {
     /// The namespace of its topics (`chat` for `chat:lobby`).
@@ -298,9 +304,10 @@ impl<A: TopicApp> AppService<A> {
         .await?;
         let mut ops = Vec::new();
         let mut complete = true;
+        let mut bytes = 0;
         for ((log, from, count), page) in windows.into_iter().zip(pages) {
             let last = count.min(from + LOG_PAGE_MAX as u64);
-            let mut held: BTreeMap<u64, StoredOp> = page
+            let held: BTreeMap<u64, StoredOp> = page
                 .into_iter()
                 .chain(carried.iter().filter(|op| op.in_log(log)).cloned())
                 .filter(|op| op.position > from && op.position <= last)
@@ -308,11 +315,16 @@ impl<A: TopicApp> AppService<A> {
                 .collect();
             // A gap (a copy not arrived) or a page cut short of the count.
             complete &= last == count && held.len() as u64 == last - from;
-            ops.extend(
-                std::mem::take(&mut held)
-                    .into_values()
-                    .map(|op| op_view(&op, log)),
-            );
+            for op in held.into_values() {
+                let view = op_view(&op, log);
+                bytes += serde_json::to_string(&view).map_or(0, |text| text.len());
+                if bytes > OPS_BYTES_MAX && !ops.is_empty() {
+                    // Cut in position order: what is carried is a prefix of each window, so
+                    // the client's frontier moves and it asks on from there.
+                    return Ok((ops, false));
+                }
+                ops.push(view);
+            }
         }
         Ok((ops, complete))
     }
@@ -792,6 +804,50 @@ mod tests {
         let rest = read(&big, ann(), Some(at("a", LOG_PAGE_MAX as u64)), &[]).await;
         assert_eq!(rest.positions.len(), 3);
         assert!(rest.complete);
+    }
+
+    #[tokio::test]
+    async fn an_answer_of_large_ops_is_cut_to_fit_a_message_and_read_on_from_there() {
+        let (_, service) = region("a");
+        let big = "x".repeat(3_000);
+        for n in 1..=60 {
+            service
+                .write(
+                    &ann(),
+                    &pad(),
+                    &OpId::new(format!("note-{n:05}")).unwrap(),
+                    &json!({ "note": big }),
+                )
+                .await;
+        }
+        let first = read(&service, ann(), Some(at("a", 0)), &[]).await;
+        let carried = first.positions.len();
+        assert!((20..60).contains(&carried), "{carried} ops of 3 KB");
+        assert_eq!(
+            first.positions,
+            (1..=carried as u64).collect::<Vec<_>>(),
+            "a prefix"
+        );
+        assert!(!first.complete, "cut short of the count");
+        let mut frontier = carried as u64;
+        let mut answers = 1;
+        loop {
+            let next = read(&service, ann(), Some(at("a", frontier)), &[]).await;
+            answers += 1;
+            assert_eq!(next.positions.first(), Some(&(frontier + 1)));
+            frontier = *next.positions.last().unwrap();
+            if next.complete {
+                break;
+            }
+            assert!(answers < 10, "every answer moves the frontier");
+        }
+        assert_eq!(frontier, 60);
+        let push = service.push_frame(&pad()).await.unwrap();
+        assert!(
+            push.len() <= OPS_BYTES_MAX + 4_096,
+            "a push fits a message: {}",
+            push.len()
+        );
     }
 
     #[tokio::test]
