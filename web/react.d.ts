@@ -1,6 +1,6 @@
 // Types for react.js (`wsdr-client/react`). Independent of @types/react: the hooks' arguments
 // and results are plain data, and the provider's children are whatever React accepts.
-import type { AuctionClientOptions, BidView, ClientView, ConnectionState } from './wsdr-client.js';
+import type { AuctionClientOptions, BidView, ClientView, ConnectionState, TopicView } from './wsdr-client.js';
 
 /** One bid as the hook shows it (the client's `BidView`). */
 export type BidState = BidView;
@@ -19,6 +19,10 @@ export interface WsdrHook extends WsdrState {
   bid(amount: number, auctionId?: string): string;
   /** Watch one more auction over the same socket (kept if the client is made again). */
   watch(auctionId: string): void;
+  /** Hold every op of one more topic (a chat room) over the same socket. */
+  join(topic: string): void;
+  /** Write an op to a topic (joined from then on); returns its op id. Throws while idle. */
+  write(topic: string, op: unknown): string;
   /** Connect now: ends the session, or cuts a retry's backoff short. */
   reconnect(): void;
   /** Close the client for good (the component stays mounted; remount to start again). */
@@ -37,3 +41,11 @@ export declare function reduce(state: WsdrState, type: string, detail: unknown):
 /** One auction of the nearest provider's shared client: `auction` is its view (null until its
  * first state), `bid(amount)` bids in it; watched over the provider's one socket from mount. */
 export declare function useAuction(auctionId: string): WsdrHook;
+
+/** One topic of any app (a chat room) of the nearest provider's shared client, every op held:
+ * `topic` is its state (null until its first answer), `write(op)` writes to it; joined over
+ * the provider's one socket from mount. */
+export declare function useTopic(topic: string): Omit<WsdrHook, 'write'> & {
+  topic: TopicView | null;
+  write(op: unknown): string;
+};

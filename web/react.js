@@ -8,7 +8,10 @@ import { AuctionClient, INITIAL_VIEW, reduceView } from './wsdr-client.js';
 /** The state transition for one client event (the client's own `reduceView`). */
 export const reduce = reduceView;
 
-const EVENTS = ['status', 'restored', 'update', 'bidSent', 'bidResult', 'bidSettled', 'bidExpired', 'endpoint', 'disconnected'];
+const EVENTS = [
+  'status', 'restored', 'update', 'bidSent', 'bidResult', 'bidSettled', 'bidExpired', 'endpoint', 'disconnected',
+  'topicRestored', 'topicUpdated', 'discontinuity', 'writeSent', 'writeResult', 'writeSettled', 'writeExpired',
+];
 
 /** What a hook shows while it is not enabled (before sign-in, say): no client, no socket. */
 const IDLE_VIEW = Object.freeze({ ...INITIAL_VIEW, connection: 'idle' });
@@ -28,6 +31,8 @@ function useWsdrClient(options, enabled) {
   // Auctions components asked for with `watch` (useAuction): kept across clients, since a
   // child's effect runs before its provider's creates the client.
   const watched = useRef(new Set());
+  // Topics components joined (useTopic), kept across clients likewise.
+  const joined = useRef(new Set());
   useEffect(() => {
     if (!enabled) {
       setState(IDLE_VIEW);
@@ -37,6 +42,7 @@ function useWsdrClient(options, enabled) {
     const next = new AuctionClient({
       ...clientOptions,
       auctionIds: [...(clientOptions.auctionIds ?? []), ...watched.current],
+      topics: [...(clientOptions.topics ?? []), ...joined.current],
       tokenProvider: (context) => latest.current.tokenProvider(context),
     });
     client.current = next;
@@ -61,10 +67,22 @@ function useWsdrClient(options, enabled) {
     watched.current.add(auctionId);
     client.current?.watch(auctionId);
   }, []);
+  // Hold every op of one more topic (a chat room) over this client's socket.
+  const join = useCallback((topic) => {
+    joined.current.add(topic);
+    client.current?.join(topic);
+  }, []);
+  // Write an op to a topic (joined from then on); returns its op id.
+  const write = useCallback((topic, op) => {
+    const current = client.current;
+    if (!current) throw new Error('not connected: the hook is not enabled, or its component is not mounted');
+    joined.current.add(topic);
+    return current.write(topic, op);
+  }, []);
   // Connect now (a "reconnect" button; cuts a retry's backoff short) and close for good.
   const reconnect = useCallback(() => client.current?.reconnect(), []);
   const close = useCallback(() => client.current?.close(), []);
-  return { ...state, bid, watch, reconnect, close };
+  return { ...state, bid, watch, join, write, reconnect, close };
 }
 
 /**
@@ -106,4 +124,23 @@ export function useAuction(auctionId) {
   }, [watch, auctionId]);
   const bidHere = useCallback((amount) => bid(amount, auctionId), [bid, auctionId]);
   return { ...shared, auction: shared.auctions?.[auctionId] ?? null, bid: bidHere };
+}
+
+/**
+ * One topic of any app (a chat room, `chat:<room>`) of the nearest `WsdrProvider`'s shared
+ * client, every op held: joined from this component's mount. Returns the provider's hook with
+ * `topic` this topic's state (`{ copies, versions, view, complete, hole }`, null until its
+ * first answer: `copies` are every op copy held, to order as the app orders them, and `hole`
+ * says copies are missing that the serving Region cannot give now) and `write(op)` writing to
+ * it.
+ */
+export function useTopic(topic) {
+  const shared = useContext(WsdrContext);
+  if (shared === null) throw new Error('useTopic() needs a <WsdrProvider> above it');
+  const { join, write } = shared;
+  useEffect(() => {
+    join(topic);
+  }, [join, topic]);
+  const writeHere = useCallback((op) => write(topic, op), [write, topic]);
+  return { ...shared, topic: shared.topics?.[topic] ?? null, write: writeHere };
 }

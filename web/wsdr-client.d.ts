@@ -449,6 +449,9 @@ export interface AuctionClientOptions {
   /** More auctions over the same socket (each in the view's `auctions`); `watch()` adds one
    * later. */
   auctionIds?: string[];
+  /** Topics of any app whose every op the client holds (a chat room, `chat:<room>`); `join()`
+   * adds one later. */
+  topics?: string[];
   /** The debug hook: every event and every frame sent and received (a logger's throw is
    * ignored). */
   log?: (entry: LogEntry) => void;
@@ -594,6 +597,78 @@ export interface AuctionClientEventMap {
   moveScheduled: WsdrEvent<MoveScheduledDetail>;
   /** `closeCode`: the socket's close code, when it closed. */
   disconnected: WsdrEvent<{ reason: string; code: ReasonCode; closeCode?: number }>;
+  /** A joined topic's answer (`topicState`): the copies it brought that were not held. */
+  topicRestored: WsdrEvent<TopicDetail & { complete: boolean; outageMs: number | null }>;
+  /** A joined topic's push that brought copies not held. */
+  topicUpdated: WsdrEvent<TopicDetail>;
+  /** A hole in a joined topic the serving Region cannot fill now (said once per hole). */
+  discontinuity: WsdrEvent<{ topic: string; region: string; heldTo: Versions; versions: Versions }>;
+  /** A write was made (`write()`): sent now, or waiting for the connection. */
+  writeSent: WsdrEvent<{ opId: string; topic: string; op: unknown }>;
+  /** The server's answer to a write (`writeResult`); `doubtful` as a bid's. */
+  writeResult: WsdrEvent<{ opId: string; status: BidStatus; reason: string | null; region: string; doubtful: boolean }>;
+  /** The final word on a doubtful write. */
+  writeSettled: WsdrEvent<{ opId: string; stands: boolean; region: string | null }>;
+  /** A write made offline was too old when the next session opened: dropped, never sent. */
+  writeExpired: WsdrEvent<{ opId: string }>;
+}
+
+/** One op copy of a topic, as the server sends it (`topicState`, `topicUpdate`). */
+export interface OpCopy {
+  author: string;
+  opId: string;
+  region: string;
+  /** Its place in `log` (a Region's count, or strong mode's `global`). */
+  position: number;
+  log: string;
+  at: number;
+  digest: string;
+  op: unknown;
+}
+
+/** What a topic answer or push brought. */
+export interface TopicDetail {
+  topic: string;
+  region: string;
+  versions: Versions;
+  view: unknown;
+  added: OpCopy[];
+}
+
+/** A joined topic as the view shows it. */
+export interface TopicView {
+  /** Every copy held (order them as the app does: the chat room by earliest copy). */
+  copies: OpCopy[];
+  versions: Versions;
+  view: unknown;
+  complete: boolean;
+  /** Copies the serving Region counts but cannot give now; null when none. */
+  hole: { heldTo: Versions; versions: Versions } | null;
+}
+
+/** One write to a topic, as the view shows it. */
+export interface WriteView {
+  topic: string;
+  op: unknown;
+  status: BidStatus | 'sent' | 'expired';
+  reason: string | null;
+  region: string | null;
+  doubtful: boolean;
+  stands?: boolean;
+}
+
+/** A topic as the client holds it: copies by log and position, the frontier, holes. */
+export declare class TopicLog {
+  constructor(topic: string);
+  readonly topic: string;
+  readonly versions: Versions;
+  frontier(): Versions;
+  isBehind(versions: Versions): boolean;
+  counted(versions: Versions): void;
+  merge(versions: Versions, view: unknown, ops: OpCopy[]): { added: OpCopy[]; behind: boolean };
+  answered(merged: { added: OpCopy[] }, complete: boolean): 'done' | 'again' | { hole: Versions };
+  worthAsking(): boolean;
+  request(opIds?: string[]): string;
 }
 
 /** The reconnecting auction client (docs/CLIENT.md). */
@@ -624,6 +699,12 @@ export interface ClientView {
   outageMs: number | null;
   endpoint: EndpointDetail | null;
   bids: Readonly<Record<string, BidView>>;
+  /** Joined topics by topic (a topic appears with its first answer). Always present in the
+   * views the client produces; optional so that a view built by hand for an earlier version
+   * still type-checks. */
+  topics?: Readonly<Record<string, TopicView>>;
+  /** Writes to topics by op id; present as `topics` is. */
+  writes?: Readonly<Record<string, WriteView>>;
   /** The last disconnect's reason; after `failed`, why the client gave up. */
   lastDisconnect: string | null;
   /** The last disconnect's reason code; after `failed`, the give-up's (4100, 4101). */
@@ -667,6 +748,11 @@ export declare class AuctionClient {
    * auction; another is watched from now on); returns its bidId. Throws on a bad amount, or
    * when no auction is given or watched. */
   bid(amount: number, auctionId?: string): string;
+  /** Hold every op of `topic` (`<namespace>:<name>`) over this socket. Throws on a bad topic. */
+  join(topic: string): void;
+  /** Write `op` to `topic` (joined from now on); returns its op id. Throws on an op with no
+   * canonical JSON form. */
+  write(topic: string, op: unknown): string;
   dispatchEvent(event: { readonly type: string }): boolean;
   addEventListener<K extends keyof AuctionClientEventMap>(
     type: K,

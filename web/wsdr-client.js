@@ -510,6 +510,97 @@ export class OpBook {
   }
 }
 
+/**
+ * A topic whose every op counts (a chat room) as the client holds it, free of timers and
+ * sockets: the same rules as the Rust client's `TopicLog` (docs/CLIENT.md, "Topics of any
+ * app"). Copies are kept by log and position; per log the *frontier* is the highest position
+ * up to which every copy is held; the client asks `getState{since: frontier}`, asks again
+ * while an incomplete answer brings copies, and reports a hole that stays once per frontier,
+ * asking again only when the server's counts move.
+ */
+export class TopicLog {
+  constructor(topic) {
+    this.topic = topic;
+    this.ops = new Map(); // `${log}#${position}` -> op copy
+    this.versions = {};
+    this.view = null;
+    this.stuck = null; // JSON of [frontier, versions] of the last fruitless answer
+    this.reported = null; // JSON of the frontier of the last hole reported
+  }
+
+  /** Per log, the highest position up to which every copy is held. */
+  frontier() {
+    const logs = new Set([...Object.keys(this.versions), ...[...this.ops.values()].map((op) => op.log)]);
+    const frontier = {};
+    for (const log of [...logs].sort()) {
+      let next = 1;
+      while (this.ops.has(`${log}#${next}`)) next += 1;
+      frontier[log] = next - 1;
+    }
+    return frontier;
+  }
+
+  /** Whether `versions` count copies past the frontier in some log. */
+  isBehind(versions) {
+    const frontier = this.frontier();
+    return Object.entries(versions ?? {}).some(([log, count]) => (frontier[log] ?? 0) < count);
+  }
+
+  /** A pong's counts (counts only grow). */
+  counted(versions) {
+    for (const [log, count] of Object.entries(versions ?? {})) {
+      this.versions[log] = Math.max(this.versions[log] ?? 0, count);
+    }
+  }
+
+  /** Fold an answer's or a push's copies and counts in: returns { added, behind }. */
+  merge(versions, view, ops) {
+    this.counted(versions);
+    this.view = view ?? null;
+    const added = [];
+    for (const op of ops ?? []) {
+      const key = `${op.log}#${op.position}`;
+      if (!this.ops.has(key)) {
+        this.ops.set(key, op);
+        added.push(op);
+      }
+    }
+    return { added, behind: this.isBehind(this.versions) };
+  }
+
+  /** After an answer: 'done', 'again' (incomplete, it brought copies), or { hole: frontier }
+   * (incomplete, nothing new, newly seen). */
+  answered(merged, complete) {
+    if (complete) {
+      this.stuck = null;
+      return 'done';
+    }
+    if (merged.added.length > 0) {
+      this.stuck = null;
+      return 'again';
+    }
+    const frontier = this.frontier();
+    const key = JSON.stringify(frontier);
+    this.stuck = JSON.stringify([frontier, this.versions]);
+    if (this.reported === key) return 'done';
+    this.reported = key;
+    return { hole: frontier };
+  }
+
+  /** Whether asking now may bring something (not the same question as the last fruitless one). */
+  worthAsking() {
+    return this.stuck !== JSON.stringify([this.frontier(), this.versions]);
+  }
+
+  /** The `getState` for this topic: from the frontier once anything is held. */
+  request(opIds = []) {
+    const frame = { action: 'getState', topic: this.topic };
+    if (opIds.length) frame.opIds = opIds.slice(0, SETTLE_BIDS_MAX);
+    if (Object.keys(this.versions).length || this.ops.size) frame.since = this.frontier();
+    return JSON.stringify(frame);
+  }
+}
+
 /** A bid's payload as its digest sees it: what the server's settlement compares. */
 const bidDigest = (amount) => opDigest({ amount });
 /** An OpBook settlement in the auction's words. */
@@ -681,6 +772,10 @@ export const INITIAL_VIEW = Object.freeze({
   outageMs: null,
   endpoint: null,
   bids: Object.freeze({}),
+  // Joined topics (any app's, every op held) by topic: { copies, versions, view, complete, hole }.
+  topics: Object.freeze({}),
+  // Writes to topics by op id, as `bids`.
+  writes: Object.freeze({}),
   lastDisconnect: null,
   lastDisconnectCode: null,
   attempt: 0,
@@ -764,6 +859,45 @@ export function reduceView(state, type, detail) {
       const bid = state.bids[detail.bidId];
       if (!bid) return state;
       return { ...state, bids: { ...state.bids, [detail.bidId]: { ...bid, status: 'expired', doubtful: false } } };
+    }
+    case 'topicRestored':
+    case 'topicUpdated': {
+      const held = state.topics?.[detail.topic] ?? { copies: [], versions: {}, view: null, complete: false, hole: null };
+      const seen = new Set(held.copies.map((op) => `${op.log}#${op.position}`));
+      const copies = [...held.copies, ...(detail.added ?? []).filter((op) => !seen.has(`${op.log}#${op.position}`))];
+      const complete = type === 'topicRestored' ? detail.complete : held.complete;
+      const topic = { ...held, copies, versions: detail.versions, view: detail.view ?? held.view, complete, hole: complete ? null : held.hole };
+      return {
+        ...state,
+        connection: type === 'topicRestored' ? 'connected' : state.connection,
+        region: detail.region ?? state.region,
+        outageMs: detail.outageMs ?? state.outageMs,
+        topics: { ...(state.topics ?? {}), [detail.topic]: topic },
+      };
+    }
+    case 'discontinuity': {
+      const held = state.topics?.[detail.topic];
+      if (!held) return state;
+      return { ...state, topics: { ...state.topics, [detail.topic]: { ...held, hole: { heldTo: detail.heldTo, versions: detail.versions } } } };
+    }
+    case 'writeSent':
+      return { ...state, writes: { ...(state.writes ?? {}), [detail.opId]: { topic: detail.topic, op: detail.op, status: 'sent', reason: null, region: null, doubtful: false } } };
+    case 'writeResult': {
+      const write = state.writes?.[detail.opId] ?? {};
+      return {
+        ...state,
+        writes: { ...(state.writes ?? {}), [detail.opId]: { ...write, status: detail.status, reason: detail.reason ?? null, region: detail.region, doubtful: detail.doubtful } },
+      };
+    }
+    case 'writeSettled': {
+      const write = state.writes?.[detail.opId];
+      if (!write) return state;
+      return { ...state, writes: { ...state.writes, [detail.opId]: { ...write, doubtful: false, stands: detail.stands, region: detail.region ?? write.region } } };
+    }
+    case 'writeExpired': {
+      const write = state.writes?.[detail.opId];
+      if (!write) return state;
+      return { ...state, writes: { ...state.writes, [detail.opId]: { ...write, status: 'expired', doubtful: false } } };
     }
     case 'endpoint':
       return { ...state, endpoint: detail };
@@ -882,6 +1016,16 @@ export class AuctionClient extends EventTarget {
       settleWindowMs: (options.settleWindowMs ?? 120000) / scale,
       offline: { max: options.offlineBids?.max ?? OFFLINE_BIDS.max, maxAgeMs: (options.offlineBids?.maxAgeMs ?? OFFLINE_BIDS.maxAgeMs) / scale },
     });
+    // Writes to any app's topics, by the same rules as bids (a reused op id is final).
+    this.writes = new OpBook({
+      settleWindowMs: (options.settleWindowMs ?? 120000) / scale,
+      offline: { max: options.offlineBids?.max ?? OFFLINE_BIDS.max, maxAgeMs: (options.offlineBids?.maxAgeMs ?? OFFLINE_BIDS.maxAgeMs) / scale },
+      finalReasons: ['op_id_reused'],
+    });
+    // Joined topics (a chat room): every op held by log and position.
+    this.topicLogs = new Map();
+    for (const topic of options.topics ?? []) this.topicLogs.set(topic, new TopicLog(topic));
+    this.userId = null;
     this.ws = null;
     this.closed = false;
     this.outageSince = null;
@@ -1010,6 +1154,38 @@ export class AuctionClient extends EventTarget {
     if (this.session?.open && !this.session.ended) this.send(this.book.stateRequest(auctionId));
   }
 
+  /** Hold every op of `topic` (any app's, `<namespace>:<name>`: a chat room) over this socket:
+   * read from the positions held after every reconnect, holes asked for and reported
+   * (`discontinuity`), its versions in the heartbeats; copies arrive in `topicRestored` and
+   * `topicUpdated` and in `state.topics[topic]`. */
+  join(topic) {
+    if (typeof topic !== 'string' || !/^[A-Za-z0-9_-]{1,32}:./.test(topic)) throw new Error('topic must be `<namespace>:<name>`');
+    if (this.topicLogs.has(topic)) return;
+    this.topicLogs.set(topic, new TopicLog(topic));
+    if (this.session?.open && !this.session.ended) this.send(this.topicRequest(topic));
+  }
+
+  /** The `getState` of a joined topic, naming its doubtful writes. */
+  topicRequest(topic) {
+    return this.topicLogs.get(topic).request(this.writes.doubtsOf(topic));
+  }
+
+  /** Write `op` (any JSON value with a canonical form) to `topic`, which is joined from now on
+   * (its state settles the write). Replayed with the same op id after every reconnect until
+   * answered (`writeResult`), settled like a bid when the answer cannot be final
+   * (`writeSettled`). Returns the op id. */
+  write(topic, op) {
+    const digest = opDigest(op);
+    this.join(topic);
+    const opId = newBidId();
+    const frame = JSON.stringify({ action: 'write', topic, opId, op });
+    const open = Boolean(this.session?.open);
+    this.writes.add(opId, frame, digest, open, Date.now(), topic, { topic, op });
+    this.emit('writeSent', { opId, topic, op });
+    if (open) this.send(frame);
+    return opId;
+  }
+
   /** Send a bid (amount in integer minor units) in `auctionId` (default: the first auction;
    * another is watched from now on). Returns the bidId. */
   bid(amount, auctionId = this.auctionId) {
@@ -1081,8 +1257,11 @@ export class AuctionClient extends EventTarget {
       this.openFailed = false;
       session.connectedAt = Date.now();
       for (const auctionId of this.auctionIds) this.send(this.book.stateRequest(auctionId));
+      for (const topic of this.topicLogs.keys()) this.send(this.topicRequest(topic));
       for (const bidId of this.book.expireOffline(Date.now())) this.emit('bidExpired', { bidId });
       for (const frame of this.book.replay()) this.send(frame);
+      for (const opId of this.writes.expireOffline(Date.now())) this.emit('writeExpired', { opId });
+      for (const frame of this.writes.replay()) this.send(frame);
       this.schedule(this.heartbeat.intervalMs);
       if (this.policy) {
         session.recheck = setInterval(() => this.probeGlobal(), this.policy.recheckMs);
@@ -1119,13 +1298,23 @@ export class AuctionClient extends EventTarget {
     }
     // Naming the watched auctions in turn: the pong carries the named one's versions, so a
     // missed push shows (as the Rust client does).
-    const named = this.auctionIds.length ? this.auctionIds[this.heartbeatsSent % this.auctionIds.length] : null;
+    // Then the joined topics, in the same turn.
+    const topics = [...this.topicLogs.keys()];
+    const watched = this.auctionIds.length + topics.length;
+    const turn = watched ? this.heartbeatsSent % watched : null;
     this.heartbeatsSent += 1;
-    this.send(JSON.stringify(named === null ? { action: 'heartbeat' } : { action: 'heartbeat', auctionId: named }));
+    let heartbeat = { action: 'heartbeat' };
+    if (turn !== null && turn < this.auctionIds.length) heartbeat = { action: 'heartbeat', auctionId: this.auctionIds[turn] };
+    else if (turn !== null) heartbeat = { action: 'heartbeat', topic: topics[turn - this.auctionIds.length] };
+    this.send(JSON.stringify(heartbeat));
     // Doubtful bids: settle the expired ones, look again at the rest (one getState for each
-    // auction that has some).
+    // auction that has some); doubtful writes alike, per topic.
     for (const settled of this.book.expire(Date.now())) this.emit('bidSettled', settled);
     for (const auctionId of this.book.doubtfulAuctions()) this.send(this.book.stateRequest(auctionId));
+    for (const settled of this.writes.expire(Date.now())) this.emit('writeSettled', settled);
+    for (const topic of this.writes.doubtfulTopics()) {
+      if (this.topicLogs.has(topic)) this.send(this.topicRequest(topic));
+    }
     this.schedule(verdict.nextInMs);
     if (Date.now() - session.connectedAt >= this.stableAfterMs) this.attempt = 0;
   }
@@ -1160,6 +1349,12 @@ export class AuctionClient extends EventTarget {
         if (this.auctionIds.includes(frame.auctionId) && frame.versions && this.book.behind(frame.versions, frame.auctionId)) {
           this.send(this.book.stateRequest(frame.auctionId));
         }
+        // A joined topic's counts past a hole the client has: ask (not the same fruitless question).
+        if (this.topicLogs.has(frame.topic) && frame.versions) {
+          const log = this.topicLogs.get(frame.topic);
+          log.counted(frame.versions);
+          if (log.isBehind(frame.versions) && log.worthAsking()) this.send(this.topicRequest(frame.topic));
+        }
         break;
       case 'moveTo': {
         if (session.moving) break;
@@ -1179,13 +1374,8 @@ export class AuctionClient extends EventTarget {
         this.herdHintMs = Number.isFinite(frame.herdWindowMs) ? frame.herdWindowMs : null;
         // The outage ends with this session's first state; each auction's first state of the
         // session reports it (a resync within the session reports none).
-        if (session.outageMs === undefined) {
-          session.outageMs = this.outageSince === null ? null : Date.now() - this.outageSince;
-          this.outageSince = null;
-        }
         const auctionId = frame.auction?.id;
-        const outageMs = session.restored.has(auctionId) ? null : session.outageMs;
-        session.restored.add(auctionId);
+        const outageMs = this.restoredOutage(session, auctionId);
         this.policy?.onRestored(frame.region);
         const { settled, resend } = this.book.onState(frame);
         this.emit('restored', {
@@ -1197,6 +1387,45 @@ export class AuctionClient extends EventTarget {
         });
         for (const s of settled) this.emit('bidSettled', s);
         for (const f of resend) this.send(f);
+        break;
+      }
+      case 'topicState': {
+        const log = this.topicLogs.get(frame.topic);
+        if (!log) break;
+        this.herdHintMs = Number.isFinite(frame.herdWindowMs) ? frame.herdWindowMs : null;
+        const outageMs = this.restoredOutage(session, `topic:${frame.topic}`);
+        this.policy?.onRestored(frame.region);
+        const merged = log.merge(frame.versions, frame.view, frame.ops);
+        const next = log.answered(merged, frame.complete === true);
+        this.userId = frame.you?.userId ?? this.userId;
+        const mine = (op) => op.author === this.userId;
+        const standing = new Set([
+          ...(frame.you?.settled ?? []).flatMap((s) => (s.copies ?? []).map((c) => `${s.opId}/${c.digest}`)),
+          ...[...(frame.you?.ops ?? []), ...merged.added].filter(mine).map((op) => `${op.opId}/${op.digest}`),
+        ]);
+        const { settled, resend } = this.writes.settle(frame.topic, standing, frame.region);
+        if (next === 'again') this.send(this.topicRequest(frame.topic));
+        else if (next !== 'done') this.emit('discontinuity', { topic: frame.topic, region: frame.region, heldTo: next.hole, versions: { ...log.versions } });
+        this.emit('topicRestored', { topic: frame.topic, region: frame.region, versions: { ...log.versions }, view: frame.view ?? null, added: merged.added, complete: frame.complete === true, outageMs });
+        for (const s of settled) this.emit('writeSettled', s);
+        for (const f of resend) this.send(f);
+        break;
+      }
+      case 'topicUpdate': {
+        const log = this.topicLogs.get(frame.topic);
+        if (!log) break;
+        const merged = log.merge(frame.versions, frame.view, frame.ops);
+        for (const op of merged.added) {
+          if (op.author === this.userId) for (const s of this.writes.settleShown(op.opId, op.digest, frame.region)) this.emit('writeSettled', s);
+        }
+        if (merged.behind && log.worthAsking()) this.send(this.topicRequest(frame.topic));
+        if (merged.added.length) this.emit('topicUpdated', { topic: frame.topic, region: frame.region, versions: { ...log.versions }, view: frame.view ?? null, added: merged.added });
+        break;
+      }
+      case 'writeResult': {
+        const { doubtful } = this.writes.onResult(frame.opId, frame.status, frame.reason, Date.now());
+        this.emit('writeResult', { ...frame, doubtful });
+        if (frame.status === 'redirect') this.redirect(frame.region);
         break;
       }
       case 'bidUpdate': {
@@ -1218,6 +1447,18 @@ export class AuctionClient extends EventTarget {
       default:
         break;
     }
+  }
+
+  /** The outage this session ended, for the first state of `key` (an auction, or a topic) in
+   * the session; null for the others (a resync within the session reports none). */
+  restoredOutage(session, key) {
+    if (session.outageMs === undefined) {
+      session.outageMs = this.outageSince === null ? null : Date.now() - this.outageSince;
+      this.outageSince = null;
+    }
+    const outageMs = session.restored.has(key) ? null : session.outageMs;
+    session.restored.add(key);
+    return outageMs;
   }
 
   /** Strong mode: the serving Region cannot reach its table's quorum. Go to another Region's

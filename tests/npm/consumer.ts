@@ -19,8 +19,11 @@ import {
   type ClientFrame,
   type ServerFrame,
   type Settlement,
+  TopicLog,
+  type OpCopy,
+  type TopicView,
 } from 'wsdr-client';
-import { reduce, useAuction, useWsdr, WsdrProvider, type WsdrHook, type WsdrOptions, type WsdrState } from 'wsdr-client/react';
+import { reduce, useAuction, useTopic, useWsdr, WsdrProvider, type WsdrHook, type WsdrOptions, type WsdrState } from 'wsdr-client/react';
 
 const options: AuctionClientOptions = {
   url: 'wss://auction.example.com',
@@ -118,6 +121,26 @@ const watchedIds: readonly string[] = many.auctionIds;
 const first: string | null = many.auctionId;
 void bidId, inLot2, lot2, watchedIds, first;
 client.start().close();
+
+// Any app's topic (a chat room) over the same socket: join, write, its events and view.
+const chatty = new AuctionClient({ ...options, topics: ['chat:lobby'] });
+chatty.join('chat:general');
+const postId: string = chatty.write('chat:lobby', { text: 'hello' });
+chatty.addEventListener('topicRestored', (e) => {
+  const copies: OpCopy[] = e.detail.added;
+  const whole: boolean = e.detail.complete;
+  void copies.map((c) => `${c.log}:${c.position} ${c.author}`), whole;
+});
+chatty.addEventListener('discontinuity', (e) => void [e.detail.topic, e.detail.heldTo]);
+chatty.addEventListener('writeResult', (e) => void [e.detail.opId, e.detail.status, e.detail.doubtful]);
+chatty.addEventListener('writeSettled', (e) => void e.detail.stands);
+const lobby: TopicView | undefined = chatty.state.topics?.['chat:lobby'];
+const wrote = chatty.state.writes?.[postId]?.status;
+const log = new TopicLog('chat:lobby');
+const ask: string = log.request();
+void lobby?.complete, wrote, ask;
+const room: (t: string) => { topic: TopicView | null; write(op: unknown): string } = useTopic;
+void room;
 
 function handle(frame: ServerFrame): string {
   switch (frame.type) {
