@@ -136,14 +136,17 @@ browser-test:
 	$(WSDR_BIN_BUILD)
 	cd tests/browser && node --test
 
-## chaos-short: 30 simulated failover runs on the eventual table and 15 on the strong one,
-## every history checked; each run is a deterministic simulation (a function of its seed:
-## a violation prints `wsdr chaos --replay SEED ...`, which reruns it exactly)
+## chaos-short: 30 simulated failover runs of the auction on the eventual table and 15 on the
+## strong one, then 20 and 10 of the chat room, every history checked; each run is a
+## deterministic simulation (a function of its seed: a violation prints `wsdr chaos --replay
+## SEED ...`, which reruns it exactly)
 CHAOS_SEED ?= 1
 chaos-short:
 	$(WSDR_BIN_BUILD)
 	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 30 --report target/wsdr/chaos-short.json
 	target/debug/wsdr chaos --seed $(CHAOS_SEED) --runs 15 --consistency strong --report target/wsdr/chaos-short-strong.json
+	target/debug/wsdr chaos --app chat --seed $(CHAOS_SEED) --runs 20 --report target/wsdr/chaos-short-chat.json
+	target/debug/wsdr chaos --app chat --seed $(CHAOS_SEED) --runs 10 --consistency strong --report target/wsdr/chaos-short-chat-strong.json
 
 ## mutants: every cargo-mutants mutant of the product crates, crate by crate, in a worktree of
 ## HEAD with DynamoDB Local and the SQS peer around it (long; CRATES="wsdr-core ..." for some,
@@ -162,13 +165,16 @@ mutants-diff:
 mutants-web:
 	IN_DIFF="$(IN_DIFF)" scripts/mutants-web.sh
 
-## chaos: the long campaign, simulated (10,000 runs eventual and 5,000 strong on wsdr's
-## timers, then 2,000 eventual on the reference design's; figures in docs/RELIABILITY.md)
+## chaos: the long campaign, simulated (the auction: 10,000 runs eventual and 5,000 strong on
+## wsdr's timers, then 2,000 eventual on the reference design's; the chat room: 10,000 runs in
+## each mode; figures in docs/RELIABILITY.md)
 chaos:
 	$(CARGO) build --release -p wsdr-lab --bin wsdr
 	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 10000 --report target/wsdr/chaos-report.json
 	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 5000 --consistency strong --report target/wsdr/chaos-report-strong.json
 	target/release/wsdr chaos --seed $(CHAOS_SEED) --runs 2000 --timers reference --report target/wsdr/chaos-report-reference.json
+	target/release/wsdr chaos --app chat --seed $(CHAOS_SEED) --runs 10000 --report target/wsdr/chaos-report-chat.json
+	target/release/wsdr chaos --app chat --seed $(CHAOS_SEED) --runs 10000 --consistency strong --report target/wsdr/chaos-report-chat-strong.json
 
 ## fuzz: every cargo-fuzz target for FUZZ_SECS seconds each
 FUZZ_SECS ?= 60

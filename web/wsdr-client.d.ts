@@ -664,6 +664,8 @@ export declare class TopicLog {
   readonly versions: Versions;
   frontier(): Versions;
   isBehind(versions: Versions): boolean;
+  /** The logs with a hole: `[frontier, count]` each. */
+  holes(): Record<string, [number, number]>;
   counted(versions: Versions): void;
   merge(versions: Versions, view: unknown, ops: OpCopy[]): { added: OpCopy[]; behind: boolean };
   answered(merged: { added: OpCopy[] }, complete: boolean): 'done' | 'again' | { hole: Versions };

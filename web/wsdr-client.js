@@ -524,8 +524,23 @@ export class TopicLog {
     this.ops = new Map(); // `${log}#${position}` -> op copy
     this.versions = {};
     this.view = null;
-    this.stuck = null; // JSON of [frontier, versions] of the last fruitless answer
-    this.reported = null; // JSON of the frontier of the last hole reported
+    // JSON of the holes of the last fruitless answer: only logs with a hole count, so another
+    // log's new copies do not make a stuck hole worth asking about again.
+    this.stuck = null;
+    this.reported = new Set(); // `${log}#${frontier}` of every hole reported (each once)
+  }
+
+  /** The logs with a hole (the server counts, or the client holds copies, past the frontier):
+   * { [log]: [frontier, count] }. */
+  holes() {
+    const frontier = this.frontier();
+    const holes = {};
+    for (const [log, at] of Object.entries(frontier)) {
+      const count = this.versions[log] ?? 0;
+      const heldPast = [...this.ops.values()].some((op) => op.log === log && op.position > at);
+      if (count > at || heldPast) holes[log] = [at, count];
+    }
+    return holes;
   }
 
   /** Per log, the highest position up to which every copy is held. */
@@ -579,17 +594,23 @@ export class TopicLog {
       this.stuck = null;
       return 'again';
     }
-    const frontier = this.frontier();
-    const key = JSON.stringify(frontier);
-    this.stuck = JSON.stringify([frontier, this.versions]);
-    if (this.reported === key) return 'done';
-    this.reported = key;
-    return { hole: frontier };
+    const holes = this.holes();
+    this.stuck = JSON.stringify(holes);
+    let newly = false;
+    for (const [log, [at]] of Object.entries(holes)) {
+      const key = `${log}#${at}`;
+      if (!this.reported.has(key)) {
+        this.reported.add(key);
+        newly = true;
+      }
+    }
+    return newly ? { hole: this.frontier() } : 'done';
   }
 
-  /** Whether asking now may bring something (not the same question as the last fruitless one). */
+  /** Whether asking now may bring something: not while the last fruitless answer's holes are
+   * the client's, each at the same frontier and count. */
   worthAsking() {
-    return this.stuck !== JSON.stringify([this.frontier(), this.versions]);
+    return this.stuck !== JSON.stringify(this.holes());
   }
 
   /** The `getState` for this topic: from the frontier once anything is held. */

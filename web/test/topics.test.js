@@ -46,6 +46,25 @@ test('a hole that stays is reported once and asked for again when the counts mov
   assert.equal(log.answered(log.merge({ e: 4 }, null, [copy('a', 'm2', 'e', 2, 'x')]), true), 'done');
 });
 
+test('a stuck hole is not asked for nor reported again as another log moves', () => {
+  const log = new TopicLog('chat:lobby');
+  // w's log has a hole at 2 (its Region lost for good, say); e's is whole.
+  const first = log.merge({ e: 1, w: 3 }, null, [copy('a', 'm1', 'e', 1, 'x'), copy('b', 'n1', 'w', 1, 'y'), copy('b', 'n3', 'w', 3, 'y')]);
+  assert.equal(log.answered(first, false), 'again');
+  assert.deepEqual(log.answered(log.merge({ e: 1, w: 3 }, null, []), false), { hole: { e: 1, w: 1 } });
+  assert.deepEqual(log.holes(), { w: [1, 3] });
+  for (let position = 2; position < 5; position += 1) {
+    const push = log.merge({ e: position, w: 3 }, null, [copy('a', `m${position}`, 'e', position, 'x')]);
+    assert.equal(push.behind, true, 'w is still behind');
+    assert.equal(log.worthAsking(), false, "e's copies do not move w's hole");
+    assert.equal(log.answered({ added: [] }, false), 'done');
+  }
+  // A copy held past a count (its count never arrived) is a hole's edge too.
+  const past = new TopicLog('chat:lobby');
+  past.merge({ w: 1 }, null, [copy('b', 'n3', 'w', 3, 'y')]);
+  assert.deepEqual(past.holes(), { w: [0, 1] });
+});
+
 function roomClient(Socket) {
   const c = new AuctionClient({
     url: 'wss://global.example',

@@ -8,8 +8,8 @@
 //! `getState{since: frontier}` after every reconnect, when a push or a pong shows positions
 //! past a hole, and again while an answer says `complete: false` and brought something new. An
 //! answer that brings nothing new for a hole the server still counts is a discontinuity (a copy
-//! lost with a Region that never returns, or not replicated yet): reported once per frontier,
-//! asked again only when the server's count moves.
+//! lost with a Region that never returns, or not replicated yet): reported once per log and
+//! frontier, asked again only when that log's frontier or count moves.
 
 use std::collections::{BTreeMap, BTreeSet};
 use wsdr_protocol::{ClientMessage, OpId, OpView, Topic, Versions};
@@ -33,12 +33,18 @@ pub struct TopicLog {
     versions: Versions,
     /// The view of the latest answer or push.
     view: serde_json::Value,
-    /// The frontiers of the last answer that said `complete: false` and brought nothing new,
-    /// with the counts it answered for: asking again from there is useless until they move.
-    stuck: Option<(Versions, Versions)>,
-    /// The frontier of the last hole reported (a hole is reported once).
-    reported: Option<Versions>,
+    /// The holes of the last answer that said `complete: false` and brought nothing new:
+    /// asking again is useless until one of them moves (its frontier or its count). Only the
+    /// logs with a hole count: another log's new copies do not make a stuck hole worth
+    /// asking about (a Region lost for good leaves its log's hole for the session, while
+    /// the living Region's log moves with every message).
+    stuck: Option<Holes>,
+    /// Every (log, frontier) reported as a hole: each is reported once.
+    reported: BTreeSet<(String, u64)>,
 }
+
+/// Per log with a hole: its frontier, and the server's count of it.
+pub type Holes = BTreeMap<String, (u64, u64)>;
 
 /// What an answer calls for ([`TopicLog::answered`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +66,7 @@ impl TopicLog {
             versions: Versions::new(),
             view: serde_json::Value::Null,
             stuck: None,
-            reported: None,
+            reported: BTreeSet::new(),
         }
     }
 
@@ -99,6 +105,23 @@ impl TopicLog {
                     next += 1;
                 }
                 (log.clone(), next - 1)
+            })
+            .collect()
+    }
+
+    /// The logs with a hole: those the server counts, or the client holds copies, past the
+    /// frontier.
+    pub fn holes(&self) -> Holes {
+        self.frontier()
+            .into_iter()
+            .filter_map(|(log, at)| {
+                let count = self.versions.get(&log).copied().unwrap_or(0);
+                let held_past = self
+                    .ops
+                    .range((log.clone(), at + 1)..)
+                    .next()
+                    .is_some_and(|((held, _), _)| *held == log);
+                (count > at || held_past).then_some((log, (at, count)))
             })
             .collect()
     }
@@ -146,7 +169,7 @@ impl TopicLog {
     /// What to do after an answer (`complete` as it said) that brought `merged`: nothing
     /// when complete; ask again when incomplete but it brought copies (more than one answer
     /// carries, or a hole filling); otherwise the hole is stuck (a discontinuity, reported
-    /// once per frontier), and it is not asked for again until the server's counts move.
+    /// once per log and frontier), and it is not asked for again until it moves.
     pub fn answered(&mut self, merged: &Merged, complete: bool) -> Answer {
         if complete {
             self.stuck = None;
@@ -156,21 +179,23 @@ impl TopicLog {
             self.stuck = None;
             return Answer::AskAgain;
         }
-        let frontier = self.frontier();
-        let newly = self.reported.as_ref() != Some(&frontier);
-        self.stuck = Some((frontier.clone(), self.versions.clone()));
+        let holes = self.holes();
+        let mut newly = false;
+        for (log, (at, _)) in &holes {
+            newly |= self.reported.insert((log.clone(), *at));
+        }
+        self.stuck = Some(holes);
         if newly {
-            self.reported = Some(frontier.clone());
-            Answer::Hole(frontier)
+            Answer::Hole(self.frontier())
         } else {
             Answer::Done
         }
     }
 
-    /// Whether asking now is useful: not while the last fruitless answer's frontiers and
-    /// counts are still the client's.
+    /// Whether asking now is useful: not while the holes of the last fruitless answer are
+    /// the client's, each at the same frontier and count.
     pub fn worth_asking(&self) -> bool {
-        self.stuck.as_ref() != Some(&(self.frontier(), self.versions.clone()))
+        self.stuck.as_ref() != Some(&self.holes())
     }
 
     /// The `getState` for this topic: from the frontier when anything is held (the copies
@@ -253,6 +278,44 @@ mod tests {
             panic!("not a getState");
         };
         assert_eq!(since, Some(counts(&[("e", 1)])));
+    }
+
+    #[test]
+    fn a_stuck_hole_is_not_asked_for_nor_reported_again_as_another_log_moves() {
+        let mut held = log();
+        // w's log has a hole at 2 (its Region lost for good, say); e's is whole.
+        let first = held.merge(
+            &counts(&[("e", 1), ("w", 3)]),
+            serde_json::Value::Null,
+            vec![copy("e", 1), copy("w", 1), copy("w", 3)],
+        );
+        assert_eq!(held.answered(&first, false), Answer::AskAgain);
+        let nothing = held.merge(
+            &counts(&[("e", 1), ("w", 3)]),
+            serde_json::Value::Null,
+            vec![],
+        );
+        assert!(matches!(held.answered(&nothing, false), Answer::Hole(_)));
+        assert_eq!(held.holes(), Holes::from([("w".to_owned(), (1, 3))]));
+        // e's log moves with every new message: no new question about w, no new report.
+        for position in 2..5 {
+            let push = held.merge(
+                &counts(&[("e", position), ("w", 3)]),
+                serde_json::Value::Null,
+                vec![copy("e", position)],
+            );
+            assert!(push.behind, "w is still behind");
+            assert!(!held.worth_asking(), "e's copies do not move w's hole");
+            assert_eq!(held.answered(&Merged::default(), false), Answer::Done);
+        }
+        // A copy held past a count (its count never arrived) is a hole's edge too.
+        let mut past = log();
+        past.merge(
+            &counts(&[("w", 1)]),
+            serde_json::Value::Null,
+            vec![copy("w", 3)],
+        );
+        assert_eq!(past.holes(), Holes::from([("w".to_owned(), (0, 1))]));
     }
 
     #[test]

@@ -285,36 +285,51 @@ impl<A: TopicApp> AppService<A> {
         tail: usize,
         carried: &[StoredOp],
     ) -> Result<(Vec<OpView>, bool)> {
+        // Every log this Region counts is read from `since` even when the count says the
+        // caller has it all: copies past the count are served too (below).
         let windows: Vec<(&String, u64, u64)> = versions
             .iter()
-            .filter_map(|(log, &count)| {
-                let from = match since {
-                    Some(since) => since.get(log).copied().unwrap_or(0),
-                    None => count.saturating_sub(tail as u64),
-                };
-                (from < count).then_some((log, from, count))
+            .filter_map(|(log, &count)| match since {
+                Some(since) => Some((log, since.get(log).copied().unwrap_or(0), count)),
+                None => {
+                    let from = count.saturating_sub(tail as u64);
+                    (from < count).then_some((log, from, count))
+                }
             })
             .collect();
-        let pages = futures::future::try_join_all(windows.iter().map(|(log, from, count)| {
-            let want = usize::try_from(count - from)
-                .unwrap_or(usize::MAX)
-                .min(LOG_PAGE_MAX);
-            self.store.log_after(topic, log, *from, want)
-        }))
+        // A page is read whole (not only up to the count): a copy can be held past the
+        // count this Region has of its log, when it arrived before the summary version
+        // that counts it, or that version was lost with its Region for good. Such a copy is
+        // served like any other: hidden, an acknowledged op that survived would never show.
+        let pages = futures::future::try_join_all(
+            windows
+                .iter()
+                .map(|(log, from, _)| self.store.log_after(topic, log, *from, LOG_PAGE_MAX)),
+        )
         .await?;
         let mut ops = Vec::new();
         let mut complete = true;
         let mut bytes = 0;
         for ((log, from, count), page) in windows.into_iter().zip(pages) {
-            let last = count.min(from + LOG_PAGE_MAX as u64);
+            let cut = page.len() >= LOG_PAGE_MAX;
             let held: BTreeMap<u64, StoredOp> = page
                 .into_iter()
                 .chain(carried.iter().filter(|op| op.in_log(log)).cloned())
-                .filter(|op| op.position > from && op.position <= last)
+                .filter(|op| op.position > from && op.position <= from + LOG_PAGE_MAX as u64)
                 .map(|op| (op.position, op))
                 .collect();
-            // A gap (a copy not arrived) or a page cut short of the count.
-            complete &= last == count && held.len() as u64 == last - from;
+            // The log's end as known here: its count, or a copy held past it; never below
+            // `from` (a caller may have read past this Region's count elsewhere).
+            let top = held
+                .keys()
+                .next_back()
+                .copied()
+                .unwrap_or(0)
+                .max(count)
+                .max(from);
+            let last = top.min(from + LOG_PAGE_MAX as u64);
+            // A gap (a copy not arrived), or a page cut short of the log's end.
+            complete &= !cut && last == top && held.len() as u64 == last - from;
             for op in held.into_values() {
                 let view = op_view(&op, log);
                 bytes += serde_json::to_string(&view).map_or(0, |text| text.len());
@@ -804,6 +819,41 @@ mod tests {
         let rest = read(&big, ann(), Some(at("a", LOG_PAGE_MAX as u64)), &[]).await;
         assert_eq!(rest.positions.len(), 3);
         assert!(rest.complete);
+    }
+
+    #[tokio::test]
+    async fn a_copy_past_the_count_is_served_when_its_summary_never_arrived() {
+        let (a_store, a) = region("a");
+        let (b_store, b) = region("b");
+        let mut feed = a_store.change_feed();
+        for n in 1..=3 {
+            note(&a, n).await;
+        }
+        // B holds every copy, and a's summary as it was after note 2 only (the version that
+        // counted 3 lost with its Region, say).
+        let mut summaries = 0;
+        while let Ok(change) = feed.try_recv() {
+            let keep = match &change.item {
+                crate::items::Item::Summary { .. } => {
+                    summaries += 1;
+                    summaries <= 2
+                }
+                _ => true,
+            };
+            if keep {
+                b_store.apply_replicated(change);
+            }
+        }
+        let fresh = read(&b, ann(), None, &[]).await;
+        assert_eq!(fresh.versions.get("a"), Some(&2), "counted to 2");
+        assert_eq!(fresh.positions, [1, 2, 3], "3 is held, so it is served");
+        assert!(fresh.complete);
+        // A caller with the count already read on past it.
+        let caught_up = read(&b, ann(), Some(at("a", 2)), &[]).await;
+        assert_eq!(caught_up.positions, [3]);
+        assert!(caught_up.complete);
+        let all = read(&b, ann(), Some(at("a", 3)), &[]).await;
+        assert!(all.positions.is_empty() && all.complete);
     }
 
     #[tokio::test]

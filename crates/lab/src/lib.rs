@@ -22,8 +22,10 @@ pub mod world;
 pub mod sim {
     //! Simulated users and the checker that judges what they were told.
     pub mod attackers;
+    pub mod chat;
     pub mod history;
     pub mod judge;
+    pub mod topic_rules;
     pub mod trace;
     pub mod users;
 }

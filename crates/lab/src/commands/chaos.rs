@@ -56,6 +56,10 @@ pub struct Args {
     /// both views, 20 s TTL) or `reference` (the reference design's one-minute alarms).
     #[arg(long, value_enum, default_value = "wsdr")]
     timers: wsdr_lab::runs::chaos::Timers,
+    /// The users' app: `auction` (users bid on one lot, attackers on theirs) or `chat`
+    /// (members post in one room); the same lab, faults and failover.
+    #[arg(long, value_enum, default_value = "auction")]
+    app: wsdr_lab::runs::chaos::App,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -73,6 +77,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         history,
         schedule,
         shrink,
+        app,
     } = args;
     let parallel = parallel.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
@@ -88,6 +93,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         parallel,
         consistency: consistency.into(),
         timers,
+        app,
         schedule: schedule.map(|s| s.0),
     };
     if let Some(seed) = replay {
@@ -102,13 +108,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         println!(
-            "replay seed {seed}: digest {}, {} faults, {} bids ({} acknowledged, {} unknown), {} violations",
+            "replay seed {seed}: digest {}, {} faults, {} {} ({} acknowledged, {} unknown), {} violations{}",
             run.digest,
             run.faults,
-            run.bids_invoked,
-            run.bids_acknowledged,
-            run.bids_unknown,
-            run.violations.len()
+            run.ops_invoked,
+            app.op_noun(),
+            run.ops_acknowledged,
+            run.ops_unknown,
+            run.violations.len(),
+            if app == wsdr_lab::runs::chaos::App::Chat {
+                format!(", {} holes reported to apps", run.discontinuities)
+            } else {
+                String::new()
+            }
         );
         if !run.violations.is_empty() {
             if shrink {
@@ -129,19 +141,21 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         wsdr_lab::runs::chaos::Clock::Real => format!("real clock, time scale {time_scale}"),
     };
     println!(
-        "wsdr chaos: seed {seed}, {runs} runs, {users} users each, {clock_note}, {parallel} at once, {} consistency, {} timers",
+        "wsdr chaos: seed {seed}, {runs} runs, {users} users each, {clock_note}, {parallel} at once, {} consistency, {} timers, app {}",
         wsdr_core::Consistency::from(consistency),
-        timers.name()
+        timers.name(),
+        app.name()
     );
     let result = wsdr_lab::runs::chaos::campaign(config).await?;
     wsdr_lab::runs::report::write_pretty_json(&report, &result)?;
     println!(
-        "chaos: {} runs, {} faults injected, {} bids ({} acknowledged, {} unknown), {} violations, {:.1} s wall; report {}",
+        "chaos: {} runs, {} faults injected, {} {} ({} acknowledged, {} unknown), {} violations, {:.1} s wall; report {}",
         result.runs,
         result.faults_injected,
-        result.bids_invoked,
-        result.bids_acknowledged,
-        result.bids_unknown,
+        result.ops_invoked,
+        app.op_noun(),
+        result.ops_acknowledged,
+        result.ops_unknown,
         result.violations,
         result.wall_seconds,
         report.display()
@@ -153,12 +167,23 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .collect();
     println!("faults by kind: {}", kinds.join(", "));
     println!(
-        "users: apps closed mid-bid {} (their bids unanswered: unknown to the checker)",
-        result.closed_mid_bid
+        "users: apps closed mid-{} {} (unanswered: unknown to the checker){}",
+        if app == wsdr_lab::runs::chaos::App::Chat {
+            "post"
+        } else {
+            "bid"
+        },
+        result.closed_mid_bid,
+        if app == wsdr_lab::runs::chaos::App::Chat {
+            format!("; holes reported to apps {}", result.discontinuities)
+        } else {
+            String::new()
+        }
     );
     println!(
-        "measured RPO: {} acknowledged bids lost with Regions that never returned",
-        result.rpo_lost_acknowledged
+        "measured RPO: {} acknowledged {} lost with Regions that never returned",
+        result.rpo_lost_acknowledged,
+        app.op_noun()
     );
     println!(
         "excused: {} (docs/RELIABILITY.md, the guarantee table's exceptions)",

@@ -593,6 +593,38 @@ pub struct ChaosConfig {
     /// The failover decision's timers: wsdr's defaults (what users deploy) or the reference
     /// design's (the verdict alarms' minutes).
     pub timers: Timers,
+    /// The app the users use.
+    pub app: App,
+}
+
+/// Which app the users of a campaign use (the same lab, faults and failover either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum App {
+    /// The auction: users bid on `lot-1`, attackers on their own lots first; the auction's
+    /// checker (crate::sim::history).
+    #[default]
+    Auction,
+    /// The chat room: members post in `chat:lobby`; the kit's rules over the ops
+    /// (crate::sim::topic_rules) and the room's over what members show (crate::sim::chat).
+    Chat,
+}
+
+impl App {
+    pub fn name(self) -> &'static str {
+        match self {
+            App::Auction => "auction",
+            App::Chat => "chat",
+        }
+    }
+
+    /// What its users' ops are called in a report line.
+    pub fn op_noun(self) -> &'static str {
+        match self {
+            App::Auction => "bids",
+            App::Chat => "messages",
+        }
+    }
 }
 
 /// Which failover decision a campaign runs.
@@ -638,6 +670,7 @@ impl Default for ChaosConfig {
             parallel: 1,
             consistency: wsdr_core::Consistency::Eventual,
             timers: Timers::Wsdr,
+            app: App::Auction,
         }
     }
 }
@@ -652,6 +685,8 @@ pub struct RunReport {
     pub consistency: String,
     /// `wsdr` or `reference`: the failover decision's timers.
     pub timers: String,
+    /// `auction` or `chat`: the app the users used.
+    pub app: String,
     pub users: usize,
     pub clock: Clock,
     pub schedule: Vec<Step>,
@@ -659,6 +694,13 @@ pub struct RunReport {
     pub bids_invoked: usize,
     pub bids_acknowledged: usize,
     pub bids_unknown: usize,
+    /// Ops of any app (the auction's bids, the chat room's messages): invoked, acknowledged
+    /// (`accepted` or `duplicate`), unknown to their writer.
+    pub ops_invoked: usize,
+    pub ops_acknowledged: usize,
+    pub ops_unknown: usize,
+    /// Holes reported to the users' apps (`Event::Discontinuity`; topics with a log only).
+    pub discontinuities: usize,
     pub violations: Vec<Violation>,
     /// The operations on the bids the violations are about (the minimal history).
     pub evidence: Vec<Op>,
@@ -692,6 +734,8 @@ pub struct CampaignReport {
     pub consistency: String,
     /// `wsdr` or `reference`: the failover decision's timers.
     pub timers: String,
+    /// `auction` or `chat`.
+    pub app: String,
     /// `simulated` or `real`.
     pub clock: Clock,
     pub runs: usize,
@@ -705,6 +749,11 @@ pub struct CampaignReport {
     pub bids_invoked: usize,
     pub bids_acknowledged: usize,
     pub bids_unknown: usize,
+    /// Ops of either app over the campaign (as each run's).
+    pub ops_invoked: usize,
+    pub ops_acknowledged: usize,
+    pub ops_unknown: usize,
+    pub discontinuities: usize,
     /// Apps closed by their users with a bid unanswered, over the campaign.
     pub closed_mid_bid: usize,
     /// What the checker forgave over the campaign, by excuse name; every excuse is listed,
@@ -739,6 +788,7 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         seed: config.seed,
         consistency: config.consistency.to_string(),
         timers: config.timers.name().to_owned(),
+        app: config.app.name().to_owned(),
         clock: config.clock,
         runs: config.runs,
         users_per_run: config.users,
@@ -749,6 +799,10 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         bids_invoked: 0,
         bids_acknowledged: 0,
         bids_unknown: 0,
+        ops_invoked: 0,
+        ops_acknowledged: 0,
+        ops_unknown: 0,
+        discontinuities: 0,
         closed_mid_bid: 0,
         excused: crate::sim::history::Excuse::ALL
             .iter()
@@ -789,14 +843,15 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         report.holdings_peak.tasks = report.holdings_peak.tasks.max(run.holdings_after.tasks);
         if config.progress {
             println!(
-                "run {:>4} seed {:>20} digest {}: {} faults, {} bids ({} acknowledged, {} unknown), fds {} tasks {}, {}",
+                "run {:>4} seed {:>20} digest {}: {} faults, {} {} ({} acknowledged, {} unknown), fds {} tasks {}, {}",
                 i,
                 seed,
                 run.digest,
                 run.faults,
-                run.bids_invoked,
-                run.bids_acknowledged,
-                run.bids_unknown,
+                run.ops_invoked,
+                config.app.op_noun(),
+                run.ops_acknowledged,
+                run.ops_unknown,
                 run.holdings_after.descriptors,
                 run.holdings_after.tasks,
                 if run.violations.is_empty() {
@@ -814,6 +869,10 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         report.bids_invoked += run.bids_invoked;
         report.bids_acknowledged += run.bids_acknowledged;
         report.bids_unknown += run.bids_unknown;
+        report.ops_invoked += run.ops_invoked;
+        report.ops_acknowledged += run.ops_acknowledged;
+        report.ops_unknown += run.ops_unknown;
+        report.discontinuities += run.discontinuities;
         report.closed_mid_bid += run.closed_mid_bid;
         for (name, n) in &run.excused {
             *report.excused.entry(name.clone()).or_default() += n;
@@ -879,6 +938,9 @@ pub fn replay_command(run: &RunReport) -> String {
         "wsdr chaos --replay {} --consistency {} --users {} --timers {}",
         run.seed, run.consistency, run.users, run.timers
     );
+    if run.app != App::Auction.name() {
+        command.push_str(&format!(" --app {}", run.app));
+    }
     if run.clock == Clock::Real {
         command.push_str(" --clock real");
     }
@@ -1031,6 +1093,9 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     })
     .await;
     anyhow::ensure!(steady, "run {run}: the lab never reached steady state");
+    if config.app == App::Chat {
+        return chat_run(run, seed, config, schedule, lab).await;
+    }
 
     let auction = AuctionId::new("lot-1")?;
     let mut attacks = attack_before_the_users(&lab, scale, config.clock).await?;
@@ -1099,6 +1164,151 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     Ok(run_report(
         run, seed, config, schedule, &plan, &lab, trace, violations, &excused,
     ))
+}
+
+/// A chat room's run on a steady lab: members post in the lobby through the front door (half
+/// with client-assisted failover) while the schedule plays; healed, the kit's rules and the
+/// room's judge it, with the failover's own (evacuations complete, each order run once).
+async fn chat_run(
+    run: usize,
+    seed: u64,
+    config: &ChaosConfig,
+    schedule: Vec<Step>,
+    lab: Arc<World>,
+) -> anyhow::Result<RunReport> {
+    use crate::sim::chat::{ChatBehaviour, Members};
+    let scale = lab.config().scale;
+    let members =
+        Members::through_front_door(&lab, config.users, ChatBehaviour::hostile(), seed, |i| {
+            i % 2 == 1
+        })?;
+    tokio::time::sleep(scale.lab(AwsDuration::from_secs(30))).await;
+    let plan = compile(&schedule);
+    crate::runs::plan::play(&lab, &plan).await;
+    lab.inject(Fault::Heal);
+    wait_for(scale.lab(AwsDuration::from_secs(900)), || {
+        members.all_connected()
+    })
+    .await;
+    tokio::time::sleep(scale.lab(AwsDuration::from_secs(30))).await;
+    let crate::sim::chat::ChatJudgement {
+        trace,
+        mut violations,
+        excused,
+    } = crate::sim::chat::judge(&lab, &members, scale.lab(AwsDuration::from_secs(30))).await?;
+    if trace.topic.strong {
+        violations.extend(crate::sim::topic_rules::acknowledged_without_quorum(
+            &trace.topic.writes,
+            |region, from, to| lab.lacked_quorum_throughout(region, from, to),
+        ));
+    }
+    violations.extend(
+        lab.planned_evacuations()
+            .iter()
+            .filter(|report| !report.complete)
+            .map(|report| Violation::EvacuationIncomplete {
+                untold: report.untold,
+                connections: report.connections,
+            }),
+    );
+    violations.extend(
+        lab.order_stats()
+            .moves_by_order
+            .into_iter()
+            .filter(|(_, moves)| *moves > 1)
+            .map(|(order, moves)| Violation::OrderRanTwice { order, moves }),
+    );
+    let writes = &trace.topic.writes;
+    let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
+    for kind in plan.fault_names() {
+        *faults_by_kind.entry(kind.to_owned()).or_default() += 1;
+    }
+    let lost: std::collections::BTreeSet<_> = trace
+        .topic
+        .lost
+        .iter()
+        .map(crate::sim::topic_rules::op_key)
+        .collect();
+    let survivors: std::collections::BTreeSet<_> = trace
+        .topic
+        .regions
+        .iter()
+        .flat_map(|r| r.copies.iter().map(crate::sim::topic_rules::op_key))
+        .collect();
+    let rpo_lost_acknowledged = writes
+        .iter()
+        .filter(|w| w.acknowledged())
+        .map(|w| (w.author.as_str().to_owned(), w.op_id.clone(), w.digest))
+        .filter(|key| lost.contains(key) && !survivors.contains(key))
+        .count();
+    let mut history = vec![format!(
+        "schedule {}",
+        serde_json::to_string(&schedule).unwrap_or_default()
+    )];
+    let line = |kind: &str, value: &dyn erased::Line| format!("{kind} {}", value.json());
+    history.extend(writes.iter().map(|w| line("write", w)));
+    history.extend(lab.timeline().entries().iter().map(|e| line("timeline", e)));
+    history.extend(trace.topic.regions.iter().map(|r| line("final", r)));
+    history.extend(trace.members.iter().map(|m| line("member", m)));
+    history.extend(violations.iter().map(|v| line("violation", v)));
+    let mut digest = crate::runs::sim::Digest::default();
+    for line in &history {
+        digest.line(line);
+    }
+    Ok(RunReport {
+        run,
+        seed,
+        consistency: config.consistency.to_string(),
+        timers: config.timers.name().to_owned(),
+        app: App::Chat.name().to_owned(),
+        users: config.users,
+        clock: config.clock,
+        digest: digest.hex(),
+        history: if config.keep_history {
+            history
+        } else {
+            Vec::new()
+        },
+        faults: plan.fault_names().count(),
+        schedule,
+        bids_invoked: 0,
+        bids_acknowledged: 0,
+        bids_unknown: 0,
+        ops_invoked: writes.len(),
+        ops_acknowledged: writes.iter().filter(|w| w.acknowledged()).count(),
+        ops_unknown: writes.iter().filter(|w| w.unknown()).count(),
+        discontinuities: trace.discontinuities,
+        violations,
+        evidence: Vec::new(),
+        holdings_after: Holdings::default(),
+        faults_by_kind,
+        rpo_lost_acknowledged,
+        lost_copies: trace.topic.lost.len(),
+        closed_mid_bid: trace.closed_mid_write,
+        excused: excused
+            .iter()
+            .map(|(e, n)| (e.name().to_owned(), *n))
+            .collect(),
+        struck_summary_ahead: lab
+            .timeline()
+            .entries()
+            .iter()
+            .filter(|e| e.detail == crate::runs::plan::STRUCK_SUMMARY_AHEAD)
+            .count(),
+    })
+}
+
+/// One JSON line of any serializable record (the history's lines).
+mod erased {
+    pub trait Line {
+        fn json(&self) -> String;
+    }
+
+    impl<T: serde::Serialize> Line for T {
+        fn json(&self) -> String {
+            serde_json::to_string(self).unwrap_or_else(|e| format!("unserializable: {e}"))
+        }
+    }
 }
 
 /// The attackers who need the lab to themselves, before the users arrive: the prolific user
@@ -1195,6 +1405,11 @@ fn run_report(
         bids_invoked: ops.len(),
         bids_acknowledged: trace.count(Outcome::Ok),
         bids_unknown: trace.count(Outcome::Unknown),
+        app: App::Auction.name().to_owned(),
+        ops_invoked: ops.len(),
+        ops_acknowledged: trace.count(Outcome::Ok),
+        ops_unknown: trace.count(Outcome::Unknown),
+        discontinuities: 0,
         violations,
         evidence,
         holdings_after: Holdings::default(),

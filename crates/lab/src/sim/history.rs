@@ -13,7 +13,7 @@ use crate::world::scale::AwsInstant;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use wsdr_core::UserId;
-use wsdr_protocol::{Amount, BidId};
+use wsdr_protocol::{Amount, BidId, OpId};
 
 pub use crate::sim::trace::Answer;
 
@@ -167,6 +167,81 @@ pub enum Violation {
         expected: Option<OwnBid>,
         actual: Option<OwnBid>,
     },
+    // The kit's rules over any app's ops (crate::sim::topic_rules).
+    /// An acknowledged op is not held with its payload by a surviving Region.
+    AcknowledgedOpMissing {
+        author: UserId,
+        op_id: OpId,
+        region: RegionId,
+    },
+    /// A Region holds a copy no write of its author made (another's, invented or altered).
+    OpNotWritten {
+        author: String,
+        op_id: OpId,
+        region: RegionId,
+    },
+    /// A write rejected for a reason sending it again could change, or `op_id_reused` for
+    /// an op id its author never reused.
+    OpRejectedWrongly {
+        author: UserId,
+        op_id: OpId,
+        reason: String,
+    },
+    /// The surviving Regions' copies of a topic differ by this many copies.
+    CopiesDiffer {
+        region: RegionId,
+        copies: usize,
+    },
+    /// Two copies at one position of one log.
+    PositionTakenTwice {
+        region: RegionId,
+        log: String,
+        position: u64,
+    },
+    /// A position of a log with no copy, below one held, not lost with a Region.
+    LogGap {
+        region: RegionId,
+        log: String,
+        position: u64,
+    },
+    /// Strong mode: a copy outside the one global log.
+    OpOutsideGlobalLog {
+        author: String,
+        op_id: OpId,
+        region: RegionId,
+    },
+    /// Strong mode: an op acknowledged by a Region without quorum for the whole write.
+    OpAcknowledgedWithoutQuorum {
+        author: UserId,
+        op_id: OpId,
+        region: RegionId,
+    },
+    // A chat room's own rules (crate::sim::chat).
+    /// After the final resync a member lacks copies its Region holds in a log it reads, at
+    /// or past the first it holds, or the log's newest.
+    MemberLogIncomplete {
+        user: UserId,
+        region: RegionId,
+        log: String,
+        missing: usize,
+    },
+    /// A member shows a copy no surviving Region holds (and none lost with a Region).
+    MemberShowsUnheldCopy {
+        user: UserId,
+        author: String,
+        op_id: OpId,
+    },
+    /// A member shows the messages it holds whole in another order than its Region.
+    MemberOrderDiffers {
+        user: UserId,
+        region: RegionId,
+    },
+    /// A member shows one message twice.
+    MemberShowsTwice {
+        user: UserId,
+        author: String,
+        op_id: OpId,
+    },
 }
 
 impl Violation {
@@ -305,16 +380,24 @@ pub enum Excuse {
     /// connection opened after its own head write had accepted that bid (the first
     /// attempt's answer lost with its connection); the other Region answers `duplicate`.
     RedirectedReplayOfADecidedBid,
+    /// A position of a log missing from a surviving Region because its copy was lost with a
+    /// Region that never came back (topics: the kit's gapless-log rule).
+    PositionLostWithRegion,
+    /// A member shows a copy no surviving Region holds, lost with a Region that never came
+    /// back after the member got it (a chat room's view rule): kept until the app reloads.
+    ShownCopyLostWithRegion,
 }
 
 impl Excuse {
     /// Every excuse, in the docs' order.
-    pub const ALL: [Excuse; 5] = [
+    pub const ALL: [Excuse; 7] = [
         Excuse::LostWithRegion,
         Excuse::CountedCopiesLostWithRegion,
         Excuse::CopiesWhoseSummaryWasLost,
         Excuse::HighCopyWhoseSummaryWasLost,
         Excuse::RedirectedReplayOfADecidedBid,
+        Excuse::PositionLostWithRegion,
+        Excuse::ShownCopyLostWithRegion,
     ];
 
     /// The name the summary and the reports count it under.
@@ -325,6 +408,8 @@ impl Excuse {
             Excuse::CopiesWhoseSummaryWasLost => "copies_whose_summary_was_lost",
             Excuse::HighCopyWhoseSummaryWasLost => "high_copy_whose_summary_was_lost",
             Excuse::RedirectedReplayOfADecidedBid => "redirected_replay_of_a_decided_bid",
+            Excuse::PositionLostWithRegion => "position_lost_with_region",
+            Excuse::ShownCopyLostWithRegion => "shown_copy_lost_with_region",
         }
     }
 }

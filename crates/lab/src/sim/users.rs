@@ -64,10 +64,16 @@ pub fn user_client(
     seed: u64,
     fallback: bool,
 ) -> ClientBuilder {
+    app_client(lab, sub, seed, fallback).subscribe(auction.clone())
+}
+
+/// A simulated person's app of any kind (an auction's, a chat room's): the client through
+/// the front door with the reference timers divided by the lab's time scale, watching
+/// nothing yet; with `fallback`, it also knows the Regions' own endpoints.
+pub fn app_client(lab: &Arc<World>, sub: &str, seed: u64, fallback: bool) -> ClientBuilder {
     let scale = lab.config().scale;
     let mut builder = ClientBuilder::new(lab.front_door_url())
         .token_provider(Arc::new(LabTokens::new(lab.clone(), sub)))
-        .subscribe(auction.clone())
         .heartbeat(
             scale.lab(AwsDuration::from_secs(30)),
             scale.lab(AwsDuration::from_secs(35)),
