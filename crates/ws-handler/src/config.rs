@@ -234,3 +234,18 @@ fn push_settings(
         page: bounded(env, "PUSH_PAGE_SIZE", 500, 1..=1_000)? as usize,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_seeded_room_without_max_chars_takes_five_hundred() {
+        let room: SeedRoom = serde_json::from_str(r#"{"name":"lobby","title":"Lobby"}"#).unwrap();
+        assert_eq!(room.max_chars, 500);
+        let set: SeedRoom =
+            serde_json::from_str(r#"{"name":"lobby","title":"Lobby","maxChars":40}"#).unwrap();
+        assert_eq!(set.max_chars, 40);
+    }
+}

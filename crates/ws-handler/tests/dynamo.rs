@@ -143,6 +143,15 @@ async fn accepted_bid_is_pushed_from_the_stream_through_the_real_management_clie
     assert_eq!(pushed["highBid"]["bidder"], "alice");
 }
 
+/// The handler's push fan-out runs as many posts at once as `FANOUT_CONCURRENCY` says (the
+/// handler describes its own configuration).
+#[tokio::test]
+async fn the_fanout_concurrency_setting_reaches_the_handler() {
+    let w = world_with("us-east-1", &[("FANOUT_CONCURRENCY", "3")]).await;
+    let described = format!("{:?}", w.app);
+    assert!(described.contains("concurrency: 3"), "{described}");
+}
+
 /// A chat room rides the same handler, tables and push path as the auction, on the kit's
 /// frames (no route of its own): messages written, history read by position, and the stream's
 /// change of the room's summary pushed as a `topicUpdate` with the newest messages.

@@ -590,6 +590,19 @@ pub async fn judge(lab: &World, room: &Members, drain: Duration) -> anyhow::Resu
     if !converged {
         violations.push(Violation::NotConverged);
     }
+    if strong {
+        let served: Vec<RegionCopies> = trace
+            .members
+            .iter()
+            .filter_map(|m| {
+                Some(RegionCopies {
+                    region: m.region?,
+                    copies: m.held.clone(),
+                })
+            })
+            .collect();
+        violations.extend(topic_rules::one_global_log(&served));
+    }
     let (app, app_excused) = check_members(&trace);
     violations.extend(app);
     for (name, n) in app_excused {
