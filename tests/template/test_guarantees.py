@@ -98,3 +98,18 @@ def test_the_parsers_see_the_checker():
     assert {"acknowledged_bid_missing", "winner_unreadable", "evacuation_incomplete"} <= violation_kinds()
     assert "lost_with_region" in excuse_names()
     assert len(mutants()) >= 18
+
+
+def test_every_mutant_still_applies_to_the_tree():
+    # A patch the code has moved away from breaks nothing: it fails to apply, and the mutation
+    # run that should catch it stops there. Each must apply to the tree as it is.
+    import subprocess
+
+    stale = []
+    for patch in sorted((ROOT / "scripts/mutants").glob("*.patch")):
+        result = subprocess.run(
+            ["git", "apply", "--check", str(patch)], cwd=ROOT, capture_output=True, text=True
+        )
+        if result.returncode != 0:
+            stale.append(f"{patch.stem}: {result.stderr.strip()}")
+    assert not stale, "mutants that no longer apply:\n" + "\n".join(stale)
