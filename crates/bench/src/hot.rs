@@ -106,9 +106,9 @@ pub struct HotResult {
 
 /// Epoch ms on tokio's (paused) clock.
 #[derive(Debug)]
-struct VirtualClock {
-    start: Instant,
-    base_ms: u64,
+pub(crate) struct VirtualClock {
+    pub(crate) start: Instant,
+    pub(crate) base_ms: u64,
 }
 
 impl Clock for VirtualClock {
@@ -136,8 +136,8 @@ struct NotifierState {
     deliveries: Vec<(f64, u32, u64)>,
 }
 
-const ACCOUNT_RPS: f64 = 10_000.0;
-const ACCOUNT_BURST: f64 = 5_000.0;
+pub(crate) const ACCOUNT_RPS: f64 = 10_000.0;
+pub(crate) const ACCOUNT_BURST: f64 = 5_000.0;
 
 #[async_trait]
 impl Notifier for ModelNotifier {
@@ -180,9 +180,9 @@ impl Notifier for ModelNotifier {
 
 /// The connections table with a page query's service time.
 #[derive(Debug)]
-struct ModelConnections {
-    inner: MemoryConnections,
-    entropy: Arc<dyn Entropy>,
+pub(crate) struct ModelConnections {
+    pub(crate) inner: MemoryConnections,
+    pub(crate) entropy: Arc<dyn Entropy>,
 }
 
 #[async_trait]
@@ -241,10 +241,10 @@ impl Connections for ModelConnections {
 
 /// The push lease item: each conditional update's service time, counted.
 #[derive(Debug)]
-struct ModelLeases {
-    inner: InProcessLeases,
-    entropy: Arc<dyn Entropy>,
-    writes: std::sync::atomic::AtomicU64,
+pub(crate) struct ModelLeases {
+    pub(crate) inner: InProcessLeases,
+    pub(crate) entropy: Arc<dyn Entropy>,
+    pub(crate) writes: std::sync::atomic::AtomicU64,
 }
 
 impl ModelLeases {
@@ -287,10 +287,10 @@ impl PushLeases for ModelLeases {
 /// SQS: a send takes 5-15 ms per request of up to 10 jobs; the jobs wait in memory for the
 /// workers.
 #[derive(Debug)]
-struct ModelQueue {
-    jobs: LocalPushQueue,
-    entropy: Arc<dyn Entropy>,
-    requests: std::sync::atomic::AtomicU64,
+pub(crate) struct ModelQueue {
+    pub(crate) jobs: LocalPushQueue,
+    pub(crate) entropy: Arc<dyn Entropy>,
+    pub(crate) requests: std::sync::atomic::AtomicU64,
 }
 
 #[async_trait]
@@ -398,14 +398,14 @@ fn every_watcher_latencies(
 /// several would run its pages one after another at one worker's share of the budget while
 /// other workers wait idle (measured: 10 to a batch put 1,000 watchers' p99 at 893 ms against
 /// 1 s, one to a batch brings it back under the window's reach).
-const WORKER_BATCH: usize = 1;
+pub(crate) const WORKER_BATCH: usize = 1;
 
 /// Bids answered before this are the cold part of a run: the push workers' mapping starts at
 /// five cold invocations and needs about 2.2 s to reach 16.
 const WARM_AFTER: Duration = Duration::from_secs(10);
 
 /// Lambda polls a DynamoDB stream shard 4 times a second.
-const STREAM_POLL: Duration = Duration::from_millis(250);
+pub(crate) const STREAM_POLL: Duration = Duration::from_millis(250);
 
 /// One run, on a fresh paused runtime of its own.
 pub fn run(params: &HotParams) -> anyhow::Result<HotResult> {

@@ -11,6 +11,7 @@ mod handler;
 mod hot;
 mod lambda;
 mod ledger;
+mod room;
 mod sim;
 mod storm;
 
@@ -102,6 +103,19 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// A busy chat room: the kit's write and history read and the push path, N watchers
+    /// holding every message (BENCHMARKS.md, "A busy room").
+    BusyRoom {
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+        watchers: Vec<usize>,
+        #[arg(long, value_delimiter = ',', default_value = "10,100")]
+        rates: Vec<f64>,
+        /// AWS seconds of posting per run.
+        #[arg(long, default_value_t = 30.0)]
+        seconds: f64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     #[command(hide = true)]
     FanoutClients {
         url: String,
@@ -187,6 +201,15 @@ fn main() -> anyhow::Result<()> {
             seed,
         } => {
             print!("{}", hot::section(&watchers, &rates, seconds, seed)?);
+            Ok(())
+        }
+        Command::BusyRoom {
+            watchers,
+            rates,
+            seconds,
+            seed,
+        } => {
+            print!("{}", room::section(&watchers, &rates, seconds, seed)?);
             Ok(())
         }
         Command::Settle { quick } => runtime.block_on(async {
