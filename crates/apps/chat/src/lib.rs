@@ -30,8 +30,13 @@ pub const MAX_TEXT_BYTES: usize = 4_000;
 /// Messages per Region a `getState` without `since` carries.
 pub const HISTORY: usize = 50;
 /// Messages per Region a push carries: a client that holds fewer of them than the push's
-/// positions imply reads the rest with `getState{since}`.
-pub const PUSH_TAIL: usize = 20;
+/// positions imply reads the rest with `getState{since}`. A push is posted to every watcher,
+/// a read is a request, its reads and an answer per watcher, so a push carries what one
+/// push interval brings at busy rates: 100 messages of 120 characters are under 32 KB (API
+/// Gateway bills a message per 32 KB), and an answer is cut at 96 KB whatever the messages'
+/// size (BENCHMARKS.md, "A busy room": 20 made every one of 10,000 watchers read at 10
+/// messages/s).
+pub const PUSH_TAIL: usize = 100;
 
 /// A room's seed: what it shows and what it takes. Identical in every Region (seeded, never
 /// changed), so it may be written by any of them.
