@@ -63,6 +63,18 @@ test('a stuck hole is not asked for nor reported again as another log moves', ()
   const past = new TopicLog('chat:lobby');
   past.merge({ w: 1 }, null, [copy('b', 'n3', 'w', 3, 'y')]);
   assert.deepEqual(past.holes(), { w: [0, 1] });
+  // Each alone makes a hole: a count past the frontier with nothing held past it ...
+  const counted = new TopicLog('chat:lobby');
+  counted.merge({ w: 2 }, null, [copy('b', 'n1', 'w', 1, 'y')]);
+  assert.deepEqual(counted.holes(), { w: [1, 2] });
+  // ... and a copy held past a frontier the count does not pass.
+  const ahead = new TopicLog('chat:lobby');
+  ahead.merge({ w: 1 }, null, [copy('b', 'n1', 'w', 1, 'y'), copy('b', 'n3', 'w', 3, 'y')]);
+  assert.deepEqual(ahead.holes(), { w: [1, 1] });
+  // A log whole up to its count has none.
+  const whole = new TopicLog('chat:lobby');
+  whole.merge({ w: 1 }, null, [copy('b', 'n1', 'w', 1, 'y')]);
+  assert.deepEqual(whole.holes(), {});
 });
 
 function roomClient(Socket) {

@@ -316,6 +316,30 @@ mod tests {
             vec![copy("w", 3)],
         );
         assert_eq!(past.holes(), Holes::from([("w".to_owned(), (0, 1))]));
+        // Each alone makes a hole: a count past the frontier with nothing held past it ...
+        let mut counted = log();
+        counted.merge(
+            &counts(&[("w", 2)]),
+            serde_json::Value::Null,
+            vec![copy("w", 1)],
+        );
+        assert_eq!(counted.holes(), Holes::from([("w".to_owned(), (1, 2))]));
+        // ... and a copy held past a frontier the count does not pass.
+        let mut ahead = log();
+        ahead.merge(
+            &counts(&[("w", 1)]),
+            serde_json::Value::Null,
+            vec![copy("w", 1), copy("w", 3)],
+        );
+        assert_eq!(ahead.holes(), Holes::from([("w".to_owned(), (1, 1))]));
+        // A log whole up to its count has none.
+        let mut whole = log();
+        whole.merge(
+            &counts(&[("w", 1)]),
+            serde_json::Value::Null,
+            vec![copy("w", 1)],
+        );
+        assert!(whole.holes().is_empty());
     }
 
     #[test]

@@ -289,12 +289,12 @@ impl<A: TopicApp> AppService<A> {
         // caller has it all: copies past the count are served too (below).
         let windows: Vec<(&String, u64, u64)> = versions
             .iter()
-            .filter_map(|(log, &count)| match since {
-                Some(since) => Some((log, since.get(log).copied().unwrap_or(0), count)),
-                None => {
-                    let from = count.saturating_sub(tail as u64);
-                    (from < count).then_some((log, from, count))
-                }
+            .map(|(log, &count)| {
+                let from = match since {
+                    Some(since) => since.get(log).copied().unwrap_or(0),
+                    None => count.saturating_sub(tail as u64),
+                };
+                (log, from, count)
             })
             .collect();
         // A page is read whole (not only up to the count): a copy can be held past the
