@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid, BidBook, offlineBidExpired, givesUp, tokenErrorGivesUp, TokenDenied, REASON_CODES, canonicalJson, opDigest } from '../wsdr-client.js';
+import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid, BidBook, offlineBidExpired, givesUp, tokenErrorGivesUp, TokenDenied, REASON_CODES, canonicalJson, opDigest, TopicLog } from '../wsdr-client.js';
 
 function vectors(rule) {
   const file = JSON.parse(readFileSync(new URL(`../../conformance/${rule}.json`, import.meta.url), 'utf8'));
@@ -201,4 +201,29 @@ test('digest vectors', () => {
   }
   assert.ok(file.refused.length >= 4);
   for (const c of file.refused) assert.throws(() => canonicalJson(valueOf(c)), TypeError, c.name);
+});
+
+test('topic log vectors', () => {
+  const cases = vectors('topic_log');
+  assert.ok(cases.length >= 8);
+  const copy = ([log, position]) => ({ author: 'a', opId: `op-${log}-${String(position).padStart(4, '0')}`, region: log, position, log, at: position, digest: opDigest({ text: `${log} ${position}` }), op: { text: `${log} ${position}` } });
+  for (const c of cases) {
+    const log = new TopicLog('chat:lobby');
+    let last = { added: [], behind: false };
+    c.steps.forEach((step, i) => {
+      const at = `${c.name}, step ${i}`;
+      if (step.counted) log.counted(step.counted);
+      if (step.merge) last = log.merge(step.merge.versions, null, step.merge.ops.map(copy));
+      if ('expect_added' in step) assert.deepEqual(last.added.map((op) => [op.log, op.position]), step.expect_added, `${at}: added`);
+      if ('expect_behind' in step) assert.equal(last.behind, step.expect_behind, `${at}: behind`);
+      if ('answered' in step) assert.deepEqual(log.answered(last, step.answered), step.expect_answer, `${at}: answer`);
+      if ('expect_frontier' in step) assert.deepEqual(log.frontier(), step.expect_frontier, `${at}: frontier`);
+      if ('expect_holes' in step) assert.deepEqual(log.holes(), step.expect_holes, `${at}: holes`);
+      if ('expect_worth_asking' in step) assert.equal(log.worthAsking(), step.expect_worth_asking, `${at}: worth asking`);
+      if ('expect_request_since' in step) {
+        const frame = JSON.parse(log.request());
+        assert.deepEqual(frame.since ?? null, step.expect_request_since, `${at}: since`);
+      }
+    });
+  }
 });

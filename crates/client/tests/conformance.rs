@@ -454,3 +454,83 @@ fn digest_vectors() {
         assert!(canonical_json(&value_of(case)).is_err(), "{name}");
     }
 }
+
+/// A copy as the vectors name it, `[log, position]`; the rest is the client's to fill.
+fn topic_copy(named: &Value) -> wsdr_protocol::OpView {
+    let (log, position) = (named[0].as_str().unwrap(), named[1].as_u64().unwrap());
+    let op = serde_json::json!({ "text": format!("{log} {position}") });
+    wsdr_protocol::OpView {
+        author: "a".into(),
+        op_id: wsdr_protocol::OpId::new(format!("op-{log}-{position:04}")).unwrap(),
+        region: log.into(),
+        position,
+        log: log.into(),
+        at: position,
+        digest: wsdr_protocol::Digest::of(&op).unwrap(),
+        op,
+    }
+}
+
+fn versions_of(value: &Value) -> wsdr_protocol::Versions {
+    serde_json::from_value(value.clone()).unwrap()
+}
+
+#[test]
+fn topic_log_vectors() {
+    use wsdr_client::topics::{Answer, Merged, TopicLog};
+    let cases = vectors("topic_log");
+    assert!(cases.len() >= 8);
+    for case in cases {
+        let mut log = TopicLog::new(wsdr_protocol::Topic::parse("chat:lobby").unwrap());
+        let mut last = Merged::default();
+        for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
+            let at = format!("{}, step {i}", case["name"]);
+            if let Some(counted) = step.get("counted") {
+                log.counted(&versions_of(counted));
+            }
+            if let Some(merge) = step.get("merge") {
+                let ops = merge["ops"].as_array().unwrap().iter().map(topic_copy).collect();
+                last = log.merge(&versions_of(&merge["versions"]), Value::Null, ops);
+            }
+            if let Some(added) = step.get("expect_added") {
+                let got: Vec<Value> = last
+                    .added
+                    .iter()
+                    .map(|op| serde_json::json!([op.log, op.position]))
+                    .collect();
+                assert_eq!(&Value::from(got), added, "{at}: added");
+            }
+            if let Some(behind) = step.get("expect_behind") {
+                assert_eq!(Some(last.behind), behind.as_bool(), "{at}: behind");
+            }
+            if let Some(complete) = step.get("answered") {
+                let answer = match log.answered(&last, complete.as_bool().unwrap()) {
+                    Answer::Done => Value::from("done"),
+                    Answer::AskAgain => Value::from("again"),
+                    Answer::Hole(frontier) => serde_json::json!({ "hole": frontier }),
+                };
+                assert_eq!(&answer, &step["expect_answer"], "{at}: answer");
+            }
+            if let Some(frontier) = step.get("expect_frontier") {
+                assert_eq!(log.frontier(), versions_of(frontier), "{at}: frontier");
+            }
+            if let Some(holes) = step.get("expect_holes") {
+                let got: std::collections::BTreeMap<String, (u64, u64)> =
+                    serde_json::from_value(holes.clone()).unwrap();
+                assert_eq!(log.holes(), got, "{at}: holes");
+            }
+            if let Some(worth) = step.get("expect_worth_asking") {
+                assert_eq!(Some(log.worth_asking()), worth.as_bool(), "{at}: worth asking");
+            }
+            if let Some(since) = step.get("expect_request_since") {
+                let wsdr_protocol::ClientMessage::GetTopic { since: got, .. } =
+                    log.request(Vec::new())
+                else {
+                    panic!("{at}: not a getState");
+                };
+                let want = (!since.is_null()).then(|| versions_of(since));
+                assert_eq!(got, want, "{at}: since");
+            }
+        }
+    }
+}
