@@ -489,7 +489,12 @@ fn topic_log_vectors() {
                 log.counted(&versions_of(counted));
             }
             if let Some(merge) = step.get("merge") {
-                let ops = merge["ops"].as_array().unwrap().iter().map(topic_copy).collect();
+                let ops = merge["ops"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(topic_copy)
+                    .collect();
                 last = log.merge(&versions_of(&merge["versions"]), Value::Null, ops);
             }
             if let Some(added) = step.get("expect_added") {
@@ -520,7 +525,11 @@ fn topic_log_vectors() {
                 assert_eq!(log.holes(), got, "{at}: holes");
             }
             if let Some(worth) = step.get("expect_worth_asking") {
-                assert_eq!(Some(log.worth_asking()), worth.as_bool(), "{at}: worth asking");
+                assert_eq!(
+                    Some(log.worth_asking()),
+                    worth.as_bool(),
+                    "{at}: worth asking"
+                );
             }
             if let Some(since) = step.get("expect_request_since") {
                 let wsdr_protocol::ClientMessage::GetTopic { since: got, .. } =

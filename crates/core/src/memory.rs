@@ -269,12 +269,15 @@ impl OpStore for MemoryStateStore {
         limit: usize,
     ) -> Result<Vec<StoredOp>> {
         self.check_outage()?;
-        Ok(crate::items::log_page(
-            self.all_ops(topic),
-            log,
-            after,
-            limit,
-        ))
+        // Picked before they are cloned: a page is a few copies of a topic that may hold
+        // thousands.
+        let picked = self.select(|item| match item {
+            Item::Op { op, .. } if op.topic == *topic && op.in_log(log) && op.position > after => {
+                Some(op.clone())
+            }
+            _ => None,
+        });
+        Ok(crate::items::log_page(picked, log, after, limit))
     }
 }
 

@@ -33,8 +33,15 @@ pub enum Delivery {
     /// The newest view only (pushes conflate).
     Latest,
     /// Every op, by position: `getState` without `since` carries each log's newest `tail`
-    /// ops, a push each log's newest `push_tail`.
-    Log { tail: usize, push_tail: usize },
+    /// ops; a push, of each log's newest `push_tail`, those accepted within `push_window_ms`
+    /// of that log's newest (by its Region's clock). A push is posted to every subscriber:
+    /// what one push interval brings is enough, and a subscriber further behind reads the
+    /// rest with `getState{since}`.
+    Log {
+        tail: usize,
+        push_tail: usize,
+        push_window_ms: u64,
+    },
 }
 
 /// The most ops of one log one `topicState` carries: past it the answer is not `complete` and
@@ -369,6 +376,22 @@ impl<A: TopicApp> AppService<A> {
     }
 }
 
+/// Of each log's ops, those accepted within `window_ms` of that log's newest.
+fn within_window(ops: Vec<OpView>, window_ms: u64) -> Vec<OpView> {
+    let mut newest: BTreeMap<&str, u64> = BTreeMap::new();
+    for op in &ops {
+        let at = newest.entry(op.log.as_str()).or_insert(op.at);
+        *at = (*at).max(op.at);
+    }
+    let from: BTreeMap<String, u64> = newest
+        .into_iter()
+        .map(|(log, at)| (log.to_owned(), at.saturating_sub(window_ms)))
+        .collect();
+    ops.into_iter()
+        .filter(|op| from.get(&op.log).is_none_or(|from| op.at >= *from))
+        .collect()
+}
+
 /// A copy as the wire shows it, in `log`.
 fn op_view(op: &StoredOp, log: &str) -> OpView {
     OpView {
@@ -545,11 +568,17 @@ impl<A: TopicApp> TopicService for AppService<A> {
         let versions = Self::versions_of(&summaries);
         let ops = match self.app.delivery() {
             Delivery::Latest => Vec::new(),
-            Delivery::Log { push_tail, .. } => {
+            Delivery::Log {
+                push_tail,
+                push_window_ms,
+                ..
+            } => {
                 let carried = self.carried(topic, &summaries, newest.as_ref());
-                self.log(topic, &versions, None, push_tail, &carried)
+                let ops = self
+                    .log(topic, &versions, None, push_tail, &carried)
                     .await?
-                    .0
+                    .0;
+                within_window(ops, push_window_ms)
             }
         };
         Ok(ServerMessage::TopicUpdate {
@@ -649,6 +678,7 @@ mod tests {
             Delivery::Log {
                 tail: 3,
                 push_tail: 2,
+                push_window_ms: 60_000,
             }
         }
     }
@@ -819,6 +849,42 @@ mod tests {
         let rest = read(&big, ann(), Some(at("a", LOG_PAGE_MAX as u64)), &[]).await;
         assert_eq!(rest.positions.len(), 3);
         assert!(rest.complete);
+    }
+
+    #[test]
+    fn a_push_carries_what_each_log_accepted_within_the_window_of_its_newest() {
+        let view = |log: &str, position: u64, at: u64| OpView {
+            author: "ann".into(),
+            op_id: OpId::new(format!("note-{log}-{position:04}")).unwrap(),
+            region: log.into(),
+            position,
+            log: log.into(),
+            at,
+            digest: wsdr_protocol::Digest::of(&json!({})).unwrap(),
+            op: json!({}),
+        };
+        let ops = vec![
+            view("a", 1, 1_000),
+            view("a", 2, 10_000),
+            view("a", 3, 11_000),
+            view("a", 4, 20_000),
+            // Another Region's log, by its own clock: judged against its own newest.
+            view("b", 1, 100),
+        ];
+        let kept: Vec<(String, u64)> = within_window(ops, 10_000)
+            .into_iter()
+            .map(|op| (op.log, op.position))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                ("a".into(), 2),
+                ("a".into(), 3),
+                ("a".into(), 4),
+                ("b".into(), 1)
+            ],
+            "at 10,000 is exactly the window's edge: kept; 1,000 is past it"
+        );
     }
 
     #[tokio::test]

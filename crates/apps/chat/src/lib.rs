@@ -37,6 +37,11 @@ pub const HISTORY: usize = 50;
 /// size (BENCHMARKS.md, "A busy room": 20 made every one of 10,000 watchers read at 10
 /// messages/s).
 pub const PUSH_TAIL: usize = 100;
+/// Of those, a push carries the messages accepted within this long of a Region's newest: a
+/// push interval at 10,000 watchers is about 2.5 s (the spacing widened to audience / budget,
+/// then the posting), so 10 s spares every watcher that heard the previous push a read,
+/// while a quiet room's push carries only its few new messages, not the last hundred.
+pub const PUSH_WINDOW_MS: u64 = 10_000;
 
 /// A room's seed: what it shows and what it takes. Identical in every Region (seeded, never
 /// changed), so it may be written by any of them.
@@ -210,6 +215,7 @@ impl TopicApp for Chat {
         Delivery::Log {
             tail: HISTORY,
             push_tail: PUSH_TAIL,
+            push_window_ms: PUSH_WINDOW_MS,
         }
     }
 }
