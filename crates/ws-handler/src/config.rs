@@ -237,15 +237,15 @@ fn push_settings(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
-    fn a_seeded_room_without_max_chars_takes_five_hundred() {
-        let room: SeedRoom = serde_json::from_str(r#"{"name":"lobby","title":"Lobby"}"#).unwrap();
+    fn a_seeded_room_without_max_chars_takes_five_hundred() -> Result<(), serde_json::Error> {
+        let room: SeedRoom = serde_json::from_str(r#"{"name":"lobby","title":"Lobby"}"#)?;
         assert_eq!(room.max_chars, 500);
         let set: SeedRoom =
-            serde_json::from_str(r#"{"name":"lobby","title":"Lobby","maxChars":40}"#).unwrap();
+            serde_json::from_str(r#"{"name":"lobby","title":"Lobby","maxChars":40}"#)?;
         assert_eq!(set.max_chars, 40);
+        Ok(())
     }
 }
