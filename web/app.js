@@ -1,7 +1,8 @@
-// The live auction page and the lab's control room. Talks to the lab's control API
-// (/api/config, /api/token, /api/status, /api/fault) and to the auction over WebSocket with
-// the wsdr client module.
-import { AuctionClient, minimumNextBid } from './wsdr-client.js';
+// The live auction page, the chat room beside it (`chat:lobby`, the kit's second app over the
+// same socket) and the lab's control room. Talks to the lab's control API (/api/config,
+// /api/token, /api/status, /api/fault) and to both apps over WebSocket with the wsdr client
+// module.
+import { AuctionClient, conversation, minimumNextBid } from './wsdr-client.js';
 
 const $ = (id) => document.getElementById(id);
 const money = (minor) => `$${(minor / 100).toLocaleString('en-US', { minimumFractionDigits: 2 })}`;
@@ -81,6 +82,7 @@ async function main() {
     url: config.front_door,
     regions: params.get('fallback') === '0' ? [] : config.regions,
     auctionId: config.auction,
+    topics: [LOBBY],
     timeScale: config.time_scale,
     tokenProvider: async () => {
       const response = await api(`/api/token?sub=${encodeURIComponent(user)}`);
@@ -132,6 +134,7 @@ async function main() {
   client.addEventListener('endpoint', ({ detail }) => {
     setText('conn-endpoint', detail.regional ? `${detail.url} (regional fallback)` : 'global name');
   });
+  showRoom(client);
   client.start();
 
   $('bid-form').addEventListener('submit', (event) => {
@@ -209,6 +212,45 @@ async function main() {
   }
   refresh();
   setInterval(refresh, 500);
+}
+
+// The chat room: every copy the client holds of the lobby, shown in the room's one order
+// (the same in every browser once they hold the same copies), and a post box.
+const LOBBY = 'chat:lobby';
+
+function showRoom(client) {
+  const render = () => {
+    const held = client.state.topics?.[LOBBY];
+    const messages = conversation(held?.copies ?? []);
+    const list = $('room-messages');
+    list.replaceChildren(
+      ...messages.slice(-50).map((m) => el('li', { 'data-op-id': m.opId }, `${m.author}: ${m.text}`, el('span', { class: 'via' }, ` (${m.region})`))),
+    );
+    setText('room-hole', held?.hole ? 'some messages may be missing: a Region has not sent them (yet)' : '');
+  };
+  for (const type of ['topicRestored', 'topicUpdated', 'discontinuity']) client.addEventListener(type, render);
+  client.addEventListener('writeResult', ({ detail }) => {
+    const pending = detail.doubtful ? ' (checking whether it stands...)' : '';
+    $('room-result').dataset.status = detail.status;
+    setText('room-result', `message ${detail.status}${detail.reason ? ` (${detail.reason})` : ''} by ${detail.region}${pending}`);
+  });
+  client.addEventListener('writeSettled', ({ detail }) => {
+    $('room-result').dataset.status = detail.stands ? 'stands' : 'does-not-stand';
+    setText('room-result', detail.stands ? 'your message stands' : 'your message does not stand');
+  });
+  $('room-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const text = $('room-text').value.trim();
+    if (!text) return;
+    try {
+      client.write(LOBBY, { text });
+      $('room-text').value = '';
+      $('room-result').dataset.status = 'sent';
+      setText('room-result', 'message sent…');
+    } catch (error) {
+      setText('room-result', `not sent: ${error.message ?? error}`);
+    }
+  });
 }
 
 // The control room: what an SRE reads in five seconds. Every figure comes from /api/status;

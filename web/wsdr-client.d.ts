@@ -657,6 +657,21 @@ export interface WriteView {
   stands?: boolean;
 }
 
+/** A chat room's message as `conversation` shows it. */
+export interface ChatMessage {
+  author: string;
+  opId: string;
+  text: string;
+  /** When its earliest copy was accepted (that Region's clock), and where. */
+  at: number;
+  region: string;
+  digest: string;
+}
+
+/** A chat room's messages from the copies held, in the one order every client shows (earliest
+ * copy's time, then Region, author, op id, digest). */
+export declare function conversation(copies: readonly OpCopy[]): ChatMessage[];
+
 /** A topic as the client holds it: copies by log and position, the frontier, holes. */
 export declare class TopicLog {
   constructor(topic: string);

@@ -622,6 +622,31 @@ export class TopicLog {
   }
 }
 
+/**
+ * A chat room's messages from the copies a client holds, in the one order every client shows
+ * (the Rust `wsdr_chat::conversation`, checked by the same vectors: conformance/conversation.json):
+ * the copies of one message (an author's op id with one payload, accepted in one Region or,
+ * replayed across a failover, in two) fold into one, placed by its earliest copy (time, then
+ * Region, author, op id, digest; strings by code point). A function of the set of copies
+ * alone: late copies from a split insert at their place.
+ * @returns {{author: string, opId: string, text: string, at: number, region: string, digest: string}[]}
+ */
+export function conversation(copies) {
+  const earliest = new Map();
+  for (const copy of copies ?? []) {
+    const key = JSON.stringify([copy.author, copy.opId, copy.digest]);
+    const held = earliest.get(key);
+    if (!held || copy.at < held.at || (copy.at === held.at && byCodePoint(copy.region, held.region) < 0)) {
+      earliest.set(key, copy);
+    }
+  }
+  const order = (a, b) =>
+    a.at - b.at || byCodePoint(a.region, b.region) || byCodePoint(a.author, b.author) || byCodePoint(a.opId, b.opId) || byCodePoint(a.digest, b.digest);
+  return [...earliest.values()]
+    .sort(order)
+    .map((copy) => ({ author: copy.author, opId: copy.opId, text: typeof copy.op?.text === 'string' ? copy.op.text : '', at: copy.at, region: copy.region, digest: copy.digest }));
+}
+
 /** A bid's payload as its digest sees it: what the server's settlement compares. */
 const bidDigest = (amount) => opDigest({ amount });
 /** An OpBook settlement in the auction's words. */

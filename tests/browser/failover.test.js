@@ -57,6 +57,17 @@ test('a bid survives a failover and the page shows the Region switch and the fai
   await dnsOnly.waitForFunction(() => document.querySelector('#region-badge').textContent === 'us-east-1');
   await dnsOnly.waitForSelector(`#high-bid[data-amount="${dollars * 100}"]`);
 
+  // The chat room beside the auction, on the same socket: alice's message reaches bob.
+  const post = async (text) => {
+    await page.fill('#room-text', text);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((t) => [...document.querySelectorAll('#room-messages li')].some((li) => li.textContent.startsWith(`alice: ${t}`)), text, { timeout: 60000 });
+  };
+  const roomOf = (p) => p.locator('#room-messages li').evaluateAll((items) => items.map((li) => li.textContent.replace(/ \(.*\)$/, '')));
+  await post('hello from the primary');
+  assert.match(await page.locator('#room-result').textContent(), /accepted by us-east-1/);
+  await dnsOnly.waitForFunction(() => [...document.querySelectorAll('#room-messages li')].some((li) => li.textContent.startsWith('alice: hello from the primary')));
+
   // The reference game day: throttle the primary from the control room.
   await page.getByRole('button', { name: 'Throttle' }).click();
   await page.waitForFunction(() => document.querySelector('#region-badge').textContent === 'us-west-2', null, { timeout: 60000 });
@@ -73,6 +84,14 @@ test('a bid survives a failover and the page shows the Region switch and the fai
   await dnsOnly.waitForSelector(`#high-bid[data-amount="${dollars * 100}"]`);
   assert.equal(await dnsOnly.locator('#conn-endpoint').textContent(), 'global name');
   await dnsOnly.screenshot({ path: path.join(shots, '2b-dns-only-page-failed-over.png') });
+  // The room on the secondary: the message from before the failover is there, a new one is
+  // taken by the secondary, and both pages show the same room in the same order.
+  await post('hello from the secondary');
+  assert.match(await page.locator('#room-result').textContent(), /accepted by us-west-2/);
+  await dnsOnly.waitForFunction(() => [...document.querySelectorAll('#room-messages li')].some((li) => li.textContent.startsWith('alice: hello from the secondary')), null, { timeout: 60000 });
+  const room = await roomOf(page);
+  assert.deepEqual(room.slice(-2), ['alice: hello from the primary', 'alice: hello from the secondary']);
+  assert.deepEqual(await roomOf(dnsOnly), room, 'one room, one order, on both pages');
 
   // The control room sees the failover too: each Region's own canary, labelled; the fault,
   // the fast verdict, the endpoint check and the DNS flip in the key events (wsdr's defaults:

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid, BidBook, offlineBidExpired, givesUp, tokenErrorGivesUp, TokenDenied, REASON_CODES, canonicalJson, opDigest, TopicLog } from '../wsdr-client.js';
+import { backoffDelay, HeartbeatTracker, FallbackPolicy, decideMove, minimumNextBid, BidBook, offlineBidExpired, givesUp, tokenErrorGivesUp, TokenDenied, REASON_CODES, canonicalJson, opDigest, TopicLog, conversation } from '../wsdr-client.js';
 
 function vectors(rule) {
   const file = JSON.parse(readFileSync(new URL(`../../conformance/${rule}.json`, import.meta.url), 'utf8'));
@@ -225,5 +225,18 @@ test('topic log vectors', () => {
         assert.deepEqual(frame.since ?? null, step.expect_request_since, `${at}: since`);
       }
     });
+  }
+});
+
+test('conversation vectors', () => {
+  const cases = vectors('conversation');
+  assert.ok(cases.length >= 6);
+  for (const c of cases) {
+    const copies = c.copies.map((x, i) => ({ author: x.author, opId: x.opId, region: x.region, position: i + 1, log: x.region, at: x.at, digest: opDigest({ text: x.text }), op: { text: x.text } }));
+    // The order is a function of the set: given forwards or backwards, the same.
+    for (const given of [copies, [...copies].reverse()]) {
+      const got = conversation(given).map((m) => [m.author, m.opId, m.text, m.region]);
+      assert.deepEqual(got, c.expect, c.name);
+    }
   }
 });
