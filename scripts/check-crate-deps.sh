@@ -58,7 +58,7 @@ if found="$(grep -rnE 'crate::service|AuctionService' $machinery)"; then
 fi
 # The kit's items, write and read paths and its service for any app's topics are every app's:
 # they never name the auction (the auction is one app on them, in auction_store.rs).
-kit='crates/core/src/items.rs crates/core/src/write.rs crates/core/src/read.rs crates/core/src/topics.rs'
+kit='crates/core/src/items.rs crates/core/src/write.rs crates/core/src/read.rs crates/core/src/topics.rs crates/core/src/laws.rs'
 # shellcheck disable=SC2086
 if found="$(grep -nE 'auction_store|crate::service|Auction[A-Za-z]*|Bid(Id|Record|Reason|Commit)|Amount' $kit)"; then
   echo "the kit's items, write and read paths or topic service name the auction:"

@@ -474,6 +474,33 @@ impl<S: HeadStore + ?Sized> LedgerStore for S {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_auction_keeps_the_kits_laws() {
+        let auction = crate::model::Auction {
+            id: wsdr_protocol::AuctionId::new("lot-9").unwrap(),
+            item: "a lamp".into(),
+            starting_price: wsdr_protocol::Amount::new(100).unwrap(),
+            min_increment: 10,
+            closes_at: None,
+        };
+        let topic = topic(&auction.id);
+        let sample: Vec<(&str, Json)> = [100, 120, 110, 150, 200, 199]
+            .iter()
+            .enumerate()
+            .map(|(i, amount)| {
+                (
+                    ["ann", "bo", "cy"][i % 3],
+                    serde_json::json!({ "amount": amount }),
+                )
+            })
+            .collect();
+        let meta = meta_of(&auction);
+        assert_eq!(
+            crate::laws::check(&AuctionApp, &topic, &meta, &sample),
+            Ok(())
+        );
+    }
+
     fn bid(amount: u64, position: u64) -> BidRecord {
         BidRecord {
             auction_id: AuctionId::new("lot-1").unwrap(),

@@ -19,6 +19,7 @@ pub mod evacuate;
 pub mod failover_order;
 pub mod fanout;
 pub mod items;
+pub mod laws;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
 pub mod model;

@@ -47,3 +47,32 @@ fn conversation_vectors() {
         }
     }
 }
+
+/// The kit's laws (`wsdr_core::laws`): the room's ops, seed and summaries read back, its
+/// folds and decisions are pure, its view is order-free, the newest message its summary
+/// carries is one it folded, and its log delivers something.
+#[test]
+fn the_room_keeps_the_kits_laws() {
+    use wsdr_chat::{Chat, Room};
+    let chat = Chat::in_namespace(Chat::namespace().unwrap());
+    let room = Room {
+        title: "Lobby".into(),
+        max_chars: 40,
+    };
+    let topic = wsdr_protocol::Topic::parse("chat:lobby").unwrap();
+    let sample: Vec<(&str, Value)> = [
+        "hello",
+        "anyone?",
+        "a message longer than the room's forty characters is refused",
+        "ça va ? 👋",
+        "ok",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, text)| (["ann", "bo"][i % 2], serde_json::json!({ "text": text })))
+    .collect();
+    assert_eq!(
+        wsdr_core::laws::check(&chat, &topic, &room.to_json(), &sample),
+        Ok(())
+    );
+}
