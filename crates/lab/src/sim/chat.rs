@@ -515,40 +515,53 @@ fn wire_copy(op: &wsdr_core::StoredOp, strong: bool) -> OpView {
 /// End the run and judge it: stop posting, let answers arrive (`drain`, lab time) and
 /// replication drain, read the Regions until they hold still, force a read on every member
 /// and wait (five AWS minutes at most) until each holds its Region's copies from the first
-/// it holds to the newest, read again, and check.
+/// it holds to the newest, read again (and again, while a late write moved them), and check.
 pub async fn judge(lab: &World, room: &Members, drain: Duration) -> anyhow::Result<ChatJudgement> {
     let topic = lobby();
     room.set_posting(false);
     tokio::time::sleep(drain).await;
     let converged = settle(lab).await;
-    let mut regions = region_copies(lab, &topic).await?;
-    for _ in 0..25 {
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        let again = region_copies(lab, &topic).await?;
-        if again == regions {
+    // A write still in flight when posting stopped can commit after any read (a client
+    // resends an `unknown` write until it settles; strong mode's retries are long): the
+    // members' final views are judged against a state that held still through them. Each
+    // round reads the Regions until they hold still, makes every member read, waits for
+    // them to hold it, and reads again; at most five rounds (bounded).
+    let mut regions = Vec::new();
+    for _ in 0..5 {
+        regions = region_copies(lab, &topic).await?;
+        for _ in 0..25 {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            let again = region_copies(lab, &topic).await?;
+            if again == regions {
+                break;
+            }
+            regions = again;
+        }
+        for member in &room.members {
+            lock(&member.record).resynced = false;
+            if let Some(client) = lock(&member.client).as_ref() {
+                let _ = client.resync();
+            }
+        }
+        let held = &regions;
+        wait_for(lab.lab_time(AwsDuration::from_secs(300)), || {
+            room.members.iter().all(|m| {
+                let r = lock(&m.record);
+                r.connected
+                    && r.resynced
+                    && held
+                        .iter()
+                        .find(|region| Some(region.region) == r.served_by)
+                        .is_some_and(|region| missing_by_log(&r.held, &region.copies).is_empty())
+            })
+        })
+        .await;
+        let after = region_copies(lab, &topic).await?;
+        if after == regions {
             break;
         }
-        regions = again;
+        regions = after;
     }
-    for member in &room.members {
-        lock(&member.record).resynced = false;
-        if let Some(client) = lock(&member.client).as_ref() {
-            let _ = client.resync();
-        }
-    }
-    wait_for(lab.lab_time(AwsDuration::from_secs(300)), || {
-        room.members.iter().all(|m| {
-            let r = lock(&m.record);
-            r.connected
-                && r.resynced
-                && regions
-                    .iter()
-                    .find(|region| Some(region.region) == r.served_by)
-                    .is_some_and(|region| missing_by_log(&r.held, &region.copies).is_empty())
-        })
-    })
-    .await;
-    let regions = region_copies(lab, &topic).await?;
     let members: Vec<MemberEnd> = room
         .members
         .iter()
