@@ -711,7 +711,7 @@ pub struct RunReport {
     pub rpo_lost_acknowledged: usize,
     /// Bid copies that Region took with it (acknowledged or not).
     pub lost_copies: usize,
-    /// Apps closed by their users with a bid unanswered.
+    /// Apps closed by their users with a bid (the chat room: a post) unanswered.
     pub closed_mid_bid: usize,
     /// What the checker forgave, by excuse name (docs/RELIABILITY.md, the guarantee table).
     pub excused: BTreeMap<String, usize>,
@@ -754,7 +754,8 @@ pub struct CampaignReport {
     pub ops_acknowledged: usize,
     pub ops_unknown: usize,
     pub discontinuities: usize,
-    /// Apps closed by their users with a bid unanswered, over the campaign.
+    /// Apps closed by their users with a bid (the chat room: a post) unanswered, over the
+    /// campaign.
     pub closed_mid_bid: usize,
     /// What the checker forgave over the campaign, by excuse name; every excuse is listed,
     /// with 0 when it never applied.
