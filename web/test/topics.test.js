@@ -168,3 +168,81 @@ test('the view folds topic events and leaves the auction alone', () => {
   assert.equal(pushed.topics['chat:lobby'].complete, true);
   assert.equal(reduceView(pushed, 'discontinuity', { topic: 'chat:other' }), pushed, 'a topic not held');
 });
+
+test('joining: a bad topic is refused, a second join sends nothing, a join while connected reads at once', async (t) => {
+  const { all, Socket } = sockets();
+  const { c } = roomClient(Socket);
+  t.after(() => c.close());
+  assert.throws(() => c.join('lobby'), /topic must be/);
+  assert.throws(() => c.join(7), /topic must be/);
+  assert.throws(() => c.join(':lobby'), /topic must be/);
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  c.join('chat:general');
+  c.join('chat:general');
+  assert.deepEqual(all[0].frames('getState').filter((f) => f.topic === 'chat:general'), [{ action: 'getState', topic: 'chat:general' }], 'asked once, at once');
+  // A frame for a topic never joined changes nothing.
+  all[0].deliver({ ...roomState({ e: 1 }, [copy('a', 'm1', 'e', 1, 'x')], true), topic: 'chat:nobody' });
+  all[0].deliver({ type: 'topicUpdate', region: 'us-east-1', topic: 'chat:nobody', versions: { e: 1 }, view: null, ops: [copy('a', 'm1', 'e', 1, 'x')] });
+  assert.equal(c.state.topics?.['chat:nobody'], undefined);
+});
+
+test("a session's first topic state reports the outage, a resync within it none; a push adding nothing is silent", async (t) => {
+  const { all, Socket } = sockets();
+  const { c, events } = roomClient(Socket);
+  t.after(() => c.close());
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  all[0].deliver(roomState({ e: 1 }, [copy('a', 'm1', 'e', 1, 'x')], true));
+  assert.equal(events.at(-1)[1].outageMs, null, 'no outage before the first session');
+  all[0].drop();
+  await until(() => all.length === 2, 'a second socket');
+  all[1].open();
+  all[1].deliver(roomState({ e: 1 }, [], true));
+  const first = events.filter(([type]) => type === 'topicRestored').at(-1)[1];
+  assert.equal(typeof first.outageMs, 'number', 'the outage the session ended');
+  all[1].deliver(roomState({ e: 1 }, [], true));
+  assert.equal(events.filter(([type]) => type === 'topicRestored').at(-1)[1].outageMs, null, 'a resync reports none');
+  const updates = events.filter(([type]) => type === 'topicUpdated').length;
+  all[1].deliver({ type: 'topicUpdate', region: 'us-east-1', topic: 'chat:lobby', versions: { e: 1 }, view: null, ops: [copy('a', 'm1', 'e', 1, 'x')] });
+  assert.equal(events.filter(([type]) => type === 'topicUpdated').length, updates, 'nothing new: no event');
+  // A pong whose counts the client holds asks nothing.
+  const asked = all[1].frames('getState').length;
+  all[1].deliver({ type: 'pong', region: 'us-east-1', ts: 1, topic: 'chat:lobby', versions: { e: 1 } });
+  assert.equal(all[1].frames('getState').length, asked);
+});
+
+test('a write made offline waits, and is dropped unsent once too old; a redirect answer moves the write elsewhere', async (t) => {
+  const { all, Socket } = sockets();
+  const c = new AuctionClient({
+    url: 'wss://global.example',
+    regions: [{ region: 'us-east-1', url: 'wss://use1.example' }, { region: 'us-west-2', url: 'wss://usw2.example' }],
+    topics: ['chat:lobby'],
+    WebSocket: Socket,
+    tokenProvider: () => 'token',
+    backoff: { baseMs: 1, capMs: 1, floorMs: 0, jitter: false, herdWindowMs: 0 },
+    offlineBids: { max: 4, maxAgeMs: 1 },
+  });
+  const events = [];
+  for (const type of ['writeSent', 'writeExpired', 'writeResult', 'endpoint']) c.addEventListener(type, (e) => events.push([type, e.detail]));
+  t.after(() => c.close());
+  const opId = c.write('chat:lobby', { text: 'offline' });
+  assert.equal(events[0][0], 'writeSent');
+  assert.equal(c.state.writes[opId].status, 'sent');
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  assert.deepEqual(all[0].frames('write'), [], 'too old: never sent');
+  assert.deepEqual(events.find(([type]) => type === 'writeExpired')[1], { opId });
+  assert.equal(c.state.writes[opId].status, 'expired');
+  const next = c.write('chat:lobby', { text: 'online' });
+  assert.equal(all[0].frames('write').length, 1);
+  all[0].deliver({ type: 'writeResult', opId: next, status: 'redirect', reason: 'no_quorum', region: 'us-east-1' });
+  assert.ok(events.some(([type, d]) => type === 'endpoint' && d.regional), 'moved to another Region');
+  await until(() => all.length === 2, 'a socket elsewhere');
+  all[1].open();
+  assert.deepEqual(all[1].frames('write').map((f) => f.opId), [next], 'the write goes with the client');
+});
