@@ -1145,23 +1145,7 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     violations.extend(attacks);
     violations.extend(users.retryable_rejections());
     violations.extend(strong_mode_violations(&lab, &trace, &auction, &mut excused));
-    violations.extend(
-        lab.planned_evacuations()
-            .iter()
-            .filter(|report| !report.complete)
-            .map(|report| Violation::EvacuationIncomplete {
-                untold: report.untold,
-                connections: report.connections,
-            }),
-    );
-    // However often an order was delivered, it moved everyone through the global name once.
-    violations.extend(
-        lab.order_stats()
-            .moves_by_order
-            .into_iter()
-            .filter(|(_, moves)| *moves > 1)
-            .map(|(order, moves)| Violation::OrderRanTwice { order, moves }),
-    );
+    violations.extend(failover_violations(&lab));
     Ok(run_report(
         run, seed, config, schedule, &plan, &lab, trace, violations, &excused,
     ))
@@ -1203,22 +1187,7 @@ async fn chat_run(
             |region, from, to| lab.lacked_quorum_throughout(region, from, to),
         ));
     }
-    violations.extend(
-        lab.planned_evacuations()
-            .iter()
-            .filter(|report| !report.complete)
-            .map(|report| Violation::EvacuationIncomplete {
-                untold: report.untold,
-                connections: report.connections,
-            }),
-    );
-    violations.extend(
-        lab.order_stats()
-            .moves_by_order
-            .into_iter()
-            .filter(|(_, moves)| *moves > 1)
-            .map(|(order, moves)| Violation::OrderRanTwice { order, moves }),
-    );
+    violations.extend(failover_violations(&lab));
     let writes = &trace.topic.writes;
     let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
     for kind in plan.fault_names() {
@@ -1297,6 +1266,27 @@ async fn chat_run(
             .filter(|e| e.detail == crate::runs::plan::STRUCK_SUMMARY_AHEAD)
             .count(),
     })
+}
+
+/// The failover's own rules, whatever the app: every planned evacuation told everyone, and
+/// however often a fail-over order was delivered, it moved everyone through the global name
+/// once.
+fn failover_violations(lab: &World) -> Vec<Violation> {
+    let evacuations = lab
+        .planned_evacuations()
+        .into_iter()
+        .filter(|report| !report.complete)
+        .map(|report| Violation::EvacuationIncomplete {
+            untold: report.untold,
+            connections: report.connections,
+        });
+    let orders = lab
+        .order_stats()
+        .moves_by_order
+        .into_iter()
+        .filter(|(_, moves)| *moves > 1)
+        .map(|(order, moves)| Violation::OrderRanTwice { order, moves });
+    evacuations.chain(orders).collect()
 }
 
 /// One JSON line of any serializable record (the history's lines).
