@@ -405,7 +405,47 @@ pub(crate) const WORKER_BATCH: usize = 1;
 const WARM_AFTER: Duration = Duration::from_secs(10);
 
 /// Lambda polls a DynamoDB stream shard 4 times a second.
-pub(crate) const STREAM_POLL: Duration = Duration::from_millis(250);
+const STREAM_POLL: Duration = Duration::from_millis(250);
+
+/// The table's stream as Lambda reads it: polled every [`STREAM_POLL`], each poll that finds
+/// summaries one invocation that starts their pushes (its duration, s, into `stats`).
+pub(crate) fn spawn_stream(
+    mut feed: tokio::sync::mpsc::UnboundedReceiver<wsdr_core::items::Change>,
+    pusher: Arc<Pusher>,
+    stats: Arc<Mutex<Vec<f64>>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut open = true;
+        while open {
+            tokio::time::sleep(STREAM_POLL).await;
+            let mut batch = Vec::new();
+            loop {
+                match feed.try_recv() {
+                    Ok(change) => {
+                        if let wsdr_core::items::Item::Summary { topic, .. } = &change.item {
+                            batch.push(topic.clone());
+                        }
+                    }
+                    Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
+                        open = false;
+                        break;
+                    }
+                }
+            }
+            if batch.is_empty() {
+                continue;
+            }
+            let began = Instant::now();
+            pusher.changed(&batch);
+            pusher.drain().await;
+            stats
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(began.elapsed().as_secs_f64());
+        }
+    })
+}
 
 /// One run, on a fresh paused runtime of its own.
 pub fn run(params: &HotParams) -> anyhow::Result<HotResult> {
@@ -424,7 +464,7 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
     });
     let entropy: Arc<dyn Entropy> = Arc::new(SeededEntropy::new(params.seed));
     let memory = Arc::new(MemoryStateStore::new("us-east-1", clock.clone()));
-    let mut feed = memory.change_feed();
+    let feed = memory.change_feed();
     let replica: Arc<dyn ReplicaStore> = memory.clone();
     let store = Arc::new(FaultyStore::new(
         RegionId::Primary,
@@ -505,40 +545,7 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
 
     // The stream: every poll that finds records is one invocation starting pushes.
     let stream_stats = Arc::new(Mutex::new(Vec::<f64>::new()));
-    let stream = {
-        let (pusher, stats) = (pusher.clone(), stream_stats.clone());
-        tokio::spawn(async move {
-            let mut open = true;
-            while open {
-                tokio::time::sleep(STREAM_POLL).await;
-                let mut batch = Vec::new();
-                loop {
-                    match feed.try_recv() {
-                        Ok(change) => {
-                            if let wsdr_core::items::Item::Summary { topic, .. } = &change.item {
-                                batch.push(topic.clone());
-                            }
-                        }
-                        Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
-                        Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
-                            open = false;
-                            break;
-                        }
-                    }
-                }
-                if batch.is_empty() {
-                    continue;
-                }
-                let began = Instant::now();
-                pusher.changed(&batch);
-                pusher.drain().await;
-                stats
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(began.elapsed().as_secs_f64());
-            }
-        })
-    };
+    let stream = spawn_stream(feed, pusher.clone(), stream_stats.clone());
 
     // The workers: at most `workers` invocations at once, each handed one job (a batch of
     // `WORKER_BATCH`) 10-40 ms after it was sent.

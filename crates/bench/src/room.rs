@@ -13,7 +13,6 @@
 
 use crate::hot::{
     ModelConnections, ModelLeases, ModelQueue, VirtualClock, ACCOUNT_BURST, ACCOUNT_RPS,
-    STREAM_POLL,
 };
 use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap};
@@ -294,7 +293,7 @@ async fn run_paused(params: RoomParams) -> anyhow::Result<RoomResult> {
     });
     let entropy: Arc<dyn Entropy> = Arc::new(SeededEntropy::new(params.seed));
     let memory = Arc::new(MemoryStateStore::new(REGION, clock.clone()));
-    let mut feed = memory.change_feed();
+    let feed = memory.change_feed();
     let replica: Arc<dyn ReplicaStore> = memory.clone();
     let store = Arc::new(FaultyStore::new(
         RegionId::Primary,
@@ -392,34 +391,7 @@ async fn run_paused(params: RoomParams) -> anyhow::Result<RoomResult> {
         ))
     };
     let pusher = instance(params.push.budget_per_second);
-    let stream = {
-        let pusher = pusher.clone();
-        tokio::spawn(async move {
-            let mut open = true;
-            while open {
-                tokio::time::sleep(STREAM_POLL).await;
-                let mut batch = Vec::new();
-                loop {
-                    match feed.try_recv() {
-                        Ok(change) => {
-                            if let wsdr_core::items::Item::Summary { topic, .. } = &change.item {
-                                batch.push(topic.clone());
-                            }
-                        }
-                        Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
-                        Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
-                            open = false;
-                            break;
-                        }
-                    }
-                }
-                if !batch.is_empty() {
-                    pusher.changed(&batch);
-                    pusher.drain().await;
-                }
-            }
-        })
-    };
+    let stream = crate::hot::spawn_stream(feed, pusher.clone(), Arc::default());
     let mapping = QueueMapping::new(
         MappingSettings::aws(workers),
         clock.clone(),
