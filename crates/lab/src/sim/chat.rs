@@ -521,16 +521,17 @@ pub async fn judge(lab: &World, room: &Members, drain: Duration) -> anyhow::Resu
     room.set_posting(false);
     tokio::time::sleep(drain).await;
     let converged = settle(lab).await;
-    // A write still in flight when posting stopped can commit after any read (a client
-    // resends an `unknown` write until it settles; strong mode's retries are long): the
-    // members' final views are judged against a state that held still through them. Each
-    // round reads the Regions until they hold still, makes every member read, waits for
-    // them to hold it, and reads again; at most five rounds (bounded).
+    // A write still in flight when posting stopped can commit after any read: a client
+    // resends an `unknown` write until it settles, and after a strong-mode Region regains its
+    // quorum a backlog of such writes commits one by one, seconds apart. The members' final
+    // views are judged against a state that held still through them: each round reads the
+    // Regions until they hold still for five AWS seconds (at most five minutes), makes every
+    // member read, waits for them to hold it, and reads again (bounded: twenty rounds).
     let mut regions = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..20 {
         regions = region_copies(lab, &topic).await?;
-        for _ in 0..25 {
-            tokio::time::sleep(Duration::from_millis(400)).await;
+        for _ in 0..60 {
+            tokio::time::sleep(lab.lab_time(AwsDuration::from_secs(5))).await;
             let again = region_copies(lab, &topic).await?;
             if again == regions {
                 break;
