@@ -137,7 +137,8 @@ pub fn check<A: TopicApp>(
             op_id: OpId::new(format!("law-op-{i:06}"))
                 .map_err(|e| broken("ops read back", e.message))?,
             region: REGIONS[r].to_owned(),
-            at: 1_767_225_600_000 + i as u64 * 1_000,
+            // Any distinct times will do: no law reads them.
+            at: i as u64,
             position: counts[r],
             digest,
             op: stored,
@@ -255,6 +256,7 @@ mod tests {
         CarriesAStranger,
         OpReadsBackOtherwise,
         FoldByClock,
+        DecideByClock,
         EmptyLog,
     }
 
@@ -292,7 +294,9 @@ mod tests {
             Ok(())
         }
         fn decide(&self, _: &(), _: &[Self::Summary], op: &i64) -> Result<(), ()> {
-            if *op < 0 {
+            static CLOCK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let odd = CLOCK.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2 == 1;
+            if *op < 0 || (self.0 == Flaw::DecideByClock && odd) {
                 Err(())
             } else {
                 Ok(())
@@ -377,6 +381,22 @@ mod tests {
     }
 
     #[test]
+    fn the_view_is_judged_once_two_regions_hold_summaries_and_a_break_reads_as_law_and_detail() {
+        let topic = Topic::parse("counter:c").unwrap();
+        let broken = check(&Counter(Flaw::ViewByOrder), &topic, &json!({}), &sample()).unwrap_err();
+        // After op 0 only region-a has a summary: no order to depend on yet.
+        assert!(
+            broken.detail.starts_with("after op 1,"),
+            "{}",
+            broken.detail
+        );
+        assert_eq!(
+            broken.to_string(),
+            format!("the view is order-free: {}", broken.detail)
+        );
+    }
+
+    #[test]
     fn a_lawful_app_passes_and_each_broken_law_is_named() {
         assert_eq!(law_of(Flaw::None), None);
         assert_eq!(law_of(Flaw::ViewByOrder), Some("the view is order-free"));
@@ -387,6 +407,7 @@ mod tests {
         );
         assert_eq!(law_of(Flaw::OpReadsBackOtherwise), Some("ops read back"));
         assert_eq!(law_of(Flaw::FoldByClock), Some("folds are pure"));
+        assert_eq!(law_of(Flaw::DecideByClock), Some("decisions are pure"));
         assert_eq!(law_of(Flaw::EmptyLog), Some("a log delivers something"));
     }
 }

@@ -867,6 +867,9 @@ mod op_store_tests {
         assert_eq!(copies, vec![copy(&a, "ann", "op-0000001", 10)]);
         let newest = store.newest_by_author(&a, &ann, 10).await.unwrap();
         assert_eq!(newest, vec![copy(&a, "ann", "op-0000001", 10)]);
+        let page = store.log_after(&a, "us-east-1", 0, 10).await.unwrap();
+        assert_eq!(page.len(), 2, "a's log holds a's copies only: {page:?}");
+        assert!(page.iter().all(|op| op.topic == a));
         let summaries = store.summaries(&a).await.unwrap();
         assert_eq!(summaries.len(), 1);
         assert_eq!(summaries[0].accepted, 2);
