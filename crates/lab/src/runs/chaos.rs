@@ -1189,10 +1189,7 @@ async fn chat_run(
     }
     violations.extend(failover_violations(&lab));
     let writes = &trace.topic.writes;
-    let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
-    for kind in plan.fault_names() {
-        *faults_by_kind.entry(kind.to_owned()).or_default() += 1;
-    }
+    let faults_by_kind = faults_by_kind(&plan);
     let lost: std::collections::BTreeSet<_> = trace
         .topic
         .lost
@@ -1221,10 +1218,7 @@ async fn chat_run(
     history.extend(trace.topic.regions.iter().map(|r| line("final", r)));
     history.extend(trace.members.iter().map(|m| line("member", m)));
     history.extend(violations.iter().map(|v| line("violation", v)));
-    let mut digest = crate::runs::sim::Digest::default();
-    for line in &history {
-        digest.line(line);
-    }
+    let digest = digest_of(&history);
     Ok(RunReport {
         run,
         seed,
@@ -1259,13 +1253,35 @@ async fn chat_run(
             .iter()
             .map(|(e, n)| (e.name().to_owned(), *n))
             .collect(),
-        struck_summary_ahead: lab
-            .timeline()
-            .entries()
-            .iter()
-            .filter(|e| e.detail == crate::runs::plan::STRUCK_SUMMARY_AHEAD)
-            .count(),
+        struck_summary_ahead: struck_summary_ahead(&lab),
     })
+}
+
+/// Faults a plan injects, by kind (the CLI's names).
+fn faults_by_kind(plan: &Plan) -> BTreeMap<String, usize> {
+    let mut by_kind = BTreeMap::new();
+    for kind in plan.fault_names() {
+        *by_kind.entry(kind.to_owned()).or_default() += 1;
+    }
+    by_kind
+}
+
+/// The digest of a run's history lines (a simulated run replays to the same).
+fn digest_of(history: &[String]) -> crate::runs::sim::Digest {
+    let mut digest = crate::runs::sim::Digest::default();
+    for line in history {
+        digest.line(line);
+    }
+    digest
+}
+
+/// `never-returns` faults that struck on a summary ahead of its copy.
+fn struck_summary_ahead(lab: &World) -> usize {
+    lab.timeline()
+        .entries()
+        .iter()
+        .filter(|e| e.detail == crate::runs::plan::STRUCK_SUMMARY_AHEAD)
+        .count()
 }
 
 /// The failover's own rules, whatever the app: every planned evacuation told everyone, and
@@ -1357,10 +1373,7 @@ fn run_report(
 ) -> RunReport {
     let ops = &trace.ops;
     let rpo_lost_acknowledged = trace.lost_acknowledged();
-    let mut faults_by_kind: BTreeMap<String, usize> = BTreeMap::new();
-    for kind in plan.fault_names() {
-        *faults_by_kind.entry(kind.to_owned()).or_default() += 1;
-    }
+    let faults_by_kind = faults_by_kind(plan);
     let evidence: Vec<Op> = violations
         .iter()
         .filter_map(Violation::bid)
@@ -1374,10 +1387,7 @@ fn run_report(
         &trace.regions,
         &violations,
     );
-    let mut digest = crate::runs::sim::Digest::default();
-    for line in &history {
-        digest.line(line);
-    }
+    let digest = digest_of(&history);
     RunReport {
         run,
         seed,
@@ -1412,12 +1422,7 @@ fn run_report(
             .iter()
             .map(|(e, n)| (e.name().to_owned(), *n))
             .collect(),
-        struck_summary_ahead: lab
-            .timeline()
-            .entries()
-            .iter()
-            .filter(|e| e.detail == crate::runs::plan::STRUCK_SUMMARY_AHEAD)
-            .count(),
+        struck_summary_ahead: struck_summary_ahead(lab),
     }
 }
 
