@@ -68,11 +68,17 @@ impl Member {
         }
     }
 
-    /// The status of the next write answer.
+    /// The final word on the write in flight: its answer, or, when that is `unknown` (a busy
+    /// machine's timeout: the client settles it and sends it again), its settlement.
     async fn answer(&mut self) -> BidStatus {
         loop {
-            match tokio::time::timeout(Duration::from_secs(5), self.events.recv()).await {
+            match tokio::time::timeout(Duration::from_secs(20), self.events.recv()).await {
+                Ok(Some(Event::WriteResult {
+                    status: BidStatus::Unknown,
+                    ..
+                })) => continue,
                 Ok(Some(Event::WriteResult { status, .. })) => return status,
+                Ok(Some(Event::WriteSettled { stands: true, .. })) => return BidStatus::Accepted,
                 Ok(Some(
                     Event::TopicRestored { added, .. } | Event::TopicUpdated { added, .. },
                 )) => {
@@ -90,7 +96,11 @@ async fn say(client: &wsdr_client::Client, member: &mut Member, text: &str) {
         .write(lobby(), serde_json::json!({ "text": text }))
         .await
         .unwrap();
-    assert_eq!(member.answer().await, BidStatus::Accepted, "{text}");
+    let status = member.answer().await;
+    assert!(
+        matches!(status, BidStatus::Accepted | BidStatus::Duplicate),
+        "{text}: {status:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
