@@ -10,8 +10,9 @@ use common::*;
 use jsonwebtoken::Algorithm;
 use serde_json::{json, Value};
 use std::sync::Arc;
+use wsdr_auction::{Auction, AuctionService};
 use wsdr_core::memory::{MemoryConnections, MemoryStateStore, RecordingNotifier};
-use wsdr_core::{Auction, AuctionService, SystemClock};
+use wsdr_core::SystemClock;
 use wsdr_protocol::{Amount, AuctionId};
 
 const CONNECT: &str = include_str!("../../../events/connect.json");

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use wsdr_core::push::{PushJob, PushWork};
 use wsdr_core::{ConnectionId, Error, Result};
-use wsdr_protocol::{AuctionId, Topic};
+use wsdr_protocol::{AuctionId, Namespace, Topic, TopicName};
 
 /// The version of a job message's form; a worker refuses (and the queue moves to its dead
 /// letter queue) a message of another.
@@ -86,7 +86,7 @@ fn topic_of(v: u32, topic: Option<String>, auction: Option<String>) -> Result<To
     match (v, topic, auction) {
         (JOB_FORMAT, Some(topic), None) => Topic::parse(&topic).map_err(|e| bad(e.to_string())),
         (AUCTION_JOB_FORMAT, None, Some(auction)) => AuctionId::new(auction)
-            .map(|id| wsdr_core::auction_store::topic(&id))
+            .map(|id| Topic::new(Namespace::auction(), TopicName::from(&id)))
             .map_err(|e| bad(e.to_string())),
         (JOB_FORMAT | AUCTION_JOB_FORMAT, _, _) => Err(bad(format!(
             "format {v} names its topic by `{}` alone",

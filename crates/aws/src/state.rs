@@ -48,10 +48,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use wsdr_core::items::{Item as StateItem, LastOp};
 use wsdr_core::{
-    Advance, BidRecord, CommitOutcome, Error, HeadStore, OpCommit, OpStore, Result, StoredHead,
-    StoredOp, StoredSummary, TopicKey, UserId,
+    Advance, CommitOutcome, Error, HeadStore, OpCommit, OpStore, Result, StoredHead, StoredOp,
+    StoredSummary, TopicKey, UserId,
 };
-use wsdr_protocol::{canonical_json, AuctionId, Digest, OpId};
+use wsdr_protocol::{canonical_json, Digest, OpId};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -198,15 +198,6 @@ impl DynamoStateStore {
             ops.push(parse_op(topic, &item.map_err(|e| self.fail(&e))?)?);
         }
         Ok(ops)
-    }
-
-    /// Every bid copy of an auction, all bidders (checkers and tests).
-    pub async fn all_bids(&self, auction: &AuctionId) -> Result<Vec<BidRecord>> {
-        self.all_ops(&wsdr_core::auction_store::topic(auction))
-            .await?
-            .iter()
-            .map(wsdr_core::auction_store::bid_of)
-            .collect()
     }
 
     /// The items of partition `pk` whose sort key starts with `prefix` (strongly consistent),
@@ -733,9 +724,9 @@ impl DynamoLedgerStore {
         self.0.dump().await
     }
 
-    /// Every bid copy of an auction.
-    pub async fn all_bids(&self, auction: &AuctionId) -> Result<Vec<BidRecord>> {
-        self.0.all_bids(auction).await
+    /// Every copy of a topic, all authors and Regions (checkers and tests).
+    pub async fn all_ops(&self, topic: &TopicKey) -> Result<Vec<StoredOp>> {
+        self.0.all_ops(topic).await
     }
 }
 

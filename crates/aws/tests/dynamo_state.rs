@@ -6,10 +6,9 @@ mod common;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use wsdr_auction::{Auction, BidCommit, BidRecord, LedgerStore, RegionSummary, StateStore};
 use wsdr_aws::{DynamoLedgerStore, DynamoStateStore};
-use wsdr_core::{
-    Auction, BidCommit, BidRecord, CommitOutcome, LedgerStore, RegionSummary, StateStore, UserId,
-};
+use wsdr_core::{CommitOutcome, UserId};
 use wsdr_protocol::{Amount, AuctionId, BidId};
 
 fn auction(id: &str) -> Auction {
@@ -229,7 +228,10 @@ async fn summary_merge_picks_the_same_high_bid_as_the_domain_rank() {
     let snapshot = store.snapshot(&a1()).await.unwrap();
     assert_eq!(snapshot.bid_count, bids.len() as u64);
     assert_eq!(snapshot.high_bid, expected);
-    assert_eq!(store.all_bids(&a1()).await.unwrap().len(), bids.len());
+    assert_eq!(
+        bids_held(store.all_ops(&wsdr_auction::topic(&a1())).await.unwrap()).len(),
+        bids.len()
+    );
 }
 
 /// A TCP proxy in front of DynamoDB Local that forwards the first request containing
@@ -328,7 +330,10 @@ async fn sdk_retry_after_a_lost_commit_response_is_committed_once() {
     assert_eq!(outcome, CommitOutcome::Committed);
     let check = DynamoStateStore::new(direct, table);
     assert_eq!(check.summaries(&a1()).await.unwrap(), vec![s1]);
-    assert_eq!(check.all_bids(&a1()).await.unwrap(), vec![first]);
+    assert_eq!(
+        bids_held(check.all_ops(&wsdr_auction::topic(&a1())).await.unwrap()),
+        vec![first]
+    );
 }
 
 #[tokio::test]
@@ -350,8 +355,8 @@ async fn unreachable_table_is_a_classified_error_not_a_panic() {
 // conditional put, a lost answer is recognised by the write id, copies are put once, and a
 // failure to reach the table is `NoQuorum` (go elsewhere), never a rejection.
 
-fn strong_service(store: Arc<DynamoLedgerStore>, region: &str) -> wsdr_core::AuctionService {
-    wsdr_core::AuctionService::strong(
+fn strong_service(store: Arc<DynamoLedgerStore>, region: &str) -> wsdr_auction::AuctionService {
+    wsdr_auction::AuctionService::strong(
         store,
         Arc::new(wsdr_core::memory::MemoryConnections::default()),
         Arc::new(wsdr_core::memory::RecordingNotifier::default()),
@@ -361,7 +366,7 @@ fn strong_service(store: Arc<DynamoLedgerStore>, region: &str) -> wsdr_core::Auc
 }
 
 async fn bid_status(
-    service: &wsdr_core::AuctionService,
+    service: &wsdr_auction::AuctionService,
     who: &str,
     amount: u64,
     bid_id: &str,
@@ -417,7 +422,7 @@ async fn strong_bids_from_two_regions_are_ordered_on_one_ledger_head() {
     // The summaries query reads the head as the one summary.
     let summaries = store.summaries(&a1()).await.unwrap();
     assert_eq!(summaries, vec![head.summary]);
-    let copies = store.all_bids(&a1()).await.unwrap();
+    let copies = bids_held(store.all_ops(&wsdr_auction::topic(&a1())).await.unwrap());
     assert_eq!(copies.len(), 2, "one copy per accepted bid: {copies:?}");
     // The strong table's own reads of a bidder's copies, through its index.
     let alices = store
@@ -446,7 +451,7 @@ async fn strong_sdk_retry_after_a_lost_advance_answer_is_advanced_once() {
     )
     .strongly_consistent();
     let first = bid("bid-00000001", "alice", 150, 10);
-    let next = wsdr_core::LedgerHead::empty().with_bid(&first, &token("adv"));
+    let next = wsdr_auction::LedgerHead::empty().with_bid(&first, &token("adv"));
     let outcome = store.advance(&a1(), 0, &next).await.unwrap();
     assert!(
         dropped.load(Ordering::SeqCst) >= 2,
@@ -454,7 +459,7 @@ async fn strong_sdk_retry_after_a_lost_advance_answer_is_advanced_once() {
     );
     assert_eq!(outcome, wsdr_core::Advance::Advanced);
     // Another writer's head at the same version is a move, not ours.
-    let other = wsdr_core::LedgerHead::empty().with_bid(&first, &token("other"));
+    let other = wsdr_auction::LedgerHead::empty().with_bid(&first, &token("other"));
     assert_eq!(
         store.advance(&a1(), 0, &other).await.unwrap(),
         wsdr_core::Advance::Moved
@@ -473,7 +478,10 @@ async fn strong_settle_writes_a_copy_once() {
     let mut later = first.clone();
     later.at = 99;
     store.settle(&later, "w2").await.unwrap();
-    assert_eq!(store.all_bids(&a1()).await.unwrap(), vec![first]);
+    assert_eq!(
+        bids_held(store.all_ops(&wsdr_auction::topic(&a1())).await.unwrap()),
+        vec![first]
+    );
 }
 
 #[tokio::test]
@@ -640,7 +648,7 @@ async fn any_apps_op_is_stored_under_the_kits_keys_and_read_back_whole() {
         CommitOutcome::Exists(copy.clone())
     );
     // The auction's items live beside it and its reads never see the room's.
-    assert!(store.all_bids(&a1()).await.unwrap().is_empty());
+    assert!(bids_held(store.all_ops(&wsdr_auction::topic(&a1())).await.unwrap()).is_empty());
     let dumped = store.dump().await.unwrap();
     assert!(dumped.iter().any(|item| matches!(
         item,
@@ -716,8 +724,8 @@ async fn a_replicated_write_is_put_whole_and_unconditionally() {
         }),
     };
     let item = |accepted: u64| Item::Summary {
-        topic: wsdr_core::auction_store::topic(&a1()),
-        summary: wsdr_core::auction_store::summary_of(&summary(accepted)),
+        topic: wsdr_auction::store::topic(&a1()),
+        summary: wsdr_auction::store::summary_of(&summary(accepted)),
     };
     store.put_as_replicated(&item(3)).await.unwrap();
     // An older version replicated late still lands: the replicator decides by its stamps,
@@ -902,4 +910,12 @@ async fn a_log_is_read_in_position_order_from_a_position_on() {
         .await
         .unwrap()
         .is_empty());
+}
+
+/// The copies read as bids: a copy under an auction's topic that is no bid fails the test.
+fn bids_held(copies: Vec<wsdr_core::StoredOp>) -> Vec<wsdr_auction::BidRecord> {
+    copies
+        .iter()
+        .map(|copy| wsdr_auction::store::bid_of(copy).expect("every copy is a bid"))
+        .collect()
 }

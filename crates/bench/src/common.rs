@@ -83,7 +83,7 @@ pub async fn region(
     .await?;
     region
         .service()
-        .ensure_auction(&wsdr_core::Auction {
+        .ensure_auction(&wsdr_auction::Auction {
             id: wsdr_protocol::AuctionId::new("lot-1")?,
             item: "bench".into(),
             starting_price: wsdr_protocol::Amount::new(1)?,

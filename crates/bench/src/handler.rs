@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 use ws_handler::App;
+use wsdr_auction::{Auction, AuctionService, StateStore};
 use wsdr_core::memory::{MemoryConnections, MemoryStateStore, RecordingNotifier};
-use wsdr_core::{Auction, AuctionService, SystemClock};
+use wsdr_core::SystemClock;
 use wsdr_protocol::{Amount, AuctionId};
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -106,10 +107,10 @@ async fn measure(app: &App, store: &str, iterations: usize) -> anyhow::Result<Ve
     Ok(out)
 }
 
-async fn seed(service: &AuctionService) -> anyhow::Result<()> {
+async fn seed(store: &dyn wsdr_core::OpStore) -> anyhow::Result<()> {
     for id in ["lot-1", "lot-2"] {
-        service
-            .ensure_auction(&Auction {
+        store
+            .put_auction_if_absent(&Auction {
                 id: AuctionId::new(id)?,
                 item: "bench".into(),
                 starting_price: Amount::new(1)?,
@@ -129,7 +130,7 @@ pub async fn in_memory(iterations: usize) -> anyhow::Result<Vec<RouteCost>> {
         Arc::new(SystemClock),
         "bench",
     );
-    seed(&service).await?;
+    seed(service.store().as_ref()).await?;
     measure(
         &App::new(service, "wsdr", wsdr_core::PushSettings::default()),
         "in-memory",
@@ -165,6 +166,10 @@ pub async fn dynamodb_local(endpoint: &str, iterations: usize) -> anyhow::Result
         ))
         .build();
     let app = ws_handler::app_from_aws(&config, &sdk).await?;
-    seed(app.service()).await?;
+    seed(&wsdr_aws::DynamoStateStore::new(
+        client.clone(),
+        &config.state_table,
+    ))
+    .await?;
     measure(&app, "DynamoDB Local", iterations).await
 }

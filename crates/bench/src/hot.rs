@@ -28,14 +28,15 @@ use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
+use wsdr_auction::{Auction, AuctionService};
 use wsdr_core::memory::{MemoryConnections, MemoryStateStore};
 use wsdr_core::push::{
     Begin, Finished, InProcessLeases, LocalPushQueue, PushJob, PushLeases, PushPorts, PushQueue,
     PushSettings, Pusher,
 };
 use wsdr_core::{
-    Auction, AuctionService, Census, Clock, ConnectionId, Connections, Entropy, Notifier,
-    SeededEntropy, SubscriberPage, UserId,
+    Census, Clock, ConnectionId, Connections, Entropy, Notifier, SeededEntropy, SubscriberPage,
+    UserId,
 };
 use wsdr_lab::world::mapping::{MappingSettings, QueueMapping};
 use wsdr_lab::world::store::{FaultyStore, ReplicaStore};
@@ -510,7 +511,7 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
             .subscribe(
                 &ConnectionId::new(format!("w{i:07}"))?,
                 &watcher,
-                &wsdr_core::auction_store::topic(&lot),
+                &wsdr_auction::store::topic(&lot),
                 now,
             )
             .await?;

@@ -4,13 +4,11 @@
 use crate::common::percentile;
 use std::sync::Arc;
 use std::time::Instant;
+use wsdr_auction::LedgerStore;
+use wsdr_auction::{Auction, AuctionService, BidCommit, BidRecord, RegionSummary, StateStore};
 use wsdr_aws::{DynamoLedgerStore, DynamoStateStore};
 use wsdr_core::memory::{MemoryConnections, RecordingNotifier};
-use wsdr_core::LedgerStore;
-use wsdr_core::{
-    Auction, AuctionService, BidCommit, BidRecord, CommitOutcome, ConnectionId, RegionSummary,
-    StateStore, SystemClock, UserId,
-};
+use wsdr_core::{CommitOutcome, ConnectionId, SystemClock, UserId};
 use wsdr_protocol::{Amount, AuctionId, BidId, BidStatus, ServerMessage};
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -74,7 +72,7 @@ async fn prepare(
     let (store, ledger, auction) = bench_table(endpoint, "bench-ledger", strong).await?;
     // History, written straight through the store (as the service would, without its reads).
     let mut summary = RegionSummary::empty("us-east-1");
-    let mut head = wsdr_core::LedgerHead::empty();
+    let mut head = wsdr_auction::LedgerHead::empty();
     for i in 0..prior {
         let bid = BidRecord {
             auction_id: auction.clone(),

@@ -19,12 +19,12 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
+use wsdr_auction::AuctionService;
 use wsdr_core::memory::{MemoryConnections, MemoryStateStore};
 use wsdr_core::push::{InProcessLeases, LocalPushQueue, PushPorts, PushSettings, Pusher};
 use wsdr_core::topics::{AppService, Apps, TopicService};
 use wsdr_core::{
-    AuctionService, Clock, ConnectionId, Connections, Entropy, Notifier, Principal, SeededEntropy,
-    UserId,
+    Clock, ConnectionId, Connections, Entropy, Notifier, Principal, SeededEntropy, UserId,
 };
 use wsdr_lab::world::mapping::{MappingSettings, QueueMapping};
 use wsdr_lab::world::store::{FaultyStore, ReplicaStore};

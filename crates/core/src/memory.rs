@@ -8,7 +8,7 @@
 
 pub use crate::items::{Change, Item, ItemKey};
 use crate::items::{StoredHead, StoredOp, StoredSummary, TopicKey};
-use crate::model::{BidRecord, ConnectionId, UserId};
+use crate::model::{ConnectionId, UserId};
 use crate::ports::{
     Advance, Census, Clock, CommitOutcome, Connections, HeadStore, HealthDatapoint, Metrics,
     Notifier, OpCommit, OpStore, VerdictDatapoint,
@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::mpsc;
-use wsdr_protocol::{AuctionId, OpId, Topic};
+use wsdr_protocol::{OpId, Topic};
 
 /// Lock a mutex, recovering the data if another thread panicked while holding it: every
 /// critical section here leaves the maps consistent at each step.
@@ -98,16 +98,6 @@ impl MemoryStateStore {
                 Item::Op { op, .. } if op.topic == *topic => Some(op.clone()),
                 _ => None,
             })
-            .collect()
-    }
-
-    /// Every bid copy of an auction, in key order (for tests; the lab's checkers read
-    /// [`MemoryStateStore::all_ops`] and refuse a copy that is no bid). A copy that is no bid
-    /// is left out: nothing but the auction writes its topic.
-    pub fn all_bids(&self, auction: &AuctionId) -> Vec<BidRecord> {
-        self.all_ops(&crate::auction_store::topic(auction))
-            .iter()
-            .filter_map(|copy| crate::auction_store::bid_of(copy).ok())
             .collect()
     }
 

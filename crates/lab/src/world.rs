@@ -56,8 +56,9 @@ use crate::world::store::{FaultyStore, LedgerReplica, RegionTable, ReplicaStore}
 use crate::world::timeline::{Kind, Timeline};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use wsdr_auction::Auction;
 use wsdr_core::items::Change;
-use wsdr_core::{Auction, Clock, UserId};
+use wsdr_core::{Clock, UserId};
 use wsdr_protocol::{Amount, AuctionId, BidId};
 
 pub const USER_ISSUER: &str = "https://lab.wsdr.local";

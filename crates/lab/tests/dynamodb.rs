@@ -37,9 +37,9 @@ async fn the_default_drill_on_dynamodb_local_loses_nothing_and_converges() {
 
 #[tokio::test]
 async fn replicated_writes_apply_with_last_writer_wins_per_item() {
+    use wsdr_auction::{Auction, StateStore};
     use wsdr_aws::DynamoStateStore;
     use wsdr_core::items::{Change, Item};
-    use wsdr_core::{Auction, StateStore};
     use wsdr_lab::world::clock::{LabClock, RegionClock};
     use wsdr_lab::world::store::{DynamoReplica, ReplicaStore};
     use wsdr_protocol::{Amount, AuctionId};
@@ -85,8 +85,8 @@ async fn replicated_writes_apply_with_last_writer_wins_per_item() {
 
     let with = |item: &str, written_at: u64, writer: &str| Change {
         item: Item::Meta {
-            topic: wsdr_core::auction_store::topic(&auction.id),
-            meta: wsdr_core::auction_store::meta_of(&Auction {
+            topic: wsdr_auction::store::topic(&auction.id),
+            meta: wsdr_auction::store::meta_of(&Auction {
                 item: item.into(),
                 ..auction.clone()
             }),

@@ -2,6 +2,7 @@
 
 use crate::{App, Config, Error};
 use std::sync::Arc;
+use wsdr_auction::AuctionService;
 use wsdr_aws::{
     ApiGatewayNotifier, DynamoConnections, DynamoPushLeases, DynamoStateStore, SdkConfig,
     SqsPushQueue,
@@ -9,7 +10,7 @@ use wsdr_aws::{
 use wsdr_chat::Chat;
 use wsdr_core::push::{PushPorts, Pusher};
 use wsdr_core::topics::{AppService, Apps};
-use wsdr_core::{AuctionService, FanoutConfig, HerdHint, SystemClock, TokioPause};
+use wsdr_core::{FanoutConfig, HerdHint, SystemClock, TokioPause};
 
 /// Build the handler on DynamoDB and API Gateway: clients built once per cold start, then
 /// the configured auctions created if absent (idempotent; safe in both Regions).

@@ -1,8 +1,8 @@
 use crate::Error;
 use serde::Deserialize;
 use std::time::Duration;
+use wsdr_auction::Auction;
 use wsdr_chat::Room;
-use wsdr_core::Auction;
 use wsdr_lambda::env::EnvError;
 use wsdr_protocol::{Amount, AuctionId, TopicName};
 

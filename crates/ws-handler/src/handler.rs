@@ -7,7 +7,7 @@ use lambda_runtime::LambdaEvent;
 use std::sync::Arc;
 use tracing::Instrument;
 use wsdr_core::push::{PushSettings, Pusher};
-use wsdr_core::{AuctionService, ConnectionId, Principal};
+use wsdr_core::{ConnectionId, Gateway, Principal};
 use wsdr_protocol::{ErrorCode, ProtocolError};
 
 /// Authorizer context key that carries the user id (the token's `sub`).
@@ -15,11 +15,11 @@ pub const SUB_CONTEXT_KEY: &str = "sub";
 /// Authorizer context key that says the identity is a probe's (the canary issuer's).
 pub const CANARY_CONTEXT_KEY: &str = "canary";
 
-/// The handler: the auction service, what `$connect` needs, and the instance's pusher (the
-/// stream's path).
+/// The handler: the deployment's front door (every app it serves), what `$connect` needs,
+/// and the instance's pusher (the stream's path).
 #[derive(Debug, Clone)]
 pub struct App {
-    service: AuctionService,
+    service: Gateway,
     subprotocol: String,
     pusher: Arc<Pusher>,
     /// Where the stream's reader forwards the fast verdict's fail-over changes (the
@@ -39,7 +39,8 @@ pub trait FailoverOrders: Send + Sync + std::fmt::Debug {
 
 impl App {
     /// A handler whose pusher runs on the system clock and tokio's sleep, with `push`.
-    pub fn new(service: AuctionService, subprotocol: &str, push: PushSettings) -> Self {
+    pub fn new(service: impl Into<Gateway>, subprotocol: &str, push: PushSettings) -> Self {
+        let service = service.into();
         let pusher = Pusher::new(
             service.clone(),
             push,
@@ -50,9 +51,9 @@ impl App {
     }
 
     /// A handler with a pusher built elsewhere (the lab's, on its scaled clock).
-    pub fn with_pusher(service: AuctionService, subprotocol: &str, pusher: Pusher) -> Self {
+    pub fn with_pusher(service: impl Into<Gateway>, subprotocol: &str, pusher: Pusher) -> Self {
         Self {
-            service,
+            service: service.into(),
             subprotocol: subprotocol.to_owned(),
             pusher: Arc::new(pusher),
             failover_orders: None,
@@ -70,7 +71,7 @@ impl App {
         self.failover_orders.as_deref()
     }
 
-    pub fn service(&self) -> &AuctionService {
+    pub fn service(&self) -> &Gateway {
         &self.service
     }
 

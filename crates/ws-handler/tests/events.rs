@@ -6,8 +6,10 @@ mod common;
 use common::*;
 use std::sync::Arc;
 use ws_handler::App;
+use wsdr_auction::BidsHeld;
+use wsdr_auction::{Auction, AuctionService};
 use wsdr_core::memory::{MemoryConnections, MemoryStateStore, RecordingNotifier};
-use wsdr_core::{Auction, AuctionService, ConnectionId, SystemClock};
+use wsdr_core::{ConnectionId, SystemClock};
 use wsdr_protocol::{Amount, AuctionId};
 
 struct World {

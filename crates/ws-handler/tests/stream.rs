@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 use ws_handler::App;
+use wsdr_auction::{Auction, AuctionService};
 use wsdr_core::memory::{MemoryConnections, MemoryStateStore, RecordingNotifier};
-use wsdr_core::{Auction, AuctionService, ConnectionId, SystemClock, UserId};
+use wsdr_core::{ConnectionId, SystemClock, UserId};
 use wsdr_protocol::{Amount, AuctionId};
 
 const STREAM: &str = include_str!("../../../events/dynamodb-stream.json");

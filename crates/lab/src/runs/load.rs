@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
+use wsdr_auction::Auction;
 use wsdr_client::ClientBuilder;
-use wsdr_core::Auction;
 use wsdr_protocol::{Amount, AuctionId};
 
 #[derive(Debug, Clone)]

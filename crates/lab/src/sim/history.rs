@@ -501,7 +501,7 @@ pub fn check(trace: &RunTrace) -> (Vec<Violation>, Excused) {
             }
         }
         // The winner is a function of the bids the Region holds, with no excuse: a summary
-        // that arrived before its copy carries its high bid whole (wsdr_core::held_bids).
+        // that arrived before its copy carries its high bid whole (wsdr_auction::held_bids).
         let expected = state.expected_high();
         if !state.winner_readable {
             violations.push(Violation::WinnerUnreadable { region });

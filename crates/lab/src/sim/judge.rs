@@ -120,9 +120,9 @@ pub async fn final_states(
             continue;
         }
         // What the Region holds, as it serves it: its copies, and the bids its summaries
-        // carry whole before (or without) their copy (wsdr_core::held_bids).
-        let summaries = wsdr_core::StateStore::summaries(region.store.as_ref(), auction).await?;
-        let copies = wsdr_core::held_bids(
+        // carry whole before (or without) their copy (wsdr_auction::held_bids).
+        let summaries = wsdr_auction::StateStore::summaries(region.store.as_ref(), auction).await?;
+        let copies = wsdr_auction::held_bids(
             region.store.all_bids(auction).await?,
             summaries.iter().filter_map(|s| s.high.as_ref()),
         );
@@ -142,7 +142,7 @@ pub async fn final_states(
         for records in bids.values_mut() {
             records.sort_by_key(|r| r.amount);
         }
-        let snapshot = wsdr_core::AuctionSnapshot::merge(&summaries);
+        let snapshot = wsdr_auction::AuctionSnapshot::merge(&summaries);
         let winner_readable = match &snapshot.high_bid {
             Some(high) => winner_reads_as_standing(region.service(), auction, high).await?,
             None => true,
@@ -166,9 +166,9 @@ pub async fn final_states(
 /// Ask `service` as the winner's bidder, naming the winning bidId: the bid must stand with
 /// its amount in `you.settled` and be listed in `you.bids`.
 async fn winner_reads_as_standing(
-    service: &wsdr_core::AuctionService,
+    service: &wsdr_auction::AuctionService,
     auction: &wsdr_protocol::AuctionId,
-    high: &wsdr_core::BidRecord,
+    high: &wsdr_auction::BidRecord,
 ) -> anyhow::Result<bool> {
     let judge = wsdr_core::ConnectionId::new("judge-final-read")?;
     let answer = service
@@ -200,7 +200,7 @@ pub fn lost_with_regions(lab: &crate::world::World) -> Lost {
         .into_iter()
         .filter_map(|change| match change.item {
             wsdr_core::items::Item::Op { op, .. } => {
-                let bid = wsdr_core::auction_store::bid_of(&op).ok()?;
+                let bid = wsdr_auction::store::bid_of(&op).ok()?;
                 Some(BidRef {
                     bidder: bid.bidder,
                     bid_id: bid.bid_id,

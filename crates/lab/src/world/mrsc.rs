@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
-use wsdr_core::auction_store::{bid_of, topic};
+use wsdr_auction::store::{bid_of, topic};
 use wsdr_core::items::{Change, Item, ItemKey};
 use wsdr_core::memory::MemoryStateStore;
 use wsdr_core::{
@@ -628,7 +628,7 @@ mod tests {
     }
 
     fn head(amount: u64, write_id: &str) -> StoredHead {
-        let bid = wsdr_core::BidRecord {
+        let bid = wsdr_auction::BidRecord {
             auction_id: AuctionId::new("a1").unwrap(),
             bid_id: BidId::new("bid-00000001").unwrap(),
             bidder: UserId::new("alice").unwrap(),
@@ -637,7 +637,7 @@ mod tests {
             region: "us-east-1".into(),
             position: 1,
         };
-        wsdr_core::auction_store::head_of(&wsdr_core::LedgerHead::empty().with_bid(&bid, write_id))
+        wsdr_auction::store::head_of(&wsdr_auction::LedgerHead::empty().with_bid(&bid, write_id))
     }
 
     #[tokio::test(start_paused = true)]

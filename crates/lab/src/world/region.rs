@@ -40,8 +40,9 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use ws_handler::App;
+use wsdr_auction::AuctionService;
 use wsdr_core::memory::MemoryConnections;
-use wsdr_core::{AuctionService, Clock};
+use wsdr_core::Clock;
 use wsdr_protocol::Topic;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -193,6 +194,9 @@ pub struct Region {
     verdicts: Mutex<HashMap<(RegionId, wsdr_core::VerdictSource), VerdictCopy>>,
     quotas: Quotas,
     app: App,
+    /// The auction's own service on the same ports as the handler's front door (the
+    /// checkers read bids through it).
+    auction: AuctionService,
     authorizer: Arc<AuthorizerFunction>,
     /// By connection id: an ordered map, so that a Region going down drops its sockets in
     /// the same order in every replay.
@@ -493,7 +497,8 @@ impl Region {
             born: Instant::now(),
             connect_rate: Mutex::new((quotas.connect_rate, quotas.connect_burst)),
             quotas,
-            app: App::with_pusher(service, "wsdr", pusher),
+            app: App::with_pusher(service.clone(), "wsdr", pusher),
+            auction: service,
             authorizer,
             sockets: Mutex::default(),
             bid_handler_us: Mutex::default(),
@@ -551,7 +556,7 @@ impl Region {
     }
 
     pub fn service(&self) -> &AuctionService {
-        self.app.service()
+        &self.auction
     }
 
     pub fn live_sockets(&self) -> usize {

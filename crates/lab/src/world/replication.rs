@@ -194,13 +194,13 @@ impl Link {
             Item::Summary { topic, summary } => {
                 // The op the summary carries whole: the auction's high bid (the app's
                 // `carried`, read through the auction's codec until the lab runs any app).
-                let high = wsdr_core::auction_store::auction_of(topic)
+                let high = wsdr_auction::store::auction_of(topic)
                     .and_then(|auction| {
-                        wsdr_core::auction_store::region_summary_of(&auction, summary).ok()
+                        wsdr_auction::store::region_summary_of(&auction, summary).ok()
                     })
                     .and_then(|summary| summary.high);
                 if let Some(high) = high {
-                    named.insert(wsdr_core::auction_store::op_of(&high).key());
+                    named.insert(wsdr_auction::store::op_of(&high).key());
                 }
             }
             Item::Op { .. } => {

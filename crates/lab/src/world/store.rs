@@ -11,13 +11,14 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
+use wsdr_auction::BidRecord;
 #[cfg(feature = "dynamodb")]
 use wsdr_aws::DynamoStateStore;
 use wsdr_core::items::Change;
 #[cfg(feature = "dynamodb")]
 use wsdr_core::items::{Item, ItemKey};
 use wsdr_core::memory::MemoryStateStore;
-use wsdr_core::{BidRecord, HeadStore, OpStore, StoredOp, TopicKey};
+use wsdr_core::{HeadStore, OpStore, StoredOp, TopicKey};
 use wsdr_protocol::AuctionId;
 
 /// A Region's store as the lab sees it: the port the handler uses, plus replication hooks.
@@ -36,10 +37,10 @@ pub trait ReplicaStore: OpStore {
     async fn all_ops(&self, topic: &TopicKey) -> wsdr_core::Result<Vec<StoredOp>>;
     /// Every bid of an auction: its topic's copies, read as bids.
     async fn all_bids(&self, auction: &AuctionId) -> wsdr_core::Result<Vec<BidRecord>> {
-        self.all_ops(&wsdr_core::auction_store::topic(auction))
+        self.all_ops(&wsdr_auction::store::topic(auction))
             .await?
             .iter()
-            .map(wsdr_core::auction_store::bid_of)
+            .map(wsdr_auction::store::bid_of)
             .collect()
     }
 }

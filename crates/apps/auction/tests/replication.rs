@@ -5,10 +5,11 @@
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::sync::Arc;
+use wsdr_auction::{Auction, AuctionService, StateStore};
 use wsdr_core::memory::{
     Change, ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier,
 };
-use wsdr_core::{Auction, AuctionService, ConnectionId, StateStore, UserId};
+use wsdr_core::{ConnectionId, UserId};
 use wsdr_protocol::{Amount, AuctionId};
 
 fn region(name: &str, clock: Arc<ManualClock>) -> (Arc<MemoryStateStore>, AuctionService) {
@@ -106,8 +107,8 @@ async fn older_replicated_write_never_replaces_newer() {
     let store = MemoryStateStore::new("us-west-2", clock);
     let a1 = AuctionId::new("a1").unwrap();
     let item = |name: &str| wsdr_core::memory::Item::Meta {
-        topic: wsdr_core::auction_store::topic(&a1),
-        meta: wsdr_core::auction_store::meta_of(&Auction {
+        topic: wsdr_auction::store::topic(&a1),
+        meta: wsdr_auction::store::meta_of(&Auction {
             id: a1.clone(),
             item: name.into(),
             starting_price: Amount::new(1).unwrap(),

@@ -3,8 +3,10 @@
 //! hundreds of bids whose newest must still show and settle, bids pushed out of order.
 
 use std::sync::Arc;
+use wsdr_auction::BidsHeld;
+use wsdr_auction::{Auction, AuctionService};
 use wsdr_core::memory::{ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier};
-use wsdr_core::{Auction, AuctionService, ConnectionId, Principal, UserId};
+use wsdr_core::{ConnectionId, Principal, UserId};
 use wsdr_protocol::{Amount, AuctionId, BidStatus, ServerMessage, YouView};
 
 const T0: u64 = 1_700_000_000_000;

@@ -4,8 +4,9 @@
 //! (`make demo` runs this until the full lab exists.)
 
 use std::sync::Arc;
+use wsdr_auction::{Auction, AuctionService};
 use wsdr_core::memory::{ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier};
-use wsdr_core::{Auction, AuctionService, ConnectionId, UserId};
+use wsdr_core::{ConnectionId, UserId};
 use wsdr_protocol::{Amount, AuctionId};
 
 fn main() -> anyhow::Result<()> {

@@ -4,8 +4,10 @@
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::sync::Arc;
+use wsdr_auction::BidsHeld;
+use wsdr_auction::{Auction, AuctionService};
 use wsdr_core::memory::{MemoryConnections, MemoryStateStore, RecordingNotifier};
-use wsdr_core::{Auction, AuctionService, ConnectionId, SystemClock, UserId};
+use wsdr_core::{ConnectionId, SystemClock, UserId};
 use wsdr_protocol::{Amount, AuctionId, BidStatus, ServerMessage};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -92,7 +94,7 @@ async fn thousands_of_concurrent_bids_keep_the_max_and_apply_each_id_once() {
         max_accepted, max_offered,
         "the highest offer must be accepted"
     );
-    use wsdr_core::StateStore;
+    use wsdr_auction::StateStore;
     let snapshot = store.snapshot(&auction_id).await.unwrap();
     assert_eq!(snapshot.high_bid.unwrap().amount.get(), max_accepted);
     assert_eq!(snapshot.bid_count, accepted.len() as u64);

@@ -9,11 +9,13 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedReceiver;
+use wsdr_auction::BidsHeld;
+use wsdr_auction::{Auction, AuctionService, StateStore};
 use wsdr_core::memory::{
     Change, Item, ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier,
 };
 use wsdr_core::push::{PushSettings, Pusher};
-use wsdr_core::{Auction, AuctionService, ConnectionId, StateStore, UserId};
+use wsdr_core::{ConnectionId, UserId};
 use wsdr_protocol::{Amount, AuctionId, BidStatus, ServerMessage};
 
 struct Region {

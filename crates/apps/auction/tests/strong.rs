@@ -9,10 +9,12 @@ use async_trait::async_trait;
 use serde_json::Value as Json;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use wsdr_auction::BidsHeld;
+use wsdr_auction::{Auction, AuctionService};
 use wsdr_core::memory::{ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier};
 use wsdr_core::{
-    Advance, Auction, AuctionService, CommitOutcome, ConnectionId, Error, HeadStore, OpCommit,
-    OpStore, StoredHead, StoredOp, StoredSummary, TopicKey, UserId,
+    Advance, CommitOutcome, ConnectionId, Error, HeadStore, OpCommit, OpStore, StoredHead,
+    StoredOp, StoredSummary, TopicKey, UserId,
 };
 use wsdr_protocol::{Amount, AuctionId, BidStatus, ErrorCode, OpId, ServerMessage};
 
@@ -315,7 +317,7 @@ async fn a_lost_answer_is_unknown_and_the_resend_anywhere_is_a_duplicate() {
     assert_eq!(bid(&w, 0, "alice", 500, "b1").await.0, BidStatus::Unknown);
     // The client resends it (same bidId) wherever it reconnected.
     assert_eq!(bid(&w, 1, "alice", 500, "b1").await.0, BidStatus::Duplicate);
-    let head = wsdr_core::LedgerStore::head(w.table.as_ref(), &AuctionId::new("a1").unwrap())
+    let head = wsdr_auction::LedgerStore::head(w.table.as_ref(), &AuctionId::new("a1").unwrap())
         .await
         .unwrap()
         .unwrap();
@@ -445,7 +447,7 @@ async fn racing_bids_in_both_regions_are_ordered_once_and_strictly_rise() {
         accepted.len() + 1,
         "one copy per accepted bid"
     );
-    let head = wsdr_core::LedgerStore::head(w.table.as_ref(), &auction_id)
+    let head = wsdr_auction::LedgerStore::head(w.table.as_ref(), &auction_id)
         .await
         .unwrap()
         .unwrap();

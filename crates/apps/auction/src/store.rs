@@ -4,15 +4,16 @@
 //! auction's ports ([`StateStore`], [`LedgerStore`]) are written once, over any
 //! [`OpStore`]/[`HeadStore`]: no backend knows what a bid is.
 
-use crate::items::{LastOp, StoredHead, StoredOp, StoredSummary, TopicKey};
 use crate::model::{
     higher, Auction, AuctionSnapshot, BidRecord, LastBid, LedgerHead, RegionSummary,
 };
-use crate::ports::{Advance, CommitOutcome, HeadStore, OpCommit, OpStore};
-use crate::write::App;
-use crate::{BidReason, Error, Result, UserId};
+use crate::BidReason;
 use async_trait::async_trait;
 use serde_json::{json, Map, Value as Json};
+use wsdr_core::items::{LastOp, StoredHead, StoredOp, StoredSummary, TopicKey};
+use wsdr_core::ports::{Advance, CommitOutcome, HeadStore, OpCommit, OpStore};
+use wsdr_core::write::App;
+use wsdr_core::{Error, Result, UserId};
 use wsdr_protocol::{bid_digest, Amount, AuctionId, BidId, Namespace, OpId, TopicName};
 
 /// The topic of an auction.
@@ -210,7 +211,7 @@ pub fn too_low(auction: &Auction, amount: Amount, high: Option<&BidRecord>) -> O
     })
 }
 
-/// The auction as an app of the kit's write path ([`crate::write`]): a bid is an amount, a
+/// The auction as an app of the kit's write path ([`wsdr_core::write`]): a bid is an amount, a
 /// Region's summary folds the highest bid it accepted, and a bid is refused when the auction
 /// is closed or the amount is under the minimum next bid against every Region's high bid
 /// this Region holds. The kit does the rest (replays, retries, the commit, strong mode).
@@ -280,7 +281,7 @@ impl App for AuctionApp {
 
 /// The auction on the kit's envelope (`write` and `getState` naming `auction:<id>`): the same
 /// bids, a view that is the `state` frame's `auction`.
-impl crate::topics::TopicApp for AuctionApp {
+impl wsdr_core::topics::TopicApp for AuctionApp {
     fn namespace(&self) -> Namespace {
         Namespace::auction()
     }
@@ -313,6 +314,25 @@ impl crate::topics::TopicApp for AuctionApp {
             })
             .collect();
         serde_json::to_value(AuctionSnapshot::merge(&summaries).view(auction)).unwrap_or_default()
+    }
+}
+
+/// Every copy among `copies` that is a bid, in their order (a copy that is no bid is left
+/// out: nothing but the auction writes its topics).
+pub fn bids_in(copies: &[StoredOp]) -> Vec<BidRecord> {
+    copies.iter().filter_map(|copy| bid_of(copy).ok()).collect()
+}
+
+/// Every bid copy a memory store holds of an auction, in key order (tests and the lab).
+#[cfg(feature = "memory")]
+pub trait BidsHeld {
+    fn all_bids(&self, auction: &AuctionId) -> Vec<BidRecord>;
+}
+
+#[cfg(feature = "memory")]
+impl BidsHeld for wsdr_core::memory::MemoryStateStore {
+    fn all_bids(&self, auction: &AuctionId) -> Vec<BidRecord> {
+        bids_in(&self.all_ops(&topic(auction)))
     }
 }
 
@@ -496,7 +516,7 @@ mod tests {
             .collect();
         let meta = meta_of(&auction);
         assert_eq!(
-            crate::laws::check(&AuctionApp, &topic, &meta, &sample),
+            wsdr_core::laws::check(&AuctionApp, &topic, &meta, &sample),
             Ok(())
         );
     }
@@ -569,7 +589,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_accepted_bids_copy_is_settled_once_under_its_auctions_topic() {
-        use crate::memory::{ManualClock, MemoryStateStore};
+        use wsdr_core::memory::{ManualClock, MemoryStateStore};
         let store = MemoryStateStore::new("mrsc", std::sync::Arc::new(ManualClock::new(1)));
         let high = bid(150, 1);
         assert_eq!(topic(&high.auction_id).to_string(), "auction:lot-1");
@@ -581,7 +601,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_auctions_reads_are_the_kits_reads_in_bids() {
-        use crate::memory::{ManualClock, MemoryStateStore};
+        use wsdr_core::memory::{ManualClock, MemoryStateStore};
         let store = MemoryStateStore::new("us-east-1", std::sync::Arc::new(ManualClock::new(1)));
         let auction = AuctionId::new("lot-1").unwrap();
         let mut summary = RegionSummary::empty("us-east-1");

@@ -2,8 +2,10 @@
 //! The auction rules and the idempotency guarantee, against the in-memory adapters.
 
 use std::sync::Arc;
+use wsdr_auction::BidsHeld;
+use wsdr_auction::{Auction, AuctionService};
 use wsdr_core::memory::{ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier};
-use wsdr_core::{Auction, AuctionService, ConnectionId, UserId};
+use wsdr_core::{ConnectionId, UserId};
 use wsdr_protocol::{Amount, AuctionId, BidStatus, ErrorCode, ServerMessage};
 
 struct World {
@@ -428,9 +430,7 @@ async fn push(w: &World) -> wsdr_core::push::PushTotals {
         w.clock.clone(),
         Arc::new(wsdr_core::TokioPause),
     );
-    pusher.changed([&wsdr_core::auction_store::topic(
-        &AuctionId::new("a1").unwrap(),
-    )]);
+    pusher.changed([&wsdr_auction::store::topic(&AuctionId::new("a1").unwrap())]);
     pusher.drain().await;
     pusher.totals()
 }
@@ -574,9 +574,7 @@ async fn a_push_reads_one_page_per_job_and_carries_on_where_it_ended() {
         w.clock.clone(),
         Arc::new(wsdr_core::TokioPause),
     );
-    pusher.changed([&wsdr_core::auction_store::topic(
-        &AuctionId::new("a1").unwrap(),
-    )]);
+    pusher.changed([&wsdr_auction::store::topic(&AuctionId::new("a1").unwrap())]);
     pusher.drain().await;
     let totals = pusher.totals();
     assert_eq!((totals.delivered, totals.subscriber_reads), (200, 200));
@@ -623,7 +621,7 @@ async fn the_stream_starts_pushes_the_workers_post_and_the_last_job_starts_the_t
         )
     };
     let (stream, worker) = (instance(), instance());
-    let a1 = wsdr_core::auction_store::topic(&AuctionId::new("a1").unwrap());
+    let a1 = wsdr_auction::store::topic(&AuctionId::new("a1").unwrap());
     assert_eq!(
         bid(&w, "w00", 100, "bid-a-0001").await.0,
         BidStatus::Accepted
@@ -719,7 +717,7 @@ async fn a_push_whose_spacing_ends_past_the_wait_limit_is_queued_as_a_delayed_st
             ran
         }
     };
-    let a1 = wsdr_core::auction_store::topic(&AuctionId::new("a1").unwrap());
+    let a1 = wsdr_auction::store::topic(&AuctionId::new("a1").unwrap());
     assert_eq!(
         bid(&w, "w00", 100, "bid-a-0001").await.0,
         BidStatus::Accepted
@@ -769,7 +767,7 @@ async fn a_push_whose_spacing_ends_past_the_wait_limit_is_queued_as_a_delayed_st
 async fn expired_connection_records_are_ignored_on_read() {
     let connections = MemoryConnections::new(1_000);
     use wsdr_core::Connections;
-    let a1 = wsdr_core::auction_store::topic(&AuctionId::new("a1").unwrap());
+    let a1 = wsdr_auction::store::topic(&AuctionId::new("a1").unwrap());
     connections
         .subscribe(&conn("old"), &user("u"), &a1, 0)
         .await
@@ -790,7 +788,7 @@ async fn seeded_auctions_are_created_on_first_use_not_at_start() {
         .clone()
         .with_seed_auctions(vec![auction("seeded")]);
     let id = AuctionId::new("seeded").unwrap();
-    use wsdr_core::StateStore;
+    use wsdr_auction::StateStore;
     assert!(
         w.store.auction(&id).await.unwrap().is_none(),
         "nothing written at construction"
@@ -910,7 +908,7 @@ async fn state_advertises_the_herd_window_from_a_recent_census_only() {
 #[test]
 fn the_acceptance_floor_is_the_minimum_the_clients_show() {
     let path = format!(
-        "{}/../../conformance/minimum_bid.json",
+        "{}/../../../conformance/minimum_bid.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let file: serde_json::Value =
@@ -922,7 +920,7 @@ fn the_acceptance_floor_is_the_minimum_the_clients_show() {
             min_increment: case["min_increment"].as_u64().unwrap(),
             ..auction("lot-1")
         };
-        let high = case["high"].as_u64().map(|amount| wsdr_core::BidRecord {
+        let high = case["high"].as_u64().map(|amount| wsdr_auction::BidRecord {
             auction_id: AuctionId::new("lot-1").unwrap(),
             bid_id: wsdr_protocol::BidId::new("bob-00000001").unwrap(),
             bidder: user("bob"),
@@ -976,7 +974,7 @@ async fn a_push_never_posts_a_state_read_before_it_started() {
         w.clock.clone(),
         std::time::Duration::from_millis(200),
     );
-    let a1 = wsdr_core::auction_store::topic(&AuctionId::new("a1").unwrap());
+    let a1 = wsdr_auction::store::topic(&AuctionId::new("a1").unwrap());
     let fallback: Arc<str> = Arc::from("");
     w.service
         .handle_frame(

@@ -1,23 +1,24 @@
-//! The auction service: one method per route, each returning the reply for the caller.
+//! The auction's service: its own frames beside the kit's envelope (`bid`, `bidResult`,
+//! `getState` naming an auction, its `state`, `bidUpdate` and the pong naming an auction),
+//! each decided and read on the kit's write and read paths, and the deployment's front door
+//! ([`Gateway`]) built with the auction in it.
 
-use crate::auction_store::{bid_of, AuctionApp, StateStore};
-use crate::fanout::FanoutConfig;
-use crate::items::{StoredOp, StoredSummary};
-use crate::model::{
-    last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, ConnectionId, Consistency, Principal,
-    RegionSummary, UserId,
+use crate::model::{last_bid, own_bids, Auction, AuctionSnapshot, BidRecord, RegionSummary};
+use crate::store::{bid_of, meta_of, topic, AuctionApp, StateStore};
+use std::sync::Arc;
+use wsdr_core::fanout::FanoutConfig;
+use wsdr_core::items::{StoredOp, StoredSummary};
+use wsdr_core::ports::{Clock, Connections, Entropy, HeadStore, Notifier, OpStore, Pause};
+use wsdr_core::push::{PushSettings, PushSource, PushWorker};
+use wsdr_core::read::Reader;
+use wsdr_core::topics::{AppService, Apps};
+use wsdr_core::write::{Write, Writer, Written};
+use wsdr_core::{
+    AppFrames, ConnectionId, Consistency, Gateway, HerdHint, Principal, Reply, Result, UserId,
 };
-use crate::ports::{Census, Clock, Connections, HeadStore, Notifier, OpStore};
-use crate::read::Reader;
-use crate::topics::{AppService, Apps, TopicService};
-use crate::write::{Write, Writer, Written};
-use crate::Result;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use wsdr_protocol::{
-    limits, Amount, AuctionId, BidId, BidStatus, ClientMessage, ErrorCode, Namespace, OpId,
-    ProtocolError, ServerMessage, SettledBidView, SettledCopyView, Topic, TopicName, Versions,
-    YouView,
+    limits, Amount, AuctionId, BidId, BidStatus, ClientMessage, ErrorCode, OpId, ProtocolError,
+    ServerMessage, SettledBidView, SettledCopyView, Topic, TopicName, Versions, YouView,
 };
 
 /// What became of a bid on the kit's write path, before it is answered in a `bidResult` or
@@ -93,82 +94,41 @@ impl BidReason {
     }
 }
 
-/// The answer to one client frame. Nothing a frame causes is pushed before it is answered
-/// (pushes start from the state table's stream: [`crate::push`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    pub message: ServerMessage,
-}
-
-impl Reply {
-    fn only(message: ServerMessage) -> Self {
-        Self { message }
-    }
-}
-
-/// What a Region advertises in its `state` replies so that its clients, if all cut off at
-/// once, come back at the rate the other Region admits: the herd window, the Region's live
-/// connections (its last census) over the destination's new-connection quota.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct HerdHint {
-    /// New connections per second the other Region admits (API Gateway: 500/s by default).
-    pub destination_quota_per_s: f64,
-    /// A census older than this is ignored (its schedule stopped): no hint rather than a
-    /// wrong one.
-    pub max_census_age: Duration,
-    /// How long one instance reuses the census it read (one read per instance per period).
-    pub reuse_for: Duration,
-}
-
-impl Default for HerdHint {
-    fn default() -> Self {
-        Self {
-            destination_quota_per_s: 500.0,
-            max_census_age: Duration::from_secs(300),
-            reuse_for: Duration::from_secs(60),
-        }
-    }
-}
-
-/// The census an instance read, and when (its clock, ms).
-#[derive(Debug, Default)]
-struct CensusCache {
-    read_at_ms: Option<u64>,
-    census: Option<Census>,
-}
-
-/// The real-time auction, over its ports. Cheap to clone; build one per cold start.
+/// The auction's own frames and its reads and writes on the kit: what the gateway asks for a
+/// frame outside the envelope.
 #[derive(Clone)]
-pub struct AuctionService {
+struct Routes {
     store: Arc<dyn OpStore>,
     connections: Arc<dyn Connections>,
-    notifier: Arc<dyn Notifier>,
     clock: Arc<dyn Clock>,
     region: String,
-    fanout: FanoutConfig,
     /// Auctions created on first use when missing (the demo's lots): no store call at cold
     /// start, one conditional put the first time a missing seeded auction is asked for.
     seeds: Arc<Vec<Auction>>,
-    /// The herd hint to advertise, if any, and the census it was last computed from.
-    herd: Option<(HerdHint, Arc<Mutex<CensusCache>>)>,
     /// The kit's write path, with the auction's rules (how bids are decided is fixed when
     /// the service is built, from the store it is given).
     writer: Writer<AuctionApp>,
     /// The kit's read path, with the auction's summaries.
     reader: Reader<AuctionApp>,
+}
+
+/// The real-time auction, over the kit's ports: the auction's service and the front door
+/// ([`AuctionService::gateway`]) of a deployment serving it (and any other apps given).
+/// Cheap to clone; build one per cold start.
+#[derive(Clone)]
+pub struct AuctionService {
+    routes: Arc<Routes>,
     /// The auction on the kit's envelope (`write`, `getState` naming a topic).
     topics: AppService<AuctionApp>,
-    /// Every other app of the deployment, by namespace: frames naming their topics go to them.
+    /// The deployment's other apps, by namespace.
     apps: Apps,
-    /// Retry pauses, fan-out jitter and write ids.
-    entropy: Arc<dyn crate::ports::Entropy>,
+    gateway: Gateway,
 }
 
 impl std::fmt::Debug for AuctionService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuctionService")
-            .field("region", &self.region)
-            .field("fanout", &self.fanout)
+            .field("gateway", &self.gateway)
             .finish_non_exhaustive()
     }
 }
@@ -183,14 +143,14 @@ impl AuctionService {
         region: impl Into<String>,
     ) -> Self {
         let region = region.into();
-        let fanout = FanoutConfig::default();
-        let entropy: Arc<dyn crate::ports::Entropy> = Arc::new(crate::ports::ThreadEntropy);
+        let gateway = Gateway::new(connections.clone(), notifier, clock.clone(), region.clone());
+        let fanout = gateway.fanout().clone();
         let writer = Writer::regional(
             Arc::new(AuctionApp),
             store.clone(),
             region.clone(),
             clock.clone(),
-            entropy.clone(),
+            fanout.jitter.clone(),
             fanout.pause.clone(),
         );
         let topics = AppService::new(
@@ -200,32 +160,23 @@ impl AuctionService {
             clock.clone(),
             region.clone(),
         )
-        .with_entropy(entropy.clone())
+        .with_entropy(fanout.jitter.clone())
         .with_pause(fanout.pause.clone());
         Self {
-            reader: Reader::regional(Arc::new(AuctionApp), store.clone()),
+            routes: Arc::new(Routes {
+                reader: Reader::regional(Arc::new(AuctionApp), store.clone()),
+                store,
+                connections,
+                clock,
+                region,
+                seeds: Arc::default(),
+                writer,
+            }),
             topics,
             apps: Apps::default(),
-            store,
-            connections,
-            notifier,
-            clock,
-            region,
-            fanout,
-            seeds: Arc::default(),
-            herd: None,
-            writer,
-            entropy,
+            gateway,
         }
-    }
-
-    /// Draw retry pauses and fan-out jitter from `entropy` (default: the thread's RNG).
-    pub fn with_entropy(mut self, entropy: Arc<dyn crate::ports::Entropy>) -> Self {
-        self.fanout.jitter = entropy.clone();
-        self.writer = self.writer.with_entropy(entropy.clone());
-        self.topics = self.topics.with_entropy(entropy.clone());
-        self.entropy = entropy;
-        self
+        .assembled()
     }
 
     /// A service deciding bids on each auction's ledger head (strong mode): it needs a store
@@ -239,244 +190,258 @@ impl AuctionService {
     ) -> Self {
         let state: Arc<dyn OpStore> = store.clone();
         let mut service = Self::new(state, connections, notifier, clock, region);
-        service.writer = Writer::on_head(
+        let fanout = service.gateway.fanout().clone();
+        let mut routes = (*service.routes).clone();
+        routes.writer = Writer::on_head(
             Arc::new(AuctionApp),
             store.clone(),
-            service.region.clone(),
-            service.clock.clone(),
-            service.entropy.clone(),
-            service.fanout.pause.clone(),
+            routes.region.clone(),
+            routes.clock.clone(),
+            fanout.jitter.clone(),
+            fanout.pause.clone(),
         );
         // Reads follow the head too. For the auction the regional reader would read the same
         // (the summaries query returns the head's summary, and the head's newest bid is its
         // high bid, which that summary carries whole); for an app whose newest op is not
         // carried, only the head's reader holds it (read.rs's tests).
-        service.reader = Reader::on_head(Arc::new(AuctionApp), store.clone());
+        routes.reader = Reader::on_head(Arc::new(AuctionApp), store.clone());
         service.topics = AppService::strong(
             AuctionApp,
             store,
-            service.connections.clone(),
-            service.clock.clone(),
-            service.region.clone(),
+            routes.connections.clone(),
+            routes.clock.clone(),
+            routes.region.clone(),
         )
-        .with_entropy(service.entropy.clone())
-        .with_pause(service.fanout.pause.clone());
-        service
+        .with_entropy(fanout.jitter.clone())
+        .with_pause(fanout.pause.clone());
+        service.routes = Arc::new(routes);
+        service.assembled()
+    }
+
+    /// The gateway with this service's auction in it: its topics among the apps, its own
+    /// frames answered. Every builder ends here.
+    fn assembled(mut self) -> Self {
+        let apps = self.apps.clone().with(Arc::new(self.topics.clone()));
+        let frames: Arc<dyn AppFrames> = self.routes.clone();
+        self.gateway = self.gateway.with_apps(apps).with_frames(frames);
+        self
+    }
+
+    /// Change the routes (the writer, the seeds) and assemble again.
+    fn with_routes(mut self, change: impl FnOnce(&mut Routes)) -> Self {
+        let mut routes = (*self.routes).clone();
+        change(&mut routes);
+        self.routes = Arc::new(routes);
+        self.assembled()
+    }
+
+    /// Draw retry pauses, fan-out jitter and write ids from `entropy` (default: the thread's
+    /// RNG).
+    pub fn with_entropy(mut self, entropy: Arc<dyn Entropy>) -> Self {
+        self.topics = self.topics.with_entropy(entropy.clone());
+        self.gateway = self.gateway.with_entropy(entropy.clone());
+        self.with_routes(|routes| routes.writer = routes.writer.clone().with_entropy(entropy))
+    }
+
+    /// Wait retry pauses and fan-out backoff with `pause` (default: tokio's clock).
+    pub fn with_pause(mut self, pause: Arc<dyn Pause>) -> Self {
+        self.topics = self.topics.with_pause(pause.clone());
+        self.gateway = self.gateway.with_pause(pause.clone());
+        self.with_routes(|routes| routes.writer = routes.writer.clone().with_pause(pause))
     }
 
     /// Serve `apps` beside the auction: frames naming their topics (`write`, `getState` and
     /// heartbeats with a `topic`) and their pushes go to the app of the topic's namespace.
     pub fn with_apps(mut self, apps: Apps) -> Self {
         self.apps = apps;
+        self.assembled()
+    }
+
+    /// Advertise a herd window in `state` replies, from the Region's connection census.
+    pub fn with_herd_hint(mut self, hint: HerdHint) -> Self {
+        self.gateway = self.gateway.with_herd_hint(hint);
         self
     }
 
-    /// The service of a topic's namespace: the auction's own, or another app's.
-    fn topic_service(&self, topic: &Topic) -> Option<&dyn TopicService> {
-        if topic.namespace == Namespace::auction() {
-            Some(&self.topics)
-        } else {
-            self.apps.get(topic).map(|service| service.as_ref())
-        }
+    /// Broadcast as `fanout` says; its jitter is the service's entropy, its pauses the
+    /// service's.
+    pub fn with_fanout(mut self, fanout: FanoutConfig) -> Self {
+        self.gateway = self.gateway.with_fanout(fanout);
+        self
     }
 
-    /// Whether a topic is one this deployment serves (its namespace is an app's): the push
-    /// path starts pushes of those only.
-    pub fn serves(&self, topic: &Topic) -> bool {
-        self.topic_service(topic).is_some()
+    /// Auctions to create, if missing, the first time one is asked for.
+    pub fn with_seed_auctions(mut self, seeds: Vec<Auction>) -> Self {
+        self.topics = self
+            .topics
+            .with_seeds(seeds.iter().map(|a| (TopicName::from(&a.id), meta_of(a))));
+        self.with_routes(|routes| routes.seeds = Arc::new(seeds))
+    }
+
+    /// The front door of a deployment serving this auction (and the apps given).
+    pub fn gateway(&self) -> &Gateway {
+        &self.gateway
+    }
+
+    /// The front door, for a handler that needs nothing of the auction's own API.
+    pub fn into_gateway(self) -> Gateway {
+        self.gateway
+    }
+
+    /// The Region label every frame carries.
+    pub fn region(&self) -> &str {
+        &self.routes.region
+    }
+
+    pub fn store(&self) -> &Arc<dyn OpStore> {
+        &self.routes.store
     }
 
     pub fn consistency(&self) -> Consistency {
-        if self.writer.on_the_head() {
+        if self.routes.writer.on_the_head() {
             Consistency::Strong
         } else {
             Consistency::Eventual
         }
     }
 
-    /// Advertise a herd window in `state` replies, from the Region's connection census.
-    pub fn with_herd_hint(mut self, hint: HerdHint) -> Self {
-        self.herd = Some((hint, Arc::default()));
-        self
+    /// Whether a topic is one this deployment serves ([`Gateway::serves`]).
+    pub fn serves(&self, topic: &Topic) -> bool {
+        self.gateway.serves(topic)
     }
 
-    /// The herd window to advertise: from the census this instance last read (read again
-    /// when older than `reuse_for`), if it is recent enough. A failed read is logged and
-    /// means no hint: a `state` reply never fails for it.
-    async fn herd_window_ms(&self) -> Option<u64> {
-        let (hint, cache) = self.herd.as_ref()?;
-        let now = self.clock.now_ms();
-        let reuse_ms = u64::try_from(hint.reuse_for.as_millis()).unwrap_or(u64::MAX);
-        let cached = {
-            let cache = cache
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            cache
-                .read_at_ms
-                .filter(|at| now.saturating_sub(*at) < reuse_ms)
-                .map(|_| cache.census)
-        };
-        let census = match cached {
-            Some(census) => census,
-            None => {
-                let census = match self.connections.census().await {
-                    Ok(census) => census,
-                    Err(error) => {
-                        tracing::warn!(%error, "connection census unreadable: no herd hint");
-                        None
-                    }
-                };
-                let mut cache = cache
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                cache.read_at_ms = Some(now);
-                cache.census = census;
-                census
-            }
-        }?;
-        let max_age_ms = u64::try_from(hint.max_census_age.as_millis()).unwrap_or(u64::MAX);
-        if now.saturating_sub(census.counted_at_ms) > max_age_ms {
-            return None;
-        }
-        let window = crate::herd_window(
-            usize::try_from(census.connections).unwrap_or(usize::MAX),
-            hint.destination_quota_per_s,
-            Duration::ZERO,
-        );
-        u64::try_from(window.as_millis()).ok()
-    }
-
-    /// Auctions to create, if missing, the first time one is asked for.
-    pub fn with_seed_auctions(mut self, seeds: Vec<Auction>) -> Self {
-        self.topics = self.topics.with_seeds(
-            seeds
-                .iter()
-                .map(|a| (TopicName::from(&a.id), crate::auction_store::meta_of(a))),
-        );
-        self.seeds = Arc::new(seeds);
-        self
-    }
-
-    /// The auction, creating it first if it is a missing seeded one.
-    async fn find_auction(&self, id: &AuctionId) -> Result<Option<Auction>> {
-        if let Some(auction) = self.store.auction(id).await? {
-            return Ok(Some(auction));
-        }
-        let Some(seed) = self.seeds.iter().find(|a| a.id == *id) else {
-            return Ok(None);
-        };
-        self.store.put_auction_if_absent(seed).await?;
-        // Re-read: a concurrent creator (or replication) may have won.
-        self.store.auction(id).await
-    }
-
-    /// Broadcast as `fanout` says; its jitter is the service's entropy, its pauses the
-    /// service's.
-    pub fn with_fanout(mut self, fanout: FanoutConfig) -> Self {
-        self.fanout = FanoutConfig {
-            jitter: self.entropy.clone(),
-            pause: self.fanout.pause.clone(),
-            ..fanout
-        };
-        self
-    }
-
-    /// Wait retry pauses and fan-out backoff with `pause` (default: tokio's clock).
-    pub fn with_pause(mut self, pause: Arc<dyn crate::ports::Pause>) -> Self {
-        self.writer = self.writer.with_pause(pause.clone());
-        self.topics = self.topics.with_pause(pause.clone());
-        self.fanout.pause = pause;
-        self
-    }
-
-    /// The Region label every frame carries.
-    pub fn region(&self) -> &str {
-        &self.region
-    }
-
-    pub fn store(&self) -> &Arc<dyn OpStore> {
-        &self.store
-    }
-
-    /// `$connect`: remember which user holds this connection.
+    /// `$connect` ([`Gateway::connect`]).
     pub async fn connect(&self, connection: &ConnectionId, user: &UserId) -> Result<()> {
-        self.connections
-            .register(connection, user, self.clock.now_ms())
-            .await
+        self.gateway.connect(connection, user).await
     }
 
-    /// `$disconnect` (best effort: API Gateway may never send it; records also expire).
+    /// `$disconnect` ([`Gateway::disconnect`]).
     pub async fn disconnect(&self, connection: &ConnectionId) -> Result<()> {
-        self.connections.remove(connection).await
+        self.gateway.disconnect(connection).await
     }
 
-    /// Create an auction unless it exists (idempotent seeding).
-    pub async fn ensure_auction(&self, auction: &Auction) -> Result<bool> {
-        self.store.put_auction_if_absent(auction).await
-    }
-
-    /// One raw client frame, as the `bid`/`getState`/`heartbeat`/`$default` routes get it.
-    /// Never fails: bad input becomes an error frame, a store failure becomes an `internal`
-    /// error frame (logged here with its cause, which the client never sees), and the
-    /// connection stays open either way, as with API Gateway.
+    /// One raw client frame ([`Gateway::handle_frame`]).
     pub async fn handle_frame(
         &self,
         connection: &ConnectionId,
         caller: impl Into<Principal>,
         frame: &[u8],
     ) -> Reply {
-        let caller = caller.into();
-        let message = match wsdr_protocol::parse_client_message(frame) {
-            Ok(message) => message,
-            Err(error) => return Reply::only(self.error_frame(&error)),
-        };
-        let action = message.action();
-        let user = caller.subject().clone();
-        match self.handle(connection, &caller, message).await {
-            Ok(reply) => reply,
-            Err(crate::Error::NoQuorum(cause)) => {
-                tracing::warn!(%cause, action, "no quorum: the client is sent elsewhere");
-                Reply::only(self.no_quorum_frame())
-            }
-            Err(error) => {
-                tracing::error!(%error, action, connection_id = %connection, user = %user, "request failed");
-                Reply::only(self.error_frame(&ProtocolError::new(
-                    ErrorCode::Internal,
-                    "the request could not be completed; try again",
-                )))
-            }
-        }
+        self.gateway.handle_frame(connection, caller, frame).await
     }
 
-    /// One parsed client frame from `caller` on `connection`. A probe may send heartbeats
-    /// and read auctions; it never reads or writes anyone's bids.
+    /// One parsed client frame ([`Gateway::handle`]).
     pub async fn handle(
         &self,
         connection: &ConnectionId,
         caller: &Principal,
         message: ClientMessage,
     ) -> Result<Reply> {
+        self.gateway.handle(connection, caller, message).await
+    }
+
+    /// The error frame for a protocol error, in this Region.
+    pub fn error_frame(&self, error: &ProtocolError) -> ServerMessage {
+        self.gateway.error_frame(error)
+    }
+
+    /// `heartbeat`: a pong, with the herd hint when one is configured.
+    pub async fn heartbeat(&self) -> ServerMessage {
+        self.gateway.heartbeat().await
+    }
+
+    /// `heartbeat` naming the auction the client watches ([`Routes::heartbeat_watching`]).
+    pub async fn heartbeat_watching(&self, auction_id: Option<AuctionId>) -> ServerMessage {
+        self.routes
+            .heartbeat_watching(&self.gateway, auction_id)
+            .await
+    }
+
+    /// Create an auction unless it exists (idempotent seeding).
+    pub async fn ensure_auction(&self, auction: &Auction) -> Result<bool> {
+        self.routes.ensure_auction(auction).await
+    }
+
+    /// `getState`: the auction as this Region sees it, and the caller's own standing bids.
+    /// Also subscribes the connection to the auction's updates.
+    pub async fn get_state(
+        &self,
+        connection: &ConnectionId,
+        user: &UserId,
+        auction_id: &AuctionId,
+    ) -> Result<ServerMessage> {
+        self.routes
+            .get_state(&self.gateway, connection, user, auction_id)
+            .await
+    }
+
+    /// `getState` naming bids the caller is unsure of ([`Routes::get_state_settling`]).
+    pub async fn get_state_settling(
+        &self,
+        connection: &ConnectionId,
+        user: &UserId,
+        auction_id: &AuctionId,
+        bid_ids: &[BidId],
+    ) -> Result<ServerMessage> {
+        self.routes
+            .get_state_settling(&self.gateway, connection, user, auction_id, bid_ids)
+            .await
+    }
+
+    /// `bid` ([`Routes::bid`]).
+    pub async fn bid(
+        &self,
+        user: &UserId,
+        auction_id: &AuctionId,
+        amount: Amount,
+        bid_id: &BidId,
+    ) -> Result<Reply> {
+        self.routes.bid(user, auction_id, amount, bid_id).await
+    }
+
+    /// The `bidUpdate` frame of one push of `auction_id` ([`Routes::push_frame`]).
+    pub async fn push_frame(&self, auction_id: &AuctionId) -> Result<String> {
+        self.routes.push_frame(auction_id).await
+    }
+
+    /// The registry, notifier and fan-out settings a push worker posts with.
+    pub fn push_worker(&self, settings: PushSettings) -> PushWorker {
+        self.gateway.push_worker(settings)
+    }
+}
+
+impl From<AuctionService> for Gateway {
+    fn from(service: AuctionService) -> Self {
+        service.into_gateway()
+    }
+}
+
+#[async_trait::async_trait]
+impl PushSource for AuctionService {
+    async fn push_frame(&self, topic: &Topic) -> Result<String> {
+        PushSource::push_frame(&self.gateway, topic).await
+    }
+
+    fn push_worker(&self, settings: PushSettings) -> PushWorker {
+        self.gateway.push_worker(settings)
+    }
+}
+
+#[async_trait::async_trait]
+impl AppFrames for Routes {
+    /// The auction's own frames. A probe may send heartbeats and read auctions; it never
+    /// reads or writes anyone's bids.
+    async fn handle(
+        &self,
+        gateway: &Gateway,
+        connection: &ConnectionId,
+        caller: &Principal,
+        message: ClientMessage,
+    ) -> Result<Reply> {
         match (message, caller) {
-            (
-                ClientMessage::Heartbeat {
-                    topic: Some(topic), ..
-                },
-                _,
-            ) => Ok(Reply::only(self.heartbeat_on_topic(topic).await)),
-            (ClientMessage::Heartbeat { auction_id, .. }, _) => {
-                Ok(Reply::only(self.heartbeat_watching(auction_id).await))
-            }
-            (
-                ClientMessage::GetTopic {
-                    topic,
-                    op_ids,
-                    since,
-                },
-                caller,
-            ) => self
-                .topic_state(connection, caller, &topic, &op_ids, since.as_ref())
-                .await
-                .map(Reply::only),
+            (ClientMessage::Heartbeat { auction_id, .. }, _) => Ok(Reply::only(
+                self.heartbeat_watching(gateway, auction_id).await,
+            )),
             (
                 ClientMessage::GetState {
                     auction_id,
@@ -484,7 +449,7 @@ impl AuctionService {
                 },
                 Principal::User(user),
             ) => self
-                .get_state_settling(connection, user, &auction_id, &bid_ids)
+                .get_state_settling(gateway, connection, user, &auction_id, &bid_ids)
                 .await
                 .map(Reply::only),
             (ClientMessage::GetState { auction_id, .. }, Principal::Probe(probe)) => {
@@ -502,79 +467,42 @@ impl AuctionService {
                 tracing::warn!(user = %probe, %bid_id, "a probe identity tried to bid: refused");
                 Ok(self.bid_result(&bid_id, Err(BidReason::Forbidden)))
             }
-            (ClientMessage::Write { topic, op_id, op }, caller) => {
-                Ok(Reply::only(match self.topic_service(&topic) {
-                    Some(service) => service.write(caller, &topic, &op_id, &op).await,
-                    None => ServerMessage::WriteResult {
-                        op_id,
-                        status: BidStatus::Rejected,
-                        reason: Some(BidReason::UnknownTopic.as_str().to_owned()),
-                        region: self.region.clone(),
-                    },
-                }))
-            }
+            (other, _) => Ok(Reply::only(self.error_frame(&ProtocolError::new(
+                ErrorCode::UnknownAction,
+                format!("`{}` is not an auction frame", other.action()),
+            )))),
         }
     }
 
-    /// `getState` naming a topic (any app's, the auction's included): the app's answer,
-    /// with this Region's herd hint.
-    async fn topic_state(
-        &self,
-        connection: &ConnectionId,
-        caller: &Principal,
-        topic: &Topic,
-        op_ids: &[OpId],
-        since: Option<&Versions>,
-    ) -> Result<ServerMessage> {
-        let Some(service) = self.topic_service(topic) else {
-            return Ok(self.error_frame(&ProtocolError::new(
-                ErrorCode::InvalidField,
-                format!("no app of this deployment has the topic `{topic}`"),
-            )));
-        };
-        let (state, herd) = tokio::join!(
-            service.state(connection, caller, topic, op_ids, since),
-            self.herd_window_ms(),
-        );
-        let mut state = state?;
-        if let ServerMessage::TopicState { herd_window_ms, .. } = &mut state {
-            *herd_window_ms = herd;
-        }
-        Ok(state)
+    /// The auction's topics push `bidUpdate` (what its clients read).
+    async fn push_frame(&self, _: &Gateway, topic: &Topic) -> Option<Result<String>> {
+        let auction = crate::store::auction_of(topic)?;
+        Some(Routes::push_frame(self, &auction).await)
     }
+}
 
-    /// `heartbeat` naming a topic: a pong with that topic's versions (without them if the
-    /// read fails or no app has the topic: the pong is a liveness answer first).
-    async fn heartbeat_on_topic(&self, topic: Topic) -> ServerMessage {
-        let (herd_window_ms, versions) = tokio::join!(self.herd_window_ms(), async {
-            let service = self.topic_service(&topic)?;
-            match service.versions(&topic).await {
-                Ok(versions) => Some(versions),
-                Err(error) => {
-                    tracing::warn!(%error, %topic, "pong without versions: summaries unreadable");
-                    None
-                }
-            }
-        });
-        ServerMessage::Pong {
-            region: self.region.clone(),
-            ts: self.clock.now_ms(),
-            herd_window_ms,
-            auction_id: None,
-            topic: versions.as_ref().map(|_| topic),
-            versions,
-        }
-    }
-
+impl Routes {
     /// The error frame for a protocol error, in this Region.
-    pub fn error_frame(&self, error: &ProtocolError) -> ServerMessage {
+    fn error_frame(&self, error: &ProtocolError) -> ServerMessage {
         ServerMessage::error(error, &self.region)
     }
 
-    /// `heartbeat`: a pong, with the herd hint when one is configured (from this instance's
-    /// cached census: at most one read per instance per `reuse_for`).
-    pub async fn heartbeat(&self) -> ServerMessage {
-        self.heartbeat_watching(None).await
+    /// The auction, creating it first if it is a missing seeded one.
+    async fn find_auction(&self, id: &AuctionId) -> Result<Option<Auction>> {
+        if let Some(auction) = self.store.auction(id).await? {
+            return Ok(Some(auction));
+        }
+        let Some(seed) = self.seeds.iter().find(|a| a.id == *id) else {
+            return Ok(None);
+        };
+        self.store.put_auction_if_absent(seed).await?;
+        // Re-read: a concurrent creator (or replication) may have won.
+        self.store.auction(id).await
+    }
+
+    /// Create an auction unless it exists (idempotent seeding).
+    async fn ensure_auction(&self, auction: &Auction) -> Result<bool> {
+        self.store.put_auction_if_absent(auction).await
     }
 
     /// `heartbeat` naming the auction the client watches: the pong also carries that
@@ -582,8 +510,12 @@ impl AuctionService {
     /// ledger head), so a client that missed a push learns it is behind within one
     /// heartbeat. The pong is a liveness answer first: if the read fails it goes without
     /// versions (logged), never as an error.
-    pub async fn heartbeat_watching(&self, auction_id: Option<AuctionId>) -> ServerMessage {
-        let (herd_window_ms, versions) = tokio::join!(self.herd_window_ms(), async {
+    async fn heartbeat_watching(
+        &self,
+        gateway: &Gateway,
+        auction_id: Option<AuctionId>,
+    ) -> ServerMessage {
+        let (herd_window_ms, versions) = tokio::join!(gateway.herd_window_ms(), async {
             let auction_id = auction_id.as_ref()?;
             match self.read_summaries(auction_id).await {
                 Ok((summaries, _)) => Some(AuctionSnapshot::merge(&summaries).versions),
@@ -633,13 +565,14 @@ impl AuctionService {
 
     /// `getState`: the auction as this Region sees it, and the caller's own standing bids.
     /// Also subscribes the connection to the auction's updates.
-    pub async fn get_state(
+    async fn get_state(
         &self,
+        gateway: &Gateway,
         connection: &ConnectionId,
         user: &UserId,
         auction_id: &AuctionId,
     ) -> Result<ServerMessage> {
-        self.get_state_settling(connection, user, auction_id, &[])
+        self.get_state_settling(gateway, connection, user, auction_id, &[])
             .await
     }
 
@@ -647,8 +580,9 @@ impl AuctionService {
     /// gets a point read of its copies (and, in strong mode, a look at the ledger head's
     /// newest bid, whose copy may not be written yet), so the answer holds however many
     /// bids the user has. Cost: one query per named bid, at most [`limits::SETTLE_BIDS_MAX`].
-    pub async fn get_state_settling(
+    async fn get_state_settling(
         &self,
+        gateway: &Gateway,
         connection: &ConnectionId,
         user: &UserId,
         auction_id: &AuctionId,
@@ -661,7 +595,7 @@ impl AuctionService {
         // this connection, one applied before it is in what we read. Read in parallel, the
         // other way round could miss an update that lands between the read and the
         // subscription (a replicated bid during a reconnect).
-        let topic = crate::auction_store::topic(auction_id);
+        let topic = topic(auction_id);
         self.connections
             .subscribe(connection, user, &topic, self.clock.now_ms())
             .await?;
@@ -676,7 +610,7 @@ impl AuctionService {
         let (holding, herd_window_ms) = tokio::join!(
             self.reader
                 .hold(&topic, user, &op_ids, 2 * limits::OWN_BIDS_MAX),
-            self.herd_window_ms(),
+            gateway.herd_window_ms(),
         );
         let holding = holding?;
         let summaries = region_summaries(&holding.summaries);
@@ -710,22 +644,10 @@ impl AuctionService {
         &self,
         auction_id: &AuctionId,
     ) -> Result<(Vec<RegionSummary>, Option<BidRecord>)> {
-        let (summaries, newest) = self
-            .reader
-            .summaries(&crate::auction_store::topic(auction_id))
-            .await?;
+        let (summaries, newest) = self.reader.summaries(&topic(auction_id)).await?;
         Ok((
             region_summaries(&summaries),
             newest.as_ref().map(bid_of).transpose()?,
-        ))
-    }
-
-    /// The error frame of a strong-mode Region cut off from its table's quorum: the client
-    /// goes to another Region (docs/PROTOCOL.md).
-    fn no_quorum_frame(&self) -> ServerMessage {
-        self.error_frame(&ProtocolError::new(
-            ErrorCode::NoQuorum,
-            "this Region cannot reach its table's quorum; connect to another Region",
         ))
     }
 
@@ -734,7 +656,7 @@ impl AuctionService {
     /// ([`crate::write`]); this answers its outcome in the auction's frame. An accepted bid's
     /// answer waits for no push: the state table's stream starts the auction's push
     /// ([`crate::push`]), the same path as for bids that replication brought.
-    pub async fn bid(
+    async fn bid(
         &self,
         user: &UserId,
         auction_id: &AuctionId,
@@ -763,14 +685,14 @@ impl AuctionService {
         bid_id: &BidId,
     ) -> Placed {
         let written = match self.find_auction(auction_id).await {
-            Err(error @ crate::Error::NoQuorum(_)) => Written::Redirect(error),
+            Err(error @ wsdr_core::Error::NoQuorum(_)) => Written::Redirect(error),
             Err(error) => Written::Unavailable(error),
             Ok(None) => return Placed::UnknownAuction,
             Ok(Some(auction)) => {
                 self.writer
                     .write(&Write {
                         meta: &auction,
-                        topic: &crate::auction_store::topic(auction_id),
+                        topic: &topic(auction_id),
                         author: user,
                         op_id: &OpId::from(bid_id),
                         op: &amount,
@@ -796,7 +718,7 @@ impl AuctionService {
     /// The `bidUpdate` frame of one push of `auction_id`: the merged state of every Region's
     /// summary this Region holds, read when the push starts (so a conflated push carries
     /// every change before it).
-    pub async fn push_frame(&self, auction_id: &AuctionId) -> Result<String> {
+    async fn push_frame(&self, auction_id: &AuctionId) -> Result<String> {
         let (summaries, _) = self.read_summaries(auction_id).await?;
         let snapshot = AuctionSnapshot::merge(&summaries);
         Ok(ServerMessage::BidUpdate {
@@ -808,23 +730,6 @@ impl AuctionService {
             versions: snapshot.versions.clone(),
         }
         .to_json())
-    }
-
-    /// The registry, notifier and fan-out settings a push worker posts with.
-    pub fn push_worker(&self, settings: crate::push::PushSettings) -> crate::push::PushWorker {
-        crate::push::PushWorker {
-            connections: self.connections.clone(),
-            notifier: self.notifier.clone(),
-            fanout: self.fanout.clone(),
-            settings,
-            pause: self.fanout.pause.clone(),
-            pacer: Arc::new(crate::push::Pacer::new(
-                settings.budget_per_second,
-                self.clock.clone(),
-                self.fanout.pause.clone(),
-            )),
-            frames: None,
-        }
     }
 
     fn bid_result(&self, bid_id: &BidId, outcome: Result<BidStatus, BidReason>) -> Reply {
@@ -884,26 +789,5 @@ fn settled_view(bid_id: &BidId, copies: &[BidRecord]) -> SettledBidView {
         amount,
         regions,
         copies: held,
-    }
-}
-
-#[async_trait::async_trait]
-impl crate::push::PushSource for AuctionService {
-    /// The auction's topics push `bidUpdate` (what its clients read); another app's, its
-    /// `topicUpdate`.
-    async fn push_frame(&self, topic: &Topic) -> Result<String> {
-        if let Some(auction) = crate::auction_store::auction_of(topic) {
-            return AuctionService::push_frame(self, &auction).await;
-        }
-        match self.apps.get(topic) {
-            Some(service) => service.push_frame(topic).await,
-            None => Err(crate::Error::Internal(format!(
-                "a push of `{topic}`, which no app of this deployment has"
-            ))),
-        }
-    }
-
-    fn push_worker(&self, settings: crate::push::PushSettings) -> crate::push::PushWorker {
-        AuctionService::push_worker(self, settings)
     }
 }

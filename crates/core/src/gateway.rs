@@ -1,0 +1,459 @@
+//! The front door of a deployment: one per cold start, for every app it serves.
+//!
+//! The gateway owns what no app should write twice: `$connect`/`$disconnect` in the
+//! connection registry, the kit's envelope (`write`, `getState` and `heartbeat` naming a
+//! topic) routed to the app of the topic's namespace, the herd hint every `state` reply
+//! carries, the error frames (a store failure is logged here and answered `internal`, a Region
+//! cut off from its quorum `no_quorum`), and the push worker's registry, notifier and fan-out.
+//! An app with frames of its own beside the envelope (the auction's `bid`, `getState` naming
+//! an auction) plugs them in as [`AppFrames`]; the gateway never names an app.
+
+use crate::fanout::FanoutConfig;
+use crate::model::{ConnectionId, Principal, UserId};
+use crate::ports::{Census, Clock, Connections, Entropy, Notifier, Pause};
+use crate::topics::{Apps, TopicService};
+use crate::Result;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wsdr_protocol::{
+    BidStatus, ClientMessage, ErrorCode, OpId, ProtocolError, ServerMessage, Topic, Versions,
+};
+
+/// The answer to one client frame. Nothing a frame causes is pushed before it is answered
+/// (pushes start from the state table's stream: [`crate::push`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub message: ServerMessage,
+}
+
+impl Reply {
+    pub fn only(message: ServerMessage) -> Self {
+        Self { message }
+    }
+}
+
+/// An app's own frames, beside the kit's envelope: the frames a client of that app sent
+/// before the envelope existed (the auction's `bid`, `getState` and `heartbeat` naming an
+/// auction), and the frame its pushes carry if its clients read their own. One per
+/// deployment.
+#[async_trait::async_trait]
+pub trait AppFrames: Send + Sync {
+    /// Answer a frame the envelope does not carry. Errors are the gateway's to answer
+    /// (logged, then `internal`, or `no_quorum`).
+    async fn handle(
+        &self,
+        gateway: &Gateway,
+        connection: &ConnectionId,
+        caller: &Principal,
+        message: ClientMessage,
+    ) -> Result<Reply>;
+
+    /// The frame a push of `topic` carries, if it is this app's and its clients read their
+    /// own frame (`None`: the topic's app pushes its `topicUpdate`).
+    async fn push_frame(&self, gateway: &Gateway, topic: &Topic) -> Option<Result<String>>;
+}
+
+/// What a Region advertises in its `state` replies so that its clients, if all cut off at
+/// once, come back at the rate the other Region admits: the herd window, the Region's live
+/// connections (its last census) over the destination's new-connection quota.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HerdHint {
+    /// New connections per second the other Region admits (API Gateway: 500/s by default).
+    pub destination_quota_per_s: f64,
+    /// A census older than this is ignored (its schedule stopped): no hint rather than a
+    /// wrong one.
+    pub max_census_age: Duration,
+    /// How long one instance reuses the census it read (one read per instance per period).
+    pub reuse_for: Duration,
+}
+
+impl Default for HerdHint {
+    fn default() -> Self {
+        Self {
+            destination_quota_per_s: 500.0,
+            max_census_age: Duration::from_secs(300),
+            reuse_for: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The census an instance read, and when (its clock, ms).
+#[derive(Debug, Default)]
+struct CensusCache {
+    read_at_ms: Option<u64>,
+    census: Option<Census>,
+}
+
+/// The front door, over the kit's ports. Cheap to clone; build one per cold start.
+#[derive(Clone)]
+pub struct Gateway {
+    connections: Arc<dyn Connections>,
+    notifier: Arc<dyn Notifier>,
+    clock: Arc<dyn Clock>,
+    region: String,
+    fanout: FanoutConfig,
+    /// The herd hint to advertise, if any, and the census it was last computed from.
+    herd: Option<(HerdHint, Arc<Mutex<CensusCache>>)>,
+    /// Every app of the deployment, by namespace.
+    apps: Apps,
+    /// The frames of the deployment's app that has its own, if any.
+    frames: Option<Arc<dyn AppFrames>>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("region", &self.region)
+            .field("apps", &self.apps)
+            .field("fanout", &self.fanout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// A gateway serving no app yet ([`Gateway::with_apps`]).
+    pub fn new(
+        connections: Arc<dyn Connections>,
+        notifier: Arc<dyn Notifier>,
+        clock: Arc<dyn Clock>,
+        region: impl Into<String>,
+    ) -> Self {
+        Self {
+            connections,
+            notifier,
+            clock,
+            region: region.into(),
+            fanout: FanoutConfig::default(),
+            herd: None,
+            apps: Apps::default(),
+            frames: None,
+        }
+    }
+
+    /// Serve `apps`: frames naming their topics (`write`, `getState` and heartbeats with a
+    /// `topic`) and their pushes go to the app of the topic's namespace. Replaces the apps
+    /// served before.
+    pub fn with_apps(mut self, apps: Apps) -> Self {
+        self.apps = apps;
+        self
+    }
+
+    /// Answer the frames outside the envelope with `frames` (one app's; replaces any before).
+    pub fn with_frames(mut self, frames: Arc<dyn AppFrames>) -> Self {
+        self.frames = Some(frames);
+        self
+    }
+
+    /// Advertise a herd window in `state` replies, from the Region's connection census.
+    pub fn with_herd_hint(mut self, hint: HerdHint) -> Self {
+        self.herd = Some((hint, Arc::default()));
+        self
+    }
+
+    /// Broadcast as `fanout` says, keeping this gateway's jitter and pauses.
+    pub fn with_fanout(mut self, fanout: FanoutConfig) -> Self {
+        self.fanout = FanoutConfig {
+            jitter: self.fanout.jitter.clone(),
+            pause: self.fanout.pause.clone(),
+            ..fanout
+        };
+        self
+    }
+
+    /// Draw fan-out jitter from `entropy` (default: the thread's RNG).
+    pub fn with_entropy(mut self, entropy: Arc<dyn Entropy>) -> Self {
+        self.fanout.jitter = entropy;
+        self
+    }
+
+    /// Wait fan-out backoff with `pause` (default: tokio's clock).
+    pub fn with_pause(mut self, pause: Arc<dyn Pause>) -> Self {
+        self.fanout.pause = pause;
+        self
+    }
+
+    /// The Region label every frame carries.
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+
+    /// The clock every frame's time is read from.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The fan-out settings pushes are posted with.
+    pub fn fanout(&self) -> &FanoutConfig {
+        &self.fanout
+    }
+
+    /// The app of a topic's namespace, if this deployment has it.
+    fn topic_service(&self, topic: &Topic) -> Option<&dyn TopicService> {
+        self.apps.get(topic).map(|service| service.as_ref())
+    }
+
+    /// Whether a topic is one this deployment serves (its namespace is an app's): the push
+    /// path starts pushes of those only.
+    pub fn serves(&self, topic: &Topic) -> bool {
+        self.topic_service(topic).is_some()
+    }
+
+    /// `$connect`: remember which user holds this connection.
+    pub async fn connect(&self, connection: &ConnectionId, user: &UserId) -> Result<()> {
+        self.connections
+            .register(connection, user, self.clock.now_ms())
+            .await
+    }
+
+    /// `$disconnect` (best effort: API Gateway may never send it; records also expire).
+    pub async fn disconnect(&self, connection: &ConnectionId) -> Result<()> {
+        self.connections.remove(connection).await
+    }
+
+    /// One raw client frame, as the routes get it. Never fails: bad input becomes an error
+    /// frame, a store failure becomes an `internal` error frame (logged here with its cause,
+    /// which the client never sees), and the connection stays open either way, as with API
+    /// Gateway.
+    pub async fn handle_frame(
+        &self,
+        connection: &ConnectionId,
+        caller: impl Into<Principal>,
+        frame: &[u8],
+    ) -> Reply {
+        let caller = caller.into();
+        let message = match wsdr_protocol::parse_client_message(frame) {
+            Ok(message) => message,
+            Err(error) => return Reply::only(self.error_frame(&error)),
+        };
+        let action = message.action();
+        let user = caller.subject().clone();
+        match self.handle(connection, &caller, message).await {
+            Ok(reply) => reply,
+            Err(crate::Error::NoQuorum(cause)) => {
+                tracing::warn!(%cause, action, "no quorum: the client is sent elsewhere");
+                Reply::only(self.no_quorum_frame())
+            }
+            Err(error) => {
+                tracing::error!(%error, action, connection_id = %connection, user = %user, "request failed");
+                Reply::only(self.error_frame(&ProtocolError::new(
+                    ErrorCode::Internal,
+                    "the request could not be completed; try again",
+                )))
+            }
+        }
+    }
+
+    /// One parsed client frame from `caller` on `connection`: the envelope's frames here, any
+    /// other to the app that has its own frames.
+    pub async fn handle(
+        &self,
+        connection: &ConnectionId,
+        caller: &Principal,
+        message: ClientMessage,
+    ) -> Result<Reply> {
+        match message {
+            ClientMessage::Heartbeat {
+                topic: Some(topic), ..
+            } => Ok(Reply::only(self.heartbeat_on_topic(topic).await)),
+            // A heartbeat naming an auction is the auction's own frame (its pong carries the
+            // auction's versions); with no app of its own frames, a plain pong.
+            ClientMessage::Heartbeat {
+                auction_id: None, ..
+            } => Ok(Reply::only(self.heartbeat().await)),
+            ClientMessage::Heartbeat { .. } if self.frames.is_none() => {
+                Ok(Reply::only(self.heartbeat().await))
+            }
+            ClientMessage::GetTopic {
+                topic,
+                op_ids,
+                since,
+            } => self
+                .topic_state(connection, caller, &topic, &op_ids, since.as_ref())
+                .await
+                .map(Reply::only),
+            ClientMessage::Write { topic, op_id, op } => {
+                Ok(Reply::only(match self.topic_service(&topic) {
+                    Some(service) => service.write(caller, &topic, &op_id, &op).await,
+                    None => ServerMessage::WriteResult {
+                        op_id,
+                        status: BidStatus::Rejected,
+                        reason: Some(UNKNOWN_TOPIC.to_owned()),
+                        region: self.region.clone(),
+                    },
+                }))
+            }
+            other => match &self.frames {
+                Some(frames) => frames.handle(self, connection, caller, other).await,
+                None => Ok(Reply::only(self.error_frame(&ProtocolError::new(
+                    ErrorCode::UnknownAction,
+                    format!("`{}` is not served by this deployment", other.action()),
+                )))),
+            },
+        }
+    }
+
+    /// `getState` naming a topic: the app's answer, with this Region's herd hint.
+    async fn topic_state(
+        &self,
+        connection: &ConnectionId,
+        caller: &Principal,
+        topic: &Topic,
+        op_ids: &[OpId],
+        since: Option<&Versions>,
+    ) -> Result<ServerMessage> {
+        let Some(service) = self.topic_service(topic) else {
+            return Ok(self.error_frame(&ProtocolError::new(
+                ErrorCode::InvalidField,
+                format!("no app of this deployment has the topic `{topic}`"),
+            )));
+        };
+        let (state, herd) = tokio::join!(
+            service.state(connection, caller, topic, op_ids, since),
+            self.herd_window_ms(),
+        );
+        let mut state = state?;
+        if let ServerMessage::TopicState { herd_window_ms, .. } = &mut state {
+            *herd_window_ms = herd;
+        }
+        Ok(state)
+    }
+
+    /// `heartbeat` naming a topic: a pong with that topic's versions (without them if the
+    /// read fails or no app has the topic: the pong is a liveness answer first).
+    async fn heartbeat_on_topic(&self, topic: Topic) -> ServerMessage {
+        let (herd_window_ms, versions) = tokio::join!(self.herd_window_ms(), async {
+            let service = self.topic_service(&topic)?;
+            match service.versions(&topic).await {
+                Ok(versions) => Some(versions),
+                Err(error) => {
+                    tracing::warn!(%error, %topic, "pong without versions: summaries unreadable");
+                    None
+                }
+            }
+        });
+        ServerMessage::Pong {
+            region: self.region.clone(),
+            ts: self.clock.now_ms(),
+            herd_window_ms,
+            auction_id: None,
+            topic: versions.as_ref().map(|_| topic),
+            versions,
+        }
+    }
+
+    /// `heartbeat` naming nothing: a pong, with the herd hint when one is configured.
+    pub async fn heartbeat(&self) -> ServerMessage {
+        ServerMessage::Pong {
+            region: self.region.clone(),
+            ts: self.clock.now_ms(),
+            herd_window_ms: self.herd_window_ms().await,
+            auction_id: None,
+            topic: None,
+            versions: None,
+        }
+    }
+
+    /// The error frame for a protocol error, in this Region.
+    pub fn error_frame(&self, error: &ProtocolError) -> ServerMessage {
+        ServerMessage::error(error, &self.region)
+    }
+
+    /// The error frame of a strong-mode Region cut off from its table's quorum: the client
+    /// goes to another Region (docs/PROTOCOL.md).
+    pub fn no_quorum_frame(&self) -> ServerMessage {
+        self.error_frame(&ProtocolError::new(
+            ErrorCode::NoQuorum,
+            "this Region cannot reach its table's quorum; connect to another Region",
+        ))
+    }
+
+    /// The herd window to advertise: from the census this instance last read (read again
+    /// when older than `reuse_for`), if it is recent enough. A failed read is logged and
+    /// means no hint: a `state` reply never fails for it. At most one census read per
+    /// instance per `reuse_for`.
+    pub async fn herd_window_ms(&self) -> Option<u64> {
+        let (hint, cache) = self.herd.as_ref()?;
+        let now = self.clock.now_ms();
+        let reuse_ms = u64::try_from(hint.reuse_for.as_millis()).unwrap_or(u64::MAX);
+        let cached = {
+            let cache = cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            cache
+                .read_at_ms
+                .filter(|at| now.saturating_sub(*at) < reuse_ms)
+                .map(|_| cache.census)
+        };
+        let census = match cached {
+            Some(census) => census,
+            None => {
+                let census = match self.connections.census().await {
+                    Ok(census) => census,
+                    Err(error) => {
+                        tracing::warn!(%error, "connection census unreadable: no herd hint");
+                        None
+                    }
+                };
+                let mut cache = cache
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                cache.read_at_ms = Some(now);
+                cache.census = census;
+                census
+            }
+        }?;
+        let max_age_ms = u64::try_from(hint.max_census_age.as_millis()).unwrap_or(u64::MAX);
+        if now.saturating_sub(census.counted_at_ms) > max_age_ms {
+            return None;
+        }
+        let window = crate::herd_window(
+            usize::try_from(census.connections).unwrap_or(usize::MAX),
+            hint.destination_quota_per_s,
+            Duration::ZERO,
+        );
+        u64::try_from(window.as_millis()).ok()
+    }
+
+    /// The registry, notifier and fan-out settings a push worker posts with.
+    pub fn push_worker(&self, settings: crate::push::PushSettings) -> crate::push::PushWorker {
+        crate::push::PushWorker {
+            connections: self.connections.clone(),
+            notifier: self.notifier.clone(),
+            fanout: self.fanout.clone(),
+            settings,
+            pause: self.fanout.pause.clone(),
+            pacer: Arc::new(crate::push::Pacer::new(
+                settings.budget_per_second,
+                self.clock.clone(),
+                self.fanout.pause.clone(),
+            )),
+            frames: None,
+        }
+    }
+}
+
+/// `writeResult`'s reason for a topic no app of this deployment has.
+const UNKNOWN_TOPIC: &str = "unknown_topic";
+
+#[async_trait::async_trait]
+impl crate::push::PushSource for Gateway {
+    /// The frame of the app that pushes its own (the auction's `bidUpdate`), else the topic's
+    /// app's `topicUpdate`.
+    async fn push_frame(&self, topic: &Topic) -> Result<String> {
+        if let Some(frames) = &self.frames {
+            if let Some(frame) = frames.push_frame(self, topic).await {
+                return frame;
+            }
+        }
+        match self.apps.get(topic) {
+            Some(service) => service.push_frame(topic).await,
+            None => Err(crate::Error::Internal(format!(
+                "a push of `{topic}`, which no app of this deployment has"
+            ))),
+        }
+    }
+
+    fn push_worker(&self, settings: crate::push::PushSettings) -> crate::push::PushWorker {
+        Gateway::push_worker(self, settings)
+    }
+}
