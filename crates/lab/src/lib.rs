@@ -34,6 +34,7 @@ pub mod runs {
     //! Drills, chaos campaigns and load runs, and their reports.
     pub mod chaos;
     pub mod chart;
+    pub mod chat_drill;
     pub mod drill;
     pub mod load;
     pub mod measure;

@@ -124,6 +124,11 @@ pub struct Args {
     /// 100/s: what the `secrets-storm` scenario fails on).
     #[arg(long, value_enum, default_value = "get-each")]
     authorizer_secrets: wsdr_lab::world::secrets::SecretCall,
+    /// The users' app: `auction` (users bid on `lot-1`; the drill report of
+    /// docs/DRILL_REPORT.md) or `chat` (members post in `chat:lobby`, judged by the kit's
+    /// rules and the room's; the chat drill's report, same file).
+    #[arg(long, value_enum, default_value = "auction", conflicts_with_all = ["compare_reference", "compare_consistency", "client_fallback"])]
+    app: wsdr_lab::runs::chaos::App,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -155,6 +160,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         push_jobs,
         function_url_permissions,
         composition,
+        app,
     } = args;
     let simulated = clock == cli::ClockArg::Simulated;
     anyhow::ensure!(
@@ -230,6 +236,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             "wsdr drill: scenario {}, {users} users, time scale {time_scale} (1 lab s = {time_scale} AWS s)",
             scenario.name()
         );
+    }
+    if app == wsdr_lab::runs::chaos::App::Chat {
+        return chat_drill(config, simulated, &report, started).await;
     }
     if compare_reference {
         anyhow::ensure!(
@@ -308,6 +317,67 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The chat room's drill: its own report (no chart: the timeline chart is drawn from bids).
+async fn chat_drill(
+    config: DrillConfig,
+    simulated: bool,
+    report: &std::path::Path,
+    started: std::time::Instant,
+) -> anyhow::Result<ExitCode> {
+    let result = if simulated {
+        wsdr_lab::runs::chat_drill::run_simulated(config).await?
+    } else {
+        wsdr_lab::runs::chat_drill::run(config).await?
+    };
+    let secs = |v: Option<f64>| v.map_or("-".to_owned(), |s| format!("{s:.1} s"));
+    println!();
+    println!(
+        "  chat room: {} members, {} messages ({} acknowledged, {} unknown), {} acknowledged lost, {} holes reported",
+        result.members,
+        result.messages_invoked,
+        result.messages_acknowledged,
+        result.messages_unknown,
+        result.rpo_lost_acknowledged,
+        result.discontinuities
+    );
+    println!(
+        "  detected {}, DNS moved {}, members back in the secondary {} of {} (p50 {}, max {}), failed back {}",
+        secs(result.detected_after_s),
+        secs(result.dns_moved_after_s),
+        result.members_restored_on_secondary,
+        result.members,
+        secs(result.restored_after_s.p50),
+        secs(result.restored_after_s.max),
+        result.failed_back
+    );
+    println!(
+        "  converged {}, violations {}, excused {:?}, digest {}",
+        result.converged,
+        result.violations.len(),
+        result.excused,
+        result.digest
+    );
+    for violation in result.violations.iter().take(10) {
+        println!("  violation: {}", serde_json::to_string(violation)?);
+    }
+    if let Some(dir) = report.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(report, serde_json::to_string_pretty(&result)?)?;
+    println!(
+        "  report: {}  (wall time {:.1} s)",
+        report.display(),
+        started.elapsed().as_secs_f64()
+    );
+    if result.passed {
+        println!("PASS");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("FAIL");
+        Ok(ExitCode::from(1))
+    }
 }
 
 /// The demo: the reference design, then wsdr's defaults with DNS-only users, then with wsdr

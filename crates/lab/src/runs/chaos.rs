@@ -1267,7 +1267,7 @@ fn faults_by_kind(plan: &Plan) -> BTreeMap<String, usize> {
 }
 
 /// The digest of a run's history lines (a simulated run replays to the same).
-fn digest_of(history: &[String]) -> crate::runs::sim::Digest {
+pub(crate) fn digest_of(history: &[String]) -> crate::runs::sim::Digest {
     let mut digest = crate::runs::sim::Digest::default();
     for line in history {
         digest.line(line);
@@ -1287,7 +1287,7 @@ fn struck_summary_ahead(lab: &World) -> usize {
 /// The failover's own rules, whatever the app: every planned evacuation told everyone, and
 /// however often a fail-over order was delivered, it moved everyone through the global name
 /// once.
-fn failover_violations(lab: &World) -> Vec<Violation> {
+pub(crate) fn failover_violations(lab: &World) -> Vec<Violation> {
     let evacuations = lab
         .planned_evacuations()
         .into_iter()
@@ -1306,7 +1306,7 @@ fn failover_violations(lab: &World) -> Vec<Violation> {
 }
 
 /// One JSON line of any serializable record (the history's lines).
-mod erased {
+pub(crate) mod erased {
     pub trait Line {
         fn json(&self) -> String;
     }

@@ -7,7 +7,7 @@ pub use crate::runs::scenario::Scenario;
 use crate::sim::judge::judge;
 use crate::sim::users::{Behaviour, Population};
 use crate::world::timeline::Kind;
-use crate::world::{AwsDuration, AwsInstant, Fault, LabConfig, RegionId, World};
+use crate::world::{AwsDuration, AwsInstant, Fault, LabConfig, RegionId, UsersView, World};
 use std::sync::Arc;
 use wsdr_protocol::AuctionId;
 
@@ -89,7 +89,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     )?;
     let connected = lab
         .wait_for(secs(300), || {
-            all_restored_on(&users, RegionId::Primary, AwsInstant::START)
+            all_restored_on(users.as_ref(), RegionId::Primary, AwsInstant::START)
         })
         .await;
     anyhow::ensure!(connected, "not every user connected to the primary");
@@ -118,7 +118,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         true
     } else {
         lab.wait_for(config.recovery_timeout, || {
-            all_restored_on(&users, RegionId::Secondary, fault)
+            all_restored_on(users.as_ref(), RegionId::Secondary, fault)
         })
         .await
     };
@@ -151,7 +151,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         back_on_primary_from,
         throttled_during_move,
         denied_during_move,
-    } = heal_and_fail_back(&lab, &config, &users, throttled_before).await?;
+    } = heal_and_fail_back(&lab, &config, users.as_ref(), throttled_before).await?;
 
     // Stop bidding, let outstanding answers arrive and replication drain, then check the
     // history like any chaos run; everything after is measured from the trace alone.
@@ -206,20 +206,20 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
 }
 
 /// What the heal and the failback after it marked.
-struct Failback {
-    heal: AwsInstant,
-    failed_back: bool,
-    back_on_primary_from: Option<AwsInstant>,
-    throttled_during_move: u64,
-    denied_during_move: u64,
+pub(crate) struct Failback {
+    pub heal: AwsInstant,
+    pub failed_back: bool,
+    pub back_on_primary_from: Option<AwsInstant>,
+    pub throttled_during_move: u64,
+    pub denied_during_move: u64,
 }
 
 /// Heal, wait for the name to answer the primary again, and (failback, evacuate) end the
 /// secondary's sessions and wait for everyone's return.
-async fn heal_and_fail_back(
+pub(crate) async fn heal_and_fail_back(
     lab: &World,
     config: &DrillConfig,
-    users: &Population,
+    users: &dyn UsersView,
     (throttled_before, denied_before): (u64, u64),
 ) -> anyhow::Result<Failback> {
     let timeline = lab.timeline();
@@ -283,12 +283,10 @@ async fn heal_and_fail_back(
     })
 }
 
-/// Every user has restored its state in `region` at or after `after`.
-fn all_restored_on(users: &Population, region: RegionId, after: AwsInstant) -> bool {
-    users
-        .records()
-        .iter()
-        .all(|r| r.trace.first_restore(region, after).is_some())
+/// Every user (a bidder or a room's member) has restored its state in `region` at or after
+/// `after`.
+pub(crate) fn all_restored_on(users: &dyn UsersView, region: RegionId, after: AwsInstant) -> bool {
+    users.restored_since(after, region).len() == users.total()
 }
 
 impl DrillConfig {

@@ -64,6 +64,19 @@ impl ChatBehaviour {
             reopen_after: (2.0, 20.0),
         }
     }
+
+    /// A drill's members: a post about every `every` seconds (uniform in half to one and a
+    /// half times it), each under a new op id, never closing the app mid-post.
+    pub fn honest(every: f64) -> Self {
+        Self {
+            first_within: every,
+            every: (every * 0.5, every * 1.5),
+            reuses_own: 0.0,
+            steals: 0.0,
+            closes_mid_write: 0.0,
+            reopen_after: (2.0, 20.0),
+        }
+    }
 }
 
 /// What one member's app holds and has lived so far.
