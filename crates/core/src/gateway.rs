@@ -457,3 +457,364 @@ impl crate::push::PushSource for Gateway {
         Gateway::push_worker(self, settings)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The front door with an app of the kit's own tests (a tally: every Region's summary
+    //! counts its ops, the view is the sum) and, for the frames outside the envelope, a
+    //! recording `AppFrames`: routing by namespace, errors, pongs, the herd hint, pushes.
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::items::{StoredOp, StoredSummary, TopicKey};
+    use crate::memory::{ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier};
+    use crate::push::PushSource;
+    use crate::topics::{AppService, Delivery, TopicApp};
+    use crate::write::App;
+    use serde_json::{json, Value as Json};
+    use wsdr_protocol::{Namespace, TopicName};
+
+    const T0: u64 = 1_000_000;
+
+    struct Tally;
+
+    impl App for Tally {
+        type Meta = ();
+        type Op = u64;
+        type Summary = u64;
+        type Reject = ();
+
+        fn op_json(&self, n: &u64) -> Json {
+            json!({ "n": n })
+        }
+        fn summary(&self, _: &TopicKey, stored: &StoredSummary) -> Result<u64> {
+            Ok(stored.app["sum"].as_u64().unwrap_or(0))
+        }
+        fn summary_json(&self, sum: &u64) -> Json {
+            json!({ "sum": sum })
+        }
+        fn empty_summary(&self) -> u64 {
+            0
+        }
+        fn admit(&self, _: &(), _: u64) -> std::result::Result<(), ()> {
+            Ok(())
+        }
+        fn decide(&self, _: &(), _: &[u64], _: &u64) -> std::result::Result<(), ()> {
+            Ok(())
+        }
+        fn carried(&self, _: &TopicKey, _: &u64) -> Vec<StoredOp> {
+            Vec::new()
+        }
+        fn fold(&self, sum: &u64, _: &StoredOp, n: &u64) -> Result<u64> {
+            Ok(sum + n)
+        }
+    }
+
+    impl TopicApp for Tally {
+        fn namespace(&self) -> Namespace {
+            Namespace::new("tally").unwrap()
+        }
+        fn parse_op(&self, op: &Json) -> std::result::Result<u64, ProtocolError> {
+            op["n"]
+                .as_u64()
+                .ok_or_else(|| ProtocolError::new(ErrorCode::InvalidField, "n"))
+        }
+        fn meta(&self, _: &TopicKey, _: &Json) -> Result<()> {
+            Ok(())
+        }
+        fn reject_code(&self, _: ()) -> &'static str {
+            "refused"
+        }
+        fn view(&self, _: &(), seen: &[(StoredSummary, u64)]) -> Json {
+            json!({ "sum": seen.iter().map(|(_, sum)| sum).sum::<u64>() })
+        }
+        fn delivery(&self) -> Delivery {
+            Delivery::Latest
+        }
+    }
+
+    /// The frames of an app with its own: answers every frame it is handed with a pong
+    /// naming the action, fails on demand, and pushes its own frame for `own:*` topics.
+    #[derive(Default)]
+    struct OwnFrames {
+        fail: Mutex<Option<crate::Error>>,
+        handed: Mutex<Vec<&'static str>>,
+    }
+
+    #[async_trait::async_trait]
+    impl AppFrames for OwnFrames {
+        async fn handle(
+            &self,
+            gateway: &Gateway,
+            _: &ConnectionId,
+            _: &Principal,
+            message: ClientMessage,
+        ) -> Result<Reply> {
+            self.handed.lock().unwrap().push(message.action());
+            if let Some(error) = self.fail.lock().unwrap().take() {
+                return Err(error);
+            }
+            Ok(Reply::only(ServerMessage::Pong {
+                region: gateway.region().to_owned(),
+                ts: gateway.clock().now_ms(),
+                herd_window_ms: None,
+                auction_id: None,
+                topic: None,
+                versions: None,
+            }))
+        }
+
+        async fn push_frame(&self, _: &Gateway, topic: &Topic) -> Option<Result<String>> {
+            (topic.namespace.as_str() == "own").then(|| Ok(format!("own frame of {topic}")))
+        }
+    }
+
+    struct Door {
+        gateway: Gateway,
+        connections: Arc<MemoryConnections>,
+        clock: Arc<ManualClock>,
+    }
+
+    fn door() -> Door {
+        let clock = Arc::new(ManualClock::new(T0));
+        let store = Arc::new(MemoryStateStore::new("r1", clock.clone()));
+        let connections = Arc::new(MemoryConnections::new(3_600_000));
+        let tally = AppService::new(Tally, store, connections.clone(), clock.clone(), "r1")
+            .with_seeds([(TopicName::new("t").unwrap(), json!({}))]);
+        let gateway = Gateway::new(
+            connections.clone(),
+            Arc::new(RecordingNotifier::default()),
+            clock.clone(),
+            "r1",
+        )
+        .with_apps(Apps::default().with(Arc::new(tally)));
+        Door {
+            gateway,
+            connections,
+            clock,
+        }
+    }
+
+    fn ann() -> UserId {
+        UserId::new("ann").unwrap()
+    }
+
+    fn conn(id: &str) -> ConnectionId {
+        ConnectionId::new(id).unwrap()
+    }
+
+    async fn frame(gateway: &Gateway, json: &str) -> ServerMessage {
+        gateway
+            .handle_frame(&conn("c1"), ann(), json.as_bytes())
+            .await
+            .message
+    }
+
+    fn error_code(message: &ServerMessage) -> String {
+        match message {
+            ServerMessage::Error { code, region, .. } => {
+                assert_eq!(region, "r1");
+                code.as_str().to_owned()
+            }
+            other => panic!("not an error: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_envelope_goes_to_the_app_of_the_topics_namespace() {
+        let Door { gateway, .. } = door();
+        assert!(gateway.serves(&Topic::parse("tally:t").unwrap()));
+        assert!(!gateway.serves(&Topic::parse("chat:t").unwrap()));
+        let accepted = frame(
+            &gateway,
+            r#"{"action":"write","topic":"tally:t","opId":"op-00001","op":{"n":5}}"#,
+        )
+        .await;
+        let ServerMessage::WriteResult { status, region, .. } = accepted else {
+            panic!("{accepted:?}")
+        };
+        assert_eq!((status, region.as_str()), (BidStatus::Accepted, "r1"));
+        let unknown = frame(
+            &gateway,
+            r#"{"action":"write","topic":"chat:t","opId":"op-00001","op":{"n":5}}"#,
+        )
+        .await;
+        let ServerMessage::WriteResult { status, reason, .. } = unknown else {
+            panic!("{unknown:?}")
+        };
+        assert_eq!(status, BidStatus::Rejected);
+        assert_eq!(reason.as_deref(), Some("unknown_topic"));
+        let state = frame(&gateway, r#"{"action":"getState","topic":"tally:t"}"#).await;
+        let ServerMessage::TopicState {
+            view,
+            herd_window_ms,
+            ..
+        } = state
+        else {
+            panic!("{state:?}")
+        };
+        assert_eq!((view["sum"].as_u64(), herd_window_ms), (Some(5), None));
+        let nobody = frame(&gateway, r#"{"action":"getState","topic":"chat:t"}"#).await;
+        assert_eq!(error_code(&nobody), "invalid_field");
+        assert_eq!(error_code(&frame(&gateway, "{").await), "bad_json");
+    }
+
+    #[tokio::test]
+    async fn a_pong_names_the_topics_versions_only_when_an_app_has_it() {
+        let Door { gateway, clock, .. } = door();
+        frame(
+            &gateway,
+            r#"{"action":"write","topic":"tally:t","opId":"op-00001","op":{"n":1}}"#,
+        )
+        .await;
+        clock.advance(5);
+        let pong = |message: ServerMessage| match message {
+            ServerMessage::Pong {
+                topic,
+                versions,
+                auction_id,
+                ts,
+                region,
+                ..
+            } => {
+                assert_eq!((ts, region.as_str(), auction_id), (T0 + 5, "r1", None));
+                (topic.map(|t| t.to_string()), versions)
+            }
+            other => panic!("not a pong: {other:?}"),
+        };
+        let (topic, versions) =
+            pong(frame(&gateway, r#"{"action":"heartbeat","topic":"tally:t"}"#).await);
+        assert_eq!(topic.as_deref(), Some("tally:t"));
+        assert_eq!(versions.unwrap().get("r1"), Some(&1));
+        assert_eq!(
+            pong(frame(&gateway, r#"{"action":"heartbeat","topic":"chat:t"}"#).await),
+            (None, None)
+        );
+        assert_eq!(
+            pong(frame(&gateway, r#"{"action":"heartbeat"}"#).await),
+            (None, None)
+        );
+        // A heartbeat naming an auction, with no app of its own frames: a plain pong.
+        assert_eq!(
+            pong(frame(&gateway, r#"{"action":"heartbeat","auctionId":"a1"}"#).await),
+            (None, None)
+        );
+    }
+
+    #[tokio::test]
+    async fn frames_outside_the_envelope_go_to_the_app_with_its_own_or_are_refused() {
+        let Door { gateway, .. } = door();
+        let bid = r#"{"action":"bid","auctionId":"a1","amount":5,"bidId":"bid-00001"}"#;
+        assert_eq!(error_code(&frame(&gateway, bid).await), "unknown_action");
+        let own = Arc::new(OwnFrames::default());
+        let gateway = gateway.with_frames(own.clone());
+        assert!(matches!(
+            frame(&gateway, bid).await,
+            ServerMessage::Pong { .. }
+        ));
+        frame(&gateway, r#"{"action":"heartbeat","auctionId":"a1"}"#).await;
+        frame(&gateway, r#"{"action":"getState","auctionId":"a1"}"#).await;
+        // The envelope's frames never reach it.
+        frame(&gateway, r#"{"action":"heartbeat"}"#).await;
+        frame(&gateway, r#"{"action":"getState","topic":"tally:t"}"#).await;
+        assert_eq!(
+            *own.handed.lock().unwrap(),
+            vec!["bid", "heartbeat", "getState"]
+        );
+        // Its failures are the gateway's to answer.
+        *own.fail.lock().unwrap() = Some(crate::Error::NoQuorum("cut off".into()));
+        assert_eq!(error_code(&frame(&gateway, bid).await), "no_quorum");
+        *own.fail.lock().unwrap() = Some(crate::Error::Transient("store".into()));
+        assert_eq!(error_code(&frame(&gateway, bid).await), "internal");
+    }
+
+    #[tokio::test]
+    async fn a_push_carries_the_own_frame_of_the_app_that_has_one_else_the_topic_update() {
+        let Door { gateway, .. } = door();
+        let tally = Topic::parse("tally:t").unwrap();
+        let update: Json =
+            serde_json::from_str(&PushSource::push_frame(&gateway, &tally).await.unwrap()).unwrap();
+        assert_eq!(update["type"], "topicUpdate", "{update}");
+        let own = Topic::parse("own:x").unwrap();
+        assert!(PushSource::push_frame(&gateway, &own).await.is_err());
+        let gateway = gateway.with_frames(Arc::new(OwnFrames::default()));
+        assert_eq!(
+            PushSource::push_frame(&gateway, &own).await.unwrap(),
+            "own frame of own:x"
+        );
+        let update: Json =
+            serde_json::from_str(&PushSource::push_frame(&gateway, &tally).await.unwrap()).unwrap();
+        assert_eq!(update["type"], "topicUpdate");
+        assert!(
+            PushSource::push_frame(&gateway, &Topic::parse("chat:t").unwrap())
+                .await
+                .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn the_herd_hint_is_the_last_census_over_the_quota_read_once_per_period() {
+        let Door {
+            gateway,
+            connections,
+            clock,
+        } = door();
+        assert_eq!(gateway.herd_window_ms().await, None, "no hint configured");
+        let gateway = gateway.with_herd_hint(HerdHint {
+            destination_quota_per_s: 5.0,
+            max_census_age: Duration::from_secs(300),
+            reuse_for: Duration::from_secs(60),
+        });
+        for i in 0..50 {
+            connections
+                .register(&conn(&format!("c{i}")), &ann(), T0)
+                .await
+                .unwrap();
+        }
+        assert_eq!(gateway.herd_window_ms().await, None, "no census yet");
+        connections.take_census(T0).await.unwrap();
+        assert_eq!(gateway.herd_window_ms().await, None, "reused for a minute");
+        clock.advance(59_999);
+        assert_eq!(
+            gateway.herd_window_ms().await,
+            None,
+            "still within the minute"
+        );
+        clock.advance(1);
+        assert_eq!(gateway.herd_window_ms().await, Some(10_000));
+        let state = frame(&gateway, r#"{"action":"getState","topic":"tally:t"}"#).await;
+        let ServerMessage::TopicState { herd_window_ms, .. } = state else {
+            panic!("{state:?}")
+        };
+        assert_eq!(herd_window_ms, Some(10_000));
+        // The census stops: older than five minutes, no hint rather than a stale one.
+        clock.advance(240_000);
+        assert_eq!(
+            gateway.herd_window_ms().await,
+            Some(10_000),
+            "exactly 5 minutes old"
+        );
+        clock.advance(1);
+        assert_eq!(gateway.herd_window_ms().await, None);
+    }
+
+    #[tokio::test]
+    async fn connections_are_registered_and_removed_and_the_fanout_keeps_its_randomness() {
+        let Door {
+            gateway,
+            connections,
+            ..
+        } = door();
+        gateway.connect(&conn("c9"), &ann()).await.unwrap();
+        assert!(connections.contains(&conn("c9")));
+        gateway.disconnect(&conn("c9")).await.unwrap();
+        assert!(!connections.contains(&conn("c9")));
+        let gateway = gateway.with_fanout(FanoutConfig {
+            concurrency: 7,
+            ..FanoutConfig::default()
+        });
+        assert_eq!(gateway.fanout().concurrency, 7);
+        let worker = gateway.push_worker(crate::push::PushSettings::default());
+        assert_eq!(worker.fanout.concurrency, 7);
+        assert!(format!("{gateway:?}").contains("r1"));
+    }
+}
