@@ -74,14 +74,6 @@ impl BidRecord {
         self.rank(other) == Ordering::Greater
     }
 
-    /// Whether `other` is a copy of the same bid: same auction, bidder, bidId and amount.
-    pub fn is_same_bid(&self, other: &BidRecord) -> bool {
-        self.bid_id == other.bid_id
-            && self.auction_id == other.auction_id
-            && self.bidder == other.bidder
-            && self.amount == other.amount
-    }
-
     pub fn view(&self) -> HighBidView {
         HighBidView {
             amount: self.amount,
