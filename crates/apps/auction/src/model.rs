@@ -269,3 +269,69 @@ pub fn last_bid(bids: &[OwnBidView]) -> Option<LastBidView> {
         at: b.at,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn bid(bidder: &str, bid_id: &str, region: &str, amount: u64) -> BidRecord {
+        BidRecord {
+            auction_id: AuctionId::new("lot-1").unwrap(),
+            bidder: UserId::new(bidder).unwrap(),
+            bid_id: BidId::new(bid_id).unwrap(),
+            amount: Amount::new(amount).unwrap(),
+            at: 1_700_000_000_000 + amount,
+            region: region.to_owned(),
+            position: 1,
+        }
+    }
+
+    fn summary(region: &str, accepted: u64, high: Option<BidRecord>) -> RegionSummary {
+        RegionSummary {
+            region: region.to_owned(),
+            accepted,
+            high,
+        }
+    }
+
+    #[test]
+    fn a_merge_keeps_each_regions_newest_summary_in_any_order() {
+        let older = summary("r1", 1, Some(bid("ann", "bid-00001", "r1", 100)));
+        let newer = summary("r1", 2, Some(bid("bob", "bid-00002", "r1", 150)));
+        let other = summary("r2", 1, Some(bid("cy", "bid-00003", "r2", 120)));
+        for order in [
+            vec![&older, &newer, &other],
+            vec![&newer, &older, &other],
+            vec![&other, &older, &newer],
+        ] {
+            let snapshot = AuctionSnapshot::merge(order);
+            assert_eq!(snapshot.bid_count, 3, "the newest of r1 (2) and r2 (1)");
+            assert_eq!(snapshot.versions.get("r1"), Some(&2));
+            assert_eq!(snapshot.versions.get("r2"), Some(&1));
+            assert_eq!(snapshot.high_bid.unwrap().amount.get(), 150);
+        }
+    }
+
+    #[test]
+    fn a_region_holds_its_copies_and_the_bids_summaries_carry_once_each() {
+        let copy = bid("ann", "bid-00001", "r1", 100);
+        // Carried by a summary whose copy has not arrived: held.
+        let carried = bid("bob", "bid-00002", "r2", 150);
+        // The same bid as a copy held already: not twice.
+        let same = copy.clone();
+        // Another key's bid that differs from the copy in one part of the key each: held.
+        let other_bidder = bid("cy", "bid-00001", "r1", 100);
+        let other_id = bid("ann", "bid-00009", "r1", 100);
+        let other_region = bid("ann", "bid-00001", "r2", 100);
+        let held = held_bids(
+            vec![copy.clone()],
+            [&carried, &same, &other_bidder, &other_id, &other_region],
+        );
+        assert_eq!(
+            held,
+            vec![copy, carried, other_bidder, other_id, other_region]
+        );
+        assert!(held_bids(Vec::new(), std::iter::empty()).is_empty());
+    }
+}

@@ -1176,3 +1176,50 @@ async fn the_auction_is_read_as_a_topic_with_the_state_frames_view() {
     assert_eq!(pong["topic"], "auction:a1");
     assert_eq!(pong["versions"], serde_json::json!({ "us-east-1": 1 }));
 }
+
+/// The auction's service is also a deployment's front door: its connection lifecycle, Region
+/// label and `bidUpdate` are the gateway's and the auction's, through either handle.
+#[tokio::test]
+async fn the_service_and_its_gateway_are_one_front_door() {
+    let w = world().await;
+    assert_eq!(w.service.region(), "us-east-1");
+    assert_eq!(w.service.gateway().region(), "us-east-1");
+    assert!(format!("{:?}", w.service).contains("us-east-1"));
+    w.service
+        .connect(&conn("c1"), &user("alice"))
+        .await
+        .unwrap();
+    assert!(w.connections.contains(&conn("c1")));
+    w.service.disconnect(&conn("c1")).await.unwrap();
+    assert!(!w.connections.contains(&conn("c1")));
+    w.service
+        .bid(
+            &user("alice"),
+            &AuctionId::new("a1").unwrap(),
+            Amount::new(120).unwrap(),
+            &wsdr_protocol::BidId::new("bid-00001").unwrap(),
+        )
+        .await
+        .unwrap();
+    let frame: serde_json::Value = serde_json::from_str(
+        &w.service
+            .push_frame(&AuctionId::new("a1").unwrap())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(frame["type"], "bidUpdate");
+    assert_eq!(frame["highBid"]["amount"], 120);
+    assert_eq!(frame["region"], "us-east-1");
+    // The same frame through the push path's source, by topic.
+    let by_topic = wsdr_core::push::PushSource::push_frame(
+        &w.service,
+        &wsdr_auction::topic(&AuctionId::new("a1").unwrap()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&by_topic).unwrap(),
+        frame
+    );
+}
