@@ -1289,16 +1289,19 @@ export class AuctionClient extends EventTarget {
       ended: false,
       moving: null,
       moveTimer: null,
+      // Ends a session that never opened; cleared by its end however it ends (a socket
+      // closed before it opened need not call back).
+      connectTimer: null,
       // The outage this session ended (set by its first state), and the auctions restored.
       outageMs: undefined,
       restored: new Set(),
     };
     this.session = session;
-    const connectTimer = setTimeout(() => {
+    session.connectTimer = setTimeout(() => {
       if (!session.open) this.endSession('connect timeout', REASON_CODES.connect_timeout, true);
     }, this.connectTimeoutMs);
     ws.onopen = () => {
-      clearTimeout(connectTimer);
+      clearTimeout(session.connectTimer);
       session.open = true;
       this.openFailed = false;
       session.connectedAt = Date.now();
@@ -1316,7 +1319,7 @@ export class AuctionClient extends EventTarget {
     ws.onmessage = (message) => this.onFrame(message.data);
     ws.onerror = () => {};
     ws.onclose = (event) => {
-      clearTimeout(connectTimer);
+      clearTimeout(session.connectTimer);
       if (session.ended) return;
       // A clean close (1000, 1001: the 2-hour limit, a deploy) is not a failure.
       const clean = event.code === 1000 || event.code === 1001;
@@ -1546,6 +1549,7 @@ export class AuctionClient extends EventTarget {
     const session = this.session;
     if (!session || session.ended) return;
     session.ended = true;
+    clearTimeout(session.connectTimer);
     clearTimeout(session.moveTimer);
     clearTimeout(session.timer);
     clearInterval(session.recheck);

@@ -223,3 +223,16 @@ test("connects that keep failing move the client to a Region's own endpoint, the
   assert.deepEqual(endpoints.map((e) => [e.url, e.regional]), [['wss://use1.example', true], ['wss://usw2.example', true]]);
   assert.match(endpoints[0].reason, /2 consecutive failures/);
 });
+
+test('a client closed before its socket opens holds no timer: nothing waits on a closed client', async () => {
+  const { all, Socket } = sockets();
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const before = timers();
+  const c = new AuctionClient({ url: 'wss://global.example', WebSocket: Socket, tokenProvider: () => 'token', connectTimeoutMs: 60_000 });
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  assert.ok(timers() > before, 'the connect timeout waits');
+  // The socket never calls back (a transport that drops its close event).
+  c.close();
+  assert.equal(timers(), before);
+});

@@ -808,11 +808,21 @@ mod tests {
         assert!(connections.contains(&conn("c9")));
         gateway.disconnect(&conn("c9")).await.unwrap();
         assert!(!connections.contains(&conn("c9")));
-        let gateway = gateway.with_fanout(FanoutConfig {
-            concurrency: 7,
-            ..FanoutConfig::default()
-        });
+        assert_eq!(gateway.region(), "r1");
+        // Settings given before the fan-out's are kept by it: its jitter is the gateway's
+        // entropy (a seeded one in the lab), its pauses the gateway's.
+        let entropy: Arc<dyn Entropy> = Arc::new(crate::ports::SeededEntropy::new(7));
+        let pause: Arc<dyn Pause> = Arc::new(crate::ports::TokioPause);
+        let gateway = gateway
+            .with_entropy(entropy.clone())
+            .with_pause(pause.clone())
+            .with_fanout(FanoutConfig {
+                concurrency: 7,
+                ..FanoutConfig::default()
+            });
         assert_eq!(gateway.fanout().concurrency, 7);
+        assert!(Arc::ptr_eq(&gateway.fanout().jitter, &entropy));
+        assert!(Arc::ptr_eq(&gateway.fanout().pause, &pause));
         let worker = gateway.push_worker(crate::push::PushSettings::default());
         assert_eq!(worker.fanout.concurrency, 7);
         assert!(format!("{gateway:?}").contains("r1"));

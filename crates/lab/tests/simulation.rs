@@ -85,3 +85,24 @@ async fn a_simulated_run_replays_to_the_same_digest_whatever_runs_beside_it() {
     // Different seeds, different histories.
     assert_ne!(eventual_digests[0], eventual_digests[1]);
 }
+
+/// A campaign in parts runs the runs the whole would: `first_run` names the first index, and
+/// run i is the run of `run_seed(seed, i)` whatever part it is in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_campaign_in_parts_runs_the_runs_of_the_whole() {
+    let part = chaos::campaign(ChaosConfig {
+        runs: 1,
+        first_run: 3,
+        ..config(Consistency::Eventual)
+    })
+    .await
+    .unwrap();
+    assert_eq!((part.runs, part.first_run), (1, 3));
+    // The part's one run is run 3 of seed 1's campaign, as replayed alone.
+    let alone = chaos::replay(chaos::run_seed(1, 3), config(Consistency::Eventual))
+        .await
+        .unwrap();
+    assert_eq!(part.bids_invoked, alone.bids_invoked);
+    assert_eq!(part.faults_injected, alone.faults);
+    assert!(part.bids_invoked > 0);
+}

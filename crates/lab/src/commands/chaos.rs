@@ -8,12 +8,17 @@ use wsdr_lab::TimeScale;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Seed of run 1; run i uses seed + i - 1.
+    /// The campaign's seed: run 0 uses it, run i a seed drawn from it and i (`run_seed`).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Runs in the campaign (at least 1).
     #[arg(long, default_value = "50", value_parser = cli::at_least_one)]
     runs: usize,
+    /// Start at this run's index: `--first-run 2000 --runs 2000` runs runs 2000..3999 of the
+    /// seed's campaign, the same runs a campaign of 4,000 would end with (a long campaign in
+    /// parts).
+    #[arg(long, default_value_t = 0)]
+    first_run: usize,
     /// Users per run (at least 1).
     #[arg(long, default_value = "8", value_parser = cli::at_least_one)]
     users: usize,
@@ -66,6 +71,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Args {
         seed,
         runs,
+        first_run,
         users,
         time_scale,
         report,
@@ -85,6 +91,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = wsdr_lab::runs::chaos::ChaosConfig {
         seed,
         runs,
+        first_run,
         users,
         scale: TimeScale::new(time_scale),
         clock: clock.into(),
@@ -141,7 +148,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         wsdr_lab::runs::chaos::Clock::Real => format!("real clock, time scale {time_scale}"),
     };
     println!(
-        "wsdr chaos: seed {seed}, {runs} runs, {users} users each, {clock_note}, {parallel} at once, {} consistency, {} timers, app {}",
+        "wsdr chaos: seed {seed}, {runs} runs{}, {users} users each, {clock_note}, {parallel} at once, {} consistency, {} timers, app {}",
+        if first_run > 0 {
+            format!(" (runs {first_run}..{})", first_run + runs - 1)
+        } else {
+            String::new()
+        },
         wsdr_core::Consistency::from(consistency),
         timers.name(),
         app.name()

@@ -575,6 +575,9 @@ pub use crate::world::SIMULATED_STORE_SERVICE_TIME;
 pub struct ChaosConfig {
     pub seed: u64,
     pub runs: usize,
+    /// The index of the first run: a campaign of `runs` runs from it (`--first-run`), so that
+    /// a long campaign runs in parts, each the same runs the whole would run.
+    pub first_run: usize,
     pub users: usize,
     /// The real clock's time scale (a simulated run is always at scale 1).
     pub scale: TimeScale,
@@ -661,6 +664,7 @@ impl Default for ChaosConfig {
         Self {
             seed: 1,
             runs: 50,
+            first_run: 0,
             users: 8,
             scale: TimeScale::new(300.0),
             clock: Clock::Simulated,
@@ -739,6 +743,8 @@ pub struct CampaignReport {
     /// `simulated` or `real`.
     pub clock: Clock,
     pub runs: usize,
+    /// The first run's index (0 unless `--first-run`): the runs are `first_run..first_run + runs`.
+    pub first_run: usize,
     pub users_per_run: usize,
     pub time_scale: f64,
     pub faults_injected: usize,
@@ -792,6 +798,7 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         app: config.app.name().to_owned(),
         clock: config.clock,
         runs: config.runs,
+        first_run: config.first_run,
         users_per_run: config.users,
         time_scale: config.scale.factor(),
         faults_injected: 0,
@@ -824,7 +831,7 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
     let mut done = 0;
     while done < config.runs {
         while next < config.runs && in_flight.len() < config.parallel.max(1) {
-            let (config, i) = (config.clone(), next);
+            let (config, i) = (config.clone(), config.first_run + next);
             in_flight.spawn(async move { run(i, run_seed(config.seed, i), config).await });
             next += 1;
         }
