@@ -371,3 +371,80 @@ async fn in_strong_mode_every_region_writes_one_log_in_one_order() {
     assert!(you.settled[0].stands);
     assert!(you.ops.iter().all(|o| o.log == "global"));
 }
+
+/// A deployment of the room alone, as docs/KIT.md writes it: the kit's gateway with the chat
+/// room as its one app serves every frame of the envelope, pushes the room's `topicUpdate`,
+/// and refuses the auction's frames (no app of it has them).
+#[tokio::test]
+async fn a_deployment_of_the_room_alone_needs_no_auction() {
+    use wsdr_core::memory::RecordingNotifier;
+    use wsdr_core::push::PushSource;
+    use wsdr_core::topics::Apps;
+    use wsdr_core::Gateway;
+    let clock = Arc::new(ManualClock::new(1_000));
+    let store = Arc::new(MemoryStateStore::new("r1", clock.clone()));
+    let connections = Arc::new(MemoryConnections::default());
+    let room = AppService::new(
+        Chat::in_namespace(Chat::namespace().unwrap()),
+        store,
+        connections.clone(),
+        clock.clone(),
+        "r1",
+    )
+    .with_seeds([(
+        TopicName::new("lobby").unwrap(),
+        Room {
+            title: "Lobby".into(),
+            max_chars: 20,
+        }
+        .to_json(),
+    )]);
+    let gateway = Gateway::new(
+        connections.clone(),
+        Arc::new(RecordingNotifier::default()),
+        clock,
+        "r1",
+    )
+    .with_apps(Apps::default().with(Arc::new(room)));
+    let ann = UserId::new("ann").unwrap();
+    let conn = ConnectionId::new("c1").unwrap();
+    gateway.connect(&conn, &ann).await.unwrap();
+    assert!(connections.contains(&conn));
+    let frame = |json: &'static str| {
+        let (gateway, conn, ann) = (gateway.clone(), conn.clone(), ann.clone());
+        async move {
+            gateway
+                .handle_frame(&conn, ann, json.as_bytes())
+                .await
+                .message
+        }
+    };
+    let written =
+        frame(r#"{"action":"write","topic":"chat:lobby","opId":"msg-00001","op":{"text":"hi"}}"#)
+            .await;
+    assert!(
+        matches!(
+            written,
+            ServerMessage::WriteResult {
+                status: BidStatus::Accepted,
+                ..
+            }
+        ),
+        "{written:?}"
+    );
+    let state = frame(r#"{"action":"getState","topic":"chat:lobby"}"#).await;
+    let ServerMessage::TopicState { ops, view, .. } = state else {
+        panic!("{state:?}")
+    };
+    assert_eq!(ops.len(), 1);
+    assert_eq!(view["title"], "Lobby");
+    let bid = frame(r#"{"action":"bid","auctionId":"a1","amount":5,"bidId":"bid-00001"}"#).await;
+    assert!(
+        matches!(&bid, ServerMessage::Error { code, .. } if code.as_str() == "unknown_action"),
+        "{bid:?}"
+    );
+    let push: Json =
+        serde_json::from_str(&PushSource::push_frame(&gateway, &lobby()).await.unwrap()).unwrap();
+    assert_eq!(push["type"], "topicUpdate");
+    assert_eq!(push["ops"].as_array().map(Vec::len), Some(1));
+}
