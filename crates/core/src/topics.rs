@@ -290,6 +290,7 @@ impl<A: TopicApp> AppService<A> {
         versions: &Versions,
         since: Option<&Versions>,
         tail: usize,
+        window_ms: Option<u64>,
         carried: &[StoredOp],
     ) -> Result<(Vec<OpView>, bool)> {
         // Every log this Region counts is read from `since` even when the count says the
@@ -337,6 +338,13 @@ impl<A: TopicApp> AppService<A> {
             let last = top.min(from + LOG_PAGE_MAX as u64);
             // A gap (a copy not arrived), or a page cut short of the log's end.
             complete &= !cut && last == top && held.len() as u64 == last - from;
+            // A push carries the window only: judged here, before any copy is turned into
+            // its view and measured (a push of a busy room reads a tail of 100 a log and
+            // carries a few).
+            let held = match window_ms {
+                Some(window_ms) => within_window(held, window_ms),
+                None => held,
+            };
             for op in held.into_values() {
                 let view = op_view(&op, log);
                 bytes += serde_json::to_string(&view).map_or(0, |text| text.len());
@@ -376,20 +384,14 @@ impl<A: TopicApp> AppService<A> {
     }
 }
 
-/// Of each log's ops, those accepted within `window_ms` of that log's newest.
-fn within_window(ops: Vec<OpView>, window_ms: u64) -> Vec<OpView> {
-    let mut newest: BTreeMap<&str, u64> = BTreeMap::new();
-    for op in &ops {
-        let at = newest.entry(op.log.as_str()).or_insert(op.at);
-        *at = (*at).max(op.at);
-    }
-    let from: BTreeMap<String, u64> = newest
-        .into_iter()
-        .map(|(log, at)| (log.to_owned(), at.saturating_sub(window_ms)))
-        .collect();
-    ops.into_iter()
-        .filter(|op| from.get(&op.log).is_none_or(|from| op.at >= *from))
-        .collect()
+/// Of one log's copies, those accepted within `window_ms` of its newest (each log by its own
+/// Region's clock).
+fn within_window(held: BTreeMap<u64, StoredOp>, window_ms: u64) -> BTreeMap<u64, StoredOp> {
+    let Some(newest) = held.values().map(|op| op.at).max() else {
+        return held;
+    };
+    let from = newest.saturating_sub(window_ms);
+    held.into_iter().filter(|(_, op)| op.at >= from).collect()
 }
 
 /// A copy as the wire shows it, in `log`.
@@ -528,7 +530,8 @@ impl<A: TopicApp> TopicService for AppService<A> {
             Delivery::Latest => (Vec::new(), true),
             Delivery::Log { tail, .. } => {
                 let carried = self.carried(topic, &summaries, newest.as_ref());
-                self.log(topic, &versions, since, tail, &carried).await?
+                self.log(topic, &versions, since, tail, None, &carried)
+                    .await?
             }
         };
         let mut own = own;
@@ -574,11 +577,16 @@ impl<A: TopicApp> TopicService for AppService<A> {
                 ..
             } => {
                 let carried = self.carried(topic, &summaries, newest.as_ref());
-                let ops = self
-                    .log(topic, &versions, None, push_tail, &carried)
-                    .await?
-                    .0;
-                within_window(ops, push_window_ms)
+                self.log(
+                    topic,
+                    &versions,
+                    None,
+                    push_tail,
+                    Some(push_window_ms),
+                    &carried,
+                )
+                .await?
+                .0
             }
         };
         Ok(ServerMessage::TopicUpdate {
@@ -853,38 +861,36 @@ mod tests {
 
     #[test]
     fn a_push_carries_what_each_log_accepted_within_the_window_of_its_newest() {
-        let view = |log: &str, position: u64, at: u64| OpView {
-            author: "ann".into(),
-            op_id: OpId::new(format!("note-{log}-{position:04}")).unwrap(),
-            region: log.into(),
-            position,
-            log: log.into(),
-            at,
-            digest: wsdr_protocol::Digest::of(&json!({})).unwrap(),
-            op: json!({}),
+        let log = |name: &str, times: &[u64]| -> BTreeMap<u64, StoredOp> {
+            times
+                .iter()
+                .zip(1u64..)
+                .map(|(&at, position)| {
+                    let copy = StoredOp {
+                        topic: pad(),
+                        author: UserId::new("ann").unwrap(),
+                        op_id: OpId::new(format!("note-{name}-{position:04}")).unwrap(),
+                        region: name.into(),
+                        position,
+                        at,
+                        digest: wsdr_protocol::Digest::of(&json!({})).unwrap(),
+                        op: json!({}),
+                    };
+                    (position, copy)
+                })
+                .collect()
         };
-        let ops = vec![
-            view("a", 1, 1_000),
-            view("a", 2, 10_000),
-            view("a", 3, 11_000),
-            view("a", 4, 20_000),
-            // Another Region's log, by its own clock: judged against its own newest.
-            view("b", 1, 100),
-        ];
-        let kept: Vec<(String, u64)> = within_window(ops, 10_000)
-            .into_iter()
-            .map(|op| (op.log, op.position))
-            .collect();
+        let kept = |held: BTreeMap<u64, StoredOp>| -> Vec<u64> {
+            within_window(held, 10_000).into_keys().collect()
+        };
         assert_eq!(
-            kept,
-            [
-                ("a".into(), 2),
-                ("a".into(), 3),
-                ("a".into(), 4),
-                ("b".into(), 1)
-            ],
+            kept(log("a", &[1_000, 10_000, 11_000, 20_000])),
+            [2, 3, 4],
             "at 10,000 is exactly the window's edge: kept; 1,000 is past it"
         );
+        // Another Region's log, by its own clock: judged against its own newest.
+        assert_eq!(kept(log("b", &[100])), [1]);
+        assert!(kept(BTreeMap::new()).is_empty());
     }
 
     #[tokio::test]
