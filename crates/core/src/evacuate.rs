@@ -344,6 +344,10 @@ mod tests {
             .expect("evacuated");
         assert_eq!(report.connections, 25);
         assert_eq!(report.posts.delivered, 25);
+        assert_eq!(report.posts.targets, 25);
+        // Everyone told in the first pass: no round of telling again.
+        assert_eq!(report.rounds, 0);
+        assert!(report.complete);
         // 25 connections at 5 per second of quota: a 5 s window.
         assert_eq!(report.window_ms, 5_000);
         // Five slots of five, posted at 10 per second: the last goes out after 2 s.
@@ -471,5 +475,58 @@ mod tests {
             "its slot has opened: {frame}"
         );
         assert!(frame["windowMs"].as_u64().unwrap_or(0) <= 1_000, "{frame}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn connections_told_again_in_one_round_each_keep_their_own_slot_and_gone_ones_go() {
+        // 30 connections at 5 per second: six slots, the last opening at 5 s. The first
+        // slot's first connection and the last slot's third are throttled once more than a
+        // broadcast retries (4): both are told again a second later, in one round.
+        let (registry, ids) = registry_of(30).await;
+        let notifier = Arc::new(RecordingNotifier::default());
+        notifier.throttle(&ids[0], 5);
+        notifier.throttle(&ids[1], 5);
+        notifier.throttle(&ids[27], 5);
+        notifier.mark_gone(&ids[10]);
+        let connections: Arc<dyn Connections> = registry.clone();
+        let push: Arc<dyn Notifier> = notifier.clone();
+        let plan = Evacuation {
+            destination_quota_per_s: 5.0,
+            ..Evacuation::new("us-east-1", "us-west-2")
+        };
+        let report = evacuate(&connections, &push, &plan, 2_000)
+            .await
+            .expect("evacuated");
+        assert!(report.complete, "{report:?}");
+        assert_eq!(report.rounds, 1);
+        assert_eq!(report.posts.gone, 1);
+        assert_eq!(report.posts.delivered, 29);
+        assert_eq!(
+            report.posts.retries, 12,
+            "four retries each in the first pass"
+        );
+        assert!(
+            !registry.contains(&ids[10]),
+            "the gone connection's record is removed"
+        );
+        let frame_of = |id: &ConnectionId| -> serde_json::Value {
+            let (_, frame) = notifier
+                .sent()
+                .into_iter()
+                .find(|(c, _)| c == id)
+                .expect("told");
+            serde_json::from_slice(&frame).expect("json")
+        };
+        // Told again after the first pass's retries and a second: the first slot has
+        // opened, the last (at 5 s) has not: its frame waits for it.
+        assert!(frame_of(&ids[0]).get("afterMs").is_none());
+        // The first slot's two are told together: their window is two fifths of its second.
+        assert_eq!(frame_of(&ids[0])["windowMs"], 400);
+        assert_eq!(frame_of(&ids[1])["windowMs"], 400);
+        let last = frame_of(&ids[27])["afterMs"].as_u64().unwrap_or(0);
+        assert!(
+            (1_000..5_000).contains(&last),
+            "its own slot, at 5 s: {last}"
+        );
     }
 }

@@ -228,6 +228,7 @@ mod tests {
         dns_after_ms: u64,
         direct: AtomicUsize,
         all: AtomicUsize,
+        pauses: AtomicUsize,
     }
 
     impl World {
@@ -239,6 +240,7 @@ mod tests {
                 dns_after_ms,
                 direct: AtomicUsize::new(0),
                 all: AtomicUsize::new(0),
+                pauses: AtomicUsize::new(0),
             })
         }
     }
@@ -246,6 +248,11 @@ mod tests {
     #[async_trait]
     impl Pause for World {
         async fn pause(&self, duration: Duration) {
+            // An order that never stops asking fails the test instead of hanging it.
+            assert!(
+                self.pauses.fetch_add(1, Ordering::SeqCst) < 10_000,
+                "the order kept waiting"
+            );
             self.clock
                 .0
                 .fetch_add(duration.as_millis() as u64, Ordering::SeqCst);
@@ -361,6 +368,47 @@ mod tests {
             world.direct.load(Ordering::SeqCst),
             0,
             "not even the direct move"
+        );
+    }
+
+    #[tokio::test]
+    async fn dns_is_asked_until_the_deadline_exactly_when_it_is_no_multiple_of_the_poll() {
+        let world = World::new(u64::MAX);
+        let log = MemoryOrderLog::default();
+        let times = OrderTimes {
+            dns_deadline: Duration::from_millis(122_000),
+            ..OrderTimes::new(Duration::from_secs(120))
+        };
+        let outcome = run_order("p@1", &ports(&world, &log), &times).await;
+        assert_eq!(
+            outcome.ok(),
+            Some(OrderOutcome::Declined(Declined::DnsNotMoved))
+        );
+        // Asked every 5 s, the last wait cut to the 2 s left.
+        assert_eq!(world.clock.now_ms(), 122_000);
+    }
+
+    #[test]
+    fn each_refusal_says_why_nobody_moved_and_the_ports_show_what_they_hold() {
+        let reasons = [
+            Declined::AlreadyRun,
+            Declined::VerdictMovedOn,
+            Declined::PrimaryServes,
+            Declined::DnsNotMoved,
+        ]
+        .map(Declined::reason);
+        assert!(reasons[0].contains("ran already"));
+        assert!(reasons[1].contains("verdict"));
+        assert!(reasons[2].contains("serves"));
+        assert!(reasons[3].contains("global name"));
+        let distinct: std::collections::BTreeSet<_> = reasons.iter().collect();
+        assert_eq!(distinct.len(), 4);
+        let world = World::new(0);
+        let log = MemoryOrderLog::default();
+        let shown = format!("{:?}", ports(&world, &log));
+        assert!(
+            shown.contains("OrderPorts") && shown.contains("log: true"),
+            "{shown}"
         );
     }
 }

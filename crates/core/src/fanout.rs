@@ -195,3 +195,142 @@ pub fn full_jitter(entropy: &dyn Entropy, base: Duration, cap: Duration, attempt
     let ceiling_ms = ceiling.as_millis() as u64;
     Duration::from_millis(entropy.below(ceiling_ms.saturating_add(1)))
 }
+
+#[cfg(test)]
+mod tests {
+    //! One broadcast's outcomes by target: delivered, gone (its record removed), throttled and
+    //! retried up to the limit, failed for good at once; and the retries' waits.
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::memory::MemoryConnections;
+    use crate::model::UserId;
+    use crate::ports::SeededEntropy;
+    use async_trait::async_trait;
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    /// Each target's answers in order (then `Ok`): a scripted `@connections`.
+    #[derive(Default)]
+    struct Script(Mutex<BTreeMap<String, Vec<Error>>>);
+
+    #[async_trait]
+    impl Notifier for Script {
+        async fn send(&self, connection: &ConnectionId, _: &[u8]) -> crate::Result<()> {
+            let mut script = self.0.lock().unwrap();
+            match script.get_mut(connection.as_str()) {
+                Some(answers) if !answers.is_empty() => Err(answers.remove(0)),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    fn id(name: &str) -> ConnectionId {
+        ConnectionId::new(name).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_target_is_delivered_gone_retried_to_the_limit_or_failed_at_once() {
+        let registry = Arc::new(MemoryConnections::default());
+        for name in ["ok", "gone", "slow", "stuck", "broken", "ok2"] {
+            registry
+                .register(&id(name), &UserId::new("u").unwrap(), 1)
+                .await
+                .unwrap();
+        }
+        let throttled = |n: usize| (0..n).map(|_| Error::Throttled("429".into())).collect();
+        let script = Script::default();
+        {
+            let mut answers = script.0.lock().unwrap();
+            answers.insert("gone".into(), vec![Error::Gone]);
+            // Throttled as many times as it may be retried: delivered on the last try.
+            answers.insert("slow".into(), throttled(4));
+            // One more than that: failed after its 4 retries.
+            answers.insert("stuck".into(), throttled(5));
+            // Not retryable: failed at once.
+            answers.insert("broken".into(), vec![Error::Internal("no".into())]);
+        }
+        let notifier: Arc<dyn Notifier> = Arc::new(script);
+        let connections: Arc<dyn Connections> = registry.clone();
+        let targets: Vec<ConnectionId> = ["ok", "gone", "slow", "stuck", "broken", "ok2"]
+            .into_iter()
+            .map(id)
+            .collect();
+        let config = FanoutConfig {
+            concurrency: 2,
+            jitter: Arc::new(SeededEntropy::new(1)),
+            ..FanoutConfig::default()
+        };
+        // A broadcast that never stops retrying fails here rather than hanging the test.
+        let (report, mut untold) = tokio::time::timeout(
+            Duration::from_secs(600),
+            broadcast_naming_untold(&notifier, &connections, &targets, b"frame", &config),
+        )
+        .await
+        .expect("the broadcast ends");
+        untold.sort();
+        assert_eq!(
+            report,
+            FanoutReport {
+                targets: 6,
+                delivered: 3,
+                gone: 1,
+                retries: 8,
+                failed: 2,
+            }
+        );
+        assert_eq!(untold, vec![id("broken"), id("stuck")]);
+        assert!(
+            !registry.contains(&id("gone")),
+            "the gone target's record is removed"
+        );
+        assert!(registry.contains(&id("stuck")), "a failed target's is not");
+        let alone = broadcast(&notifier, &connections, &[id("ok")], b"frame", &config).await;
+        assert_eq!(alone.targets, 1);
+        assert_eq!(alone.delivered, 1);
+    }
+
+    #[test]
+    fn a_retry_waits_a_random_share_of_a_doubling_ceiling_up_to_its_cap() {
+        let entropy = SeededEntropy::new(7);
+        let (base, cap) = (Duration::from_millis(50), Duration::from_millis(1_000));
+        for attempt in 0..8u32 {
+            let ceiling = (50u64 << attempt).min(1_000);
+            let draws: Vec<Duration> = (0..200)
+                .map(|_| full_jitter(&entropy, base, cap, attempt))
+                .collect();
+            assert!(draws.iter().all(|d| d.as_millis() as u64 <= ceiling));
+            assert!(
+                draws.iter().any(|d| d.as_millis() as u64 > ceiling / 2),
+                "attempt {attempt}: the upper half is drawn too"
+            );
+        }
+    }
+
+    #[test]
+    fn throttling_transient_failures_and_write_conflicts_are_worth_retrying_nothing_else() {
+        for retryable in [
+            Error::Throttled("t".into()),
+            Error::Transient("t".into()),
+            Error::WriteConflict("w".into()),
+        ] {
+            assert!(retryable.is_retryable(), "{retryable}");
+        }
+        for final_error in [
+            Error::Gone,
+            Error::NoQuorum("q".into()),
+            Error::BadRequest("b".into()),
+            Error::Internal("i".into()),
+        ] {
+            assert!(!final_error.is_retryable(), "{final_error}");
+        }
+    }
+
+    #[test]
+    fn a_connection_record_outlives_api_gateways_longest_connection_by_half_an_hour() {
+        let two_hours_and_a_half = Duration::from_secs(2 * 3600 + 30 * 60);
+        assert_eq!(
+            u128::from(crate::DEFAULT_CONNECTION_TTL_MS),
+            two_hours_and_a_half.as_millis()
+        );
+    }
+}
