@@ -306,4 +306,23 @@ mod tests {
         // The head's log holds every copy, by the head's positions.
         assert_eq!(page(crate::model::LEDGER, 1, 10), [b(2), a(3), a(4)]);
     }
+
+    #[test]
+    fn the_later_write_wins_and_a_tie_goes_to_one_writer_by_name() {
+        assert!(last_writer_wins((2, "us-east-1"), (1, "us-west-2")));
+        assert!(!last_writer_wins((1, "us-west-2"), (2, "us-east-1")));
+        // Equal times (two Regions' clocks): the same winner from either side.
+        assert!(last_writer_wins((5, "us-west-2"), (5, "us-east-1")));
+        assert!(!last_writer_wins((5, "us-east-1"), (5, "us-west-2")));
+        let change = |at: u64, writer: &str| Change {
+            item: Item::Op {
+                op: copy("e", 1),
+                write_id: "w".into(),
+            },
+            written_at: at,
+            writer: writer.into(),
+        };
+        assert!(change(3, "a").newer_than(&change(2, "b")));
+        assert!(!change(2, "b").newer_than(&change(3, "a")));
+    }
 }
