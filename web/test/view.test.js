@@ -104,3 +104,43 @@ test('endpoint and disconnected are kept as told; unknown events change nothing'
   assert.equal(view.lastDisconnectCode, null);
   assert.equal(reduceView(view, 'moveScheduled', { to: 'x' }), view);
 });
+
+test("topic and write events fold into a view built without topics or writes, and keep what they don't name", () => {
+  const op = (opId, position) => ({ author: 'a', opId, region: 'e', position, log: 'e', at: position, digest: 'd', op: { text: opId } });
+  // A view an app built by hand (the declarations make both fields optional).
+  const bare = { ...INITIAL_VIEW, connection: 'reconnecting', region: 'r0', topics: undefined, writes: undefined, outageMs: null };
+  const restored = reduceView(bare, 'topicRestored', { topic: 't:a', region: 'r1', versions: { e: 1 }, view: { n: 1 }, added: [op('m1', 1)], complete: true, outageMs: 7 });
+  assert.equal(restored.connection, 'connected');
+  assert.equal(restored.region, 'r1');
+  assert.equal(restored.outageMs, 7);
+  // A push of a topic not held yet: not complete, not connected by it, other topics kept.
+  const pushed = reduceView(restored, 'topicUpdated', { topic: 't:b', versions: { e: 2 }, view: null });
+  assert.equal(pushed.topics['t:b'].complete, false);
+  assert.deepEqual(pushed.topics['t:b'].copies, [], 'a push without ops adds none');
+  assert.ok(pushed.topics['t:a'], 'the other topic kept');
+  assert.equal(pushed.region, 'r1', 'a push naming no Region keeps it');
+  const stillDown = reduceView(bare, 'topicUpdated', { topic: 't:a', versions: {}, view: null, added: [] });
+  assert.equal(stillDown.connection, 'reconnecting', 'a push connects nothing');
+  assert.equal(reduceView(bare, 'discontinuity', { topic: 't:a', heldTo: {}, versions: {} }), bare);
+  // Writes: each event's fields, the others' writes kept.
+  const sent = reduceView(reduceView(bare, 'writeSent', { opId: 'w0', topic: 't:a', op: { text: 0 } }), 'writeSent', { opId: 'w1', topic: 't:a', op: { text: 1 } });
+  assert.deepEqual(Object.keys(sent.writes).sort(), ['w0', 'w1']);
+  assert.equal(sent.writes.w1.doubtful, false);
+  const refused = reduceView(sent, 'writeResult', { opId: 'w1', status: 'rejected', reason: 'too_long', region: 'r1', doubtful: false });
+  assert.deepEqual(refused.writes.w1, { topic: 't:a', op: { text: 1 }, status: 'rejected', reason: 'too_long', region: 'r1', doubtful: false });
+  assert.ok(refused.writes.w0, 'the other write kept');
+  const answeredBare = reduceView(bare, 'writeResult', { opId: 'w9', status: 'accepted', region: 'r1', doubtful: false });
+  assert.equal(answeredBare.writes.w9.reason, null);
+  const doubted = reduceView(sent, 'writeResult', { opId: 'w0', status: 'unknown', region: 'r1', doubtful: true });
+  const settled = reduceView(doubted, 'writeSettled', { opId: 'w0', stands: true, region: 'r2' });
+  assert.equal(settled.writes.w0.doubtful, false);
+  assert.equal(settled.writes.w0.region, 'r2');
+  assert.equal(reduceView(doubted, 'writeSettled', { opId: 'w0', stands: false, region: null }).writes.w0.region, 'r1', 'no Region named: kept');
+  const expired = reduceView(doubted, 'writeExpired', { opId: 'w0' });
+  assert.equal(expired.writes.w0.status, 'expired');
+  assert.equal(expired.writes.w0.doubtful, false);
+  for (const type of ['writeSettled', 'writeExpired']) {
+    assert.equal(reduceView(sent, type, { opId: 'nobody', stands: true }), sent, `${type} of a write not held`);
+    assert.equal(reduceView(bare, type, { opId: 'nobody', stands: true }), bare, `${type} on a view without writes`);
+  }
+});
