@@ -849,6 +849,19 @@ mod op_store_tests {
         commit(&store, copy(&a, "bob", "op-0000002", 30), 1).await;
         assert_eq!(store.all_ops(&a).len(), 2);
         assert_eq!(store.all_ops(&b).len(), 1);
+        // The dump: every item (three copies, two summaries) with its stamp, in key order; a
+        // second store fed the dump holds the same.
+        let dump = store.dump();
+        assert_eq!(dump.len(), 5);
+        assert!(dump
+            .iter()
+            .all(|c| c.writer == "us-east-1" && c.written_at >= 1));
+        let replica =
+            MemoryStateStore::new("us-west-2", Arc::new(crate::memory::ManualClock::new(1)));
+        for change in dump.iter().rev() {
+            assert!(replica.apply_replicated(change.clone()));
+        }
+        assert_eq!(replica.dump(), dump);
         let ann = UserId::new("ann").unwrap();
         let copies = store
             .copies(&a, &ann, &OpId::new("op-0000001").unwrap())

@@ -271,7 +271,7 @@ mod tests {
         assert_eq!(written, Written::Accepted);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_post_its_summary_carries_is_held_before_its_copy_arrives() {
         let (east, west) = (store("us-east-1"), store("us-west-2"));
         let mut feed = east.change_feed();
@@ -338,7 +338,7 @@ mod tests {
         assert!(format!("{reader:?}").contains("on_the_head: false"));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn the_heads_newest_op_is_held_before_its_copy_is_written() {
         let table = store("mrsc");
         let ann = UserId::new("ann").unwrap();

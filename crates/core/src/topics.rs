@@ -772,7 +772,7 @@ mod tests {
         Versions::from([(log.to_owned(), position)])
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_state_carries_the_newest_ops_or_those_past_since_and_a_push_its_tail() {
         let (_, service) = region("a");
         for n in 1..=5 {
@@ -810,7 +810,7 @@ mod tests {
         assert_eq!(push["ops"][1]["log"], "a");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_hole_is_incomplete_the_newest_op_is_held_by_its_summary_and_a_page_is_bounded() {
         let (a_store, a) = region("a");
         let (b_store, b) = region("b");
@@ -893,7 +893,7 @@ mod tests {
         assert!(kept(BTreeMap::new()).is_empty());
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_copy_past_the_count_is_served_when_its_summary_never_arrived() {
         let (a_store, a) = region("a");
         let (b_store, b) = region("b");
@@ -928,7 +928,7 @@ mod tests {
         assert!(all.positions.is_empty() && all.complete);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn an_answer_of_large_ops_is_cut_to_fit_a_message_and_read_on_from_there() {
         let (_, service) = region("a");
         let big = "x".repeat(3_000);
@@ -972,7 +972,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn named_ops_settle_by_copy_and_a_probe_reads_nobodys() {
         let (_, service) = region("a");
         note(&service, 1).await;
@@ -1008,7 +1008,7 @@ mod tests {
         ));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn seeds_are_this_apps_topics_only_and_apps_route_by_namespace() {
         let (_, service) = region("a");
         // The seed's name in another namespace is no topic.
@@ -1031,7 +1031,7 @@ mod tests {
         assert!(format!("{service:?}").contains("notes"));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn in_strong_mode_every_op_is_in_the_heads_log() {
         let clock = Arc::new(ManualClock::new(1_000));
         let table = Arc::new(MemoryStateStore::new("a", clock.clone()));
