@@ -339,7 +339,7 @@ mod tests {
             ..Evacuation::new("us-east-1", "us-west-2")
         };
         let started = tokio::time::Instant::now();
-        let report = evacuate(&connections, &push, &plan, 2_000)
+        let report = bounded(evacuate(&connections, &push, &plan, 2_000))
             .await
             .expect("evacuated");
         assert_eq!(report.connections, 25);
@@ -381,6 +381,14 @@ mod tests {
         }
     }
 
+    /// An evacuation that never ends (a post retried forever, a round past its deadline)
+    /// fails the test in paused time instead of hanging it.
+    async fn bounded<T>(evacuation: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(3_600), evacuation)
+            .await
+            .expect("the evacuation ends")
+    }
+
     async fn registry_of(n: usize) -> (Arc<MemoryConnections>, Vec<ConnectionId>) {
         let registry = Arc::new(MemoryConnections::default());
         let user = UserId::new("u").expect("user");
@@ -407,7 +415,7 @@ mod tests {
         let connections: Arc<dyn Connections> = registry.clone();
         let push: Arc<dyn Notifier> = notifier.clone();
         let plan = Evacuation::new("us-east-1", "us-west-2");
-        let report = evacuate(&connections, &push, &plan, 2_000)
+        let report = bounded(evacuate(&connections, &push, &plan, 2_000))
             .await
             .expect("evacuated");
         assert!(report.complete, "{report:?}");
@@ -432,7 +440,7 @@ mod tests {
             ..Evacuation::new("us-east-1", "us-west-2")
         };
         let started = tokio::time::Instant::now();
-        let report = evacuate(&connections, &push, &plan, 2_000)
+        let report = bounded(evacuate(&connections, &push, &plan, 2_000))
             .await
             .expect("evacuated");
         assert!(!report.complete, "{report:?}");
@@ -460,7 +468,7 @@ mod tests {
             destination_quota_per_s: 5.0,
             ..Evacuation::new("us-east-1", "us-west-2")
         };
-        let report = evacuate(&connections, &push, &plan, 2_000)
+        let report = bounded(evacuate(&connections, &push, &plan, 2_000))
             .await
             .expect("evacuated");
         assert!(report.complete);
@@ -494,7 +502,7 @@ mod tests {
             destination_quota_per_s: 5.0,
             ..Evacuation::new("us-east-1", "us-west-2")
         };
-        let report = evacuate(&connections, &push, &plan, 2_000)
+        let report = bounded(evacuate(&connections, &push, &plan, 2_000))
             .await
             .expect("evacuated");
         assert!(report.complete, "{report:?}");

@@ -241,7 +241,11 @@ mod tests {
         let script = Script::default();
         {
             let mut answers = script.0.lock().unwrap();
-            answers.insert("gone".into(), vec![Error::Gone]);
+            // Throttled once, then gone: its retry counts too.
+            answers.insert(
+                "gone".into(),
+                vec![Error::Throttled("429".into()), Error::Gone],
+            );
             // Throttled as many times as it may be retried: delivered on the last try.
             answers.insert("slow".into(), throttled(4));
             // One more than that: failed after its 4 retries.
@@ -274,7 +278,7 @@ mod tests {
                 targets: 6,
                 delivered: 3,
                 gone: 1,
-                retries: 8,
+                retries: 9,
                 failed: 2,
             }
         );
