@@ -789,6 +789,70 @@ mod connection_tests {
             .collect();
         assert_eq!(all, ["a", "b"]);
     }
+
+    #[tokio::test]
+    async fn a_topics_subscribers_are_its_live_connections_by_shard_and_page() {
+        let registry = MemoryConnections::new(1_000);
+        assert!(registry.is_empty());
+        let user = UserId::new("u").expect("user");
+        let topic = Topic::parse("chat:lobby").expect("topic");
+        let other = Topic::parse("chat:other").expect("topic");
+        let ids: Vec<ConnectionId> = (0..40)
+            .map(|i| ConnectionId::new(format!("c{i:02}")).expect("id"))
+            .collect();
+        for (i, id) in ids.iter().enumerate() {
+            // The first ten subscribed at 0 (expiring at 1,000), the rest at 500.
+            let at = if i < 10 { 0 } else { 500 };
+            registry.register(id, &user, at).await.expect("register");
+            registry
+                .subscribe(id, &user, &topic, at)
+                .await
+                .expect("subscribe");
+        }
+        registry
+            .subscribe(&ids[0], &user, &other, 0)
+            .await
+            .expect("subscribe");
+        assert_eq!(registry.len(), 40);
+        assert!(!registry.is_empty());
+        let live = |now: u64| {
+            let registry = &registry;
+            let topic = topic.clone();
+            async move { registry.subscribers(&topic, now).await.expect("read").len() }
+        };
+        assert_eq!(live(999).await, 40);
+        assert_eq!(live(1_000).await, 30, "expired at its expiry time");
+        assert_eq!(live(1_500).await, 0);
+        assert_eq!(
+            registry.subscribers(&other, 0).await.expect("read"),
+            vec![ids[0].clone()]
+        );
+        // Every live one once across the shards' pages of 3; a shard's page of expired
+        // records still moves the reader on.
+        let mut seen = Vec::new();
+        for shard in 0..crate::push::SUBSCRIBER_SHARDS {
+            let mut after = None;
+            loop {
+                let page = registry
+                    .subscribers_page(&topic, shard, after.as_ref(), 3, 1_000)
+                    .await
+                    .expect("page");
+                assert!(page
+                    .connections
+                    .iter()
+                    .all(|c| crate::push::shard_of(c) == shard));
+                seen.extend(page.connections);
+                match page.resume_after {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+        }
+        seen.sort();
+        assert_eq!(seen, ids[10..].to_vec());
+        registry.remove(&ids[12]).await.expect("remove");
+        assert_eq!(live(999).await, 39);
+    }
 }
 
 #[cfg(test)]
