@@ -170,3 +170,22 @@ impl std::fmt::Display for Consistency {
 /// The summary label of a strong-mode ledger head: in strong mode one summary serves every
 /// Region, so `versions` has this one entry.
 pub const LEDGER: &str = "global";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_consistency_mode_reads_back_from_its_name_and_nothing_else_parses() {
+        for mode in [Consistency::Eventual, Consistency::Strong] {
+            assert_eq!(mode.as_str().parse::<Consistency>().ok(), Some(mode));
+            assert_eq!(mode.to_string(), mode.as_str());
+        }
+        assert_eq!(Consistency::Eventual.as_str(), "eventual");
+        assert_eq!(Consistency::Strong.as_str(), "strong");
+        assert!(matches!(
+            "mrsc".parse::<Consistency>(),
+            Err(Error::BadRequest(message)) if message.contains("mrsc")
+        ));
+    }
+}

@@ -360,3 +360,39 @@ impl Pause for TokioPause {
         tokio::time::sleep(duration).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The real clock, randomness and pause every deployed function runs on.
+    use super::*;
+
+    #[test]
+    fn the_system_clock_reads_milliseconds_since_the_epoch() {
+        let now = SystemClock.now_ms();
+        // After 2026-01-01 and before 2100: milliseconds, not seconds or microseconds.
+        assert!(
+            (1_767_225_600_000..4_102_444_800_000).contains(&now),
+            "{now}"
+        );
+        assert!(SystemClock.now_ms() >= now);
+    }
+
+    #[test]
+    fn the_threads_randomness_draws_below_its_bound_and_more_than_one_value() {
+        assert_eq!(ThreadEntropy.below(0), 0);
+        assert_eq!(ThreadEntropy.below(1), 0);
+        let draws: std::collections::BTreeSet<u64> =
+            (0..200).map(|_| ThreadEntropy.below(10)).collect();
+        assert!(draws.iter().all(|d| *d < 10));
+        assert!(draws.len() > 1, "{draws:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tokios_pause_waits_its_duration() {
+        let started = tokio::time::Instant::now();
+        TokioPause
+            .pause(std::time::Duration::from_millis(1_500))
+            .await;
+        assert_eq!(started.elapsed(), std::time::Duration::from_millis(1_500));
+    }
+}

@@ -505,4 +505,98 @@ mod tests {
         assert_eq!(sum.widening.widened_pushes, 26);
         assert_eq!(sum.widening.widest_spacing_ms, 400);
     }
+
+    #[test]
+    fn a_topics_spacing_is_its_window_or_its_audience_at_the_budget_whichever_is_longer() {
+        let settings = PushSettings::default();
+        assert_eq!(settings.spacing(10), Duration::from_millis(200));
+        // 1,000 at 5,000 a second is exactly the window; 10,000 is two seconds.
+        assert_eq!(settings.spacing(1_000), Duration::from_millis(200));
+        assert_eq!(settings.spacing(10_000), Duration::from_secs(2));
+        let no_budget = PushSettings {
+            budget_per_second: 0.0,
+            ..settings
+        };
+        assert_eq!(no_budget.spacing(1_000_000), Duration::from_millis(200));
+    }
+
+    #[test]
+    fn a_push_is_one_job_per_shard_from_its_first_subscriber() {
+        let topic = Topic::parse("chat:lobby").unwrap();
+        let frame: Arc<str> = Arc::from("frame");
+        let jobs = PushJob::for_push(&topic, frame.clone(), 7, 3);
+        assert_eq!(jobs.len(), usize::from(SUBSCRIBER_SHARDS));
+        for (shard, job) in (0..SUBSCRIBER_SHARDS).zip(&jobs) {
+            assert_eq!(job.shard, shard);
+            assert_eq!(job.after, None);
+            assert_eq!((job.started_ms, job.generation), (7, 3));
+            assert_eq!(job.topic, topic);
+            assert_eq!(&*job.frame, "frame");
+        }
+    }
+
+    /// A push source that counts its reads and fails on demand.
+    struct Counting {
+        reads: std::sync::atomic::AtomicUsize,
+        fail: std::sync::atomic::AtomicBool,
+    }
+
+    #[async_trait::async_trait]
+    impl PushSource for Arc<Counting> {
+        async fn push_frame(&self, topic: &Topic) -> crate::Result<String> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let n = self.reads.fetch_add(1, SeqCst) + 1;
+            if self.fail.load(SeqCst) {
+                return Err(crate::Error::Transient("down".into()));
+            }
+            Ok(format!("{topic} #{n}"))
+        }
+        fn push_worker(&self, _: PushSettings) -> PushWorker {
+            unreachable!("not asked in these tests")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_chunks_frame_is_read_again_once_older_than_its_age_or_read_before_its_push() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let clock = Arc::new(crate::memory::ManualClock::new(1_000));
+        let counting = Arc::new(Counting {
+            reads: Default::default(),
+            fail: Default::default(),
+        });
+        let source = FrameSource::new(counting.clone(), clock.clone(), Duration::from_millis(200));
+        assert!(format!("{source:?}").contains("max_age_ms: 200"));
+        let topic = Topic::parse("chat:lobby").unwrap();
+        let fallback: Arc<str> = Arc::from("fallback");
+        assert_eq!(
+            &*source.frame(&topic, 1_000, &fallback).await,
+            "chat:lobby #1"
+        );
+        clock.advance(199);
+        assert_eq!(
+            &*source.frame(&topic, 1_000, &fallback).await,
+            "chat:lobby #1",
+            "cached"
+        );
+        clock.advance(1);
+        assert_eq!(
+            &*source.frame(&topic, 1_000, &fallback).await,
+            "chat:lobby #2",
+            "200 ms old: read again"
+        );
+        // A push that started after the cached read needs a read of its own moment.
+        assert_eq!(
+            &*source.frame(&topic, 1_201, &fallback).await,
+            "chat:lobby #3"
+        );
+        assert_eq!(
+            &*source.frame(&topic, 1_200, &fallback).await,
+            "chat:lobby #3",
+            "read at its start: cached"
+        );
+        counting.fail.store(true, SeqCst);
+        clock.advance(500);
+        assert_eq!(&*source.frame(&topic, 1_200, &fallback).await, "fallback");
+        assert_eq!(counting.reads.load(SeqCst), 4);
+    }
 }
