@@ -981,3 +981,146 @@ mod op_store_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod fake_port_tests {
+    //! The in-memory ports the lab and the Lambdas' tests run on keep the rules of what they
+    //! stand for: an order claimed once unless its claim went stale, each source's verdicts
+    //! apart, CloudWatch's minute periods, a registry's expiry at its boundary.
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::{HealthLedger, OrderLog, VerdictSource};
+
+    #[tokio::test]
+    async fn an_order_is_claimed_once_unless_its_claim_went_stale_and_never_once_finished() {
+        let log = MemoryOrderLog::default();
+        assert!(log.claim("o", 1_000, 300).await.unwrap());
+        assert!(
+            !log.claim("o", 1_300, 300).await.unwrap(),
+            "300 ms old: still held"
+        );
+        assert!(
+            log.claim("o", 1_301, 300).await.unwrap(),
+            "stale: taken over"
+        );
+        log.finish("o", 1_400).await.unwrap();
+        assert!(
+            !log.claim("o", 100_000, 300).await.unwrap(),
+            "finished: never again"
+        );
+        assert!(log.claim("other", 1_000, 300).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn each_apis_and_sources_health_records_are_kept_apart() {
+        let ledger = MemoryHealthLedger::default();
+        assert_eq!(ledger.round("a", VerdictSource::Inside), None);
+        ledger
+            .put_round("a", VerdictSource::Inside, false, 5)
+            .await
+            .unwrap();
+        ledger
+            .put_round("a", VerdictSource::Judge, true, 6)
+            .await
+            .unwrap();
+        assert_eq!(ledger.round("a", VerdictSource::Inside), Some((false, 5)));
+        assert_eq!(ledger.round("a", VerdictSource::Judge), Some((true, 6)));
+        ledger
+            .put_verdict("a", VerdictSource::Judge, false, 7)
+            .await
+            .unwrap();
+        assert_eq!(
+            ledger.verdict("a", VerdictSource::Judge).await.unwrap(),
+            Some((false, 7))
+        );
+        assert_eq!(
+            ledger.verdict("a", VerdictSource::Inside).await.unwrap(),
+            None
+        );
+        assert_eq!(
+            ledger.verdict("b", VerdictSource::Judge).await.unwrap(),
+            None
+        );
+        ledger
+            .put_change("a", VerdictSource::Judge, true, 8)
+            .await
+            .unwrap();
+        assert_eq!(
+            ledger.last_change("a", VerdictSource::Judge).await.unwrap(),
+            Some((true, 8))
+        );
+        assert_eq!(
+            ledger
+                .last_change("a", VerdictSource::Inside)
+                .await
+                .unwrap(),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn recent_health_is_each_whole_minute_before_now_folded_healthy_only_if_every_point_was()
+    {
+        let metrics = MemoryMetrics::default();
+        let point = |api: &str, healthy: bool, at: u64| HealthDatapoint {
+            api_id: api.into(),
+            healthy,
+            latency_ms: None,
+            timestamp_ms: at,
+        };
+        // Minute 10 (600,000-659,999): healthy then not; minute 11: healthy; minute 12, the
+        // current one: not yet a whole period.
+        for p in [
+            point("a", true, 600_000),
+            point("a", false, 659_999),
+            point("a", true, 660_000),
+            point("b", false, 660_001),
+            point("a", false, 720_000),
+        ] {
+            metrics.put_health(&p).await.unwrap();
+        }
+        assert_eq!(metrics.points().len(), 5);
+        assert_eq!(
+            metrics.recent_health("a", 3, 720_500).await.unwrap(),
+            vec![None, Some(false), Some(true)]
+        );
+        metrics
+            .put_verdict(&VerdictDatapoint {
+                api_id: "a".into(),
+                serve: true,
+                timestamp_ms: 1,
+            })
+            .await
+            .unwrap();
+        assert_eq!(metrics.verdicts().len(), 1);
+        metrics.set_failing(true);
+        assert!(metrics.recent_health("a", 3, 720_500).await.is_err());
+        assert!(metrics.put_health(&point("a", true, 1)).await.is_err());
+        metrics.set_failing(false);
+        assert!(metrics.put_health(&point("a", true, 1)).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_connection_expires_at_its_expiry_time_for_every_read_and_the_census() {
+        let registry = MemoryConnections::new(1_000);
+        let user = UserId::new("u").unwrap();
+        registry
+            .register(&ConnectionId::new("c").unwrap(), &user, 0)
+            .await
+            .unwrap();
+        assert_eq!(registry.all(999).await.unwrap().len(), 1);
+        assert!(registry.all(1_000).await.unwrap().is_empty());
+        assert_eq!(registry.take_census(999).await.unwrap().connections, 1);
+        assert_eq!(registry.take_census(1_000).await.unwrap().connections, 0);
+        assert_eq!(
+            registry.census().await.unwrap(),
+            Some(Census {
+                connections: 0,
+                counted_at_ms: 1_000
+            })
+        );
+        let clock = ManualClock::new(5);
+        clock.set(42);
+        assert_eq!(clock.now_ms(), 42);
+    }
+}

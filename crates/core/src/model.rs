@@ -188,4 +188,20 @@ mod tests {
             Err(Error::BadRequest(message)) if message.contains("mrsc")
         ));
     }
+
+    #[test]
+    fn a_principal_is_a_user_or_a_probe_only_when_its_flag_and_subject_agree() {
+        let user = Principal::from_authorizer("ann", false).expect("a user");
+        assert_eq!(user.user().map(UserId::as_str), Some("ann"));
+        assert_eq!(user.subject().to_string(), "ann");
+        let probe = Principal::from_authorizer("canary:us-east-1", true).expect("a probe");
+        assert_eq!(
+            probe.user(),
+            None,
+            "a probe reads and writes nobody's state"
+        );
+        assert_eq!(probe.subject().as_str(), "canary:us-east-1");
+        assert!(Principal::from_authorizer("canary:x", false).is_err());
+        assert!(Principal::from_authorizer("ann", true).is_err());
+    }
 }
