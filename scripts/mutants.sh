@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Mechanical mutation testing of the product crates with cargo-mutants (every mutant of its
-# kinds, none picked by hand; the hand-written cross-component mutants are
+# kinds, none picked by hand; each crate against its own tests, the kit (wsdr-core) against
+# its own and its two apps'; the hand-written cross-component mutants are
 # scripts/mutation-run.sh's). Runs in a git worktree of HEAD (target/mutants-runs/tree, its own
 # target directory kept between runs, so a mutant rebuilds only its crate), with DynamoDB
 # Local and the local SQS peer around it as `make test` has them; never touches the checkout.
@@ -98,7 +99,11 @@ else
   for c in "${crates[@]}"; do
     shard=()
     [ -z "${SHARD:-}" ] || shard=(--shard "$SHARD")
-    run "$c${SHARD:+-${SHARD//\//-of-}}" --package "$c" "${shard[@]}"
+    # The kit is judged by its own tests and by its two apps', which drive its service and
+    # push path end to end (the push path's own tests still run through the auction).
+    judges=()
+    [ "$c" != wsdr-core ] || judges=(--test-package wsdr-core --test-package wsdr-auction --test-package wsdr-chat)
+    run "$c${SHARD:+-${SHARD//\//-of-}}" --package "$c" "${shard[@]}" "${judges[@]}"
   done
 fi
 exit "$status"
