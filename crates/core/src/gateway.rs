@@ -465,72 +465,14 @@ mod tests {
     //! recording `AppFrames`: routing by namespace, errors, pongs, the herd hint, pushes.
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
-    use crate::items::{StoredOp, StoredSummary, TopicKey};
     use crate::memory::{ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier};
     use crate::push::PushSource;
-    use crate::topics::{AppService, Delivery, TopicApp};
-    use crate::write::App;
+    use crate::test_apps::Tally;
+    use crate::topics::AppService;
     use serde_json::{json, Value as Json};
-    use wsdr_protocol::{Namespace, TopicName};
+    use wsdr_protocol::TopicName;
 
     const T0: u64 = 1_000_000;
-
-    struct Tally;
-
-    impl App for Tally {
-        type Meta = ();
-        type Op = u64;
-        type Summary = u64;
-        type Reject = ();
-
-        fn op_json(&self, n: &u64) -> Json {
-            json!({ "n": n })
-        }
-        fn summary(&self, _: &TopicKey, stored: &StoredSummary) -> Result<u64> {
-            Ok(stored.app["sum"].as_u64().unwrap_or(0))
-        }
-        fn summary_json(&self, sum: &u64) -> Json {
-            json!({ "sum": sum })
-        }
-        fn empty_summary(&self) -> u64 {
-            0
-        }
-        fn admit(&self, _: &(), _: u64) -> std::result::Result<(), ()> {
-            Ok(())
-        }
-        fn decide(&self, _: &(), _: &[u64], _: &u64) -> std::result::Result<(), ()> {
-            Ok(())
-        }
-        fn carried(&self, _: &TopicKey, _: &u64) -> Vec<StoredOp> {
-            Vec::new()
-        }
-        fn fold(&self, sum: &u64, _: &StoredOp, n: &u64) -> Result<u64> {
-            Ok(sum + n)
-        }
-    }
-
-    impl TopicApp for Tally {
-        fn namespace(&self) -> Namespace {
-            Namespace::new("tally").unwrap()
-        }
-        fn parse_op(&self, op: &Json) -> std::result::Result<u64, ProtocolError> {
-            op["n"]
-                .as_u64()
-                .ok_or_else(|| ProtocolError::new(ErrorCode::InvalidField, "n"))
-        }
-        fn meta(&self, _: &TopicKey, _: &Json) -> Result<()> {
-            Ok(())
-        }
-        fn reject_code(&self, _: ()) -> &'static str {
-            "refused"
-        }
-        fn view(&self, _: &(), seen: &[(StoredSummary, u64)]) -> Json {
-            json!({ "sum": seen.iter().map(|(_, sum)| sum).sum::<u64>() })
-        }
-        fn delivery(&self) -> Delivery {
-            Delivery::Latest
-        }
-    }
 
     /// The frames of an app with its own: answers every frame it is handed with a pong
     /// naming the action, fails on demand, and pushes its own frame for `own:*` topics.

@@ -27,6 +27,8 @@ pub mod model;
 pub mod ports;
 pub mod push;
 pub mod read;
+#[cfg(test)]
+mod test_apps;
 pub mod topics;
 pub mod verdict;
 pub mod write;

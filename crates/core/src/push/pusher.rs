@@ -429,3 +429,171 @@ async fn run_page(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The push path with an app of the kit's own (a tally) behind the kit's gateway: the
+    //! stream's reader starts pushes, workers post pages of subscribers on the budget's
+    //! schedule, a change during a push is merged into it and its last job starts the
+    //! trailing push, whose frame carries the newest state.
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::memory::{ManualClock, MemoryConnections, MemoryStateStore, RecordingNotifier};
+    use crate::push::{InProcessLeases, LocalPushQueue, PushPorts, PushSettings};
+    use crate::test_apps::Tally;
+    use crate::topics::{AppService, Apps};
+    use crate::{ConnectionId, Gateway, UserId};
+    use serde_json::{json, Value as Json};
+    use wsdr_protocol::TopicName;
+
+    struct Region {
+        gateway: Gateway,
+        notifier: Arc<RecordingNotifier>,
+        clock: Arc<ManualClock>,
+    }
+
+    async fn region(watchers: usize) -> Region {
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let store = Arc::new(MemoryStateStore::new("r1", clock.clone()));
+        let connections = Arc::new(MemoryConnections::default());
+        let notifier = Arc::new(RecordingNotifier::default());
+        let tally = AppService::new(Tally, store, connections.clone(), clock.clone(), "r1")
+            .with_seeds([(TopicName::new("t").unwrap(), json!({}))]);
+        let gateway = Gateway::new(connections, notifier.clone(), clock.clone(), "r1")
+            .with_apps(Apps::default().with(Arc::new(tally)));
+        for i in 0..watchers {
+            let (id, user) = (
+                ConnectionId::new(format!("w{i:03}")).unwrap(),
+                UserId::new(format!("u{i:03}")).unwrap(),
+            );
+            gateway.connect(&id, &user).await.unwrap();
+            gateway
+                .handle_frame(&id, user, br#"{"action":"getState","topic":"tally:t"}"#)
+                .await;
+        }
+        Region {
+            gateway,
+            notifier,
+            clock,
+        }
+    }
+
+    async fn add(region: &Region, n: u64, op_id: &str) {
+        let frame =
+            format!(r#"{{"action":"write","topic":"tally:t","opId":"{op_id}","op":{{"n":{n}}}}}"#);
+        let reply = region
+            .gateway
+            .handle_frame(
+                &ConnectionId::new("w000").unwrap(),
+                UserId::new("u000").unwrap(),
+                frame.as_bytes(),
+            )
+            .await;
+        assert!(
+            matches!(
+                reply.message,
+                wsdr_protocol::ServerMessage::WriteResult {
+                    status: wsdr_protocol::BidStatus::Accepted,
+                    ..
+                }
+            ),
+            "{reply:?}"
+        );
+    }
+
+    fn topic() -> Topic {
+        Topic::parse("tally:t").unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_push_reaches_every_subscriber_once_one_page_per_job() {
+        let region = region(200).await;
+        add(&region, 5, "op-000001").await;
+        let pusher = Pusher::new(
+            region.gateway.clone(),
+            PushSettings {
+                page: 4,
+                workers: 3,
+                ..PushSettings::default()
+            },
+            region.clock.clone(),
+            Arc::new(crate::TokioPause),
+        );
+        assert!(format!("{pusher:?}").contains("runs_own_jobs: true"));
+        pusher.changed([&topic()]);
+        pusher.drain().await;
+        let totals = pusher.totals();
+        assert_eq!((totals.pushes, totals.delivered), (1, 200), "{totals:?}");
+        assert_eq!(totals.subscriber_reads, 200);
+        // 16 shards of about 12 at 4 a page: about 3 or 4 jobs a shard.
+        assert!(totals.jobs >= 50, "{totals:?}");
+        let mut told: Vec<String> = region
+            .notifier
+            .sent()
+            .iter()
+            .map(|(c, _)| c.to_string())
+            .collect();
+        told.sort();
+        told.dedup();
+        assert_eq!(told.len(), 200, "each once");
+        let frame: Json = serde_json::from_slice(&region.notifier.sent()[0].1).unwrap();
+        assert_eq!(frame["type"], "topicUpdate");
+        assert_eq!(frame["view"]["sum"], 5);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_change_during_a_push_is_merged_and_its_last_job_starts_the_trailing_push() {
+        let region = region(40).await;
+        let queue = Arc::new(LocalPushQueue::new(
+            region.clock.clone(),
+            Arc::new(crate::TokioPause),
+        ));
+        let leases = Arc::new(InProcessLeases::default());
+        let instance = || {
+            Pusher::queued(
+                region.gateway.clone(),
+                PushSettings::default(),
+                region.clock.clone(),
+                Arc::new(crate::TokioPause),
+                PushPorts {
+                    leases: leases.clone(),
+                    queue: queue.clone(),
+                    posts_per_second: 5_000.0 / 16.0,
+                },
+            )
+        };
+        let (stream, worker) = (instance(), instance());
+        add(&region, 5, "op-000001").await;
+        stream.changed([&topic()]);
+        assert_eq!(stream.drain().await, vec![topic()]);
+        assert_eq!(queue.len(), usize::from(crate::SUBSCRIBER_SHARDS));
+        assert!(
+            region.notifier.sent().is_empty(),
+            "the stream's reader posts nothing"
+        );
+        add(&region, 7, "op-000002").await;
+        stream.changed([&topic()]);
+        assert!(stream.drain().await.is_empty());
+        assert_eq!(stream.totals().merged, 1);
+        region.clock.advance(250);
+        let mut ran = 0;
+        while let Some(job) = queue.try_next() {
+            worker.run(&job).await.unwrap();
+            ran += 1;
+        }
+        assert_eq!(ran, 2 * usize::from(crate::SUBSCRIBER_SHARDS));
+        let totals = worker.totals();
+        assert_eq!((totals.pushes, totals.delivered), (1, 80), "{totals:?}");
+        // Every subscriber's last frame carries the newest sum.
+        let mut last: std::collections::BTreeMap<String, Json> = Default::default();
+        for (to, frame) in region.notifier.sent() {
+            last.insert(to.to_string(), serde_json::from_slice(&frame).unwrap());
+        }
+        assert_eq!(last.len(), 40);
+        assert!(last.values().all(|f| f["view"]["sum"] == 12), "{last:?}");
+        assert!(queue.is_empty());
+        region.clock.advance(250);
+        stream.changed([&topic()]);
+        assert_eq!(stream.drain().await, vec![topic()]);
+    }
+}
