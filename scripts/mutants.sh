@@ -100,7 +100,7 @@ else
     shard=()
     [ -z "${SHARD:-}" ] || shard=(--shard "$SHARD")
     # The kit is judged by its own tests and by its two apps', which drive its service and
-    # push path end to end (the push path's own tests still run through the auction).
+    # push path end to end as a deployment does.
     judges=()
     [ "$c" != wsdr-core ] || judges=(--test-package wsdr-core --test-package wsdr-auction --test-package wsdr-chat)
     run "$c${SHARD:+-${SHARD//\//-of-}}" --package "$c" "${shard[@]}" "${judges[@]}"
