@@ -4,6 +4,7 @@
 # of HEAD with the checkout's uncommitted changes (target/mutants-runs/tree): Stryker mutates
 # in place there, never in the checkout. Stryker is pinned in tests/stryker (npm ci on first
 # use). Results: target/mutants-runs/web/mutation.json and the clear-text table.
+# MUTANTS_TREE=<dir>: another worktree (beside a cargo-mutants run in the default one).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tools="$root/tests/stryker"
@@ -12,7 +13,7 @@ install_lock stryker
 [ -x "$tools/node_modules/.bin/stryker" ] || (cd "$tools" && npm ci --no-audit --no-fund --silent)
 install_unlock
 work="$root/target/mutants-runs"
-tree="$work/tree"
+tree="${MUTANTS_TREE:-$work/tree}"
 mkdir -p "$work/web"
 . "$root/scripts/mutants-tree.sh"
 mutants_tree "$root" "$tree" with-uncommitted
