@@ -386,3 +386,80 @@ fn a_heartbeat_names_a_topic_or_an_auction() {
     assert!(refused(r#"{"action":"heartbeat","topic":"lobby"}"#));
     assert!(refused(r#"{"action":"heartbeat","topic":5}"#));
 }
+
+/// Nesting is counted outside strings only (escapes included), up to exactly the limit; the
+/// refusal says why.
+#[test]
+fn nesting_is_refused_one_level_past_the_limit_and_counted_outside_strings_only() {
+    let write = |op: &str| {
+        format!(r#"{{"action":"write","topic":"chat:x","opId":"op-00000001","op":{op}}}"#)
+    };
+    // The frame's own object is level 1, `op` level 2: seven more arrays reach 9.
+    let at_limit = write("[[[[[[[1]]]]]]]");
+    assert!(parse(&at_limit).is_ok(), "8 levels");
+    let past = parse(&write("[[[[[[[[1]]]]]]]]")).unwrap_err();
+    assert_eq!(past.code, ErrorCode::BadJson);
+    assert!(
+        past.message.contains("nested deeper than 8"),
+        "{}",
+        past.message
+    );
+    // Brackets inside strings, escaped quotes among them, count for nothing ...
+    assert!(parse(&write(r#"{"s":"[[[[[[[[[[ \" {{{{{{{{{{ \\"}"#)).is_ok());
+    // ... and the nesting after a string (one with escapes) counts again.
+    let after = write(r#"{"s":"a \\ \" b","t":[[[[[[[1]]]]]]]}"#);
+    assert_eq!(parse(&after).unwrap_err().code, ErrorCode::BadJson);
+    // Closing brackets bring the count down: many siblings are no depth.
+    let siblings = write(&format!("[{}]", vec!["[[1]]"; 20].join(",")));
+    assert!(parse(&siblings).is_ok());
+}
+
+/// What a refusal echoes of the client's text: at most 32 characters, control characters
+/// escaped, an ellipsis when cut.
+#[test]
+fn an_unknown_action_is_echoed_cut_to_32_characters_and_escaped() {
+    let named = |action: &str| {
+        let frame = serde_json::json!({ "action": action }).to_string();
+        let error = parse(&frame).unwrap_err();
+        assert_eq!(error.code, ErrorCode::UnknownAction);
+        error.message
+    };
+    let exactly = "a".repeat(32);
+    assert_eq!(named(&exactly), format!("unknown action `{exactly}`"));
+    assert_eq!(
+        named(&"b".repeat(40)),
+        format!("unknown action `{}…`", "b".repeat(32))
+    );
+    assert_eq!(named("x\ny"), "unknown action `x\\ny`");
+}
+
+/// Each wrong amount is refused with its own reason.
+#[test]
+fn each_wrong_amount_says_what_is_wrong_with_it() {
+    let reason = |amount: &str| {
+        let frame =
+            format!(r#"{{"action":"bid","auctionId":"a1","amount":{amount},"bidId":"bid-0001"}}"#);
+        let error = parse(&frame).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidField, "{amount}");
+        error.message
+    };
+    assert!(reason("-5").contains("greater than 0"));
+    assert!(reason("1.5").contains("not a fraction"));
+    assert!(reason("18446744073709551616").contains("within range"));
+    assert!(reason("1e3").contains("within range"));
+    assert!(reason("\"5\"").contains("integer number of minor units"));
+}
+
+#[test]
+fn a_heartbeat_may_name_an_auction_and_a_frame_must_be_an_object() {
+    assert_eq!(
+        parse(r#"{"action":"heartbeat","auctionId":"lot-1"}"#).unwrap(),
+        ClientMessage::Heartbeat {
+            auction_id: Some(wsdr_protocol::AuctionId::new("lot-1").unwrap()),
+            topic: None,
+        }
+    );
+    let error = parse("[1,2]").unwrap_err();
+    assert_eq!(error.code, ErrorCode::BadJson);
+    assert!(error.message.contains("a JSON object"), "{}", error.message);
+}
