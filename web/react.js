@@ -56,24 +56,22 @@ function useWsdrClient(options, enabled) {
       if (client.current === next) client.current = null;
     };
   }, [options?.url, options?.auctionId, enabled]);
+  // Stryker disable ArrayDeclaration: the callbacks' deps are constant either way ([] or any constant list): each is made once per hook and reads the client through its ref.
   const bid = useCallback((amount, auctionId) => {
     const current = client.current;
     if (!current) throw new Error('not connected: the hook is not enabled, or its component is not mounted');
     // The client emits `bidSent`, which the listeners fold in like every other event.
     return auctionId === undefined ? current.bid(amount) : current.bid(amount, auctionId);
-  // Stryker disable next-line ArrayDeclaration: constant deps either way ([] or any constant list): the callback is made once per hook and reads the client through its ref.
   }, []);
   // Watch one more auction over this client's socket (now, and in every client it makes).
   const watch = useCallback((auctionId) => {
     watched.current.add(auctionId);
     client.current?.watch(auctionId);
-  // Stryker disable next-line ArrayDeclaration: constant deps either way ([] or any constant list): the callback is made once per hook and reads the client through its ref.
   }, []);
   // Hold every op of one more topic (a chat room) over this client's socket.
   const join = useCallback((topic) => {
     joined.current.add(topic);
     client.current?.join(topic);
-  // Stryker disable next-line ArrayDeclaration: constant deps either way ([] or any constant list): the callback is made once per hook and reads the client through its ref.
   }, []);
   // Write an op to a topic (joined from then on); returns its op id.
   const write = useCallback((topic, op) => {
@@ -81,13 +79,11 @@ function useWsdrClient(options, enabled) {
     if (!current) throw new Error('not connected: the hook is not enabled, or its component is not mounted');
     joined.current.add(topic);
     return current.write(topic, op);
-  // Stryker disable next-line ArrayDeclaration: constant deps either way ([] or any constant list): the callback is made once per hook and reads the client through its ref.
   }, []);
   // Connect now (a "reconnect" button; cuts a retry's backoff short) and close for good.
-  // Stryker disable next-line ArrayDeclaration: constant deps either way ([] or any constant list): the callback is made once per hook and reads the client through its ref.
   const reconnect = useCallback(() => client.current?.reconnect(), []);
-  // Stryker disable next-line ArrayDeclaration: constant deps either way ([] or any constant list): the callback is made once per hook and reads the client through its ref.
   const close = useCallback(() => client.current?.close(), []);
+  // Stryker restore ArrayDeclaration
   return { ...state, bid, watch, join, write, reconnect, close };
 }
 

@@ -241,3 +241,10 @@ test("a room's order keeps each message's earliest copy, and shows a copy withou
   const none = { ...copy('bo', 'm3', 'e', 3, 'x'), op: undefined };
   assert.deepEqual(conversation([blank, none]).map((m) => m.text), ['', '']);
 });
+
+test('a topic must be a string: an object that prints as one is refused', async (t) => {
+  const socks = sockets();
+  const { c } = client(socks.Socket);
+  t.after(() => c.close());
+  assert.throws(() => c.join({ toString: () => 'chat:lobby' }), /topic must be/);
+});
