@@ -599,4 +599,70 @@ mod tests {
         assert_eq!(&*source.frame(&topic, 1_200, &fallback).await, "fallback");
         assert_eq!(counting.reads.load(SeqCst), 4);
     }
+
+    /// A pause that records what it was asked to wait and waits nothing.
+    #[derive(Debug, Default)]
+    struct Recorded(Mutex<Vec<Duration>>);
+
+    #[async_trait::async_trait]
+    impl Pause for Recorded {
+        async fn pause(&self, duration: Duration) {
+            self.0.lock().unwrap().push(duration);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_pacer_admits_chunks_of_a_hundredth_of_the_budget_back_to_back_at_its_rate() {
+        let clock = Arc::new(crate::memory::ManualClock::new(0));
+        let pause = Arc::new(Recorded::default());
+        // 500 a second: chunks of 5, a rate of 490 (two chunks under the budget).
+        let pacer = Pacer::new(500.0, clock.clone(), pause.clone());
+        assert_eq!(pacer.chunk(), 5);
+        for _ in 0..3 {
+            pacer.admit(49).await;
+        }
+        // The first goes at once; each next one 100 ms after the one before.
+        assert_eq!(
+            *pause.0.lock().unwrap(),
+            vec![Duration::from_millis(100), Duration::from_millis(200)]
+        );
+        // Time that passed counts: a minute later, at once again.
+        clock.advance(60_000);
+        pacer.admit(49).await;
+        assert_eq!(pause.0.lock().unwrap().len(), 2);
+        assert_eq!(Pacer::new(50.0, clock.clone(), pause.clone()).chunk(), 1);
+        assert_eq!(
+            Pacer::new(f64::NAN, clock, pause).chunk(),
+            1,
+            "no budget: one at a time"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_frame_cache_holds_every_topic_being_pushed_up_to_ten_thousand() {
+        let clock = Arc::new(crate::memory::ManualClock::new(1_000));
+        let counting = Arc::new(Counting {
+            reads: Default::default(),
+            fail: Default::default(),
+        });
+        let source = FrameSource::new(counting.clone(), clock, Duration::from_millis(200));
+        let fallback: Arc<str> = Arc::from("fallback");
+        let topic = |i: usize| Topic::parse(&format!("chat:t{i}")).unwrap();
+        let reads = || counting.reads.load(std::sync::atomic::Ordering::SeqCst);
+        // Two topics: each keeps its own frame.
+        source.frame(&topic(0), 1_000, &fallback).await;
+        source.frame(&topic(1), 1_000, &fallback).await;
+        source.frame(&topic(0), 1_000, &fallback).await;
+        assert_eq!(reads(), 2);
+        // Up to 10,000 held (and one more goes in): the first is still cached.
+        for i in 2..=10_000 {
+            source.frame(&topic(i), 1_000, &fallback).await;
+        }
+        source.frame(&topic(0), 1_000, &fallback).await;
+        assert_eq!(reads(), 10_001);
+        // Past that the cache starts over: the first is read again.
+        source.frame(&topic(10_001), 1_000, &fallback).await;
+        source.frame(&topic(0), 1_000, &fallback).await;
+        assert_eq!(reads(), 10_003);
+    }
 }
