@@ -1349,15 +1349,9 @@ export class AuctionClient extends EventTarget {
     // Naming the watched auctions in turn: the pong carries the named one's versions, so a
     // missed push shows (as the Rust client does).
     // Then the joined topics, in the same turn.
-    const topics = [...this.topicLogs.keys()];
-    const watched = this.auctionIds.length + topics.length;
-    const turn = watched ? this.heartbeatsSent % watched : null;
+    const named = [...this.auctionIds.map((auctionId) => ({ auctionId })), ...[...this.topicLogs.keys()].map((topic) => ({ topic }))];
+    const heartbeat = { action: 'heartbeat', ...named[this.heartbeatsSent % Math.max(named.length, 1)] };
     this.heartbeatsSent += 1;
-    let heartbeat = { action: 'heartbeat' };
-    // Stryker disable next-line ConditionalExpression: with nothing watched the branch names `this.auctionIds[null]`, `undefined`, which JSON leaves out: the same frame.
-    if (turn !== null && turn < this.auctionIds.length) heartbeat = { action: 'heartbeat', auctionId: this.auctionIds[turn] };
-    // Stryker disable next-line ConditionalExpression: as above, `topics[null]` is `undefined`, which JSON leaves out.
-    else if (turn !== null) heartbeat = { action: 'heartbeat', topic: topics[turn - this.auctionIds.length] };
     this.send(JSON.stringify(heartbeat));
     // Doubtful bids: settle the expired ones, look again at the rest (one getState for each
     // auction that has some); doubtful writes alike, per topic.
