@@ -549,4 +549,52 @@ mod tests {
         assert_eq!(v.round(&OK), None);
         assert_eq!(v.round(&OK), Some(true));
     }
+
+    #[test]
+    fn each_source_writes_under_its_own_prefix_and_only_serve_passes_the_string_match() {
+        let prefixes = [
+            VerdictSource::Inside,
+            VerdictSource::Judge,
+            VerdictSource::RehearsalInside,
+            VerdictSource::RehearsalJudge,
+        ]
+        .map(VerdictSource::key_prefix);
+        assert_eq!(
+            prefixes,
+            ["HEALTH#", "JUDGE#", "REHEARSAL-SELF#", "REHEARSAL-JUDGE#"]
+        );
+        assert!(VerdictAnswer::Serve.serves());
+        for other in [
+            VerdictAnswer::FailOver,
+            VerdictAnswer::Stale,
+            VerdictAnswer::Missing,
+            VerdictAnswer::Unreadable,
+        ] {
+            assert!(!other.serves(), "{other:?}");
+        }
+    }
+
+    #[test]
+    fn the_health_functions_routes_name_a_view_and_its_source() {
+        let route = |path: &str, judge: bool| HealthRoute::of("GET", path, judge);
+        assert_eq!(
+            route("/rehearsal/self", false),
+            HealthRoute::Verdict {
+                judged: Judged::ThisRegion,
+                source: VerdictSource::RehearsalInside
+            }
+        );
+        assert_eq!(
+            route("/rehearsal/primary", true),
+            HealthRoute::Verdict {
+                judged: Judged::Primary,
+                source: VerdictSource::RehearsalJudge
+            }
+        );
+        assert_eq!(route("/rehearsal/primary", false), HealthRoute::NotFound);
+        assert_eq!(
+            HealthRoute::of("POST", "/self", true),
+            HealthRoute::MethodNotAllowed
+        );
+    }
 }

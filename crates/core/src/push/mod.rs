@@ -470,7 +470,8 @@ mod tests {
         // Every counter a distinct value, so that one left out of `add` shows.
         let one = PushTotals {
             pushes: 1,
-            changes: 2,
+            // Not 2: doubled, 2 is also 2 times 2.
+            changes: 20,
             jobs: 3,
             subscriber_reads: 4,
             posts: 5,
