@@ -6,17 +6,16 @@
 //! docs/DRILL_REPORT.md, "The chat room's drill"): the auction's report is built from bids
 //! and keeps its shape.
 
-use crate::runs::drill::{all_restored_on, heal_and_fail_back, DrillConfig, Failback};
+use crate::runs::drill::{all_restored_on, heal_and_fail_back, steady_lab, DrillConfig, Failback};
 use crate::runs::scenario::Scenario;
 use crate::runs::stats::Percentiles;
 use crate::sim::chat::{ChatBehaviour, ChatJudgement, Members};
 use crate::sim::history::Violation;
 use crate::sim::topic_rules::op_key;
 use crate::world::timeline::Kind;
-use crate::world::{AwsDuration, AwsInstant, RegionId, UsersView, World};
+use crate::world::{AwsDuration, AwsInstant, RegionId, UsersView};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 /// What a chat drill measured and what the checker made of it. Times are AWS seconds from
 /// the fault.
@@ -67,20 +66,8 @@ pub struct ChatDrillReport {
 /// Run one chat drill end to end.
 pub async fn run(config: DrillConfig) -> anyhow::Result<ChatDrillReport> {
     let secs = AwsDuration::from_secs;
-    let lab = Arc::new(World::builder().config(config.lab.clone()).start().await?);
-    if config.evacuate_on_failover {
-        lab.start_failover_evacuator();
-    }
+    let lab = steady_lab(&config).await?;
     let timeline = lab.timeline().clone();
-    let steady = lab
-        .wait_for(secs(600), || {
-            lab.healthy(RegionId::Primary) && lab.resolve() == RegionId::Primary
-        })
-        .await;
-    anyhow::ensure!(
-        steady,
-        "the lab never reached steady state (alarm OK, DNS on the primary)"
-    );
     timeline.record(
         Kind::Note,
         format!("steady state; {} members join the lobby", config.users),

@@ -53,22 +53,8 @@ impl Default for DrillConfig {
 pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     let scale = config.lab.scale;
     let secs = AwsDuration::from_secs;
-    let lab = Arc::new(World::builder().config(config.lab.clone()).start().await?);
-    if config.evacuate_on_failover {
-        lab.start_failover_evacuator();
-    }
+    let lab = steady_lab(&config).await?;
     let timeline = lab.timeline().clone();
-
-    // Steady state: the alarm has evaluated OK and the name resolves to the primary.
-    let steady = lab
-        .wait_for(secs(600), || {
-            lab.healthy(RegionId::Primary) && lab.resolve() == RegionId::Primary
-        })
-        .await;
-    anyhow::ensure!(
-        steady,
-        "the lab never reached steady state (alarm OK, DNS on the primary)"
-    );
     timeline.record(
         Kind::Note,
         format!("steady state; starting {} users", config.users),
@@ -203,6 +189,26 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
         .collect();
     report.bid_handler_ms = Percentiles::of(&handler_ms);
     Ok(report)
+}
+
+/// The drill's lab, started (with the fail-over evacuator if the drill asks for it) and in
+/// steady state: the alarm has evaluated OK and the name resolves to the primary. Any app's
+/// drill starts here.
+pub(crate) async fn steady_lab(config: &DrillConfig) -> anyhow::Result<Arc<World>> {
+    let lab = Arc::new(World::builder().config(config.lab.clone()).start().await?);
+    if config.evacuate_on_failover {
+        lab.start_failover_evacuator();
+    }
+    let steady = lab
+        .wait_for(AwsDuration::from_secs(600), || {
+            lab.healthy(RegionId::Primary) && lab.resolve() == RegionId::Primary
+        })
+        .await;
+    anyhow::ensure!(
+        steady,
+        "the lab never reached steady state (alarm OK, DNS on the primary)"
+    );
+    Ok(lab)
 }
 
 /// What the heal and the failback after it marked.
