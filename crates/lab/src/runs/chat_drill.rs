@@ -6,7 +6,9 @@
 //! docs/DRILL_REPORT.md, "The chat room's drill"): the auction's report is built from bids
 //! and keeps its shape.
 
-use crate::runs::drill::{all_restored_on, heal_and_fail_back, steady_lab, DrillConfig, Failback};
+use crate::runs::drill::{
+    all_restored_on, heal_and_fail_back, recovery, steady_lab, DrillConfig, Failback,
+};
 use crate::runs::scenario::Scenario;
 use crate::runs::stats::Percentiles;
 use crate::sim::chat::{ChatBehaviour, ChatJudgement, Members};
@@ -93,15 +95,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<ChatDrillReport> {
 
     let fault = lab.now();
     crate::runs::plan::play(&lab, &config.scenario.plan()).await;
-    let recovered = if config.scenario == Scenario::Blip {
-        lab.sleep(secs(180)).await;
-        true
-    } else {
-        lab.wait_for(config.recovery_timeout, || {
-            all_restored_on(members.as_ref(), RegionId::Secondary, fault)
-        })
-        .await
-    };
+    let recovered = recovery(&lab, &config, members.as_ref(), fault).await;
     let restored = members.restored_since(fault, RegionId::Secondary);
     lab.sleep(secs(20)).await;
     if config.scenario != Scenario::Blip {

@@ -98,16 +98,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<Report> {
     let before = lab.region(RegionId::Secondary).counters();
     let throttled_before = (before.throttled_429, before.denied);
     crate::runs::plan::play(&lab, &config.scenario.plan()).await;
-    let recovered = if config.scenario == Scenario::Blip {
-        // Two heartbeat rounds and three alarm periods: time for anything to go wrong.
-        lab.sleep(secs(180)).await;
-        true
-    } else {
-        lab.wait_for(config.recovery_timeout, || {
-            all_restored_on(users.as_ref(), RegionId::Secondary, fault)
-        })
-        .await
-    };
+    let recovered = recovery(&lab, &config, users.as_ref(), fault).await;
     if !recovered {
         timeline.record(
             Kind::Note,
@@ -209,6 +200,25 @@ pub(crate) async fn steady_lab(config: &DrillConfig) -> anyhow::Result<Arc<World
         "the lab never reached steady state (alarm OK, DNS on the primary)"
     );
     Ok(lab)
+}
+
+/// After the fault: whether every user restored its state in the secondary within the
+/// recovery timeout; for a blip, the time for anything to go wrong (two heartbeat rounds and
+/// three alarm periods), then `true`.
+pub(crate) async fn recovery(
+    lab: &World,
+    config: &DrillConfig,
+    users: &dyn UsersView,
+    fault: AwsInstant,
+) -> bool {
+    if config.scenario == Scenario::Blip {
+        lab.sleep(AwsDuration::from_secs(180)).await;
+        return true;
+    }
+    lab.wait_for(config.recovery_timeout, || {
+        all_restored_on(users, RegionId::Secondary, fault)
+    })
+    .await
 }
 
 /// What the heal and the failback after it marked.
