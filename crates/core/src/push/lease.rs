@@ -260,8 +260,8 @@ pub async fn check_contract(leases: &dyn PushLeases, topic: &Topic) -> Result<()
         None,
     )?;
     expect(
-        "another generation's record changes nothing",
-        leases.record(topic, g1 + 7, 99, true).await.map_err(e)?,
+        "the next generation's record changes nothing",
+        leases.record(topic, g1 + 1, 99, true).await.map_err(e)?,
         None,
     )?;
     expect(
@@ -291,10 +291,20 @@ pub async fn check_contract(leases: &dyn PushLeases, topic: &Topic) -> Result<()
         "the trailing push starts once the spacing ends",
         leases.begin(topic, 1_400, 200).await,
     )?;
-    expect("generations grow", g2 > g1, true)?;
+    expect("each start adds one to the generation", g2, g1 + 1)?;
+    expect(
+        "a change during the trailing push is marked",
+        leases.begin(topic, 1_450, 200).await.map_err(e)?,
+        Begin::Marked,
+    )?;
     expect(
         "a close of an old generation says nothing waits",
         leases.close(topic, g1, 9_999).await.map_err(e)?,
+        false,
+    )?;
+    expect(
+        "a close before the push's last job says nothing waits",
+        leases.close(topic, g2, 9_999).await.map_err(e)?,
         false,
     )?;
     let stale = 1_400 + LEASE_STALE.as_millis() as u64;
@@ -307,7 +317,7 @@ pub async fn check_contract(leases: &dyn PushLeases, topic: &Topic) -> Result<()
         "a stale lease is taken over",
         leases.begin(topic, stale, 200).await,
     )?;
-    expect("generations grow", g3 > g2, true)?;
+    expect("each start adds one to the generation", g3, g2 + 1)?;
     for _ in 0..shards {
         expect(
             "the old push's records no longer count",
@@ -318,12 +328,12 @@ pub async fn check_contract(leases: &dyn PushLeases, topic: &Topic) -> Result<()
     leases.release(topic, g3).await.map_err(e)?;
     started(
         "a released lease is free at once",
-        leases.begin(topic, stale + 1, 200).await,
+        leases.begin(topic, stale, 200).await,
     )?;
     if let Ok(other) = Topic::parse(&format!("{topic}-other")) {
         started(
             "another topic's lease is its own",
-            leases.begin(&other, stale + 1, 200).await,
+            leases.begin(&other, stale, 200).await,
         )?;
     }
     Ok(())
@@ -339,6 +349,158 @@ mod tests {
         check_contract(&leases, &Topic::parse("auction:a1").unwrap())
             .await
             .unwrap();
+    }
+
+    /// A lease port that breaks one rule of the contract, on the in-process book.
+    struct Broken {
+        book: InProcessLeases,
+        rule: &'static str,
+    }
+
+    #[async_trait]
+    impl PushLeases for Broken {
+        async fn begin(&self, topic: &Topic, now_ms: u64, window_ms: u64) -> Result<Begin> {
+            match (self.rule, self.book.begin(topic, now_ms, window_ms).await?) {
+                ("never marks", Begin::Marked) => Ok(Begin::Started { generation: 99 }),
+                ("skips a generation", Begin::Started { generation }) if generation > 1 => {
+                    Ok(Begin::Started {
+                        generation: generation + 1,
+                    })
+                }
+                (_, begin) => Ok(begin),
+            }
+        }
+
+        async fn record(
+            &self,
+            topic: &Topic,
+            generation: u64,
+            targets: u64,
+            job_done: bool,
+        ) -> Result<Option<Finished>> {
+            let finished = self
+                .book
+                .record(topic, generation, targets, job_done)
+                .await?;
+            Ok(if self.rule == "never finishes" {
+                None
+            } else {
+                finished
+            })
+        }
+
+        async fn close(&self, topic: &Topic, generation: u64, next_ms: u64) -> Result<bool> {
+            self.book.close(topic, generation, next_ms).await
+        }
+
+        async fn release(&self, topic: &Topic, generation: u64) -> Result<()> {
+            if self.rule == "never releases" {
+                return Ok(());
+            }
+            self.book.release(topic, generation).await
+        }
+    }
+
+    #[tokio::test]
+    async fn the_contract_fails_a_port_that_breaks_any_of_its_rules() {
+        let topic = Topic::parse("auction:a1").unwrap();
+        for (rule, step) in [
+            ("never marks", "a change while it is in flight is marked"),
+            ("never finishes", "the last job learns it was the last"),
+            (
+                "skips a generation",
+                "each start adds one to the generation",
+            ),
+            ("never releases", "a released lease is free at once"),
+        ] {
+            let broken = Broken {
+                book: InProcessLeases::default(),
+                rule,
+            };
+            let error = check_contract(&broken, &topic).await.expect_err(rule);
+            assert!(error.starts_with(step), "{rule}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_lease_shows_its_push_from_start_to_close() {
+        let leases = InProcessLeases::default();
+        let a = Topic::parse("auction:a").unwrap();
+        assert_eq!(leases.lease(&a), None);
+        let mut book = locked(&leases.0);
+        assert_eq!(book.begin(&a, 1_000, 200), Begin::Started { generation: 1 });
+        let shards = u64::from(crate::push::SUBSCRIBER_SHARDS);
+        let fresh = Lease {
+            generation: 1,
+            jobs: shards,
+            started_ms: 1_000,
+            audience: 0,
+            pending: false,
+            next_ms: 1_200,
+        };
+        assert_eq!(book.lease(&a), Some(fresh));
+        assert_eq!(book.record(&a, 1, 7, true), None);
+        assert_eq!(book.begin(&a, 1_010, 200), Begin::Marked);
+        drop(book);
+        assert_eq!(
+            leases.lease(&a),
+            Some(Lease {
+                jobs: shards - 1,
+                audience: 7,
+                pending: true,
+                ..fresh
+            })
+        );
+    }
+
+    /// A book of `count` topics, each begun at 0 with a window of 1 s, every job recorded and
+    /// the push closed with its spacing ending at 1 s; "in-flight" begun but never recorded,
+    /// "waiting" marked during its push.
+    fn book_of(count: usize) -> LeaseBook {
+        let mut book = LeaseBook::default();
+        let shards = u64::from(crate::push::SUBSCRIBER_SHARDS);
+        for i in 0..count - 2 {
+            let t = Topic::parse(&format!("auction:t{i}")).unwrap();
+            assert_eq!(book.begin(&t, 0, 1_000), Begin::Started { generation: 1 });
+            for _ in 0..shards {
+                book.record(&t, 1, 1, true);
+            }
+            assert!(!book.close(&t, 1, 1_000));
+        }
+        let in_flight = Topic::parse("auction:in-flight").unwrap();
+        book.begin(&in_flight, 0, 1_000);
+        let waiting = Topic::parse("auction:waiting").unwrap();
+        book.begin(&waiting, 0, 1_000);
+        book.begin(&waiting, 1, 1_000);
+        for _ in 0..shards {
+            book.record(&waiting, 1, 1, true);
+        }
+        assert!(book.close(&waiting, 1, 1_000));
+        assert_eq!(book.leases.len(), count);
+        book
+    }
+
+    #[test]
+    fn ten_thousand_leases_forget_the_idle_ones_a_minute_after_their_spacing() {
+        let a_minute_after = 1_000 + 60_000;
+        let new = Topic::parse("auction:new").unwrap();
+        // Under ten thousand: nothing is forgotten, however old.
+        let mut book = book_of(9_999);
+        book.begin(&new, 10 * a_minute_after, 1_000);
+        assert_eq!(book.leases.len(), 10_000);
+        // Ten thousand, a minute after their spacing less a millisecond: all kept.
+        let mut book = book_of(10_000);
+        book.begin(&new, a_minute_after - 1, 1_000);
+        assert_eq!(book.leases.len(), 10_001);
+        // At the minute: the idle ones go; the one in flight and the one waiting stay.
+        let mut book = book_of(10_000);
+        book.begin(&new, a_minute_after, 1_000);
+        let mut kept: Vec<String> = book.leases.keys().map(|t| t.to_string()).collect();
+        kept.sort();
+        assert_eq!(
+            kept,
+            ["auction:in-flight", "auction:new", "auction:waiting"]
+        );
     }
 
     #[test]

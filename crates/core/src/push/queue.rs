@@ -167,11 +167,111 @@ mod tests {
     use super::*;
     use crate::ports::{SystemClock, TokioPause};
 
+    fn lot(name: &str) -> Topic {
+        Topic::parse(&format!("auction:{name}")).expect("a topic")
+    }
+
+    /// A clock on tokio's time (paused in these tests), from 1 s.
+    #[derive(Debug)]
+    struct TokioClock(tokio::time::Instant);
+
+    impl Clock for TokioClock {
+        fn now_ms(&self) -> u64 {
+            1_000 + self.0.elapsed().as_millis() as u64
+        }
+    }
+
+    #[tokio::test]
+    async fn a_delayed_start_is_due_at_its_instant_not_before() {
+        let clock = Arc::new(crate::memory::ManualClock::new(10_000));
+        let queue = LocalPushQueue::new(clock.clone(), Arc::new(TokioPause));
+        queue
+            .send_start(&lot("later"), Duration::from_secs(5))
+            .await
+            .unwrap();
+        queue
+            .send_start(&lot("sooner"), Duration::from_secs(2))
+            .await
+            .unwrap();
+        assert_eq!((queue.len(), queue.delayed()), (0, 2));
+        assert!(queue.is_empty(), "a delayed start is not ready work");
+        assert_eq!(queue.next_due_ms(), Some(12_000));
+        clock.set(11_999);
+        assert_eq!(queue.try_next(), None);
+        clock.set(12_000);
+        assert_eq!(queue.try_next(), Some(PushWork::Start(lot("sooner"))));
+        assert_eq!((queue.delayed(), queue.next_due_ms()), (1, Some(15_000)));
+        clock.set(15_000);
+        assert_eq!(queue.try_next(), Some(PushWork::Start(lot("later"))));
+        assert_eq!((queue.delayed(), queue.next_due_ms()), (0, None));
+        queue.send(vec![]).await.unwrap();
+        assert!(queue.is_empty());
+        queue.send_start(&lot("now"), Duration::ZERO).await.unwrap();
+        assert!(!queue.is_empty(), "a start without delay is ready at once");
+        assert_eq!((queue.len(), queue.delayed()), (1, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_worker_takes_a_delayed_start_when_it_falls_due() {
+        let queue = Arc::new(LocalPushQueue::new(
+            Arc::new(TokioClock(tokio::time::Instant::now())),
+            Arc::new(TokioPause),
+        ));
+        let began = tokio::time::Instant::now();
+        let worker = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.next().await }
+        });
+        tokio::task::yield_now().await;
+        queue
+            .send_start(&lot("lot-1"), Duration::from_secs(3))
+            .await
+            .unwrap();
+        let work = tokio::time::timeout(Duration::from_secs(60), worker)
+            .await
+            .expect("the start falls due within a minute")
+            .unwrap();
+        assert_eq!(work, PushWork::Start(lot("lot-1")));
+        let waited = began.elapsed();
+        assert!(
+            waited >= Duration::from_secs(3) && waited < Duration::from_millis(3_100),
+            "{waited:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_waiting_worker_wakes_for_work_sent() {
+        let queue = Arc::new(LocalPushQueue::new(
+            Arc::new(TokioClock(tokio::time::Instant::now())),
+            Arc::new(TokioPause),
+        ));
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let queue = queue.clone();
+                tokio::spawn(async move { queue.next().await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        queue.push([PushWork::Start(lot("a")), PushWork::Start(lot("b"))]);
+        let mut taken = Vec::new();
+        for worker in workers {
+            let work = tokio::time::timeout(Duration::from_secs(60), worker)
+                .await
+                .expect("each worker is woken")
+                .unwrap();
+            taken.push(work);
+        }
+        taken.sort_by_key(|w| format!("{w:?}"));
+        assert_eq!(
+            taken,
+            [PushWork::Start(lot("a")), PushWork::Start(lot("b"))]
+        );
+    }
+
     /// Work a worker could not run goes back behind what is already ready, and is taken again.
     #[test]
     fn work_handed_back_is_taken_again_after_what_was_ready() {
         let queue = LocalPushQueue::new(Arc::new(SystemClock), Arc::new(TokioPause));
-        let lot = |name: &str| Topic::parse(&format!("auction:{name}")).expect("a topic");
         queue.push([PushWork::Start(lot("lot-1"))]);
         let taken = queue.try_next().expect("the ready start");
         queue.push([PushWork::Start(lot("lot-2"))]);
