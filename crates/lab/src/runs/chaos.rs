@@ -719,6 +719,11 @@ pub struct RunReport {
     pub closed_mid_bid: usize,
     /// What the checker forgave, by excuse name (docs/RELIABILITY.md, the guarantee table).
     pub excused: BTreeMap<String, usize>,
+    /// The auction's runs: what the kit's rules over its bids as ops forgave, by excuse name
+    /// (apart from `excused`, where the auction's own rules forgive the same losses in bid
+    /// terms). Empty for the chat room, whose `excused` holds the kit's.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub kit_excused: BTreeMap<String, usize>,
     /// `never-returns` struck the moment a summary had arrived ahead of its copy (watch and
     /// strike), rather than at the end of its window.
     pub struck_summary_ahead: usize,
@@ -766,6 +771,10 @@ pub struct CampaignReport {
     /// What the checker forgave over the campaign, by excuse name; every excuse is listed,
     /// with 0 when it never applied.
     pub excused: BTreeMap<String, usize>,
+    /// The auction's campaigns: what the kit's rules over its bids as ops forgave (each run's
+    /// `kit_excused`, summed).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub kit_excused: BTreeMap<String, usize>,
     /// `never-returns` faults that struck the moment a summary had arrived ahead of its copy.
     pub struck_summary_ahead: usize,
     pub violations: usize,
@@ -816,6 +825,7 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
             .iter()
             .map(|e| (e.name().to_owned(), 0))
             .collect(),
+        kit_excused: BTreeMap::new(),
         struck_summary_ahead: 0,
         violations: 0,
         failed_runs: Vec::new(),
@@ -882,6 +892,9 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         report.ops_unknown += run.ops_unknown;
         report.discontinuities += run.discontinuities;
         report.closed_mid_bid += run.closed_mid_bid;
+        for (name, n) in &run.kit_excused {
+            *report.kit_excused.entry(name.clone()).or_default() += n;
+        }
         for (name, n) in &run.excused {
             *report.excused.entry(name.clone()).or_default() += n;
         }
@@ -1142,6 +1155,8 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
         trace,
         mut violations,
         mut excused,
+        kit_excused,
+        ..
     } = judge(
         &lab,
         &users,
@@ -1154,7 +1169,15 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     violations.extend(strong_mode_violations(&lab, &trace, &auction, &mut excused));
     violations.extend(failover_violations(&lab));
     Ok(run_report(
-        run, seed, config, schedule, &plan, &lab, trace, violations, &excused,
+        run,
+        seed,
+        config,
+        schedule,
+        &plan,
+        &lab,
+        trace,
+        violations,
+        (&excused, &kit_excused),
     ))
 }
 
@@ -1256,6 +1279,7 @@ async fn chat_run(
         rpo_lost_acknowledged,
         lost_copies: trace.topic.lost.len(),
         closed_mid_bid: trace.closed_mid_write,
+        kit_excused: BTreeMap::new(),
         excused: excused
             .iter()
             .map(|(e, n)| (e.name().to_owned(), *n))
@@ -1376,7 +1400,7 @@ fn run_report(
     lab: &World,
     trace: RunTrace,
     violations: Vec<Violation>,
-    excused: &Excused,
+    (excused, kit_excused): (&Excused, &Excused),
 ) -> RunReport {
     let ops = &trace.ops;
     let rpo_lost_acknowledged = trace.lost_acknowledged();
@@ -1426,6 +1450,10 @@ fn run_report(
         lost_copies: trace.lost.len(),
         closed_mid_bid,
         excused: excused
+            .iter()
+            .map(|(e, n)| (e.name().to_owned(), *n))
+            .collect(),
+        kit_excused: kit_excused
             .iter()
             .map(|(e, n)| (e.name().to_owned(), *n))
             .collect(),

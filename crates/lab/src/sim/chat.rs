@@ -7,7 +7,7 @@
 //! [`crate::sim::topic_rules`]'s.
 
 use crate::sim::history::{excuse, Answer, Excuse, Excused, Violation};
-use crate::sim::judge::settle;
+use crate::sim::judge::{lost_copies, region_copies, settle};
 use crate::sim::topic_rules::{self, op_key, OpKey, RegionCopies, TopicTrace, Write, WriteReply};
 use crate::sim::trace::Restore;
 use crate::sim::users::app_client;
@@ -484,47 +484,6 @@ pub struct ChatJudgement {
     pub excused: Excused,
 }
 
-/// Every copy each surviving Region holds of `topic`, as the wire shows it.
-pub async fn region_copies(lab: &World, topic: &Topic) -> anyhow::Result<Vec<RegionCopies>> {
-    let gone = lab.gone();
-    let strong = lab.cluster().is_some();
-    let mut regions = Vec::new();
-    for (id, region) in lab.regions() {
-        if gone.contains(&id) {
-            continue;
-        }
-        let mut copies: Vec<OpView> = region
-            .store
-            .all_ops(topic)
-            .await?
-            .iter()
-            .map(|op| wire_copy(op, strong))
-            .collect();
-        copies
-            .sort_by(|a, b| (&a.log, a.position, op_key(a)).cmp(&(&b.log, b.position, op_key(b))));
-        regions.push(RegionCopies { region: id, copies });
-    }
-    Ok(regions)
-}
-
-/// A stored copy as the wire shows it: in its Region's log, or strong mode's global one.
-fn wire_copy(op: &wsdr_core::StoredOp, strong: bool) -> OpView {
-    OpView {
-        author: op.author.as_str().to_owned(),
-        op_id: op.op_id.clone(),
-        region: op.region.clone(),
-        position: op.position,
-        log: if strong {
-            wsdr_core::model::LEDGER.to_owned()
-        } else {
-            op.region.clone()
-        },
-        at: op.at,
-        digest: op.digest,
-        op: op.op.clone(),
-    }
-}
-
 /// End the run and judge it: stop posting, let answers arrive (`drain`, lab time) and
 /// replication drain, read the Regions until they hold still, force a read on every member
 /// and wait (five AWS minutes at most) until each holds its Region's copies from the first
@@ -590,16 +549,7 @@ pub async fn judge(lab: &World, room: &Members, drain: Duration) -> anyhow::Resu
         })
         .collect();
     let strong = lab.cluster().is_some();
-    let lost: Vec<OpView> = lab
-        .lost_writes()
-        .into_iter()
-        .filter_map(|change| match change.item {
-            wsdr_core::items::Item::Op { op, .. } if op.topic == topic => {
-                Some(wire_copy(&op, strong))
-            }
-            _ => None,
-        })
-        .collect();
+    let lost = lost_copies(lab, &topic);
     let trace = ChatTrace {
         topic: TopicTrace {
             writes: room.writes(),

@@ -4,21 +4,28 @@
 //! (crate::sim::history) only judges what it is given.
 
 use crate::sim::history::{check, Excused, Violation};
+use crate::sim::topic_rules::{self, op_key, RegionCopies, TopicTrace, Write, WriteReply};
+use crate::sim::trace::Op;
 use crate::sim::trace::{BidKey, BidRef, FinalState, Lost, Record, RunTrace};
 use crate::sim::users::Population;
 use crate::world::scale::AwsDuration;
 use crate::world::World;
 use std::collections::BTreeMap;
 use std::time::Duration;
-use wsdr_protocol::AuctionId;
+use wsdr_protocol::{bid_digest, AuctionId, OpId, OpView, Topic};
 
 /// What a run ended with (its trace), and what the checker made of it.
 #[derive(Debug)]
 pub struct Judgement {
     pub trace: RunTrace,
+    /// The auction's bids as the kit's ops: their writes and every surviving Region's copies.
+    pub kit: TopicTrace,
     pub violations: Vec<Violation>,
     /// What the checker forgave, by name (never dropped in silence).
     pub excused: Excused,
+    /// What the kit's rules forgave (kept apart: the auction's own rules excuse the same
+    /// losses in bid terms).
+    pub kit_excused: Excused,
 }
 
 /// End the run and judge it. `drain` (lab time) lets outstanding answers arrive before
@@ -59,6 +66,13 @@ pub async fn judge(
         .await;
     // Read again: a late replay could have landed during the final views.
     let regions = final_states(lab, auction).await?;
+    let topic = wsdr_auction::store::topic(auction);
+    let kit = TopicTrace {
+        writes: users.ops().iter().map(write_of).collect(),
+        regions: region_copies(lab, &topic).await?,
+        lost: lost_copies(lab, &topic),
+        strong: lab.cluster().is_some(),
+    };
     // A bid still in flight when bidding stopped (strong mode's decisions are slower) may
     // commit after the push window was judged against the first read: pushes then had no
     // target to reach. The forced resync's views are still checked against the final state.
@@ -82,12 +96,41 @@ pub async fn judge(
         lost_summaries: lost_summaries(lab),
     };
     users.close().await;
-    let (violations, excused) = check(&trace);
+    let (mut violations, excused) = check(&trace);
+    // The kit's rules over the same run, as every app's ops are judged (the chat room's too):
+    // those over the copies (the auction's clients do not keep a rejection's reason; its own
+    // rule judges them, `retryable_rejected`).
+    let (kit_violations, kit_excused) = topic_rules::check_copies(&kit);
+    violations.extend(kit_violations);
     Ok(Judgement {
         trace,
+        kit,
         violations,
         excused,
+        kit_excused,
     })
+}
+
+/// A bid as the kit's op: its bidder is its author, its bid id its op id, its payload's
+/// digest the amount's.
+fn write_of(op: &Op) -> Write {
+    Write {
+        author: op.user.clone(),
+        op_id: OpId::from(&op.bid_id),
+        digest: bid_digest(op.amount),
+        invoked: op.invoked,
+        answers: op
+            .answers
+            .iter()
+            .map(|reply| WriteReply {
+                at: reply.at,
+                answer: reply.answer,
+                reason: None,
+                region: reply.region,
+                reconnected: reply.reconnected,
+            })
+            .collect(),
+    }
 }
 
 /// Let the lab settle before it is judged: replication drained and the Regions equal.
@@ -221,4 +264,60 @@ pub fn lost_summaries(lab: &crate::world::World) -> usize {
         .iter()
         .filter(|change| matches!(change.item, wsdr_core::items::Item::Summary { .. }))
         .count()
+}
+
+/// Every copy each surviving Region holds of `topic`, as the wire shows it (any app's).
+pub async fn region_copies(lab: &World, topic: &Topic) -> anyhow::Result<Vec<RegionCopies>> {
+    let gone = lab.gone();
+    let strong = lab.cluster().is_some();
+    let mut regions = Vec::new();
+    for (id, region) in lab.regions() {
+        if gone.contains(&id) {
+            continue;
+        }
+        let mut copies: Vec<OpView> = region
+            .store
+            .all_ops(topic)
+            .await?
+            .iter()
+            .map(|op| wire_copy(op, strong))
+            .collect();
+        copies
+            .sort_by(|a, b| (&a.log, a.position, op_key(a)).cmp(&(&b.log, b.position, op_key(b))));
+        regions.push(RegionCopies { region: id, copies });
+    }
+    Ok(regions)
+}
+
+/// A stored copy as the wire shows it: in its Region's log, or strong mode's global one.
+fn wire_copy(op: &wsdr_core::StoredOp, strong: bool) -> OpView {
+    OpView {
+        author: op.author.as_str().to_owned(),
+        op_id: op.op_id.clone(),
+        region: op.region.clone(),
+        position: op.position,
+        log: if strong {
+            wsdr_core::model::LEDGER.to_owned()
+        } else {
+            op.region.clone()
+        },
+        at: op.at,
+        digest: op.digest,
+        op: op.op.clone(),
+    }
+}
+
+/// The copies of `topic` Regions that never came back took with them (never replicated), as
+/// the wire shows them.
+pub fn lost_copies(lab: &World, topic: &Topic) -> Vec<OpView> {
+    let strong = lab.cluster().is_some();
+    lab.lost_writes()
+        .into_iter()
+        .filter_map(|change| match change.item {
+            wsdr_core::items::Item::Op { op, .. } if &op.topic == topic => {
+                Some(wire_copy(&op, strong))
+            }
+            _ => None,
+        })
+        .collect()
 }

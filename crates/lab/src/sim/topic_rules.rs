@@ -85,11 +85,18 @@ pub const FINAL_WRITE_REJECTIONS: &[&str] =
 
 /// Every kit rule over `trace`.
 pub fn check(trace: &TopicTrace) -> (Vec<Violation>, Excused) {
+    let (mut violations, excused) = check_copies(trace);
+    violations.extend(rejections_final_and_earned(&trace.writes));
+    (violations, excused)
+}
+
+/// The kit's rules over the copies the Regions hold (every rule but the rejections', which
+/// needs each rejection's reason).
+pub fn check_copies(trace: &TopicTrace) -> (Vec<Violation>, Excused) {
     let mut violations = Vec::new();
     let mut excused = Excused::new();
     violations.extend(acknowledged_present(trace, &mut excused));
     violations.extend(every_copy_written_by_its_author(trace));
-    violations.extend(rejections_final_and_earned(&trace.writes));
     violations.extend(regions_equal(&trace.regions));
     for region in &trace.regions {
         violations.extend(logs_gapless(region, &trace.lost, &mut excused));
