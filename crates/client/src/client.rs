@@ -2235,6 +2235,77 @@ mod tests {
         assert_eq!(real.connect_timeout, Duration::from_secs(10));
     }
 
+    #[test]
+    fn a_time_scale_that_is_no_positive_finite_number_is_real_time() {
+        for factor in [0.0, -3.0, f64::NAN, f64::INFINITY, 1.0] {
+            let config = ClientBuilder::new("ws://x")
+                .time_scale(factor)
+                .config()
+                .clone()
+                .scaled();
+            assert_eq!(
+                config.heartbeat_interval,
+                Duration::from_secs(30),
+                "{factor}"
+            );
+            assert_eq!(config.connect_timeout, Duration::from_secs(10), "{factor}");
+            assert_eq!(config.time_scale, 1.0);
+        }
+    }
+
+    #[test]
+    fn only_an_end_that_says_the_region_is_unwell_counts_against_its_endpoint() {
+        use DisconnectReason as R;
+        let refused = |status| R::ConnectFailed(ConnectError::Refused { status });
+        let counts = [
+            R::HeartbeatFailures(2),
+            R::Silent,
+            R::Error("reset".into()),
+            R::TokenUnavailable("issuer down".into()),
+            R::Closed { code: None },
+            R::Closed { code: Some(1006) },
+            R::Closed { code: Some(1011) },
+            refused(500),
+            refused(502),
+            R::ConnectFailed(ConnectError::Tcp("refused".into())),
+        ];
+        for reason in &counts {
+            assert!(reason.counts_as_failure(), "{reason:?}");
+        }
+        let says_nothing = [
+            R::Closed { code: Some(1000) },
+            R::Closed { code: Some(1001) },
+            refused(401),
+            refused(403),
+            refused(429),
+            R::ClientClosed,
+            R::Returning,
+            R::Moved { to: "west".into() },
+            R::Redirected {
+                from: "east".into(),
+            },
+        ];
+        for reason in &says_nothing {
+            assert!(!reason.counts_as_failure(), "{reason:?}");
+        }
+    }
+
+    #[test]
+    fn the_system_wall_clock_is_the_time_since_the_epoch_and_debug_output_hides_secrets() {
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let now = SystemWallClock.now_ms();
+        assert!(now >= before && now < before + 60_000, "{before} {now}");
+        let provider =
+            TokenFn(|_refresh: bool| async { Ok::<String, TokenError>("secret".into()) });
+        assert_eq!(format!("{provider:?}"), "TokenFn(..)");
+        let config = format!("{:?}", ClientBuilder::new("ws://lab.test").config());
+        assert!(config.starts_with("ClientConfig {"), "{config}");
+        assert!(config.contains("ws://lab.test"), "{config}");
+    }
+
     fn runner() -> (Runner, mpsc::UnboundedReceiver<Event>) {
         let (runner, _client, events) = ClientBuilder::new("ws://auction.test")
             .subscribe(AuctionId::new("lot-1").unwrap())

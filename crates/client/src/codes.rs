@@ -104,3 +104,21 @@ impl std::fmt::Display for ReasonCode {
         write!(f, "{} {}", self.number(), self.name())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_shows_as_its_number_and_its_name() {
+        for code in ReasonCode::ALL {
+            assert_eq!(
+                code.to_string(),
+                format!("{} {}", code.number(), code.name())
+            );
+        }
+        assert!(ReasonCode::ALL
+            .iter()
+            .any(|c| c.to_string() == "4000 heartbeat_failures"));
+    }
+}

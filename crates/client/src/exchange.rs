@@ -86,3 +86,28 @@ pub fn describe(message: &ServerMessage) -> String {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_frame_is_described_by_its_type_or_its_error() {
+        let pong =
+            match parse_server_frame(r#"{"type":"pong","region":"us-east-1","ts":1}"#).unwrap() {
+                ServerFrame::Message(message) => message,
+                other => panic!("{other:?}"),
+            };
+        assert_eq!(describe(&pong), "pong frame");
+        let error = match parse_server_frame(
+            r#"{"type":"error","code":"bad_json","message":"no action","region":"r"}"#,
+        )
+        .unwrap()
+        {
+            ServerFrame::Message(message) => message,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(describe(&error), "error frame bad_json: no action");
+    }
+}

@@ -388,4 +388,55 @@ mod tests {
         }
         assert_eq!(needed, vec![3, 6, 12, 24, 24]);
     }
+
+    #[test]
+    fn only_a_finite_positive_factor_scales_the_recheck() {
+        let recheck = |factor: f64| Fallback::new(Vec::new()).scaled(factor).recheck;
+        assert_eq!(recheck(60.0), Duration::from_secs(1));
+        for no_factor in [0.0, -2.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(recheck(no_factor), Duration::from_secs(60), "{no_factor}");
+        }
+    }
+
+    #[test]
+    fn a_move_to_an_endpoint_the_policy_lacks_goes_to_the_global_name() {
+        let mut p = policy();
+        p.move_to(Target::Regional(1));
+        assert_eq!(p.target(), &Target::Regional(1));
+        p.move_to(Target::Regional(2));
+        assert_eq!(p.target(), &Target::Global);
+        assert!(!p.on_fallback());
+    }
+
+    #[test]
+    fn only_leaving_the_global_name_counts_as_a_fallback() {
+        // Failing over from one Region's endpoint to another's is no new fallback: the streak
+        // needed to return stays the first one's.
+        let mut p = policy();
+        p.on_failure();
+        assert_eq!(p.on_failure(), Some(Target::Regional(0)));
+        p.on_failure();
+        assert_eq!(p.on_failure(), Some(Target::Regional(1)));
+        assert_eq!(p.probes_needed(), 3, "one fallback, through two Regions");
+        let mut p = policy();
+        p.on_restored("east");
+        p.on_failure();
+        assert_eq!(p.on_failure(), Some(Target::Regional(1)));
+        assert_eq!(p.probes_needed(), 3);
+        p.on_failure();
+        assert_eq!(p.on_failure(), Some(Target::Global));
+        p.on_failure();
+        assert_eq!(
+            p.on_failure(),
+            Some(Target::Regional(1)),
+            "the last Region served was east"
+        );
+        assert_eq!(p.probes_needed(), 6, "left the global name twice");
+        // A redirect counts when it leaves the global name, not between Regions.
+        let mut p = policy();
+        p.redirect_from("east");
+        assert_eq!(p.probes_needed(), 3);
+        p.redirect_from("west");
+        assert_eq!(p.probes_needed(), 3);
+    }
 }
