@@ -2714,4 +2714,180 @@ mod tests {
             Next::Stop
         );
     }
+
+    fn room_push(versions: &str, ops: &[String]) -> String {
+        format!(
+            r#"{{"type":"topicUpdate","region":"us-east-1","topic":"chat:lobby","versions":{versions},"view":{{}},"ops":[{}]}}"#,
+            ops.join(",")
+        )
+    }
+
+    const BO: &str = r#"{"userId":"bo","ops":[]}"#;
+    const WRITE_HI: &str =
+        r#"{"action":"write","topic":"chat:lobby","opId":"bo-msg-0001","op":{"text":"hi"}}"#;
+
+    /// A room runner whose write of "hi" (`bo-msg-0001`) was answered `unknown`.
+    fn doubtful_write() -> (Runner, Session, mpsc::UnboundedReceiver<Event>) {
+        let (mut runner, mut session, mut events) = room_runner();
+        runner.on_text(&mut session, &room_state("{}", &[], true, BO));
+        let (reply, _answer) = oneshot::channel();
+        runner.on_session_command(Some(Command::Write {
+            topic: Topic::parse("chat:lobby").unwrap(),
+            op_id: OpId::new("bo-msg-0001").unwrap(),
+            op: serde_json::json!({ "text": "hi" }),
+            reply,
+        }));
+        let unknown = r#"{"type":"writeResult","opId":"bo-msg-0001","status":"unknown","reason":null,"region":"us-east-1"}"#;
+        runner.on_text(&mut session, unknown);
+        while events.try_recv().is_ok() {}
+        (runner, session, events)
+    }
+
+    fn write_settlements(events: &mut mpsc::UnboundedReceiver<Event>) -> Vec<(String, bool)> {
+        std::iter::from_fn(|| events.try_recv().ok())
+            .filter_map(|e| match e {
+                Event::WriteSettled { op_id, stands, .. } => Some((op_id.to_string(), stands)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn settled_you(op_id: &str, text: &str) -> String {
+        let digest = Digest::of(&serde_json::json!({ "text": text })).unwrap();
+        format!(
+            r#"{{"userId":"bo","ops":[],"settled":[{{"opId":"{op_id}","stands":true,"copies":[{{"region":"us-east-1","digest":"{digest}"}}]}}]}}"#
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_doubtful_write_settles_on_its_own_op_id_with_its_own_payload_only() {
+        // Named in `you.settled` with a copy of another payload, or another op id with its
+        // payload: still doubtful, sent again.
+        for you in [
+            settled_you("bo-msg-0001", "another text"),
+            settled_you("bo-msg-0002", "hi"),
+        ] {
+            let (mut runner, mut session, mut events) = doubtful_write();
+            let steps = runner.on_text(&mut session, &room_state("{}", &[], true, &you));
+            assert_eq!(sends(&steps), vec![WRITE_HI], "{you}");
+            assert!(write_settlements(&mut events).is_empty(), "{you}");
+        }
+        // Its own op id with a copy of its payload: it stands.
+        let (mut runner, mut session, mut events) = doubtful_write();
+        let you = settled_you("bo-msg-0001", "hi");
+        assert!(
+            sends(&runner.on_text(&mut session, &room_state("{}", &[], true, &you))).is_empty()
+        );
+        assert_eq!(
+            write_settlements(&mut events),
+            vec![("bo-msg-0001".to_owned(), true)]
+        );
+        // Or shown among the caller's own copies.
+        let (mut runner, mut session, mut events) = doubtful_write();
+        let own = copy_json("bo", "bo-msg-0001", "us-east-1", 1, "hi");
+        let you = format!(r#"{{"userId":"bo","ops":[{own}]}}"#);
+        runner.on_text(&mut session, &room_state("{}", &[], true, &you));
+        assert_eq!(
+            write_settlements(&mut events),
+            vec![("bo-msg-0001".to_owned(), true)]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_push_of_my_own_copy_settles_my_write_and_anothers_copy_does_not() {
+        let (mut runner, mut session, mut events) = doubtful_write();
+        let theirs = copy_json("ann", "bo-msg-0001", "us-east-1", 1, "hi");
+        runner.on_text(&mut session, &room_push(r#"{"us-east-1":1}"#, &[theirs]));
+        assert!(write_settlements(&mut events).is_empty());
+        let mine = copy_json("bo", "bo-msg-0001", "us-east-1", 2, "hi");
+        runner.on_text(&mut session, &room_push(r#"{"us-east-1":2}"#, &[mine]));
+        assert_eq!(
+            write_settlements(&mut events),
+            vec![("bo-msg-0001".to_owned(), true)]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_push_is_shown_and_only_one_past_a_hole_asks_for_it() {
+        let (mut runner, mut session, mut events) = room_runner();
+        let first = copy_json("ann", "ann-msg-0001", "us-east-1", 1, "one");
+        runner.on_text(
+            &mut session,
+            &room_state(r#"{"us-east-1":1}"#, &[first], true, BO),
+        );
+        while events.try_recv().is_ok() {}
+        // The next position: shown, nothing asked.
+        let second = copy_json("ann", "ann-msg-0002", "us-east-1", 2, "two");
+        let steps = runner.on_text(&mut session, &room_push(r#"{"us-east-1":2}"#, &[second]));
+        assert!(sends(&steps).is_empty(), "{steps:?}");
+        let updated: Vec<usize> = std::iter::from_fn(|| events.try_recv().ok())
+            .filter_map(|e| match e {
+                Event::TopicUpdated { added, .. } => Some(added.len()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(updated, vec![1]);
+        // Position 4 with 3 missing: asked for from the frontier.
+        let fourth = copy_json("ann", "ann-msg-0004", "us-east-1", 4, "four");
+        let steps = runner.on_text(&mut session, &room_push(r#"{"us-east-1":4}"#, &[fourth]));
+        assert_eq!(
+            sends(&steps),
+            vec![r#"{"action":"getState","topic":"chat:lobby","since":{"us-east-1":2}}"#]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_redirected_write_ends_the_session_toward_another_region() {
+        let (mut runner, mut session, _events) = room_runner();
+        runner.on_text(&mut session, &room_state("{}", &[], true, BO));
+        let (reply, _answer) = oneshot::channel();
+        runner.on_session_command(Some(Command::Write {
+            topic: Topic::parse("chat:lobby").unwrap(),
+            op_id: OpId::new("bo-msg-0001").unwrap(),
+            op: serde_json::json!({ "text": "hi" }),
+            reply,
+        }));
+        let redirect = r#"{"type":"writeResult","opId":"bo-msg-0001","status":"redirect","reason":"no_quorum","region":"us-east-1"}"#;
+        assert_eq!(
+            runner.on_text(&mut session, redirect),
+            vec![Step::End(DisconnectReason::Redirected {
+                from: "us-east-1".into()
+            })]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn heartbeats_take_turns_naming_each_auction_and_room_watched() {
+        let (mut runner, _client, _events) = ClientBuilder::new("ws://x")
+            .subscribe(AuctionId::new("lot-1").unwrap())
+            .join(Topic::parse("chat:lobby").unwrap())
+            .parts();
+        let named: Vec<String> = (0..4).map(|_| runner.next_heartbeat().to_json()).collect();
+        let auction = r#"{"action":"heartbeat","auctionId":"lot-1"}"#;
+        let room = r#"{"action":"heartbeat","topic":"chat:lobby"}"#;
+        assert_eq!(named, [auction, room, auction, room]);
+        let (mut alone, _client, _events) = ClientBuilder::new("ws://x").parts();
+        assert_eq!(
+            alone.next_heartbeat().to_json(),
+            r#"{"action":"heartbeat"}"#
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_that_lasts_its_stable_time_resets_the_attempts() {
+        let (mut runner, mut session, _events) = room_runner();
+        runner.attempt = 5;
+        let stable_after = runner.config.stable_after;
+        tokio::time::advance(stable_after - Duration::from_millis(1)).await;
+        runner.on_text(&mut session, &room_state("{}", &[], true, BO));
+        runner.on_heartbeat_due(&mut session);
+        assert_eq!(runner.attempt, 5, "not yet stable");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        runner.on_text(&mut session, &room_state("{}", &[], true, BO));
+        runner.on_heartbeat_due(&mut session);
+        assert_eq!(runner.attempt, 0, "stable: the backoff starts over");
+        runner.attempt = 3;
+        runner.on_heartbeat_due(&mut session);
+        assert_eq!(runner.attempt, 3, "counted stable once per session");
+    }
 }
