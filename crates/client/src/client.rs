@@ -2890,4 +2890,20 @@ mod tests {
         runner.on_heartbeat_due(&mut session);
         assert_eq!(runner.attempt, 3, "counted stable once per session");
     }
+
+    #[test]
+    fn a_seeded_clients_ids_are_a_stream_apart_from_its_timers_for_any_seed() {
+        use rand::RngCore;
+        for seed in [0, 7, BID_ID_STREAM, u64::MAX] {
+            let (mut runner, client, _events) = ClientBuilder::new("ws://x").seed(seed).parts();
+            let timers: Vec<u64> = (0..4).map(|_| runner.rng.next_u64()).collect();
+            let ids: Vec<u64> = {
+                let mut ids = client.ids.lock().unwrap();
+                (0..4).map(|_| ids.next_u64()).collect()
+            };
+            assert_ne!(timers, ids, "seed {seed:#x}");
+            let (mut again, _, _) = ClientBuilder::new("ws://x").seed(seed).parts();
+            assert_eq!(timers[0], again.rng.next_u64(), "seeded: the same stream");
+        }
+    }
 }
