@@ -33,6 +33,7 @@ pub mod sim {
 pub mod runs {
     //! Drills, chaos campaigns and load runs, and their reports.
     pub mod chaos;
+    pub(crate) mod chaos_apps;
     pub mod chart;
     pub mod chat_drill;
     pub mod drill;

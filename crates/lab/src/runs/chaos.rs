@@ -4,11 +4,10 @@
 //! (crate::sim::history). A violation prints the run's seed, its schedule and the operations on the
 //! bids involved.
 
+use crate::runs::chaos_apps::{AuctionRun, CampaignApp, ChatRun, RunContext};
 use crate::runs::plan::{Action, Plan};
 use crate::sim::history::{Excused, Violation};
-use crate::sim::judge::{judge, Judgement};
 use crate::sim::trace::{FinalState, Op, Outcome, RunTrace};
-use crate::sim::users::{Behaviour, Population};
 use crate::world::clock::wait_for;
 use crate::world::owner::Holdings;
 use crate::world::scale::{serde_as, AwsDuration, TimeScale};
@@ -939,7 +938,7 @@ pub fn describe(run: &RunReport) -> String {
 /// of real time (at time scale 300, 30 s AWS is 100 ms, which a loaded 2-core machine can
 /// miss; an attacker that gives up early judges nothing, and waiting longer cannot hide a
 /// violation). A simulated run is at scale 1 and never starved.
-fn attack_wait(scale: TimeScale, clock: Clock) -> Duration {
+pub(crate) fn attack_wait(scale: TimeScale, clock: Clock) -> Duration {
     match clock {
         Clock::Simulated => scale.lab(AwsDuration::from_secs(30)),
         Clock::Real => scale
@@ -1114,182 +1113,52 @@ async fn run_once(run: usize, seed: u64, config: &ChaosConfig) -> anyhow::Result
     })
     .await;
     anyhow::ensure!(steady, "run {run}: the lab never reached steady state");
-    if config.app == App::Chat {
-        return chat_run(run, seed, config, schedule, lab).await;
+    match config.app {
+        App::Auction => play::<AuctionRun>(run, seed, config, schedule, lab).await,
+        App::Chat => play::<ChatRun>(run, seed, config, schedule, lab).await,
     }
-
-    let auction = AuctionId::new("lot-1")?;
-    let mut attacks = attack_before_the_users(&lab, scale, config.clock).await?;
-    // Half the users have client-assisted failover.
-    let users = Population::through_front_door(
-        &lab,
-        config.users,
-        &auction,
-        Behaviour::hostile(),
-        seed,
-        |i| i % 2 == 1,
-    )?;
-    tokio::time::sleep(scale.lab(AwsDuration::from_secs(30))).await;
-    // The impostor, once users have bids to steal: user 0 is the victim.
-    attacks.extend(
-        crate::sim::attackers::impostor(
-            &lab,
-            users.spec(0).sub(),
-            &auction,
-            attack_wait(scale, config.clock),
-        )
-        .await,
-    );
-
-    let plan = compile(&schedule);
-    crate::runs::plan::play(&lab, &plan).await;
-    lab.inject(Fault::Heal);
-    // Everyone back, bidding a little longer on the healed system.
-    wait_for(scale.lab(AwsDuration::from_secs(900)), || {
-        users.all_connected()
-    })
-    .await;
-    tokio::time::sleep(scale.lab(AwsDuration::from_secs(30))).await;
-    // Outstanding answers, replication drained, final views, the checker.
-    let Judgement {
-        trace,
-        mut violations,
-        mut excused,
-        kit_excused,
-        ..
-    } = judge(
-        &lab,
-        &users,
-        &auction,
-        scale.lab(AwsDuration::from_secs(30)),
-    )
-    .await?;
-    violations.extend(attacks);
-    violations.extend(users.retryable_rejections());
-    violations.extend(strong_mode_violations(&lab, &trace, &auction, &mut excused));
-    violations.extend(failover_violations(&lab));
-    Ok(run_report(
-        run,
-        seed,
-        config,
-        schedule,
-        &plan,
-        &lab,
-        trace,
-        violations,
-        (&excused, &kit_excused),
-    ))
 }
 
-/// A chat room's run on a steady lab: members post in the lobby through the front door (half
-/// with client-assisted failover) while the schedule plays; healed, the kit's rules and the
-/// room's judge it, with the failover's own (evacuations complete, each order run once).
-async fn chat_run(
+/// Every app's run on a steady lab, the same loop: its people start (and warm up), the
+/// schedule plays, the lab heals, everyone reconnects and uses the healed system a little
+/// longer; then the app's judge (the kit's rules and its own) and the failover's own rules.
+async fn play<A: CampaignApp>(
     run: usize,
     seed: u64,
     config: &ChaosConfig,
     schedule: Vec<Step>,
     lab: Arc<World>,
 ) -> anyhow::Result<RunReport> {
-    use crate::sim::chat::{ChatBehaviour, Members};
     let scale = lab.config().scale;
-    let members =
-        Members::through_front_door(&lab, config.users, ChatBehaviour::hostile(), seed, |i| {
-            i % 2 == 1
-        })?;
-    tokio::time::sleep(scale.lab(AwsDuration::from_secs(30))).await;
+    let people = A::start(&lab, config, seed).await?;
     let plan = compile(&schedule);
     crate::runs::plan::play(&lab, &plan).await;
     lab.inject(Fault::Heal);
     wait_for(scale.lab(AwsDuration::from_secs(900)), || {
-        members.all_connected()
+        people.all_connected()
     })
     .await;
     tokio::time::sleep(scale.lab(AwsDuration::from_secs(30))).await;
-    let crate::sim::chat::ChatJudgement {
-        trace,
-        mut violations,
-        excused,
-    } = crate::sim::chat::judge(&lab, &members, scale.lab(AwsDuration::from_secs(30))).await?;
-    if trace.topic.strong {
-        violations.extend(crate::sim::topic_rules::acknowledged_without_quorum(
-            &trace.topic.writes,
-            |region, from, to| lab.lacked_quorum_throughout(region, from, to),
-        ));
-    }
-    violations.extend(failover_violations(&lab));
-    let writes = &trace.topic.writes;
-    let faults_by_kind = faults_by_kind(&plan);
-    let lost: std::collections::BTreeSet<_> = trace
-        .topic
-        .lost
-        .iter()
-        .map(crate::sim::topic_rules::op_key)
-        .collect();
-    let survivors: std::collections::BTreeSet<_> = trace
-        .topic
-        .regions
-        .iter()
-        .flat_map(|r| r.copies.iter().map(crate::sim::topic_rules::op_key))
-        .collect();
-    let rpo_lost_acknowledged = writes
-        .iter()
-        .filter(|w| w.acknowledged())
-        .map(|w| (w.author.as_str().to_owned(), w.op_id.clone(), w.digest))
-        .filter(|key| lost.contains(key) && !survivors.contains(key))
-        .count();
-    let mut history = vec![format!(
-        "schedule {}",
-        serde_json::to_string(&schedule).unwrap_or_default()
-    )];
-    let line = |kind: &str, value: &dyn erased::Line| format!("{kind} {}", value.json());
-    history.extend(writes.iter().map(|w| line("write", w)));
-    history.extend(lab.timeline().entries().iter().map(|e| line("timeline", e)));
-    history.extend(trace.topic.regions.iter().map(|r| line("final", r)));
-    history.extend(trace.members.iter().map(|m| line("member", m)));
-    history.extend(violations.iter().map(|v| line("violation", v)));
-    let digest = digest_of(&history);
-    Ok(RunReport {
-        run,
-        seed,
-        consistency: config.consistency.to_string(),
-        timers: config.timers.name().to_owned(),
-        app: App::Chat.name().to_owned(),
-        users: config.users,
-        clock: config.clock,
-        digest: digest.hex(),
-        history: if config.keep_history {
-            history
-        } else {
-            Vec::new()
+    let judged = people
+        .judge(&lab, scale.lab(AwsDuration::from_secs(30)))
+        .await?;
+    let failover = failover_violations(&lab);
+    Ok(A::report(
+        judged,
+        failover,
+        RunContext {
+            run,
+            seed,
+            config,
+            schedule,
+            plan: &plan,
+            lab: &lab,
         },
-        faults: plan.fault_names().count(),
-        schedule,
-        bids_invoked: 0,
-        bids_acknowledged: 0,
-        bids_unknown: 0,
-        ops_invoked: writes.len(),
-        ops_acknowledged: writes.iter().filter(|w| w.acknowledged()).count(),
-        ops_unknown: writes.iter().filter(|w| w.unknown()).count(),
-        discontinuities: trace.discontinuities,
-        violations,
-        evidence: Vec::new(),
-        holdings_after: Holdings::default(),
-        faults_by_kind,
-        rpo_lost_acknowledged,
-        lost_copies: trace.topic.lost.len(),
-        closed_mid_bid: trace.closed_mid_write,
-        kit_excused: BTreeMap::new(),
-        excused: excused
-            .iter()
-            .map(|(e, n)| (e.name().to_owned(), *n))
-            .collect(),
-        struck_summary_ahead: struck_summary_ahead(&lab),
-    })
+    ))
 }
 
 /// Faults a plan injects, by kind (the CLI's names).
-fn faults_by_kind(plan: &Plan) -> BTreeMap<String, usize> {
+pub(crate) fn faults_by_kind(plan: &Plan) -> BTreeMap<String, usize> {
     let mut by_kind = BTreeMap::new();
     for kind in plan.fault_names() {
         *by_kind.entry(kind.to_owned()).or_default() += 1;
@@ -1307,7 +1176,7 @@ pub(crate) fn digest_of(history: &[String]) -> crate::runs::sim::Digest {
 }
 
 /// `never-returns` faults that struck on a summary ahead of its copy.
-fn struck_summary_ahead(lab: &World) -> usize {
+pub(crate) fn struck_summary_ahead(lab: &World) -> usize {
     lab.timeline()
         .entries()
         .iter()
@@ -1351,7 +1220,7 @@ pub(crate) mod erased {
 
 /// The attackers who need the lab to themselves, before the users arrive: the prolific user
 /// alone on its lot, two racers (one in each Region), one bidId with two amounts in a split.
-async fn attack_before_the_users(
+pub(crate) async fn attack_before_the_users(
     lab: &Arc<World>,
     scale: TimeScale,
     clock: Clock,
@@ -1391,7 +1260,7 @@ async fn attack_before_the_users(
 
 /// The run's report: its record, checked, summed and digested.
 #[allow(clippy::too_many_arguments)]
-fn run_report(
+pub(crate) fn run_report(
     run: usize,
     seed: u64,
     config: &ChaosConfig,
@@ -1463,7 +1332,7 @@ fn run_report(
 
 /// Strong mode's own promises, checked against the table's order and quorum (none on an
 /// eventual table).
-fn strong_mode_violations(
+pub(crate) fn strong_mode_violations(
     lab: &World,
     trace: &RunTrace,
     auction: &AuctionId,
