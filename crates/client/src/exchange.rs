@@ -110,4 +110,64 @@ mod tests {
         };
         assert_eq!(describe(&error), "error frame bad_json: no action");
     }
+
+    /// A WebSocket server on 127.0.0.1:0 that answers the first frame it reads with `replies`,
+    /// in order, then holds the socket open.
+    async fn server(replies: Vec<Message>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}/prod", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let Ok((socket, _)) = listener.accept().await else {
+                return;
+            };
+            let Ok(mut ws) = tokio_tungstenite::accept_async(socket).await else {
+                return;
+            };
+            let _ = ws.next().await;
+            for reply in replies {
+                let _ = ws.send(reply).await;
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+        });
+        url
+    }
+
+    async fn heartbeat_against(replies: Vec<Message>) -> Result<String, ExchangeError> {
+        let url = server(replies).await;
+        let mut ws = crate::transport::connect(&url, &Default::default())
+            .await
+            .unwrap();
+        heartbeat(&mut ws, Instant::now() + std::time::Duration::from_secs(5)).await
+    }
+
+    #[tokio::test]
+    async fn a_heartbeat_skips_pushes_and_control_frames_to_its_pong() {
+        let replies = vec![
+            Message::Ping(Vec::new().into()),
+            Message::text(
+                r#"{"type":"moveTo","region":"us-east-1","to":"us-west-2","windowMs":0,"afterMs":0,"reason":"evacuation"}"#,
+            ),
+            Message::text(r#"{"type":"pong","region":"us-west-2","ts":1}"#),
+        ];
+        assert_eq!(heartbeat_against(replies).await, Ok("us-west-2".into()));
+    }
+
+    #[tokio::test]
+    async fn a_binary_frame_or_a_close_ends_the_exchange_at_once() {
+        assert_eq!(
+            heartbeat_against(vec![Message::Binary(vec![1, 2].into())]).await,
+            Err(ExchangeError::WrongReply("binary frame".into()))
+        );
+        assert_eq!(
+            heartbeat_against(vec![Message::Close(None)]).await,
+            Err(ExchangeError::Closed)
+        );
+        assert!(matches!(
+            heartbeat_against(vec![Message::text(
+                r#"{"message":"Internal server error","connectionId":"c","requestId":"r"}"#
+            )])
+            .await,
+            Err(ExchangeError::GatewayError(_))
+        ));
+    }
 }

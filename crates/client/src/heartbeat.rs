@@ -235,4 +235,38 @@ mod tests {
             "a threshold of 0 acts as 1, never as already broken"
         );
     }
+
+    #[test]
+    fn the_first_heartbeat_waits_one_interval() {
+        assert_eq!(rule().first_due(), 30 * S);
+    }
+
+    #[test]
+    fn the_wall_clock_means_a_sleep_only_past_the_timeout_and_past_the_monotonic_silence() {
+        // Exactly the timeout by the wall clock: not yet a sleep.
+        assert_eq!(rule().on_due(Duration::ZERO, 35 * S), Ok(30 * S));
+        // Past the timeout, but only as far ahead of the monotonic silence as the timeout:
+        // the clocks agree within it, no sleep.
+        assert_eq!(rule().on_due(S, 36 * S), Ok(30 * S));
+        // Past both: the machine slept.
+        assert_eq!(
+            rule().on_due(Duration::ZERO, 35 * S + Duration::from_millis(1)),
+            Err(Broken::Silent)
+        );
+    }
+
+    #[test]
+    fn broken_rounds_are_silence_only_past_the_timeout() {
+        let broken_after = |silence: Duration| {
+            let mut rule = rule();
+            assert!(rule.on_due(Duration::ZERO, Duration::ZERO).is_ok());
+            assert!(rule.on_due(Duration::ZERO, Duration::ZERO).is_ok());
+            rule.on_due(silence, silence)
+        };
+        assert_eq!(broken_after(35 * S), Err(Broken::Failures(2)));
+        assert_eq!(
+            broken_after(35 * S + Duration::from_millis(1)),
+            Err(Broken::Silent)
+        );
+    }
 }

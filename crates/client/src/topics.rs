@@ -390,4 +390,41 @@ mod tests {
         assert_eq!(held.answered(&filled, true), Answer::Done);
         assert_eq!(held.frontier(), counts(&[("e", 4)]));
     }
+
+    #[test]
+    fn a_log_shows_what_it_holds_in_order_and_the_latest_view() {
+        let mut held = log();
+        held.merge(
+            &counts(&[("e", 2), ("w", 1)]),
+            serde_json::json!({ "members": 3 }),
+            vec![copy("w", 1), copy("e", 2), copy("e", 1)],
+        );
+        let order: Vec<(String, u64)> = held.ops().map(|c| (c.log.clone(), c.position)).collect();
+        assert_eq!(
+            order,
+            [
+                ("e".to_owned(), 1),
+                ("e".to_owned(), 2),
+                ("w".to_owned(), 1)
+            ]
+        );
+        assert_eq!(held.view(), &serde_json::json!({ "members": 3 }));
+    }
+
+    #[test]
+    fn a_request_reads_from_the_frontier_once_the_server_counted_anything() {
+        let fresh = log();
+        assert_eq!(
+            fresh.request(Vec::new()).to_json(),
+            r#"{"action":"getState","topic":"chat:lobby"}"#,
+            "nothing counted, nothing held: the newest"
+        );
+        // Counted but none held (an answer that brought no copies): from the start.
+        let mut counted = log();
+        counted.merge(&counts(&[("e", 3)]), serde_json::Value::Null, Vec::new());
+        assert_eq!(
+            counted.request(Vec::new()).to_json(),
+            r#"{"action":"getState","topic":"chat:lobby","since":{"e":0}}"#
+        );
+    }
 }

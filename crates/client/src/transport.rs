@@ -353,3 +353,150 @@ mod native_roots_tests {
         assert!(roots.len() > 10, "{} roots", roots.len());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn only_a_refused_token_or_a_bad_url_is_not_worth_retrying() {
+        for error in [
+            ConnectError::Refused { status: 401 },
+            ConnectError::Refused { status: 403 },
+            ConnectError::InvalidUrl("x".into()),
+        ] {
+            assert!(!error.is_retryable(), "{error:?}");
+        }
+        for error in [
+            ConnectError::Refused { status: 429 },
+            ConnectError::Refused { status: 502 },
+            ConnectError::Dns("x".into()),
+            ConnectError::Tcp("x".into()),
+            ConnectError::Tls("x".into()),
+            ConnectError::Timeout(Duration::from_secs(1)),
+        ] {
+            assert!(error.is_retryable(), "{error:?}");
+        }
+    }
+
+    #[test]
+    fn a_dial_address_is_a_host_and_an_optional_port() {
+        let dial = |a: &str| dial_address(a, 443);
+        assert_eq!(dial("10.0.0.7:8443"), Some(("10.0.0.7".into(), 8443)));
+        assert_eq!(dial("10.0.0.7"), Some(("10.0.0.7".into(), 443)));
+        // An IPv6 address's colons are no port.
+        assert_eq!(dial("::1"), Some(("::1".into(), 443)));
+        assert_eq!(dial("host/path:80"), None);
+        assert_eq!(dial(":80"), None);
+        assert_eq!(dial("host:port"), None);
+    }
+
+    #[tokio::test]
+    async fn the_stream_passes_its_shutdown_on_so_the_peer_reads_the_end() {
+        let (ours, mut theirs) = tokio::io::duplex(64);
+        let mut stream = Stream(wsdr_net::Stream::Memory(ours));
+        stream.write_all(b"bye").await.unwrap();
+        stream.flush().await.unwrap();
+        stream.shutdown().await.unwrap();
+        let mut read = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), theirs.read_to_end(&mut read))
+            .await
+            .expect("the end arrives")
+            .unwrap();
+        assert_eq!(read, b"bye");
+    }
+
+    /// A TCP server on 127.0.0.1:0 that accepts one connection and closes it at once.
+    async fn closing_server() -> u16 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            if let Ok((socket, _)) = listener.accept().await {
+                drop(socket);
+            }
+        });
+        port
+    }
+
+    fn to(port: u16) -> ConnectOptions {
+        ConnectOptions {
+            connect_to: Some(format!("127.0.0.1:{port}")),
+            timeout: Duration::from_secs(5),
+            ..ConnectOptions::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_plain_socket_closed_mid_handshake_is_a_tcp_failure() {
+        let port = closing_server().await;
+        let error = connect("ws://region.test/prod", &to(port))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ConnectError::Tcp(_)), "{error:?}");
+    }
+
+    #[cfg(feature = "tls")]
+    #[tokio::test]
+    async fn a_wss_url_speaks_tls_first_and_a_socket_closed_during_it_is_a_tls_failure() {
+        let port = closing_server().await;
+        let error = connect("wss://region.test/prod", &to(port))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ConnectError::Tls(_)), "{error:?}");
+    }
+
+    #[cfg(feature = "tls")]
+    #[tokio::test]
+    async fn a_wss_url_never_falls_back_to_a_plain_upgrade() {
+        // A plain WebSocket server: a wss:// URL must fail in TLS, not upgrade in the clear.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            if let Ok((socket, _)) = listener.accept().await {
+                let _ = tokio_tungstenite::accept_async(socket).await;
+            }
+        });
+        let error = connect("wss://region.test/prod", &to(port))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ConnectError::Tls(_)), "{error:?}");
+    }
+
+    #[cfg(not(feature = "tls"))]
+    #[tokio::test]
+    async fn a_build_without_tls_refuses_wss_as_a_configuration_error() {
+        let error = connect("wss://region.test/prod", &ConnectOptions::default())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, ConnectError::InvalidUrl(m) if m.contains("`tls` feature")),
+            "{error:?}"
+        );
+        assert!(!error.is_retryable());
+    }
+
+    #[cfg(feature = "simulation")]
+    #[tokio::test]
+    async fn a_simulations_network_is_the_one_dialled() {
+        let network = wsdr_net::Network::memory();
+        let mut listener = network.bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            if let Ok((socket, _)) = listener.accept().await {
+                let _ = tokio_tungstenite::accept_async(socket).await;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            }
+        });
+        let url = format!("ws://{address}/prod");
+        let options = ConnectOptions {
+            network,
+            timeout: Duration::from_secs(5),
+            ..ConnectOptions::default()
+        };
+        connect(&url, &options)
+            .await
+            .expect("upgraded over the in-memory network, where nothing of TCP listens");
+    }
+}
