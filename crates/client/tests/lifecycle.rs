@@ -5,13 +5,14 @@
 
 mod common;
 
-use common::{until, FakeRegion, Kill};
+use common::{until, FakeRegion, Kill, Mode};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::time::Instant;
 use wsdr_client::{
-    Backoff, ClientBuilder, ClientError, DisconnectReason, Event, Fallback, OfflineBids,
-    RegionalEndpoint, StaticToken,
+    Backoff, ClientBuilder, ClientError, ConnectError, DisconnectReason, Event, Fallback,
+    OfflineBids, RegionalEndpoint, StaticToken, TokenPlacement,
 };
 use wsdr_protocol::{AuctionId, Topic};
 
@@ -135,4 +136,153 @@ async fn clean_closes_never_move_a_client_off_the_global_name_and_broken_session
     global.kill_all(Kill::Abrupt);
     assert_eq!(restored(&mut events).await.0, "us-west-2");
     assert_eq!(west.handshakes(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_app_closing_sends_a_plain_close_and_a_broken_session_says_going_away() {
+    let region = FakeRegion::start("us-east-1").await;
+    let (client, mut events) = builder(&region).start();
+    restored(&mut events).await;
+    region.set_mode(Mode::GatewayErrors);
+    until(&mut events, Duration::from_secs(120), |e| {
+        matches!(
+            e,
+            Event::Disconnected {
+                reason: DisconnectReason::HeartbeatFailures(_)
+            }
+        )
+        .then_some(())
+    })
+    .await;
+    region.set_mode(Mode::Normal);
+    restored(&mut events).await;
+    client.close();
+    until(&mut events, Duration::from_secs(5), |e| {
+        matches!(
+            e,
+            Event::Disconnected {
+                reason: DisconnectReason::ClientClosed
+            }
+        )
+        .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(region.closes(), [Some(1001), None]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reconnect_waits_out_each_backoff_delay() {
+    let region = FakeRegion::start("us-east-1").await;
+    region.refuse(Some(503));
+    let (_client, mut events) = builder(&region)
+        .backoff(Backoff {
+            base: Duration::from_secs(2),
+            cap: Duration::from_secs(8),
+            ..Backoff::default()
+        })
+        .max_attempts(Some(4))
+        .start();
+    let mut waits = Vec::new();
+    let mut pending: Option<(Duration, Instant)> = None;
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(120), events.recv())
+            .await
+            .expect("the client gives up within two minutes")
+            .expect("events");
+        match event {
+            Event::Reconnecting { delay, .. } => pending = Some((delay, Instant::now())),
+            Event::Connecting { .. } => {
+                if let Some((delay, since)) = pending.take() {
+                    waits.push((delay, since.elapsed()));
+                }
+            }
+            Event::GaveUp { .. } => break,
+            _ => {}
+        }
+    }
+    assert!(!waits.is_empty());
+    assert!(waits.iter().any(|(delay, _)| !delay.is_zero()), "{waits:?}");
+    for (delay, waited) in &waits {
+        assert!(waited >= delay, "waited {waited:?} of {delay:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_move_waits_its_delay() {
+    let east = FakeRegion::start("us-east-1").await;
+    let west = FakeRegion::start("us-west-2").await;
+    let regions = vec![
+        RegionalEndpoint {
+            region: "us-east-1".into(),
+            url: east.url.clone(),
+        },
+        RegionalEndpoint {
+            region: "us-west-2".into(),
+            url: west.url.clone(),
+        },
+    ];
+    let (_client, mut events) = builder(&east).fallback(Fallback::new(regions)).start();
+    restored(&mut events).await;
+    let pushed = Instant::now();
+    east.push_all(
+        r#"{"type":"moveTo","region":"us-east-1","to":"us-west-2","windowMs":0,"afterMs":3000,"reason":"test"}"#,
+    );
+    until(&mut events, Duration::from_secs(10), |e| {
+        matches!(
+            e,
+            Event::Disconnected {
+                reason: DisconnectReason::Moved { .. }
+            }
+        )
+        .then_some(())
+    })
+    .await;
+    let waited = pushed.elapsed();
+    assert!(
+        waited >= Duration::from_secs(3) && waited < Duration::from_secs(4),
+        "{waited:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_token_offered_as_a_subprotocol_is_not_in_the_url() {
+    let region = FakeRegion::start("us-east-1").await;
+    let (_client, mut events) = builder(&region)
+        .token_placement(TokenPlacement::Subprotocol)
+        .start();
+    restored(&mut events).await;
+    let inner = region.inner.lock().unwrap();
+    assert!(
+        inner.tokens.iter().all(|q| !q.contains("t0k3n")),
+        "{:?}",
+        inner.tokens
+    );
+    assert_eq!(inner.protocols, ["wsdr, t0k3n"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connect_gives_up_at_its_own_timeout() {
+    // A server that takes the connection and never answers the upgrade.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/prod", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let (_client, mut events) = ClientBuilder::new(url)
+        .connect_timeout(Duration::from_secs(2))
+        .max_attempts(Some(1))
+        .start();
+    let reason = until(&mut events, Duration::from_secs(60), |e| match e {
+        Event::Disconnected { reason } => Some(reason.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(
+        reason,
+        DisconnectReason::ConnectFailed(ConnectError::Timeout(Duration::from_secs(2)))
+    );
 }

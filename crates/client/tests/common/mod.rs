@@ -58,6 +58,10 @@ pub struct Inner {
     pub versions: Option<serde_json::Value>,
     /// Every `getState` frame received, as sent.
     pub get_state_frames: Vec<serde_json::Value>,
+    /// Each close frame received: its code (`None`: a close frame without one).
+    pub closes: Vec<Option<u16>>,
+    /// Each handshake's `Sec-WebSocket-Protocol` offer, if any.
+    pub protocols: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -84,6 +88,8 @@ impl FakeRegion {
             get_states: 0,
             versions: None,
             get_state_frames: Vec::new(),
+            closes: Vec::new(),
+            protocols: Vec::new(),
         }));
         let (kill, _) = broadcast::channel(16);
         let (push, _) = broadcast::channel(16);
@@ -161,6 +167,10 @@ impl FakeRegion {
         self.inner.lock().unwrap().get_states
     }
 
+    pub fn closes(&self) -> Vec<Option<u16>> {
+        self.inner.lock().unwrap().closes.clone()
+    }
+
     pub fn handshakes(&self) -> u32 {
         self.inner.lock().unwrap().handshakes
     }
@@ -176,10 +186,29 @@ impl FakeRegion {
                 if let Some(q) = request.uri().query() {
                     state.tokens.push(q.to_owned());
                 }
+                let offer = request
+                    .headers()
+                    .get("Sec-WebSocket-Protocol")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
                 if let Some(status) = state.refuse {
                     let mut refusal = ErrorResponse::new(None);
                     *refusal.status_mut() = StatusCode::from_u16(status).unwrap();
                     return Err(refusal);
+                }
+                let mut response = response;
+                if let Some(offer) = offer {
+                    // API Gateway answers a subprotocol offer with the first one offered.
+                    let first = offer
+                        .split(',')
+                        .next()
+                        .unwrap_or_default()
+                        .trim()
+                        .to_owned();
+                    response
+                        .headers_mut()
+                        .insert("Sec-WebSocket-Protocol", first.parse().unwrap());
+                    state.protocols.push(offer);
                 }
                 Ok(response)
             };
@@ -202,6 +231,9 @@ impl FakeRegion {
                     if ws.send(Message::text(out)).await.is_err() { return; }
                 }
                 frame = ws.next() => {
+                    if let Some(Ok(Message::Close(close))) = &frame {
+                        self.inner.lock().unwrap().closes.push(close.as_ref().map(|f| u16::from(f.code)));
+                    }
                     let Some(Ok(Message::Text(text))) = frame else { return };
                     if let Some(reply) = self.answer(&text, &tx) {
                         if ws.send(Message::text(reply)).await.is_err() { return; }
