@@ -286,3 +286,46 @@ async fn a_connect_gives_up_at_its_own_timeout() {
         DisconnectReason::ConnectFailed(ConnectError::Timeout(Duration::from_secs(2)))
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_first_heartbeat_waits_one_interval() {
+    let region = FakeRegion::start("us-east-1").await;
+    let (_client, mut events) = builder(&region)
+        .heartbeat(Duration::from_secs(30), Duration::from_secs(35))
+        .start();
+    restored(&mut events).await;
+    tokio::time::sleep(Duration::from_secs(29)).await;
+    assert_eq!(region.inner.lock().unwrap().heartbeats, 0);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(region.inner.lock().unwrap().heartbeats, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn on_a_fallback_the_global_name_is_probed_after_its_recheck_with_a_token() {
+    let global = FakeRegion::start("us-east-1").await;
+    let west = FakeRegion::start("us-west-2").await;
+    let fallback = Fallback::new(vec![RegionalEndpoint {
+        region: "us-west-2".into(),
+        url: west.url.clone(),
+    }]);
+    let (_client, mut events) = builder(&global).fallback(fallback).start();
+    restored(&mut events).await;
+    global.refuse(Some(503));
+    global.kill_all(Kill::Abrupt);
+    assert_eq!(restored(&mut events).await.0, "us-west-2");
+    global.refuse(None);
+    let before = global.handshakes();
+    tokio::time::sleep(Duration::from_secs(59)).await;
+    assert_eq!(global.handshakes(), before, "no probe before the recheck");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(global.handshakes(), before + 1, "one probe at the recheck");
+    let inner = global.inner.lock().unwrap();
+    assert!(
+        inner
+            .tokens
+            .last()
+            .is_some_and(|q| q.contains("token=t0k3n")),
+        "{:?}",
+        inner.tokens
+    );
+}

@@ -62,6 +62,8 @@ pub struct Inner {
     pub closes: Vec<Option<u16>>,
     /// Each handshake's `Sec-WebSocket-Protocol` offer, if any.
     pub protocols: Vec<String>,
+    /// Heartbeats received.
+    pub heartbeats: u32,
 }
 
 #[derive(Clone)]
@@ -90,6 +92,7 @@ impl FakeRegion {
             get_state_frames: Vec::new(),
             closes: Vec::new(),
             protocols: Vec::new(),
+            heartbeats: 0,
         }));
         let (kill, _) = broadcast::channel(16);
         let (push, _) = broadcast::channel(16);
@@ -250,6 +253,9 @@ impl FakeRegion {
     ) -> Option<String> {
         let frame: serde_json::Value = serde_json::from_str(text).ok()?;
         let mut state = self.inner.lock().unwrap();
+        if frame["action"] == "heartbeat" {
+            state.heartbeats += 1;
+        }
         let region = state.region.clone();
         let gateway =
             r#"{"message": "Internal server error", "connectionId": "abc=", "requestId": "r1"}"#
