@@ -378,6 +378,7 @@ mod tests {
             let mut probes = 0;
             loop {
                 probes += 1;
+                assert!(probes <= 100, "no return after 100 healthy probes");
                 if p.on_probe(ProbeResult::Healthy("east".into()), Some("west")) == Decision::Return
                 {
                     break;

@@ -115,7 +115,8 @@ impl Heartbeat {
         silence: Duration,
         wall_silence: Duration,
     ) -> Result<Duration, Broken> {
-        if wall_silence > self.timeout && wall_silence > silence.saturating_add(self.timeout) {
+        // Further ahead of the monotonic silence than a timeout (so past a timeout too).
+        if wall_silence > silence.saturating_add(self.timeout) {
             return Err(Broken::Silent);
         }
         if self.outstanding && !self.round_failed {
