@@ -103,7 +103,17 @@ else
     # push path end to end as a deployment does.
     judges=()
     [ "$c" != wsdr-core ] || judges=(--test-package wsdr-core --test-package wsdr-auction --test-package wsdr-chat)
-    run "$c${SHARD:+-${SHARD//\//-of-}}" --package "$c" "${shard[@]}" "${judges[@]}"
+    # The client's options for the lab's simulations (the in-memory network) are code too:
+    # built and tested with them. Its code for a build without TLS (`wss://` refused as a
+    # configuration error) is built only without the default features: a second run over
+    # the file that holds it.
+    features=()
+    [ "$c" != wsdr-client ] || features=(--features simulation)
+    run "$c${SHARD:+-${SHARD//\//-of-}}" --package "$c" "${shard[@]}" "${judges[@]}" "${features[@]}"
+    if [ "$c" = wsdr-client ] && [ -z "${SHARD:-}" ]; then
+      run "$c-without-tls" --package "$c" --no-default-features --features simulation \
+        --file crates/client/src/transport.rs
+    fi
   done
 fi
 exit "$status"
