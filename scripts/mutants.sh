@@ -103,12 +103,13 @@ else
     # push path end to end as a deployment does.
     judges=()
     [ "$c" != wsdr-core ] || judges=(--test-package wsdr-core --test-package wsdr-auction --test-package wsdr-chat)
-    # The client's options for the lab's simulations (the in-memory network) are code too:
+    # The client's options for the lab's simulations (the in-memory network) and for the
+    # operating system's root certificates are code too:
     # built and tested with them. Its code for a build without TLS (`wss://` refused as a
     # configuration error) is built only without the default features: a second run over
     # the file that holds it.
     features=()
-    [ "$c" != wsdr-client ] || features=(--features simulation)
+    [ "$c" != wsdr-client ] || features=(--features simulation,native-roots)
     run "$c${SHARD:+-${SHARD//\//-of-}}" --package "$c" "${shard[@]}" "${judges[@]}" "${features[@]}"
     if [ "$c" = wsdr-client ] && [ -z "${SHARD:-}" ]; then
       run "$c-without-tls" --package "$c" --no-default-features --features simulation \

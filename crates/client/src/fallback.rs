@@ -438,6 +438,9 @@ mod tests {
         p.redirect_from("east");
         assert_eq!(p.probes_needed(), 3);
         p.redirect_from("west");
-        assert_eq!(p.probes_needed(), 3);
+        assert_eq!(p.probes_needed(), 3, "between Regions: no new fallback");
+        p.move_to(Target::Global);
+        p.redirect_from("east");
+        assert_eq!(p.probes_needed(), 6, "left the global name twice");
     }
 }

@@ -100,8 +100,12 @@ impl TopicLog {
             .collect();
         logs.into_iter()
             .map(|log| {
+                // The log's held positions in order, walked once: up to the first gap.
                 let mut next = 1;
-                while self.ops.contains_key(&(log.clone(), next)) {
+                for ((held_log, position), _) in self.ops.range((log.clone(), 1)..) {
+                    if held_log != log || *position != next {
+                        break;
+                    }
                     next += 1;
                 }
                 (log.clone(), next - 1)
