@@ -1204,11 +1204,13 @@ impl Runner {
 
     /// Wait `delay` while serving commands as the offline policy says.
     async fn idle(&mut self, delay: Duration) -> Flow {
-        let until = Instant::now() + delay;
+        // One timer for the whole wait, however many commands arrive during it.
+        let waited = tokio::time::sleep(delay);
+        tokio::pin!(waited);
         loop {
             tokio::select! {
                 biased;
-                _ = tokio::time::sleep_until(until) => return Flow::Continue,
+                () = &mut waited => return Flow::Continue,
                 command = self.commands.recv() => {
                     if let Flow::Stop = self.offline_command(command) {
                         return Flow::Stop;
