@@ -310,16 +310,33 @@ async fn on_a_fallback_the_global_name_is_probed_after_its_recheck_with_a_token(
     }]);
     let (_client, mut events) = builder(&global).fallback(fallback).start();
     restored(&mut events).await;
+    let connects = global.handshakes();
     global.refuse(Some(503));
     global.kill_all(Kill::Abrupt);
     assert_eq!(restored(&mut events).await.0, "us-west-2");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The broken session, then one refused connect: the fallback, and no probe yet.
+    assert_eq!(global.handshakes(), connects + 1);
     global.refuse(None);
-    let before = global.handshakes();
-    tokio::time::sleep(Duration::from_secs(59)).await;
-    assert_eq!(global.handshakes(), before, "no probe before the recheck");
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(global.handshakes(), before + 1, "one probe at the recheck");
+    let queries = global.inner.lock().unwrap().tokens.len();
+    tokio::time::sleep(Duration::from_secs(57)).await;
+    assert_eq!(
+        global.handshakes(),
+        connects + 1,
+        "no probe before the recheck"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        global.handshakes(),
+        connects + 2,
+        "one probe at the recheck"
+    );
     let inner = global.inner.lock().unwrap();
+    assert_eq!(
+        inner.tokens.len(),
+        queries + 1,
+        "the probe's URL has a query"
+    );
     assert!(
         inner
             .tokens
