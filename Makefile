@@ -87,6 +87,8 @@ test-build:
 unit:
 	scripts/with-dynamodb-local.sh $(CARGO) test --workspace --all-targets
 	$(CARGO) test --quiet --workspace --doc
+	# The client as the lab builds it (no TLS: wss:// refused as a configuration error).
+	$(CARGO) test --quiet -p wsdr-client --no-default-features --features simulation --lib
 
 ## package-check: the client crate and what it depends on package for crates.io (each with
 ## both licence texts) and build from those packages alone (cargo's own verification, against

@@ -163,78 +163,14 @@ type Handshake = Result<
     WsError,
 >;
 
-/// The roots a `wss://` server's certificate must chain to: the operating system's with the
-/// `native-roots` feature, else the Mozilla set compiled in (webpki-roots).
 #[cfg(feature = "tls")]
-fn root_store() -> Result<rustls::RootCertStore, String> {
-    #[cfg(feature = "native-roots")]
-    {
-        let loaded = rustls_native_certs::load_native_certs();
-        let mut roots = rustls::RootCertStore::empty();
-        let (added, _unparsable) = roots.add_parsable_certificates(loaded.certs);
-        if added == 0 {
-            return Err(format!(
-                "no usable root certificate in the operating system's store ({} errors reading it)",
-                loaded.errors.len()
-            ));
-        }
-        Ok(roots)
-    }
-    #[cfg(not(feature = "native-roots"))]
-    Ok(rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    })
-}
-
-/// TLS over `stream`, then the upgrade: rustls on ring with [`root_store`]'s roots, the
-/// configuration built once.
+mod tls;
 #[cfg(feature = "tls")]
-async fn tls_handshake(
-    request: tokio_tungstenite::tungstenite::handshake::client::Request,
-    stream: Stream,
-    config: WebSocketConfig,
-) -> Result<Handshake, ConnectError> {
-    use std::sync::{Arc, OnceLock};
-    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
-    let tls = CONFIG.get_or_init(|| {
-        let roots = root_store()?;
-        // ring: no C toolchain beyond ring's own small build (aws-lc-rs, rustls' default, needs
-        // cmake-class tooling and minutes of compile). rustls 0.23.48 deprecates it for lacking
-        // post-quantum key exchange; classical ECDHE is what API Gateway negotiates.
-        #[allow(deprecated)]
-        let provider = rustls::crypto::ring::default_provider();
-        rustls::ClientConfig::builder_with_provider(Arc::new(provider))
-            .with_safe_default_protocol_versions()
-            .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
-            .map_err(|e| e.to_string())
-    });
-    let connector = tokio_tungstenite::Connector::Rustls(tls.clone().map_err(ConnectError::Tls)?);
-    Ok(tokio_tungstenite::client_async_tls_with_config(
-        request,
-        stream,
-        Some(config),
-        Some(connector),
-    )
-    .await)
-}
-
-/// A build without TLS can never reach a `wss://` URL: a configuration error, not one worth
-/// retrying (`InvalidUrl` is not retryable; `Tls` would be).
+use tls::{tls_handshake, wss};
 #[cfg(not(feature = "tls"))]
-fn no_tls() -> ConnectError {
-    ConnectError::InvalidUrl(
-        "wss:// needs TLS, and this build has none (wsdr-client's `tls` feature is off)".into(),
-    )
-}
-
+mod without_tls;
 #[cfg(not(feature = "tls"))]
-async fn tls_handshake(
-    _request: tokio_tungstenite::tungstenite::handshake::client::Request,
-    _stream: Stream,
-    _config: WebSocketConfig,
-) -> Result<Handshake, ConnectError> {
-    Err(no_tls())
-}
+use without_tls::{tls_handshake, wss};
 
 fn percent_encode(value: &str) -> String {
     value
@@ -274,10 +210,10 @@ async fn connect_inner(url: &str, options: &ConnectOptions) -> Result<WsStream, 
         .parse()
         .map_err(|_| ConnectError::InvalidUrl(url.to_owned()))?;
     let secure = match uri.scheme_str() {
-        #[cfg(not(feature = "tls"))]
-        Some("wss") => return Err(no_tls()),
-        #[cfg(feature = "tls")]
-        Some("wss") => true,
+        Some("wss") => {
+            wss()?;
+            true
+        }
         Some("ws") => false,
         _ => {
             return Err(ConnectError::InvalidUrl(format!(
@@ -342,15 +278,6 @@ async fn connect_inner(url: &str, options: &ConnectOptions) -> Result<WsStream, 
         Err(WsError::Io(e)) if secure => Err(ConnectError::Tls(e.to_string())),
         Err(WsError::Io(e)) => Err(ConnectError::Tcp(e.to_string())),
         Err(e) => Err(ConnectError::Protocol(e.to_string())),
-    }
-}
-
-#[cfg(all(test, feature = "native-roots"))]
-mod native_roots_tests {
-    #[test]
-    fn the_operating_system_s_roots_are_read() {
-        let roots = super::root_store().expect("this machine has a CA store");
-        assert!(roots.len() > 10, "{} roots", roots.len());
     }
 }
 
