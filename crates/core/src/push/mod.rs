@@ -666,4 +666,28 @@ mod tests {
         source.frame(&topic(0), 1_000, &fallback).await;
         assert_eq!(reads(), 10_003);
     }
+
+    #[test]
+    fn a_jobs_report_adds_every_count_of_each_chunk() {
+        let chunk = FanoutReport {
+            targets: 3,
+            delivered: 2,
+            gone: 1,
+            retries: 4,
+            failed: 1,
+        };
+        let mut total = chunk.clone();
+        add(&mut total, &chunk);
+        add(&mut total, &chunk);
+        assert_eq!(
+            (
+                total.targets,
+                total.delivered,
+                total.gone,
+                total.retries,
+                total.failed
+            ),
+            (9, 6, 3, 12, 3)
+        );
+    }
 }

@@ -680,3 +680,17 @@ async fn a_pusher_running_its_own_jobs_waits_for_a_start_due_before_its_deadline
     assert!(region.clock.now_ms() >= due);
     assert_eq!(pusher.totals().pushes, 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_push_worker_shows_its_settings() {
+    let region = region(0).await;
+    let settings = PushSettings {
+        page: 9,
+        ..PushSettings::default()
+    };
+    let shown = format!("{:?}", region.gateway.push_worker(settings));
+    assert!(
+        shown.starts_with("PushWorker") && shown.contains("page: 9"),
+        "{shown}"
+    );
+}
