@@ -405,6 +405,18 @@ fn own(region: &Region, settings: PushSettings) -> (Pusher, Arc<ClockPause>) {
     (pusher, pause)
 }
 
+/// [`own`] with one worker: its jobs run one after another, so a fault injected first hits the
+/// first job.
+fn one_worker(region: &Region) -> (Pusher, Arc<ClockPause>) {
+    own(
+        region,
+        PushSettings {
+            workers: 1,
+            ..PushSettings::default()
+        },
+    )
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_pusher_shows_its_settings_clock_and_the_changes_it_saw() {
     let region = region(0).await;
@@ -484,13 +496,7 @@ async fn jobs_that_cannot_be_queued_free_the_lease_for_the_retry() {
 #[tokio::test(start_paused = true)]
 async fn a_page_read_failing_three_times_is_retried_and_its_subscribers_reached() {
     let region = region(40).await;
-    let (pusher, pause) = own(
-        &region,
-        PushSettings {
-            workers: 1,
-            ..PushSettings::default()
-        },
-    );
+    let (pusher, pause) = one_worker(&region);
     region
         .connections
         .fail_pages((0..3).map(|_| Fault::Fail(Error::Transient("reset".into()))));
@@ -508,13 +514,7 @@ async fn a_page_read_failing_three_times_is_retried_and_its_subscribers_reached(
 #[tokio::test(start_paused = true)]
 async fn a_page_read_failing_four_times_gives_its_job_up_and_the_push_still_ends() {
     let region = region(40).await;
-    let (pusher, _) = own(
-        &region,
-        PushSettings {
-            workers: 1,
-            ..PushSettings::default()
-        },
-    );
+    let (pusher, _) = one_worker(&region);
     region
         .connections
         .fail_pages((0..4).map(|_| Fault::Fail(Error::Throttled("slow".into()))));
@@ -536,13 +536,7 @@ async fn a_page_read_failing_four_times_gives_its_job_up_and_the_push_still_ends
 #[tokio::test(start_paused = true)]
 async fn a_page_read_that_cannot_succeed_is_not_retried() {
     let region = region(40).await;
-    let (pusher, pause) = own(
-        &region,
-        PushSettings {
-            workers: 1,
-            ..PushSettings::default()
-        },
-    );
+    let (pusher, pause) = one_worker(&region);
     region
         .connections
         .fail_pages([Fault::Fail(Error::Internal("bad index".into()))]);
@@ -555,13 +549,7 @@ async fn a_page_read_that_cannot_succeed_is_not_retried() {
 #[tokio::test(start_paused = true)]
 async fn a_job_whose_worker_panics_is_counted_and_the_drain_goes_on() {
     let region = region(40).await;
-    let (pusher, _) = own(
-        &region,
-        PushSettings {
-            workers: 1,
-            ..PushSettings::default()
-        },
-    );
+    let (pusher, _) = one_worker(&region);
     region.connections.fail_pages([Fault::Panic]);
     pusher.changed([&topic()]);
     pusher.drain().await;
