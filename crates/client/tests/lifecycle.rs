@@ -36,6 +36,25 @@ async fn restored(events: &mut UnboundedReceiver<Event>) -> (String, Option<Dura
     .await
 }
 
+/// A client restored on the global name (us-east-1), with us-west-2's own endpoint as its
+/// fallback.
+async fn on_global_with_west_as_fallback() -> (
+    FakeRegion,
+    FakeRegion,
+    wsdr_client::Client,
+    UnboundedReceiver<Event>,
+) {
+    let global = FakeRegion::start("us-east-1").await;
+    let west = FakeRegion::start("us-west-2").await;
+    let fallback = Fallback::new(vec![RegionalEndpoint {
+        region: "us-west-2".into(),
+        url: west.url.clone(),
+    }]);
+    let (client, mut events) = builder(&global).fallback(fallback).start();
+    restored(&mut events).await;
+    (global, west, client, events)
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_closed_client_ends_its_session_and_never_reconnects() {
     let region = FakeRegion::start("us-east-1").await;
@@ -105,14 +124,7 @@ async fn writes_while_offline_are_queued_up_to_the_limit() {
 
 #[tokio::test(start_paused = true)]
 async fn clean_closes_never_move_a_client_off_the_global_name_and_broken_sessions_do() {
-    let global = FakeRegion::start("us-east-1").await;
-    let west = FakeRegion::start("us-west-2").await;
-    let fallback = Fallback::new(vec![RegionalEndpoint {
-        region: "us-west-2".into(),
-        url: west.url.clone(),
-    }]);
-    let (_client, mut events) = builder(&global).fallback(fallback).start();
-    restored(&mut events).await;
+    let (global, west, _client, mut events) = on_global_with_west_as_fallback().await;
     // A clean close (a deployment's, a Region draining), then a refused connect: one failure,
     // not the two that move the client.
     global.refuse(Some(503));
@@ -302,14 +314,7 @@ async fn the_first_heartbeat_waits_one_interval() {
 
 #[tokio::test(start_paused = true)]
 async fn on_a_fallback_the_global_name_is_probed_after_its_recheck_with_a_token() {
-    let global = FakeRegion::start("us-east-1").await;
-    let west = FakeRegion::start("us-west-2").await;
-    let fallback = Fallback::new(vec![RegionalEndpoint {
-        region: "us-west-2".into(),
-        url: west.url.clone(),
-    }]);
-    let (_client, mut events) = builder(&global).fallback(fallback).start();
-    restored(&mut events).await;
+    let (global, _west, _client, mut events) = on_global_with_west_as_fallback().await;
     let connects = global.handshakes();
     global.refuse(Some(503));
     global.kill_all(Kill::Abrupt);
