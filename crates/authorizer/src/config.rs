@@ -238,3 +238,73 @@ impl Config {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use std::collections::HashMap;
+
+    fn from(pairs: &[(&str, &str)]) -> Result<Config, Error> {
+        let env: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Config::from_lookup(|name| env.get(name).cloned())
+    }
+
+    fn with_secrets(user: &str, canary: &str) -> Result<Config, Error> {
+        from(&[
+            ("JWT_ISSUER", "https://auth.example.com"),
+            ("JWT_AUDIENCE", "wsdr"),
+            ("JWT_HS256_SECRET", user),
+            ("CANARY_HS256_SECRET", canary),
+        ])
+    }
+
+    #[test]
+    fn hs256_secrets_of_32_bytes_are_taken_and_of_31_refused() {
+        let (short, enough) = ("s".repeat(31), "s".repeat(32));
+        let config = with_secrets(&enough, &enough).unwrap();
+        assert_eq!(config.issuers.len(), 2);
+        for (user, canary, refused) in [
+            (&short, &enough, "JWT_HS256_SECRET"),
+            (&enough, &short, "CANARY_HS256_SECRET"),
+        ] {
+            let error = with_secrets(user, canary).unwrap_err().to_string();
+            assert!(error.contains(refused), "{error}");
+            assert!(error.contains("at least 32 bytes"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_configurations_debug_names_its_keys_and_never_shows_a_secret() {
+        let secret = "a-user-secret-that-must-never-be-logged";
+        let canary = "a-canary-secret-that-is-never-logged-either";
+        let shown = format!("{:?}", with_secrets(secret, canary).unwrap());
+        assert!(
+            !shown.contains(secret) && !shown.contains(canary),
+            "{shown}"
+        );
+        assert_eq!(shown.matches("Secret(<redacted>)").count(), 2, "{shown}");
+
+        let snapshot = KeySource::Jwks {
+            url: "https://auth.example.com/jwks.json".into(),
+            snapshot: None,
+        };
+        assert_eq!(
+            format!("{snapshot:?}"),
+            r#"Jwks { url: "https://auth.example.com/jwks.json", snapshot_keys: None }"#
+        );
+    }
+
+    #[test]
+    fn base64url_reads_its_own_two_characters_with_or_without_padding_and_no_others() {
+        // 0xfb 0xff: six bits 62 ('-'), 63 ('_'), then the last four bits padded ('8').
+        assert_eq!(base64url_decode("-_8"), Some(vec![0xfb, 0xff]));
+        assert_eq!(base64url_decode("-_8="), Some(vec![0xfb, 0xff]));
+        assert_eq!(base64url_decode("TWFu"), Some(b"Man".to_vec()));
+        // Standard base64's `+` and `/` are not base64url.
+        assert_eq!(base64url_decode("+/8"), None);
+    }
+}

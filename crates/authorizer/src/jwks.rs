@@ -197,15 +197,6 @@ impl JwksCache {
         });
     }
 
-    /// Number of usable keys cached.
-    pub async fn len(&self) -> usize {
-        self.cached.read().await.keys.len()
-    }
-
-    pub async fn is_empty(&self) -> bool {
-        self.len().await == 0
-    }
-
     /// The key for `kid`, usable with `alg`; refreshes once (rate-limited) if `kid` is
     /// unknown, and reads the snapshot when that refresh fails.
     pub async fn key(&self, kid: &str, alg: Algorithm) -> Result<DecodingKey, DenyReason> {

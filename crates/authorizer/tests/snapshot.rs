@@ -4,7 +4,7 @@
 
 mod common;
 
-use authorizer::{DenyReason, Verifier};
+use authorizer::{DenyReason, Identity, Verifier};
 use common::*;
 use jsonwebtoken::Algorithm;
 use serde_json::{json, Value};
@@ -173,7 +173,15 @@ impl authorizer::FetchJwks for HeldIssuer {
     }
 }
 
-#[tokio::test]
+/// `verify` on paused time, bounded: a verifier that waits for an issuer that never answers
+/// fails the test instead of hanging it.
+async fn verify_bounded(verifier: &Verifier, token: &str) -> Result<Identity, DenyReason> {
+    tokio::time::timeout(std::time::Duration::from_secs(60), verifier.verify(token))
+        .await
+        .expect("verify waited on the held issuer")
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_cold_start_with_a_snapshot_serves_before_the_issuer_answers_and_then_follows_it() {
     // The issuer rotated to rsa-2 and withdrew rsa-1; its answer is held back.
     let issuer = HeldIssuer::new(&["rsa-2"]);
@@ -188,8 +196,7 @@ async fn a_cold_start_with_a_snapshot_serves_before_the_issuer_answers_and_then_
         .await
         .expect("the cold start does not wait for the issuer");
     assert!(
-        verifier
-            .verify(&rsa_token("rsa-1", RSA_PRIVATE))
+        verify_bounded(&verifier, &rsa_token("rsa-1", RSA_PRIVATE))
             .await
             .is_ok(),
         "the snapshot's key verifies from the first request"
@@ -203,8 +210,7 @@ async fn a_cold_start_with_a_snapshot_serves_before_the_issuer_answers_and_then_
     // The issuer answers: its set wins.
     issuer.release.add_permits(1);
     assert!(
-        verifier
-            .verify(&rsa_token("rsa-2", RSA2_PRIVATE))
+        verify_bounded(&verifier, &rsa_token("rsa-2", RSA2_PRIVATE))
             .await
             .is_ok(),
         "an unknown kid waits for the fetch in flight and finds the live key"
@@ -215,7 +221,7 @@ async fn a_cold_start_with_a_snapshot_serves_before_the_issuer_answers_and_then_
         "one fetch served the cold start and the unknown kid"
     );
     assert_eq!(
-        verifier.verify(&rsa_token("rsa-1", RSA_PRIVATE)).await,
+        verify_bounded(&verifier, &rsa_token("rsa-1", RSA_PRIVATE)).await,
         Err(DenyReason::UnknownKid),
         "a key the issuer withdrew stops verifying once it has answered"
     );
@@ -240,4 +246,20 @@ async fn a_cold_start_without_a_snapshot_fetches_before_it_serves() {
         .await
         .is_ok());
     assert_eq!(issuer.fetches(), 1);
+}
+
+#[test]
+fn a_key_caches_debug_names_its_issuer_and_counts_its_snapshots_keys() {
+    let snapshot: jsonwebtoken::jwk::JwkSet =
+        serde_json::from_str(&jwks_of(&["rsa-1", "rsa-2"])).unwrap();
+    let cache = authorizer::JwksCache::with_fetcher(
+        "https://auth.example.com/jwks.json",
+        std::time::Duration::from_secs(60),
+        HeldIssuer::new(&["rsa-1"]),
+        Some(&snapshot),
+    );
+    assert_eq!(
+        format!("{cache:?}"),
+        r#"JwksCache { url: "https://auth.example.com/jwks.json", snapshot_keys: 2, min_refresh: 60s, .. }"#
+    );
 }
