@@ -244,3 +244,46 @@ async fn a_subject_is_measured_in_characters_not_bytes() {
     );
     assert!(wsdr_core::UserId::new(too_long).is_err());
 }
+
+#[tokio::test]
+async fn a_token_of_the_size_limit_is_read_and_one_byte_more_is_too_large() {
+    let verifier = Verifier::new(&config("http://127.0.0.1:9/jwks.json", &[])).await;
+    let at_limit = "x".repeat(authorizer::MAX_TOKEN_BYTES);
+    assert_eq!(verifier.verify(&at_limit).await, Err(DenyReason::Malformed));
+    assert_eq!(
+        verifier.verify(&format!("{at_limit}x")).await,
+        Err(DenyReason::TooLarge)
+    );
+}
+
+#[tokio::test]
+async fn token_times_are_judged_by_the_clock_the_verifier_is_given() {
+    let (url, _) = jwks_server(&["rsa-1"]).await;
+    let mut verifier = Verifier::new(&config(&url, &[])).await;
+    let issued = now();
+    let mut claims = claims();
+    claims["nbf"] = json!(issued);
+    claims["exp"] = json!(issued + 300);
+    let token = sign(Algorithm::RS256, Some("rsa-1"), &rsa(RSA_PRIVATE), &claims);
+    assert!(verifier.verify(&token).await.is_ok());
+    // The leeway is 5 s.
+    verifier.set_clock(std::sync::Arc::new(move || (issued + 306) as u64));
+    assert_eq!(verifier.verify(&token).await, Err(DenyReason::Expired));
+    verifier.set_clock(std::sync::Arc::new(move || (issued - 6) as u64));
+    assert_eq!(verifier.verify(&token).await, Err(DenyReason::NotYetValid));
+}
+
+#[tokio::test]
+async fn a_verifiers_debug_names_its_issuers_and_never_a_secret() {
+    let verifier = Verifier::new(&config("http://127.0.0.1:9/jwks.json", &[])).await;
+    let shown = format!("{verifier:?}");
+    assert!(shown.starts_with("Verifier { issuers: ["), "{shown}");
+    assert!(
+        shown.contains(ISSUER) && shown.contains("leeway_secs: 5"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains(SECRET) && !shown.contains(CANARY_SECRET),
+        "{shown}"
+    );
+}
