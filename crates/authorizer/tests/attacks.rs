@@ -287,3 +287,43 @@ async fn a_verifiers_debug_names_its_issuers_and_never_a_secret() {
         "{shown}"
     );
 }
+
+/// An issuer serving keys no signature can verify against: an RSA key of a one-byte modulus
+/// and a P-256 key whose point is not on the curve.
+#[derive(Debug)]
+struct BrokenKeyIssuer;
+
+impl authorizer::FetchJwks for BrokenKeyIssuer {
+    fn fetch<'a>(
+        &'a self,
+        _url: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = authorizer::FetchResult> + Send + 'a>>
+    {
+        Box::pin(async {
+            serde_json::from_value(json!({ "keys": [
+                { "kty": "RSA", "kid": "tiny", "use": "sig", "alg": "RS256", "n": "AQ", "e": "AQAB" },
+                { "kty": "EC", "kid": "bad-ec", "use": "sig", "crv": "P-256", "x": "AQ", "y": "AQ" }
+            ] }))
+            .map_err(|e| e.to_string())
+        })
+    }
+}
+
+#[tokio::test]
+async fn broken_keys_in_the_issuers_set_verify_nothing_each_with_its_reason() {
+    let config = config("https://auth.example.com/jwks.json", &[]);
+    let verifier = Verifier::with_fetcher(&config, std::sync::Arc::new(BrokenKeyIssuer)).await;
+    let token = sign(Algorithm::RS256, Some("tiny"), &rsa(RSA_PRIVATE), &claims());
+    assert_eq!(verifier.verify(&token).await, Err(DenyReason::BadSignature));
+    // The point is refused as a key: the key, not the signature, is at fault.
+    let token = sign(
+        Algorithm::ES256,
+        Some("bad-ec"),
+        &EncodingKey::from_ec_pem(EC_PRIVATE).unwrap(),
+        &claims(),
+    );
+    assert_eq!(
+        verifier.verify(&token).await,
+        Err(DenyReason::KeyAlgorithmMismatch)
+    );
+}
