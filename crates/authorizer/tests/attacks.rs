@@ -266,10 +266,15 @@ async fn token_times_are_judged_by_the_clock_the_verifier_is_given() {
     claims["exp"] = json!(issued + 300);
     let token = sign(Algorithm::RS256, Some("rsa-1"), &rsa(RSA_PRIVATE), &claims);
     assert!(verifier.verify(&token).await.is_ok());
-    // The leeway is 5 s.
-    verifier.set_clock(std::sync::Arc::new(move || (issued + 306) as u64));
+    // The leeway is 5 s: valid through exp + 5 and from nbf - 5, to the second.
+    let at = |secs: i64| -> authorizer::NowSecs { std::sync::Arc::new(move || secs as u64) };
+    verifier.set_clock(at(issued + 305));
+    assert!(verifier.verify(&token).await.is_ok());
+    verifier.set_clock(at(issued + 306));
     assert_eq!(verifier.verify(&token).await, Err(DenyReason::Expired));
-    verifier.set_clock(std::sync::Arc::new(move || (issued - 6) as u64));
+    verifier.set_clock(at(issued - 5));
+    assert!(verifier.verify(&token).await.is_ok());
+    verifier.set_clock(at(issued - 6));
     assert_eq!(verifier.verify(&token).await, Err(DenyReason::NotYetValid));
 }
 
