@@ -159,7 +159,7 @@ impl Canary {
         report
     }
 
-    /// One probe with a fresh token, outside the minute's run (the fast verdict's rounds).
+    /// One probe with a fresh token: each of the minute's probes and each fast round.
     pub async fn probe_once(&self) -> Result<ProbeSuccess, ProbeFailure> {
         let target = ProbeTarget {
             url: self.config.target_url.clone(),
@@ -183,31 +183,13 @@ impl Canary {
     /// Probe, fold, publish. `Err` only when the datapoint could not be published.
     pub async fn run_once(&self) -> Result<RunReport, Error> {
         let started_ms = self.clock.now_ms();
-        let target = ProbeTarget {
-            url: self.config.target_url.clone(),
-            expected_region: self.config.expected_region.clone(),
-            auction_id: self.config.auction_id.clone(),
-            timeout: self.config.probe_timeout,
-        };
         let mut outcomes: Vec<Result<ProbeSuccess, ProbeFailure>> = Vec::new();
         let mut verdict = None;
         for attempt in 0..self.config.probes_per_run {
             if attempt > 0 {
                 tokio::time::sleep(self.config.probe_spacing).await;
             }
-            let outcome = match self.token() {
-                Ok(token) => {
-                    let options = ConnectOptions {
-                        token: Some(token),
-                        placement: self.config.placement,
-                        network: self.network.clone(),
-                        connect_to: self.config.target_connect_to.clone(),
-                        ..ConnectOptions::default()
-                    };
-                    probe(&target, &options).await
-                }
-                Err(error) => Err(ProbeFailure::WrongReply(format!("no token: {error}"))),
-            };
+            let outcome = self.probe_once().await;
             match &outcome {
                 Ok(s) => tracing::info!(
                     attempt,

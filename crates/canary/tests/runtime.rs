@@ -22,7 +22,10 @@ const SCHEDULED: &str = include_str!("../../../events/scheduled.json");
 /// CloudWatch on loopback: every request's path and body, answered as the service answers
 /// `PutMetricData` in its rpc-v2-cbor protocol (an empty CBOR map).
 #[derive(Clone, Default)]
-struct CloudWatch(Arc<Mutex<Vec<(String, Vec<u8>)>>>);
+struct CloudWatch(Arc<Mutex<Vec<Request>>>);
+
+/// A request's path and body.
+type Request = (String, Vec<u8>);
 
 impl CloudWatch {
     async fn start(&self) -> String {
