@@ -21,7 +21,7 @@
 # .cargo/mutants.toml (exclude_re), never by file or function.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-product=(wsdr-protocol wsdr-core wsdr-auction wsdr-chat wsdr-aws wsdr-secrets authorizer canary health evacuator ws-handler wsdr-client)
+product=(wsdr-protocol wsdr-core wsdr-auction wsdr-chat wsdr-aws wsdr-secrets wsdr-lambda authorizer canary health evacuator ws-handler wsdr-client)
 work="$root/target/mutants-runs"
 tree="${MUTANTS_TREE:-$work/tree}"
 mkdir -p "$work"

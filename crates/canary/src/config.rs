@@ -172,9 +172,7 @@ impl Config {
         let defaults = MetricNames::default();
         Ok(Self {
             target_url: env.required("TARGET_URL")?,
-            target_connect_to: env
-                .get("TARGET_CONNECT_TO")
-                .filter(|v| !v.trim().is_empty() && v != "none"),
+            target_connect_to: env.optional("TARGET_CONNECT_TO"),
             expected_region: env
                 .get("EXPECTED_REGION")
                 .or_else(|| env.get("REGION_LABEL"))

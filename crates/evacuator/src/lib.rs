@@ -123,13 +123,9 @@ impl Config {
             posts_per_s: positive("POSTS_PER_SECOND", 2_000)?,
             connection_ttl: Duration::from_secs(env.number("CONNECTION_TTL_SECONDS", 9_000)?),
             failover_to: env.get("FAILOVER_TO").filter(|v| !v.trim().is_empty()),
-            failover_endpoint: env
-                .get("FAILOVER_ENDPOINT")
-                .filter(|v| !v.trim().is_empty() && v != "none"),
+            failover_endpoint: env.optional("FAILOVER_ENDPOINT"),
             recheck: recheck::RecheckConfig::from_env(&env)?,
-            orders_table: env
-                .get("ORDERS_TABLE")
-                .filter(|v| !v.trim().is_empty() && v != "none"),
+            orders_table: env.optional("ORDERS_TABLE"),
             failover_wait_seconds: match env.number("FAILOVER_WAIT_SECONDS", 90)? {
                 wait if wait > MAX_WAIT_SECONDS => {
                     return Err(wsdr_lambda::env::EnvError::Invalid {

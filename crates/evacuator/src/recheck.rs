@@ -37,20 +37,17 @@ impl RecheckConfig {
     pub fn from_env(
         env: &wsdr_lambda::env::Env<impl Fn(&str) -> Option<String>>,
     ) -> Result<Option<Self>, wsdr_lambda::env::EnvError> {
-        let set = |name| {
-            env.get(name)
-                .filter(|v| !v.trim().is_empty() && v != "none")
-        };
-        let Some(state_table) = set("STATE_TABLE") else {
+        let Some(state_table) = env.optional("STATE_TABLE") else {
             return Ok(None);
         };
         Ok(Some(Self {
             state_table,
-            primary_api_id: set("PRIMARY_API_ID")
+            primary_api_id: env
+                .optional("PRIMARY_API_ID")
                 .ok_or(wsdr_lambda::env::EnvError::Missing("PRIMARY_API_ID"))?,
-            primary_self_url: set("PRIMARY_SELF_URL"),
-            global_name: set("GLOBAL_NAME"),
-            destination_name: set("DESTINATION_NAME"),
+            primary_self_url: env.optional("PRIMARY_SELF_URL"),
+            global_name: env.optional("GLOBAL_NAME"),
+            destination_name: env.optional("DESTINATION_NAME"),
         }))
     }
 }

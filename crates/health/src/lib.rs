@@ -55,9 +55,7 @@ impl Config {
         let env = wsdr_lambda::env::Env::new(get);
         Ok(Self {
             api_id: env.required("API_ID")?,
-            primary_api_id: env
-                .get("PRIMARY_API_ID")
-                .filter(|id| !id.is_empty() && id != "none"),
+            primary_api_id: env.optional("PRIMARY_API_ID"),
             state_table: env.required("STATE_TABLE")?,
             stale_after: Duration::from_secs(
                 env.number("STALE_AFTER_SECONDS", wsdr_core::STALE_AFTER_MS / 1000)?

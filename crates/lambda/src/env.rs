@@ -31,6 +31,13 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
         (self.lookup)(name).filter(|v| !v.trim().is_empty())
     }
 
+    /// The value of an optional setting: unset, blank and `none` are all absent (`none` is
+    /// what a template passes for an optional parameter left out, as a parameter's value may
+    /// not always be empty).
+    pub fn optional(&self, name: &str) -> Option<String> {
+        self.get(name).filter(|v| v.trim() != "none")
+    }
+
     pub fn required(&self, name: &'static str) -> Result<String, EnvError> {
         self.get(name).ok_or(EnvError::Missing(name))
     }
@@ -51,18 +58,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn blank_is_unset_and_numbers_are_checked() {
+    fn blank_is_unset_none_is_an_absent_option_and_numbers_are_checked() {
         let env = Env::new(|k: &str| match k {
             "SET" => Some("x".to_owned()),
             "BLANK" => Some("  ".to_owned()),
             "N" => Some(" 42 ".to_owned()),
             "BAD" => Some("4.2".to_owned()),
+            "OFF" => Some(" none ".to_owned()),
             _ => None,
         });
         assert_eq!(env.required("SET"), Ok("x".to_owned()));
         assert_eq!(env.required("BLANK"), Err(EnvError::Missing("BLANK")));
         assert_eq!(env.required("NONE"), Err(EnvError::Missing("NONE")));
         assert_eq!(env.number("N", 1), Ok(42));
+        assert_eq!(env.optional("SET"), Some("x".to_owned()));
+        assert_eq!(env.optional("BLANK"), None);
+        assert_eq!(env.optional("NONE"), None);
+        assert_eq!(env.optional("OFF"), None, "`none` is absent");
+        assert_eq!(
+            env.get("OFF"),
+            Some(" none ".to_owned()),
+            "for optional settings only"
+        );
         assert_eq!(env.number("NONE", 7), Ok(7));
         assert!(matches!(
             env.number("BAD", 1),
