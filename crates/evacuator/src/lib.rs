@@ -210,11 +210,6 @@ impl StreamBatch {
             })
             .collect()
     }
-
-    /// Whether any record is an order.
-    pub fn says_fail_over(&self) -> bool {
-        !self.orders().is_empty()
-    }
 }
 
 /// Any invocation the function takes.

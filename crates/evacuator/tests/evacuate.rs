@@ -753,3 +753,54 @@ async fn the_rechecks_and_the_order_log_read_their_real_peers() {
         "done"
     );
 }
+
+#[test]
+fn the_longest_wait_a_setting_may_ask_is_240_seconds() {
+    let wait = |seconds: &str| {
+        let env = HashMap::from([
+            ("TARGET_REGION", "us-east-1".to_owned()),
+            ("TARGET_CONNECTIONS_TABLE", "t".to_owned()),
+            ("TARGET_CALLBACK_URL", "http://127.0.0.1:1/prod".to_owned()),
+            ("FAILOVER_WAIT_SECONDS", seconds.to_owned()),
+        ]);
+        Config::from_lookup(|k| env.get(k).cloned()).map(|config| config.failover_wait_seconds)
+    };
+    assert_eq!(wait("240").unwrap(), 240);
+    let refused = wait("241").unwrap_err().to_string();
+    assert!(refused.contains("FAILOVER_WAIT_SECONDS"), "{refused}");
+}
+
+/// The function times out at 300 s: after the longest wait (240 s), the untold are told again
+/// for the 45 s left of its 285 s budget, not the minute they get without a wait.
+#[tokio::test(start_paused = true)]
+async fn the_untold_are_told_again_within_what_the_wait_left_of_the_functions_time() {
+    for (wait, telling) in [(0, 60), (240, 45)] {
+        let (evacuator, notifier) = memory_evacuator(&[]).await;
+        notifier.throttle(&ConnectionId::new("c1=").unwrap(), u32::MAX);
+        let request: Request =
+            serde_json::from_str(&format!(r#"{{"to":"us-west-2","waitSeconds":{wait}}}"#)).unwrap();
+        let started = tokio::time::Instant::now();
+        let answer = evacuator.run(request).await.unwrap();
+        let took = started.elapsed();
+        assert!(!answer.complete && answer.untold == 1, "{answer:?}");
+        assert!(
+            took <= Duration::from_secs(wait + telling),
+            "wait {wait}: {took:?}"
+        );
+        assert!(
+            took > Duration::from_secs(wait + telling - 10),
+            "wait {wait}: {took:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_evacuators_debug_shows_its_configuration() {
+    let (evacuator, _) = memory_evacuator(&[]).await;
+    let shown = format!("{evacuator:?}");
+    assert!(shown.starts_with("Evacuator { config: Config {"), "{shown}");
+    assert!(
+        shown.contains("us-east-1") && shown.ends_with(".. }"),
+        "{shown}"
+    );
+}
