@@ -204,10 +204,6 @@ async fn bad_requests_and_settings_are_refused_with_a_reason() {
         };
         assert!(evacuator.run(request).await.is_err(), "{to} {endpoint:?}");
     }
-    // A wait longer than the function's timeout allows is refused up front.
-    let request: Request = serde_json::from_str(r#"{"to":"us-west-2","waitSeconds":241}"#).unwrap();
-    let err = evacuator.run(request).await.unwrap_err();
-    assert!(err.to_string().contains("waitSeconds"), "{err}");
     // An unknown field in the invocation is an error, not silently dropped.
     assert!(serde_json::from_str::<Request>(r#"{"to":"us-west-2","region":"x"}"#).is_err());
 }
@@ -215,6 +211,14 @@ async fn bad_requests_and_settings_are_refused_with_a_reason() {
 /// An evacuator on the in-memory adapters, aimed at us-east-1 with these extra settings,
 /// holding one live connection; and what it posts.
 async fn memory_evacuator(
+    extra: &[(&'static str, &str)],
+) -> (Evacuator, Arc<wsdr_core::memory::RecordingNotifier>) {
+    memory_evacuator_of(1, extra).await
+}
+
+/// [`memory_evacuator`] holding `connections` live connections, `c1=` and on.
+async fn memory_evacuator_of(
+    connections: usize,
     extra: &[(&'static str, &str)],
 ) -> (Evacuator, Arc<wsdr_core::memory::RecordingNotifier>) {
     let mut env = HashMap::from([
@@ -225,14 +229,16 @@ async fn memory_evacuator(
     env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
     let registry = Arc::new(wsdr_core::memory::MemoryConnections::default());
     let now = wsdr_core::Clock::now_ms(&SystemClock);
-    registry
-        .register(
-            &ConnectionId::new("c1=").unwrap(),
-            &UserId::new("u").unwrap(),
-            now,
-        )
-        .await
-        .unwrap();
+    for n in 1..=connections {
+        registry
+            .register(
+                &ConnectionId::new(format!("c{n}=")).unwrap(),
+                &UserId::new("u").unwrap(),
+                now,
+            )
+            .await
+            .unwrap();
+    }
     let notifier = Arc::new(wsdr_core::memory::RecordingNotifier::default());
     let evacuator = Evacuator::new(
         Config::from_lookup(|k| env.get(k).cloned()).unwrap(),
@@ -803,4 +809,40 @@ async fn an_evacuators_debug_shows_its_configuration() {
         shown.contains("us-east-1") && shown.ends_with(".. }"),
         "{shown}"
     );
+}
+
+/// On paused time: a mutant that waits instead of refusing fails here, it does not hang.
+#[tokio::test(start_paused = true)]
+async fn a_wait_longer_than_the_function_allows_is_refused_up_front_and_240_s_is_waited() {
+    let (evacuator, notifier) = memory_evacuator(&[]).await;
+    let started = tokio::time::Instant::now();
+    let request: Request = serde_json::from_str(r#"{"to":"us-west-2","waitSeconds":241}"#).unwrap();
+    let err = evacuator.run(request).await.unwrap_err();
+    assert!(err.to_string().contains("waitSeconds"), "{err}");
+    assert_eq!(started.elapsed(), Duration::ZERO, "refused before any wait");
+    assert!(notifier.sent().is_empty());
+
+    let request: Request = serde_json::from_str(r#"{"to":"us-west-2","waitSeconds":240}"#).unwrap();
+    let answer = evacuator.run(request).await.unwrap();
+    assert_eq!(answer.delivered, 1);
+    assert!(started.elapsed() >= Duration::from_secs(240));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_posting_pace_setting_spaces_the_destinations_slots() {
+    // One connection a slot, one post a second: the fourth slot's post is 3 s in.
+    let (evacuator, notifier) = memory_evacuator_of(
+        4,
+        &[
+            ("DESTINATION_QUOTA_PER_SECOND", "1"),
+            ("POSTS_PER_SECOND", "1"),
+        ],
+    )
+    .await;
+    let started = tokio::time::Instant::now();
+    let request: Request = serde_json::from_str(r#"{"to":"us-west-2"}"#).unwrap();
+    let answer = evacuator.run(request).await.unwrap();
+    assert_eq!((answer.delivered, answer.slots), (4, 4), "{answer:?}");
+    assert_eq!(notifier.sent().len(), 4);
+    assert_eq!(started.elapsed(), Duration::from_secs(3));
 }
