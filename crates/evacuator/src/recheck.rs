@@ -147,3 +147,40 @@ impl Checks for AwsChecks {
         Some(!answered?.is_disjoint(&expected?))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn the_system_resolver_answers_an_address_with_itself() {
+        // An address literal: resolved without a query to any name server.
+        let found = SystemResolver.addresses("127.0.0.1").await;
+        assert_eq!(found, Some(HashSet::from(["127.0.0.1".parse().unwrap()])));
+    }
+
+    #[test]
+    fn the_rechecks_debug_shows_their_configuration() {
+        let config = RecheckConfig {
+            state_table: "state".into(),
+            primary_api_id: "prim4567ab".into(),
+            primary_self_url: None,
+            global_name: Some("ws.example.com".into()),
+            destination_name: None,
+        };
+        let checks = AwsChecks::new(
+            config,
+            Arc::new(wsdr_core::memory::MemoryHealthLedger::default()),
+        );
+        let shown = format!("{checks:?}");
+        assert!(
+            shown.starts_with("AwsChecks { config: RecheckConfig {"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("prim4567ab") && shown.ends_with(".. }"),
+            "{shown}"
+        );
+    }
+}
