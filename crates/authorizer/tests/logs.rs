@@ -7,21 +7,6 @@ mod common;
 use authorizer::Authorizer;
 use common::*;
 use jsonwebtoken::Algorithm;
-use std::sync::{Arc, Mutex};
-
-/// A `MakeWriter` collecting every log line.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[tokio::test(flavor = "current_thread")]
 async fn no_token_text_reaches_the_logs() {

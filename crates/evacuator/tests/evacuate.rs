@@ -3,10 +3,13 @@
 //! handler's own adapter) and a local `@connections` endpoint called by the real
 //! `aws-sdk-apigatewaymanagement` client.
 
+mod common;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
+use common::{connections_table, dynamo_endpoint};
 use evacuator::{Answer, Config, Evacuator, Invocation, Request};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -41,12 +44,6 @@ async fn callback_server(state: Callback) -> String {
     format!("http://{addr}/prod")
 }
 
-fn dynamo_endpoint() -> String {
-    std::env::var("DYNAMODB_ENDPOINT").unwrap_or_else(|_| {
-        panic!("DYNAMODB_ENDPOINT is not set: run these tests with `make test`, which starts DynamoDB Local")
-    })
-}
-
 fn local_sdk() -> wsdr_aws::SdkConfig {
     wsdr_aws::SdkConfig::builder()
         .behavior_version(wsdr_aws::BehaviorVersion::latest())
@@ -62,16 +59,7 @@ fn local_sdk() -> wsdr_aws::SdkConfig {
 #[tokio::test]
 async fn every_live_connection_of_the_target_region_is_told_to_move_once() {
     let client = wsdr_aws::local::dynamo_client(&dynamo_endpoint(), "us-east-1");
-    let table = format!(
-        "evacuate-{:x}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
-    wsdr_aws::schema::create_connections_table(&client, &table)
-        .await
-        .unwrap();
+    let table = connections_table(&client, "evacuate").await;
     // The handler's own adapter writes the records, as in AWS.
     let records = wsdr_aws::DynamoConnections::new(client, &table, Duration::from_secs(9_000));
     let now = wsdr_core::Clock::now_ms(&SystemClock);

@@ -4,6 +4,9 @@
 //! them) takes a census of its target Region's connections table as the deployed function
 //! does each minute. `cargo test` of the library never runs `main`.
 
+mod common;
+
+use common::{connections_table, dynamo_endpoint};
 use std::time::Duration;
 use wsdr_core::{ConnectionId, Connections, UserId};
 use wsdr_runtime_api::{Answer, Function};
@@ -12,20 +15,9 @@ const BINARY: &str = env!("CARGO_BIN_EXE_evacuator");
 
 #[tokio::test]
 async fn the_binary_counts_its_target_regions_live_connections() {
-    let endpoint = std::env::var("DYNAMODB_ENDPOINT").unwrap_or_else(|_| {
-        panic!("DYNAMODB_ENDPOINT is not set: run these tests with `make test`, which starts DynamoDB Local")
-    });
+    let endpoint = dynamo_endpoint();
     let client = wsdr_aws::local::dynamo_client(&endpoint, "us-east-1");
-    let table = format!(
-        "runtime-{:x}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
-    wsdr_aws::schema::create_connections_table(&client, &table)
-        .await
-        .unwrap();
+    let table = connections_table(&client, "runtime").await;
     let records = wsdr_aws::DynamoConnections::new(client, &table, Duration::from_secs(9_000));
     let now = wsdr_core::Clock::now_ms(&wsdr_core::SystemClock);
     for i in 0..3 {

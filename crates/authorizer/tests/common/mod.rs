@@ -352,3 +352,25 @@ pub fn attacks() -> Vec<(&'static str, String, DenyReason)> {
         ("empty token", String::new(), DenyReason::MissingToken),
     ]
 }
+
+/// A `MakeWriter` collecting every log line (for the log tests, each its own binary: a
+/// thread-local subscriber must not race other tests for tracing's callsite cache).
+#[derive(Clone, Default)]
+pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// The lines logged since the last call.
+    pub fn take(&self) -> String {
+        String::from_utf8(std::mem::take(&mut *self.0.lock().unwrap())).unwrap()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
