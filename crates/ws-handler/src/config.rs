@@ -74,14 +74,11 @@ pub struct SeedAuction {
     pub id: AuctionId,
     pub item: String,
     pub starting_price: Amount,
-    #[serde(default = "one")]
+    /// Absent, 0 and 1 are all 1 (`Auction`'s increment is at least one unit).
+    #[serde(default)]
     pub min_increment: u64,
     #[serde(default)]
     pub closes_at: Option<u64>,
-}
-
-fn one() -> u64 {
-    1
 }
 
 impl From<SeedAuction> for Auction {
@@ -114,7 +111,6 @@ impl Config {
         }
         let region_label = env
             .get("REGION_LABEL")
-            .filter(|v| !v.is_empty())
             .or_else(|| env.get("AWS_REGION"))
             .ok_or(EnvError::Missing("REGION_LABEL or AWS_REGION"))?;
         let fanout_concurrency = env.number("FANOUT_CONCURRENCY", 64)?;
@@ -125,7 +121,7 @@ impl Config {
             }
             .into());
         }
-        let seed_auctions = match env.get("SEED_AUCTIONS").filter(|v| !v.trim().is_empty()) {
+        let seed_auctions = match env.get("SEED_AUCTIONS") {
             None => Vec::new(),
             Some(json) => serde_json::from_str::<Vec<SeedAuction>>(&json)
                 .map_err(|e| EnvError::Invalid {
@@ -136,7 +132,7 @@ impl Config {
                 .map(Auction::from)
                 .collect(),
         };
-        let seed_rooms = match env.get("SEED_ROOMS").filter(|v| !v.trim().is_empty()) {
+        let seed_rooms = match env.get("SEED_ROOMS") {
             None => Vec::new(),
             Some(json) => serde_json::from_str::<Vec<SeedRoom>>(&json)
                 .map_err(|e| EnvError::Invalid {
@@ -237,7 +233,49 @@ fn push_settings(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+
+    fn with(name: &str, value: &str) -> Result<Config, Error> {
+        Config::from_lookup(|key| match key {
+            "WS_CALLBACK_URL" => {
+                Some("https://abc.execute-api.us-east-1.amazonaws.com/prod".into())
+            }
+            "REGION_LABEL" => Some("us-east-1".into()),
+            "STATE_TABLE" => Some("state".into()),
+            "CONNECTIONS_TABLE" => Some("connections".into()),
+            key if key == name => Some(value.into()),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn the_fanout_concurrency_is_1_to_1024() {
+        for taken in ["1", "1024"] {
+            assert!(with("FANOUT_CONCURRENCY", taken).is_ok(), "{taken}");
+        }
+        for refused in ["0", "1025"] {
+            let error = with("FANOUT_CONCURRENCY", refused).unwrap_err().to_string();
+            assert!(error.contains("FANOUT_CONCURRENCY"), "{refused}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_seeded_auction_without_an_increment_or_with_zero_has_an_increment_of_one() {
+        for seed in [
+            r#"[{"id":"lot-1","item":"x","startingPrice":100}]"#,
+            r#"[{"id":"lot-1","item":"x","startingPrice":100,"minIncrement":0}]"#,
+        ] {
+            let config = with("SEED_AUCTIONS", seed).unwrap();
+            assert_eq!(config.seed_auctions[0].min_increment, 1, "{seed}");
+        }
+        let config = with(
+            "SEED_AUCTIONS",
+            r#"[{"id":"lot-1","item":"x","startingPrice":100,"minIncrement":25}]"#,
+        )
+        .unwrap();
+        assert_eq!(config.seed_auctions[0].min_increment, 25);
+    }
 
     #[test]
     fn a_seeded_room_without_max_chars_takes_five_hundred() -> Result<(), serde_json::Error> {
