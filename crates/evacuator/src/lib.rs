@@ -93,14 +93,9 @@ impl Config {
 
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let env = wsdr_lambda::env::Env::new(get);
-        let callback_url = env.required("TARGET_CALLBACK_URL")?;
-        if !(callback_url.starts_with("https://") || callback_url.starts_with("http://")) {
-            return Err(wsdr_lambda::env::EnvError::Invalid {
-                name: "TARGET_CALLBACK_URL",
-                reason: "must be an http(s) URL (the execute-api stage URL)".into(),
-            }
-            .into());
-        }
+        let callback_url = env
+            .http_url("TARGET_CALLBACK_URL", "the execute-api stage URL")?
+            .ok_or(wsdr_lambda::env::EnvError::Missing("TARGET_CALLBACK_URL"))?;
         let positive = |name: &'static str, default: u64| -> Result<f64, Error> {
             match env.number(name, default)? {
                 0 => Err(wsdr_lambda::env::EnvError::Invalid {

@@ -42,6 +42,19 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
         self.get(name).ok_or(EnvError::Missing(name))
     }
 
+    /// An http(s) URL, if set; anything else is refused, naming `what` it should be.
+    pub fn http_url(&self, name: &'static str, what: &str) -> Result<Option<String>, EnvError> {
+        match self.get(name) {
+            Some(url) if !(url.starts_with("https://") || url.starts_with("http://")) => {
+                Err(EnvError::Invalid {
+                    name,
+                    reason: format!("must be an http(s) URL ({what})"),
+                })
+            }
+            url => Ok(url),
+        }
+    }
+
     /// A whole number, `default` when unset.
     pub fn number(&self, name: &'static str, default: u64) -> Result<u64, EnvError> {
         self.get(name).map_or(Ok(default), |v| {
@@ -55,6 +68,7 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
@@ -81,6 +95,20 @@ mod tests {
             "for optional settings only"
         );
         assert_eq!(env.number("NONE", 7), Ok(7));
+        let url = |value: &str| {
+            let value = value.to_owned();
+            Env::new(move |_: &str| Some(value.clone())).http_url("URL", "the queue's URL")
+        };
+        assert_eq!(url("https://q"), Ok(Some("https://q".to_owned())));
+        assert_eq!(
+            url("http://127.0.0.1:1/q"),
+            Ok(Some("http://127.0.0.1:1/q".to_owned()))
+        );
+        assert_eq!(
+            url("ftp://q").unwrap_err().to_string(),
+            "environment variable URL is invalid: must be an http(s) URL (the queue's URL)"
+        );
+        assert_eq!(env.http_url("NONE", "a URL"), Ok(None));
         assert!(matches!(
             env.number("BAD", 1),
             Err(EnvError::Invalid { name: "BAD", .. })

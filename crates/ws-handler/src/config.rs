@@ -101,14 +101,9 @@ impl Config {
     /// Read the configuration through `get` (tests pass a map; never `set_var`).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let env = wsdr_lambda::env::Env::new(get);
-        let callback_url = env.required("WS_CALLBACK_URL")?;
-        if !(callback_url.starts_with("https://") || callback_url.starts_with("http://")) {
-            return Err(EnvError::Invalid {
-                name: "WS_CALLBACK_URL",
-                reason: "must be an http(s) URL (the execute-api stage URL)".into(),
-            }
-            .into());
-        }
+        let callback_url = env
+            .http_url("WS_CALLBACK_URL", "the execute-api stage URL")?
+            .ok_or(EnvError::Missing("WS_CALLBACK_URL"))?;
         let region_label = env
             .get("REGION_LABEL")
             .or_else(|| env.get("AWS_REGION"))
@@ -175,29 +170,8 @@ impl Config {
                     })?,
             },
             push: push_settings(&env)?,
-            push_queue_url: match env.get("PUSH_QUEUE_URL").filter(|v| !v.trim().is_empty()) {
-                Some(url) if !(url.starts_with("https://") || url.starts_with("http://")) => {
-                    return Err(EnvError::Invalid {
-                        name: "PUSH_QUEUE_URL",
-                        reason: "must be an http(s) URL (the queue's URL)".into(),
-                    }
-                    .into())
-                }
-                url => url,
-            },
-            fast_failover_queue_url: match env
-                .get("FAST_FAILOVER_QUEUE_URL")
-                .filter(|v| !v.trim().is_empty())
-            {
-                Some(url) if !(url.starts_with("https://") || url.starts_with("http://")) => {
-                    return Err(EnvError::Invalid {
-                        name: "FAST_FAILOVER_QUEUE_URL",
-                        reason: "must be an http(s) URL (the queue's URL)".into(),
-                    }
-                    .into())
-                }
-                url => url,
-            },
+            push_queue_url: env.http_url("PUSH_QUEUE_URL", "the queue's URL")?,
+            fast_failover_queue_url: env.http_url("FAST_FAILOVER_QUEUE_URL", "the queue's URL")?,
         })
     }
 }
