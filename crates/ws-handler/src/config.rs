@@ -235,6 +235,37 @@ mod tests {
     }
 
     #[test]
+    fn the_push_settings_are_read_each_within_its_bounds() {
+        let push = |name: &str, value: &str| with(name, value).map(|config| config.push);
+        assert_eq!(
+            push("PUSH_WINDOW_MS", "300").unwrap().window,
+            Duration::from_millis(300)
+        );
+        assert_eq!(
+            push("PUSH_BUDGET_PER_SECOND", "700")
+                .unwrap()
+                .budget_per_second,
+            700.0
+        );
+        assert_eq!(push("PUSH_WORKERS", "4").unwrap().workers, 4);
+        assert_eq!(push("PUSH_PAGE_SIZE", "50").unwrap().page, 50);
+        let defaults = push("UNSET", "").unwrap();
+        assert_eq!(
+            (defaults.window, defaults.workers, defaults.page),
+            (Duration::from_millis(200), 16, 500)
+        );
+        for (name, refused) in [
+            ("PUSH_WINDOW_MS", "9"),
+            ("PUSH_BUDGET_PER_SECOND", "10001"),
+            ("PUSH_WORKERS", "0"),
+            ("PUSH_PAGE_SIZE", "1001"),
+        ] {
+            let error = push(name, refused).unwrap_err().to_string();
+            assert!(error.contains(name), "{name}={refused}: {error}");
+        }
+    }
+
+    #[test]
     fn a_seeded_auction_without_an_increment_or_with_zero_has_an_increment_of_one() {
         for seed in [
             r#"[{"id":"lot-1","item":"x","startingPrice":100}]"#,

@@ -71,6 +71,28 @@ async fn connect_with_subprotocol_token_echoes_only_the_protocol_name() {
 }
 
 #[tokio::test]
+async fn an_offer_that_does_not_name_the_protocol_gets_no_protocol_back() {
+    let w = world().await;
+    let mut e = event(CONNECT_SUBPROTOCOL);
+    for value in [
+        e.headers.get_mut("Sec-WebSocket-Protocol"),
+        e.multi_value_headers.get_mut("Sec-WebSocket-Protocol"),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        *value = "chat, eyJhbGciOi-REDACTED".parse().unwrap();
+    }
+    let response = w.app.respond(e).await;
+    assert_eq!(response.status_code, 200);
+    assert!(
+        response.headers.get("sec-websocket-protocol").is_none(),
+        "{:?}",
+        response.headers
+    );
+}
+
+#[tokio::test]
 async fn connect_without_authorizer_identity_is_refused() {
     let w = world().await;
     let mut e = event(CONNECT);
