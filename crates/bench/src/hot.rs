@@ -562,7 +562,7 @@ async fn run_paused(params: HotParams) -> anyhow::Result<HotResult> {
     let worker_stats = Arc::new(Mutex::new(Vec::<f64>::new()));
     let mut worker_instances = Vec::new();
     for _ in 0..workers {
-        let worker = instance(params.push.budget_per_second / workers as f64);
+        let worker = instance(params.push.budget_per_worker());
         worker_instances.push(worker.clone());
         let (queue, stats, entropy) = (queue.clone(), worker_stats.clone(), entropy.clone());
         let mapping = mapping.clone();

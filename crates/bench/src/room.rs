@@ -400,7 +400,7 @@ async fn run_paused(params: RoomParams) -> anyhow::Result<RoomResult> {
     let mut worker_tasks = vec![tokio::spawn(mapping.clone().scale())];
     let mut worker_instances = Vec::new();
     for _ in 0..workers {
-        let worker = instance(params.push.budget_per_second / workers as f64);
+        let worker = instance(params.push.budget_per_worker());
         worker_instances.push(worker.clone());
         let (queue, entropy, mapping) = (queue.clone(), entropy.clone(), mapping.clone());
         worker_tasks.push(tokio::spawn(async move {

@@ -91,7 +91,7 @@ pub async fn app_from_aws(config: &Config, sdk: &SdkConfig) -> Result<App, Error
             PushPorts {
                 leases: Arc::new(DynamoPushLeases::new(dynamo, &config.connections_table)),
                 queue: Arc::new(SqsPushQueue::new(wsdr_aws::sqs_client(sdk), url)),
-                posts_per_second: push.budget_per_second / push.workers.max(1) as f64,
+                posts_per_second: push.budget_per_worker(),
             },
         ),
         None => Pusher::new(

@@ -99,21 +99,25 @@ async fn alice_bids(w: &World) -> serde_json::Value {
     )
 }
 
-/// The state table's stream shows lot-1's summary (or ledger head) changed: the handler's
-/// stream path pushes it.
-async fn stream_shows_lot_1(w: &World, sk: &str) {
-    let event = serde_json::json!({
+/// The state table's stream record of lot-1's summary (or ledger head) `sk` changed.
+fn lot_1_changed(sk: &str) -> serde_json::Value {
+    serde_json::json!({
         "Records": [{
             "eventID": "1", "eventSource": "aws:dynamodb", "eventName": "MODIFY",
             "awsRegion": "us-east-1",
             "dynamodb": { "Keys": { "pk": { "S": "SUMMARY#auction#lot-1" }, "sk": { "S": sk } },
                           "SizeBytes": 40 }
         }]
-    });
+    })
+}
+
+/// The state table's stream shows lot-1's summary (or ledger head) changed: the handler's
+/// stream path pushes it.
+async fn stream_shows_lot_1(w: &World, sk: &str) {
     let answer = w
         .app
         .handle_any(lambda_runtime::LambdaEvent::new(
-            event,
+            lot_1_changed(sk),
             lambda_runtime::Context::default(),
         ))
         .await
@@ -604,4 +608,60 @@ fn an_unknown_consistency_is_refused_at_cold_start() {
     ]);
     let error = Config::from_lookup(|k| env.get(k).cloned()).unwrap_err();
     assert!(error.to_string().contains("CONSISTENCY"), "{error}");
+}
+
+/// The herd hint's quota setting reaches the handler: four connections counted at two a
+/// second are a two-second window in the `state` reply.
+#[tokio::test]
+async fn the_herd_hint_is_the_census_over_the_quota_the_setting_names() {
+    let w = world_with("us-east-1", &[("HERD_HINT_QUOTA_PER_SECOND", "2")]).await;
+    for user in ["a", "b", "c", "d"] {
+        let connected = w
+            .app
+            .respond(event_as(CONNECT, &format!("{user}="), user, None))
+            .await;
+        assert_eq!(connected.status_code, 200);
+    }
+    let registry = wsdr_aws::DynamoConnections::new(
+        w.client.clone(),
+        &w.connections_table,
+        std::time::Duration::from_secs(9_000),
+    );
+    let now = wsdr_core::Clock::now_ms(&wsdr_core::SystemClock);
+    assert_eq!(
+        wsdr_core::Connections::take_census(&registry, now)
+            .await
+            .unwrap()
+            .connections,
+        4
+    );
+    let state = body(
+        &w.app
+            .respond(message(
+                "getState",
+                "a=",
+                "a",
+                br#"{"action":"getState","auctionId":"lot-1"}"#,
+            ))
+            .await,
+    );
+    assert_eq!(state["herdWindowMs"], 2_000, "{state}");
+}
+
+/// A push the queue refuses fails the stream's batch, so that Lambda hands it over again.
+#[tokio::test]
+async fn a_push_the_queue_refuses_fails_the_streams_batch() {
+    let missing = format!("{}/123456789012/{}", sqs_endpoint(), unique("missing"));
+    let w = world_with("us-east-1", &[("PUSH_QUEUE_URL", &missing)]).await;
+    join(&w, "alice=", "alice").await;
+    assert_eq!(alice_bids(&w).await["status"], "accepted");
+    let answer = w
+        .app
+        .handle_any(lambda_runtime::LambdaEvent::new(
+            lot_1_changed("us-east-1"),
+            lambda_runtime::Context::default(),
+        ))
+        .await;
+    let error = answer.unwrap_err().to_string();
+    assert!(error.contains("not queued"), "{error}");
 }

@@ -108,6 +108,11 @@ impl PushSettings {
         };
         self.window.max(at_budget)
     }
+
+    /// Each worker's share of the budget, when `workers` post at once (at least one).
+    pub fn budget_per_worker(&self) -> f64 {
+        self.budget_per_second / self.workers.max(1) as f64
+    }
 }
 
 /// How often, and by how much, the budget widened a topic's window.
@@ -449,6 +454,22 @@ pub(crate) fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_worker_posts_at_its_share_of_the_budget() {
+        let settings = |workers| PushSettings {
+            budget_per_second: 5_000.0,
+            workers,
+            ..PushSettings::default()
+        };
+        assert_eq!(settings(16).budget_per_worker(), 312.5);
+        assert_eq!(settings(1).budget_per_worker(), 5_000.0);
+        assert_eq!(
+            settings(0).budget_per_worker(),
+            5_000.0,
+            "at least one worker"
+        );
+    }
 
     #[test]
     fn shards_are_stable_and_spread() {
