@@ -10,8 +10,9 @@ async fn run() -> Result<(), lambda_runtime::Error> {
     wsdr_lambda::telemetry::init_tracing();
     // HS256 keys from Secrets Manager (`CANARY_HS256_SECRET_ID`, `JWT_HS256_SECRET_ID`), once
     // per cold start, read concurrently with one signed request each (no AWS SDK).
-    let env = wsdr_secrets::env_with_secrets(
+    let env = wsdr_secrets::SecretEnv::read(
         &["CANARY_HS256_SECRET", "JWT_HS256_SECRET"],
+        |name| std::env::var(name).ok(),
         std::sync::Arc::new(rustls::crypto::ring::default_provider()),
     )
     .await?;

@@ -14,8 +14,9 @@ async fn run() -> Result<(), lambda_runtime::Error> {
     // (`CANARY_HS256_SECRET_ID`), once per cold start, side by side.
     let (sdk, env) = tokio::join!(
         wsdr_aws::load_sdk_config(),
-        wsdr_secrets::env_with_secrets(
+        wsdr_secrets::SecretEnv::read(
             &["CANARY_HS256_SECRET"],
+            |name| std::env::var(name).ok(),
             Arc::new(rustls::crypto::ring::default_provider())
         )
     );

@@ -179,7 +179,7 @@ impl Secrets {
                     attempts: attempt,
                 });
             }
-            let delay = full_jitter(BACKOFF_BASE * 2u32.pow(attempt - 1));
+            let delay = full_jitter(backoff_ceiling(attempt));
             tracing::warn!(secret = id, %reason, attempt, ?delay, "secret read retried");
             tokio::time::sleep(delay).await;
         }
@@ -316,6 +316,12 @@ fn flag(value: Option<String>) -> bool {
     value.is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
+/// The longest pause after failed attempt `attempt` (1, 2, ...): [`BACKOFF_BASE`], doubled
+/// for each attempt after the first.
+fn backoff_ceiling(attempt: u32) -> Duration {
+    BACKOFF_BASE * 2u32.pow(attempt.saturating_sub(1))
+}
+
 /// A delay drawn uniformly from `[0, ceiling)`: cold starts that all met the same throttle
 /// do not retry in step. The clock's nanoseconds are randomness enough for that.
 fn full_jitter(ceiling: Duration) -> Duration {
@@ -323,8 +329,12 @@ fn full_jitter(ceiling: Duration) -> Duration {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    let fraction = f64::from(nanos.wrapping_mul(2_654_435_761) % 1_000_000) / 1_000_000.0;
-    ceiling.mul_f64(fraction)
+    ceiling.mul_f64(jitter_fraction(nanos))
+}
+
+/// A fraction in `[0, 1)` spread from `seed` (a multiplicative hash, in millionths).
+fn jitter_fraction(seed: u32) -> f64 {
+    f64::from(seed.wrapping_mul(2_654_435_761) % 1_000_000) / 1_000_000.0
 }
 
 /// The `names` whose secrets are to be read: `<name>_ID` set and the plain variable unset.
@@ -337,12 +347,6 @@ pub fn to_read(names: &[&str], env: &impl Fn(&str) -> Option<String>) -> Vec<(St
             set(&format!("{name}_ID")).map(|id| ((*name).to_owned(), id.trim().to_owned()))
         })
         .collect()
-}
-
-/// Whether any of `names` must be read from Secrets Manager: when not, a function builds no
-/// client for it.
-pub fn needed(names: &[&str]) -> bool {
-    !to_read(names, &|name| std::env::var(name).ok()).is_empty()
 }
 
 /// A lookup that answers `name` with the secret named by `<name>_ID` when the plain variable
@@ -363,10 +367,14 @@ pub async fn resolve_secret_vars(
         .collect())
 }
 
-/// The process environment, with some variables filled from Secrets Manager.
-#[derive(Default)]
+/// An environment's lookup: a variable's value by name.
+type Lookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// A function's environment (a lookup: the process's in a Lambda's `main`), with some
+/// variables filled from Secrets Manager.
 pub struct SecretEnv {
     resolved: Vec<(String, String)>,
+    env: Lookup,
 }
 
 impl std::fmt::Debug for SecretEnv {
@@ -375,31 +383,40 @@ impl std::fmt::Debug for SecretEnv {
         let names: Vec<&str> = self.resolved.iter().map(|(n, _)| n.as_str()).collect();
         f.debug_struct("SecretEnv")
             .field("resolved", &names)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
 impl SecretEnv {
-    /// A variable: the value read from Secrets Manager, else the process environment.
+    /// `env`, with the secrets named by `<name>_ID` read from Secrets Manager for the `names`
+    /// whose plain variable is unset. For a Lambda's `main` (`env` the process's), once per
+    /// cold start; no client is built when nothing is to be read. TLS uses `crypto` (see
+    /// [`Secrets::from_lookup`]).
+    pub async fn read(
+        names: &[&str],
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+        crypto: Arc<CryptoProvider>,
+    ) -> Result<Self> {
+        let resolved = if to_read(names, &env).is_empty() {
+            Vec::new()
+        } else {
+            let secrets = Secrets::from_lookup(&env, crypto)?;
+            resolve_secret_vars(&secrets, names, &env).await?
+        };
+        Ok(Self {
+            resolved,
+            env: Box::new(env),
+        })
+    }
+
+    /// A variable: the value read from Secrets Manager, else the environment's.
     pub fn get(&self, name: &str) -> Option<String> {
         self.resolved
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var(name).ok())
+            .or_else(|| (self.env)(name))
     }
-}
-
-/// The environment, with the secrets named by `<name>_ID` read from Secrets Manager for the
-/// `names` whose plain variable is unset. For a Lambda's `main`, once per cold start; no
-/// client is built when nothing is to be read. TLS uses `crypto` (see [`Secrets::from_lookup`]).
-pub async fn env_with_secrets(names: &[&str], crypto: Arc<CryptoProvider>) -> Result<SecretEnv> {
-    if !needed(names) {
-        return Ok(SecretEnv::default());
-    }
-    let secrets = Secrets::from_env(crypto)?;
-    let resolved = resolve_secret_vars(&secrets, names, |k| std::env::var(k).ok()).await?;
-    Ok(SecretEnv { resolved })
 }
 
 #[cfg(test)]
@@ -557,5 +574,21 @@ mod tests {
         for _ in 0..100 {
             assert!(full_jitter(Duration::from_millis(50)) < Duration::from_millis(50));
         }
+    }
+
+    #[test]
+    fn jitter_fractions_spread_seeds_over_zero_to_one() {
+        // 2,654,435,761 × seed, wrapped to 32 bits, in millionths.
+        assert_eq!(jitter_fraction(0), 0.0);
+        assert_eq!(jitter_fraction(1), 0.435_761);
+        assert_eq!(jitter_fraction(2), 0.904_226); // 5,308,871,522 - 2^32 = 1,013,904,226
+        assert_eq!(jitter_fraction(999_999_999), jitter_fraction(999_999_999));
+    }
+
+    #[test]
+    fn each_retry_may_wait_twice_as_long_as_the_one_before() {
+        assert_eq!(backoff_ceiling(1), BACKOFF_BASE);
+        assert_eq!(backoff_ceiling(2), BACKOFF_BASE * 2);
+        assert_eq!(backoff_ceiling(3), BACKOFF_BASE * 4);
     }
 }

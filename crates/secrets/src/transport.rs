@@ -214,3 +214,43 @@ fn tls_connector(crypto: Arc<CryptoProvider>) -> Result<tokio_rustls::TlsConnect
         .with_no_client_auth();
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn endpoint(url: &str) -> Endpoint {
+        Endpoint::parse(url, Arc::new(rustls::crypto::ring::default_provider())).unwrap()
+    }
+
+    #[test]
+    fn the_signed_host_names_a_port_only_when_it_is_not_the_schemes_own() {
+        assert_eq!(
+            endpoint("https://sm.example.com:443/").authority(),
+            "sm.example.com"
+        );
+        assert_eq!(endpoint("http://127.0.0.1:80").authority(), "127.0.0.1");
+        assert_eq!(
+            endpoint("https://sm.example.com:8443").authority(),
+            "sm.example.com:8443"
+        );
+        assert_eq!(
+            endpoint("http://127.0.0.1:4566").authority(),
+            "127.0.0.1:4566"
+        );
+    }
+
+    #[test]
+    fn an_endpoint_shows_as_its_url_both_ways() {
+        let shown = endpoint("https://secretsmanager.eu-west-1.amazonaws.com/");
+        assert_eq!(
+            format!("{shown}"),
+            "https://secretsmanager.eu-west-1.amazonaws.com/"
+        );
+        assert_eq!(
+            format!("{shown:?}"),
+            "https://secretsmanager.eu-west-1.amazonaws.com/"
+        );
+    }
+}

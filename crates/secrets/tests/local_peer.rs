@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use wsdr_secrets::{resolve_secret_vars, Error, Secrets};
+use wsdr_secrets::{resolve_secret_vars, Error, SecretEnv, Secrets};
 
 const SECRET_KEY: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 
@@ -336,15 +336,17 @@ async fn an_https_endpoint_is_spoken_to_in_tls() {
     // with a handshake record (0x16), plain HTTP with `P` of `POST`.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let first_bytes = tokio::spawn(async move {
-        let mut seen = Vec::new();
-        for _ in 0..3 {
-            let (mut socket, _) = listener.accept().await.unwrap();
+    // Each first byte is recorded before the peer hangs up, so before the client's attempt
+    // ends: every attempt's byte is in once the client gives up (the test waits on no count).
+    let first_bytes = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = first_bytes.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
             let mut byte = [0u8; 1];
-            socket.read_exact(&mut byte).await.unwrap();
-            seen.push(byte[0]);
+            if socket.read_exact(&mut byte).await.is_ok() {
+                seen.lock().unwrap().push(byte[0]);
+            }
         }
-        seen
     });
     let secrets = client(&format!("https://localhost:{}", addr.port()), SECRET_KEY);
     let error = secrets.secret_string("wsdr/jwt").await.unwrap_err();
@@ -352,7 +354,7 @@ async fn an_https_endpoint_is_spoken_to_in_tls() {
         matches!(&error, Error::Unavailable { reason, .. } if reason.contains("TLS")),
         "{error:?}"
     );
-    assert_eq!(first_bytes.await.unwrap(), vec![0x16; 3]);
+    assert_eq!(*first_bytes.lock().unwrap(), vec![0x16; 3]);
 }
 
 #[tokio::test]
@@ -417,4 +419,85 @@ async fn each_secret_is_its_own_request_and_only_the_throttled_one_is_retried() 
         matches!(&missing, Error::Refused { id, code, .. } if id == "wsdr/absent" && code == "ResourceNotFoundException"),
         "{missing:?}"
     );
+}
+
+fn ring() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+#[tokio::test]
+async fn a_secret_env_reads_the_secrets_whose_plain_variable_is_unset_and_answers_the_rest() {
+    let (peer, endpoint) = start(0, (StatusCode::OK, "")).await;
+    let env: HashMap<&str, String> = HashMap::from([
+        ("AWS_REGION", "eu-west-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "ASIAEXAMPLE".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", SECRET_KEY.to_owned()),
+        ("AWS_ENDPOINT_URL_SECRETS_MANAGER", endpoint),
+        ("JWT_HS256_SECRET_ID", "wsdr/jwt".to_owned()),
+        ("CANARY_HS256_SECRET", "plain-canary-secret".to_owned()),
+        ("CANARY_HS256_SECRET_ID", "wsdr/canary".to_owned()),
+        ("JWT_ISSUER", "https://auth.example.com".to_owned()),
+    ]);
+    let secret_env = SecretEnv::read(
+        &["CANARY_HS256_SECRET", "JWT_HS256_SECRET"],
+        move |name| env.get(name).cloned(),
+        ring(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        secret_env.get("JWT_HS256_SECRET").as_deref(),
+        Some("fedcba9876543210fedcba9876543210")
+    );
+    assert_eq!(
+        secret_env.get("CANARY_HS256_SECRET").as_deref(),
+        Some("plain-canary-secret"),
+        "the plain variable wins"
+    );
+    assert_eq!(
+        secret_env.get("JWT_ISSUER").as_deref(),
+        Some("https://auth.example.com")
+    );
+    assert_eq!(secret_env.get("UNSET"), None);
+    assert_eq!(
+        *peer.asked.lock().unwrap(),
+        vec![vec!["wsdr/jwt".to_owned()]]
+    );
+    let shown = format!("{secret_env:?}");
+    assert_eq!(shown, r#"SecretEnv { resolved: ["JWT_HS256_SECRET"], .. }"#);
+}
+
+#[tokio::test]
+async fn a_secret_env_with_nothing_to_read_builds_no_client() {
+    // No Region, no credentials, no endpoint: a client could not be built, and none is.
+    let secret_env = SecretEnv::read(
+        &["CANARY_HS256_SECRET"],
+        |name| (name == "CANARY_HS256_SECRET").then(|| "plain".to_owned()),
+        ring(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        secret_env.get("CANARY_HS256_SECRET").as_deref(),
+        Some("plain")
+    );
+    assert_eq!(format!("{secret_env:?}"), "SecretEnv { resolved: [], .. }");
+}
+
+#[tokio::test]
+async fn a_too_many_requests_or_any_server_error_is_retried_whatever_its_code() {
+    for failure in [
+        (StatusCode::TOO_MANY_REQUESTS, ""),
+        (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable"),
+        (StatusCode::BAD_GATEWAY, ""),
+    ] {
+        let (peer, endpoint) = start(1, failure).await;
+        let secrets = client(&endpoint, SECRET_KEY);
+        assert_eq!(
+            secrets.secret_string("wsdr/jwt").await.unwrap(),
+            "fedcba9876543210fedcba9876543210",
+            "{failure:?}"
+        );
+        assert_eq!(peer.calls.load(Ordering::SeqCst), 2, "{failure:?}");
+    }
 }
