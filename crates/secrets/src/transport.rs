@@ -242,6 +242,12 @@ mod tests {
     }
 
     #[test]
+    fn the_signed_path_is_the_urls_or_the_root() {
+        assert_eq!(endpoint("https://sm.example.com").path(), "/");
+        assert_eq!(endpoint("http://127.0.0.1:4566/prefix").path(), "/prefix");
+    }
+
+    #[test]
     fn an_endpoint_shows_as_its_url_both_ways() {
         let shown = endpoint("https://secretsmanager.eu-west-1.amazonaws.com/");
         assert_eq!(
