@@ -82,10 +82,22 @@ async fn a_healthy_region_is_probed_every_interval_for_the_window_and_served() {
     );
     let tokens = region.tokens.lock().unwrap().clone();
     assert_eq!(tokens.len(), 5, "a token in each round's query");
-    assert!(
-        tokens.iter().all(|token| token.split('.').count() == 3),
-        "{tokens:?}"
-    );
+    // Each a 60-second token minted at the canary's clock (1,000,000 ms: 1,000 s).
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
+    validation.validate_exp = false;
+    validation.set_audience(&["wsdr"]);
+    let key =
+        jsonwebtoken::DecodingKey::from_secret(b"canary-secret-0123456789abcdef012345").unwrap();
+    for token in &tokens {
+        let claims = jsonwebtoken::decode::<serde_json::Value>(token, &key, &validation)
+            .unwrap()
+            .claims;
+        assert_eq!(
+            (&claims["sub"], &claims["iat"], &claims["exp"]),
+            (&"canary:us-east-1".into(), &1_000.into(), &1_060.into()),
+            "{claims}"
+        );
+    }
     assert_eq!(
         ledger.round(API, VerdictSource::Inside),
         Some((true, 1_000_000))
