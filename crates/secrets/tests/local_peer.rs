@@ -202,6 +202,17 @@ async fn start(failing: u32, failure: (StatusCode, &'static str)) -> (Arc<Peer>,
     (peer, format!("http://{addr}"))
 }
 
+/// One secret read, bounded: a read that retries forever fails the test instead of hanging
+/// it (every read here ends, retries included, in well under a second).
+async fn read(secrets: &Secrets, id: &str) -> Result<String, Error> {
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        secrets.secret_string(id),
+    )
+    .await
+    .expect("the read gave up within 10 s")
+}
+
 fn client(endpoint: &str, secret_key: &str) -> Secrets {
     let env: HashMap<&str, String> = HashMap::from([
         ("AWS_REGION", "eu-west-1".to_owned()),
@@ -268,7 +279,7 @@ async fn secrets_are_read_by_name_with_a_signature_aws_accepts() {
 async fn a_wrong_signature_is_refused_and_not_retried() {
     let (peer, endpoint) = start(0, (StatusCode::OK, "")).await;
     let secrets = client(&endpoint, "not-the-key-the-peer-knows");
-    match secrets.secret_string("wsdr/canary").await {
+    match read(&secrets, "wsdr/canary").await {
         Err(Error::Refused { code, .. }) => assert_eq!(code, "InvalidSignatureException"),
         other => panic!("expected a refusal, got {other:?}"),
     }
@@ -279,13 +290,13 @@ async fn a_wrong_signature_is_refused_and_not_retried() {
 async fn a_missing_or_binary_secret_is_a_clear_error() {
     let (_peer, endpoint) = start(0, (StatusCode::OK, "")).await;
     let secrets = client(&endpoint, SECRET_KEY);
-    let missing = secrets.secret_string("wsdr/absent").await.unwrap_err();
+    let missing = read(&secrets, "wsdr/absent").await.unwrap_err();
     assert!(
         matches!(&missing, Error::Refused { code, .. } if code == "ResourceNotFoundException"),
         "{missing:?}"
     );
     assert!(missing.to_string().contains("wsdr/absent"), "{missing}");
-    let binary = secrets.secret_string("wsdr/binary").await.unwrap_err();
+    let binary = read(&secrets, "wsdr/binary").await.unwrap_err();
     assert!(matches!(binary, Error::Malformed { .. }), "{binary:?}");
 }
 
@@ -294,7 +305,7 @@ async fn throttling_and_server_errors_are_retried_then_given_up() {
     let (peer, endpoint) = start(2, (StatusCode::BAD_REQUEST, "ThrottlingException")).await;
     let secrets = client(&endpoint, SECRET_KEY);
     assert_eq!(
-        secrets.secret_string("wsdr/jwt").await.unwrap(),
+        read(&secrets, "wsdr/jwt").await.unwrap(),
         "fedcba9876543210fedcba9876543210"
     );
     assert_eq!(
@@ -309,7 +320,7 @@ async fn throttling_and_server_errors_are_retried_then_given_up() {
     )
     .await;
     let secrets = client(&endpoint, SECRET_KEY);
-    match secrets.secret_string("wsdr/jwt").await {
+    match read(&secrets, "wsdr/jwt").await {
         Err(Error::Unavailable { attempts, .. }) => assert_eq!(attempts, 3),
         other => panic!("expected unavailable, got {other:?}"),
     }
@@ -324,7 +335,7 @@ async fn no_peer_is_unavailable_not_a_hang() {
     drop(listener);
     let secrets = client(&endpoint, SECRET_KEY);
     assert!(matches!(
-        secrets.secret_string("wsdr/jwt").await,
+        read(&secrets, "wsdr/jwt").await,
         Err(Error::Unavailable { attempts: 3, .. })
     ));
 }
@@ -349,7 +360,7 @@ async fn an_https_endpoint_is_spoken_to_in_tls() {
         }
     });
     let secrets = client(&format!("https://localhost:{}", addr.port()), SECRET_KEY);
-    let error = secrets.secret_string("wsdr/jwt").await.unwrap_err();
+    let error = read(&secrets, "wsdr/jwt").await.unwrap_err();
     assert!(
         matches!(&error, Error::Unavailable { reason, .. } if reason.contains("TLS")),
         "{error:?}"
@@ -377,7 +388,7 @@ async fn an_answer_followed_by_a_close_is_read() {
     });
     let secrets = client(&format!("http://{addr}"), SECRET_KEY);
     assert_eq!(
-        secrets.secret_string("wsdr/jwt").await.unwrap(),
+        read(&secrets, "wsdr/jwt").await.unwrap(),
         "closed-after-answering"
     );
 }
@@ -494,7 +505,7 @@ async fn a_too_many_requests_or_any_server_error_is_retried_whatever_its_code() 
         let (peer, endpoint) = start(1, failure).await;
         let secrets = client(&endpoint, SECRET_KEY);
         assert_eq!(
-            secrets.secret_string("wsdr/jwt").await.unwrap(),
+            read(&secrets, "wsdr/jwt").await.unwrap(),
             "fedcba9876543210fedcba9876543210",
             "{failure:?}"
         );
