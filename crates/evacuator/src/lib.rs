@@ -117,7 +117,7 @@ impl Config {
             destination_quota_per_s: positive("DESTINATION_QUOTA_PER_SECOND", 500)?,
             posts_per_s: positive("POSTS_PER_SECOND", 2_000)?,
             connection_ttl: Duration::from_secs(env.number("CONNECTION_TTL_SECONDS", 9_000)?),
-            failover_to: env.get("FAILOVER_TO").filter(|v| !v.trim().is_empty()),
+            failover_to: env.get("FAILOVER_TO"),
             failover_endpoint: env.optional("FAILOVER_ENDPOINT"),
             recheck: recheck::RecheckConfig::from_env(&env)?,
             orders_table: env.optional("ORDERS_TABLE"),
