@@ -765,7 +765,8 @@ fn the_longest_wait_a_setting_may_ask_is_240_seconds() {
 }
 
 /// The function times out at 300 s: after the longest wait (240 s), the untold are told again
-/// for the 45 s left of its 285 s budget, not the minute they get without a wait.
+/// for the 45 s left of its 285 s budget, not the minute they get without a wait. (The posts'
+/// retry pauses are drawn from the thread's RNG: the bounds hold whatever they draw.)
 #[tokio::test(start_paused = true)]
 async fn the_untold_are_told_again_within_what_the_wait_left_of_the_functions_time() {
     for (wait, telling) in [(0, 60), (240, 45)] {
@@ -777,12 +778,14 @@ async fn the_untold_are_told_again_within_what_the_wait_left_of_the_functions_ti
         let answer = evacuator.run(request).await.unwrap();
         let took = started.elapsed();
         assert!(!answer.complete && answer.untold == 1, "{answer:?}");
+        // Rounds start while one more fits before the deadline; the last round's posts may
+        // run past it by their retries (four, under a second in all).
         assert!(
-            took <= Duration::from_secs(wait + telling),
+            took <= Duration::from_secs(wait + telling + 1),
             "wait {wait}: {took:?}"
         );
         assert!(
-            took > Duration::from_secs(wait + telling - 10),
+            took > Duration::from_secs(wait + telling - 2),
             "wait {wait}: {took:?}"
         );
     }
