@@ -577,6 +577,13 @@ mod tests {
     }
 
     #[test]
+    fn jitter_waits_more_than_nothing() {
+        // A zero draw needs the clock's nanoseconds to hash to a multiple of a million: about
+        // one in a million.
+        assert!((0..100).any(|_| full_jitter(Duration::from_secs(1)) > Duration::ZERO));
+    }
+
+    #[test]
     fn jitter_fractions_spread_seeds_over_zero_to_one() {
         // 2,654,435,761 × seed, wrapped to 32 bits, in millionths.
         assert_eq!(jitter_fraction(0), 0.0);
