@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mechanical mutation testing of the product crates with cargo-mutants (every mutant of its
 # kinds, none picked by hand; each crate against its own tests, the kit (wsdr-core) against
-# its own and its two apps'; the hand-written cross-component mutants are
+# its own and its two apps', wsdr-lambda against its own and two Lambdas'; the hand-written cross-component mutants are
 # scripts/mutation-run.sh's). Runs in a git worktree of HEAD (target/mutants-runs/tree, its own
 # target directory kept between runs, so a mutant rebuilds only its crate), with DynamoDB
 # Local and the local SQS peer around it as `make test` has them; never touches the checkout.
@@ -103,6 +103,10 @@ else
     # push path end to end as a deployment does.
     judges=()
     [ "$c" != wsdr-core ] || judges=(--test-package wsdr-core --test-package wsdr-auction --test-package wsdr-chat)
+    # What every Lambda's `main` runs first (`start`: TLS roots, logging) is judged by its own
+    # tests and by two functions' binaries under the local Runtime API (one logging JSON, one
+    # plain text): nothing else runs a `main`.
+    [ "$c" != wsdr-lambda ] || judges=(--test-package wsdr-lambda --test-package authorizer --test-package health)
     # The client's options for the lab's simulations (the in-memory network) and for the
     # operating system's root certificates are code too: built and tested with them. Its code
     # for a build without TLS (`wss://` refused as a configuration error) compiles only

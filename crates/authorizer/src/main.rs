@@ -7,7 +7,6 @@ fn main() -> Result<(), lambda_runtime::Error> {
 }
 
 async fn run() -> Result<(), lambda_runtime::Error> {
-    wsdr_lambda::telemetry::init_tracing();
     // HS256 keys from Secrets Manager (`CANARY_HS256_SECRET_ID`, `JWT_HS256_SECRET_ID`), once
     // per cold start, read concurrently with one signed request each (no AWS SDK).
     let env = wsdr_secrets::SecretEnv::read(

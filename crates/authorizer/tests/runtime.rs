@@ -19,6 +19,7 @@ fn environment() -> Vec<(&'static str, &'static str)> {
         ("JWT_ALGORITHMS", "HS256"),
         ("JWT_HS256_SECRET", SECRET),
         ("CANARY_HS256_SECRET", CANARY_SECRET),
+        ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
     ]
 }
 
@@ -54,7 +55,36 @@ async fn the_binary_allows_a_valid_token_for_its_subject_and_denies_a_forged_one
     };
     assert_eq!(policy["policyDocument"]["Statement"][0]["Effect"], "Deny");
     assert_ne!(policy["principalId"], "user-alice");
-    function.stop().await;
+
+    // Lambda's JSON log format: every line a JSON object, the TLS roots' choice among them.
+    let logs = function.stop().await;
+    let lines: Vec<Value> = logs
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect();
+    let roots = lines
+        .iter()
+        .find(|line| {
+            line["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("TLS roots"))
+        })
+        .unwrap_or_else(|| panic!("{logs}"));
+    // The function's environment names no bundle: the first that exists is chosen.
+    match wsdr_lambda::certs::CA_BUNDLES
+        .iter()
+        .find(|bundle| std::path::Path::new(bundle).is_file())
+    {
+        Some(bundle) => assert_eq!(roots["fields"]["bundle"], *bundle, "{logs}"),
+        None => assert!(roots["fields"]["bundle"].is_null(), "{logs}"),
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|line| line["level"] == "INFO" && line.to_string().contains("allow")),
+        "{logs}"
+    );
 }
 
 #[tokio::test]

@@ -9,7 +9,6 @@ fn main() -> Result<(), lambda_runtime::Error> {
 }
 
 async fn run() -> Result<(), lambda_runtime::Error> {
-    wsdr_lambda::telemetry::init_tracing();
     // The SDK's configuration and the signing key from Secrets Manager
     // (`CANARY_HS256_SECRET_ID`), once per cold start, side by side.
     let (sdk, env) = tokio::join!(

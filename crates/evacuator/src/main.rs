@@ -8,7 +8,6 @@ fn main() -> Result<(), lambda_runtime::Error> {
 }
 
 async fn run() -> Result<(), lambda_runtime::Error> {
-    wsdr_lambda::telemetry::init_tracing();
     let config = evacuator::Config::from_env()?;
     let sdk = wsdr_aws::load_sdk_config().await?;
     let evacuator = evacuator::Evacuator::from_aws(config, &sdk);

@@ -7,7 +7,6 @@ fn main() -> Result<(), lambda_http::Error> {
 }
 
 async fn run() -> Result<(), lambda_http::Error> {
-    wsdr_lambda::telemetry::init_tracing();
     let config = health::Config::from_env()?;
     let sdk = wsdr_aws::load_sdk_config().await?;
     let ledger = wsdr_aws::HealthRecords::new(wsdr_aws::dynamo_client(&sdk), &config.state_table);

@@ -69,7 +69,13 @@ async fn the_binary_answers_a_checker_with_the_recorded_verdict_of_its_region() 
         .await
         .unwrap();
     let failed_over = function.invoke(check).await.unwrap();
-    function.stop().await;
+    let logs = function.stop().await;
+    // Plain text without Lambda's JSON format.
+    let roots = logs
+        .lines()
+        .find(|line| line.contains("TLS roots"))
+        .unwrap_or_else(|| panic!("{logs}"));
+    assert!(!roots.trim_start().starts_with('{'), "{roots}");
     assert_eq!(
         answered(&failed_over),
         (200, "verdict=fail-over\n".to_owned())

@@ -81,6 +81,7 @@ mod tests {
             "OFF" => Some(" none ".to_owned()),
             _ => None,
         });
+        assert_eq!(format!("{env:?}"), "Env", "no value shows");
         assert_eq!(env.required("SET"), Ok("x".to_owned()));
         assert_eq!(env.required("BLANK"), Err(EnvError::Missing("BLANK")));
         assert_eq!(env.required("NONE"), Err(EnvError::Missing("NONE")));

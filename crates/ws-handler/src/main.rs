@@ -7,7 +7,6 @@ fn main() -> Result<(), lambda_runtime::Error> {
 }
 
 async fn run() -> Result<(), lambda_runtime::Error> {
-    wsdr_lambda::telemetry::init_tracing();
     let config = ws_handler::Config::from_env()?;
     let sdk = wsdr_aws::load_sdk_config().await?;
     let app = ws_handler::app_from_aws(&config, &sdk).await?;
