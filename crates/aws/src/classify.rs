@@ -50,3 +50,37 @@ where
         _ => wsdr_core::Error::Internal(format!("unclassified SDK error: {error}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use aws_sdk_dynamodb::operation::get_item::GetItemError;
+    use aws_smithy_runtime_api::http::StatusCode;
+    use aws_smithy_types::body::SdkBody;
+
+    fn raw(status: u16) -> HttpResponse {
+        HttpResponse::new(StatusCode::try_from(status).unwrap(), SdkBody::empty())
+    }
+
+    #[test]
+    fn failures_before_an_answer_are_transient_and_a_request_never_built_is_internal() {
+        let timeout: SdkError<GetItemError, HttpResponse> = SdkError::timeout_error("slow");
+        assert_eq!(
+            classify(&timeout),
+            wsdr_core::Error::Transient("request timed out".into())
+        );
+        let unreadable: SdkError<GetItemError, HttpResponse> =
+            SdkError::response_error("truncated", raw(200));
+        assert_eq!(
+            classify(&unreadable),
+            wsdr_core::Error::Transient("response could not be read".into())
+        );
+        let unbuilt: SdkError<GetItemError, HttpResponse> =
+            SdkError::construction_failure("no region");
+        assert_eq!(
+            classify(&unbuilt),
+            wsdr_core::Error::Internal("request could not be built".into())
+        );
+    }
+}

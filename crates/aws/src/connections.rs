@@ -352,3 +352,34 @@ where
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn record(expires_at: u64) -> HashMap<String, AttributeValue> {
+        HashMap::from([
+            (PK.to_owned(), AttributeValue::S("abc=".into())),
+            (
+                EXPIRES_AT.to_owned(),
+                AttributeValue::N(expires_at.to_string()),
+            ),
+        ])
+    }
+
+    #[test]
+    fn a_record_is_live_until_the_second_it_expires() {
+        let id = Some(ConnectionId::new("abc=").unwrap());
+        assert_eq!(live_connection_id(&record(1_000), 999), id);
+        assert_eq!(live_connection_id(&record(1_000), 1_000), None);
+        assert_eq!(live_connection_id(&record(1_000), 1_001), None);
+        let mut unstamped = record(1_000);
+        unstamped.remove(EXPIRES_AT);
+        assert_eq!(
+            live_connection_id(&unstamped, 0),
+            None,
+            "no expiry, not live"
+        );
+    }
+}
