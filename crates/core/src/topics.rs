@@ -727,6 +727,8 @@ mod tests {
     struct Seen {
         versions: Versions,
         positions: Vec<u64>,
+        /// Each op's view, in bytes of JSON: what an answer's cut counts.
+        sizes: Vec<usize>,
         complete: bool,
         view: Json,
         you: TopicYouView,
@@ -760,6 +762,10 @@ mod tests {
             } => Seen {
                 versions,
                 positions: ops.iter().map(|o| o.position).collect(),
+                sizes: ops
+                    .iter()
+                    .map(|o| serde_json::to_string(o).map_or(0, |text| text.len()))
+                    .collect(),
                 complete,
                 view,
                 you,
@@ -970,6 +976,50 @@ mod tests {
             "a push fits a message: {}",
             push.len()
         );
+    }
+
+    /// Ops whose views add up to exactly [`OPS_BYTES_MAX`] fit one answer; one byte more is
+    /// cut before the op that passes it.
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_carries_ops_up_to_exactly_its_byte_limit() {
+        let write = |service: &AppService<Notes>, n: u32, length: usize| {
+            let service = service.clone();
+            async move {
+                service
+                    .write(
+                        &ann(),
+                        &pad(),
+                        &OpId::new(format!("note-{n:05}")).unwrap(),
+                        &json!({ "note": "x".repeat(length) }),
+                    )
+                    .await
+            }
+        };
+        for spare in [0, 1] {
+            let (_, service) = region("a");
+            for n in 1..=20 {
+                write(&service, n, 3_000).await;
+            }
+            let first = read(&service, ann(), Some(at("a", 0)), &[]).await;
+            assert!(first.complete, "20 ops of 3 KB fit");
+            let held: usize = first.sizes.iter().sum();
+            // The 21st op's view: the 20th's, with its note this much longer.
+            let longer = OPS_BYTES_MAX - held - first.sizes[19] + spare;
+            write(&service, 21, 3_000 + longer).await;
+            let answer = read(&service, ann(), Some(at("a", 0)), &[]).await;
+            if spare == 0 {
+                assert_eq!(answer.sizes.iter().sum::<usize>(), OPS_BYTES_MAX);
+                assert_eq!(answer.positions.len(), 21, "exactly the limit: all of them");
+                assert!(answer.complete);
+            } else {
+                assert_eq!(
+                    answer.positions.len(),
+                    20,
+                    "a byte past it: cut before the 21st"
+                );
+                assert!(!answer.complete);
+            }
+        }
     }
 
     #[tokio::test(start_paused = true)]
