@@ -1,0 +1,109 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
+//! A batch delete's unprocessed items (DynamoDB's answer when a partition is throttled, which
+//! DynamoDB Local never gives): retried after 20, 40 and 80 ms, then reported. The peer here
+//! speaks DynamoDB's JSON protocol for the two operations `remove` calls.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::post;
+use axum::Router;
+use serde_json::json;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wsdr_core::{ConnectionId, Connections, Error};
+
+const TABLE: &str = "connections";
+
+/// Answers `Query` with one connection's two items and each `BatchWriteItem` with its
+/// delete requests left unprocessed, `unprocessed` times in a row.
+#[derive(Clone)]
+struct Throttled {
+    unprocessed: u32,
+    batches: Arc<AtomicU32>,
+}
+
+async fn answer(State(peer): State<Throttled>, headers: HeaderMap, body: Bytes) -> String {
+    let target = headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    match target {
+        "DynamoDB_20120810.Query" => json!({
+            "Items": [
+                { "pk": { "S": "c=" }, "sk": { "S": "META" } },
+                { "pk": { "S": "c=" }, "sk": { "S": "SUB#auction#lot-1" } }
+            ],
+            "Count": 2, "ScannedCount": 2
+        })
+        .to_string(),
+        "DynamoDB_20120810.BatchWriteItem" => {
+            let asked: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let call = peer.batches.fetch_add(1, Ordering::SeqCst);
+            let left = if call < peer.unprocessed {
+                asked["RequestItems"].clone()
+            } else {
+                json!({})
+            };
+            json!({ "UnprocessedItems": left }).to_string()
+        }
+        other => panic!("unexpected operation {other}"),
+    }
+}
+
+async fn peer(unprocessed: u32) -> (String, Arc<AtomicU32>) {
+    let batches = Arc::new(AtomicU32::new(0));
+    let app = Router::new()
+        .route("/", post(answer))
+        .with_state(Throttled {
+            unprocessed,
+            batches: batches.clone(),
+        });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{address}"), batches)
+}
+
+fn registry(endpoint: &str) -> wsdr_aws::DynamoConnections {
+    wsdr_aws::DynamoConnections::new(
+        wsdr_aws::local::dynamo_client(endpoint, "us-east-1"),
+        TABLE,
+        Duration::from_secs(9_000),
+    )
+}
+
+#[tokio::test]
+async fn unprocessed_deletes_are_sent_again_until_done() {
+    let (endpoint, batches) = peer(1).await;
+    registry(&endpoint)
+        .remove(&ConnectionId::new("c=").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(batches.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn deletes_left_unprocessed_after_three_retries_are_reported_throttled() {
+    let (endpoint, batches) = peer(u32::MAX).await;
+    let started = Instant::now();
+    let result = registry(&endpoint)
+        .remove(&ConnectionId::new("c=").unwrap())
+        .await;
+    assert!(
+        matches!(&result, Err(Error::Throttled(why)) if why.contains("2 connection items left unprocessed")),
+        "{result:?}"
+    );
+    assert_eq!(
+        batches.load(Ordering::SeqCst),
+        4,
+        "the first send and three retries"
+    );
+    // Paused 20, 40 and 80 ms between them (a busy machine only adds to it).
+    assert!(
+        started.elapsed() >= Duration::from_millis(140),
+        "{:?}",
+        started.elapsed()
+    );
+}
