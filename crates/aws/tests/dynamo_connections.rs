@@ -216,3 +216,34 @@ async fn all_lists_every_live_connection_once_and_skips_expired_and_subscription
     expected.sort();
     assert_eq!(all, expected);
 }
+
+#[tokio::test]
+async fn a_census_counts_the_live_connections_and_is_read_back_as_taken() {
+    let client = common::client();
+    let table = common::connections_table(&client).await;
+    let connections = DynamoConnections::new(client.clone(), &table, Duration::from_secs(9_000));
+    assert_eq!(connections.census().await.unwrap(), None, "none taken yet");
+    let user = UserId::new("dave").unwrap();
+    // Expired a second before the census (epoch seconds), and live ones with subscriptions.
+    connections
+        .register(&ConnectionId::new("old=").unwrap(), &user, NOW - 9_001_000)
+        .await
+        .unwrap();
+    for i in 0..3 {
+        let c = ConnectionId::new(format!("c{i}=")).unwrap();
+        connections.register(&c, &user, NOW).await.unwrap();
+        connections
+            .subscribe(&c, &user, &topic("a1"), NOW)
+            .await
+            .unwrap();
+    }
+    let taken = connections.take_census(NOW).await.unwrap();
+    assert_eq!(
+        taken,
+        wsdr_core::Census {
+            connections: 3,
+            counted_at_ms: NOW
+        }
+    );
+    assert_eq!(connections.census().await.unwrap(), Some(taken));
+}

@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code may fail loudly
-//! A batch delete's unprocessed items (DynamoDB's answer when a partition is throttled, which
-//! DynamoDB Local never gives): retried after 20, 40 and 80 ms, then reported. The peer here
-//! speaks DynamoDB's JSON protocol for the two operations `remove` calls.
+//! Answers DynamoDB gives and DynamoDB Local does not, from a peer speaking DynamoDB's JSON
+//! protocol for the operations called: a batch delete's unprocessed items (a throttled
+//! partition), retried after 20, 40 and 80 ms, then reported; a count scan in several pages
+//! (past 1 MB of items read), summed to its last page.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -16,12 +17,14 @@ use wsdr_core::{ConnectionId, Connections, Error};
 
 const TABLE: &str = "connections";
 
-/// Answers `Query` with one connection's two items and each `BatchWriteItem` with its
-/// delete requests left unprocessed, `unprocessed` times in a row.
+/// Answers `Query` with one connection's two items, each `BatchWriteItem` with its delete
+/// requests left unprocessed `unprocessed` times in a row, a count `Scan` in two pages of 3
+/// and 2 (the last one's key empty), and `PutItem` with nothing.
 #[derive(Clone)]
 struct Throttled {
     unprocessed: u32,
     batches: Arc<AtomicU32>,
+    scans: Arc<AtomicU32>,
 }
 
 async fn answer(State(peer): State<Throttled>, headers: HeaderMap, body: Bytes) -> String {
@@ -48,22 +51,35 @@ async fn answer(State(peer): State<Throttled>, headers: HeaderMap, body: Bytes) 
             };
             json!({ "UnprocessedItems": left }).to_string()
         }
+        "DynamoDB_20120810.Scan" => {
+            let asked: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            peer.scans.fetch_add(1, Ordering::SeqCst);
+            if asked.get("ExclusiveStartKey").is_none() {
+                json!({ "Count": 3, "ScannedCount": 900,
+                        "LastEvaluatedKey": { "pk": { "S": "c3=" }, "sk": { "S": "META" } } })
+            } else {
+                json!({ "Count": 2, "ScannedCount": 600, "LastEvaluatedKey": {} })
+            }
+            .to_string()
+        }
+        "DynamoDB_20120810.PutItem" => "{}".to_owned(),
         other => panic!("unexpected operation {other}"),
     }
 }
 
-async fn peer(unprocessed: u32) -> (String, Arc<AtomicU32>) {
-    let batches = Arc::new(AtomicU32::new(0));
+async fn peer(unprocessed: u32) -> (String, Throttled) {
+    let peer = Throttled {
+        unprocessed,
+        batches: Arc::default(),
+        scans: Arc::default(),
+    };
     let app = Router::new()
         .route("/", post(answer))
-        .with_state(Throttled {
-            unprocessed,
-            batches: batches.clone(),
-        });
+        .with_state(peer.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{address}"), batches)
+    (format!("http://{address}"), peer)
 }
 
 fn registry(endpoint: &str) -> wsdr_aws::DynamoConnections {
@@ -76,17 +92,17 @@ fn registry(endpoint: &str) -> wsdr_aws::DynamoConnections {
 
 #[tokio::test]
 async fn unprocessed_deletes_are_sent_again_until_done() {
-    let (endpoint, batches) = peer(1).await;
+    let (endpoint, peer) = peer(1).await;
     registry(&endpoint)
         .remove(&ConnectionId::new("c=").unwrap())
         .await
         .unwrap();
-    assert_eq!(batches.load(Ordering::SeqCst), 2);
+    assert_eq!(peer.batches.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test]
 async fn deletes_left_unprocessed_after_three_retries_are_reported_throttled() {
-    let (endpoint, batches) = peer(u32::MAX).await;
+    let (endpoint, peer) = peer(u32::MAX).await;
     let started = Instant::now();
     let result = registry(&endpoint)
         .remove(&ConnectionId::new("c=").unwrap())
@@ -96,7 +112,7 @@ async fn deletes_left_unprocessed_after_three_retries_are_reported_throttled() {
         "{result:?}"
     );
     assert_eq!(
-        batches.load(Ordering::SeqCst),
+        peer.batches.load(Ordering::SeqCst),
         4,
         "the first send and three retries"
     );
@@ -106,4 +122,18 @@ async fn deletes_left_unprocessed_after_three_retries_are_reported_throttled() {
         "{:?}",
         started.elapsed()
     );
+}
+
+#[tokio::test]
+async fn a_census_sums_every_page_of_its_count_scan_and_stops_at_an_empty_key() {
+    let (endpoint, peer) = peer(0).await;
+    let census = tokio::time::timeout(
+        Duration::from_secs(10),
+        registry(&endpoint).take_census(1_767_225_600_000),
+    )
+    .await
+    .expect("the scan ends at its last page")
+    .unwrap();
+    assert_eq!(census.connections, 5);
+    assert_eq!(peer.scans.load(Ordering::SeqCst), 2);
 }
