@@ -74,3 +74,40 @@ async fn verdicts_and_changes_round_trip_per_api_and_source() {
         assert!(item.is_some(), "{pk} VERDICT");
     }
 }
+
+/// A probe round is its own item beside the verdict (`ROUND`, for an operator's diagnosis),
+/// the newest round only.
+#[tokio::test]
+async fn a_round_is_recorded_under_its_source_as_the_newest_round() {
+    let client = common::client();
+    let table = common::state_table(&client).await;
+    let records = HealthRecords::new(client.clone(), &table);
+    records.put_round("api1", Judge, true, 1_000).await.unwrap();
+    records
+        .put_round("api1", Judge, false, 2_000)
+        .await
+        .unwrap();
+    let item = client
+        .get_item()
+        .table_name(&table)
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S("JUDGE#api1".into()),
+        )
+        .key(
+            "sk",
+            aws_sdk_dynamodb::types::AttributeValue::S("ROUND".into()),
+        )
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the round's item");
+    assert_eq!(item["ok"].as_bool().unwrap(), &false);
+    assert_eq!(item["atMs"].as_n().unwrap(), "2000");
+    assert_eq!(
+        records.verdict("api1", Judge).await.unwrap(),
+        None,
+        "a round is no verdict"
+    );
+}
