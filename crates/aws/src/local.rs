@@ -166,3 +166,26 @@ pub fn sqs_client(endpoint: &str, region: &str) -> aws_sdk_sqs::Client {
         .build();
     aws_sdk_sqs::Client::from_conf(config)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_callers_clock_is_the_sdks_time_and_names_itself() {
+        let config = local_sdk_config(
+            "us-east-1",
+            Network::Tcp,
+            Some(std::sync::Arc::new(|| 1_767_225_600_123)),
+        );
+        let time = config.time_source().unwrap();
+        assert_eq!(
+            time.now(),
+            std::time::UNIX_EPOCH + Duration::from_millis(1_767_225_600_123)
+        );
+        assert!(format!("{time:?}").contains("CallerClock"), "{time:?}");
+        let system = local_sdk_config("us-east-1", Network::Tcp, None);
+        assert!(!format!("{:?}", system.time_source()).contains("CallerClock"));
+    }
+}
