@@ -129,12 +129,19 @@ impl HttpConnector for PlainHttpConnector {
 fn classify_exchange_error(error: hyper_util::client::legacy::Error) -> ConnectorError {
     let lost = std::error::Error::source(&error)
         .and_then(|source| source.downcast_ref::<hyper::Error>())
-        .is_some_and(|e| e.is_incomplete_message() || e.is_closed() || e.is_canceled());
-    if error.is_connect() || lost {
+        .map(|e| [e.is_incomplete_message(), e.is_closed(), e.is_canceled()])
+        .unwrap_or_default();
+    if worth_retrying(error.is_connect(), lost) {
         ConnectorError::io(error.into())
     } else {
         ConnectorError::other(error.into(), None)
     }
+}
+
+/// A failed connect, or a response lost on the way (a message cut off, a connection closed,
+/// a request cancelled with its pooled connection): any one of them is worth another try.
+fn worth_retrying(connect: bool, [incomplete, closed, canceled]: [bool; 3]) -> bool {
+    connect || incomplete || closed || canceled
 }
 
 /// A DynamoDB client for a local endpoint such as `http://127.0.0.1:8000`, with static
@@ -171,6 +178,19 @@ pub fn sqs_client(endpoint: &str, region: &str) -> aws_sdk_sqs::Client {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_failed_connect_or_any_sign_of_a_lost_response_is_worth_another_try() {
+        assert!(!worth_retrying(false, [false, false, false]));
+        assert!(worth_retrying(true, [false, false, false]));
+        for lost in [
+            [true, false, false],
+            [false, true, false],
+            [false, false, true],
+        ] {
+            assert!(worth_retrying(false, lost), "{lost:?}");
+        }
+    }
 
     #[test]
     fn a_callers_clock_is_the_sdks_time_and_names_itself() {

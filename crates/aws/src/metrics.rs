@@ -121,9 +121,11 @@ impl Metrics for CloudWatchMetrics {
         let mut out = vec![None; minutes as usize];
         for result in answer.metric_data_results() {
             for (at, value) in result.timestamps().iter().zip(result.values()) {
-                let minute =
-                    u64::try_from(at.to_millis().unwrap_or(-1)).unwrap_or(u64::MAX) / MINUTE_MS;
-                if let Some(slot) = minute
+                // A time before the epoch or past 64-bit milliseconds is in no slot.
+                let Some(ms) = at.to_millis().ok().and_then(|ms| u64::try_from(ms).ok()) else {
+                    continue;
+                };
+                if let Some(slot) = (ms / MINUTE_MS)
                     .checked_sub(first)
                     .and_then(|i| out.get_mut(i as usize))
                 {

@@ -2,7 +2,8 @@
 //! Answers DynamoDB gives and DynamoDB Local does not, from a peer speaking DynamoDB's JSON
 //! protocol for the operations called: a batch delete's unprocessed items (a throttled
 //! partition), retried after 20, 40 and 80 ms, then reported; a count scan in several pages
-//! (past 1 MB of items read), summed to its last page.
+//! (past 1 MB of items read), summed to its last page; and a peer that never answers, given
+//! up on at the connect and read timeouts together.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -136,4 +137,41 @@ async fn a_census_sums_every_page_of_its_count_scan_and_stops_at_an_empty_key() 
     .unwrap();
     assert_eq!(census.connections, 5);
     assert_eq!(peer.scans.load(Ordering::SeqCst), 2);
+}
+
+/// The local client's exchange is bounded by the connect and read timeouts together (one
+/// pooled exchange up to the response's headers).
+#[tokio::test]
+async fn a_peer_that_never_answers_is_given_up_on_after_both_timeouts() {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    // Accepts and holds every connection, answering nothing.
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .endpoint_url(format!("http://{address}"))
+        .http_client(wsdr_aws::local::plain_http_client())
+        .credentials_provider(Credentials::new("local", "local", None, None, "test"))
+        .timeout_config(
+            aws_smithy_types::timeout::TimeoutConfig::builder()
+                .connect_timeout(Duration::from_millis(200))
+                .read_timeout(Duration::from_millis(100))
+                .build(),
+        )
+        .retry_config(aws_smithy_types::retry::RetryConfig::disabled())
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    let started = Instant::now();
+    let result = client.list_tables().send().await;
+    let took = started.elapsed();
+    assert!(result.is_err(), "{result:?}");
+    assert!(took >= Duration::from_millis(290), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
 }
