@@ -3,7 +3,6 @@
 use aws_lambda_events::apigw::{ApiGatewayProxyResponse, ApiGatewayWebsocketProxyRequest};
 use aws_lambda_events::encodings::Body;
 use aws_lambda_events::http::{HeaderMap, HeaderValue};
-use lambda_runtime::LambdaEvent;
 use std::sync::Arc;
 use tracing::Instrument;
 use wsdr_core::push::{PushSettings, Pusher};
@@ -79,16 +78,9 @@ impl App {
         &self.pusher
     }
 
-    /// The Lambda entry point. Never returns `Err`: an `Err` would make API Gateway send its
-    /// generic internal-error frame, whereas every failure here has a precise answer.
-    pub async fn handle(
-        &self,
-        event: LambdaEvent<ApiGatewayWebsocketProxyRequest>,
-    ) -> Result<ApiGatewayProxyResponse, lambda_runtime::Error> {
-        Ok(self.respond(event.payload).await)
-    }
-
-    /// One API Gateway WebSocket event to its integration response.
+    /// One API Gateway WebSocket event to its integration response. Never fails: an `Err`
+    /// would make API Gateway send its generic internal-error frame, whereas every failure
+    /// here has a precise answer.
     pub async fn respond(
         &self,
         request: ApiGatewayWebsocketProxyRequest,

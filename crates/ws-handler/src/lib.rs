@@ -2,7 +2,7 @@
 //! `$connect`, `$disconnect`, `bid`, `getState`, `heartbeat` and `$default`.
 //!
 //! `main.rs` only wires: [`Config::from_env`], the SDK clients ([`app_from_aws`]), then
-//! [`App::handle`] for every event. The handler is testable in-process with any adapters.
+//! [`App::handle_any`] for every event. The handler is testable in-process with any adapters.
 
 mod config;
 mod handler;
@@ -16,7 +16,7 @@ mod aws;
 #[cfg(feature = "aws")]
 pub use aws::app_from_aws;
 
-/// Errors of the cold start. Requests themselves never fail (see [`App::handle`]).
+/// Errors of the cold start. Requests themselves never fail (see [`App::respond`]).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A setting missing or malformed (the one configuration error of every Lambda).
