@@ -175,6 +175,11 @@ mod tests {
         let old_page =
             r#"{"v":1,"auction":"lot:1","shard":3,"frame":"f","startedMs":5,"generation":2}"#;
         assert_eq!(decode_job(old_page).unwrap().topic, lot);
+        // A page job may name its kind; only a page is one.
+        let named_page = r#"{"v":2,"kind":"page","topic":"chat:room:1","shard":3,"frame":"f","startedMs":5,"generation":2}"#;
+        assert_eq!(decode_job(named_page).unwrap().shard, 3);
+        let named_start = r#"{"v":2,"kind":"start","topic":"chat:room:1","shard":3,"frame":"f","startedMs":5,"generation":2}"#;
+        assert!(matches!(decode_job(named_start), Err(Error::BadRequest(_))));
         for body in [
             "",
             "{}",

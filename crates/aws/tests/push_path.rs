@@ -57,6 +57,41 @@ async fn of_many_racing_starters_exactly_one_takes_the_lease() {
     assert_eq!(outcomes.iter().filter(|o| **o == Begin::Marked).count(), 19);
 }
 
+/// A lease item leaves by TTL a day after its last change; a table that cannot be reached
+/// is an error, never a lease taken or marked.
+#[tokio::test]
+async fn a_lease_item_expires_a_day_after_its_last_change_and_a_missing_table_is_an_error() {
+    let client = common::client();
+    let table = common::connections_table(&client).await;
+    let leases = DynamoPushLeases::new(client.clone(), &table);
+    let now_ms = 1_767_225_600_500;
+    leases.begin(&topic("a1"), now_ms, 200).await.unwrap();
+    let item = client
+        .get_item()
+        .table_name(&table)
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S("#push#auction:a1".into()),
+        )
+        .key(
+            "sk",
+            aws_sdk_dynamodb::types::AttributeValue::S("PUSH".into()),
+        )
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the lease item");
+    assert_eq!(
+        item["expiresAt"].as_n().unwrap(),
+        &(now_ms / 1000 + 24 * 3_600).to_string()
+    );
+
+    let absent = DynamoPushLeases::new(client, common::unique("absent"));
+    assert!(absent.begin(&topic("a1"), now_ms, 200).await.is_err());
+    assert!(absent.close(&topic("a1"), 1, now_ms).await.is_err());
+}
+
 /// The lease item lives beside the connections but is none of them: the evacuator's scan
 /// and the census skip it.
 #[tokio::test]

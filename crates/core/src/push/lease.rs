@@ -326,9 +326,17 @@ pub async fn check_contract(leases: &dyn PushLeases, topic: &Topic) -> Result<()
         )?;
     }
     leases.release(topic, g3).await.map_err(e)?;
-    started(
+    let g4 = started(
         "a released lease is free at once",
         leases.begin(topic, stale, 200).await,
+    )?;
+    for _ in 0..shards {
+        leases.record(topic, g4, 1, true).await.map_err(e)?;
+    }
+    expect(
+        "a close with no change marked says nothing waits",
+        leases.close(topic, g4, stale + 200).await.map_err(e)?,
+        false,
     )?;
     if let Ok(other) = Topic::parse(&format!("{topic}-other")) {
         started(
