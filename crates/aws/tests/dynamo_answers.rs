@@ -20,20 +20,29 @@ const TABLE: &str = "connections";
 
 /// Answers `Query` with one connection's two items, each `BatchWriteItem` with its delete
 /// requests left unprocessed `unprocessed` times in a row, a count `Scan` in two pages of 3
-/// and 2 (the last one's key empty), and `PutItem` with nothing.
+/// and 2 (the last one's key empty), `PutItem` with nothing; and for a push lease, the race
+/// of a push started between a begin's two updates: the first three `UpdateItem`s fail
+/// their condition, `GetItem` shows the push in flight, the fourth (a mark) succeeds.
 #[derive(Clone)]
-struct Throttled {
+struct Peer {
     unprocessed: u32,
     batches: Arc<AtomicU32>,
     scans: Arc<AtomicU32>,
+    updates: Arc<AtomicU32>,
 }
 
-async fn answer(State(peer): State<Throttled>, headers: HeaderMap, body: Bytes) -> String {
+const NOW_MS: u64 = 1_767_225_600_000;
+
+async fn answer(
+    State(peer): State<Peer>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (axum::http::StatusCode, String) {
     let target = headers
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    match target {
+    let answer = match target {
         "DynamoDB_20120810.Query" => json!({
             "Items": [
                 { "pk": { "S": "c=" }, "sk": { "S": "META" } },
@@ -64,15 +73,35 @@ async fn answer(State(peer): State<Throttled>, headers: HeaderMap, body: Bytes) 
             .to_string()
         }
         "DynamoDB_20120810.PutItem" => "{}".to_owned(),
+        "DynamoDB_20120810.UpdateItem" => {
+            if peer.updates.fetch_add(1, Ordering::SeqCst) < 3 {
+                return (
+                    axum::http::StatusCode::BAD_REQUEST,
+                    json!({
+                        "__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",
+                        "message": "The conditional request failed"
+                    })
+                    .to_string(),
+                );
+            }
+            json!({ "Attributes": {} }).to_string()
+        }
+        "DynamoDB_20120810.GetItem" => json!({ "Item": {
+            "pk": { "S": "#push#auction:a1" }, "sk": { "S": "PUSH" },
+            "jobs": { "N": "3" }, "nextMs": { "N": (NOW_MS + 1_000).to_string() }
+        } })
+        .to_string(),
         other => panic!("unexpected operation {other}"),
-    }
+    };
+    (axum::http::StatusCode::OK, answer)
 }
 
-async fn peer(unprocessed: u32) -> (String, Throttled) {
-    let peer = Throttled {
+async fn peer(unprocessed: u32) -> (String, Peer) {
+    let peer = Peer {
         unprocessed,
         batches: Arc::default(),
         scans: Arc::default(),
+        updates: Arc::default(),
     };
     let app = Router::new()
         .route("/", post(answer))
@@ -174,4 +203,23 @@ async fn a_peer_that_never_answers_is_given_up_on_after_both_timeouts() {
     assert!(result.is_err(), "{result:?}");
     assert!(took >= Duration::from_millis(290), "{took:?}");
     assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+/// A push started between a begin's two updates (by another instance): the begin reads the
+/// lease, sees the push in flight, and tries again, marking the change; it never answers
+/// "not before" for a lease that has jobs out.
+#[tokio::test]
+async fn a_begin_that_lost_both_conditions_to_a_push_in_flight_tries_again_and_marks() {
+    use wsdr_core::push::{Begin, PushLeases};
+    let (endpoint, peer) = peer(0).await;
+    let leases = wsdr_aws::DynamoPushLeases::new(
+        wsdr_aws::local::dynamo_client(&endpoint, "us-east-1"),
+        TABLE,
+    );
+    let topic = wsdr_protocol::Topic::parse("auction:a1").unwrap();
+    assert_eq!(
+        leases.begin(&topic, NOW_MS, 200).await.unwrap(),
+        Begin::Marked
+    );
+    assert_eq!(peer.updates.load(Ordering::SeqCst), 4);
 }
