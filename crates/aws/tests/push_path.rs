@@ -90,6 +90,8 @@ async fn a_lease_item_expires_a_day_after_its_last_change_and_a_missing_table_is
     let absent = DynamoPushLeases::new(client, common::unique("absent"));
     assert!(absent.begin(&topic("a1"), now_ms, 200).await.is_err());
     assert!(absent.close(&topic("a1"), 1, now_ms).await.is_err());
+    assert!(absent.record(&topic("a1"), 1, 10, true).await.is_err());
+    assert!(absent.release(&topic("a1"), 1).await.is_err());
 }
 
 /// The lease item lives beside the connections but is none of them: the evacuator's scan
