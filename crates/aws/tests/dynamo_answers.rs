@@ -29,6 +29,8 @@ struct Peer {
     batches: Arc<AtomicU32>,
     scans: Arc<AtomicU32>,
     updates: Arc<AtomicU32>,
+    /// The lease `GetItem` shows: its jobs out and when its spacing ends.
+    lease: (u64, u64),
 }
 
 const NOW_MS: u64 = 1_767_225_600_000;
@@ -88,7 +90,7 @@ async fn answer(
         }
         "DynamoDB_20120810.GetItem" => json!({ "Item": {
             "pk": { "S": "#push#auction:a1" }, "sk": { "S": "PUSH" },
-            "jobs": { "N": "3" }, "nextMs": { "N": (NOW_MS + 1_000).to_string() }
+            "jobs": { "N": peer.lease.0.to_string() }, "nextMs": { "N": peer.lease.1.to_string() }
         } })
         .to_string(),
         other => panic!("unexpected operation {other}"),
@@ -97,7 +99,12 @@ async fn answer(
 }
 
 async fn peer(unprocessed: u32) -> (String, Peer) {
+    peer_with_lease(unprocessed, (3, NOW_MS + 1_000)).await
+}
+
+async fn peer_with_lease(unprocessed: u32, lease: (u64, u64)) -> (String, Peer) {
     let peer = Peer {
+        lease,
         unprocessed,
         batches: Arc::default(),
         scans: Arc::default(),
@@ -205,21 +212,25 @@ async fn a_peer_that_never_answers_is_given_up_on_after_both_timeouts() {
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
 
-/// A push started between a begin's two updates (by another instance): the begin reads the
-/// lease, sees the push in flight, and tries again, marking the change; it never answers
-/// "not before" for a lease that has jobs out.
+/// A push started between a begin's two updates (by another instance), or one whose
+/// spacing ends at this very millisecond: the begin reads the lease, finds it changed, and
+/// tries again, marking the change; it never answers "not before" for a lease that has jobs
+/// out or whose spacing is over.
 #[tokio::test]
-async fn a_begin_that_lost_both_conditions_to_a_push_in_flight_tries_again_and_marks() {
+async fn a_begin_that_lost_both_conditions_to_a_changed_lease_tries_again_and_marks() {
     use wsdr_core::push::{Begin, PushLeases};
-    let (endpoint, peer) = peer(0).await;
-    let leases = wsdr_aws::DynamoPushLeases::new(
-        wsdr_aws::local::dynamo_client(&endpoint, "us-east-1"),
-        TABLE,
-    );
-    let topic = wsdr_protocol::Topic::parse("auction:a1").unwrap();
-    assert_eq!(
-        leases.begin(&topic, NOW_MS, 200).await.unwrap(),
-        Begin::Marked
-    );
-    assert_eq!(peer.updates.load(Ordering::SeqCst), 4);
+    for lease in [(3, NOW_MS + 1_000), (0, NOW_MS)] {
+        let (endpoint, peer) = peer_with_lease(0, lease).await;
+        let leases = wsdr_aws::DynamoPushLeases::new(
+            wsdr_aws::local::dynamo_client(&endpoint, "us-east-1"),
+            TABLE,
+        );
+        let topic = wsdr_protocol::Topic::parse("auction:a1").unwrap();
+        assert_eq!(
+            leases.begin(&topic, NOW_MS, 200).await.unwrap(),
+            Begin::Marked,
+            "{lease:?}"
+        );
+        assert_eq!(peer.updates.load(Ordering::SeqCst), 4, "{lease:?}");
+    }
 }
