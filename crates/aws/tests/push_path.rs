@@ -205,4 +205,54 @@ async fn a_queue_that_does_not_exist_is_an_error_not_a_loss() {
     );
     let jobs = PushJob::for_push(&topic("a1"), Arc::from("{}"), 1, 1);
     assert!(queue.send(jobs).await.is_err());
+    let orders = wsdr_aws::SqsFailoverOrders::new(
+        wsdr_aws::local::sqs_client(&sqs_endpoint(), "us-east-1"),
+        format!("{}/123456789012/no-such-queue", sqs_endpoint()),
+    );
+    assert!(orders.send("{}".to_owned()).await.is_err());
+}
+
+/// A fail-over order crosses to the evacuator's queue as the stream record's JSON, whole.
+#[tokio::test]
+async fn a_fail_over_order_crosses_the_sqs_peer_whole() {
+    let sqs = wsdr_aws::local::sqs_client(&sqs_endpoint(), "us-east-1");
+    let url = sqs
+        .create_queue()
+        .queue_name(common::unique("fast-failovers"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let order =
+        r#"{"eventID":"1","dynamodb":{"Keys":{"pk":{"S":"JUDGE#abc"},"sk":{"S":"CHANGE"}}}}"#;
+    wsdr_aws::SqsFailoverOrders::new(sqs.clone(), &url)
+        .send(order.to_owned())
+        .await
+        .unwrap();
+    let received = sqs.receive_message().queue_url(&url).send().await.unwrap();
+    let bodies: Vec<&str> = received
+        .messages()
+        .iter()
+        .filter_map(|message| message.body())
+        .collect();
+    assert_eq!(bodies, [order]);
+}
+
+/// A release of a generation the lease has left behind changes nothing and is no error.
+#[tokio::test]
+async fn a_release_of_an_old_generation_leaves_the_lease_held() {
+    let client = common::client();
+    let table = common::connections_table(&client).await;
+    let leases = DynamoPushLeases::new(client, &table);
+    let held = match leases.begin(&topic("a1"), 1_000, 200).await.unwrap() {
+        Begin::Started { generation } => generation,
+        other => panic!("{other:?}"),
+    };
+    leases.release(&topic("a1"), held + 1).await.unwrap();
+    assert_eq!(
+        leases.begin(&topic("a1"), 1_050, 200).await.unwrap(),
+        Begin::Marked,
+        "still in flight"
+    );
 }
