@@ -81,12 +81,19 @@ async fn commit_is_idempotent_per_bidder_and_bid_id() {
     let first = bid("bid-00000001", "alice", 150, 10);
     let s1 = RegionSummary::empty("us-east-1").with_bid(&first);
     let w1 = token("w1");
+    let (_, _, written_before) = store.io().get();
     assert_eq!(
         store
             .commit_bid(&commit(&first, &w1, 0, s1.clone()))
             .await
             .unwrap(),
         CommitOutcome::Committed
+    );
+    let (_, _, written) = store.io().get();
+    assert_eq!(
+        written - written_before,
+        2,
+        "the copy and the summary, one transaction"
     );
     // Another request with the same (bidder, bidId) finds the copy; nothing is written.
     let replay = bid("bid-00000001", "alice", 150, 99);
