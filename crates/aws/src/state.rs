@@ -241,10 +241,6 @@ impl DynamoStateStore {
         Ok(items)
     }
 
-    pub fn table(&self) -> &str {
-        &self.table
-    }
-
     async fn get(&self, pk: String, sk: String) -> Result<Option<Item>> {
         let out = self
             .client

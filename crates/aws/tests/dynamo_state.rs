@@ -926,3 +926,32 @@ fn bids_held(copies: Vec<wsdr_core::StoredOp>) -> Vec<wsdr_auction::BidRecord> {
         .map(|copy| wsdr_auction::store::bid_of(copy).expect("every copy is a bid"))
         .collect()
 }
+
+/// A topic's summaries are read to a bound (64: far more Regions than any deployment has), so
+/// a partition that somehow grew past it is never read whole.
+#[tokio::test]
+async fn a_topics_summaries_are_read_to_their_bound() {
+    use wsdr_core::items::Item;
+    let client = common::client();
+    let store = DynamoStateStore::new(client.clone(), common::state_table(&client).await);
+    for n in 0..70 {
+        let region = format!("region-{n:02}");
+        let summary = RegionSummary {
+            region: region.clone(),
+            accepted: 1,
+            high: Some(BidRecord {
+                region,
+                position: 1,
+                ..bid("bid-00000001", "bob", 100, 5)
+            }),
+        };
+        store
+            .put_as_replicated(&Item::Summary {
+                topic: wsdr_auction::store::topic(&a1()),
+                summary: wsdr_auction::store::summary_of(&summary),
+            })
+            .await
+            .unwrap();
+    }
+    assert_eq!(store.summaries(&a1()).await.unwrap().len(), 64);
+}
