@@ -405,19 +405,15 @@ impl Evacuator {
                 ));
             }
         }
-        let waited = request.wait_seconds.unwrap_or(0).min(MAX_WAIT_SECONDS);
-        match request.wait_seconds {
-            Some(wait) if wait > MAX_WAIT_SECONDS => {
-                return Err(Error::Request(format!(
-                    "`waitSeconds` must be at most {MAX_WAIT_SECONDS} (the function times out at 300 s)"
-                )))
-            }
-            Some(wait) if wait > 0 => {
-                tracing::info!(wait, to = %request.to, "waiting for DNS before evacuating");
-                tokio::time::sleep(Duration::from_secs(wait)).await;
-            }
-            _ => {}
+        let waited = request.wait_seconds.unwrap_or(0);
+        if waited > MAX_WAIT_SECONDS {
+            return Err(Error::Request(format!(
+                "`waitSeconds` must be at most {MAX_WAIT_SECONDS} (the function times out at 300 s)"
+            )));
         }
+        // Once per evacuation, whatever the wait (none for a planned one).
+        tracing::info!(wait = waited, to = %request.to, "evacuating after the wait for DNS");
+        tokio::time::sleep(Duration::from_secs(waited)).await;
         let plan = Evacuation {
             endpoint: request.endpoint.clone(),
             reason: request.reason.unwrap_or_else(|| "maintenance".into()),
