@@ -355,6 +355,12 @@ async fn unreachable_table_is_a_classified_error_not_a_panic() {
         matches!(error, wsdr_core::Error::Internal(ref m) if m.contains("ResourceNotFoundException")),
         "{error:?}"
     );
+    // A seed's conditional put on a missing table is that error too, not "seeded already".
+    let seeded = store.put_auction_if_absent(&auction("a1")).await;
+    assert!(
+        matches!(seeded, Err(wsdr_core::Error::Internal(ref m)) if m.contains("ResourceNotFoundException")),
+        "{seeded:?}"
+    );
 }
 
 // Strong mode on DynamoDB Local. DynamoDB Local is one Region, so it cannot show MRSC's
