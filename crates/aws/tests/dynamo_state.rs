@@ -961,3 +961,42 @@ async fn a_topics_summaries_are_read_to_their_bound() {
     }
     assert_eq!(store.summaries(&a1()).await.unwrap().len(), 64);
 }
+
+/// A transaction another request raced (DynamoDB's `TransactionConflict`, on the copy or on
+/// the summary), or whose summary moved on, is a conflict the writer retries; DynamoDB Local
+/// does not race transactions, so a peer speaking DynamoDB's JSON protocol cancels them.
+#[tokio::test]
+async fn a_transaction_cancelled_by_a_race_or_a_moved_summary_is_a_conflict() {
+    use axum::routing::post;
+    for reasons in [
+        r#"[{"Code":"TransactionConflict"},{"Code":"None"}]"#,
+        r#"[{"Code":"None"},{"Code":"TransactionConflict"}]"#,
+        r#"[{"Code":"None"},{"Code":"ConditionalCheckFailed"}]"#,
+    ] {
+        let body = format!(
+            r#"{{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled","CancellationReasons":{reasons}}}"#
+        );
+        let app = axum::Router::new().route(
+            "/",
+            post(move || {
+                let body = body.clone();
+                async move { (axum::http::StatusCode::BAD_REQUEST, body) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = wsdr_aws::local::dynamo_client(&format!("http://{address}"), "us-east-1");
+        let store = DynamoStateStore::new(client, "state");
+        let first = bid("bid-00000001", "alice", 150, 10);
+        let summary = RegionSummary::empty("us-east-1").with_bid(&first);
+        assert_eq!(
+            store
+                .commit_bid(&commit(&first, &token("w"), 0, summary))
+                .await
+                .unwrap(),
+            CommitOutcome::Conflict,
+            "{reasons}"
+        );
+    }
+}
