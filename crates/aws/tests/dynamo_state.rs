@@ -488,6 +488,8 @@ async fn strong_settle_writes_a_copy_once() {
     let store = DynamoStateStore::new(client, table).strongly_consistent();
     let first = bid("bid-00000001", "alice", 150, 10);
     store.settle(&first, "w1").await.unwrap();
+    // Counted as the bench reads a strong store's writes: one request, one item.
+    assert_eq!(store.io().get(), (1, 0, 1));
     let mut later = first.clone();
     later.at = 99;
     store.settle(&later, "w2").await.unwrap();
