@@ -355,12 +355,18 @@ async fn unreachable_table_is_a_classified_error_not_a_panic() {
         matches!(error, wsdr_core::Error::Internal(ref m) if m.contains("ResourceNotFoundException")),
         "{error:?}"
     );
-    // A seed's conditional put on a missing table is that error too, not "seeded already".
+    // A seed's conditional put on a missing table is that error too, not "seeded already";
+    // so is a strong store's settle, not "settled before".
     let seeded = store.put_auction_if_absent(&auction("a1")).await;
     assert!(
         matches!(seeded, Err(wsdr_core::Error::Internal(ref m)) if m.contains("ResourceNotFoundException")),
         "{seeded:?}"
     );
+    let strong = store.strongly_consistent();
+    let settled = strong
+        .settle(&bid("bid-00000001", "alice", 150, 10), "w1")
+        .await;
+    assert!(settled.is_err(), "{settled:?}");
 }
 
 // Strong mode on DynamoDB Local. DynamoDB Local is one Region, so it cannot show MRSC's
