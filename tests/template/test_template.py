@@ -69,9 +69,9 @@ def test_env_vars_are_ones_the_binaries_read(template):
         binary = fn["Metadata"]["BuildProperties"]["Binary"]
         for var in fn["Properties"]["Environment"]["Variables"]:
             if var.endswith("_SECRET_ID"):
-                # Read through wsdr_aws::secrets::env_with_secrets(.., &["<VAR>"]) at cold start.
+                # Read through wsdr_secrets::SecretEnv::read(&["<VAR>"], ..) at cold start.
                 plain = var[: -len("_ID")]
-                assert f'"{plain}"' in sources[binary] and "env_with_secrets" in sources[binary], f"{name} sets {var}, which {binary} never reads"
+                assert f'"{plain}"' in sources[binary] and "SecretEnv::read" in sources[binary], f"{name} sets {var}, which {binary} never reads"
                 continue
             assert f'"{var}"' in sources[binary], f"{name} sets {var}, which {binary} never reads"
 
