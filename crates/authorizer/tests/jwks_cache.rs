@@ -6,10 +6,7 @@ mod common;
 
 use authorizer::{DenyReason, FetchJwks, FetchResult, JwksCache};
 use common::*;
-use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::Algorithm;
-use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,14 +35,6 @@ impl Issuer {
     fn fetches(&self) -> usize {
         self.fetches.load(Ordering::SeqCst)
     }
-}
-
-fn set_of(kids: &[&str]) -> JwkSet {
-    let all: HashMap<String, Value> = serde_json::from_str(PUBLIC_JWKS).unwrap();
-    serde_json::from_value(
-        json!({ "keys": kids.iter().map(|k| all[*k].clone()).collect::<Vec<_>>() }),
-    )
-    .unwrap()
 }
 
 impl FetchJwks for Issuer {

@@ -9,23 +9,12 @@ mod common;
 
 use authorizer::{FetchJwks, FetchResult, JwksCache};
 use common::*;
-use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::Algorithm;
-use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-fn set_of(kids: &[&str]) -> JwkSet {
-    let all: HashMap<String, Value> = serde_json::from_str(PUBLIC_JWKS).unwrap();
-    serde_json::from_value(
-        json!({ "keys": kids.iter().map(|k| all[*k].clone()).collect::<Vec<_>>() }),
-    )
-    .unwrap()
-}
 
 /// An issuer serving rsa-1 and rsa-2 until it is down.
 #[derive(Debug, Default)]

@@ -374,3 +374,12 @@ impl std::io::Write for Captured {
         Ok(())
     }
 }
+
+/// The test keys named, as a JWKS.
+pub fn set_of(kids: &[&str]) -> jsonwebtoken::jwk::JwkSet {
+    let all: HashMap<String, Value> = serde_json::from_str(PUBLIC_JWKS).unwrap();
+    serde_json::from_value(
+        json!({ "keys": kids.iter().map(|k| all[*k].clone()).collect::<Vec<_>>() }),
+    )
+    .unwrap()
+}
