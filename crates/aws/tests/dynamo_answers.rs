@@ -3,7 +3,8 @@
 //! protocol for the operations called: a batch delete's unprocessed items (a throttled
 //! partition), retried after 20, 40 and 80 ms, then reported; a count scan in several pages
 //! (past 1 MB of items read), summed to its last page; and a peer that never answers, given
-//! up on at the connect and read timeouts together.
+//! up on at the connect and read timeouts together; and an error other than a failed
+//! condition, which ends a push lease's begin where it happens.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -31,6 +32,9 @@ struct Peer {
     updates: Arc<AtomicU32>,
     /// The lease `GetItem` shows: its jobs out and when its spacing ends.
     lease: (u64, u64),
+    /// The `UpdateItem` (counted from 0) answered with an error other than a failed
+    /// condition: a `ValidationException`, which no retry mends.
+    refused_update: Option<u32>,
 }
 
 const NOW_MS: u64 = 1_767_225_600_000;
@@ -76,7 +80,18 @@ async fn answer(
         }
         "DynamoDB_20120810.PutItem" => "{}".to_owned(),
         "DynamoDB_20120810.UpdateItem" => {
-            if peer.updates.fetch_add(1, Ordering::SeqCst) < 3 {
+            let call = peer.updates.fetch_add(1, Ordering::SeqCst);
+            if peer.refused_update == Some(call) {
+                return (
+                    axum::http::StatusCode::BAD_REQUEST,
+                    json!({
+                        "__type": "com.amazon.coral.validate#ValidationException",
+                        "message": "One or more parameter values were invalid"
+                    })
+                    .to_string(),
+                );
+            }
+            if call < 3 {
                 return (
                     axum::http::StatusCode::BAD_REQUEST,
                     json!({
@@ -103,8 +118,17 @@ async fn peer(unprocessed: u32) -> (String, Peer) {
 }
 
 async fn peer_with_lease(unprocessed: u32, lease: (u64, u64)) -> (String, Peer) {
+    peer_refusing(unprocessed, lease, None).await
+}
+
+async fn peer_refusing(
+    unprocessed: u32,
+    lease: (u64, u64),
+    refused_update: Option<u32>,
+) -> (String, Peer) {
     let peer = Peer {
         lease,
+        refused_update,
         unprocessed,
         batches: Arc::default(),
         scans: Arc::default(),
@@ -232,5 +256,28 @@ async fn a_begin_that_lost_both_conditions_to_a_changed_lease_tries_again_and_ma
             "{lease:?}"
         );
         assert_eq!(peer.updates.load(Ordering::SeqCst), 4, "{lease:?}");
+    }
+}
+
+/// An error other than a failed condition ends a begin at once, on the start's update as on
+/// the mark's: it is the caller's to retry or report, never read as "a push is in flight".
+#[tokio::test]
+async fn an_error_other_than_a_failed_condition_ends_the_begin_where_it_happens() {
+    use wsdr_core::push::PushLeases;
+    // The start refused (update 0), or the start's condition failed and the mark refused (1).
+    for refused in [0, 1] {
+        let (endpoint, peer) = peer_refusing(0, (3, NOW_MS + 1_000), Some(refused)).await;
+        let leases = wsdr_aws::DynamoPushLeases::new(
+            wsdr_aws::local::dynamo_client(&endpoint, "us-east-1"),
+            TABLE,
+        );
+        let topic = wsdr_protocol::Topic::parse("auction:a1").unwrap();
+        let answer = leases.begin(&topic, NOW_MS, 200).await;
+        assert!(answer.is_err(), "update {refused} refused: {answer:?}");
+        assert_eq!(
+            peer.updates.load(Ordering::SeqCst),
+            refused + 1,
+            "update {refused} refused: nothing sent after it"
+        );
     }
 }
