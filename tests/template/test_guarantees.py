@@ -95,7 +95,7 @@ def test_every_rule_excuse_and_mutant_is_named_by_a_row():
 
 def test_the_parsers_see_the_checker():
     # A parser that finds nothing would make the completeness test pass vacuously.
-    assert {"acknowledged_bid_missing", "winner_unreadable", "evacuation_incomplete"} <= violation_kinds()
+    assert {"acknowledged_op_missing", "failed_op_present", "winner_unreadable", "evacuation_incomplete"} <= violation_kinds()
     assert "lost_with_region" in excuse_names()
     assert len(mutants()) >= 18
 

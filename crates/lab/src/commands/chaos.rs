@@ -206,17 +206,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    if !result.kit_excused.is_empty() {
-        println!(
-            "the kit's rules over the bids as ops excused: {} (per write and surviving Region)",
-            result
-                .kit_excused
-                .iter()
-                .map(|(name, n)| format!("{name} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
     println!(
         "watch and strike: {} of {} never-returns struck on what they watch for (a summary ahead of its copy; strong mode: a committed head the survivor's stream has not shown)",
         result.struck_summary_ahead,

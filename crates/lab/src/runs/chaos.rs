@@ -716,13 +716,9 @@ pub struct RunReport {
     pub lost_copies: usize,
     /// Apps closed by their users with a bid (the chat room: a post) unanswered.
     pub closed_mid_bid: usize,
-    /// What the checker forgave, by excuse name (docs/RELIABILITY.md, the guarantee table).
+    /// What the checker forgave, by excuse name (docs/RELIABILITY.md, the guarantee table):
+    /// the kit's rules and the app's, counted together.
     pub excused: BTreeMap<String, usize>,
-    /// The auction's runs: what the kit's rules over its bids as ops forgave, by excuse name
-    /// (apart from `excused`, where the auction's own rules forgive the same losses in bid
-    /// terms). Empty for the chat room, whose `excused` holds the kit's.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub kit_excused: BTreeMap<String, usize>,
     /// `never-returns` struck the moment a summary had arrived ahead of its copy (watch and
     /// strike), rather than at the end of its window.
     pub struck_summary_ahead: usize,
@@ -770,10 +766,6 @@ pub struct CampaignReport {
     /// What the checker forgave over the campaign, by excuse name; every excuse is listed,
     /// with 0 when it never applied.
     pub excused: BTreeMap<String, usize>,
-    /// The auction's campaigns: what the kit's rules over its bids as ops forgave (each run's
-    /// `kit_excused`, summed).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub kit_excused: BTreeMap<String, usize>,
     /// `never-returns` faults that struck the moment a summary had arrived ahead of its copy.
     pub struck_summary_ahead: usize,
     pub violations: usize,
@@ -824,7 +816,6 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
             .iter()
             .map(|e| (e.name().to_owned(), 0))
             .collect(),
-        kit_excused: BTreeMap::new(),
         struck_summary_ahead: 0,
         violations: 0,
         failed_runs: Vec::new(),
@@ -891,9 +882,6 @@ pub async fn campaign(config: ChaosConfig) -> anyhow::Result<CampaignReport> {
         report.ops_unknown += run.ops_unknown;
         report.discontinuities += run.discontinuities;
         report.closed_mid_bid += run.closed_mid_bid;
-        for (name, n) in &run.kit_excused {
-            *report.kit_excused.entry(name.clone()).or_default() += n;
-        }
         for (name, n) in &run.excused {
             *report.excused.entry(name.clone()).or_default() += n;
         }
@@ -1269,7 +1257,7 @@ pub(crate) fn run_report(
     lab: &World,
     trace: RunTrace,
     violations: Vec<Violation>,
-    (excused, kit_excused): (&Excused, &Excused),
+    excused: &Excused,
 ) -> RunReport {
     let ops = &trace.ops;
     let rpo_lost_acknowledged = trace.lost_acknowledged();
@@ -1322,10 +1310,6 @@ pub(crate) fn run_report(
             .iter()
             .map(|(e, n)| (e.name().to_owned(), *n))
             .collect(),
-        kit_excused: kit_excused
-            .iter()
-            .map(|(e, n)| (e.name().to_owned(), *n))
-            .collect(),
         struck_summary_ahead: struck_summary_ahead(lab),
     }
 }
@@ -1335,6 +1319,7 @@ pub(crate) fn run_report(
 pub(crate) fn strong_mode_violations(
     lab: &World,
     trace: &RunTrace,
+    kit: &crate::sim::topic_rules::TopicTrace,
     auction: &AuctionId,
     excused: &mut Excused,
 ) -> Vec<Violation> {
@@ -1357,8 +1342,9 @@ pub(crate) fn strong_mode_violations(
     if count > 0 {
         violations.push(Violation::AcceptedBelowEarlierBid { count });
     }
-    violations.extend(crate::sim::history::acknowledged_without_quorum(
-        &trace.ops,
+    // The quorum rule is the kit's, over the bids as ops (the chat room's too).
+    violations.extend(crate::sim::topic_rules::acknowledged_without_quorum(
+        &kit.writes,
         |region, from, to| lab.lacked_quorum_throughout(region, from, to),
     ));
     violations

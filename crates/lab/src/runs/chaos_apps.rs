@@ -18,7 +18,7 @@ use crate::sim::users::{Behaviour, Population};
 use crate::world::owner::Holdings;
 use crate::world::scale::AwsDuration;
 use crate::world::World;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use wsdr_protocol::AuctionId;
@@ -65,7 +65,7 @@ pub(crate) struct AuctionRun {
 
 #[async_trait::async_trait]
 impl CampaignApp for AuctionRun {
-    type Judged = (RunTrace, Vec<Violation>, Excused, Excused);
+    type Judged = (RunTrace, Vec<Violation>, Excused);
 
     async fn start(lab: &Arc<World>, config: &ChaosConfig, seed: u64) -> anyhow::Result<Self> {
         let scale = lab.config().scale;
@@ -105,24 +105,24 @@ impl CampaignApp for AuctionRun {
         // Outstanding answers, replication drained, final views, the checker.
         let Judgement {
             trace,
+            kit,
             mut violations,
             mut excused,
-            kit_excused,
-            ..
         } = judge(lab, &self.users, &self.auction, drain).await?;
         violations.extend(self.attacks);
         violations.extend(self.users.retryable_rejections());
         violations.extend(strong_mode_violations(
             lab,
             &trace,
+            &kit,
             &self.auction,
             &mut excused,
         ));
-        Ok((trace, violations, excused, kit_excused))
+        Ok((trace, violations, excused))
     }
 
     fn report(
-        (trace, mut violations, excused, kit_excused): Self::Judged,
+        (trace, mut violations, excused): Self::Judged,
         failover: Vec<Violation>,
         run: RunContext<'_>,
     ) -> RunReport {
@@ -136,7 +136,7 @@ impl CampaignApp for AuctionRun {
             run.lab,
             trace,
             violations,
-            (&excused, &kit_excused),
+            &excused,
         )
     }
 }
@@ -252,7 +252,6 @@ impl CampaignApp for ChatRun {
             rpo_lost_acknowledged,
             lost_copies: trace.topic.lost.len(),
             closed_mid_bid: trace.closed_mid_write,
-            kit_excused: BTreeMap::new(),
             excused: excused
                 .iter()
                 .map(|(e, n)| (e.name().to_owned(), *n))

@@ -3,8 +3,8 @@
 //! Clients connect to the primary's own endpoint (the front door would double the sockets in
 //! this one process).
 
-use crate::sim::history::{check, Violation};
-use crate::sim::judge::final_states;
+use crate::sim::history::Violation;
+use crate::sim::judge::{check_bids, final_states, kit_trace};
 use crate::sim::trace::{Lost, Outcome, RunTrace};
 use crate::sim::users::{Behaviour, ClientFactory, LabTokens, Population, UserSpec};
 use crate::world::scale::TimeScale;
@@ -180,7 +180,7 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
     let peak = users.peak_online();
     users.close().await;
 
-    // The one checker, auction by auction.
+    // The kit's rules and the auction's, auction by auction.
     let mut violations = Vec::new();
     for id in &auctions {
         let regions = final_states(&lab, id).await?;
@@ -193,16 +193,12 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
             lost: Lost::new(),
             lost_summaries: 0,
         };
-        violations.extend(check(&trace).0);
+        let kit = kit_trace(&lab, &ops, id).await?;
+        violations.extend(check_bids(&trace, &kit).0);
     }
     let lost: BTreeSet<_> = violations
         .iter()
-        .filter(|v| {
-            matches!(
-                v,
-                Violation::AcknowledgedBidMissing { .. } | Violation::AcknowledgedBidAltered { .. }
-            )
-        })
+        .filter(|v| matches!(v, Violation::AcknowledgedOpMissing { .. }))
         .filter_map(Violation::bid)
         .collect();
     let stuck = violations

@@ -240,14 +240,11 @@ impl BidFigures {
             })
             .count();
         Self {
-            lost_acknowledged: distinct(|v| {
-                matches!(
-                    v,
-                    Violation::AcknowledgedBidMissing { .. }
-                        | Violation::AcknowledgedBidAltered { .. }
-                )
-            }),
-            duplicates: distinct(|v| matches!(v, Violation::UnexplainedRecord { .. })),
+            // The kit's rules over the bids as ops: an acknowledged bid missing or altered is
+            // an acknowledged op missing; a record nobody placed, or placed twice, a copy no
+            // write made.
+            lost_acknowledged: distinct(|v| matches!(v, Violation::AcknowledgedOpMissing { .. })),
+            duplicates: distinct(|v| matches!(v, Violation::OpNotWritten { .. })),
             high_bid_consistent: !violations.iter().any(|v| {
                 matches!(
                     v,

@@ -4,8 +4,13 @@
 //! reports, and each case it forgives by the [`Excuse`] it counts (docs/RELIABILITY.md, the
 //! guarantee table).
 //!
-//! An operation's outcome is what the client can know ([`Outcome`]): an acknowledged bid
-//! must be in every surviving Region, a failed one in none, an unknown one in either.
+//! The auction's own rules live here: the winner each Region serves and its bid count, what
+//! each bidder is shown (high bid, own bids, last bid, settlement), and strong mode's order.
+//! What any app's ops must keep (an acknowledged op held by every surviving Region, every copy
+//! written by its author, a failed one held nowhere, the Regions' copies equal, strong mode's
+//! quorum) is the kit's, judged over the same bids as ops ([`crate::sim::topic_rules`]); this
+//! module keeps the violation kinds and excuses both share. An operation's outcome is what
+//! the client can know ([`Outcome`]).
 
 use crate::sim::trace::{BidKey, BidRef, FinalState, Op, Outcome, OwnBid, RunTrace, UserEnd};
 use crate::world::region_id::RegionId;
@@ -21,41 +26,10 @@ pub use crate::sim::trace::Answer;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Violation {
-    AcknowledgedBidMissing {
-        bidder: UserId,
-        bid_id: BidId,
-        region: RegionId,
-    },
-    /// Under the acknowledged (bidder, bidId) the Region holds another amount, or more than
-    /// the operations explain.
-    AcknowledgedBidAltered {
-        bidder: UserId,
-        bid_id: BidId,
-        region: RegionId,
-    },
-    /// A record no operation explains (no operation of that bidder with that bidId and
-    /// amount): applied twice, invented, or written over by someone else.
-    UnexplainedRecord {
-        bidder: UserId,
-        bid_id: BidId,
-        region: RegionId,
-    },
-    RejectedBidPresent {
-        bidder: UserId,
-        bid_id: BidId,
-        region: RegionId,
-    },
     /// Strong mode: in the table's own order, bids taken at or below a bid taken before
     /// them (one Region accepted below what another had already acknowledged).
     AcceptedBelowEarlierBid {
         count: usize,
-    },
-    /// Strong mode: a Region answered `accepted` or `duplicate` for a bid it received and
-    /// answered while it had no quorum the whole time.
-    AcknowledgedWithoutQuorum {
-        bidder: UserId,
-        bid_id: BidId,
-        region: RegionId,
     },
     /// The high bid the Region serves is not the one the ledger's rule picks from its
     /// records (amount, then earliest copy, then bidder, then bidId): a wrong amount, or the
@@ -180,6 +154,13 @@ pub enum Violation {
         op_id: OpId,
         region: RegionId,
     },
+    /// A Region holds a write that failed for sure (rejected by its only answer, or expired
+    /// unsent): a rejection that turned out false.
+    FailedOpPresent {
+        author: String,
+        op_id: OpId,
+        region: RegionId,
+    },
     /// A write rejected for a reason sending it again could change, or `op_id_reused` for
     /// an op id its author never reused.
     OpRejectedWrongly {
@@ -245,49 +226,27 @@ pub enum Violation {
 }
 
 impl Violation {
-    /// The bid the violation is about, if any (to print the minimal history).
+    /// The bid the violation is about, if any (to print the minimal history): the auction's
+    /// own rules name bids, the kit's name ops, which are the auction's bids by their bidder
+    /// and bid id.
     pub fn bid(&self) -> Option<BidKey> {
         match self {
-            Violation::AcknowledgedBidMissing { bidder, bid_id, .. }
-            | Violation::AcknowledgedBidAltered { bidder, bid_id, .. }
-            | Violation::UnexplainedRecord { bidder, bid_id, .. }
-            | Violation::RejectedBidPresent { bidder, bid_id, .. }
-            | Violation::AcknowledgedWithoutQuorum { bidder, bid_id, .. }
-            | Violation::RetryableRejected { bidder, bid_id, .. }
+            Violation::RetryableRejected { bidder, bid_id, .. }
             | Violation::RedirectedButDecided { bidder, bid_id, .. } => {
                 Some((bidder.clone(), bid_id.clone()))
             }
+            Violation::AcknowledgedOpMissing { author, op_id, .. }
+            | Violation::OpAcknowledgedWithoutQuorum { author, op_id, .. } => {
+                Some((author.clone(), BidId::new(op_id.as_str()).ok()?))
+            }
+            Violation::OpNotWritten { author, op_id, .. }
+            | Violation::FailedOpPresent { author, op_id, .. } => Some((
+                UserId::new(author.as_str()).ok()?,
+                BidId::new(op_id.as_str()).ok()?,
+            )),
             _ => None,
         }
     }
-}
-
-/// Acknowledgements no Region may have given: the Region had no quorum for the whole time
-/// between the bid's invoke and that answer (`lacked(region, from, to)`). Only answers
-/// without a reconnect since the invoke count: the bid was sent to that Region then.
-pub fn acknowledged_without_quorum(
-    ops: &[Op],
-    lacked: impl Fn(RegionId, AwsInstant, AwsInstant) -> bool,
-) -> Vec<Violation> {
-    let mut found = Vec::new();
-    for op in ops {
-        for reply in &op.answers {
-            if reply.reconnected || !reply.answer.acknowledges() {
-                continue;
-            }
-            let Some(region) = reply.region else {
-                continue;
-            };
-            if lacked(region, op.invoked, reply.at) {
-                found.push(Violation::AcknowledgedWithoutQuorum {
-                    bidder: op.user.clone(),
-                    bid_id: op.bid_id.clone(),
-                    region,
-                });
-            }
-        }
-    }
-    found
 }
 
 /// Strong mode: `redirect` answers from a Region whose own head write had accepted that very
@@ -424,54 +383,11 @@ pub fn excuse(excused: &mut Excused, excuse: Excuse, n: usize) {
     }
 }
 
-/// Every acknowledged bid is held by `state` with its own amount (unless its copies were lost
-/// with a Region that never came back), and no rejected bid is.
-fn acknowledged_and_rejected(
-    trace: &RunTrace,
-    state: &FinalState,
-    excused: &mut Excused,
-) -> Vec<Violation> {
-    let mut violations = Vec::new();
-    let region = state.region;
-    for op in &trace.ops {
-        let key = op.key();
-        let held = state.bids.get(&key).map(Vec::as_slice).unwrap_or_default();
-        let own = held.iter().any(|r| r.amount == op.amount);
-        let (bidder, bid_id) = key;
-        let lost_for_good = trace.lost.contains(&BidRef {
-            bidder: bidder.clone(),
-            bid_id: bid_id.clone(),
-            amount: op.amount,
-        });
-        match op.outcome() {
-            Outcome::Ok if !own && lost_for_good => excuse(excused, Excuse::LostWithRegion, 1),
-            Outcome::Ok if !own && held.is_empty() => {
-                violations.push(Violation::AcknowledgedBidMissing {
-                    bidder,
-                    bid_id,
-                    region,
-                })
-            }
-            Outcome::Ok if !own => violations.push(Violation::AcknowledgedBidAltered {
-                bidder,
-                bid_id,
-                region,
-            }),
-            Outcome::Fail if own => violations.push(Violation::RejectedBidPresent {
-                bidder,
-                bid_id,
-                region,
-            }),
-            _ => {}
-        }
-    }
-    violations
-}
-
-/// Check a run's trace: the surviving Regions' final states and the users' last views
-/// against every operation. `trace.lost` holds the bid copies a Region lost for good took
-/// with it (empty unless a `never-returns` fault struck): exactly those may be missing,
-/// nothing else. What the checker forgave is counted by name.
+/// The auction's own rules over a run's trace: the surviving Regions' final states and the
+/// users' last views against every operation (the kit's rules over the same bids as ops are
+/// [`crate::sim::topic_rules::check_copies`]). `trace.lost` holds the bid copies a Region lost
+/// for good took with it (empty unless a `never-returns` fault struck): a count may lack only
+/// those. What the checker forgave is counted by name.
 pub fn check(trace: &RunTrace) -> (Vec<Violation>, Excused) {
     let mut excused = Excused::new();
     let mut violations = Vec::new();
@@ -487,19 +403,6 @@ pub fn check(trace: &RunTrace) -> (Vec<Violation>, Excused) {
         .max();
     for state in &trace.regions {
         let region = state.region;
-        violations.extend(acknowledged_and_rejected(trace, state, &mut excused));
-        for (key, records) in &state.bids {
-            let ops_here = by_key.get(key).map(Vec::as_slice).unwrap_or_default();
-            for record in records {
-                if !ops_here.iter().any(|op| op.amount == record.amount) {
-                    violations.push(Violation::UnexplainedRecord {
-                        bidder: key.0.clone(),
-                        bid_id: key.1.clone(),
-                        region,
-                    });
-                }
-            }
-        }
         // The winner is a function of the bids the Region holds, with no excuse: a summary
         // that arrived before its copy carries its high bid whole (wsdr_auction::held_bids).
         let expected = state.expected_high();
@@ -554,7 +457,9 @@ pub fn check(trace: &RunTrace) -> (Vec<Violation>, Excused) {
         }
     }
     let regions = &trace.regions;
-    if !trace.converged || regions.windows(2).any(|w| w[0].bids != w[1].bids) {
+    // Equal copies in every Region are the kit's rule (`copies_differ`); this one is the
+    // lab's settling (replication drained, the Regions equal) within its bound.
+    if !trace.converged {
         violations.push(Violation::NotConverged);
     }
     if regions.windows(2).any(|w| w[0].high != w[1].high) {
@@ -706,7 +611,9 @@ fn excuse_lost_summaries(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::sim::topic_rules::{RegionCopies, TopicTrace};
     use crate::sim::trace::{Lost, Record, Reply};
+    use wsdr_protocol::OpView;
     use RegionId::{Primary as E, Secondary as W};
 
     fn u(s: &str) -> UserId {
@@ -807,8 +714,54 @@ mod tests {
         }
     }
 
+    /// The same run as the kit sees it: each bid a write, each record a copy (all accepted
+    /// by the primary, one log in `at` order), the lost bids the lost copies.
+    fn kit_of(ops: &[Op], regions: &[FinalState], lost: &Lost) -> TopicTrace {
+        let copy = |bidder: &UserId, bid_id: &BidId, amount: Amount, at: u64| OpView {
+            author: bidder.as_str().to_owned(),
+            op_id: OpId::from(bid_id),
+            region: "primary".to_owned(),
+            position: at + 1,
+            log: "primary".to_owned(),
+            at,
+            digest: wsdr_protocol::bid_digest(amount),
+            op: serde_json::json!({ "amount": amount.get() }),
+        };
+        TopicTrace {
+            writes: ops.iter().map(crate::sim::judge::write_of).collect(),
+            regions: regions
+                .iter()
+                .map(|state| RegionCopies {
+                    region: state.region,
+                    copies: state
+                        .bids
+                        .iter()
+                        .flat_map(|((bidder, bid_id), records)| {
+                            records.iter().map(|r| copy(bidder, bid_id, r.amount, r.at))
+                        })
+                        .collect(),
+                })
+                .collect(),
+            lost: lost
+                .iter()
+                .map(|b| copy(&b.bidder, &b.bid_id, b.amount, 0))
+                .collect(),
+            strong: false,
+        }
+    }
+
+    /// The kit's rules over the bids as ops and the auction's own, as a campaign judges.
+    fn judged_all(run: &RunTrace) -> (Vec<Violation>, Excused) {
+        let kit = kit_of(&run.ops, &run.regions, &run.lost);
+        crate::sim::judge::check_bids(run, &kit)
+    }
+
     fn judged(ops: &[Op], regions: &[FinalState], ends: &[UserEnd]) -> Vec<Violation> {
-        check(&trace(ops, regions, ends, &Lost::new())).0
+        judged_all(&trace(ops, regions, ends, &Lost::new())).0
+    }
+
+    fn op_id(id: &str) -> OpId {
+        OpId::from(&b(id))
     }
 
     #[test]
@@ -920,19 +873,19 @@ mod tests {
         let east = state(E, &[("b1", "a", 100), ("b2", "b", 150), ("zz", "c", 1)]);
         let west = state(W, &[]);
         let v = judged(&ops, &[east, west], &[user(Some(100))]);
-        assert!(v.contains(&Violation::AcknowledgedBidMissing {
-            bidder: u("a"),
-            bid_id: b("b1"),
+        assert!(v.contains(&Violation::AcknowledgedOpMissing {
+            author: u("a"),
+            op_id: op_id("b1"),
             region: W
         }));
-        assert!(v.contains(&Violation::RejectedBidPresent {
-            bidder: u("b"),
-            bid_id: b("b2"),
+        assert!(v.contains(&Violation::FailedOpPresent {
+            author: "b".to_owned(),
+            op_id: op_id("b2"),
             region: E
         }));
-        assert!(v.contains(&Violation::UnexplainedRecord {
-            bidder: u("c"),
-            bid_id: b("zz"),
+        assert!(v.contains(&Violation::OpNotWritten {
+            author: "c".to_owned(),
+            op_id: op_id("zz"),
             region: E
         }));
         assert!(v.contains(&Violation::WinnersDiffer));
@@ -940,7 +893,9 @@ mod tests {
             region: E,
             amount: a(150)
         }));
-        assert!(v.contains(&Violation::NotConverged));
+        assert!(v
+            .iter()
+            .any(|x| matches!(x, Violation::CopiesDiffer { region: W, .. })));
         assert!(v.iter().any(|x| matches!(x, Violation::UserStale { .. })));
     }
 
@@ -968,20 +923,31 @@ mod tests {
         let lacked = |r: RegionId, from: AwsInstant, to: AwsInstant| {
             r == E && from.ms() >= 5.0 && to.ms() < 30.0
         };
+        // The kit's rule, over the bid as an op.
+        let without_quorum = |op: &Op| {
+            crate::sim::topic_rules::acknowledged_without_quorum(
+                &[crate::sim::judge::write_of(op)],
+                lacked,
+            )
+        };
         assert_eq!(
-            acknowledged_without_quorum(std::slice::from_ref(&acked), lacked).len(),
-            1
+            without_quorum(&acked),
+            vec![Violation::OpAcknowledgedWithoutQuorum {
+                author: u("a"),
+                op_id: op_id("b1"),
+                region: E
+            }]
         );
         // Invoked before the loss: it may have been decided with the quorum.
         acked.invoked = AwsInstant::from_ms(1.0);
-        assert!(acknowledged_without_quorum(&[acked.clone()], lacked).is_empty());
+        assert!(without_quorum(&acked).is_empty());
         // A redirect, or an answer after a reconnect, is not such an acknowledgement.
         acked.invoked = AwsInstant::from_ms(10.0);
         acked.answers[0].answer = Answer::Redirected;
-        assert!(acknowledged_without_quorum(&[acked.clone()], lacked).is_empty());
+        assert!(without_quorum(&acked).is_empty());
         acked.answers[0].answer = Answer::Accepted;
         acked.answers[0].reconnected = true;
-        assert!(acknowledged_without_quorum(&[acked], lacked).is_empty());
+        assert!(without_quorum(&acked).is_empty());
     }
 
     #[test]
@@ -1105,9 +1071,9 @@ mod tests {
         ];
         let overwritten = state(E, &[("b1", "mallory", 200)]);
         let v = judged(&ops, &[overwritten], &[]);
-        assert!(v.contains(&Violation::AcknowledgedBidMissing {
-            bidder: u("alice"),
-            bid_id: b("b1"),
+        assert!(v.contains(&Violation::AcknowledgedOpMissing {
+            author: u("alice"),
+            op_id: op_id("b1"),
             region: E
         }));
         // Keyed by (bidder, bidId), both records stand and nothing is reported.
@@ -1119,10 +1085,14 @@ mod tests {
     fn an_acknowledged_bid_with_another_amount_under_its_key_is_altered() {
         let ops = [op("alice", "b1", 500, &[(Answer::Accepted, false)])];
         let altered = state(E, &[("b1", "alice", 300)]);
+        // Its own payload is held nowhere, and the copy under its key is one it never wrote.
         let v = judged(&ops, &[altered], &[]);
         assert!(v
             .iter()
-            .any(|x| matches!(x, Violation::AcknowledgedBidAltered { .. })));
+            .any(|x| matches!(x, Violation::AcknowledgedOpMissing { .. })));
+        assert!(v
+            .iter()
+            .any(|x| matches!(x, Violation::OpNotWritten { .. })));
     }
 
     #[test]
@@ -1240,13 +1210,13 @@ mod tests {
         let survivor = state(W, &[]);
         let lost: Lost = [bid("a", "b1", 100)].into_iter().collect();
         let run = trace(&ops, std::slice::from_ref(&survivor), &[], &lost);
-        let (v, excused) = check(&run);
+        let (v, excused) = judged_all(&run);
         // b1 is excused (its only copy was lost), and counted under its name; b2 is not.
         assert_eq!(
             v,
-            vec![Violation::AcknowledgedBidMissing {
-                bidder: u("b"),
-                bid_id: b("b2"),
+            vec![Violation::AcknowledgedOpMissing {
+                author: u("b"),
+                op_id: op_id("b2"),
                 region: W
             }]
         );

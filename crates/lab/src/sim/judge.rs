@@ -20,12 +20,10 @@ pub struct Judgement {
     pub trace: RunTrace,
     /// The auction's bids as the kit's ops: their writes and every surviving Region's copies.
     pub kit: TopicTrace,
+    /// The kit's rules' violations over `kit`, then the auction's own over `trace`.
     pub violations: Vec<Violation>,
-    /// What the checker forgave, by name (never dropped in silence).
+    /// What either forgave, by name (never dropped in silence).
     pub excused: Excused,
-    /// What the kit's rules forgave (kept apart: the auction's own rules excuse the same
-    /// losses in bid terms).
-    pub kit_excused: Excused,
 }
 
 /// End the run and judge it. `drain` (lab time) lets outstanding answers arrive before
@@ -66,13 +64,7 @@ pub async fn judge(
         .await;
     // Read again: a late replay could have landed during the final views.
     let regions = final_states(lab, auction).await?;
-    let topic = wsdr_auction::store::topic(auction);
-    let kit = TopicTrace {
-        writes: users.ops().iter().map(write_of).collect(),
-        regions: region_copies(lab, &topic).await?,
-        lost: lost_copies(lab, &topic),
-        strong: lab.cluster().is_some(),
-    };
+    let kit = kit_trace(lab, &users.ops(), auction).await?;
     // A bid still in flight when bidding stopped (strong mode's decisions are slower) may
     // commit after the push window was judged against the first read: pushes then had no
     // target to reach. The forced resync's views are still checked against the final state.
@@ -96,24 +88,48 @@ pub async fn judge(
         lost_summaries: lost_summaries(lab),
     };
     users.close().await;
-    let (mut violations, excused) = check(&trace);
-    // The kit's rules over the same run, as every app's ops are judged (the chat room's too):
-    // those over the copies (the auction's clients do not keep a rejection's reason; its own
-    // rule judges them, `retryable_rejected`).
-    let (kit_violations, kit_excused) = topic_rules::check_copies(&kit);
-    violations.extend(kit_violations);
+    let (violations, excused) = check_bids(&trace, &kit);
     Ok(Judgement {
         trace,
         kit,
         violations,
         excused,
-        kit_excused,
+    })
+}
+
+/// The kit's rules over the bids as ops (those over the copies: the auction's clients do not
+/// keep a rejection's reason, which `retryable_rejected` judges from the users' side), then
+/// the auction's own; what both forgave, counted together.
+pub fn check_bids(trace: &RunTrace, kit: &TopicTrace) -> (Vec<Violation>, Excused) {
+    let (mut violations, mut excused) = topic_rules::check_copies(kit);
+    let (own, own_excused) = check(trace);
+    violations.extend(own);
+    for (name, n) in own_excused {
+        crate::sim::history::excuse(&mut excused, name, n);
+    }
+    (violations, excused)
+}
+
+/// An auction's bids as the kit sees them: `ops` (the auction's, or others', skipped) as
+/// writes, every surviving Region's copies of its topic, and those lost with Regions that
+/// never came back.
+pub async fn kit_trace(lab: &World, ops: &[Op], auction: &AuctionId) -> anyhow::Result<TopicTrace> {
+    let topic = wsdr_auction::store::topic(auction);
+    Ok(TopicTrace {
+        writes: ops
+            .iter()
+            .filter(|op| &op.auction == auction)
+            .map(write_of)
+            .collect(),
+        regions: region_copies(lab, &topic).await?,
+        lost: lost_copies(lab, &topic),
+        strong: lab.cluster().is_some(),
     })
 }
 
 /// A bid as the kit's op: its bidder is its author, its bid id its op id, its payload's
 /// digest the amount's.
-fn write_of(op: &Op) -> Write {
+pub(crate) fn write_of(op: &Op) -> Write {
     Write {
         author: op.user.clone(),
         op_id: OpId::from(&op.bid_id),

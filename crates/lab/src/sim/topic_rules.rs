@@ -1,9 +1,10 @@
 //! The kit's rules, for any app whose ops the lab's users write to a topic (the chat room's
 //! campaign; docs/RELIABILITY.md, "Kit rules"). They judge ops as the kit stores them, never
 //! what an app makes of them: an acknowledged op is held by every surviving Region with its
-//! own payload, every copy is one its author wrote, the Regions hold the same copies, every
-//! log is gapless, a rejection is final and earned, and strong mode acknowledges nothing
-//! without its quorum. An app's own rules (the chat room's order, its members' views) are
+//! own payload, every copy is one its author wrote, a write that failed for sure is held
+//! nowhere, the Regions hold the same copies, every log is gapless, a rejection is final and
+//! earned, and strong mode acknowledges nothing without its quorum. The auction's campaigns
+//! and drills are judged by them too, over its bids as ops ([`crate::sim::judge`]). An app's own rules (the chat room's order, its members' views) are
 //! beside its simulated users ([`crate::sim::chat`]).
 //!
 //! Pure: the trace in, violations and excuses out.
@@ -36,6 +37,17 @@ impl Write {
     /// Neither acknowledged nor rejected for sure: every answer `unknown`, none, or lost.
     pub fn unknown(&self) -> bool {
         !self.acknowledged() && !self.answers.iter().any(|a| a.answer == Answer::Rejected)
+    }
+
+    /// Failed for sure, so no Region may hold it: expired unsent from the offline queue, or
+    /// rejected by its only answer, on the connection it was sent on. A rejection after a
+    /// reconnect may answer a replay of a send that committed before the drop (its first
+    /// answer lost): that write is not known to have failed.
+    pub fn failed(&self) -> bool {
+        !self.acknowledged()
+            && (self.answers.iter().any(|a| a.answer == Answer::Expired)
+                || matches!(self.answers.as_slice(),
+                    [only] if only.answer == Answer::Rejected && !only.reconnected))
     }
 }
 
@@ -97,6 +109,7 @@ pub fn check_copies(trace: &TopicTrace) -> (Vec<Violation>, Excused) {
     let mut excused = Excused::new();
     violations.extend(acknowledged_present(trace, &mut excused));
     violations.extend(every_copy_written_by_its_author(trace));
+    violations.extend(failed_writes_absent(trace));
     violations.extend(regions_equal(&trace.regions));
     for region in &trace.regions {
         violations.extend(logs_gapless(region, &trace.lost, &mut excused));
@@ -151,6 +164,33 @@ pub fn every_copy_written_by_its_author(trace: &TopicTrace) -> Vec<Violation> {
                 .iter()
                 .filter(|copy| !written.contains(&op_key(copy)))
                 .map(|copy| Violation::OpNotWritten {
+                    author: copy.author.clone(),
+                    op_id: copy.op_id.clone(),
+                    region: region.region,
+                })
+        })
+        .collect()
+}
+
+/// A write that failed for sure is held by no Region: an answer that says "rejected" never
+/// turns out false.
+pub fn failed_writes_absent(trace: &TopicTrace) -> Vec<Violation> {
+    let failed: BTreeSet<OpKey> = trace
+        .writes
+        .iter()
+        .filter(|w| w.failed())
+        .map(|w| (w.author.as_str().to_owned(), w.op_id.clone(), w.digest))
+        .collect();
+    trace
+        .regions
+        .iter()
+        .flat_map(|region| {
+            let failed = &failed;
+            region
+                .copies
+                .iter()
+                .filter(move |copy| failed.contains(&op_key(copy)))
+                .map(|copy| Violation::FailedOpPresent {
                     author: copy.author.clone(),
                     op_id: copy.op_id.clone(),
                     region: region.region,
@@ -391,6 +431,68 @@ mod tests {
         let (violations, excused) = check(&lost);
         assert_eq!(violations, vec![]);
         assert_eq!(excused.get(&Excuse::LostWithRegion), Some(&1));
+    }
+
+    #[test]
+    fn a_write_that_failed_for_sure_is_held_by_no_region() {
+        let trace = |answers: &[(Answer, Option<&str>)], reconnected: bool| {
+            let mut w = write("ann", "m1", "hi", answers);
+            for reply in &mut w.answers {
+                reply.reconnected = reconnected;
+            }
+            TopicTrace {
+                writes: vec![w],
+                regions: vec![region(
+                    RegionId::Primary,
+                    vec![copy("ann", "m1", "hi", "e", 1)],
+                )],
+                ..TopicTrace::default()
+            }
+        };
+        // Rejected by its only answer on the connection it was sent on, or expired unsent.
+        for answers in [
+            &[(Answer::Rejected, Some("too_long"))][..],
+            &[(Answer::Expired, None)][..],
+        ] {
+            assert_eq!(
+                failed_writes_absent(&trace(answers, false)),
+                vec![Violation::FailedOpPresent {
+                    author: "ann".to_owned(),
+                    op_id: OpId::new("op-id-m1").unwrap(),
+                    region: RegionId::Primary
+                }],
+                "{answers:?}"
+            );
+        }
+        // A rejection after a reconnect may answer a replay of a send that committed; a
+        // rejection beside an acknowledgement, or a second answer, is no certain failure.
+        for (answers, reconnected) in [
+            (&[(Answer::Rejected, Some("too_long"))][..], true),
+            (
+                &[
+                    (Answer::Rejected, Some("too_long")),
+                    (Answer::Duplicate, None),
+                ][..],
+                false,
+            ),
+            (
+                &[
+                    (Answer::Unknown, None),
+                    (Answer::Rejected, Some("too_long")),
+                ][..],
+                false,
+            ),
+        ] {
+            assert_eq!(
+                failed_writes_absent(&trace(answers, reconnected)),
+                vec![],
+                "{answers:?}"
+            );
+        }
+        // Another payload under the same op id is another write.
+        let mut other = trace(&[(Answer::Rejected, Some("op_id_reused"))], false);
+        other.writes[0].digest = Digest::of(&serde_json::json!({ "text": "other" })).unwrap();
+        assert_eq!(failed_writes_absent(&other), vec![]);
     }
 
     #[test]
