@@ -1193,19 +1193,6 @@ pub(crate) fn failover_violations(lab: &World) -> Vec<Violation> {
     evacuations.chain(orders).collect()
 }
 
-/// One JSON line of any serializable record (the history's lines).
-pub(crate) mod erased {
-    pub trait Line {
-        fn json(&self) -> String;
-    }
-
-    impl<T: serde::Serialize> Line for T {
-        fn json(&self) -> String {
-            serde_json::to_string(self).unwrap_or_else(|e| format!("unserializable: {e}"))
-        }
-    }
-}
-
 /// The attackers who need the lab to themselves, before the users arrive: the prolific user
 /// alone on its lot, two racers (one in each Region), one bidId with two amounts in a split.
 pub(crate) async fn attack_before_the_users(

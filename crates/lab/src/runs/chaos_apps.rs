@@ -6,7 +6,7 @@
 //! what its report holds.
 
 use crate::runs::chaos::{
-    attack_before_the_users, attack_wait, digest_of, erased, faults_by_kind, run_report,
+    attack_before_the_users, attack_wait, digest_of, faults_by_kind, run_report,
     strong_mode_violations, struck_summary_ahead, App, ChaosConfig, RunReport, Step,
 };
 use crate::runs::plan::Plan;
@@ -18,7 +18,6 @@ use crate::sim::users::{Behaviour, Population};
 use crate::world::owner::Holdings;
 use crate::world::scale::AwsDuration;
 use crate::world::World;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use wsdr_protocol::AuctionId;
@@ -166,15 +165,9 @@ impl CampaignApp for ChatRun {
     async fn judge(self, lab: &World, drain: Duration) -> anyhow::Result<Self::Judged> {
         let ChatJudgement {
             trace,
-            mut violations,
+            violations,
             excused,
         } = crate::sim::chat::judge(lab, &self.members, drain).await?;
-        if trace.topic.strong {
-            violations.extend(crate::sim::topic_rules::acknowledged_without_quorum(
-                &trace.topic.writes,
-                |region, from, to| lab.lacked_quorum_throughout(region, from, to),
-            ));
-        }
         Ok((trace, violations, excused))
     }
 
@@ -193,34 +186,12 @@ impl CampaignApp for ChatRun {
             lab,
         } = run;
         let writes = &trace.topic.writes;
-        let lost: BTreeSet<_> = trace
-            .topic
-            .lost
-            .iter()
-            .map(crate::sim::topic_rules::op_key)
-            .collect();
-        let survivors: BTreeSet<_> = trace
-            .topic
-            .regions
-            .iter()
-            .flat_map(|r| r.copies.iter().map(crate::sim::topic_rules::op_key))
-            .collect();
-        let rpo_lost_acknowledged = writes
-            .iter()
-            .filter(|w| w.acknowledged())
-            .map(|w| (w.author.as_str().to_owned(), w.op_id.clone(), w.digest))
-            .filter(|key| lost.contains(key) && !survivors.contains(key))
-            .count();
+        let rpo_lost_acknowledged = trace.lost_acknowledged();
         let mut history = vec![format!(
             "schedule {}",
             serde_json::to_string(&schedule).unwrap_or_default()
         )];
-        let line = |kind: &str, value: &dyn erased::Line| format!("{kind} {}", value.json());
-        history.extend(writes.iter().map(|w| line("write", w)));
-        history.extend(lab.timeline().entries().iter().map(|e| line("timeline", e)));
-        history.extend(trace.topic.regions.iter().map(|r| line("final", r)));
-        history.extend(trace.members.iter().map(|m| line("member", m)));
-        history.extend(violations.iter().map(|v| line("violation", v)));
+        history.extend(trace.history(&lab.timeline().entries(), &violations));
         let digest = digest_of(&history);
         RunReport {
             run,

@@ -13,11 +13,10 @@ use crate::runs::scenario::Scenario;
 use crate::runs::stats::Percentiles;
 use crate::sim::chat::{ChatBehaviour, ChatJudgement, Members};
 use crate::sim::history::Violation;
-use crate::sim::topic_rules::op_key;
 use crate::world::timeline::Kind;
 use crate::world::{AwsDuration, AwsInstant, RegionId, UsersView};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// What a chat drill measured and what the checker made of it. Times are AWS seconds from
 /// the fault.
@@ -116,29 +115,11 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<ChatDrillReport> {
         mut violations,
         excused,
     } = crate::sim::chat::judge(&lab, &members, lab.lab_time(secs(30))).await?;
-    if trace.topic.strong {
-        violations.extend(crate::sim::topic_rules::acknowledged_without_quorum(
-            &trace.topic.writes,
-            |region, from, to| lab.lacked_quorum_throughout(region, from, to),
-        ));
-    }
     violations.extend(crate::runs::chaos::failover_violations(&lab));
     members.close().await;
 
     let writes = &trace.topic.writes;
-    let lost: BTreeSet<_> = trace.topic.lost.iter().map(op_key).collect();
-    let survivors: BTreeSet<_> = trace
-        .topic
-        .regions
-        .iter()
-        .flat_map(|r| r.copies.iter().map(op_key))
-        .collect();
-    let rpo_lost_acknowledged = writes
-        .iter()
-        .filter(|w| w.acknowledged())
-        .map(|w| (w.author.as_str().to_owned(), w.op_id.clone(), w.digest))
-        .filter(|key| lost.contains(key) && !survivors.contains(key))
-        .count();
+    let rpo_lost_acknowledged = trace.lost_acknowledged();
     let after_fault = |kind: Kind| {
         timeline
             .first(kind, fault)
@@ -151,24 +132,7 @@ pub async fn run(config: DrillConfig) -> anyhow::Result<ChatDrillReport> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let mut history: Vec<String> = Vec::new();
-    let json = |value: &dyn crate::runs::chaos::erased::Line| value.json();
-    history.extend(writes.iter().map(|w| format!("write {}", json(w))));
-    history.extend(
-        timeline
-            .entries()
-            .iter()
-            .map(|e| format!("timeline {}", json(e))),
-    );
-    history.extend(
-        trace
-            .topic
-            .regions
-            .iter()
-            .map(|r| format!("final {}", json(r))),
-    );
-    history.extend(trace.members.iter().map(|m| format!("member {}", json(m))));
-    history.extend(violations.iter().map(|v| format!("violation {}", json(v))));
+    let history = trace.history(&timeline.entries(), &violations);
     let digest = crate::runs::chaos::digest_of(&history).hex();
     let dns_moved_after_s = after_fault(Kind::DnsFlip);
     // A blip moves nobody: no member restored elsewhere, the name never moved.

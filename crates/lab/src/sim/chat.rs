@@ -476,6 +476,49 @@ pub struct ChatTrace {
     pub closed_mid_write: usize,
 }
 
+impl ChatTrace {
+    /// Acknowledged messages lost with Regions that never came back (the measured RPO): a
+    /// copy lost with one, and none held by a surviving Region.
+    pub fn lost_acknowledged(&self) -> usize {
+        let lost: BTreeSet<_> = self.topic.lost.iter().map(topic_rules::op_key).collect();
+        let survivors: BTreeSet<_> = self
+            .topic
+            .regions
+            .iter()
+            .flat_map(|r| r.copies.iter().map(topic_rules::op_key))
+            .collect();
+        self.topic
+            .writes
+            .iter()
+            .filter(|w| w.acknowledged())
+            .map(|w| (w.author.as_str().to_owned(), w.op_id.clone(), w.digest))
+            .filter(|key| lost.contains(key) && !survivors.contains(key))
+            .count()
+    }
+
+    /// The run's history as JSON lines, in a fixed order (every write, the lab's timeline,
+    /// the Regions' final copies, the members' ends, the violations): what a run's digest is
+    /// taken over, chaos run and drill alike.
+    pub fn history(
+        &self,
+        timeline: &[crate::world::timeline::Entry],
+        violations: &[Violation],
+    ) -> Vec<String> {
+        fn line(kind: &str, value: &impl Serialize) -> String {
+            format!(
+                "{kind} {}",
+                serde_json::to_string(value).unwrap_or_else(|e| format!("unserializable: {e}"))
+            )
+        }
+        let mut lines: Vec<String> = self.topic.writes.iter().map(|w| line("write", w)).collect();
+        lines.extend(timeline.iter().map(|e| line("timeline", e)));
+        lines.extend(self.topic.regions.iter().map(|r| line("final", r)));
+        lines.extend(self.members.iter().map(|m| line("member", m)));
+        lines.extend(violations.iter().map(|v| line("violation", v)));
+        lines
+    }
+}
+
 /// What a chat run ended with, and what the kit's and the room's rules made of it.
 #[derive(Debug)]
 pub struct ChatJudgement {
@@ -584,6 +627,12 @@ pub async fn judge(lab: &World, room: &Members, drain: Duration) -> anyhow::Resu
     violations.extend(app);
     for (name, n) in app_excused {
         excuse(&mut excused, name, n);
+    }
+    if strong {
+        violations.extend(topic_rules::acknowledged_without_quorum(
+            &trace.topic.writes,
+            |region, from, to| lab.lacked_quorum_throughout(region, from, to),
+        ));
     }
     Ok(ChatJudgement {
         trace,
