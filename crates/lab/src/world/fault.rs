@@ -157,7 +157,9 @@ pub enum Fault {
     /// Down for good: what it had not replicated is lost (the measured RPO). Heal does not
     /// bring it back.
     NeverReturns(RegionId),
-    /// This percentage of bids lose their connection right after the commit.
+    /// This percentage of writes (bids and the kit's `write`s) lose their connection right
+    /// after the commit, and of the Region's commits lose their answer from the table after
+    /// the table applied them.
     AckLost { region: RegionId, percent: u8 },
     /// This percentage of the handler's table requests are throttled.
     StoreThrottle { region: RegionId, percent: u8 },

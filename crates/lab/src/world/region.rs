@@ -959,6 +959,14 @@ impl axum::serve::Listener for NetListener {
 
 /// API Gateway's route selection on `$request.body.action`: a known action's route, else
 /// `$default` (not JSON, no `action`, an unknown one).
+/// Whether a frame asks for a write: the auction's `bid` or the kit's `write` (any app).
+fn carries_a_write(text: &str) -> bool {
+    let action = serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.get("action").and_then(Value::as_str).map(str::to_owned));
+    matches!(action.as_deref(), Some("bid" | "write"))
+}
+
 pub fn route_key(text: &str) -> &'static str {
     let action = serde_json::from_str::<Value>(text)
         .ok()
@@ -1257,9 +1265,10 @@ async fn serve_socket(
                         (region.clone(), connection_id.clone(), authorizer.clone(), done_tx.clone());
                     tokio::spawn(async move {
                         let reply = region.on_message(&connection_id, &authorizer, text.as_str()).await;
-                        // `ack-lost`: the bid is committed, then the connection dies before the
-                        // answer is written: the path where a replay lands in the other Region.
-                        if route_key(text.as_str()) == "bid"
+                        // `ack-lost`: the write (a bid, or any app's op) is committed, then the
+                        // connection dies before the answer is written: the path where a replay
+                        // lands in the other Region.
+                        if carries_a_write(text.as_str())
                             && region.chance(region.faults.ack_lost_percent.load(Ordering::Relaxed))
                         {
                             region.counters.acks_lost.fetch_add(1, Ordering::Relaxed);

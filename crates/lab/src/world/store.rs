@@ -378,6 +378,11 @@ pub struct FaultyStore<T: ?Sized> {
     region: RegionId,
     inner: Arc<T>,
     failure: std::sync::Mutex<Option<StoreFailure>>,
+    /// `ack-lost`: the share (percent) of commits whose answer is lost on its way back to
+    /// the handler after the table applied them (a timeout or a dropped connection between
+    /// Lambda and DynamoDB): the write stands, the handler sees an error and answers
+    /// `unknown`.
+    commit_answers_lost: std::sync::atomic::AtomicU8,
     /// The throttle's coin flips, and each request's service time.
     entropy: Arc<dyn wsdr_core::Entropy>,
     /// Each request of the handler waits a time drawn uniformly from this range (lab time)
@@ -406,6 +411,7 @@ impl<T: ?Sized> FaultyStore<T> {
             region,
             inner,
             failure: std::sync::Mutex::new(None),
+            commit_answers_lost: std::sync::atomic::AtomicU8::new(0),
             entropy,
             service_time,
         }
@@ -422,7 +428,15 @@ impl<T: ?Sized> FaultyStore<T> {
             Fault::StoreOutage(region) if region == self.region => {
                 self.set_failure(Some(StoreFailure::Outage));
             }
-            Fault::Heal => self.set_failure(None),
+            Fault::AckLost { region, percent } if region == self.region => {
+                self.commit_answers_lost
+                    .store(percent.min(100), std::sync::atomic::Ordering::SeqCst);
+            }
+            Fault::Heal => {
+                self.set_failure(None);
+                self.commit_answers_lost
+                    .store(0, std::sync::atomic::Ordering::SeqCst);
+            }
             _ => {}
         }
     }
@@ -496,7 +510,18 @@ impl<T: ReplicaStore + ?Sized> OpStore for FaultyStore<T> {
         commit: &wsdr_core::OpCommit,
     ) -> wsdr_core::Result<wsdr_core::CommitOutcome> {
         self.check().await?;
-        self.inner.commit(commit).await
+        let outcome = self.inner.commit(commit).await?;
+        let lost = self
+            .commit_answers_lost
+            .load(std::sync::atomic::Ordering::SeqCst);
+        if outcome == wsdr_core::CommitOutcome::Committed
+            && crate::world::env::chance(self.entropy.as_ref(), lost)
+        {
+            return Err(wsdr_core::Error::Transient(
+                "the commit's answer was lost after the table applied it (lab ack-lost)".into(),
+            ));
+        }
+        Ok(outcome)
     }
 
     async fn newest_by_author(
@@ -560,5 +585,88 @@ impl<T: ReplicaStore + ?Sized> ReplicaStore for FaultyStore<T> {
 
     async fn all_ops(&self, topic: &TopicKey) -> wsdr_core::Result<Vec<StoredOp>> {
         self.inner.all_ops(topic).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use wsdr_core::memory::ManualClock;
+    use wsdr_core::{CommitOutcome, OpCommit, StoredSummary, UserId};
+    use wsdr_protocol::{Digest, OpId, Topic};
+
+    fn commit(accepted: u64) -> OpCommit {
+        let op = serde_json::json!({ "text": accepted });
+        OpCommit {
+            copy: StoredOp {
+                topic: Topic::parse("chat:lobby").unwrap(),
+                author: UserId::new("ann").unwrap(),
+                op_id: OpId::new(format!("op-{accepted:07}")).unwrap(),
+                region: "primary".into(),
+                at: 1,
+                position: accepted,
+                digest: Digest::of(&op).unwrap(),
+                op,
+            },
+            write_id: format!("w-{accepted}"),
+            expected_accepted: accepted - 1,
+            summary: StoredSummary {
+                region: "primary".into(),
+                accepted,
+                app: serde_json::json!({}),
+            },
+        }
+    }
+
+    /// `ack-lost` on a Region's table: the commit stands, its answer is an error (the
+    /// handler cannot tell it from a failure, and answers `unknown`); another Region's fault
+    /// changes nothing, and the heal ends it.
+    #[tokio::test]
+    async fn a_commit_whose_answer_is_lost_stands() {
+        let table = Arc::new(MemoryStateStore::new(
+            "primary",
+            Arc::new(ManualClock::new(1)),
+        ));
+        let store = FaultyStore::new(
+            RegionId::Primary,
+            table.clone(),
+            Arc::new(wsdr_core::SeededEntropy::new(1)),
+            None,
+        );
+        store.inject(&Fault::AckLost {
+            region: RegionId::Secondary,
+            percent: 100,
+        });
+        assert_eq!(
+            store.commit(&commit(1)).await.unwrap(),
+            CommitOutcome::Committed
+        );
+        store.inject(&Fault::AckLost {
+            region: RegionId::Primary,
+            percent: 100,
+        });
+        let lost = store.commit(&commit(2)).await;
+        assert!(
+            matches!(lost, Err(wsdr_core::Error::Transient(_))),
+            "{lost:?}"
+        );
+        let topic = Topic::parse("chat:lobby").unwrap();
+        assert_eq!(table.all_ops(&topic).len(), 2, "the commit stands");
+        // A commit the table refuses (another attempt's copy is there) is answered as it is:
+        // nothing was applied, no answer to lose.
+        let another_attempt = OpCommit {
+            write_id: "w-another".into(),
+            ..commit(2)
+        };
+        assert_eq!(
+            store.commit(&another_attempt).await.unwrap(),
+            CommitOutcome::Exists(commit(2).copy)
+        );
+        store.inject(&Fault::Heal);
+        assert_eq!(
+            store.commit(&commit(3)).await.unwrap(),
+            CommitOutcome::Committed
+        );
     }
 }
