@@ -1337,6 +1337,14 @@ pub(crate) fn strong_mode_violations(
     violations
 }
 
+/// One line of a run's history: its kind, then the record as JSON.
+pub(crate) fn history_line(kind: &str, value: &impl Serialize) -> String {
+    format!(
+        "{kind} {}",
+        serde_json::to_string(value).unwrap_or_else(|e| format!("unserializable: {e}"))
+    )
+}
+
 /// A run's history as JSON lines, in a fixed order: the schedule, every operation, the lab's
 /// timeline, the Regions' final states, the violations.
 fn history_lines(
@@ -1346,12 +1354,7 @@ fn history_lines(
     regions: &[FinalState],
     violations: &[Violation],
 ) -> Vec<String> {
-    fn line(kind: &str, value: &impl Serialize) -> String {
-        format!(
-            "{kind} {}",
-            serde_json::to_string(value).unwrap_or_else(|e| format!("unserializable: {e}"))
-        )
-    }
+    use history_line as line;
     let mut lines = vec![line("schedule", &schedule)];
     lines.extend(ops.iter().map(|op| line("op", op)));
     lines.extend(timeline.iter().map(|entry| line("timeline", entry)));

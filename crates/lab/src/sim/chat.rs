@@ -491,7 +491,7 @@ impl ChatTrace {
             .writes
             .iter()
             .filter(|w| w.acknowledged())
-            .map(|w| (w.author.as_str().to_owned(), w.op_id.clone(), w.digest))
+            .map(topic_rules::Write::key)
             .filter(|key| lost.contains(key) && !survivors.contains(key))
             .count()
     }
@@ -504,12 +504,7 @@ impl ChatTrace {
         timeline: &[crate::world::timeline::Entry],
         violations: &[Violation],
     ) -> Vec<String> {
-        fn line(kind: &str, value: &impl Serialize) -> String {
-            format!(
-                "{kind} {}",
-                serde_json::to_string(value).unwrap_or_else(|e| format!("unserializable: {e}"))
-            )
-        }
+        use crate::runs::chaos::history_line as line;
         let mut lines: Vec<String> = self.topic.writes.iter().map(|w| line("write", w)).collect();
         lines.extend(timeline.iter().map(|e| line("timeline", e)));
         lines.extend(self.topic.regions.iter().map(|r| line("final", r)));

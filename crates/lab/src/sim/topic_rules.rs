@@ -39,6 +39,15 @@ impl Write {
         !self.acknowledged() && !self.answers.iter().any(|a| a.answer == Answer::Rejected)
     }
 
+    /// Who wrote which op with which payload: the key its copies carry.
+    pub fn key(&self) -> OpKey {
+        (
+            self.author.as_str().to_owned(),
+            self.op_id.clone(),
+            self.digest,
+        )
+    }
+
     /// Failed for sure, so no Region may hold it: expired unsent from the offline queue, or
     /// rejected by its only answer, on the connection it was sent on. A rejection after a
     /// reconnect may answer a replay of a send that committed before the drop (its first
@@ -125,11 +134,7 @@ pub fn acknowledged_present(trace: &TopicTrace, excused: &mut Excused) -> Vec<Vi
     for region in &trace.regions {
         let held: BTreeSet<OpKey> = region.copies.iter().map(op_key).collect();
         for write in trace.writes.iter().filter(|w| w.acknowledged()) {
-            let key = (
-                write.author.as_str().to_owned(),
-                write.op_id.clone(),
-                write.digest,
-            );
+            let key = write.key();
             if held.contains(&key) {
                 continue;
             }
@@ -150,11 +155,7 @@ pub fn acknowledged_present(trace: &TopicTrace, excused: &mut Excused) -> Vec<Vi
 /// Nobody writes as another, and nothing is invented or altered: every copy a Region holds
 /// is a write its author's app made, with that write's payload.
 pub fn every_copy_written_by_its_author(trace: &TopicTrace) -> Vec<Violation> {
-    let written: BTreeSet<OpKey> = trace
-        .writes
-        .iter()
-        .map(|w| (w.author.as_str().to_owned(), w.op_id.clone(), w.digest))
-        .collect();
+    let written: BTreeSet<OpKey> = trace.writes.iter().map(Write::key).collect();
     trace
         .regions
         .iter()
@@ -179,7 +180,7 @@ pub fn failed_writes_absent(trace: &TopicTrace) -> Vec<Violation> {
         .writes
         .iter()
         .filter(|w| w.failed())
-        .map(|w| (w.author.as_str().to_owned(), w.op_id.clone(), w.digest))
+        .map(Write::key)
         .collect();
     trace
         .regions
