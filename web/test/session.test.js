@@ -236,3 +236,72 @@ test('a client closed before its socket opens holds no timer: nothing waits on a
   c.close();
   assert.equal(timers(), before);
 });
+
+/** A client serving from us-west-2's own endpoint after us-east-1 lost its quorum. */
+async function onFallback(t) {
+  const { all, Socket } = sockets();
+  const { c, events } = client(Socket, { regions: REGIONS });
+  const endpoints = [];
+  c.addEventListener('endpoint', (e) => endpoints.push(e.detail));
+  t.after(() => c.close());
+  c.start();
+  await until(() => all.length === 1, 'a socket');
+  all[0].open();
+  all[0].deliver(state('us-east-1'));
+  // On the global name: nothing to probe.
+  await c.probeGlobal();
+  assert.equal(all.length, 1);
+  all[0].deliver({ type: 'error', code: 'no_quorum', message: 'cut off', region: 'us-east-1' });
+  await until(() => all.length === 2, 'the other Region');
+  all[1].open();
+  all[1].deliver(state('us-west-2'));
+  endpoints.length = 0;
+  /** One probe of the global name, answered by `answer(socket)`. */
+  const probe = async (answer) => {
+    const n = all.length;
+    const probing = c.probeGlobal();
+    await until(() => all.length === n + 1, 'a probe socket');
+    const socket = all[n];
+    assert.match(socket.url, /^wss:\/\/global\.example/);
+    // One probe at a time.
+    await c.probeGlobal();
+    assert.equal(all.length, n + 1);
+    socket.open();
+    assert.deepEqual(socket.sent, [{ action: 'heartbeat' }]);
+    answer(socket);
+    await probing;
+    assert.equal(socket.closedWith?.code, 1000, 'the probe socket is closed');
+  };
+  return { all, c, events, endpoints, probe };
+}
+
+test('a probe of the global name that leads to the serving Region adopts the global name, the session kept', async (t) => {
+  const { all, events, endpoints, probe } = await onFallback(t);
+  await probe((s) => s.deliver({ type: 'pong', region: 'us-west-2' }));
+  assert.deepEqual(endpoints, [{ url: 'wss://global.example', regional: false, reason: 'the global name leads to this Region again' }]);
+  assert.equal(all.length, 3, 'no new session');
+  assert.equal(events.filter(([type]) => type === 'disconnected').length, 1, 'only the redirect ended a session');
+});
+
+test('the global name is returned to after a streak of healthy probes; a failed probe restarts the streak', async (t) => {
+  const { all, events, endpoints, probe } = await onFallback(t);
+  const healthy = (s) => s.deliver({ type: 'pong', region: 'us-east-1' });
+  await probe(healthy);
+  await probe(healthy);
+  // A probe that fails (a dropped socket, a frame that is not a pong, or unreadable) resets it.
+  await probe((s) => s.drop());
+  await probe((s) => s.deliver('not json'));
+  // A Region that answers, but not with a pong, is no healthy probe (last: a streak it began
+  // would make the next two enough).
+  await probe((s) => s.deliver({ type: 'error', code: 'x', region: 'us-east-1' }));
+  await probe(healthy);
+  await probe(healthy);
+  assert.deepEqual(endpoints, [], 'two healthy probes in a row are not enough');
+  const sessions = all.length;
+  await probe(healthy);
+  assert.deepEqual(endpoints, [{ url: 'wss://global.example', regional: false, reason: 'the global name has been healthy long enough' }]);
+  const ended = events.filter(([type]) => type === 'disconnected').at(-1)[1];
+  assert.deepEqual([ended.reason, ended.code], ['returning to the global name', REASON_CODES.returning]);
+  await until(() => all.length === sessions + 1, 'a session on the global name');
+  assert.match(all.at(-1).url, /^wss:\/\/global\.example/);
+});
