@@ -167,3 +167,33 @@ test('useTopic and useAuction need a provider above them', () => {
   }
   assert.equal(INITIAL_VIEW.connection, 'connecting');
 });
+
+test("useAuction watches its auction over the provider's one socket and bids in it", async (t) => {
+  const { all, Socket } = sockets();
+  const lot = probe((props) => useAuction(props.auctionId));
+  const tree = (auctionId) => React.createElement(WsdrProvider, options(Socket, { auctionId: 'a1' }), React.createElement(lot.Probe, { auctionId }));
+  const root = React.render(tree('lot-9'));
+  t.after(() => root.unmount());
+  await until(() => all.length === 1, 'one socket');
+  all[0].open();
+  // The provider's auction and the component's, both read over the one socket.
+  assert.deepEqual(all[0].frames('getState').map((f) => f.auctionId).sort(), ['a1', 'lot-9']);
+  assert.equal(lot.seen.value.auction, null, 'null until its first state');
+  all[0].deliver({
+    type: 'state', region: 'us-east-1',
+    auction: { id: 'lot-9', item: 'vase', highBid: null, bidCount: 0, version: 0, versions: {} },
+    you: { userId: 'bo', lastBid: null, bids: [] },
+  });
+  await settle();
+  assert.equal(lot.seen.value.auction?.id, 'lot-9');
+  // Its bid goes to its auction, not the provider's.
+  const bidId = lot.seen.value.bid(25);
+  assert.deepEqual(all[0].frames('bid'), [{ action: 'bid', auctionId: 'lot-9', amount: 25, bidId }]);
+  // Another auction prop is watched too, over the same socket.
+  root.update(tree('lot-10'));
+  await settle();
+  assert.equal(all.length, 1);
+  assert.equal(all[0].frames('getState').at(-1).auctionId, 'lot-10');
+  lot.seen.value.bid(30);
+  assert.equal(all[0].frames('bid').at(-1).auctionId, 'lot-10');
+});
