@@ -3,27 +3,18 @@
 // API Gateway's internal errors as heartbeat failures, and the ledger's tie-break.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AuctionClient, REASON_CODES, outranks } from '../wsdr-client.js';
+import { REASON_CODES, outranks } from '../wsdr-client.js';
 import { sockets, until } from './sockets.js';
+import { client as sessionClient, state } from './session-client.js';
 
-const state = (region) => ({
-  type: 'state',
-  region,
-  auction: { id: 'lot-1', item: 'lamp', highBid: null, bidCount: 0, version: 0, versions: {} },
-  you: { userId: 'alice', lastBid: null, bids: [] },
-});
-
+/** The session tests' client, with each ended session's reason and code. */
 function client(Socket, options = {}) {
-  const c = new AuctionClient({
-    url: 'wss://global.example',
-    auctionId: 'lot-1',
-    WebSocket: Socket,
-    tokenProvider: () => 'token',
-    backoff: { baseMs: 1, capMs: 1, floorMs: 0, jitter: false, herdWindowMs: 0 },
-    ...options,
-  });
-  const ended = [];
-  c.addEventListener('disconnected', (e) => ended.push([e.detail.reason, e.detail.code]));
+  const { c, events } = sessionClient(Socket, options);
+  const ended = {
+    get list() {
+      return events.filter(([type]) => type === 'disconnected').map(([, d]) => [d.reason, d.code]);
+    },
+  };
   return { c, ended };
 }
 
@@ -60,7 +51,7 @@ test('reconnect() ends an open session at once and connects again', async (t) =>
   all[0].open();
   all[0].deliver(state('us-east-1'));
   c.reconnect();
-  assert.deepEqual(ended, [['reconnect asked', REASON_CODES.reconnect_asked]]);
+  assert.deepEqual(ended.list, [['reconnect asked', REASON_CODES.reconnect_asked]]);
   await until(() => all.length === 2, 'a new socket');
   assert.equal(all[0].closedWith?.code, 1000);
 });
@@ -124,10 +115,10 @@ test("API Gateway's internal errors count as heartbeat failures, one per round: 
   all[0].deliver({ message: 'Internal server error', connectionId: 'x', requestId: 'y' });
   // The gateway's frame does not say which request it answers: one failure per round.
   all[0].deliver({ type: 'error', code: 'internal', message: 'boom' });
-  assert.deepEqual(ended, []);
+  assert.deepEqual(ended.list, []);
   await until(() => all[0].frames('heartbeat').length === 1, 'the confirming heartbeat');
   all[0].deliver({ type: 'error', code: 'internal', message: 'boom' });
-  assert.deepEqual(ended, [['heartbeat failures', REASON_CODES.heartbeat_failures]]);
+  assert.deepEqual(ended.list, [['heartbeat failures', REASON_CODES.heartbeat_failures]]);
 });
 
 test('the ledger ranks by amount, then the earliest copy, then bidder, then bidId', () => {

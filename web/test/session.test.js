@@ -5,30 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AuctionClient, REASON_CODES } from '../wsdr-client.js';
 import { settle, sockets, until } from './sockets.js';
+import { client, state } from './session-client.js';
 
-const state = (region, { bids = [], versions = {}, highBid = null, settled } = {}) => ({
-  type: 'state',
-  region,
-  auction: { id: 'lot-1', item: 'lamp', highBid, bidCount: 0, version: 0, versions },
-  you: { userId: 'alice', lastBid: null, bids, ...(settled ? { settled } : {}) },
-});
-
-function client(Socket, options = {}) {
-  const c = new AuctionClient({
-    url: 'wss://global.example',
-    auctionId: 'lot-1',
-    WebSocket: Socket,
-    tokenProvider: () => 'token',
-    // Reconnect at once: the tests are about what a session carries, not about waiting.
-    backoff: { baseMs: 1, capMs: 1, floorMs: 0, jitter: false, herdWindowMs: 0 },
-    ...options,
-  });
-  const events = [];
-  for (const type of ['bidResult', 'bidSettled', 'update', 'restored', 'disconnected', 'bidExpired']) {
-    c.addEventListener(type, (e) => events.push([type, e.detail]));
-  }
-  return { c, events };
-}
 
 /** A client whose first socket is open, nothing received yet. */
 async function opened(t, options = {}) {
