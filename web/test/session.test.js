@@ -134,6 +134,17 @@ const REGIONS = [
   { region: 'us-west-2', url: 'wss://usw2.example' },
 ];
 
+/** A client that knows both Regions' own endpoints, started, with the endpoints it moved to. */
+function withRegions(t, options = {}) {
+  const { all, Socket } = sockets();
+  const { c, events } = client(Socket, { regions: REGIONS, ...options });
+  const endpoints = [];
+  c.addEventListener('endpoint', (e) => endpoints.push(e.detail));
+  t.after(() => c.close());
+  c.start();
+  return { all, c, events, endpoints };
+}
+
 test("a move order to a known Region's endpoint: the session ends clean, the next connect goes there", async (t) => {
   const { all, Socket } = sockets();
   const { c, events } = client(Socket, { regions: REGIONS });
@@ -166,12 +177,7 @@ test("a move order to a known Region's endpoint: the session ends clean, the nex
 });
 
 test("a redirect with the Regions' endpoints known goes to the other Region at once", async (t) => {
-  const { all, Socket } = sockets();
-  const { c } = client(Socket, { regions: REGIONS, backoff: { baseMs: 60000, capMs: 60000, floorMs: 60000, jitter: false } });
-  const endpoints = [];
-  c.addEventListener('endpoint', (e) => endpoints.push(e.detail));
-  t.after(() => c.close());
-  c.start();
+  const { all, endpoints } = withRegions(t, { backoff: { baseMs: 60000, capMs: 60000, floorMs: 60000, jitter: false } });
   await until(() => all.length === 1, 'a socket');
   all[0].open();
   all[0].deliver(state('us-east-1'));
@@ -217,12 +223,7 @@ test('a client closed before its socket opens holds no timer: nothing waits on a
 
 /** A client serving from us-west-2's own endpoint after us-east-1 lost its quorum. */
 async function onFallback(t) {
-  const { all, Socket } = sockets();
-  const { c, events } = client(Socket, { regions: REGIONS });
-  const endpoints = [];
-  c.addEventListener('endpoint', (e) => endpoints.push(e.detail));
-  t.after(() => c.close());
-  c.start();
+  const { all, c, events, endpoints } = withRegions(t);
   await until(() => all.length === 1, 'a socket');
   all[0].open();
   all[0].deliver(state('us-east-1'));
